@@ -1,0 +1,61 @@
+//! Error kinds that decide wulf's exit code.
+//!
+//! Exit codes (documented in the README):
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success |
+//! | 1 | error: I/O, a failed integrity check, a failed verification, bad input file |
+//! | 2 | invalid command line (also clap's own code) |
+//! | 3 | peer problem: unreachable, timed out, died, busy, other version |
+//! | 4 | `compare --fail-if-slower`: a regression beyond the threshold |
+//! | 130 | interrupted (Ctrl-C / SIGTERM); what was measured is saved, marked incomplete |
+
+use thiserror::Error;
+
+/// An error that carries its own exit code. Other errors exit with 1.
+#[derive(Debug, Error)]
+pub enum WulfError {
+    /// The command line is wrong (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// The peer could not be reached, answered wrongly, timed out or died (exit 3).
+    #[error("{0}")]
+    Peer(String),
+    /// A comparison found a regression beyond the threshold (exit 4).
+    #[error("{0}")]
+    Regression(String),
+    /// The user interrupted the run (exit 130).
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl WulfError {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            WulfError::Usage(_) => 2,
+            WulfError::Peer(_) => 3,
+            WulfError::Regression(_) => 4,
+            WulfError::Interrupted => 130,
+        }
+    }
+}
+
+/// Exit code for any error: the [`WulfError`] code if one is in the chain, else 1.
+pub fn exit_code_of(err: &anyhow::Error) -> i32 {
+    err.chain()
+        .find_map(|e| e.downcast_ref::<WulfError>())
+        .map(WulfError::exit_code)
+        .unwrap_or(1)
+}
+
+/// Shorthand for a usage error.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    WulfError::Usage(msg.into()).into()
+}
+
+/// Shorthand for a peer error.
+pub fn peer(msg: impl Into<String>) -> anyhow::Error {
+    WulfError::Peer(msg.into()).into()
+}

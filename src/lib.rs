@@ -1,0 +1,32 @@
+//! wulf: what an interconnect and message-passing stack really delivers.
+//!
+//! The crate is one binary and a library the binary and the integration
+//! tests share. Modules are cut so that each could become its own crate:
+//!
+//! * [`cli`]: argument parsing only;
+//! * [`units`]: sizes and durations with units, shared by every command;
+//! * [`transport`]: one file per transport behind one trait; nothing outside
+//!   it branches on the kind of transport;
+//! * [`sweep`]: size schedules, the repetition policy and the timing loops;
+//! * [`peer`]: the control protocol between the measuring side and its peer;
+//! * [`stats`]: pure statistics over kept trials;
+//! * [`analysis`]: derived figures (n_1/2, saturation, switch-overs, drop-outs);
+//! * [`report`]: exporters, pure functions from results to bytes;
+//! * [`result`]: the versioned result schema and atomic file writing;
+//! * [`sys`]: the machine fingerprint and OS services;
+//! * [`npb`]: NAS Parallel Benchmark kernels written for wulf;
+//! * [`commands`]: one file per subcommand, gluing the above together.
+
+pub mod analysis;
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod npb;
+pub mod peer;
+pub mod report;
+pub mod result;
+pub mod stats;
+pub mod sweep;
+pub mod sys;
+pub mod transport;
+pub mod units;

@@ -1,0 +1,1 @@
+//! NAS Parallel Benchmark kernels written for wulf from the NPB specification.

@@ -1,0 +1,14 @@
+//! The result file: wulf's public interface.
+//!
+//! A result is one JSON document per sweep (one transport, one mode). The
+//! schema is versioned (`schema_version`), documented field by field in
+//! `docs/results-schema.md`, and every struct rejects unknown fields so that a
+//! file from a newer, incompatible wulf is refused loudly rather than
+//! misread. Files are written atomically: a temporary file in the target
+//! directory, flushed, then renamed over the destination.
+
+mod schema;
+mod write;
+
+pub use schema::*;
+pub use write::{read_result, write_atomically, write_result};

@@ -1,0 +1,266 @@
+//! Serde types of the result file (schema version [`SCHEMA_VERSION`]).
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the result schema this wulf writes and reads. Bumped on any
+/// change a reader must know about; readers refuse other major versions.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One sweep of one transport in one mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepResult {
+    /// Version of this schema ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// Version of the wulf that measured it.
+    pub tool_version: String,
+    /// False when the run was cut short (Ctrl-C, peer died, error): the
+    /// points present were measured properly, but some are missing.
+    pub complete: bool,
+    /// Why the run is incomplete, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
+    /// The command line, argument by argument.
+    pub command_line: Vec<String>,
+    /// Start time, RFC 3339 in UTC.
+    pub started_at: String,
+    /// Wall time of the whole sweep in seconds.
+    pub wall_s: f64,
+    /// The machine the measuring (client) side ran on.
+    pub host: crate::sys::Host,
+    /// The machine the peer ran on, as the peer reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_host: Option<crate::sys::Host>,
+    /// Transport name as given on the command line (`tcp`, `unix`, ...).
+    pub transport: String,
+    /// `pingpong`, `stream` or `bidir`.
+    pub mode: Mode,
+    /// Definitions of the figures, so a file explains itself.
+    pub definitions: Definitions,
+    /// Options in effect, including what the kernel granted.
+    pub options: Options,
+    /// Where each endpoint ran.
+    pub placement: Placement,
+    /// Measured cost of reading the clock once, subtracted from block times.
+    pub timer_overhead_ns: f64,
+    /// One entry per message size, ascending.
+    pub points: Vec<Point>,
+    /// Figures derived from the points.
+    pub summary: Summary,
+    /// Non-fatal observations (a clamped socket buffer, noisy points...).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// Communication pattern of a sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// A sends n bytes, B returns n bytes; time = half the round trip.
+    Pingpong,
+    /// A sends a stream of n-byte messages; B times its receive loop.
+    Stream,
+    /// Both ends send and receive n bytes at once; rate counts both ways.
+    Bidir,
+}
+
+impl Mode {
+    /// Bytes moved per timed operation for an n-byte message: the bidirectional
+    /// mode moves a message each way per operation.
+    pub fn bytes_per_op(self, bytes: u64) -> u64 {
+        match self {
+            Mode::Bidir => 2 * bytes,
+            Mode::Pingpong | Mode::Stream => bytes,
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Pingpong => "pingpong",
+            Mode::Stream => "stream",
+            Mode::Bidir => "bidir",
+        })
+    }
+}
+
+/// Plain-language definitions stored in every file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Definitions {
+    /// What one trial's time (`trials_ns`) is.
+    pub time: String,
+    /// How `bits_per_s` is computed.
+    pub throughput: String,
+    /// How `summary.latency_ns` is chosen.
+    pub latency: String,
+    /// How the peak is chosen.
+    pub peak: String,
+}
+
+impl Definitions {
+    /// The definitions for a sweep in `mode`.
+    pub fn for_mode(mode: Mode) -> Definitions {
+        let time = match mode {
+            Mode::Pingpong => "one-way time: half of one round trip, averaged over a block of round trips timed as one",
+            Mode::Stream => "one-way time: the receiver's time per message over a block of messages timed as one",
+            Mode::Bidir => "exchange time: time for both ends to send and receive one message each, averaged over a block",
+        };
+        let throughput = match mode {
+            Mode::Bidir => "bits_per_s = 2 * bytes * 8 / median exchange time (both directions), SI units (1 Mbit/s = 1e6 bit/s)",
+            _ => "bits_per_s = bytes * 8 / median one-way time, SI units (1 Mbit/s = 1e6 bit/s)",
+        };
+        Definitions {
+            time: time.into(),
+            throughput: throughput.into(),
+            latency: "latency_ns = median one-way time at the smallest size measured".into(),
+            peak: "peak_bits_per_s = highest median throughput over all sizes; peak_bytes = the size where it occurs".into(),
+        }
+    }
+}
+
+/// Options in effect for the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Options {
+    /// Total time budget in seconds.
+    pub budget_s: f64,
+    /// Target relative half-width of the median's 95% confidence interval.
+    pub precision: f64,
+    /// Timeout of every blocking operation in seconds.
+    pub timeout_s: f64,
+    /// Whether buffers rotate through a pool larger than the last-level cache.
+    pub nocache: bool,
+    /// Misalignment of the buffers in bytes.
+    pub offset_bytes: u64,
+    /// Whether a byte-checking validation pass ran before the timed trials.
+    pub integrity: bool,
+    /// Whether per-message tail latency passes ran.
+    pub tails: bool,
+    /// Peer address when the peer was remote, `null` for a local peer.
+    pub peer: Option<String>,
+    /// Transport-specific settings: requested and granted socket buffers,
+    /// TCP_NODELAY, address family, socket path...
+    pub transport: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Where the two endpoints ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    /// Host name of the measuring side.
+    pub client_host: String,
+    /// CPU the measuring side was pinned to, if pinned.
+    pub client_cpu: Option<usize>,
+    /// Host name of the peer.
+    pub server_host: String,
+    /// CPU the peer was pinned to, if pinned.
+    pub server_cpu: Option<usize>,
+}
+
+/// CPU time spent by one end during a point's trials (getrusage of that
+/// process's measuring thread, never system-wide counters).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuCost {
+    /// User time in ns over all timed trials of the point.
+    pub user_ns: u64,
+    /// System time in ns over all timed trials of the point.
+    pub sys_ns: u64,
+    /// (user + sys) / bytes moved by the timed trials.
+    pub ns_per_byte: f64,
+    /// (user + sys) / messages moved by the timed trials.
+    pub ns_per_message: f64,
+}
+
+/// Per-message tail latency from the optional `--tails` pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tails {
+    /// Number of individually timed round trips.
+    pub samples: u64,
+    /// Median one-way time (half round trip) in ns.
+    pub p50_ns: f64,
+    /// 99th percentile one-way time in ns.
+    pub p99_ns: f64,
+    /// 99.9th percentile one-way time in ns.
+    pub p999_ns: f64,
+    /// Largest one-way time in ns.
+    pub max_ns: f64,
+    /// Cost of one clock read, included in each sample (not subtracted,
+    /// because per-sample jitter of the clock is of the same order).
+    pub timer_cost_ns: f64,
+}
+
+/// One message size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Point {
+    /// Message size in bytes.
+    pub bytes: u64,
+    /// Every kept trial's time per operation in ns, in measurement order.
+    pub trials_ns: Vec<f64>,
+    /// Operations (round trips, messages, exchanges) per trial.
+    pub repeats: u64,
+    /// Trials kept (`trials_ns.len()`).
+    pub trials: u64,
+    /// Trials run and dropped before the kept ones (calibration and warm-up).
+    pub warmup_trials: u64,
+    /// Smallest trial.
+    pub min_ns: f64,
+    /// Median trial.
+    pub median_ns: f64,
+    /// Mean trial.
+    pub mean_ns: f64,
+    /// Sample standard deviation.
+    pub stddev_ns: f64,
+    /// 90th percentile.
+    pub p90_ns: f64,
+    /// 99th percentile.
+    pub p99_ns: f64,
+    /// Lower bound of the 95% confidence interval of the median.
+    pub ci_low_ns: f64,
+    /// Upper bound of the 95% confidence interval of the median.
+    pub ci_high_ns: f64,
+    /// Throughput from the median (see `definitions.throughput`).
+    pub bits_per_s: f64,
+    /// True when the interval did not reach `options.precision` in budget.
+    pub noisy: bool,
+    /// CPU cost of the measuring end.
+    pub cpu_client: CpuCost,
+    /// CPU cost of the peer.
+    pub cpu_server: CpuCost,
+    /// Per-message tail latency, when `--tails` ran for this size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tails: Option<Tails>,
+}
+
+/// Figures derived from the points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    /// Median one-way time at the smallest size; null with no points.
+    pub latency_ns: Option<f64>,
+    /// Highest median throughput; null with no points.
+    pub peak_bits_per_s: Option<f64>,
+    /// Size where the peak occurs; null with no points.
+    pub peak_bytes: Option<u64>,
+    /// Number of points marked noisy.
+    pub noisy_points: u64,
+}
+
+impl Summary {
+    /// Derive the summary from `points` (ascending sizes).
+    pub fn from_points(points: &[Point]) -> Summary {
+        let peak = points
+            .iter()
+            .max_by(|a, b| a.bits_per_s.total_cmp(&b.bits_per_s));
+        Summary {
+            latency_ns: points.first().map(|p| p.median_ns),
+            peak_bits_per_s: peak.map(|p| p.bits_per_s),
+            peak_bytes: peak.map(|p| p.bytes),
+            noisy_points: points.iter().filter(|p| p.noisy).count() as u64,
+        }
+    }
+}

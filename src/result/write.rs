@@ -1,0 +1,61 @@
+//! Atomic reading and writing of result files.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use super::{SweepResult, SCHEMA_VERSION};
+
+/// Write `bytes` to `path` atomically: a temporary file beside it, synced,
+/// then renamed over `path`. A reader never sees a half-written file, and a
+/// full disk leaves the old file (if any) intact and returns an error.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create directory {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .and_then(|_| tmp.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot rename the result into {}", path.display()))?;
+    Ok(())
+}
+
+/// Serialise `result` as pretty JSON and write it atomically to `path`, or to
+/// standard output when `path` is `-`.
+pub fn write_result(path: &Path, result: &SweepResult) -> Result<()> {
+    let mut json = serde_json::to_vec_pretty(result)?;
+    json.push(b'\n');
+    if path.as_os_str() == "-" {
+        std::io::stdout().write_all(&json)?;
+        return Ok(());
+    }
+    write_atomically(path, &json)
+}
+
+/// Read and validate a result file.
+pub fn read_result(path: &Path) -> Result<SweepResult> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    match value.get("schema_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == SCHEMA_VERSION as u64 => {}
+        Some(v) => bail!(
+            "{} has result schema version {v}; this wulf reads version {SCHEMA_VERSION}",
+            path.display()
+        ),
+        None => bail!(
+            "{} is not a wulf result (no schema_version)",
+            path.display()
+        ),
+    }
+    serde_json::from_value(value)
+        .with_context(|| format!("{} does not match the result schema", path.display()))
+}

@@ -1,1 +1,203 @@
-//! placeholder
+//! Command-line parsing only: clap definitions and value parsers. Turning
+//! arguments into work is the job of `commands`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::units::{parse_bytes, parse_duration};
+
+/// What an interconnect and message-passing stack really delivers.
+#[derive(Debug, Parser)]
+#[command(name = "wulf", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// wulf's subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure every transport available on this machine and summarise
+    /// them side by side (the main job).
+    Run(RunArgs),
+    /// Sweep one transport over message sizes (latency and throughput).
+    Sweep(SweepArgs),
+    /// Wait for `wulf sweep --peer` clients and act as their peer.
+    Serve(ServeArgs),
+}
+
+/// Communication pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Send n bytes, receive n bytes back; time is half the round trip.
+    Pingpong,
+    /// One-way stream of n-byte messages; the receiver times its loop.
+    Stream,
+    /// Both ends send and receive at once; rate counts both directions.
+    Bidir,
+}
+
+/// Options shared by every sweep (`wulf sweep` and each sweep of `wulf run`).
+#[derive(Debug, Clone, Args)]
+pub struct MeasureArgs {
+    /// Message sizes: a list (1,64,1Ki) or a range MIN:MAX of NetPIPE's
+    /// schedule. Units: K, M, G (10^3...) and Ki, Mi, Gi (2^10...).
+    #[arg(long, value_name = "LIST|MIN:MAX")]
+    pub sizes: Option<String>,
+    /// Only the base sizes (no +-3 byte perturbations).
+    #[arg(long)]
+    pub no_perturb: bool,
+    /// Stop each point when the median's 95% confidence interval is within
+    /// this fraction of the median.
+    #[arg(long, default_value = "0.02", value_parser = parse_precision)]
+    pub precision: f64,
+    /// Bound of every blocking operation (connect, each send and receive).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Also time single round trips (sizes up to 64 KiB) for p50/p99/p99.9/max.
+    #[arg(long)]
+    pub tails: bool,
+    /// Request this SO_SNDBUF on both ends (the granted size is recorded).
+    #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
+    pub sndbuf: Option<u64>,
+    /// Request this SO_RCVBUF on both ends (the granted size is recorded).
+    #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
+    pub rcvbuf: Option<u64>,
+    /// Leave Nagle's algorithm on (TCP_NODELAY is set by default).
+    #[arg(long)]
+    pub no_nodelay: bool,
+    /// Use IPv6 (::1 for a local peer).
+    #[arg(long)]
+    pub ipv6: bool,
+    /// Rotate through buffers larger than the last-level cache.
+    #[arg(long)]
+    pub nocache: bool,
+    /// Misalign message buffers by this many bytes.
+    #[arg(long, default_value = "0", value_parser = parse_bytes, value_name = "BYTES")]
+    pub offset: u64,
+    /// Check every byte in a separate validation pass before timing.
+    #[arg(long)]
+    pub integrity: bool,
+    /// CPUs for this end and the peer (default 0,1 when there are two or more).
+    #[arg(long, value_parser = parse_cpus, value_name = "A,B", conflicts_with = "no_pin")]
+    pub cpus: Option<(usize, usize)>,
+    /// Do not pin either end to a CPU.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `wulf sweep`.
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// Transport: tcp or unix.
+    pub transport: String,
+    /// Communication pattern.
+    #[arg(long, value_enum, default_value = "pingpong")]
+    pub mode: ModeArg,
+    /// Total time budget of the timed points.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub budget: Duration,
+    /// A `wulf serve` to measure against, HOST[:PORT]; without it a local
+    /// peer is started.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub peer: Option<String>,
+    /// Write the result as JSON ('-' for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the points as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Measurement options.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+}
+
+/// `wulf serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind: std::net::IpAddr,
+    /// Control port.
+    #[arg(long, default_value_t = crate::peer::DEFAULT_PORT)]
+    pub port: u16,
+    /// Largest message a client may request.
+    #[arg(long, default_value = "1Gi", value_parser = parse_bytes, value_name = "BYTES")]
+    pub max_size: u64,
+    /// Serve one client, then exit.
+    #[arg(long, hide = true)]
+    pub once: bool,
+    /// Print the port on stdout when listening (used for local peers).
+    #[arg(long, hide = true)]
+    pub announce: bool,
+}
+
+/// `wulf run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// A short run (about a quarter of the default budget).
+    #[arg(long, conflicts_with = "thorough")]
+    pub quick: bool,
+    /// A long run (four times the default budget, tails included).
+    #[arg(long)]
+    pub thorough: bool,
+    /// Budget per transport (overrides --quick / --thorough).
+    #[arg(long, value_parser = parse_duration)]
+    pub budget: Option<Duration>,
+    /// Directory under which a timestamped results directory is created.
+    #[arg(long, default_value = "wulf-results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Only these transports (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub only: Option<Vec<String>>,
+    /// Measurement options.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+}
+
+fn parse_precision(s: &str) -> Result<f64, String> {
+    let p: f64 = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
+    if p > 0.0 && p < 1.0 {
+        Ok(p)
+    } else {
+        Err("precision must be between 0 and 1 (0.02 means +-2%)".into())
+    }
+}
+
+fn parse_cpus(s: &str) -> Result<(usize, usize), String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("'{s}': give two CPUs, e.g. 0,1"))?;
+    let cpu = |t: &str| {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("'{t}' is not a CPU number"))
+    };
+    Ok((cpu(a)?, cpu(b)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn value_parsers() {
+        assert_eq!(parse_cpus("0,1"), Ok((0, 1)));
+        assert!(parse_cpus("0").is_err());
+        assert!(parse_precision("0").is_err());
+        assert!(parse_precision("1.5").is_err());
+        assert_eq!(parse_precision("0.05"), Ok(0.05));
+    }
+}

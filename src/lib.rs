@@ -30,3 +30,8 @@ pub mod sweep;
 pub mod sys;
 pub mod transport;
 pub mod units;
+
+/// Set by commands (such as `serve`) for which a signal should end the
+/// process at once rather than stop a measurement gracefully.
+pub static EXIT_ON_SIGNAL: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);

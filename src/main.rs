@@ -1,1 +1,38 @@
-fn main() {}
+//! The `wulf` binary: parse, dispatch, map errors to exit codes.
+
+use std::sync::atomic::Ordering;
+
+use clap::Parser;
+use wulf::cli::{Cli, Command};
+use wulf::commands;
+
+fn main() {
+    let cli = Cli::parse();
+    install_signal_handler();
+    let outcome = match &cli.command {
+        Command::Run(a) => commands::run::execute(a),
+        Command::Sweep(a) => commands::sweep::execute(a),
+        Command::Serve(a) => commands::serve::execute(a),
+    };
+    if let Err(e) = outcome {
+        eprintln!("wulf: error: {e:#}");
+        std::process::exit(wulf::error::exit_code_of(&e));
+    }
+}
+
+/// First Ctrl-C / SIGTERM: ask the sweep to stop between trials and save
+/// what it has. A second one (or any, for a server) exits at once.
+fn install_signal_handler() {
+    let result = ctrlc::set_handler(|| {
+        if wulf::EXIT_ON_SIGNAL.load(Ordering::Relaxed)
+            || wulf::sweep::INTERRUPTED.swap(true, Ordering::Relaxed)
+        {
+            std::process::exit(130);
+        }
+    });
+    if let Err(e) = result {
+        eprintln!(
+            "wulf: warning: cannot handle Ctrl-C ({e}); an interrupted run will not be saved"
+        );
+    }
+}

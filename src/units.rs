@@ -51,16 +51,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("'{text}' is not a duration ({e}; examples: 500ms, 10s, 2m)"))
 }
 
-/// Format a byte count compactly with binary units: `8 MiB`, `1.5 KiB`, `13 B`.
+/// Format a byte count: binary units when exact (`8 MiB`), else bytes (`8388611 B`).
 pub fn format_bytes(bytes: u64) -> String {
     const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (name, size) in UNITS {
         if bytes >= size {
-            let v = bytes as f64 / size as f64;
+            // Sizes off a unit boundary (the +-3 perturbations) are shown
+            // exactly: "6.0 KiB" for 6141 bytes would hide the point of them.
             return if bytes % size == 0 {
                 format!("{} {name}", bytes / size)
             } else {
-                format!("{v:.1} {name}")
+                format!("{bytes} B")
             };
         }
     }
@@ -128,7 +129,7 @@ mod tests {
     fn formatting() {
         assert_eq!(format_bytes(13), "13 B");
         assert_eq!(format_bytes(8 << 20), "8 MiB");
-        assert_eq!(format_bytes(1536), "1.5 KiB");
+        assert_eq!(format_bytes(1539), "1539 B");
         assert_eq!(format_ns(812.0), "812 ns");
         assert_eq!(format_ns(7310.0), "7.31 us");
         assert_eq!(format_bits_per_s(41.3e9), "41.30 Gbit/s");

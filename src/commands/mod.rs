@@ -1,1 +1,101 @@
-//! placeholder
+//! One file per subcommand: each turns parsed arguments into work by
+//! calling the measuring, analysing and exporting modules, and decides what
+//! goes to the terminal and to files.
+
+pub mod run;
+pub mod serve;
+pub mod sweep;
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::cli::{MeasureArgs, ModeArg};
+use crate::result::Mode;
+use crate::sweep::engine::SweepSpec;
+use crate::sweep::schedule;
+use crate::transport::ChannelOptions;
+
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Pingpong => Mode::Pingpong,
+            ModeArg::Stream => Mode::Stream,
+            ModeArg::Bidir => Mode::Bidir,
+        }
+    }
+}
+
+/// Build a sweep specification from the shared measurement options.
+pub fn sweep_spec(
+    m: &MeasureArgs,
+    transport: &str,
+    mode: Mode,
+    budget: Duration,
+    peer: Option<String>,
+) -> anyhow::Result<SweepSpec> {
+    let sizes = match &m.sizes {
+        Some(text) => schedule::parse_sizes(text, !m.no_perturb)
+            .map_err(|e| crate::error::usage(format!("--sizes: {e}")))?,
+        None => schedule::netpipe(1, schedule::DEFAULT_MAX_BYTES, !m.no_perturb),
+    };
+    let ncpu = crate::sys::cpu_count();
+    let cpus = if m.no_pin {
+        (None, None)
+    } else if let Some((a, b)) = m.cpus {
+        for c in [a, b] {
+            if c >= ncpu {
+                return Err(crate::error::usage(format!(
+                    "--cpus: CPU {c} does not exist (this machine has {ncpu})"
+                )));
+            }
+        }
+        (Some(a), if peer.is_some() { Some(b) } else { Some(b) })
+    } else if peer.is_some() {
+        // The remote machine's CPUs are unknown here; pin only this end.
+        (Some(0), None)
+    } else if ncpu >= 2 {
+        (Some(0), Some(1))
+    } else {
+        (None, None)
+    };
+    Ok(SweepSpec {
+        transport: transport.to_string(),
+        mode,
+        sizes,
+        budget,
+        precision: m.precision,
+        nocache: m.nocache,
+        offset_bytes: m.offset,
+        integrity: m.integrity,
+        tails: m.tails,
+        channel: ChannelOptions {
+            sndbuf_bytes: m.sndbuf,
+            rcvbuf_bytes: m.rcvbuf,
+            nodelay: !m.no_nodelay,
+            ipv6: m.ipv6,
+            timeout_ms: m.timeout.as_millis() as u64,
+        },
+        cpus,
+        peer,
+        command_line: std::env::args().collect(),
+    })
+}
+
+/// A progress bar on stderr, hidden when stderr is not a terminal or when
+/// `quiet`.
+pub fn progress_bar(len: u64, quiet: bool, label: &str) -> ProgressBar {
+    let pb = if quiet || !std::io::stderr().is_terminal() {
+        ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden())
+    } else {
+        ProgressBar::new(len)
+    };
+    pb.set_style(
+        ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} sizes  {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    pb.set_prefix(label.to_string());
+    pb
+}

@@ -1,1 +1,30 @@
-//! placeholder
+//! Sweeps: which sizes, how many repetitions, and the timing loops.
+//!
+//! * [`schedule`]: NetPIPE's size schedule and `--sizes` parsing;
+//! * [`policy`]: the repetition policy (calibration, warm-up, trials until
+//!   the median's confidence interval is narrow enough or the point's share
+//!   of the budget is spent), written against a [`policy::BlockRunner`] so
+//!   it can be tested exactly with a mock;
+//! * [`loops`]: the hot loops of both ends. Nothing in them allocates,
+//!   prints, logs or locks; the only calls are the endpoint's and the clock;
+//! * [`buffers`]: message buffers (alignment, `--offset`, `--nocache` pools);
+//! * [`timer`]: the cost of reading the clock, measured and subtracted;
+//! * [`engine`]: drives a whole sweep against a peer and assembles the result.
+
+pub mod buffers;
+pub mod engine;
+pub mod loops;
+pub mod policy;
+pub mod schedule;
+pub mod timer;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by the Ctrl-C / SIGTERM handler; the engine checks it between
+/// trials (never inside a timing loop) and stops, keeping what it measured.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the user asked to stop.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}

@@ -1,1 +1,117 @@
-//! placeholder
+//! Transports: one file per way of moving bytes between two processes,
+//! all behind the same two traits.
+//!
+//! A [`Transport`] knows how to set up a data channel: the peer calls
+//! [`Transport::listen`] and sends the returned description (opaque JSON) to
+//! the measuring side over the control connection, which calls
+//! [`Transport::connect`] with it. Both then hold an [`Endpoint`], the only
+//! thing the timing loops in `sweep` ever touch. Nothing outside this module
+//! branches on the kind of transport: adding one means adding a file here and
+//! a line in [`registry`].
+
+use std::io;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+mod sockopt;
+mod stream_socket;
+pub mod tcp;
+pub mod unix;
+
+/// One end of an established data channel. Every call either completes the
+/// whole transfer or fails; each blocking step is bounded by the channel's
+/// timeout, so a dead peer becomes an error, never a hang.
+pub trait Endpoint: Send {
+    /// Send all of `buf`.
+    fn send(&mut self, buf: &[u8]) -> io::Result<()>;
+    /// Receive exactly `buf.len()` bytes.
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<()>;
+    /// Send all of `out` while receiving exactly `inp.len()` bytes, with both
+    /// directions progressing together, so that messages far larger than the
+    /// channel's buffers cannot deadlock when both ends do this at once.
+    fn exchange(&mut self, out: &[u8], inp: &mut [u8]) -> io::Result<()>;
+}
+
+/// Options for a data channel. Each transport uses what applies to it and
+/// records what it did in [`Connected::settings`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelOptions {
+    /// Requested SO_SNDBUF in bytes (None: kernel default and autotuning).
+    pub sndbuf_bytes: Option<u64>,
+    /// Requested SO_RCVBUF in bytes (None: kernel default and autotuning).
+    pub rcvbuf_bytes: Option<u64>,
+    /// Disable Nagle's algorithm (TCP_NODELAY).
+    pub nodelay: bool,
+    /// Use IPv6 for IP transports.
+    pub ipv6: bool,
+    /// Bound of every blocking operation, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl ChannelOptions {
+    /// The timeout as a Duration (at least 1 ms: a zero socket timeout
+    /// would mean "block forever").
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.max(1))
+    }
+}
+
+/// An established channel and what the transport did to set it up.
+pub struct Connected {
+    /// The channel.
+    pub endpoint: Box<dyn Endpoint>,
+    /// Settings in effect on this end (granted buffer sizes, MSS, path...).
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    /// Things the user should know (a request the kernel clamped...).
+    pub warnings: Vec<String>,
+}
+
+/// A data channel the peer has prepared and is waiting on.
+pub trait Listener: Send {
+    /// What the measuring side needs to connect (address, port, path...).
+    fn describe(&self) -> serde_json::Value;
+    /// Wait for the measuring side to connect, at most `timeout`.
+    fn accept(self: Box<Self>, timeout: Duration) -> anyhow::Result<Connected>;
+}
+
+/// A kind of transport.
+pub trait Transport: Send + Sync {
+    /// Name as typed on the command line.
+    fn name(&self) -> &'static str;
+    /// One-line description for `--help` and `wulf run`.
+    fn about(&self) -> &'static str;
+    /// Whether this transport can work on this machine, with the reason
+    /// when it cannot.
+    fn availability(&self) -> Result<(), String>;
+    /// Whether both ends must be on the same host.
+    fn local_only(&self) -> bool;
+    /// Peer side: prepare a channel. `bind_ip` is the address the control
+    /// connection arrived on.
+    fn listen(&self, opts: &ChannelOptions, bind_ip: IpAddr) -> anyhow::Result<Box<dyn Listener>>;
+    /// Measuring side: connect to the channel the peer described.
+    /// `peer_ip` is the peer's address on the control connection.
+    fn connect(
+        &self,
+        description: &serde_json::Value,
+        opts: &ChannelOptions,
+        peer_ip: IpAddr,
+    ) -> anyhow::Result<Connected>;
+}
+
+/// Every transport wulf knows, in the order `wulf run` measures them.
+pub fn registry() -> Vec<Box<dyn Transport>> {
+    vec![Box::new(tcp::Tcp), Box::new(unix::Unix)]
+}
+
+/// The transport called `name`, if wulf knows it.
+pub fn find(name: &str) -> Option<Box<dyn Transport>> {
+    registry().into_iter().find(|t| t.name() == name)
+}
+
+/// Names of all transports, for error messages.
+pub fn names() -> Vec<&'static str> {
+    registry().iter().map(|t| t.name()).collect()
+}

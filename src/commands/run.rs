@@ -1,0 +1,105 @@
+//! `wulf run`, the main job: every transport this machine has, measured in
+//! turn, saved under `wulf-results/<timestamp>/`, summarised side by side.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Result;
+
+use crate::cli::RunArgs;
+use crate::error::WulfError;
+use crate::report;
+use crate::result::{write_atomically, write_result, Mode, SweepResult};
+use crate::sweep::engine::run_sweep;
+use crate::transport;
+use crate::units::format_bytes;
+
+/// Budget per transport of a default run.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(10);
+
+/// Run `wulf run`.
+pub fn execute(args: &RunArgs) -> Result<()> {
+    let budget = args.budget.unwrap_or(if args.quick {
+        DEFAULT_BUDGET / 4
+    } else if args.thorough {
+        DEFAULT_BUDGET * 4
+    } else {
+        DEFAULT_BUDGET
+    });
+    let mut measure = args.measure.clone();
+    measure.tails |= args.thorough;
+    let dir = results_dir(&args.out);
+    let mut results: Vec<SweepResult> = Vec::new();
+    let mut failures = Vec::new();
+    let mut stop: Option<anyhow::Error> = None;
+    for t in transport::registry() {
+        let name = t.name();
+        if args
+            .only
+            .as_ref()
+            .is_some_and(|o| !o.iter().any(|n| n == name))
+        {
+            continue;
+        }
+        if let Err(why) = t.availability() {
+            eprintln!("wulf: skipping {name}: {why}");
+            continue;
+        }
+        let spec = super::sweep_spec(&measure, name, Mode::Pingpong, budget, None)?;
+        let pb = super::progress_bar(spec.sizes.len() as u64, measure.quiet, name);
+        let outcome = run_sweep(&spec, &mut |p| {
+            pb.set_message(format_bytes(p.bytes));
+            pb.inc(1);
+        });
+        pb.finish_and_clear();
+        match outcome {
+            Err(e) => {
+                eprintln!("wulf: {name} failed: {e:#}");
+                failures.push(name);
+            }
+            Ok(o) => {
+                let path = dir.join(format!("{name}-{}.json", o.result.mode));
+                write_result(&path, &o.result)?;
+                results.push(o.result);
+                if let Some(e) = o.error {
+                    let interrupted = e
+                        .downcast_ref::<WulfError>()
+                        .is_some_and(|w| matches!(w, WulfError::Interrupted));
+                    eprintln!("wulf: {name} stopped early: {e:#}");
+                    if interrupted {
+                        stop = Some(e);
+                        break;
+                    }
+                    failures.push(name);
+                }
+            }
+        }
+    }
+    if !results.is_empty() {
+        write_atomically(&dir.join("points.csv"), &report::csv::to_csv(&results)?)?;
+        println!("{}", report::table::comparison_table(&results));
+        for r in &results {
+            for w in &r.warnings {
+                println!("  {} warning: {w}", r.transport);
+            }
+        }
+        println!("results: {}", dir.display());
+    }
+    if let Some(e) = stop {
+        return Err(e);
+    }
+    if !failures.is_empty() {
+        anyhow::bail!("some transports failed: {}", failures.join(", "));
+    }
+    if results.is_empty() {
+        anyhow::bail!("no transport could be measured");
+    }
+    Ok(())
+}
+
+fn results_dir(out: &std::path::Path) -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .replace(':', "-");
+    out.join(stamp.trim_end_matches('Z'))
+}

@@ -1,0 +1,62 @@
+//! `wulf sweep`: one transport, one mode, printed as a table and saved as
+//! JSON / CSV on request (also when the sweep is cut short).
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::cli::SweepArgs;
+use crate::report;
+use crate::result::{write_atomically, write_result, SweepResult};
+use crate::sweep::engine::run_sweep;
+use crate::units::format_bytes;
+
+/// Run `wulf sweep`.
+pub fn execute(args: &SweepArgs) -> Result<()> {
+    let spec = super::sweep_spec(
+        &args.measure,
+        &args.transport,
+        args.mode.into(),
+        args.budget,
+        args.peer.clone(),
+    )?;
+    let pb = super::progress_bar(spec.sizes.len() as u64, args.measure.quiet, &args.transport);
+    let outcome = run_sweep(&spec, &mut |p| {
+        pb.set_message(format_bytes(p.bytes));
+        pb.inc(1);
+    });
+    pb.finish_and_clear();
+    let outcome = outcome?;
+    let table = report::table::sweep_table(&outcome.result);
+    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    if json_to_stdout {
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+        std::io::stdout().flush()?;
+    }
+    save(args, &outcome.result)?;
+    match outcome.error {
+        None => Ok(()),
+        Some(e) => {
+            if args.json.is_some() || args.csv.is_some() {
+                eprintln!(
+                    "wulf: sweep stopped early; the {} points measured are saved, marked incomplete",
+                    outcome.result.points.len()
+                );
+            }
+            Err(e)
+        }
+    }
+}
+
+fn save(args: &SweepArgs, result: &SweepResult) -> Result<()> {
+    if let Some(path) = &args.json {
+        write_result(path, result)?;
+    }
+    if let Some(path) = &args.csv {
+        write_atomically(path, &report::csv::to_csv(std::slice::from_ref(result))?)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,215 @@
+//! The measuring side's view of a peer: handshake, set-up, and one request
+//! per block.
+
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::protocol::{BlockKind, ControlChannel, Hello, Reply, Request, Setup, MAGIC};
+use crate::error::peer;
+use crate::result::Mode;
+use crate::sys::Host;
+use crate::transport::{Connected, Transport};
+
+/// A connected, set-up peer.
+pub struct PeerSession {
+    ch: ControlChannel,
+    /// The peer's control address.
+    pub addr: SocketAddr,
+    /// The peer's machine.
+    pub host: Host,
+    /// Settings on the peer's end of the data channel.
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    /// Warnings from the peer's set-up.
+    pub warnings: Vec<String>,
+    /// CPU the peer pinned to.
+    pub cpu: Option<usize>,
+}
+
+/// What the peer reported for one block.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerBlock {
+    /// Peer user CPU ns.
+    pub user_ns: u64,
+    /// Peer system CPU ns.
+    pub sys_ns: u64,
+    /// Peer's own timing of the block, ns.
+    pub elapsed_ns: u64,
+}
+
+/// Resolve `HOST[:PORT]` (IPv6 literals in brackets) to a socket address.
+pub fn resolve(peer_spec: &str, default_port: u16, ipv6: bool) -> Result<SocketAddr> {
+    let with_port = if peer_spec.parse::<std::net::IpAddr>().is_ok() {
+        // a bare IPv6 literal contains colons but no port
+        format!("[{peer_spec}]:{default_port}")
+    } else if peer_spec
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        peer_spec.to_string()
+    } else {
+        format!("{peer_spec}:{default_port}")
+    };
+    let with_port = with_port.replace("[[", "[").replace("]]", "]");
+    let addrs: Vec<SocketAddr> = with_port
+        .to_socket_addrs()
+        .map_err(|e| peer(format!("cannot resolve peer '{peer_spec}': {e}")))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv6() == ipv6)
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| peer(format!("peer '{peer_spec}' has no address")))
+}
+
+impl PeerSession {
+    /// Connect, shake hands and set up the data channel; returns the session
+    /// and this end of the data channel.
+    pub fn open(
+        addr: SocketAddr,
+        transport: &dyn Transport,
+        setup: &Setup,
+        timeout: Duration,
+    ) -> Result<(PeerSession, Connected)> {
+        let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
+            peer(format!(
+                "cannot reach the peer at {addr} within {}: {e} (is `wulf serve` running there?)",
+                humantime::format_duration(timeout)
+            ))
+        })?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        let mut ch = ControlChannel::new(stream)?;
+        let hello: Hello = ch
+            .recv()
+            .map_err(|e| peer(format!("the peer at {addr} did not greet as wulf: {e:#}")))?;
+        let ours = Hello::ours();
+        if hello.magic != MAGIC {
+            return Err(peer(format!("the service at {addr} is not a wulf server")));
+        }
+        if hello.tool_version != ours.tool_version {
+            return Err(peer(format!(
+                "version mismatch: the peer at {addr} runs wulf {}, this is wulf {}; run the same version on both ends",
+                hello.tool_version, ours.tool_version
+            )));
+        }
+        ch.send(&ours).map_err(as_peer)?;
+        ch.send(&Request::Setup(setup.clone())).map_err(as_peer)?;
+        let (description, host) = match ch.recv::<Reply>().map_err(as_peer)? {
+            Reply::Listening { description, host } => (description, host),
+            Reply::Busy => {
+                return Err(peer(format!(
+                    "the peer at {addr} is busy with another client; try again later"
+                )))
+            }
+            other => return Err(unexpected(addr, other)),
+        };
+        let connected = transport
+            .connect(&description, &setup.channel, addr.ip())
+            .map_err(|e| peer(format!("{e:#}")))?;
+        let (settings, warnings, cpu) = match ch.recv::<Reply>().map_err(as_peer)? {
+            Reply::Ready {
+                settings,
+                warnings,
+                cpu,
+            } => (settings, warnings, cpu),
+            other => return Err(unexpected(addr, other)),
+        };
+        Ok((
+            PeerSession {
+                ch,
+                addr,
+                host,
+                settings,
+                warnings,
+                cpu,
+            },
+            connected,
+        ))
+    }
+
+    /// Ask the peer to run a block; the caller then runs its own side.
+    pub fn start_block(
+        &mut self,
+        mode: Mode,
+        kind: BlockKind,
+        bytes: u64,
+        repeats: u64,
+    ) -> Result<()> {
+        self.ch
+            .send(&Request::Block {
+                mode,
+                kind,
+                bytes,
+                repeats,
+            })
+            .map_err(as_peer)
+    }
+
+    /// Collect the peer's report of the block.
+    pub fn finish_block(&mut self) -> Result<PeerBlock> {
+        match self.ch.recv::<Reply>().map_err(as_peer)? {
+            Reply::Done {
+                user_ns,
+                sys_ns,
+                elapsed_ns,
+            } => Ok(PeerBlock {
+                user_ns,
+                sys_ns,
+                elapsed_ns,
+            }),
+            Reply::Error { message } => Err(anyhow::anyhow!("peer: {message}")),
+            other => Err(unexpected(self.addr, other)),
+        }
+    }
+
+    /// The peer's error message, if it sent one (after a failed block).
+    pub fn error_message(&mut self) -> Option<String> {
+        match self.ch.recv::<Reply>() {
+            Ok(Reply::Error { message }) => Some(message),
+            _ => None,
+        }
+    }
+
+    /// End the session politely.
+    pub fn close(mut self) -> Result<()> {
+        self.ch
+            .send(&Request::Bye)
+            .context("cannot say goodbye to the peer")
+    }
+}
+
+fn as_peer(e: anyhow::Error) -> anyhow::Error {
+    peer(format!("peer failed: {e:#}"))
+}
+
+fn unexpected(addr: SocketAddr, reply: Reply) -> anyhow::Error {
+    match reply {
+        Reply::Error { message } => peer(format!("the peer at {addr} refused: {message}")),
+        other => peer(format!(
+            "the peer at {addr} answered out of turn: {other:?}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_addresses() {
+        assert_eq!(
+            resolve("127.0.0.1", 9, false).unwrap().to_string(),
+            "127.0.0.1:9"
+        );
+        assert_eq!(
+            resolve("127.0.0.1:77", 9, false).unwrap().to_string(),
+            "127.0.0.1:77"
+        );
+        assert_eq!(resolve("::1", 9, true).unwrap().to_string(), "[::1]:9");
+        assert_eq!(resolve("[::1]:8", 9, true).unwrap().to_string(), "[::1]:8");
+        assert!(resolve("no.such.host.invalid", 9, false).is_err());
+    }
+}

@@ -1,0 +1,120 @@
+//! A peer process on this machine, started and stopped by the sweep itself,
+//! so one command does a whole measurement.
+//!
+//! The child is `wulf serve --once --announce` on the loopback address with
+//! an ephemeral port, which it prints on stdout. It runs in its own process
+//! group (a terminal's Ctrl-C goes to the sweep, which then ends the session
+//! cleanly) and dies with its parent (PR_SET_PDEATHSIG).
+
+use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::AsFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+/// A running local peer.
+pub struct LocalPeer {
+    child: Child,
+    /// Its control address.
+    pub addr: SocketAddr,
+}
+
+impl LocalPeer {
+    /// Start a peer and wait (at most `timeout`) for its port.
+    pub fn start(ipv6: bool, timeout: Duration) -> Result<LocalPeer> {
+        let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
+        let ip: IpAddr = if ipv6 {
+            Ipv6Addr::LOCALHOST.into()
+        } else {
+            Ipv4Addr::LOCALHOST.into()
+        };
+        let mut cmd = Command::new(exe);
+        cmd.args(["serve", "--once", "--announce", "--port", "0", "--bind"])
+            .arg(ip.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0);
+        // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().context("cannot start the local peer")?;
+        let port = match read_port(&mut child, timeout) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
+        Ok(LocalPeer {
+            child,
+            addr: SocketAddr::new(ip, port),
+        })
+    }
+
+    /// Wait for the peer to exit on its own (after `Bye`), killing it if it
+    /// has not within `grace`.
+    pub fn finish(mut self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for LocalPeer {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn read_port(child: &mut Child, timeout: Duration) -> Result<u16> {
+    let out = child
+        .stdout
+        .as_mut()
+        .context("no stdout from the local peer")?;
+    let deadline = Instant::now() + timeout;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 128];
+    while !text.contains(&b'\n') {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut fds = [PollFd::new(out.as_fd(), PollFlags::POLLIN)];
+        let ready = poll(
+            &mut fds,
+            PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX),
+        )?;
+        if ready == 0 {
+            bail!(
+                "the local peer did not start within {}",
+                humantime::format_duration(timeout)
+            );
+        }
+        let n = out.read(&mut buf)?;
+        if n == 0 {
+            bail!("the local peer exited before it was ready");
+        }
+        text.extend_from_slice(&buf[..n]);
+    }
+    let line = String::from_utf8_lossy(&text);
+    line.trim()
+        .strip_prefix("WULF-LISTENING ")
+        .and_then(|p| p.parse().ok())
+        .with_context(|| format!("unexpected output from the local peer: {line:?}"))
+}

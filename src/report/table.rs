@@ -1,0 +1,131 @@
+//! Plain-text tables for the terminal.
+
+use std::fmt::Write;
+
+use crate::result::{Mode, SweepResult};
+use crate::units::{format_bits_per_s, format_bytes, format_ns};
+
+/// The per-size table of one sweep followed by its summary.
+pub fn sweep_table(r: &SweepResult) -> String {
+    let time_label = if r.mode == Mode::Bidir {
+        "exchange"
+    } else {
+        "one-way"
+    };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>10}  {:>10}  {:>13}  {:>8}  {:>11}  {:>9}  {:>9}",
+        "size", time_label, "throughput", "95% CI", "trials x rep", "cpu A ns/B", "cpu B ns/B"
+    );
+    for p in &r.points {
+        let ci_pct = 100.0 * (p.ci_high_ns - p.ci_low_ns) / 2.0 / p.median_ns;
+        let _ = writeln!(
+            s,
+            "{:>10}  {:>10}  {:>13}  {:>7}%  {:>11}  {:>9.3}  {:>9.3}{}",
+            format_bytes(p.bytes),
+            format_ns(p.median_ns),
+            format_bits_per_s(p.bits_per_s),
+            format!("+-{ci_pct:.1}"),
+            format!("{} x {}", p.trials, p.repeats),
+            p.cpu_client.ns_per_byte,
+            p.cpu_server.ns_per_byte,
+            if p.noisy { "  noisy" } else { "" }
+        );
+        if let Some(t) = &p.tails {
+            let _ = writeln!(
+                s,
+                "{:>10}  tails of {} round trips: p50 {}  p99 {}  p99.9 {}  max {}  (clock read {:.0} ns)",
+                "",
+                t.samples,
+                format_ns(t.p50_ns),
+                format_ns(t.p99_ns),
+                format_ns(t.p999_ns),
+                format_ns(t.max_ns),
+                t.timer_cost_ns
+            );
+        }
+    }
+    s.push('\n');
+    s.push_str(&summary_lines(r));
+    s
+}
+
+/// The summary block of one sweep.
+pub fn summary_lines(r: &SweepResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} {} ({} points{})",
+        r.transport,
+        r.mode,
+        r.points.len(),
+        if r.complete { "" } else { ", INCOMPLETE" }
+    );
+    if let Some(l) = r.summary.latency_ns {
+        let first = r.points.first().map(|p| p.bytes).unwrap_or(0);
+        let _ = writeln!(
+            s,
+            "  latency  {} (median one-way time at {})",
+            format_ns(l),
+            format_bytes(first)
+        );
+    }
+    if let (Some(pk), Some(at)) = (r.summary.peak_bits_per_s, r.summary.peak_bytes) {
+        let _ = writeln!(
+            s,
+            "  peak     {} at {}",
+            format_bits_per_s(pk),
+            format_bytes(at)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  noisy    {} of {} points",
+        r.summary.noisy_points,
+        r.points.len()
+    );
+    for w in &r.warnings {
+        let _ = writeln!(s, "  warning: {w}");
+    }
+    s
+}
+
+/// One row per result, side by side: the summary `wulf run` prints.
+pub fn comparison_table(results: &[SweepResult]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<14} {:>10} {:>14} {:>10} {:>11} {:>7} {:>9}",
+        "transport", "latency", "peak", "at size", "cpu ns/B", "noisy", "complete"
+    );
+    for r in results {
+        let peak_point = r
+            .summary
+            .peak_bytes
+            .and_then(|b| r.points.iter().find(|p| p.bytes == b));
+        let _ = writeln!(
+            s,
+            "{:<14} {:>10} {:>14} {:>10} {:>11} {:>7} {:>9}",
+            format!("{} {}", r.transport, r.mode),
+            r.summary
+                .latency_ns
+                .map(format_ns)
+                .unwrap_or_else(|| "-".into()),
+            r.summary
+                .peak_bits_per_s
+                .map(format_bits_per_s)
+                .unwrap_or_else(|| "-".into()),
+            r.summary
+                .peak_bytes
+                .map(format_bytes)
+                .unwrap_or_else(|| "-".into()),
+            peak_point
+                .map(|p| format!("{:.3}", p.cpu_client.ns_per_byte + p.cpu_server.ns_per_byte))
+                .unwrap_or_else(|| "-".into()),
+            format!("{}/{}", r.summary.noisy_points, r.points.len()),
+            if r.complete { "yes" } else { "NO" }
+        );
+    }
+    s
+}

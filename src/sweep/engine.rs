@@ -1,0 +1,379 @@
+//! Drives one sweep against a peer and assembles the result.
+//!
+//! Order of work: start or reach the peer and set up the data channel; pin
+//! this thread; measure the clock's cost; run the integrity pass if asked
+//! (never mixed into timed trials); then for each size the repetition
+//! policy, and the tail pass if asked. Any failure or an interruption stops
+//! the sweep, and the points measured so far are returned in a result
+//! marked incomplete, together with the error.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result};
+
+use super::loops::{client_block, Pools};
+use super::policy::{measure_point, BlockRunner, BlockTiming, PointOutcome, PointPlan};
+use super::timer::clock_read_cost_ns;
+use crate::error::{peer, WulfError};
+use crate::peer::client::{resolve, PeerSession};
+use crate::peer::local::LocalPeer;
+use crate::peer::protocol::{BlockKind, Setup};
+use crate::peer::DEFAULT_PORT;
+use crate::result::{self, CpuCost, Definitions, Mode, Placement, Point, SweepResult, Tails};
+use crate::stats::Summary;
+use crate::sys::{pin_current_thread, Host};
+use crate::transport::{self, ChannelOptions, Endpoint};
+
+/// Largest size that gets a tail-latency pass.
+pub const TAILS_MAX_BYTES: u64 = 64 << 10;
+/// Wall time aimed at for each size's tail pass.
+const TAILS_TIME_PER_SIZE: Duration = Duration::from_millis(100);
+/// Bounds on the number of individually timed round trips per size.
+const TAILS_SAMPLES: (u64, u64) = (1_000, 100_000);
+/// Operations per integrity block.
+const INTEGRITY_REPEATS: u64 = 3;
+
+/// Everything that defines a sweep.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    /// Transport name.
+    pub transport: String,
+    /// Pattern.
+    pub mode: Mode,
+    /// Message sizes, ascending.
+    pub sizes: Vec<u64>,
+    /// Total time budget for the timed points.
+    pub budget: Duration,
+    /// Target relative half-width of the median's confidence interval.
+    pub precision: f64,
+    /// Rotate buffers through a pool larger than the last-level cache.
+    pub nocache: bool,
+    /// Buffer misalignment in bytes.
+    pub offset_bytes: u64,
+    /// Run a byte-checking validation pass first.
+    pub integrity: bool,
+    /// Run per-message tail-latency passes (sizes up to 64 KiB).
+    pub tails: bool,
+    /// Data channel options (buffers, Nagle, family, timeout).
+    pub channel: ChannelOptions,
+    /// CPU for this end and for the peer; None: not pinned.
+    pub cpus: (Option<usize>, Option<usize>),
+    /// Remote peer `HOST[:PORT]`; None: start a local peer.
+    pub peer: Option<String>,
+    /// The command line, for the record.
+    pub command_line: Vec<String>,
+}
+
+/// A finished or cut-short sweep.
+pub struct SweepOutcome {
+    /// The result (complete or not).
+    pub result: SweepResult,
+    /// Why the sweep stopped early, if it did.
+    pub error: Option<anyhow::Error>,
+}
+
+/// Run a sweep. `on_point` is called after each point (for progress).
+/// Errors before the first measurement are returned as `Err`; later ones
+/// come back inside the outcome with the partial result.
+pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<SweepOutcome> {
+    let started = Instant::now();
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let transport = transport::find(&spec.transport).ok_or_else(|| {
+        crate::error::usage(format!(
+            "unknown transport '{}' (known: {})",
+            spec.transport,
+            transport::names().join(", ")
+        ))
+    })?;
+    transport.availability().map_err(|why| {
+        anyhow::anyhow!("transport {} is unavailable here: {why}", spec.transport)
+    })?;
+    let mut host = Host::probe();
+    let timeout = spec.channel.timeout();
+    let max_bytes = spec.sizes.iter().copied().max().unwrap_or(1);
+    let (local, addr) = match &spec.peer {
+        None => {
+            let lp = LocalPeer::start(spec.channel.ipv6, timeout)?;
+            let addr = lp.addr;
+            (Some(lp), addr)
+        }
+        Some(p) => (None, resolve(p, DEFAULT_PORT, spec.channel.ipv6)?),
+    };
+    let setup = Setup {
+        transport: spec.transport.clone(),
+        channel: spec.channel.clone(),
+        max_bytes,
+        nocache: spec.nocache,
+        offset_bytes: spec.offset_bytes,
+        cpu: spec.cpus.1,
+    };
+    let (mut session, mut conn) = PeerSession::open(addr, transport.as_ref(), &setup, timeout)?;
+    let client_cpu = spec.cpus.0.filter(|&c| pin_current_thread(c).is_ok());
+    let timer_overhead_ns = clock_read_cost_ns();
+    let mut pools = Pools::new(max_bytes, spec.offset_bytes, spec.nocache, host.llc_bytes);
+
+    let mut warnings = conn.warnings.clone();
+    warnings.extend(session.warnings.iter().map(|w| format!("peer: {w}")));
+    let mut points = Vec::with_capacity(spec.sizes.len());
+    let mut runner = Runner {
+        session: &mut session,
+        ep: conn.endpoint.as_mut(),
+        pools: &mut pools,
+        mode: spec.mode,
+        overhead_ns: timer_overhead_ns,
+        samples: Vec::new(),
+    };
+    let error = measure_all(spec, &mut runner, &mut points, on_point).err();
+
+    host.load_after = crate::sys::load_average();
+    let mut options_transport = conn.settings.clone();
+    options_transport.insert(
+        "server".into(),
+        serde_json::Value::Object(session.settings.clone()),
+    );
+    let noisy = points.iter().filter(|p| p.noisy).count();
+    if noisy > 0 {
+        warnings.push(format!(
+            "{noisy} of {} points did not reach +-{:.1}% within the budget (marked noisy); \
+             a larger --budget or a quieter machine helps",
+            points.len(),
+            spec.precision * 100.0
+        ));
+    }
+    let placement = Placement {
+        client_host: host.hostname.clone(),
+        client_cpu,
+        server_host: session.host.hostname.clone(),
+        server_cpu: session.cpu,
+    };
+    let peer_host = Some(session.host.clone());
+    if error.is_none() {
+        session.close()?;
+        if let Some(lp) = local {
+            lp.finish(Duration::from_secs(2));
+        }
+    }
+    let result = SweepResult {
+        schema_version: result::SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        complete: error.is_none(),
+        incomplete_reason: error.as_ref().map(|e| format!("{e:#}")),
+        command_line: spec.command_line.clone(),
+        started_at,
+        wall_s: started.elapsed().as_secs_f64(),
+        host,
+        peer_host,
+        transport: spec.transport.clone(),
+        mode: spec.mode,
+        definitions: Definitions::for_mode(spec.mode),
+        options: result::Options {
+            budget_s: spec.budget.as_secs_f64(),
+            precision: spec.precision,
+            timeout_s: timeout.as_secs_f64(),
+            nocache: spec.nocache,
+            offset_bytes: spec.offset_bytes,
+            integrity: spec.integrity,
+            tails: spec.tails,
+            peer: spec.peer.clone(),
+            transport: options_transport,
+        },
+        placement,
+        timer_overhead_ns,
+        summary: result::Summary::from_points(&points),
+        points,
+        warnings,
+    };
+    Ok(SweepOutcome { result, error })
+}
+
+fn measure_all(
+    spec: &SweepSpec,
+    runner: &mut Runner,
+    points: &mut Vec<Point>,
+    on_point: &mut dyn FnMut(&Point),
+) -> Result<()> {
+    if spec.integrity {
+        for &bytes in &spec.sizes {
+            runner.integrity(bytes)?;
+        }
+    }
+    let budget_ns = spec.budget.as_nanos() as u64;
+    // Sweep-wide warm-up (dropped): brings caches, the CPU frequency, the
+    // scheduler's placement and TCP's state to steady state before the
+    // first point, whose calibration would otherwise absorb it.
+    let warmup_ns = (budget_ns / 50).min(200_000_000);
+    let mut spent_ns = 0u64;
+    if let Some(&first) = spec.sizes.first() {
+        let mut repeats = 1;
+        while spent_ns < warmup_ns {
+            let t = runner.run(first, repeats)?;
+            spent_ns += t.wall_ns;
+            repeats = (repeats * 2).min(1 << 16);
+        }
+    }
+    let mut max_repeats = u64::MAX;
+    let stop = super::interrupted;
+    for (i, &bytes) in spec.sizes.iter().enumerate() {
+        if stop() {
+            return Err(WulfError::Interrupted.into());
+        }
+        let left = (spec.sizes.len() - i) as u64;
+        let point_budget_ns = budget_ns.saturating_sub(spent_ns) / left;
+        let plan = PointPlan {
+            budget_ns: point_budget_ns,
+            precision: spec.precision,
+            min_trials: 10,
+            max_trials: 5000,
+            trial_target_ns: (point_budget_ns / 25).clamp(50_000, 50_000_000),
+            max_repeats,
+        };
+        let outcome = measure_point(runner, bytes, &plan, &stop)?;
+        spent_ns += outcome.wall_ns;
+        if outcome.interrupted || outcome.trials_ns.is_empty() {
+            return Err(WulfError::Interrupted.into());
+        }
+        max_repeats = outcome.repeats;
+        let mut point = make_point(bytes, spec.mode, &outcome);
+        if spec.tails && bytes <= TAILS_MAX_BYTES {
+            point.tails = Some(runner.tails(bytes, point.median_ns)?);
+        }
+        on_point(&point);
+        points.push(point);
+    }
+    Ok(())
+}
+
+/// Build a result point from the policy's outcome.
+pub fn make_point(bytes: u64, mode: Mode, o: &PointOutcome) -> Point {
+    let s = Summary::of(&o.trials_ns).expect("a point has at least one trial");
+    let ops = o.trials_ns.len() as u64 * o.repeats;
+    // Payload crossing the channel and messages per operation.
+    let (bytes_per_op, msgs_per_op) = match mode {
+        Mode::Pingpong | Mode::Bidir => (2 * bytes, 2),
+        Mode::Stream => (bytes, 1),
+    };
+    let cost = |(user, sys): (u64, u64)| CpuCost {
+        user_ns: user,
+        sys_ns: sys,
+        ns_per_byte: (user + sys) as f64 / (ops * bytes_per_op) as f64,
+        ns_per_message: (user + sys) as f64 / (ops * msgs_per_op) as f64,
+    };
+    Point {
+        bytes,
+        trials_ns: o.trials_ns.clone(),
+        repeats: o.repeats,
+        trials: o.trials_ns.len() as u64,
+        warmup_trials: o.warmup_trials,
+        min_ns: s.min,
+        median_ns: s.median,
+        mean_ns: s.mean,
+        stddev_ns: s.stddev,
+        p90_ns: s.p90,
+        p99_ns: s.p99,
+        ci_low_ns: s.ci_low,
+        ci_high_ns: s.ci_high,
+        bits_per_s: mode.bytes_per_op(bytes) as f64 * 8.0 / (s.median * 1e-9),
+        noisy: o.noisy,
+        cpu_client: cost(o.client_cpu_ns),
+        cpu_server: cost(o.server_cpu_ns),
+        tails: None,
+    }
+}
+
+/// Runs blocks against the peer: the real [`BlockRunner`].
+struct Runner<'a> {
+    session: &'a mut PeerSession,
+    ep: &'a mut dyn Endpoint,
+    pools: &'a mut Pools,
+    mode: Mode,
+    overhead_ns: f64,
+    samples: Vec<u64>,
+}
+
+impl Runner<'_> {
+    fn block(
+        &mut self,
+        kind: BlockKind,
+        bytes: u64,
+        repeats: u64,
+    ) -> Result<(super::loops::BlockMeasure, crate::peer::client::PeerBlock)> {
+        self.session.start_block(self.mode, kind, bytes, repeats)?;
+        let mine = client_block(
+            self.ep,
+            self.pools,
+            self.mode,
+            kind,
+            bytes,
+            repeats,
+            &mut self.samples,
+        );
+        match mine {
+            Ok(m) => Ok((m, self.session.finish_block()?)),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(e.into()),
+            Err(e) => {
+                let theirs = self.session.error_message();
+                Err(peer(match theirs {
+                    Some(msg) => {
+                        format!("data channel failed at {bytes} bytes: {e}; the peer says: {msg}")
+                    }
+                    None => {
+                        format!("data channel failed at {bytes} bytes: {e} (did the peer die?)")
+                    }
+                }))
+            }
+        }
+    }
+
+    fn integrity(&mut self, bytes: u64) -> Result<()> {
+        self.block(BlockKind::Integrity, bytes, INTEGRITY_REPEATS)
+            .with_context(|| format!("integrity pass at {bytes} bytes"))?;
+        Ok(())
+    }
+
+    fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Tails> {
+        let rt_ns = (2.0 * median_one_way_ns).max(1.0);
+        let n = ((TAILS_TIME_PER_SIZE.as_nanos() as f64 / rt_ns) as u64)
+            .clamp(TAILS_SAMPLES.0, TAILS_SAMPLES.1);
+        self.samples = Vec::with_capacity(n as usize);
+        self.block(BlockKind::Tails, bytes, n)?;
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        for &s in &self.samples {
+            h.saturating_record(s.max(1));
+        }
+        let half = |q: f64| h.value_at_quantile(q) as f64 / 2.0;
+        Ok(Tails {
+            samples: self.samples.len() as u64,
+            p50_ns: half(0.5),
+            p99_ns: half(0.99),
+            p999_ns: half(0.999),
+            max_ns: h.max() as f64 / 2.0,
+            timer_cost_ns: self.overhead_ns,
+        })
+    }
+}
+
+impl BlockRunner for Runner<'_> {
+    fn run(&mut self, bytes: u64, repeats: u64) -> Result<BlockTiming> {
+        let wall0 = Instant::now();
+        let (mine, theirs) = self.block(BlockKind::Timed, bytes, repeats)?;
+        let timed = match self.mode {
+            Mode::Stream => theirs.elapsed_ns,
+            Mode::Pingpong | Mode::Bidir => mine.elapsed_ns,
+        };
+        let timed_ns = (timed as f64 - self.overhead_ns).max(1.0);
+        let per_op = timed_ns / repeats as f64;
+        Ok(BlockTiming {
+            op_ns: match self.mode {
+                Mode::Pingpong => per_op / 2.0,
+                Mode::Stream | Mode::Bidir => per_op,
+            },
+            timed_ns: timed_ns as u64,
+            wall_ns: wall0.elapsed().as_nanos() as u64,
+            client_cpu_ns: (
+                mine.cpu.user.as_nanos() as u64,
+                mine.cpu.system.as_nanos() as u64,
+            ),
+            server_cpu_ns: (theirs.user_ns, theirs.sys_ns),
+        })
+    }
+}

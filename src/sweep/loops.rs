@@ -1,0 +1,283 @@
+//! The timing loops of both ends: the hot path.
+//!
+//! Rules: nothing here allocates, prints, logs or locks. Each block starts
+//! with one untimed "primer" operation, so the measuring side's clock starts
+//! only once the peer is known to be in its loop (the control message that
+//! announced the block is not inside the timed interval). CPU time is read
+//! with getrusage(RUSAGE_THREAD) just outside the timed interval.
+//!
+//! Integrity blocks fill each message with a pattern that depends on the
+//! byte's position, the operation and the direction, and check every byte
+//! received; they run the whole block even after a mismatch (so the other
+//! end is not left waiting) and report the first one.
+
+use std::io;
+use std::time::Instant;
+
+use crate::peer::protocol::BlockKind;
+use crate::result::Mode;
+use crate::sys::{thread_cpu_time, CpuTime};
+use crate::transport::Endpoint;
+
+use super::buffers::BufferPool;
+
+/// The two buffer pools of one end.
+pub struct Pools {
+    /// Messages are sent from here.
+    pub tx: BufferPool,
+    /// Messages are received into here.
+    pub rx: BufferPool,
+}
+
+impl Pools {
+    /// Pools for messages up to `max_bytes`.
+    pub fn new(max_bytes: u64, offset: u64, nocache: bool, llc: Option<u64>) -> Pools {
+        Pools {
+            tx: BufferPool::new(max_bytes, offset, nocache, llc),
+            rx: BufferPool::new(max_bytes, offset, nocache, llc),
+        }
+    }
+
+    fn prepare(&mut self, bytes: u64) {
+        self.tx.prepare(bytes);
+        self.rx.prepare(bytes);
+    }
+}
+
+/// What one end measured in a block.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BlockMeasure {
+    /// Wall time of the timed part, ns (clock read cost not yet subtracted).
+    pub elapsed_ns: u64,
+    /// CPU time of this thread during the timed part.
+    pub cpu: CpuTime,
+}
+
+/// Direction tags for the integrity pattern.
+const CLIENT_TO_SERVER: u64 = 0;
+const SERVER_TO_CLIENT: u64 = 1;
+
+/// Measuring side of one block. For `BlockKind::Tails`, `samples_ns` gets
+/// one round-trip time per operation (its capacity must be >= `repeats`,
+/// so no allocation happens while timing).
+pub fn client_block(
+    ep: &mut dyn Endpoint,
+    pools: &mut Pools,
+    mode: Mode,
+    kind: BlockKind,
+    bytes: u64,
+    repeats: u64,
+    samples_ns: &mut Vec<u64>,
+) -> io::Result<BlockMeasure> {
+    pools.prepare(bytes);
+    let Pools { tx, rx } = pools;
+    // Tail samples are ping-pong round trips whatever the sweep's mode.
+    let mode = if kind == BlockKind::Tails {
+        Mode::Pingpong
+    } else {
+        mode
+    };
+    // Primer: brings the peer into its loop before the clock starts.
+    match mode {
+        Mode::Pingpong => {
+            ep.send(tx.next_buf())?;
+            ep.recv(rx.next_buf())?;
+        }
+        Mode::Stream => ep.send(tx.next_buf())?,
+        Mode::Bidir => ep.exchange(tx.next_buf(), rx.next_buf())?,
+    }
+    let mut mismatch: Option<io::Error> = None;
+    let cpu0 = thread_cpu_time();
+    let t0 = Instant::now();
+    match (kind, mode) {
+        (BlockKind::Timed, Mode::Pingpong) => {
+            for _ in 0..repeats {
+                ep.send(tx.next_buf())?;
+                ep.recv(rx.next_buf())?;
+            }
+        }
+        (BlockKind::Timed, Mode::Stream) => {
+            for _ in 0..repeats {
+                ep.send(tx.next_buf())?;
+            }
+        }
+        (BlockKind::Timed, Mode::Bidir) => {
+            for _ in 0..repeats {
+                ep.exchange(tx.next_buf(), rx.next_buf())?;
+            }
+        }
+        (BlockKind::Tails, _) => {
+            samples_ns.clear();
+            for _ in 0..repeats.min(samples_ns.capacity() as u64) {
+                let t = Instant::now();
+                ep.send(tx.next_buf())?;
+                ep.recv(rx.next_buf())?;
+                samples_ns.push(t.elapsed().as_nanos() as u64);
+            }
+        }
+        (BlockKind::Integrity, _) => {
+            for op in 0..repeats {
+                let out = tx.next_buf();
+                fill(out, op, CLIENT_TO_SERVER);
+                match mode {
+                    Mode::Pingpong => {
+                        ep.send(out)?;
+                        let inp = rx.next_buf();
+                        ep.recv(inp)?;
+                        note(&mut mismatch, check(inp, op, SERVER_TO_CLIENT, "client"));
+                    }
+                    Mode::Stream => ep.send(out)?,
+                    Mode::Bidir => {
+                        let inp = rx.next_buf();
+                        ep.exchange(out, inp)?;
+                        note(&mut mismatch, check(inp, op, SERVER_TO_CLIENT, "client"));
+                    }
+                }
+            }
+        }
+    }
+    let elapsed_ns = t0.elapsed().as_nanos() as u64;
+    let cpu = thread_cpu_time().since(cpu0);
+    match mismatch {
+        Some(e) => Err(e),
+        None => Ok(BlockMeasure { elapsed_ns, cpu }),
+    }
+}
+
+/// Peer side of one block: the mirror of [`client_block`].
+pub fn server_block(
+    ep: &mut dyn Endpoint,
+    pools: &mut Pools,
+    mode: Mode,
+    kind: BlockKind,
+    bytes: u64,
+    repeats: u64,
+) -> io::Result<BlockMeasure> {
+    pools.prepare(bytes);
+    let Pools { tx, rx } = pools;
+    // Tail samples are ping-pong round trips whatever the sweep's mode.
+    let mode = if kind == BlockKind::Tails {
+        Mode::Pingpong
+    } else {
+        mode
+    };
+    match mode {
+        Mode::Pingpong => {
+            ep.recv(rx.next_buf())?;
+            ep.send(tx.next_buf())?;
+        }
+        Mode::Stream => ep.recv(rx.next_buf())?,
+        Mode::Bidir => ep.exchange(tx.next_buf(), rx.next_buf())?,
+    }
+    let mut mismatch: Option<io::Error> = None;
+    let cpu0 = thread_cpu_time();
+    let t0 = Instant::now();
+    if kind == BlockKind::Integrity {
+        for op in 0..repeats {
+            let inp = rx.next_buf();
+            let out = tx.next_buf();
+            fill(out, op, SERVER_TO_CLIENT);
+            match mode {
+                Mode::Pingpong => {
+                    ep.recv(inp)?;
+                    note(&mut mismatch, check(inp, op, CLIENT_TO_SERVER, "server"));
+                    ep.send(out)?;
+                }
+                Mode::Stream => {
+                    ep.recv(inp)?;
+                    note(&mut mismatch, check(inp, op, CLIENT_TO_SERVER, "server"));
+                }
+                Mode::Bidir => {
+                    ep.exchange(out, inp)?;
+                    note(&mut mismatch, check(inp, op, CLIENT_TO_SERVER, "server"));
+                }
+            }
+        }
+    } else {
+        match mode {
+            Mode::Pingpong => {
+                for _ in 0..repeats {
+                    ep.recv(rx.next_buf())?;
+                    ep.send(tx.next_buf())?;
+                }
+            }
+            Mode::Stream => {
+                for _ in 0..repeats {
+                    ep.recv(rx.next_buf())?;
+                }
+            }
+            Mode::Bidir => {
+                for _ in 0..repeats {
+                    ep.exchange(tx.next_buf(), rx.next_buf())?;
+                }
+            }
+        }
+    }
+    let elapsed_ns = t0.elapsed().as_nanos() as u64;
+    let cpu = thread_cpu_time().since(cpu0);
+    match mismatch {
+        Some(e) => Err(e),
+        None => Ok(BlockMeasure { elapsed_ns, cpu }),
+    }
+}
+
+/// The integrity pattern: every byte depends on its position, the
+/// operation number and the direction, so a shifted, stale, truncated or
+/// crossed message is caught.
+#[inline]
+pub fn pattern_byte(pos: usize, op: u64, dir: u64) -> u8 {
+    let x = (pos as u64).wrapping_mul(0x9e37_79b9) ^ op.wrapping_mul(0x85eb_ca6b) ^ (dir << 7);
+    (x ^ (x >> 13) ^ (x >> 24)) as u8
+}
+
+/// Fill `buf` with the pattern of operation `op` in direction `dir`.
+pub fn fill(buf: &mut [u8], op: u64, dir: u64) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = pattern_byte(i, op, dir);
+    }
+}
+
+/// Check `buf` against the pattern; the error names size and offset.
+pub fn check(buf: &[u8], op: u64, dir: u64, side: &str) -> Option<io::Error> {
+    let bad = buf
+        .iter()
+        .enumerate()
+        .find(|(i, b)| **b != pattern_byte(*i, op, dir))?;
+    Some(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "integrity check failed on the {side}: {}-byte message {op}, byte offset {}: expected 0x{:02x}, received 0x{:02x}",
+            buf.len(),
+            bad.0,
+            pattern_byte(bad.0, op, dir),
+            bad.1
+        ),
+    ))
+}
+
+fn note(first: &mut Option<io::Error>, e: Option<io::Error>) {
+    if first.is_none() {
+        *first = e;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_round_trip_and_detection() {
+        let mut b = vec![0u8; 4099];
+        fill(&mut b, 7, 0);
+        assert!(check(&b, 7, 0, "t").is_none());
+        assert!(check(&b, 8, 0, "t").is_some(), "stale message");
+        assert!(check(&b, 7, 1, "t").is_some(), "crossed direction");
+        b[4000] ^= 1;
+        let e = check(&b, 7, 0, "t").unwrap().to_string();
+        assert!(e.contains("4099-byte") && e.contains("offset 4000"), "{e}");
+        let mut shifted = vec![0u8; 64];
+        fill(&mut shifted[1..], 3, 0);
+        shifted[0] = pattern_byte(0, 3, 0);
+        assert!(check(&shifted, 3, 0, "t").is_some(), "shifted by one");
+    }
+}

@@ -1,0 +1,122 @@
+//! TCP over IPv4 or IPv6: the transport every study starts with.
+//!
+//! The data connection goes to the same address as the control connection,
+//! on an ephemeral port the peer chooses, so no fixed port has to be free.
+//! Socket buffers are requested before listen/connect (window scaling is
+//! fixed at the handshake) and TCP_NODELAY is on unless `--no-nodelay`.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use super::sockopt::{buffer_settings, request_buffers};
+use super::stream_socket::StreamEndpoint;
+use super::{ChannelOptions, Connected, Listener, Transport};
+
+/// The TCP transport.
+pub struct Tcp;
+
+impl Transport for Tcp {
+    fn name(&self) -> &'static str {
+        "tcp"
+    }
+
+    fn about(&self) -> &'static str {
+        "TCP stream sockets (IPv4, or IPv6 with --ipv6)"
+    }
+
+    fn availability(&self) -> Result<(), String> {
+        Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))
+            .map(|_| ())
+            .map_err(|e| format!("cannot create a TCP socket: {e}"))
+    }
+
+    fn local_only(&self) -> bool {
+        false
+    }
+
+    fn listen(&self, opts: &ChannelOptions, bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
+        let addr = SocketAddr::new(bind_ip, 0);
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        let warnings = request_buffers(&socket, opts)?;
+        socket
+            .bind(&addr.into())
+            .with_context(|| format!("cannot bind a data socket on {bind_ip}"))?;
+        socket.listen(1)?;
+        let port = socket
+            .local_addr()?
+            .as_socket()
+            .map(|a| a.port())
+            .context("data socket has no port")?;
+        Ok(Box::new(TcpListener {
+            socket,
+            port,
+            opts: opts.clone(),
+            warnings,
+        }))
+    }
+
+    fn connect(
+        &self,
+        description: &Value,
+        opts: &ChannelOptions,
+        peer_ip: IpAddr,
+    ) -> Result<Connected> {
+        let port = description
+            .get("port")
+            .and_then(Value::as_u64)
+            .and_then(|p| u16::try_from(p).ok())
+            .context("the peer sent no data port")?;
+        let addr = SocketAddr::new(peer_ip, port);
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        let warnings = request_buffers(&socket, opts)?;
+        socket
+            .connect_timeout(&SockAddr::from(addr), opts.timeout())
+            .with_context(|| format!("cannot open the data connection to {addr}"))?;
+        finish(socket, opts, warnings)
+    }
+}
+
+struct TcpListener {
+    socket: Socket,
+    port: u16,
+    opts: ChannelOptions,
+    warnings: Vec<String>,
+}
+
+impl Listener for TcpListener {
+    fn describe(&self) -> Value {
+        json!({ "port": self.port })
+    }
+
+    fn accept(self: Box<Self>, timeout: Duration) -> Result<Connected> {
+        let (socket, _) = super::unix::accept_within(&self.socket, timeout)?;
+        finish(socket, &self.opts, self.warnings)
+    }
+}
+
+/// Common tail of both ends: options that apply after connection, and the
+/// settings record.
+fn finish(socket: Socket, opts: &ChannelOptions, warnings: Vec<String>) -> Result<Connected> {
+    socket.set_nodelay(opts.nodelay)?;
+    let mut settings = buffer_settings(&socket, opts);
+    settings.insert("nodelay".into(), json!(opts.nodelay));
+    settings.insert(
+        "family".into(),
+        json!(if socket.local_addr()?.is_ipv6() {
+            "ipv6"
+        } else {
+            "ipv4"
+        }),
+    );
+    settings.insert("mss_bytes".into(), json!(socket.mss().ok()));
+    let endpoint = StreamEndpoint::new(socket, opts.timeout())?;
+    Ok(Connected {
+        endpoint: Box::new(endpoint),
+        settings,
+        warnings,
+    })
+}

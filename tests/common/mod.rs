@@ -1,0 +1,91 @@
+//! Helpers for the integration tests: run the real binary, start a real
+//! server, read real result files.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+/// Path of the built wulf binary.
+pub fn wulf_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_wulf")
+}
+
+/// A `wulf` command with the given arguments.
+pub fn wulf(args: &[&str]) -> Command {
+    let mut c = Command::new(wulf_bin());
+    c.args(args);
+    c
+}
+
+/// Run wulf to completion.
+pub fn run(args: &[&str]) -> Output {
+    wulf(args).output().expect("run wulf")
+}
+
+/// Fast sweep options for tests.
+pub const QUICK: &[&str] = &["--budget", "300ms", "--quiet", "--timeout", "5s"];
+
+/// A `wulf serve` on 127.0.0.1 with an ephemeral port, killed on drop.
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Server {
+    pub fn start(extra: &[&str]) -> Server {
+        let mut args = vec!["serve", "--bind", "127.0.0.1", "--port", "0", "--announce"];
+        args.extend_from_slice(extra);
+        let mut child = wulf(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start wulf serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("WULF-LISTENING ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("bad announce line {line:?}"));
+        Server { child, port }
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh temporary directory.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// Read a result file as loose JSON.
+pub fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Path inside a directory.
+pub fn file(dir: &tempfile::TempDir, name: &str) -> PathBuf {
+    dir.path().join(name)
+}
+
+/// stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

@@ -96,14 +96,18 @@ impl PeerSession {
             )));
         }
         ch.send(&ours).map_err(as_peer)?;
-        ch.send(&Request::Setup(setup.clone())).map_err(as_peer)?;
-        let (description, host) = match ch.recv::<Reply>().map_err(as_peer)? {
-            Reply::Listening { description, host } => (description, host),
+        match ch.recv::<Reply>().map_err(as_peer)? {
+            Reply::Welcome => {}
             Reply::Busy => {
                 return Err(peer(format!(
                     "the peer at {addr} is busy with another client; try again later"
                 )))
             }
+            other => return Err(unexpected(addr, other)),
+        }
+        ch.send(&Request::Setup(setup.clone())).map_err(as_peer)?;
+        let (description, host) = match ch.recv::<Reply>().map_err(as_peer)? {
+            Reply::Listening { description, host } => (description, host),
             other => return Err(unexpected(addr, other)),
         };
         let connected = transport

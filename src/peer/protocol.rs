@@ -101,6 +101,8 @@ pub enum Request {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Reply {
+    /// The server accepts this client (answer to its Hello).
+    Welcome,
     /// The data channel is listening; connect with this description.
     Listening {
         /// Transport-specific description (port, path...).

@@ -97,8 +97,12 @@ pub fn serve(opts: &ServeOptions) -> Result<()> {
 
 fn refuse_busy(stream: TcpStream) {
     let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     if let Ok(mut ch) = ControlChannel::new(stream) {
+        // Read the client's Hello first: closing with unread data would
+        // reset the connection and the client might never see "busy".
         let _ = ch.send(&Hello::ours());
+        let _ = ch.recv::<Hello>();
         let _ = ch.send(&Reply::Busy);
     }
 }
@@ -122,6 +126,7 @@ fn session(stream: TcpStream, max_bytes: u64) -> Result<()> {
         })?;
         bail!(message);
     }
+    ch.send(&Reply::Welcome)?;
     let setup = match ch.recv::<Request>()? {
         Request::Setup(s) => s,
         other => bail!("expected a setup, got {other:?}"),

@@ -19,9 +19,15 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot create directory {}", dir.display()))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    let mut perms = tmp.as_file().metadata()?.permissions();
     tmp.write_all(bytes)
         .and_then(|_| tmp.as_file().sync_all())
         .with_context(|| format!("cannot write {}", path.display()))?;
+    // tempfile creates 0600 files; a result is not a secret.
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o644);
+    tmp.as_file()
+        .set_permissions(perms)
+        .with_context(|| format!("cannot set permissions on {}", path.display()))?;
     tmp.persist(path)
         .with_context(|| format!("cannot rename the result into {}", path.display()))?;
     Ok(())

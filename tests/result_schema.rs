@@ -1,0 +1,132 @@
+//! The result file is a public interface: it round-trips, and anything it
+//! does not define is rejected.
+
+use std::path::Path;
+
+use wulf::result::{read_result, write_result, SweepResult};
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/tcp-pingpong.json"
+);
+
+fn fixture_value() -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap()
+}
+
+fn parse(v: &serde_json::Value) -> Result<SweepResult, serde_json::Error> {
+    serde_json::from_value(v.clone())
+}
+
+#[test]
+fn round_trip_is_lossless() {
+    let r = read_result(Path::new(FIXTURE)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("again.json");
+    write_result(&out, &r).unwrap();
+    assert_eq!(read_result(&out).unwrap(), r);
+    // No temporary files are left beside the result.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn required_fields_have_the_documented_names() {
+    let v = fixture_value();
+    for key in [
+        "schema_version",
+        "tool_version",
+        "complete",
+        "command_line",
+        "started_at",
+        "host",
+        "transport",
+        "mode",
+        "options",
+        "placement",
+        "points",
+        "summary",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    let p = &v["points"][0];
+    for key in [
+        "bytes",
+        "trials_ns",
+        "min_ns",
+        "median_ns",
+        "mean_ns",
+        "ci_low_ns",
+        "ci_high_ns",
+        "p99_ns",
+        "bits_per_s",
+        "repeats",
+        "noisy",
+        "cpu_client",
+        "cpu_server",
+    ] {
+        assert!(p.get(key).is_some(), "point misses {key}");
+    }
+    for key in ["latency_ns", "peak_bits_per_s", "peak_bytes"] {
+        assert!(v["summary"].get(key).is_some(), "summary misses {key}");
+    }
+    for key in [
+        "hostname",
+        "cpu_model",
+        "kernel",
+        "load_before",
+        "load_after",
+    ] {
+        assert!(v["host"].get(key).is_some(), "host misses {key}");
+    }
+}
+
+#[test]
+fn unknown_fields_are_rejected_at_every_level() {
+    let base = fixture_value();
+    assert!(parse(&base).is_ok());
+    let mut top = base.clone();
+    top["surprise"] = 1.into();
+    assert!(parse(&top).is_err());
+    let mut point = base.clone();
+    point["points"][0]["surprise"] = 1.into();
+    assert!(parse(&point).is_err());
+    let mut summary = base.clone();
+    summary["summary"]["surprise"] = 1.into();
+    assert!(parse(&summary).is_err());
+    let mut host = base.clone();
+    host["host"]["surprise"] = 1.into();
+    assert!(parse(&host).is_err());
+    let mut cpu = base.clone();
+    cpu["points"][0]["cpu_client"]["surprise"] = 1.into();
+    assert!(parse(&cpu).is_err());
+}
+
+#[test]
+fn other_schema_versions_are_refused_with_a_message() {
+    let mut v = fixture_value();
+    v["schema_version"] = 99.into();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("future.json");
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+    let e = read_result(&p).unwrap_err().to_string();
+    assert!(e.contains("99") && e.contains("version 1"), "{e}");
+    std::fs::write(&p, b"{\"not\": \"wulf\"}").unwrap();
+    assert!(read_result(&p)
+        .unwrap_err()
+        .to_string()
+        .contains("not a wulf result"));
+}
+
+#[test]
+fn summary_is_derived_from_points() {
+    let r = read_result(Path::new(FIXTURE)).unwrap();
+    assert_eq!(wulf::result::Summary::from_points(&r.points), r.summary);
+    let peak = r.points.iter().map(|p| p.bits_per_s).fold(0.0, f64::max);
+    assert_eq!(r.summary.peak_bits_per_s, Some(peak));
+    for p in &r.points {
+        assert!(
+            (p.bits_per_s - p.bytes as f64 * 8.0 / (p.median_ns * 1e-9)).abs() / p.bits_per_s
+                < 1e-9
+        );
+    }
+}

@@ -27,6 +27,9 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Wait for `wulf sweep --peer` clients and act as their peer.
     Serve(ServeArgs),
+    /// Internal: a process a transport's own launcher started (an MPI rank).
+    #[command(hide = true)]
+    Worker(WorkerArgs),
 }
 
 /// Communication pattern.
@@ -90,12 +93,26 @@ pub struct MeasureArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Messages in flight at once in stream mode where a transport can
+    /// overlap them (MPI: a window of non-blocking sends, as osu_bw).
+    #[arg(long, default_value = "64", value_parser = parse_window, value_name = "N")]
+    pub window: u64,
+    /// Measure another MPI as mpi:NAME (and mpi:NAME(tcp)); PATH is its C
+    /// compiler wrapper (mpicc) or the directory holding it. Repeatable.
+    #[arg(long = "mpi", value_name = "NAME=PATH", value_parser = parse_mpi)]
+    pub mpi: Vec<(String, PathBuf)>,
+    /// Arguments for the MPI launcher (mpirun / mpiexec), split at spaces
+    /// and recorded in the result; repeatable. E.g. --mpi-arg '--mca btl
+    /// self,tcp' (Open MPI) or --mpi-arg '-genv UCX_TLS tcp,self' (MPICH).
+    #[arg(long = "mpi-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub mpi_arg: Vec<String>,
 }
 
 /// `wulf sweep`.
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
-    /// Transport: tcp or unix.
+    /// Transport: tcp, unix, mpi:openmpi, mpi:mpich, mpi:NAME (see --mpi),
+    /// or an MPI forced onto TCP such as 'mpi:openmpi(tcp)'.
     pub transport: String,
     /// Communication pattern.
     #[arg(long, value_enum, default_value = "pingpong")]
@@ -138,6 +155,13 @@ pub struct ServeArgs {
     pub announce: bool,
 }
 
+/// `wulf worker` (internal).
+#[derive(Debug, Clone, Args)]
+pub struct WorkerArgs {
+    /// The job file the launching wulf wrote.
+    pub job: PathBuf,
+}
+
 /// `wulf run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
@@ -170,6 +194,29 @@ fn parse_precision(s: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_window(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}': the window is a count from 1 to 1024")),
+    }
+}
+
+fn parse_mpi(s: &str) -> Result<(String, PathBuf), String> {
+    let (name, path) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}': give NAME=PATH, e.g. intel=/opt/intel/mpi/bin/mpicc"))?;
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !ok || path.is_empty() {
+        return Err(format!(
+            "'{s}': NAME is letters, digits, '_', '-' or '.', and PATH is not empty"
+        ));
+    }
+    Ok((name.to_string(), PathBuf::from(path)))
+}
+
 fn parse_cpus(s: &str) -> Result<(usize, usize), String> {
     let (a, b) = s
         .split_once(',')
@@ -199,5 +246,13 @@ mod tests {
         assert!(parse_precision("0").is_err());
         assert!(parse_precision("1.5").is_err());
         assert_eq!(parse_precision("0.05"), Ok(0.05));
+        assert_eq!(
+            parse_mpi("x=/opt/mpicc"),
+            Ok(("x".into(), PathBuf::from("/opt/mpicc")))
+        );
+        assert!(parse_mpi("x").is_err());
+        assert!(parse_mpi("a b=/x").is_err());
+        assert!(parse_window("0").is_err());
+        assert_eq!(parse_window("64"), Ok(64));
     }
 }

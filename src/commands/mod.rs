@@ -5,6 +5,7 @@
 pub mod run;
 pub mod serve;
 pub mod sweep;
+pub mod worker;
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use crate::cli::{MeasureArgs, ModeArg};
 use crate::result::Mode;
 use crate::sweep::engine::SweepSpec;
 use crate::sweep::schedule;
-use crate::transport::ChannelOptions;
+use crate::transport::{self, ChannelOptions, ExtraOptions};
 
 impl From<ModeArg> for Mode {
     fn from(m: ModeArg) -> Mode {
@@ -25,6 +26,21 @@ impl From<ModeArg> for Mode {
             ModeArg::Bidir => Mode::Bidir,
         }
     }
+}
+
+/// Hand the options only some transports use (MPI) to the transports,
+/// before any of them is listed or run.
+pub fn configure_transports(m: &MeasureArgs) {
+    transport::configure(ExtraOptions {
+        mpi: m.mpi.clone(),
+        // `--mpi-arg '--mca btl self,tcp'` is three launcher arguments.
+        mpi_launcher_args: m
+            .mpi_arg
+            .iter()
+            .flat_map(|a| a.split_whitespace().map(str::to_string))
+            .collect(),
+        window: m.window,
+    });
 }
 
 /// Build a sweep specification from the shared measurement options.

@@ -19,6 +19,7 @@ pub const DEFAULT_BUDGET: Duration = Duration::from_secs(10);
 
 /// Run `wulf run`.
 pub fn execute(args: &RunArgs) -> Result<()> {
+    super::configure_transports(&args.measure);
     let budget = args.budget.unwrap_or(if args.quick {
         DEFAULT_BUDGET / 4
     } else if args.thorough {

@@ -14,6 +14,7 @@ use crate::units::format_bytes;
 
 /// Run `wulf sweep`.
 pub fn execute(args: &SweepArgs) -> Result<()> {
+    super::configure_transports(&args.measure);
     let spec = super::sweep_spec(
         &args.measure,
         &args.transport,

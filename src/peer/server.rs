@@ -107,8 +107,9 @@ fn refuse_busy(stream: TcpStream) {
     }
 }
 
-/// One client's test, start to end.
-fn session(stream: TcpStream, max_bytes: u64) -> Result<()> {
+/// One client's test, start to end, on an accepted control connection
+/// (also the peer side of a job a transport launched itself).
+pub fn session(stream: TcpStream, max_bytes: u64) -> Result<()> {
     stream.set_read_timeout(Some(CONTROL_TIMEOUT))?;
     stream.set_write_timeout(Some(CONTROL_TIMEOUT))?;
     let local_ip = stream.local_addr()?.ip();

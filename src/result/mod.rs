@@ -7,8 +7,10 @@
 //! misread. Files are written atomically: a temporary file in the target
 //! directory, flushed, then renamed over the destination.
 
+mod mpi_info;
 mod schema;
 mod write;
 
+pub use mpi_info::MpiInfo;
 pub use schema::*;
 pub use write::{read_result, write_atomically, write_result};

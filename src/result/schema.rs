@@ -50,6 +50,9 @@ pub struct SweepResult {
     /// Non-fatal observations (a clamped socket buffer, noisy points...).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The MPI library and launch of an `mpi:` transport; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi: Option<super::MpiInfo>,
 }
 
 /// Communication pattern of a sweep.

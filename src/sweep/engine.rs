@@ -10,6 +10,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
 
 use super::loops::{client_block, Pools};
 use super::policy::{measure_point, BlockRunner, BlockTiming, PointOutcome, PointPlan};
@@ -33,8 +34,9 @@ const TAILS_SAMPLES: (u64, u64) = (1_000, 100_000);
 /// Operations per integrity block.
 const INTEGRITY_REPEATS: u64 = 3;
 
-/// Everything that defines a sweep.
-#[derive(Debug, Clone)]
+/// Everything that defines a sweep (serialisable, so a transport that
+/// launches its own processes can hand it to them).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepSpec {
     /// Transport name.
     pub transport: String,
@@ -88,6 +90,9 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     transport.availability().map_err(|why| {
         anyhow::anyhow!("transport {} is unavailable here: {why}", spec.transport)
     })?;
+    if let Some(outcome) = transport.launch_sweep(spec, on_point) {
+        return outcome;
+    }
     let mut host = Host::probe();
     let timeout = spec.channel.timeout();
     let max_bytes = spec.sizes.iter().copied().max().unwrap_or(1);
@@ -182,6 +187,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         summary: result::Summary::from_points(&points),
         points,
         warnings,
+        mpi: None,
     };
     Ok(SweepOutcome { result, error })
 }

@@ -97,8 +97,13 @@ pub fn client_block(
             }
         }
         (BlockKind::Timed, Mode::Stream) => {
-            for _ in 0..repeats {
-                ep.send(tx.next_buf())?;
+            // `window` messages per call (1 for sockets: one per buffer).
+            let window = ep.stream_window().max(1);
+            let mut left = repeats;
+            while left > 0 {
+                let n = left.min(window);
+                ep.send_stream(tx.next_buf(), n)?;
+                left -= n;
             }
         }
         (BlockKind::Timed, Mode::Bidir) => {
@@ -202,8 +207,12 @@ pub fn server_block(
                 }
             }
             Mode::Stream => {
-                for _ in 0..repeats {
-                    ep.recv(rx.next_buf())?;
+                let window = ep.stream_window().max(1);
+                let mut left = repeats;
+                while left > 0 {
+                    let n = left.min(window);
+                    ep.recv_stream(rx.next_buf(), n)?;
+                    left -= n;
                 }
             }
             Mode::Bidir => {

@@ -8,13 +8,18 @@
 //! thing the timing loops in `sweep` ever touch. Nothing outside this module
 //! branches on the kind of transport: adding one means adding a file here and
 //! a line in [`registry`].
+//!
+//! A transport whose two ends must be started by a launcher of its own (MPI)
+//! runs the whole sweep in processes it starts: [`Transport::launch_sweep`].
 
 use std::io;
 use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub mod mpi;
 mod sockopt;
 mod stream_socket;
 pub mod tcp;
@@ -32,6 +37,32 @@ pub trait Endpoint: Send {
     /// directions progressing together, so that messages far larger than the
     /// channel's buffers cannot deadlock when both ends do this at once.
     fn exchange(&mut self, out: &[u8], inp: &mut [u8]) -> io::Result<()>;
+
+    /// Messages this end keeps in flight at once in stream mode: the timing
+    /// loops hand [`Endpoint::send_stream`] and [`Endpoint::recv_stream`]
+    /// this many messages per call. 1 (the default): none overlap.
+    fn stream_window(&self) -> u64 {
+        1
+    }
+
+    /// Stream mode: send `count` messages from `buf`, up to
+    /// [`Endpoint::stream_window`] of them in flight at once; returns when
+    /// all are sent.
+    fn send_stream(&mut self, buf: &[u8], count: u64) -> io::Result<()> {
+        for _ in 0..count {
+            self.send(buf)?;
+        }
+        Ok(())
+    }
+
+    /// Stream mode: receive `count` messages into `buf`, each overwriting
+    /// the last.
+    fn recv_stream(&mut self, buf: &mut [u8], count: u64) -> io::Result<()> {
+        for _ in 0..count {
+            self.recv(buf)?;
+        }
+        Ok(())
+    }
 }
 
 /// Options for a data channel. Each transport uses what applies to it and
@@ -99,11 +130,49 @@ pub trait Transport: Send + Sync {
         opts: &ChannelOptions,
         peer_ip: IpAddr,
     ) -> anyhow::Result<Connected>;
+
+    /// Run the whole sweep in processes this transport starts itself, when
+    /// its two ends cannot be an ordinary local or remote peer (MPI ranks
+    /// must be started by the MPI's own launcher). None (the default): the
+    /// engine runs the sweep here against a peer.
+    fn launch_sweep(
+        &self,
+        _spec: &crate::sweep::engine::SweepSpec,
+        _on_point: &mut dyn FnMut(&crate::result::Point),
+    ) -> Option<anyhow::Result<crate::sweep::engine::SweepOutcome>> {
+        None
+    }
+}
+
+/// Options that only some transports use, given once per command before
+/// any sweep (the command line's `--mpi`, `--mpi-arg`, `--window`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtraOptions {
+    /// Further MPI installations: `mpi:NAME` for each (NAME, path of its mpicc).
+    pub mpi: Vec<(String, PathBuf)>,
+    /// Arguments for every MPI launcher, one argument each.
+    pub mpi_launcher_args: Vec<String>,
+    /// Messages in flight at once in stream mode, where a transport can
+    /// overlap them (MPI: a window of non-blocking sends).
+    pub window: u64,
+}
+
+/// Set the [`ExtraOptions`] for this process (before `registry()` is used).
+pub fn configure(options: ExtraOptions) {
+    mpi::configure(options);
+}
+
+/// Run a process that a transport's launcher started (`wulf worker JOB`).
+pub fn run_worker(job: &Path) -> anyhow::Result<()> {
+    mpi::run_worker(job)
 }
 
 /// Every transport wulf knows, in the order `wulf run` measures them.
 pub fn registry() -> Vec<Box<dyn Transport>> {
-    vec![Box::new(tcp::Tcp), Box::new(unix::Unix)]
+    let mut all: Vec<Box<dyn Transport>> = vec![Box::new(tcp::Tcp), Box::new(unix::Unix)];
+    // Every MPI found at run time, each also forced onto TCP.
+    all.extend(mpi::transports());
+    all
 }
 
 /// The transport called `name`, if wulf knows it.

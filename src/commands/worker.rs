@@ -1,0 +1,9 @@
+//! `wulf worker JOB` (hidden): one process of a job that a transport's own
+//! launcher started, such as an MPI rank. The transport does the work.
+
+use crate::cli::WorkerArgs;
+
+/// Run the worker.
+pub fn execute(args: &WorkerArgs) -> anyhow::Result<()> {
+    crate::transport::run_worker(&args.job)
+}

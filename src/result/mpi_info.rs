@@ -1,0 +1,43 @@
+//! The `mpi` block of a result: which MPI library measured, launched how,
+//! steered by what. Present only in results of `mpi:` transports.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// How an MPI sweep ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MpiInfo {
+    /// The name after `mpi:` (`openmpi`, `mpich`, or a `--mpi` NAME).
+    pub implementation: String,
+    /// The family wulf recognised: `Open MPI`, `MPICH` or `unknown`.
+    pub flavor: String,
+    /// A preset on top of the library's default path: `tcp` for the
+    /// variant forced onto TCP (`mpi:NAME(tcp)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// MPI_Get_library_version as rank 0 reported it.
+    pub library_version: String,
+    /// MPI_Get_version: the version of the MPI standard implemented.
+    pub standard_version: String,
+    /// Thread support provided (wulf asks for MPI_THREAD_SERIALIZED).
+    pub thread_level: String,
+    /// The compiler wrapper that built wulf's adapter for this library.
+    pub compiler_wrapper: String,
+    /// What `compiler_wrapper -show` printed (include and library paths).
+    pub compiler_show: String,
+    /// The launcher's command line, argument by argument.
+    pub launcher_command: Vec<String>,
+    /// Launcher arguments from `--mpi-arg` and the variant.
+    pub launcher_args: Vec<String>,
+    /// Environment variables that steer MPI libraries (OMPI_MCA_*, UCX_*,
+    /// MPICH_*, MPIR_CVAR_*, I_MPI_*, FI_*, ...), as the launcher got them.
+    pub env: BTreeMap<String, String>,
+    /// Non-blocking sends in flight in stream mode (`--window`).
+    pub window: u64,
+    /// MPI_Get_processor_name of rank 0 and rank 1.
+    pub processors: Vec<String>,
+    /// Seconds from starting the launcher until both ranks were connected.
+    pub startup_s: f64,
+}

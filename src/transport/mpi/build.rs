@@ -1,0 +1,146 @@
+//! Compiling the adapter with an MPI's own compiler wrapper, once.
+//!
+//! The shared library goes to a cache directory, named by a hash of that
+//! MPI's identity: the wrapper's path, what `mpicc -show` prints (include
+//! and library paths, the library linked) and the adapter's source text. A
+//! rebuilt or upgraded MPI, or a new adapter, gets a new entry; a second
+//! wulf process, or two compiling at once, reuse or atomically replace the
+//! same file. The cache is `$WULF_CACHE_DIR`, else `$XDG_CACHE_HOME/wulf`,
+//! else `~/.cache/wulf`, else the temporary directory.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use super::discover::{run_with_timeout, show, MpiInstall};
+
+/// The adapter's source, compiled at run time.
+pub const ADAPTER_SOURCE: &str = include_str!("adapter.c");
+
+/// Longest wait for one compilation.
+const COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where compiled adapters live.
+pub fn cache_dir() -> PathBuf {
+    let base = std::env::var_os("WULF_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("wulf")))
+        .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache/wulf")))
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("wulf-cache-{}", unsafe_uid())));
+    base.join("mpi")
+}
+
+fn unsafe_uid() -> u32 {
+    // SAFETY: getuid cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// FNV-1a, 64 bits: stable across Rust versions (unlike `DefaultHasher`),
+/// so cache names survive a wulf rebuild.
+pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in *part {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        // A separator, so ("ab", "c") and ("a", "bc") differ.
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// A compiled adapter and the identity it was built for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Adapter {
+    /// The shared library.
+    pub library: PathBuf,
+    /// What the wrapper's `-show` printed (part of the cache key).
+    pub show: String,
+}
+
+/// The compiled adapter for `install`, building it if the cache has none.
+/// Errors say what failed and what to install.
+pub fn adapter_library(install: &MpiInstall) -> Result<Adapter, String> {
+    let shown = show(&install.wrapper).map_err(|e| {
+        format!(
+            "{e}; is the MPI development package installed (apt-get install {})?",
+            install.flavor.packages()
+        )
+    })?;
+    let dir = cache_dir();
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("cannot create the cache directory {}: {e}", dir.display()))?;
+    let wrapper = install.wrapper.display().to_string();
+    let key = fnv1a64(&[
+        wrapper.as_bytes(),
+        shown.as_bytes(),
+        ADAPTER_SOURCE.as_bytes(),
+    ]);
+    let lib = dir.join(format!("adapter-{key:016x}.so"));
+    if !lib.is_file() {
+        compile(install, &dir, &lib, &shown)?;
+    }
+    Ok(Adapter {
+        library: lib,
+        show: shown,
+    })
+}
+
+fn compile(install: &MpiInstall, dir: &Path, lib: &Path, shown: &str) -> Result<(), String> {
+    let work = tempfile::Builder::new()
+        .prefix("build-")
+        .tempdir_in(dir)
+        .map_err(|e| format!("cannot create a build directory in {}: {e}", dir.display()))?;
+    let src = work.path().join("wulf_mpi_adapter.c");
+    std::fs::write(&src, ADAPTER_SOURCE)
+        .map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+    let out = work.path().join("adapter.so");
+    let mut cmd = Command::new(&install.wrapper);
+    cmd.args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&out)
+        .arg(&src);
+    let result = run_with_timeout(&mut cmd, COMPILE_TIMEOUT)?;
+    if !result.status.success() {
+        let text = String::from_utf8_lossy(&result.stderr);
+        let tail: Vec<&str> = text.lines().rev().take(12).collect();
+        return Err(format!(
+            "cannot compile wulf's MPI adapter with {} ({}): {}; is the MPI development package installed (apt-get install {})?",
+            install.wrapper.display(),
+            result.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+            install.flavor.packages()
+        ));
+    }
+    // A note for humans beside the library: which MPI it belongs to.
+    let _ = std::fs::write(
+        lib.with_extension("txt"),
+        format!(
+            "wrapper: {}\nlauncher: {}\nshow: {shown}\n",
+            install.wrapper.display(),
+            install.launcher.display()
+        ),
+    );
+    // rename() is atomic: a concurrent build of the same key just replaces
+    // an identical file, and no reader ever sees a partial library.
+    std::fs::rename(&out, lib).map_err(|e| format!("cannot store {}: {e}", lib.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_is_stable_and_separates_parts() {
+        assert_eq!(fnv1a64(&[]), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(&[b"ab", b"c"]), fnv1a64(&[b"ab", b"c"]));
+        assert_ne!(fnv1a64(&[b"ab", b"c"]), fnv1a64(&[b"a", b"bc"]));
+    }
+
+    #[test]
+    fn the_adapter_source_is_embedded() {
+        assert!(ADAPTER_SOURCE.contains("#define WULF_ADAPTER_ABI 1"));
+        assert_eq!(super::super::ffi::ADAPTER_ABI, 1);
+    }
+}

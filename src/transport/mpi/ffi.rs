@@ -1,0 +1,495 @@
+//! A small safe Rust API over wulf's MPI adapter (`adapter.c`), loaded at
+//! run time with dlopen, so wulf builds without any MPI installed.
+//!
+//! The API is what wulf's own code needs, and what an MPI backend of another
+//! module (the NAS kernels' `Communicator`) needs: initialise, rank and size,
+//! send and receive bytes (or `f64` slices), windows of non-blocking sends,
+//! allreduce of `f64` (sum, max, min), barrier, finalise.
+//!
+//! Rules this type system enforces:
+//!
+//! * MPI can be initialised once per process: [`Mpi::init`] succeeds once;
+//! * MPI is initialised `MPI_THREAD_SERIALIZED`: the [`Mpi`] handle is
+//!   `Send` but neither `Sync` nor `Clone`, so whoever owns it is the only
+//!   thread calling into MPI at that moment;
+//! * the library is never unloaded (dlclose under a live MPI is undefined).
+//!
+//! Every blocking call bumps a progress counter on entry and on exit (plain
+//! relaxed stores, no locked instruction): [`call_progress`] is odd while a
+//! call is in progress, so a watchdog thread can tell a hung MPI call from
+//! an idle process without touching the hot path.
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
+use std::io;
+use std::marker::PhantomData;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// The adapter ABI this wulf expects (`WULF_ADAPTER_ABI` in adapter.c).
+pub const ADAPTER_ABI: i32 = 1;
+
+/// Entry points of a loaded adapter.
+struct Api {
+    abi: unsafe extern "C" fn() -> c_int,
+    max_window: unsafe extern "C" fn() -> c_int,
+    init: unsafe extern "C" fn(*mut c_int, *mut c_int, *mut c_int) -> c_int,
+    finalize: unsafe extern "C" fn() -> c_int,
+    abort: unsafe extern "C" fn(c_int) -> c_int,
+    library_version: unsafe extern "C" fn(*mut c_char, c_int) -> c_int,
+    version: unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int,
+    processor_name: unsafe extern "C" fn(*mut c_char, c_int) -> c_int,
+    error_string: unsafe extern "C" fn(c_int, *mut c_char, c_int),
+    wtime: unsafe extern "C" fn() -> f64,
+    send: unsafe extern "C" fn(*const c_void, c_longlong, c_int, c_int) -> c_int,
+    recv: unsafe extern "C" fn(*mut c_void, c_longlong, c_int, c_int) -> c_int,
+    exchange: unsafe extern "C" fn(
+        *const c_void,
+        c_longlong,
+        *mut c_void,
+        c_longlong,
+        c_int,
+        c_int,
+    ) -> c_int,
+    send_window:
+        unsafe extern "C" fn(*const c_void, c_longlong, c_longlong, c_int, c_int, c_int) -> c_int,
+    recv_window:
+        unsafe extern "C" fn(*mut c_void, c_longlong, c_longlong, c_int, c_int, c_int) -> c_int,
+    allreduce_f64: unsafe extern "C" fn(*mut f64, c_longlong, c_int) -> c_int,
+    barrier: unsafe extern "C" fn() -> c_int,
+}
+
+/// The adapter loaded into this process, if any (never unloaded).
+static API: OnceLock<Api> = OnceLock::new();
+/// Set once MPI_Init has been attempted in this process.
+static INITIALISED: AtomicBool = AtomicBool::new(false);
+/// Entries plus exits of blocking calls (odd: a call is in progress).
+static PROGRESS: AtomicU64 = AtomicU64::new(0);
+
+/// Entries plus exits of blocking MPI calls so far: odd while a call is in
+/// progress. A watchdog that sees the same odd value for too long knows an
+/// MPI call hangs.
+pub fn call_progress() -> u64 {
+    PROGRESS.load(Ordering::Relaxed)
+}
+
+#[inline(always)]
+fn bump() {
+    // Only the owner of the (non-Sync) Mpi handle writes, so a load and a
+    // store are enough: no locked read-modify-write in the hot path.
+    PROGRESS.store(
+        PROGRESS.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Relaxed,
+    );
+}
+
+fn symbol<T: Copy>(handle: *mut c_void, name: &str) -> Result<T, String> {
+    let cname = CString::new(name).expect("symbol names have no NUL");
+    // SAFETY: handle came from dlopen; dlsym only reads the name.
+    let p = unsafe { libc::dlsym(handle, cname.as_ptr()) };
+    if p.is_null() {
+        return Err(format!("the MPI adapter has no symbol {name}"));
+    }
+    assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<*mut c_void>());
+    // SAFETY: T is a function pointer type of the symbol's C signature
+    // (adapter.c, checked by the ABI number); sizes are equal.
+    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) })
+}
+
+fn dlerror() -> String {
+    // SAFETY: dlerror returns NULL or a valid C string owned by libc.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        "unknown dlopen error".into()
+    } else {
+        // SAFETY: non-null, NUL-terminated.
+        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+    }
+}
+
+fn load(path: &Path) -> Result<&'static Api, String> {
+    if let Some(api) = API.get() {
+        return Ok(api);
+    }
+    let cpath = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
+    // RTLD_GLOBAL: some MPI builds dlopen their own plug-ins, which expect
+    // libmpi's symbols in the global namespace.
+    // SAFETY: a valid C path; the library's constructors are MPI's own.
+    let handle = unsafe { libc::dlopen(cpath.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    if handle.is_null() {
+        return Err(format!("cannot load {}: {}", path.display(), dlerror()));
+    }
+    let api = Api {
+        abi: symbol(handle, "wulf_abi")?,
+        max_window: symbol(handle, "wulf_max_window")?,
+        init: symbol(handle, "wulf_init")?,
+        finalize: symbol(handle, "wulf_finalize")?,
+        abort: symbol(handle, "wulf_abort")?,
+        library_version: symbol(handle, "wulf_library_version")?,
+        version: symbol(handle, "wulf_version")?,
+        processor_name: symbol(handle, "wulf_processor_name")?,
+        error_string: symbol(handle, "wulf_error_string")?,
+        wtime: symbol(handle, "wulf_wtime")?,
+        send: symbol(handle, "wulf_send")?,
+        recv: symbol(handle, "wulf_recv")?,
+        exchange: symbol(handle, "wulf_exchange")?,
+        send_window: symbol(handle, "wulf_send_window")?,
+        recv_window: symbol(handle, "wulf_recv_window")?,
+        allreduce_f64: symbol(handle, "wulf_allreduce_f64")?,
+        barrier: symbol(handle, "wulf_barrier")?,
+    };
+    // SAFETY: a plain C function of no arguments.
+    let abi = unsafe { (api.abi)() };
+    if abi != ADAPTER_ABI {
+        return Err(format!(
+            "{} has adapter ABI {abi}, this wulf needs {ADAPTER_ABI} (a stale cache entry?)",
+            path.display()
+        ));
+    }
+    Ok(API.get_or_init(|| api))
+}
+
+/// MPI's thread support level as provided at initialisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadLevel {
+    /// MPI_THREAD_SINGLE.
+    Single,
+    /// MPI_THREAD_FUNNELED.
+    Funneled,
+    /// MPI_THREAD_SERIALIZED (what wulf asks for).
+    Serialized,
+    /// MPI_THREAD_MULTIPLE.
+    Multiple,
+}
+
+impl ThreadLevel {
+    /// The MPI constant's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadLevel::Single => "MPI_THREAD_SINGLE",
+            ThreadLevel::Funneled => "MPI_THREAD_FUNNELED",
+            ThreadLevel::Serialized => "MPI_THREAD_SERIALIZED",
+            ThreadLevel::Multiple => "MPI_THREAD_MULTIPLE",
+        }
+    }
+}
+
+/// A reduction for [`Mpi::allreduce_f64`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// MPI_SUM.
+    Sum,
+    /// MPI_MAX.
+    Max,
+    /// MPI_MIN.
+    Min,
+}
+
+/// MPI, initialised in this process (MPI_COMM_WORLD). See the module
+/// documentation for the rules it enforces.
+pub struct Mpi {
+    api: &'static Api,
+    rank: usize,
+    size: usize,
+    level: ThreadLevel,
+    // Send but not Sync: calls are serialised by ownership.
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+impl std::fmt::Debug for Mpi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mpi")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl Mpi {
+    /// Load the adapter at `adapter` (built by `build::adapter_library`) and
+    /// initialise MPI. Works once per process; MPI cannot be re-initialised.
+    pub fn init(adapter: &Path) -> Result<Mpi, String> {
+        let api = load(adapter)?;
+        if INITIALISED.swap(true, Ordering::SeqCst) {
+            return Err("MPI is already initialised in this process".into());
+        }
+        let (mut rank, mut size, mut level) = (0, 0, 0);
+        // SAFETY: the out-pointers are valid for the call.
+        let rc = unsafe { (api.init)(&mut rank, &mut size, &mut level) };
+        if rc != 0 {
+            return Err(format!("MPI_Init_thread failed: {}", error_text(api, rc)));
+        }
+        Ok(Mpi {
+            api,
+            rank: rank as usize,
+            size: size as usize,
+            level: match level {
+                3 => ThreadLevel::Multiple,
+                2 => ThreadLevel::Serialized,
+                1 => ThreadLevel::Funneled,
+                _ => ThreadLevel::Single,
+            },
+            _not_sync: PhantomData,
+        })
+    }
+
+    /// This process's rank in MPI_COMM_WORLD.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Number of ranks in MPI_COMM_WORLD.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Thread support the library provided.
+    pub fn thread_level(&self) -> ThreadLevel {
+        self.level
+    }
+
+    /// Most messages [`Mpi::send_window`] keeps in flight.
+    pub fn max_window(&self) -> u64 {
+        // SAFETY: a plain C function of no arguments.
+        unsafe { (self.api.max_window)() as u64 }
+    }
+
+    /// MPI_Get_library_version, trimmed.
+    pub fn library_version(&self) -> String {
+        let mut buf = vec![0 as c_char; 8192];
+        // SAFETY: buf is writable for its length.
+        let rc = unsafe { (self.api.library_version)(buf.as_mut_ptr(), buf.len() as c_int) };
+        if rc != 0 {
+            return format!("unknown ({})", error_text(self.api, rc));
+        }
+        c_text(&buf).trim().to_string()
+    }
+
+    /// MPI_Get_version as "major.minor" (the standard's version).
+    pub fn version(&self) -> String {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: valid out-pointers.
+        unsafe { (self.api.version)(&mut major, &mut minor) };
+        format!("{major}.{minor}")
+    }
+
+    /// MPI_Get_processor_name.
+    pub fn processor_name(&self) -> String {
+        let mut buf = vec![0 as c_char; 1024];
+        // SAFETY: buf is writable for its length.
+        let rc = unsafe { (self.api.processor_name)(buf.as_mut_ptr(), buf.len() as c_int) };
+        if rc != 0 {
+            return "unknown".into();
+        }
+        c_text(&buf)
+    }
+
+    /// MPI_Wtime in seconds.
+    pub fn wtime(&self) -> f64 {
+        // SAFETY: a plain C function of no arguments.
+        unsafe { (self.api.wtime)() }
+    }
+
+    /// MPI_Send of `buf` to rank `to` with `tag` (0..=32767 is always valid).
+    #[inline]
+    pub fn send(&self, buf: &[u8], to: usize, tag: i32) -> io::Result<()> {
+        bump();
+        // SAFETY: buf is readable for its length during the blocking call.
+        let rc = unsafe {
+            (self.api.send)(
+                buf.as_ptr().cast(),
+                buf.len() as c_longlong,
+                to as c_int,
+                tag,
+            )
+        };
+        bump();
+        self.check(rc, "MPI_Send")
+    }
+
+    /// MPI_Recv of exactly `buf.len()` bytes from rank `from` with `tag`.
+    #[inline]
+    pub fn recv(&self, buf: &mut [u8], from: usize, tag: i32) -> io::Result<()> {
+        bump();
+        // SAFETY: buf is writable for its length during the blocking call.
+        let rc = unsafe {
+            (self.api.recv)(
+                buf.as_mut_ptr().cast(),
+                buf.len() as c_longlong,
+                from as c_int,
+                tag,
+            )
+        };
+        bump();
+        self.check(rc, "MPI_Recv")
+    }
+
+    /// MPI_Sendrecv: send `out` to and receive `inp` from rank `peer` at once.
+    #[inline]
+    pub fn exchange(&self, out: &[u8], inp: &mut [u8], peer: usize, tag: i32) -> io::Result<()> {
+        bump();
+        // SAFETY: both buffers are valid for their lengths during the call
+        // and cannot overlap (one is shared, the other exclusive).
+        let rc = unsafe {
+            (self.api.exchange)(
+                out.as_ptr().cast(),
+                out.len() as c_longlong,
+                inp.as_mut_ptr().cast(),
+                inp.len() as c_longlong,
+                peer as c_int,
+                tag,
+            )
+        };
+        bump();
+        self.check(rc, "MPI_Sendrecv")
+    }
+
+    /// Send `count` messages of `buf` to `to`, as windows of `window`
+    /// non-blocking sends each completed before the next (osu_bw's pattern).
+    #[inline]
+    pub fn send_window(
+        &self,
+        buf: &[u8],
+        count: u64,
+        window: u64,
+        to: usize,
+        tag: i32,
+    ) -> io::Result<()> {
+        bump();
+        // SAFETY: buf is readable for its length until the call returns,
+        // by which time every send has completed.
+        let rc = unsafe {
+            (self.api.send_window)(
+                buf.as_ptr().cast(),
+                buf.len() as c_longlong,
+                count as c_longlong,
+                window as c_int,
+                to as c_int,
+                tag,
+            )
+        };
+        bump();
+        self.check(rc, "MPI_Isend window")
+    }
+
+    /// Receive `count` messages from `from` into `buf` (each overwriting the
+    /// last), as windows of `window` receives posted ahead.
+    #[inline]
+    pub fn recv_window(
+        &self,
+        buf: &mut [u8],
+        count: u64,
+        window: u64,
+        from: usize,
+        tag: i32,
+    ) -> io::Result<()> {
+        bump();
+        // SAFETY: buf is writable for its length until the call returns,
+        // by which time every receive has completed.
+        let rc = unsafe {
+            (self.api.recv_window)(
+                buf.as_mut_ptr().cast(),
+                buf.len() as c_longlong,
+                count as c_longlong,
+                window as c_int,
+                from as c_int,
+                tag,
+            )
+        };
+        bump();
+        self.check(rc, "MPI_Irecv window")
+    }
+
+    /// Send a slice of `f64` (native byte order: ranks share an architecture).
+    pub fn send_f64(&self, data: &[f64], to: usize, tag: i32) -> io::Result<()> {
+        // SAFETY: any f64 slice is a valid byte slice of 8x its length.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), 8 * data.len()) };
+        self.send(bytes, to, tag)
+    }
+
+    /// Receive exactly `data.len()` values of `f64`.
+    pub fn recv_f64(&self, data: &mut [f64], from: usize, tag: i32) -> io::Result<()> {
+        // SAFETY: every bit pattern is a valid f64; the byte view covers
+        // exactly the slice.
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), 8 * data.len())
+        };
+        self.recv(bytes, from, tag)
+    }
+
+    /// In-place MPI_Allreduce of `data` over all ranks.
+    pub fn allreduce_f64(&self, data: &mut [f64], op: ReduceOp) -> io::Result<()> {
+        let op = match op {
+            ReduceOp::Sum => 0,
+            ReduceOp::Max => 1,
+            ReduceOp::Min => 2,
+        };
+        bump();
+        // SAFETY: data is valid for its length during the call.
+        let rc =
+            unsafe { (self.api.allreduce_f64)(data.as_mut_ptr(), data.len() as c_longlong, op) };
+        bump();
+        self.check(rc, "MPI_Allreduce")
+    }
+
+    /// MPI_Barrier over all ranks.
+    pub fn barrier(&self) -> io::Result<()> {
+        bump();
+        // SAFETY: a plain C function of no arguments.
+        let rc = unsafe { (self.api.barrier)() };
+        bump();
+        self.check(rc, "MPI_Barrier")
+    }
+
+    /// MPI_Finalize. The handle is consumed: MPI cannot be used again.
+    pub fn finalize(self) -> io::Result<()> {
+        bump();
+        // SAFETY: a plain C function of no arguments.
+        let rc = unsafe { (self.api.finalize)() };
+        bump();
+        self.check(rc, "MPI_Finalize")
+    }
+
+    /// MPI_Abort of every rank with `code`.
+    pub fn abort(self, code: i32) -> ! {
+        // SAFETY: a plain C function; it does not return in practice.
+        unsafe { (self.api.abort)(code) };
+        std::process::exit(code)
+    }
+
+    #[inline]
+    fn check(&self, rc: c_int, what: &str) -> io::Result<()> {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!(
+                "{what} failed: {}",
+                error_text(self.api, rc)
+            )))
+        }
+    }
+}
+
+fn error_text(api: &Api, rc: c_int) -> String {
+    let mut buf = vec![0 as c_char; 1024];
+    // SAFETY: buf is writable for its length.
+    unsafe { (api.error_string)(rc, buf.as_mut_ptr(), buf.len() as c_int) };
+    let text = c_text(&buf);
+    if text.is_empty() {
+        format!("MPI error {rc}")
+    } else {
+        format!("{text} (MPI error {rc})")
+    }
+}
+
+fn c_text(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}

@@ -1,0 +1,93 @@
+//! What the launching wulf and the ranks of its MPI job tell each other,
+//! through files in a private temporary directory (the job's only shared
+//! state, so launcher output formats never matter):
+//!
+//! * `job.json`: the [`Job`], written before launch;
+//! * `ready`: rank 0 once both ranks are initialised and connected;
+//! * `heartbeat`: rewritten by rank 0's watchdog every half second;
+//! * `progress.jsonl`: one measured point per line, as measured;
+//! * `stop`: the launching wulf was interrupted; rank 0 stops between trials;
+//! * `report.json`: rank 0's [`Report`], written atomically at the end.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{peer, usage, WulfError};
+use crate::result::SweepResult;
+use crate::sweep::engine::SweepSpec;
+
+/// File names inside the job directory.
+pub const JOB: &str = "job.json";
+/// See the module documentation.
+pub const READY: &str = "ready";
+/// See the module documentation.
+pub const HEARTBEAT: &str = "heartbeat";
+/// See the module documentation.
+pub const PROGRESS: &str = "progress.jsonl";
+/// See the module documentation.
+pub const STOP: &str = "stop";
+/// See the module documentation.
+pub const REPORT: &str = "report.json";
+
+/// Everything a rank needs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Job {
+    /// Transport name as listed (`mpi:openmpi(tcp)`...).
+    pub transport: String,
+    /// The compiled adapter to load.
+    pub adapter: PathBuf,
+    /// Non-blocking sends in flight in stream mode.
+    pub window: u64,
+    /// The sweep, as the user asked for it.
+    pub spec: SweepSpec,
+    /// The job directory.
+    pub dir: PathBuf,
+}
+
+/// What rank 0 reports at the end.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// The result, complete or not; None if the sweep never started.
+    pub result: Option<SweepResult>,
+    /// Why the sweep stopped or failed.
+    pub error: Option<String>,
+    /// wulf's exit code for that error (0 without one).
+    pub exit_code: i32,
+    /// MPI_Get_library_version.
+    pub library_version: String,
+    /// MPI_Get_version.
+    pub standard_version: String,
+    /// Thread support provided.
+    pub thread_level: String,
+    /// MPI_Get_processor_name of each rank.
+    pub processors: Vec<String>,
+}
+
+impl Report {
+    /// The error as wulf's own kind, so the exit code survives the trip.
+    pub fn error(&self) -> Option<anyhow::Error> {
+        let msg = self.error.clone()?;
+        Some(match self.exit_code {
+            2 => usage(msg),
+            3 => peer(msg),
+            130 => WulfError::Interrupted.into(),
+            _ => anyhow::Error::msg(msg),
+        })
+    }
+}
+
+/// Read a JSON file of the job directory.
+pub fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is malformed", path.display()))
+}
+
+/// Write a JSON file of the job directory atomically.
+pub fn write<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    crate::result::write_atomically(path, &serde_json::to_vec(value)?)
+}

@@ -1,0 +1,409 @@
+//! The user's side of an MPI sweep: write the job, start
+//! `LAUNCHER -np 2 [--mpi-arg...] wulf worker JOB`, relay progress, stop the
+//! job gracefully on Ctrl-C, and read rank 0's report.
+//!
+//! Every wait is bounded: the job must be ready within a start-up allowance
+//! (three times `--timeout`, at least 5 s), its heartbeat must not go stale
+//! for longer than `--timeout` + 5 s, it must finish within three budgets
+//! plus two minutes, and it must exit within a few seconds of reporting. A
+//! job that misses any of these is killed, launcher and ranks together (the
+//! launcher runs in its own process group).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::build::Adapter;
+use super::discover::MpiInstall;
+use super::job::{self, Job, Report};
+use crate::error::{peer, usage, WulfError};
+use crate::result::{MpiInfo, Point};
+use crate::sweep::engine::{SweepOutcome, SweepSpec};
+use crate::transport::ExtraOptions;
+
+/// Prefixes of environment variables that steer MPI libraries, recorded.
+pub const STEERING_PREFIXES: &[&str] = &[
+    "OMPI_MCA_",
+    "PMIX_MCA_",
+    "PRTE_MCA_",
+    "UCX_",
+    "MPICH_",
+    "MPIR_CVAR_",
+    "I_MPI_",
+    "FI_",
+    "HYDRA_",
+    "MV2_",
+];
+
+/// Time a job may take to exit after its report.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+/// How often the launching wulf looks at the job.
+const POLL: Duration = Duration::from_millis(20);
+
+/// What to launch.
+pub struct Plan<'a> {
+    /// Transport name as listed.
+    pub name: &'static str,
+    /// The MPI.
+    pub install: &'a MpiInstall,
+    /// Its compiled adapter.
+    pub adapter: &'a Adapter,
+    /// `tcp` for the TCP-forced variant.
+    pub variant: Option<&'static str>,
+    /// The variant's launcher arguments.
+    pub variant_args: &'a [&'static str],
+    /// Command-line options.
+    pub options: ExtraOptions,
+}
+
+/// Run the sweep `spec` as an MPI job; see the module documentation.
+pub fn run(
+    plan: &Plan,
+    spec: &SweepSpec,
+    on_point: &mut dyn FnMut(&Point),
+) -> Result<SweepOutcome> {
+    if spec.peer.is_some() {
+        return Err(usage(format!(
+            "{} takes no --peer: the MPI launcher places both ranks (give it hosts with --mpi-arg, e.g. --mpi-arg '--host a,b')",
+            plan.name
+        )));
+    }
+    if spec.sizes.iter().any(|&s| s > i32::MAX as u64) {
+        return Err(usage(format!(
+            "{}: messages are limited to 2^31 - 1 bytes (an MPI count)",
+            plan.name
+        )));
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("wulf-mpi-")
+        .tempdir()
+        .context("cannot create a directory for the MPI job")?;
+    let job = Job {
+        transport: plan.name.into(),
+        adapter: plan.adapter.library.clone(),
+        window: plan.options.window,
+        spec: spec.clone(),
+        dir: dir.path().to_path_buf(),
+    };
+    let job_path = dir.path().join(job::JOB);
+    job::write(&job_path, &job)?;
+    let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
+    let mut launcher_args = plan.options.mpi_launcher_args.clone();
+    launcher_args.extend(plan.variant_args.iter().map(|s| s.to_string()));
+    let mut argv: Vec<String> = vec![
+        plan.install.launcher.display().to_string(),
+        "-np".into(),
+        "2".into(),
+    ];
+    argv.extend(
+        plan.install
+            .flavor
+            .base_args()
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    argv.extend(launcher_args.iter().cloned());
+    argv.push(exe.display().to_string());
+    argv.push("worker".into());
+    argv.push(job_path.display().to_string());
+
+    let started = Instant::now();
+    let mut child = spawn(&argv, dir.path())?;
+    let waited = wait(&mut child, dir.path(), spec, on_point);
+    let info = |report: &Report| MpiInfo {
+        implementation: plan.install.name.clone(),
+        flavor: plan.install.flavor.name().into(),
+        variant: plan.variant.map(str::to_string),
+        library_version: report.library_version.clone(),
+        standard_version: report.standard_version.clone(),
+        thread_level: report.thread_level.clone(),
+        compiler_wrapper: plan.install.wrapper.display().to_string(),
+        compiler_show: plan.adapter.show.clone(),
+        launcher_command: argv.clone(),
+        launcher_args: launcher_args.clone(),
+        env: steering_env(),
+        window: plan.options.window,
+        processors: report.processors.clone(),
+        startup_s: waited
+            .ready_after
+            .map(|d| d.as_secs_f64())
+            .unwrap_or_else(|| started.elapsed().as_secs_f64()),
+    };
+    let report: Option<Report> = dir
+        .path()
+        .join(job::REPORT)
+        .is_file()
+        .then(|| job::read(&dir.path().join(job::REPORT)).ok())
+        .flatten();
+    let shown = argv.join(" ");
+    match report {
+        Some(report) => {
+            let error = report.error();
+            match report.result.clone() {
+                Some(mut result) => {
+                    result.mpi = Some(info(&report));
+                    if let Some(why) = &waited.killed {
+                        result
+                            .warnings
+                            .push(format!("the MPI job {why} and was killed"));
+                    }
+                    Ok(SweepOutcome { result, error })
+                }
+                None => {
+                    let e = error.unwrap_or_else(|| anyhow::anyhow!("rank 0 sent no result"));
+                    Err(e.context(format!(
+                        "the MPI job `{shown}` failed{}",
+                        output_tail(dir.path())
+                    )))
+                }
+            }
+        }
+        None => {
+            let how = match (&waited.killed, waited.status) {
+                (Some(why), _) => format!("{why} and was killed"),
+                (None, Some(s)) => format!("ended without a result ({s})"),
+                (None, None) => "ended without a result".into(),
+            };
+            let msg = format!("the MPI job `{shown}` {how}{}", output_tail(dir.path()));
+            if waited.interrupted {
+                Err(anyhow::Error::new(WulfError::Interrupted).context(msg))
+            } else if waited.ready_after.is_some() {
+                Err(peer(msg))
+            } else {
+                Err(anyhow::anyhow!(msg))
+            }
+        }
+    }
+}
+
+fn spawn(argv: &[String], dir: &Path) -> Result<Child> {
+    let out = std::fs::File::create(dir.join("launcher.out"))?;
+    let err = std::fs::File::create(dir.join("launcher.err"))?;
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        // Its own group: the terminal's Ctrl-C reaches only this wulf, which
+        // stops the job gracefully, and a kill reaches every rank.
+        .process_group(0);
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } == 0 {
+        // Open MPI refuses root without these; set for this job only.
+        cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    }
+    // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .with_context(|| format!("cannot start the MPI launcher {}", argv[0]))
+}
+
+/// How the wait ended.
+struct Waited {
+    status: Option<std::process::ExitStatus>,
+    killed: Option<String>,
+    ready_after: Option<Duration>,
+    interrupted: bool,
+}
+
+fn wait(
+    child: &mut Child,
+    dir: &Path,
+    spec: &SweepSpec,
+    on_point: &mut dyn FnMut(&Point),
+) -> Waited {
+    let timeout = spec.channel.timeout();
+    let startup_limit = (3 * timeout).max(Duration::from_secs(5));
+    let stale_limit = timeout + Duration::from_secs(5);
+    let run_limit = 3 * spec.budget + Duration::from_secs(120);
+    let t0 = Instant::now();
+    let mut progress = Tail::new(dir.join(job::PROGRESS));
+    let (mut ready_at, mut report_at, mut stop_at) = (None, None, None);
+    let mut beat = (String::new(), t0);
+    let mut killed = None;
+    loop {
+        progress.poll(on_point);
+        if exited(child) {
+            break;
+        }
+        let now = Instant::now();
+        if ready_at.is_none() && dir.join(job::READY).exists() {
+            ready_at = Some(now);
+            beat.1 = now;
+        }
+        if report_at.is_none() && dir.join(job::REPORT).exists() {
+            report_at = Some(now);
+        }
+        if let Ok(b) = std::fs::read_to_string(dir.join(job::HEARTBEAT)) {
+            if b != beat.0 {
+                beat = (b, now);
+            }
+        }
+        if crate::sweep::interrupted() && stop_at.is_none() {
+            let _ = std::fs::write(dir.join(job::STOP), b"stop\n");
+            stop_at = Some(now);
+        }
+        let why = if let Some(r) = report_at {
+            (now - r > EXIT_GRACE).then(|| "did not exit after reporting".to_string())
+        } else if let Some(ready) = ready_at {
+            if stop_at.is_some_and(|s| now - s > stale_limit) {
+                Some("did not stop when interrupted".into())
+            } else if now - beat.1 > stale_limit {
+                Some(format!(
+                    "stopped responding (no heartbeat for {})",
+                    humantime::format_duration(stale_limit)
+                ))
+            } else {
+                (now - ready > run_limit)
+                    .then(|| format!("ran longer than {}", humantime::format_duration(run_limit)))
+            }
+        } else if stop_at.is_some() {
+            Some("was interrupted while starting".into())
+        } else {
+            (now - t0 > startup_limit).then(|| {
+                format!(
+                    "did not start within {}",
+                    humantime::format_duration(startup_limit)
+                )
+            })
+        };
+        if why.is_some() {
+            killed = why;
+            terminate(child);
+            break;
+        }
+        std::thread::sleep(POLL);
+    }
+    // The launcher has exited but is not reaped yet, so its process group
+    // id cannot have been reused: end any rank left behind, then reap.
+    // SAFETY: killpg only sends a signal.
+    unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
+    let status = child.wait().ok();
+    progress.poll(on_point);
+    Waited {
+        status,
+        killed,
+        ready_after: ready_at.map(|r| r - t0),
+        interrupted: stop_at.is_some(),
+    }
+}
+
+/// Whether the child has exited, without reaping it (WNOWAIT).
+fn exited(child: &Child) -> bool {
+    // SAFETY: a zeroed siginfo_t is a valid out-buffer for waitid.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid writes only into `info`.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            child.id(),
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: si_pid is valid to read after waitid (0 when nothing exited).
+    rc != 0 || unsafe { info.si_pid() } != 0
+}
+
+/// SIGTERM to the launcher's group (launchers end their ranks on it), then
+/// wait up to 3 s for the launcher to exit.
+fn terminate(child: &Child) {
+    // SAFETY: killpg only sends a signal.
+    unsafe { libc::killpg(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline && !exited(child) {
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The last lines the launcher and ranks printed, for error messages.
+fn output_tail(dir: &Path) -> String {
+    let mut lines = Vec::new();
+    for f in ["launcher.err", "launcher.out"] {
+        if let Ok(t) = std::fs::read_to_string(dir.join(f)) {
+            lines.extend(
+                t.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(str::to_string),
+            );
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    let start = lines.len().saturating_sub(15);
+    format!("; its output ends:\n  {}", lines[start..].join("\n  "))
+}
+
+/// The environment variables that steer MPI libraries, as the launcher got them.
+pub fn steering_env() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| STEERING_PREFIXES.iter().any(|p| k.starts_with(p)))
+        .collect()
+}
+
+/// Follows `progress.jsonl` as rank 0 appends to it.
+struct Tail {
+    path: PathBuf,
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl Tail {
+    fn new(path: PathBuf) -> Tail {
+        Tail {
+            path,
+            offset: 0,
+            partial: Vec::new(),
+        }
+    }
+
+    fn poll(&mut self, on_point: &mut dyn FnMut(&Point)) {
+        let Ok(mut f) = std::fs::File::open(&self.path) else {
+            return;
+        };
+        if f.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut fresh = Vec::new();
+        if let Ok(n) = f.read_to_end(&mut fresh) {
+            self.offset += n as u64;
+        }
+        self.partial.extend_from_slice(&fresh);
+        while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=end).collect();
+            if let Ok(p) = serde_json::from_slice::<Point>(&line) {
+                on_point(&p);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steering_variables_are_picked_by_prefix() {
+        std::env::set_var("OMPI_MCA_btl_test_only", "self");
+        std::env::set_var("WULF_UNRELATED_TEST_VAR", "x");
+        let env = steering_env();
+        assert_eq!(
+            env.get("OMPI_MCA_btl_test_only").map(String::as_str),
+            Some("self")
+        );
+        assert!(!env.contains_key("WULF_UNRELATED_TEST_VAR"));
+    }
+}

@@ -1,0 +1,304 @@
+//! MPI: every installed MPI implementation, measured from one wulf binary.
+//!
+//! wulf is built without MPI. At run time it finds each MPI ([`discover`]),
+//! compiles a small C adapter with that MPI's own `mpicc` into a cached
+//! shared library ([`build`]), and starts two copies of itself with that
+//! MPI's own launcher (`mpirun -np 2 wulf worker JOB`, [`launch`]). Inside
+//! the job ([`worker`]), rank 1 plays the peer (`wulf serve --once`) and
+//! rank 0 runs the ordinary sweep engine against it; the data channel is
+//! an [`endpoint::MpiEndpoint`] over MPI_Send / MPI_Recv / MPI_Sendrecv and
+//! windows of MPI_Isend / MPI_Irecv ([`ffi`], loaded with dlopen). So MPI
+//! sweeps share the schedule, policy, statistics, CPU accounting, integrity
+//! pass and result schema of every other transport.
+//!
+//! Transports listed: `mpi:openmpi` and `mpi:mpich` (always, so a missing
+//! one explains itself), `mpi:NAME` for each `--mpi NAME=PATH`, and for each
+//! MPI found a `mpi:NAME(tcp)` variant forced onto TCP (Open MPI
+//! `--mca btl self,tcp`, MPICH `-genv UCX_TLS tcp,self`), so `wulf run`
+//! shows shared memory and TCP side by side.
+
+pub mod build;
+pub mod discover;
+mod endpoint;
+pub mod ffi;
+mod job;
+mod launch;
+mod worker;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use anyhow::{bail, Result};
+
+use self::discover::{Flavor, MpiInstall};
+use super::{ChannelOptions, Connected, ExtraOptions, Listener, Transport};
+use crate::result::Point;
+use crate::sweep::engine::{SweepOutcome, SweepSpec};
+
+pub use worker::run as run_worker;
+
+/// Default `--window`: osu_bw's window of non-blocking sends.
+pub const DEFAULT_WINDOW: u64 = 64;
+
+/// Name of the TCP-forced variant, as in `mpi:openmpi(tcp)`.
+const TCP_VARIANT: &str = "tcp";
+
+/// Options from the command line (`--mpi`, `--mpi-arg`, `--window`).
+static CONFIG: RwLock<Option<ExtraOptions>> = RwLock::new(None);
+
+/// Set inside an MPI worker: the one transport this process serves.
+static WORKER: OnceLock<(&'static str, u64)> = OnceLock::new();
+
+/// Entries discovered so far, reused by every `registry()` call.
+static ENTRIES: Mutex<Vec<Arc<Entry>>> = Mutex::new(Vec::new());
+
+/// Store the command line's options (see [`super::configure`]).
+pub(super) fn configure(options: ExtraOptions) {
+    *CONFIG.write().unwrap_or_else(|e| e.into_inner()) = Some(options);
+}
+
+/// The options in effect.
+fn config() -> ExtraOptions {
+    CONFIG
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .unwrap_or(ExtraOptions {
+            mpi: Vec::new(),
+            mpi_launcher_args: Vec::new(),
+            window: DEFAULT_WINDOW,
+        })
+}
+
+/// One MPI, found or not, and its adapter once built.
+struct Entry {
+    /// `mpi:NAME`.
+    name: &'static str,
+    /// Where it came from: a built-in flavor or a user path.
+    origin: Origin,
+    /// The installation, or why there is none.
+    install: Result<MpiInstall, String>,
+    /// The compiled adapter, built on first use.
+    adapter: OnceLock<Result<build::Adapter, String>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Origin {
+    Builtin(Flavor),
+    User(PathBuf),
+}
+
+fn leak(s: String) -> &'static str {
+    // A handful of names per process, created once each and cached.
+    Box::leak(s.into_boxed_str())
+}
+
+/// The MPI entries for the current options, discovering each once.
+fn entries() -> Vec<Arc<Entry>> {
+    let cfg = config();
+    let mut wanted: Vec<(String, Origin)> = Vec::new();
+    for (name, flavor) in [("openmpi", Flavor::OpenMpi), ("mpich", Flavor::Mpich)] {
+        // A `--mpi openmpi=...` replaces the built-in one.
+        if !cfg.mpi.iter().any(|(n, _)| n == name) {
+            wanted.push((name.into(), Origin::Builtin(flavor)));
+        }
+    }
+    for (name, path) in &cfg.mpi {
+        wanted.push((name.clone(), Origin::User(path.clone())));
+    }
+    let mut cache = ENTRIES.lock().unwrap_or_else(|e| e.into_inner());
+    wanted
+        .into_iter()
+        .map(|(name, origin)| {
+            let full = format!("mpi:{name}");
+            if let Some(e) = cache.iter().find(|e| e.name == full && e.origin == origin) {
+                return Arc::clone(e);
+            }
+            let install = match &origin {
+                Origin::Builtin(f) => discover::builtin(*f),
+                Origin::User(p) => discover::user(&name, p),
+            };
+            let e = Arc::new(Entry {
+                name: leak(full),
+                origin,
+                install,
+                adapter: OnceLock::new(),
+            });
+            cache.push(Arc::clone(&e));
+            e
+        })
+        .collect()
+}
+
+/// The MPI transports to list in the registry.
+pub(super) fn transports() -> Vec<Box<dyn Transport>> {
+    if let Some(&(name, window)) = WORKER.get() {
+        return vec![Box::new(MpiTransport {
+            name,
+            side: Side::Worker { window },
+        })];
+    }
+    let mut out: Vec<Box<dyn Transport>> = Vec::new();
+    for entry in entries() {
+        let tcp = entry
+            .install
+            .as_ref()
+            .ok()
+            .and_then(|i| i.flavor.tcp_args().map(|_| ()));
+        out.push(Box::new(MpiTransport {
+            name: entry.name,
+            side: Side::Launcher {
+                entry: Arc::clone(&entry),
+                tcp: false,
+            },
+        }));
+        if tcp.is_some() {
+            out.push(Box::new(MpiTransport {
+                name: leak(format!("{}({TCP_VARIANT})", entry.name)),
+                side: Side::Launcher { entry, tcp: true },
+            }));
+        }
+    }
+    out
+}
+
+/// An MPI transport: on the user's side it launches jobs; inside a job it
+/// sets up the data channel between the two ranks.
+struct MpiTransport {
+    name: &'static str,
+    side: Side,
+}
+
+enum Side {
+    /// The user's `wulf sweep` / `wulf run`: launches the job.
+    Launcher { entry: Arc<Entry>, tcp: bool },
+    /// A rank of the job.
+    Worker { window: u64 },
+}
+
+impl MpiTransport {
+    fn adapter(entry: &Entry) -> Result<&build::Adapter, String> {
+        let install = entry.install.as_ref().map_err(Clone::clone)?;
+        entry
+            .adapter
+            .get_or_init(|| build::adapter_library(install))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn not_in_a_job(&self) -> anyhow::Error {
+        anyhow::anyhow!(
+            "{} channels exist only inside a job wulf launches itself: run `wulf sweep {}` without --peer",
+            self.name,
+            self.name
+        )
+    }
+}
+
+impl Transport for MpiTransport {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn about(&self) -> &'static str {
+        match &self.side {
+            Side::Launcher { tcp: true, .. } => {
+                "MPI point-to-point forced onto TCP, ranks started by the MPI's own launcher"
+            }
+            _ => "MPI point-to-point on the library's default path, ranks started by its own launcher",
+        }
+    }
+
+    fn availability(&self) -> Result<(), String> {
+        match &self.side {
+            Side::Worker { .. } => Ok(()),
+            Side::Launcher { entry, .. } => Self::adapter(entry).map(|_| ()),
+        }
+    }
+
+    fn local_only(&self) -> bool {
+        false
+    }
+
+    fn listen(&self, _opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
+        match self.side {
+            Side::Worker { window } => Ok(Box::new(endpoint::MpiListener::new(window))),
+            Side::Launcher { .. } => Err(self.not_in_a_job()),
+        }
+    }
+
+    fn connect(
+        &self,
+        description: &serde_json::Value,
+        _opts: &ChannelOptions,
+        _peer_ip: IpAddr,
+    ) -> Result<Connected> {
+        match self.side {
+            Side::Worker { window } => endpoint::connect(description, window),
+            Side::Launcher { .. } => Err(self.not_in_a_job()),
+        }
+    }
+
+    fn launch_sweep(
+        &self,
+        spec: &SweepSpec,
+        on_point: &mut dyn FnMut(&Point),
+    ) -> Option<Result<SweepOutcome>> {
+        let Side::Launcher { entry, tcp } = &self.side else {
+            return None;
+        };
+        Some((|| {
+            let adapter = Self::adapter(entry).map_err(anyhow::Error::msg)?;
+            let Ok(install) = &entry.install else {
+                bail!("{} is not installed", self.name)
+            };
+            let variant_args: &[&str] = if *tcp {
+                install.flavor.tcp_args().unwrap_or(&[])
+            } else {
+                &[]
+            };
+            let plan = launch::Plan {
+                name: self.name,
+                install,
+                adapter,
+                variant: tcp.then_some(TCP_VARIANT),
+                variant_args,
+                options: config(),
+            };
+            launch::run(&plan, spec, on_point)
+        })())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_are_always_listed_and_users_override_them() {
+        configure(ExtraOptions {
+            mpi: vec![
+                ("openmpi".into(), "/nonexistent/ompi/mpicc".into()),
+                ("broken".into(), "/nonexistent/mpicc".into()),
+            ],
+            mpi_launcher_args: vec![],
+            window: DEFAULT_WINDOW,
+        });
+        let names: Vec<&str> = transports().iter().map(|t| t.name()).collect();
+        assert!(names.contains(&"mpi:mpich"), "{names:?}");
+        assert!(names.contains(&"mpi:broken"), "{names:?}");
+        assert!(!names.contains(&"mpi:broken(tcp)"), "{names:?}");
+        let broken = transports()
+            .into_iter()
+            .find(|t| t.name() == "mpi:openmpi")
+            .unwrap();
+        let why = broken.availability().unwrap_err();
+        assert!(why.contains("/nonexistent/ompi/mpicc"), "{why}");
+        configure(ExtraOptions {
+            mpi: vec![],
+            mpi_launcher_args: vec![],
+            window: DEFAULT_WINDOW,
+        });
+    }
+}

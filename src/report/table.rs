@@ -85,6 +85,11 @@ pub fn summary_lines(r: &SweepResult) -> String {
         r.summary.noisy_points,
         r.points.len()
     );
+    if let Some(m) = &r.mpi {
+        let version = m.library_version.lines().next().unwrap_or("");
+        let _ = writeln!(s, "  mpi      {version}");
+        let _ = writeln!(s, "  launcher {}", m.launcher_command.join(" "));
+    }
     for w in &r.warnings {
         let _ = writeln!(s, "  warning: {w}");
     }
@@ -94,9 +99,16 @@ pub fn summary_lines(r: &SweepResult) -> String {
 /// One row per result, side by side: the summary `wulf run` prints.
 pub fn comparison_table(results: &[SweepResult]) -> String {
     let mut s = String::new();
+    // Wide enough for the longest label, e.g. "mpi:openmpi(tcp) pingpong".
+    let w = results
+        .iter()
+        .map(|r| r.transport.len() + 1 + r.mode.to_string().len())
+        .max()
+        .unwrap_or(0)
+        .max(14);
     let _ = writeln!(
         s,
-        "{:<14} {:>10} {:>14} {:>10} {:>11} {:>7} {:>9}",
+        "{:<w$} {:>10} {:>14} {:>10} {:>11} {:>7} {:>9}",
         "transport", "latency", "peak", "at size", "cpu ns/B", "noisy", "complete"
     );
     for r in results {
@@ -106,7 +118,7 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
             .and_then(|b| r.points.iter().find(|p| p.bytes == b));
         let _ = writeln!(
             s,
-            "{:<14} {:>10} {:>14} {:>10} {:>11} {:>7} {:>9}",
+            "{:<w$} {:>10} {:>14} {:>10} {:>11} {:>7} {:>9}",
             format!("{} {}", r.transport, r.mode),
             r.summary
                 .latency_ns

@@ -301,12 +301,19 @@ pub fn run_with_timeout(
     })
 }
 
-/// The first executable called `name` in PATH.
+/// The first executable called `name` in PATH, in its real directory:
+/// Open MPI's mpirun derives its install prefix from the directory it was
+/// started from, and /bin -> /usr/bin gives it a prefix of "/".
 pub fn in_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+    let found = std::env::split_paths(&path)
         .map(|d| d.join(name))
-        .find(|p| is_executable(p))
+        .find(|p| is_executable(p))?;
+    let real_dir = found.parent().and_then(|d| std::fs::canonicalize(d).ok());
+    Some(match real_dir {
+        Some(d) => d.join(name),
+        None => found,
+    })
 }
 
 fn is_executable(p: &Path) -> bool {

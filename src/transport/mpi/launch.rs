@@ -155,11 +155,10 @@ pub fn run(
                     Ok(SweepOutcome { result, error })
                 }
                 None => {
+                    // Rank 0's own account is precise; the launcher's
+                    // output would only repeat it.
                     let e = error.unwrap_or_else(|| anyhow::anyhow!("rank 0 sent no result"));
-                    Err(e.context(format!(
-                        "the MPI job `{shown}` failed{}",
-                        output_tail(dir.path())
-                    )))
+                    Err(e.context(format!("the MPI job `{shown}` failed")))
                 }
             }
         }

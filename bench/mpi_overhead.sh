@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): what wulf's MPI transport costs on top of MPI.
+#
+# For each installed library (Open MPI, MPICH), a plain C ping-pong
+# (bench/mpi_plain_pingpong.c, MPI_Send/MPI_Recv, compiled with that
+# library's mpicc, started by its launcher with the same arguments wulf
+# uses) against `wulf sweep mpi:LIB`, interleaved, ROUNDS times: one-way
+# latency at 8 B and ping-pong throughput at 4 MiB. Both pin rank r to CPU
+# r and report the median over timed blocks.
+#
+# Targets (issue 4): wulf adds at most 5% to latency (ratio <= 1.05) and
+# loses at most 2% of bandwidth (ratio >= 0.98).
+#
+# Usage: bench/mpi_overhead.sh [ROUNDS]   (default 3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-3}
+BUDGET=${BUDGET:-3s}
+cargo build --release --quiet
+WULF=$PWD/target/release/wulf
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# Open MPI refuses root without these (wulf sets them for its own jobs).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+libs=()
+command -v mpicc.openmpi >/dev/null && libs+=(openmpi)
+command -v mpicc.mpich >/dev/null && libs+=(mpich)
+[ ${#libs[@]} -gt 0 ] || { echo "no MPI: apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev" >&2; exit 1; }
+launcher() {
+    case $1 in
+    openmpi) echo "mpirun.openmpi -np 2 --oversubscribe" ;;
+    mpich) echo "mpiexec.mpich -np 2" ;;
+    esac
+}
+for lib in "${libs[@]}"; do
+    "mpicc.$lib" -O2 -o "$work/plain_$lib" bench/mpi_plain_pingpong.c
+done
+
+for i in $(seq 1 "$ROUNDS"); do
+    for lib in "${libs[@]}"; do
+        for bytes in 8 4194304; do
+            # shellcheck disable=SC2046
+            $(launcher "$lib") "$work/plain_$lib" "$bytes" > "$work/plain_${lib}_${bytes}_$i.txt"
+            "$WULF" sweep "mpi:$lib" --sizes "$bytes" --no-perturb --budget "$BUDGET" --quiet \
+                --json "$work/wulf_${lib}_${bytes}_$i.json" > /dev/null
+        done
+    done
+done
+
+python3 - "$work" "$ROUNDS" "${libs[@]}" <<'PY'
+import json, statistics, sys
+work, rounds, libs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+med = statistics.median
+ok = True
+for lib in libs:
+    lat, bw = [], []
+    for i in range(1, rounds + 1):
+        p8 = open(f"{work}/plain_{lib}_8_{i}.txt").read().split()
+        pb = open(f"{work}/plain_{lib}_4194304_{i}.txt").read().split()
+        w8 = json.load(open(f"{work}/wulf_{lib}_8_{i}.json"))["points"][0]
+        wb = json.load(open(f"{work}/wulf_{lib}_4194304_{i}.json"))["points"][0]
+        plain_ns, plain_bps = float(p8[1]), float(pb[3])
+        lat.append(w8["median_ns"] / plain_ns)
+        bw.append(wb["bits_per_s"] / plain_bps)
+        print(f"{lib:8} round {i}: 8 B one-way plain {plain_ns:8.1f} ns  wulf {w8['median_ns']:8.1f} ns"
+              f" (ratio {lat[-1]:.3f}) | 4 MiB plain {plain_bps/1e9:6.2f} Gbit/s  wulf {wb['bits_per_s']/1e9:6.2f} Gbit/s"
+              f" (ratio {bw[-1]:.3f})")
+    l, b = med(lat), med(bw)
+    ok &= l <= 1.05 and b >= 0.98
+    print(f"{lib:8} median ratio wulf/plain: latency {l:.3f} (target <= 1.05), bandwidth {b:.3f} (target >= 0.98)")
+print("targets met" if ok else "targets NOT met")
+PY

@@ -151,9 +151,15 @@ impl Interface {
                 opt(&self.bus_info)
             ),
         );
+        // A virtual device's speed is a label, not a limit.
+        let nominal = if self.is_virtual == Some(true) {
+            " (nominal)"
+        } else {
+            ""
+        };
         let speed = self
             .speed_mbit_per_s
-            .map(|s| format!("{s} Mbit/s"))
+            .map(|s| format!("{s} Mbit/s{nominal}"))
             .unwrap_or_else(|| UNKNOWN.into());
         line(
             "link",

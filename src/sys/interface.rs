@@ -84,7 +84,7 @@ impl PcieLink {
 /// (generations 1 and 2), 128b/130b up to 32 GT/s (3 to 5), and for 64 GT/s
 /// (generation 6, FLIT mode) roughly 242 of 256 bytes.
 fn pcie_mbit_per_s(gt_per_s: f64, lanes: u32) -> Option<f64> {
-    if !(gt_per_s > 0.0) || lanes == 0 {
+    if !gt_per_s.is_finite() || gt_per_s <= 0.0 || lanes == 0 {
         return None;
     }
     let efficiency = if gt_per_s <= 5.0 {
@@ -269,7 +269,7 @@ pub fn describe_interface(name: &str) -> Interface {
         mtu_bytes: read_trim(&dir.join("mtu")).and_then(|s| s.parse().ok()),
         speed_mbit_per_s: read_trim(&dir.join("speed")).and_then(|s| parse_speed(&s)),
         duplex: read_trim(&dir.join("duplex")).filter(|d| d == "full" || d == "half"),
-        pcie: pcie_link(&dir),
+        pcie: pcie_link(&dir, Path::new("/sys/devices")),
         offloads,
         coalesce,
     }
@@ -292,15 +292,17 @@ fn parse_link_speed(s: &str) -> Option<f64> {
 /// A virtio NIC's node is a child of its PCI function, hence the walk; it
 /// stops at the first PCI device so a bridge's link is never reported as the
 /// NIC's. `None` for conventional PCI (no link attributes) and for devices
-/// not on PCI.
-fn pcie_link(net_dir: &Path) -> Option<PcieLink> {
+/// not on PCI. `devices_root` is /sys/devices except in tests.
+fn pcie_link(net_dir: &Path, devices_root: &Path) -> Option<PcieLink> {
     let mut dev = std::fs::canonicalize(net_dir.join("device")).ok()?;
+    // Compare canonical paths: `dev` is one.
+    let root = std::fs::canonicalize(devices_root).ok()?;
     let pci = loop {
         let subsystem = std::fs::read_link(dev.join("subsystem")).ok();
         if subsystem.is_some_and(|s| s.ends_with("bus/pci")) {
             break dev;
         }
-        if !dev.pop() || !dev.starts_with("/sys/devices") {
+        if !dev.pop() || !dev.starts_with(&root) {
             return None;
         }
     };
@@ -410,6 +412,57 @@ mod tests {
         assert_eq!(pcie_limits_link(&nic(1000, 2.5, 1, 2.5, 1)), None);
         // Unknown bus or speed: no warning.
         assert_eq!(pcie_limits_link(&Interface::default()), None);
+    }
+
+    /// A fake sysfs: a virtio NIC whose PCI function has PCIe link
+    /// attributes, under a PCIe bridge that has its own (which must not be
+    /// reported).
+    #[test]
+    fn pcie_link_found_by_walking_up_to_the_pci_function() {
+        use std::os::unix::fs::symlink;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("devices");
+        let bus_pci = tmp.path().join("bus/pci");
+        let bus_virtio = tmp.path().join("bus/virtio");
+        let bridge = root.join("pci0000:00/0000:00:01.0");
+        let func = bridge.join("0000:01:00.0");
+        let virtio = func.join("virtio2");
+        let net = tmp.path().join("class/net/eth9");
+        for d in [&bus_pci, &bus_virtio, &virtio, &net] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        symlink(&bus_pci, bridge.join("subsystem")).unwrap();
+        symlink(&bus_pci, func.join("subsystem")).unwrap();
+        symlink(&bus_virtio, virtio.join("subsystem")).unwrap();
+        symlink(&virtio, net.join("device")).unwrap();
+        let write = |dir: &Path, f: &str, v: &str| std::fs::write(dir.join(f), v).unwrap();
+        write(&bridge, "current_link_speed", "16.0 GT/s PCIe\n");
+        write(&bridge, "current_link_width", "16\n");
+        write(&func, "current_link_speed", "2.5 GT/s PCIe\n");
+        write(&func, "current_link_width", "1\n");
+        write(&func, "max_link_speed", "8.0 GT/s PCIe\n");
+        write(&func, "max_link_width", "8\n");
+
+        let link = pcie_link(&net, &root).expect("PCIe link of the function");
+        assert_eq!(link.address, "0000:01:00.0");
+        assert_eq!(link.current_speed_gt_per_s, Some(2.5));
+        assert_eq!(link.current_width_lanes, Some(1));
+        assert_eq!(link.max_speed_gt_per_s, Some(8.0));
+        assert_eq!(link.max_width_lanes, Some(8));
+
+        // Conventional PCI: the function has no link attributes, and the
+        // bridge's are not borrowed.
+        for f in [
+            "current_link_speed",
+            "current_link_width",
+            "max_link_speed",
+            "max_link_width",
+        ] {
+            std::fs::remove_file(func.join(f)).unwrap();
+        }
+        assert_eq!(pcie_link(&net, &root), None);
+        // No device at all (a virtual interface).
+        assert_eq!(pcie_link(&tmp.path().join("class/net/none"), &root), None);
     }
 
     #[test]

@@ -27,6 +27,20 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Wait for `wulf sweep --peer` clients and act as their peer.
     Serve(ServeArgs),
+    /// Describe this machine and its network (the fingerprint every result
+    /// carries).
+    Info(InfoArgs),
+}
+
+/// `wulf info`.
+#[derive(Debug, Clone, Args)]
+pub struct InfoArgs {
+    /// Print JSON (the `host` block of a result).
+    #[arg(long)]
+    pub json: bool,
+    /// Describe only the interface on the route to this host.
+    #[arg(long, value_name = "HOST")]
+    pub peer: Option<String>,
 }
 
 /// Communication pattern.

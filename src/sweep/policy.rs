@@ -119,6 +119,7 @@ pub fn measure_point(
         server_cpu_ns: (0, 0),
         wall_ns: 0,
     };
+    let mut next_check = min_trials;
     loop {
         if stop() {
             out.interrupted = true;
@@ -132,9 +133,15 @@ pub fn measure_point(
         out.server_cpu_ns.0 += t.server_cpu_ns.0;
         out.server_cpu_ns.1 += t.server_cpu_ns.1;
         let n = out.trials_ns.len();
-        if n >= min_trials && converged(&out.trials_ns, plan.precision) {
-            out.noisy = false;
-            break;
+        // Checking sorts the trials; do it at every trial early on, then
+        // whenever the count has grown by a tenth, so a point with
+        // thousands of trials does not spend its budget on statistics.
+        if n >= min_trials && n >= next_check {
+            next_check = n + (n / 10).max(1);
+            if converged(&out.trials_ns, plan.precision) {
+                out.noisy = false;
+                break;
+            }
         }
         if n >= plan.max_trials || (n >= 2 && spent_ns >= plan.budget_ns) {
             out.noisy = !converged(&out.trials_ns, plan.precision);

@@ -40,14 +40,17 @@
 //!   the latency share alpha / t is one minus it. The saturation point is
 //!   the smallest measured size from which every larger size (drop-outs
 //!   aside) has, on its own segment's fitted line, a latency share of at
-//!   most [`SATURATION_LATENCY_SHARE`] (1/3): the slope is at least 2/3 and
-//!   the message gets at least 2/3 of its regime's beta, so a larger block
-//!   can add at most half again. On a single Hockney line this is the first
-//!   size at or above 2 n_1/2 = 2 alpha beta. Seed 002 reads 2 KB for Fast
-//!   Ethernet and 4 KB for Gigabit Ethernet off its graphs, about 2 to 3
-//!   n_1/2 for those networks. Using each segment's own line keeps a slower
-//!   last regime (out of cache) from moving the point earlier. `None` when
-//!   the largest sizes are still latency-bound.
+//!   most [`SATURATION_LATENCY_SHARE`] (1/5): the slope is at least 0.8,
+//!   the message gets at least 80% of its regime's beta, and no larger
+//!   block can add more than a quarter. On a single Hockney line this is
+//!   the first size at or above 4 n_1/2 = 4 alpha beta. The threshold is
+//!   calibrated on seed 002, which reads its saturation points off the
+//!   graphs: TCP latency 42 us at about 90 Mbit/s on Fast Ethernet gives
+//!   n_1/2 = 470 B and 4 n_1/2 = 1.9 KB (read: 2 KB); about 160 Mbit/s over
+//!   two bonded links gives 4 n_1/2 = 3.4 KB (read: 4 KB). Using each
+//!   segment's own line keeps a slower last regime (out of cache) from
+//!   moving the point earlier. `None` when the largest sizes are still
+//!   latency-bound.
 
 pub mod causes;
 pub mod dropout;
@@ -68,7 +71,7 @@ pub use hockney::{LineFit, MAX_SEGMENTS, MIN_SEGMENT_POINTS, NOISE_FLOOR_REL};
 
 /// Largest share of a message's time that the fixed cost alpha may take
 /// for the message to count as saturated (see the module notes).
-pub const SATURATION_LATENCY_SHARE: f64 = 1.0 / 3.0;
+pub const SATURATION_LATENCY_SHARE: f64 = 0.2;
 
 /// Figures derived from one sweep. Rates are in bit/s, SI.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,7 +105,9 @@ pub struct Segment {
     pub to_bytes: u64,
     /// Points that shaped the line (drop-outs excluded).
     pub points: usize,
-    /// Intercept in ns: the line's time for an empty message.
+    /// Intercept in ns: the line's time for an empty message. For a
+    /// segment of large sizes this is an extrapolation and may even be
+    /// negative (a bandwidth that falls with size).
     pub alpha_ns: f64,
     /// Asymptotic bandwidth of the line; `None` when time does not grow
     /// with size in this segment (latency-bound).

@@ -13,8 +13,9 @@
 //!    as soon as the 95% confidence interval of the median (order
 //!    statistics, see `stats`) lies within `precision` of the median.
 //! 3. **Budget**: stop when the wall time spent on the point (calibration
-//!    included) reaches its share of the budget, once at least two trials
-//!    are kept, or at `max_trials`. A point stopped before its interval was
+//!    included) reaches its share of the budget, once at least six trials
+//!    are kept (the fewest that give a real 95% interval), or at
+//!    `max_trials`. A point stopped before its interval was
 //!    narrow enough is marked **noisy**.
 //!
 //! The engine hands each point `remaining budget / remaining points`, so
@@ -23,6 +24,11 @@
 use anyhow::Result;
 
 use crate::stats::Summary;
+
+/// Trials kept even when the point's budget runs out: six is the fewest
+/// whose order statistics give a real 95% interval of the median, and the
+/// drop-out analysis needs real intervals to avoid false alarms.
+pub const MIN_TRIALS_ON_BUDGET: usize = 6;
 
 /// How one point is to be measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -143,7 +149,7 @@ pub fn measure_point(
                 break;
             }
         }
-        if n >= plan.max_trials || (n >= 2 && spent_ns >= plan.budget_ns) {
+        if n >= plan.max_trials || (n >= MIN_TRIALS_ON_BUDGET && spent_ns >= plan.budget_ns) {
             out.noisy = !converged(&out.trials_ns, plan.precision);
             break;
         }

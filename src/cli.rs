@@ -27,9 +27,23 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Wait for `wulf sweep --peer` clients and act as their peer.
     Serve(ServeArgs),
+    /// Describe this machine and its network (the fingerprint every result
+    /// carries).
+    Info(InfoArgs),
     /// Internal: a process a transport's own launcher started (an MPI rank).
     #[command(hide = true)]
     Worker(WorkerArgs),
+}
+
+/// `wulf info`.
+#[derive(Debug, Clone, Args)]
+pub struct InfoArgs {
+    /// Print JSON (the `host` block of a result).
+    #[arg(long)]
+    pub json: bool,
+    /// Describe only the interface on the route to this host.
+    #[arg(long, value_name = "HOST")]
+    pub peer: Option<String>,
 }
 
 /// Communication pattern.

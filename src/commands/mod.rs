@@ -2,6 +2,7 @@
 //! calling the measuring, analysing and exporting modules, and decides what
 //! goes to the terminal and to files.
 
+pub mod info;
 pub mod run;
 pub mod serve;
 pub mod sweep;

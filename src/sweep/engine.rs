@@ -20,9 +20,11 @@ use crate::peer::client::{resolve, PeerSession};
 use crate::peer::local::LocalPeer;
 use crate::peer::protocol::{BlockKind, Setup};
 use crate::peer::DEFAULT_PORT;
-use crate::result::{self, CpuCost, Definitions, Mode, Placement, Point, SweepResult, Tails};
+use crate::result::{
+    self, CpuCost, Definitions, LinkEfficiency, Mode, Placement, Point, SweepResult, Tails,
+};
 use crate::stats::Summary;
-use crate::sys::{pin_current_thread, Host};
+use crate::sys::{pin_current_thread, Host, IpVersion};
 use crate::transport::{self, ChannelOptions, Endpoint};
 
 /// Largest size that gets a tail-latency pass.
@@ -112,6 +114,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         offset_bytes: spec.offset_bytes,
         cpu: spec.cpus.1,
     };
+    host = host.with_interface_for_peer(addr.ip());
     let (mut session, mut conn) = PeerSession::open(addr, transport.as_ref(), &setup, timeout)?;
     let client_cpu = spec.cpus.0.filter(|&c| pin_current_thread(c).is_ok());
     let timer_overhead_ns = clock_read_cost_ns();
@@ -145,6 +148,16 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             spec.precision * 100.0
         ));
     }
+    let summary = result::Summary::from_points(&points);
+    let link = host.interfaces.first().and_then(|iface| {
+        warnings.extend(crate::sys::pcie_limits_link(iface));
+        LinkEfficiency::of(
+            iface,
+            IpVersion::of(addr.ip()),
+            host.tcp_sysctls.timestamps_enabled().unwrap_or(true),
+            summary.peak_bits_per_s,
+        )
+    });
     let placement = Placement {
         client_host: host.hostname.clone(),
         client_cpu,
@@ -184,9 +197,10 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         },
         placement,
         timer_overhead_ns,
-        summary: result::Summary::from_points(&points),
+        summary,
         points,
         warnings,
+        link,
         mpi: None,
     };
     Ok(SweepOutcome { result, error })
@@ -204,16 +218,17 @@ fn measure_all(
         }
     }
     let budget_ns = spec.budget.as_nanos() as u64;
+    // The budget is wall time from here, so statistics, control messages
+    // and tail passes all count and the sweep ends when the user was told.
+    let t0 = Instant::now();
     // Sweep-wide warm-up (dropped): brings caches, the CPU frequency, the
     // scheduler's placement and TCP's state to steady state before the
     // first point, whose calibration would otherwise absorb it.
     let warmup_ns = (budget_ns / 50).min(200_000_000);
-    let mut spent_ns = 0u64;
     if let Some(&first) = spec.sizes.first() {
         let mut repeats = 1;
-        while spent_ns < warmup_ns {
-            let t = runner.run(first, repeats)?;
-            spent_ns += t.wall_ns;
+        while (t0.elapsed().as_nanos() as u64) < warmup_ns {
+            runner.run(first, repeats)?;
             repeats = (repeats * 2).min(1 << 16);
         }
     }
@@ -224,6 +239,7 @@ fn measure_all(
             return Err(WulfError::Interrupted.into());
         }
         let left = (spec.sizes.len() - i) as u64;
+        let spent_ns = t0.elapsed().as_nanos() as u64;
         let point_budget_ns = budget_ns.saturating_sub(spent_ns) / left;
         let plan = PointPlan {
             budget_ns: point_budget_ns,
@@ -234,7 +250,6 @@ fn measure_all(
             max_repeats,
         };
         let outcome = measure_point(runner, bytes, &plan, &stop)?;
-        spent_ns += outcome.wall_ns;
         if outcome.interrupted || outcome.trials_ns.is_empty() {
             return Err(WulfError::Interrupted.into());
         }

@@ -21,7 +21,7 @@ pub struct MpiInfo {
     pub library_version: String,
     /// MPI_Get_version: the version of the MPI standard implemented.
     pub standard_version: String,
-    /// Thread support provided (wulf asks for MPI_THREAD_SERIALIZED).
+    /// Thread support provided (wulf asks for MPI_THREAD_SINGLE).
     pub thread_level: String,
     /// The compiler wrapper that built wulf's adapter for this library.
     pub compiler_wrapper: String,

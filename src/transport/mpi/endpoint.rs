@@ -4,8 +4,9 @@
 //! slot while the generic sweep engine or peer server runs; setting up the
 //! channel ([`MpiListener::accept`], [`connect`]) takes it out into the
 //! [`MpiEndpoint`], and dropping the endpoint puts it back, so the worker
-//! can finalise MPI afterwards. Ownership thus serialises every MPI call,
-//! as MPI_THREAD_SERIALIZED requires, without any lock in the hot path.
+//! can finalise MPI afterwards. Ownership thus serialises every MPI call
+//! without any lock in the hot path, and set-up checks that the channel is
+//! made on the thread that initialised MPI (MPI_THREAD_SINGLE).
 //!
 //! Set-up is checked end to end: the connecting rank sends a small hello
 //! over MPI and the listening rank receives it before reporting ready.
@@ -43,6 +44,10 @@ pub fn unpark() -> Option<Mpi> {
 
 fn take_for_channel() -> Result<Mpi> {
     match unpark() {
+        Some(m) if !m.on_init_thread() => {
+            park(m);
+            bail!("an MPI channel must be set up on the thread that initialised MPI")
+        }
         Some(m) if m.size() == 2 => Ok(m),
         Some(m) => {
             let size = m.size();

@@ -9,10 +9,16 @@
 //! Rules this type system enforces:
 //!
 //! * MPI can be initialised once per process: [`Mpi::init`] succeeds once;
-//! * MPI is initialised `MPI_THREAD_SERIALIZED`: the [`Mpi`] handle is
-//!   `Send` but neither `Sync` nor `Clone`, so whoever owns it is the only
-//!   thread calling into MPI at that moment;
+//! * the [`Mpi`] handle is `Send` but neither `Sync` nor `Clone`, so whoever
+//!   owns it is the only thread calling into MPI at that moment: calls are
+//!   always serialised;
 //! * the library is never unloaded (dlclose under a live MPI is undefined).
+//!
+//! [`Mpi::init`] asks for `MPI_THREAD_SINGLE`, as `MPI_Init` and the usual
+//! benchmarks do (Open MPI 4 locks its fast path for any higher level, and
+//! a measurement must not pay for that): keep the handle on the thread that
+//! initialised MPI, as wulf does. [`Mpi::init_thread`] asks for another
+//! level, for code that must call MPI from several threads in turn.
 //!
 //! Every blocking call bumps a progress counter on entry and on exit (plain
 //! relaxed stores, no locked instruction): [`call_progress`] is odd while a
@@ -28,13 +34,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// The adapter ABI this wulf expects (`WULF_ADAPTER_ABI` in adapter.c).
-pub const ADAPTER_ABI: i32 = 1;
+pub const ADAPTER_ABI: i32 = 2;
 
 /// Entry points of a loaded adapter.
 struct Api {
     abi: unsafe extern "C" fn() -> c_int,
     max_window: unsafe extern "C" fn() -> c_int,
-    init: unsafe extern "C" fn(*mut c_int, *mut c_int, *mut c_int) -> c_int,
+    init: unsafe extern "C" fn(c_int, *mut c_int, *mut c_int, *mut c_int) -> c_int,
     finalize: unsafe extern "C" fn() -> c_int,
     abort: unsafe extern "C" fn(c_int) -> c_int,
     library_version: unsafe extern "C" fn(*mut c_char, c_int) -> c_int,
@@ -154,11 +160,11 @@ fn load(path: &Path) -> Result<&'static Api, String> {
 /// MPI's thread support level as provided at initialisation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ThreadLevel {
-    /// MPI_THREAD_SINGLE.
+    /// MPI_THREAD_SINGLE (what wulf asks for).
     Single,
     /// MPI_THREAD_FUNNELED.
     Funneled,
-    /// MPI_THREAD_SERIALIZED (what wulf asks for).
+    /// MPI_THREAD_SERIALIZED.
     Serialized,
     /// MPI_THREAD_MULTIPLE.
     Multiple,
@@ -194,6 +200,7 @@ pub struct Mpi {
     rank: usize,
     size: usize,
     level: ThreadLevel,
+    init_thread: libc::pthread_t,
     // Send but not Sync: calls are serialised by ownership.
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -209,15 +216,28 @@ impl std::fmt::Debug for Mpi {
 
 impl Mpi {
     /// Load the adapter at `adapter` (built by `build::adapter_library`) and
-    /// initialise MPI. Works once per process; MPI cannot be re-initialised.
+    /// initialise MPI at `MPI_THREAD_SINGLE`. Works once per process; MPI
+    /// cannot be re-initialised.
     pub fn init(adapter: &Path) -> Result<Mpi, String> {
+        Mpi::init_thread(adapter, ThreadLevel::Single)
+    }
+
+    /// [`Mpi::init`] asking for thread support `requested`; what the
+    /// library provided is [`Mpi::thread_level`].
+    pub fn init_thread(adapter: &Path, requested: ThreadLevel) -> Result<Mpi, String> {
         let api = load(adapter)?;
         if INITIALISED.swap(true, Ordering::SeqCst) {
             return Err("MPI is already initialised in this process".into());
         }
+        let want = match requested {
+            ThreadLevel::Single => 0,
+            ThreadLevel::Funneled => 1,
+            ThreadLevel::Serialized => 2,
+            ThreadLevel::Multiple => 3,
+        };
         let (mut rank, mut size, mut level) = (0, 0, 0);
         // SAFETY: the out-pointers are valid for the call.
-        let rc = unsafe { (api.init)(&mut rank, &mut size, &mut level) };
+        let rc = unsafe { (api.init)(want, &mut rank, &mut size, &mut level) };
         if rc != 0 {
             return Err(format!("MPI_Init_thread failed: {}", error_text(api, rc)));
         }
@@ -231,8 +251,17 @@ impl Mpi {
                 1 => ThreadLevel::Funneled,
                 _ => ThreadLevel::Single,
             },
+            // SAFETY: pthread_self cannot fail.
+            init_thread: unsafe { libc::pthread_self() },
             _not_sync: PhantomData,
         })
+    }
+
+    /// Whether the calling thread is the one that initialised MPI (where a
+    /// handle of level single or funneled must be used).
+    pub fn on_init_thread(&self) -> bool {
+        // SAFETY: both are valid thread ids; pthread_equal only compares.
+        unsafe { libc::pthread_equal(libc::pthread_self(), self.init_thread) != 0 }
     }
 
     /// This process's rank in MPI_COMM_WORLD.

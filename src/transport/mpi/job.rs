@@ -4,7 +4,7 @@
 //!
 //! * `job.json`: the [`Job`], written before launch;
 //! * `ready`: rank 0 once both ranks are initialised and connected;
-//! * `heartbeat`: rewritten by rank 0's watchdog every half second;
+//! * `heartbeat`: rewritten by rank 0's watchdog every 0.6 s;
 //! * `progress.jsonl`: one measured point per line, as measured;
 //! * `stop`: the launching wulf was interrupted; rank 0 stops between trials;
 //! * `report.json`: rank 0's [`Report`], written atomically at the end.

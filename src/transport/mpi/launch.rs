@@ -43,7 +43,7 @@ pub const STEERING_PREFIXES: &[&str] = &[
 /// Time a job may take to exit after its report.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
 /// How often the launching wulf looks at the job.
-const POLL: Duration = Duration::from_millis(20);
+const POLL: Duration = Duration::from_millis(50);
 
 /// What to launch.
 pub struct Plan<'a> {

@@ -223,7 +223,8 @@ fn report_failure(job: &Job, mpi: &Mpi, processors: Vec<String>, msg: &str, code
 
 /// Start the watchdog thread of this rank (see the module documentation).
 fn watchdog(rank: usize, timeout: Duration, dir: PathBuf) {
-    const PERIOD: Duration = Duration::from_millis(100);
+    // Rare wake-ups: each one can preempt a busy-polling rank.
+    const PERIOD: Duration = Duration::from_millis(200);
     std::thread::spawn(move || {
         let mut last = call_progress();
         let mut since = Instant::now();
@@ -261,7 +262,7 @@ fn watchdog(rank: usize, timeout: Duration, dir: PathBuf) {
                 if dir.join(job::STOP).exists() {
                     crate::sweep::INTERRUPTED.store(true, Ordering::Relaxed);
                 }
-                if ticks % 5 == 0 {
+                if ticks % 3 == 0 {
                     let _ = std::fs::write(dir.join(job::HEARTBEAT), ticks.to_string());
                 }
             }

@@ -335,7 +335,8 @@ fn a_hung_launcher_is_killed() {
     }
     let spec = format!("hang={}", mpicc.display());
     let t0 = std::time::Instant::now();
-    let o = run(&[
+    // A cache of its own: the wrapper's temporary path is part of the key.
+    let o = wulf(&[
         "sweep",
         "mpi:hang",
         "--mpi",
@@ -345,7 +346,10 @@ fn a_hung_launcher_is_killed() {
         "--sizes",
         "1",
         "--quiet",
-    ]);
+    ])
+    .env("WULF_CACHE_DIR", dir.path().join("cache"))
+    .output()
+    .unwrap();
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(

@@ -6,6 +6,11 @@
 //! announced the block is not inside the timed interval). CPU time is read
 //! with getrusage(RUSAGE_THREAD) just outside the timed interval.
 //!
+//! In stream mode each call hands the endpoint up to its
+//! `stream_window()` messages from one buffer (MPI keeps that many
+//! non-blocking sends in flight, as osu_bw does); sockets take one at a
+//! time, so for them this is the plain loop of sends.
+//!
 //! Integrity blocks fill each message with a pattern that depends on the
 //! byte's position, the operation and the direction, and check every byte
 //! received; they run the whole block even after a mismatch (so the other

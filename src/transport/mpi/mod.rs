@@ -141,11 +141,11 @@ pub(super) fn transports() -> Vec<Box<dyn Transport>> {
     }
     let mut out: Vec<Box<dyn Transport>> = Vec::new();
     for entry in entries() {
-        let tcp = entry
+        // A TCP variant only for a library found and known how to force.
+        let has_tcp = entry
             .install
             .as_ref()
-            .ok()
-            .and_then(|i| i.flavor.tcp_args().map(|_| ()));
+            .is_ok_and(|i| i.flavor.tcp_args().is_some());
         out.push(Box::new(MpiTransport {
             name: entry.name,
             side: Side::Launcher {
@@ -153,7 +153,7 @@ pub(super) fn transports() -> Vec<Box<dyn Transport>> {
                 tcp: false,
             },
         }));
-        if tcp.is_some() {
+        if has_tcp {
             out.push(Box::new(MpiTransport {
                 name: leak(format!("{}({TCP_VARIANT})", entry.name)),
                 side: Side::Launcher { entry, tcp: true },
@@ -245,29 +245,40 @@ impl Transport for MpiTransport {
         spec: &SweepSpec,
         on_point: &mut dyn FnMut(&Point),
     ) -> Option<Result<SweepOutcome>> {
-        let Side::Launcher { entry, tcp } = &self.side else {
-            return None;
+        match &self.side {
+            Side::Launcher { entry, tcp } => Some(self.launch(entry, *tcp, spec, on_point)),
+            Side::Worker { .. } => None,
+        }
+    }
+}
+
+impl MpiTransport {
+    /// Run `spec` as a job of this MPI (the user's side).
+    fn launch(
+        &self,
+        entry: &Entry,
+        tcp: bool,
+        spec: &SweepSpec,
+        on_point: &mut dyn FnMut(&Point),
+    ) -> Result<SweepOutcome> {
+        let adapter = Self::adapter(entry).map_err(anyhow::Error::msg)?;
+        let Ok(install) = &entry.install else {
+            bail!("{} is not installed", self.name)
         };
-        Some((|| {
-            let adapter = Self::adapter(entry).map_err(anyhow::Error::msg)?;
-            let Ok(install) = &entry.install else {
-                bail!("{} is not installed", self.name)
-            };
-            let variant_args: &[&str] = if *tcp {
-                install.flavor.tcp_args().unwrap_or(&[])
-            } else {
-                &[]
-            };
-            let plan = launch::Plan {
-                name: self.name,
-                install,
-                adapter,
-                variant: tcp.then_some(TCP_VARIANT),
-                variant_args,
-                options: config(),
-            };
-            launch::run(&plan, spec, on_point)
-        })())
+        let variant_args: &[&str] = if tcp {
+            install.flavor.tcp_args().unwrap_or(&[])
+        } else {
+            &[]
+        };
+        let plan = launch::Plan {
+            name: self.name,
+            install,
+            adapter,
+            variant: tcp.then_some(TCP_VARIANT),
+            variant_args,
+            options: config(),
+        };
+        launch::run(&plan, spec, on_point)
     }
 }
 

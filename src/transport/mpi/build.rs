@@ -6,7 +6,8 @@
 //! rebuilt or upgraded MPI, or a new adapter, gets a new entry; a second
 //! wulf process, or two compiling at once, reuse or atomically replace the
 //! same file. The cache is `$WULF_CACHE_DIR`, else `$XDG_CACHE_HOME/wulf`,
-//! else `~/.cache/wulf`, else the temporary directory.
+//! else `~/.cache/wulf`; the temporary directory when none of these can be
+//! created.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -69,9 +70,19 @@ pub fn adapter_library(install: &MpiInstall) -> Result<Adapter, String> {
             install.flavor.packages()
         )
     })?;
-    let dir = cache_dir();
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| format!("cannot create the cache directory {}: {e}", dir.display()))?;
+    let mut dir = cache_dir();
+    if std::fs::create_dir_all(&dir).is_err() {
+        // A read-only home must not stop a measurement.
+        let fallback = std::env::temp_dir().join(format!("wulf-cache-{}/mpi", unsafe_uid()));
+        std::fs::create_dir_all(&fallback).map_err(|e| {
+            format!(
+                "cannot create a cache directory ({} or {}): {e}",
+                dir.display(),
+                fallback.display()
+            )
+        })?;
+        dir = fallback;
+    }
     let wrapper = install.wrapper.display().to_string();
     let key = fnv1a64(&[
         wrapper.as_bytes(),

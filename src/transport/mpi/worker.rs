@@ -262,7 +262,7 @@ fn watchdog(rank: usize, timeout: Duration, dir: PathBuf) {
                 if dir.join(job::STOP).exists() {
                     crate::sweep::INTERRUPTED.store(true, Ordering::Relaxed);
                 }
-                if ticks % 3 == 0 {
+                if ticks.is_multiple_of(3) {
                     let _ = std::fs::write(dir.join(job::HEARTBEAT), ticks.to_string());
                 }
             }

@@ -392,6 +392,7 @@ fn analysis_of_a_sweep_result() {
         .collect();
     let transport = serde_json::from_str(r#"{"sndbuf_granted_bytes": 32768}"#).unwrap();
     let mut result = SweepResult {
+        link: None,
         schema_version: crate::result::SCHEMA_VERSION,
         tool_version: "test".into(),
         complete: true,
@@ -399,15 +400,7 @@ fn analysis_of_a_sweep_result() {
         command_line: vec!["wulf".into()],
         started_at: "2024-01-01T00:00:00Z".into(),
         wall_s: 1.0,
-        host: crate::sys::Host {
-            hostname: "h".into(),
-            cpu_model: None,
-            cpus: 1,
-            kernel: "k".into(),
-            llc_bytes: None,
-            load_before: [0.0; 3],
-            load_after: None,
-        },
+        host: crate::sys::Host::probe(),
         peer_host: None,
         transport: "tcp".into(),
         mode: Mode::Pingpong,

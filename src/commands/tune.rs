@@ -238,7 +238,7 @@ fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
         bandwidth_delay: analysis.bandwidth_delay,
         rfc1323: analysis.rfc1323,
         recommendations: analysis.recommendations,
-        warnings: m.warnings,
+        warnings: m.warnings.into_iter().chain(analysis.warnings).collect(),
     };
     let mut json = serde_json::to_vec_pretty(&summary)?;
     json.push(b'\n');

@@ -12,6 +12,8 @@
 //!   and the sharing of the time budget;
 //! * [`bands`]: the best configuration per size band, and whether it beats
 //!   the baseline by more than the noise (confidence intervals);
+//! * [`baseline`]: the baseline measured first and last, merged so that a
+//!   difference must also exceed the machine's drift over the session;
 //! * [`sysctl`]: clamped buffer requests and the bandwidth-delay product
 //!   turned into sysctls to raise;
 //! * [`recommend`]: the bandwidth-delay product and every recommendation;
@@ -21,6 +23,7 @@
 //! tested on synthetic results.
 
 pub mod bands;
+pub mod baseline;
 pub mod plan;
 pub mod recommend;
 pub mod summary;
@@ -47,19 +50,28 @@ pub struct Analysis {
     pub rfc1323: Vec<Rfc1323State>,
     /// The advice.
     pub recommendations: Vec<Recommendation>,
+    /// Doubts about the session as a whole (drift of the baseline).
+    pub warnings: Vec<String>,
 }
 
 /// Analyse the runs of a tuning session; `hosts` are the sysctls of this
 /// host and, when it is another machine, the peer's.
 pub fn analyse(runs: &[ConfigRun], hosts: &[HostSysctls]) -> Analysis {
-    let comparisons = bands::all_comparisons(runs);
-    let bandwidth_delay = recommend::bandwidth_delay(runs);
-    let recommendations = recommend::recommend(runs, &comparisons, bandwidth_delay.as_ref(), hosts);
+    let effective = baseline::effective_runs(runs);
+    let comparisons = bands::all_comparisons(&effective);
+    let bandwidth_delay = recommend::bandwidth_delay(&effective);
+    let recommendations =
+        recommend::recommend(&effective, &comparisons, bandwidth_delay.as_ref(), hosts);
     Analysis {
-        bands: bands::best_by_band(runs),
+        bands: bands::best_by_band(&effective),
         comparisons,
         bandwidth_delay,
         rfc1323: hosts.iter().map(Rfc1323State::of).collect(),
         recommendations,
+        warnings: baseline::drift(runs)
+            .as_ref()
+            .and_then(baseline::drift_warning)
+            .into_iter()
+            .collect(),
     }
 }

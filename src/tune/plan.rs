@@ -7,9 +7,10 @@
 //! changes exactly one thing from it. A full factorial design (7 buffer sizes
 //! x 2 Nagle settings x 3 MSS values = 42 sweeps) would leave each sweep
 //! about a second of a one-minute budget, too little for intervals narrow
-//! enough to tell settings apart; one factor at a time needs 10 sweeps and
-//! still answers the questions a user asks (which buffer, Nagle or not,
-//! which segment size).
+//! enough to tell settings apart; one factor at a time needs 10 sweeps
+//! (plus the baseline again at the end, to bound drift) and still answers
+//! the questions a user asks (which buffer, Nagle or not, which segment
+//! size).
 
 use std::time::Duration;
 
@@ -75,6 +76,15 @@ impl TuneConfig {
         }
     }
 
+    /// The baseline again, measured last to bound the machine's drift
+    /// over the session (see `tune::baseline`).
+    pub fn baseline_repeat() -> TuneConfig {
+        TuneConfig {
+            label: "default (repeat)".into(),
+            ..TuneConfig::baseline()
+        }
+    }
+
     /// `base` with this configuration's buffers, Nagle and MSS applied.
     pub fn apply(&self, base: &ChannelOptions) -> ChannelOptions {
         ChannelOptions {
@@ -116,8 +126,9 @@ pub fn mss_candidates(path_mtu_bytes: Option<u64>, ipv6: bool) -> Vec<u64> {
         .collect()
 }
 
-/// Every configuration, baseline first (the others are compared with it,
-/// so it must be measured even when the budget runs short).
+/// Every configuration: the baseline first (the others are compared with
+/// it, so it must be measured even when the budget runs short), one factor
+/// changed at a time, and the baseline again last.
 pub fn plan(mss_values_bytes: &[u64]) -> Vec<TuneConfig> {
     let mut out = vec![TuneConfig::baseline()];
     for &b in &BUFFER_SIZES_BYTES {
@@ -142,6 +153,7 @@ pub fn plan(mss_values_bytes: &[u64]) -> Vec<TuneConfig> {
             ..TuneConfig::baseline()
         });
     }
+    out.push(TuneConfig::baseline_repeat());
     out
 }
 
@@ -168,10 +180,11 @@ mod tests {
     #[test]
     fn plan_is_baseline_first_and_one_factor_at_a_time() {
         let p = plan(&[1460]);
-        assert_eq!(p.len(), 1 + 6 + 1 + 1);
+        assert_eq!(p.len(), 1 + 6 + 1 + 1 + 1);
         assert_eq!(p[0], TuneConfig::baseline());
+        assert_eq!(p[p.len() - 1], TuneConfig::baseline_repeat());
         let base = TuneConfig::baseline();
-        for c in &p[1..] {
+        for c in &p[1..p.len() - 1] {
             let changed = [
                 c.buffer_bytes != base.buffer_bytes,
                 c.nodelay != base.nodelay,

@@ -281,31 +281,34 @@ fn nagle_advice(runs: &[ConfigRun], cs: &[Comparison]) -> Vec<Recommendation> {
 
 /// Advice on the segment size from the `mss` configurations.
 fn mss_advice(runs: &[ConfigRun], cs: &[Comparison]) -> Vec<Recommendation> {
+    let own = runs
+        .iter()
+        .find(|r| r.summary.config.factor == Factor::Baseline)
+        .and_then(|r| r.summary.client.mss_bytes)
+        .map(|m| format!(" ({m} B)"))
+        .unwrap_or_default();
     labels_of(runs, Factor::Mss)
         .into_iter()
         .map(|(l, r)| {
-            let granted = r
-                .summary
-                .client
-                .mss_bytes
-                .map(|m| format!(", {m} B granted"))
-                .unwrap_or_default();
+            let requested = r.summary.config.mss_bytes.unwrap_or(0);
+            // The connection's MSS excludes TCP options (12 bytes of
+            // timestamps), so it is what a segment really carries.
+            let what = match r.summary.client.mss_bytes {
+                Some(m) => format!("Segments of {m} B (TCP_MAXSEG {requested})"),
+                None => format!("Segments of TCP_MAXSEG {requested}"),
+            };
             let worse = with(cs, &l, Verdict::Worse);
             let better = with(cs, &l, Verdict::Better);
-            let what = format!(
-                "Segments of {}{granted}",
-                r.summary.config.mss_bytes.unwrap_or(0)
-            );
             let advice = if !worse.is_empty() {
                 format!(
-                    "{what} were slower than the path's own beyond the noise: {}. Segment size \
+                    "{what} were slower than the path's own{own} beyond the noise: {}. Segment size \
                      matters on this path: keep the largest MTU every NIC and switch on it \
                      supports (jumbo frames where possible).",
                     list(&worse)
                 )
             } else if !better.is_empty() {
                 format!(
-                    "{what} were faster than the path's own beyond the noise: {}. Programs \
+                    "{what} were faster than the path's own{own} beyond the noise: {}. Programs \
                      may set TCP_MAXSEG to it; check the NIC's offloads (TSO, GRO) and \
                      interrupt coalescing, which usually explain this.",
                     list(&better)

@@ -14,6 +14,20 @@ use crate::units::{format_bits_per_s, format_bytes, format_ns};
 /// Width advice paragraphs are wrapped to.
 const WRAP_COLUMNS: usize = 92;
 
+/// A byte count for the table: exact binary units when exact, else two
+/// decimals (granted buffers are rarely round: 3939840 B is 3.76 MiB).
+fn approx_bytes(bytes: u64) -> String {
+    let exact = format_bytes(bytes);
+    if !exact.ends_with(" B") || bytes < 1 << 10 {
+        return exact;
+    }
+    if bytes >= 1 << 20 {
+        format!("{:.2} MiB", bytes as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    }
+}
+
 fn or_dash(v: Option<String>) -> String {
     v.unwrap_or_else(|| "-".into())
 }
@@ -48,8 +62,8 @@ fn configurations(s: &TuneSummary, out: &mut String) {
             out,
             "{:<17} {:>11} {:>11} {:>6} {:>10} {:>13} {:>9} {:>7}{}{mark}",
             c.config.label,
-            or_dash(c.client.sndbuf_granted_bytes.map(format_bytes)),
-            or_dash(c.client.rcvbuf_granted_bytes.map(format_bytes)),
+            or_dash(c.client.sndbuf_granted_bytes.map(approx_bytes)),
+            or_dash(c.client.rcvbuf_granted_bytes.map(approx_bytes)),
             or_dash(c.client.mss_bytes.map(|m| m.to_string())),
             or_dash(c.latency_ns.map(format_ns)),
             or_dash(c.peak_bits_per_s.map(format_bits_per_s)),
@@ -258,6 +272,14 @@ pub fn render(s: &TuneSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn approximate_sizes() {
+        assert_eq!(approx_bytes(3939840), "3.76 MiB");
+        assert_eq!(approx_bytes(131072), "128 KiB");
+        assert_eq!(approx_bytes(69120), "67.5 KiB");
+        assert_eq!(approx_bytes(1000), "1000 B");
+    }
 
     #[test]
     fn wrapping_keeps_words_and_indents() {

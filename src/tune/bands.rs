@@ -2,12 +2,15 @@
 //! huge messages, and whether it beats the baseline by more than the noise.
 //!
 //! A band's throughput is the median, over the band's sizes, of each size's
-//! median throughput: one unlucky size cannot make or break a setting.
+//! median throughput, and a configuration's change against the baseline is
+//! the median over those sizes of the ratio of the two throughputs: one
+//! unlucky size cannot make or break a setting.
 //!
 //! Whether a difference exceeds the noise is decided size by size from the
 //! 95% confidence intervals of the median time that every point carries: a
 //! size counts as *better* when the configuration's whole interval lies
-//! below the baseline's (faster), *worse* when it lies above. A band is
+//! below the baseline's (faster), *worse* when it lies above; a size where
+//! either point has too few trials for a 95% interval counts as neither. A band is
 //! better (worse) when more than half of its sizes are better (worse) and
 //! none goes the other way; anything else is within the noise. Disjoint
 //! intervals are a conservative test (two medians can differ significantly
@@ -33,6 +36,8 @@ pub struct PointStat {
     pub ci_high_ns: f64,
     /// Throughput at the median, bit/s.
     pub bits_per_s: f64,
+    /// Kept trials.
+    pub trials: u64,
 }
 
 impl PointStat {
@@ -44,9 +49,20 @@ impl PointStat {
             ci_low_ns: p.ci_low_ns,
             ci_high_ns: p.ci_high_ns,
             bits_per_s: p.bits_per_s,
+            trials: p.trials,
         }
     }
+
+    /// Whether the point's interval is a real 95% interval of the median.
+    pub fn has_ci(&self) -> bool {
+        self.trials >= MIN_TRIALS_FOR_CI
+    }
 }
+
+/// Fewest trials whose order statistics give a 95% interval of the median
+/// (see `stats::median_ci`); with fewer, a point's interval is just its
+/// range, whose coverage is too low to call anything beyond the noise.
+pub const MIN_TRIALS_FOR_CI: u64 = 6;
 
 /// A range of message sizes, `[min_bytes, max_bytes)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,27 +215,27 @@ pub fn compare(
         return None;
     }
     let n = pairs.len() as u64;
-    let better = pairs
-        .iter()
-        .filter(|(c, b)| c.ci_high_ns < b.ci_low_ns)
-        .count() as u64;
-    let worse = pairs
-        .iter()
-        .filter(|(c, b)| c.ci_low_ns > b.ci_high_ns)
-        .count() as u64;
+    let judged = || pairs.iter().filter(|(c, b)| c.has_ci() && b.has_ci());
+    let better = judged().filter(|(c, b)| c.ci_high_ns < b.ci_low_ns).count() as u64;
+    let worse = judged().filter(|(c, b)| c.ci_low_ns > b.ci_high_ns).count() as u64;
     let mut mine: Vec<f64> = pairs.iter().map(|(c, _)| c.bits_per_s).collect();
     let mut theirs: Vec<f64> = pairs.iter().map(|(_, b)| b.bits_per_s).collect();
-    let bits = median(&mut mine)?;
-    let base = median(&mut theirs)?;
+    // Size by size, so that a band spanning two orders of magnitude of
+    // throughput compares like with like.
+    let mut ratios: Vec<f64> = pairs
+        .iter()
+        .filter(|(_, b)| b.bits_per_s > 0.0)
+        .map(|(c, b)| c.bits_per_s / b.bits_per_s)
+        .collect();
     Some(Comparison {
         config: label.to_string(),
         band: band.label.to_string(),
         sizes_compared: n,
         sizes_better: better,
         sizes_worse: worse,
-        bits_per_s: bits,
-        baseline_bits_per_s: base,
-        change: if base > 0.0 { bits / base - 1.0 } else { 0.0 },
+        bits_per_s: median(&mut mine)?,
+        baseline_bits_per_s: median(&mut theirs)?,
+        change: median(&mut ratios).map_or(0.0, |r| r - 1.0),
         verdict: verdict(n, better, worse),
     })
 }
@@ -252,39 +268,59 @@ pub fn all_comparisons(runs: &[ConfigRun]) -> Vec<Comparison> {
     out
 }
 
-/// The configuration with the highest band throughput in each band that
-/// has points, with its comparison against the baseline.
+/// The best configuration in each band that has points: the one with the
+/// largest change against the baseline (the baseline itself unless some
+/// configuration is faster), or, without a baseline, the highest band
+/// throughput.
 pub fn best_by_band(runs: &[ConfigRun]) -> Vec<BandBest> {
     let base = baseline(runs);
     let mut out = Vec::new();
     for band in &BANDS {
-        // Strictly greater only: on a tie the earlier run (the baseline
-        // comes first) stays best, since changing a setting must earn it.
-        let best = runs
-            .iter()
-            .filter_map(|r| band_bits_per_s(&r.points, band).map(|b| (r, b)))
-            .fold(None::<(&ConfigRun, f64)>, |acc, x| match acc {
-                Some(a) if a.1 >= x.1 => Some(a),
-                _ => Some(x),
-            });
-        let Some((run, bits)) = best else { continue };
-        let label = &run.summary.config.label;
-        let against_baseline = match base {
-            Some(b) if b.summary.config.label != *label => {
-                compare(label, &run.points, &b.points, band)
-            }
-            _ => None,
+        let row = match base {
+            Some(b) => best_against(runs, b, band),
+            None => runs
+                .iter()
+                .filter_map(|r| band_bits_per_s(&r.points, band).map(|x| (r, x)))
+                .fold(None::<(&ConfigRun, f64)>, |acc, x| match acc {
+                    Some(a) if a.1 >= x.1 => Some(a),
+                    _ => Some(x),
+                })
+                .map(|(r, bits)| (r.summary.config.label.clone(), bits, None)),
         };
-        out.push(BandBest {
-            band: band.label.to_string(),
-            min_bytes: band.min_bytes,
-            max_bytes: band.max_bytes,
-            best: label.clone(),
-            best_bits_per_s: bits,
-            against_baseline,
-        });
+        if let Some((best, best_bits_per_s, against_baseline)) = row {
+            out.push(BandBest {
+                band: band.label.to_string(),
+                min_bytes: band.min_bytes,
+                max_bytes: band.max_bytes,
+                best,
+                best_bits_per_s,
+                against_baseline,
+            });
+        }
     }
     out
+}
+
+/// The best of `runs` in `band` against `base`: label, band throughput and
+/// comparison (None when the baseline is best).
+fn best_against(
+    runs: &[ConfigRun],
+    base: &ConfigRun,
+    band: &Band,
+) -> Option<(String, f64, Option<Comparison>)> {
+    let own = band_bits_per_s(&base.points, band);
+    // Strictly faster only: changing a setting must earn it.
+    let winner = runs
+        .iter()
+        .filter(|r| r.summary.config.factor != Factor::Baseline)
+        .filter_map(|r| compare(&r.summary.config.label, &r.points, &base.points, band))
+        .filter(|c| c.change > 0.0)
+        .max_by(|a, b| a.change.total_cmp(&b.change));
+    match (winner, own) {
+        (Some(c), _) => Some((c.config.clone(), c.bits_per_s, Some(c))),
+        (None, Some(bits)) => Some((base.summary.config.label.clone(), bits, None)),
+        (None, None) => None,
+    }
 }
 
 #[cfg(test)]
@@ -302,6 +338,7 @@ pub(crate) mod tests {
             ci_low_ns: ns * (1.0 - half_pct / 100.0),
             ci_high_ns: ns * (1.0 + half_pct / 100.0),
             bits_per_s: bytes as f64 * 8.0 / (ns * 1e-9),
+            trials: 20,
         }
     }
 
@@ -378,6 +415,10 @@ pub(crate) mod tests {
         );
         // No shared size in the band.
         assert!(compare("x", &fast, &base, &BANDS[0]).is_none());
+        // Too few trials for a 95% interval: never beyond noise.
+        let few = fast.map(|p| PointStat { trials: 5, ..p });
+        let c = compare("x", &few, &base, &band).unwrap();
+        assert_eq!((c.sizes_better, c.verdict), (0, Verdict::WithinNoise));
     }
 
     #[test]

@@ -46,6 +46,7 @@ pub fn merge(first: &ConfigRun, second: &ConfigRun) -> ConfigRun {
                         ci_low_ns: a.ci_low_ns.min(b.ci_low_ns),
                         ci_high_ns: a.ci_high_ns.max(b.ci_high_ns),
                         bits_per_s: a.bytes as f64 * 8.0 / (median_ns * 1e-9),
+                        trials: a.trials.min(b.trials),
                     }
                 }
             },

@@ -72,6 +72,23 @@ pub fn analyse(runs: &[ConfigRun], hosts: &[HostSysctls]) -> Analysis {
             .as_ref()
             .and_then(baseline::drift_warning)
             .into_iter()
+            .chain(few_trials_warning(runs))
             .collect(),
     }
+}
+
+/// A warning when most points have too few trials for a 95% interval, so
+/// that hardly anything can be told apart from the noise.
+fn few_trials_warning(runs: &[ConfigRun]) -> Option<String> {
+    let points = runs.iter().flat_map(|r| &r.points);
+    let total = points.clone().count();
+    let short = points.filter(|p| !p.has_ci()).count();
+    (short * 2 > total).then(|| {
+        format!(
+            "{short} of {total} points got fewer than {} trials, too few for a 95% interval \
+             of the median: few differences can be told from the noise; a larger --budget \
+             or fewer --sizes helps",
+            bands::MIN_TRIALS_FOR_CI
+        )
+    })
 }

@@ -248,12 +248,17 @@ fn nagle_advice(runs: &[ConfigRun], cs: &[Comparison]) -> Vec<Recommendation> {
         .map(|(l, _)| {
             let worse = with(cs, &l, Verdict::Worse);
             let better = with(cs, &l, Verdict::Better);
+            let also = if better.is_empty() {
+                String::new()
+            } else {
+                format!(" (it was faster for {})", list(&better))
+            };
             let advice = if !worse.is_empty() {
                 format!(
                     "Disable Nagle's algorithm (set TCP_NODELAY) in message-passing programs: \
-                     with it on, messages ran slower beyond the noise: {}. Nagle holds back a \
-                     message's last partial segment until the previous one is acknowledged, \
-                     and the receiver delays that acknowledgement.",
+                     with it on, messages ran slower beyond the noise: {}{also}. Nagle holds \
+                     back a message's last partial segment until the previous one is \
+                     acknowledged, and the receiver delays that acknowledgement.",
                     list(&worse)
                 )
             } else if !better.is_empty() {
@@ -299,11 +304,19 @@ fn mss_advice(runs: &[ConfigRun], cs: &[Comparison]) -> Vec<Recommendation> {
             };
             let worse = with(cs, &l, Verdict::Worse);
             let better = with(cs, &l, Verdict::Better);
-            let advice = if !worse.is_empty() {
+            let advice = if !worse.is_empty() && !better.is_empty() {
                 format!(
-                    "{what} were slower than the path's own{own} beyond the noise: {}. Segment size \
-                     matters on this path: keep the largest MTU every NIC and switch on it \
-                     supports (jumbo frames where possible).",
+                    "{what} were faster than the path's own{own} for {} but slower for {}, \
+                     beyond the noise: no segment size is best for every message; leave the \
+                     MSS to the MTU.",
+                    list(&better),
+                    list(&worse)
+                )
+            } else if !worse.is_empty() {
+                format!(
+                    "{what} were slower than the path's own{own} beyond the noise: {}. Segment \
+                     size matters on this path: keep the largest MTU every NIC and switch on \
+                     it supports (jumbo frames where possible).",
                     list(&worse)
                 )
             } else if !better.is_empty() {

@@ -78,7 +78,7 @@ pub struct Band {
 impl Band {
     /// Whether `bytes` falls in this band.
     pub fn contains(&self, bytes: u64) -> bool {
-        bytes >= self.min_bytes && self.max_bytes.map_or(true, |m| bytes < m)
+        bytes >= self.min_bytes && self.max_bytes.is_none_or(|m| bytes < m)
     }
 }
 

@@ -121,7 +121,7 @@ pub fn mss_candidates(path_mtu_bytes: Option<u64>, ipv6: bool) -> Vec<u64> {
     };
     STANDARD_MTUS_BYTES
         .iter()
-        .filter(|&&mtu| path_mtu_bytes.map_or(true, |path| mtu < path))
+        .filter(|&&mtu| path_mtu_bytes.is_none_or(|path| mtu < path))
         .map(|mtu| mtu - headers)
         .collect()
 }

@@ -29,9 +29,10 @@ pub struct BandwidthDelay {
     pub peak_config: String,
     /// Size at which it did, bytes.
     pub peak_bytes: Option<u64>,
-    /// Round trip of the smallest message, ns (twice its one-way time).
+    /// Least small-message round trip of any configuration, ns (twice the
+    /// median one-way time).
     pub round_trip_ns: f64,
-    /// Configuration whose round trip is used (the baseline when measured).
+    /// Configuration where it was measured.
     pub round_trip_config: String,
     /// Size of that message, bytes.
     pub round_trip_bytes: u64,
@@ -46,31 +47,45 @@ pub fn bdp_bytes(bits_per_s: f64, round_trip_ns: f64) -> f64 {
     bits_per_s / 8.0 * (round_trip_ns * 1e-9)
 }
 
+/// Largest message whose round trip is a small-message round trip: up to
+/// here the time is all latency (a 64-byte message is a single segment
+/// on any link).
+pub const SMALL_MESSAGE_MAX_BYTES: u64 = 64;
+
 /// The bandwidth-delay product from the highest peak of any configuration
-/// and the small-message round trip of the baseline (of the fastest
-/// configuration when the baseline has no point).
+/// and the least small-message round trip of any configuration. Buffers,
+/// Nagle and the MSS do not change the round trip of a message that fits
+/// in one segment, and noise only ever adds time, so the least of them is
+/// the best estimate of the path's own round trip. Without a size up to
+/// [`SMALL_MESSAGE_MAX_BYTES`], the smallest size measured is used.
 pub fn bandwidth_delay(runs: &[ConfigRun]) -> Option<BandwidthDelay> {
     let peak = runs
         .iter()
         .filter_map(|r| r.summary.peak_bits_per_s.map(|p| (r, p)))
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let rt_run = runs
+    let smallest = runs
         .iter()
-        .find(|r| r.summary.config.factor == Factor::Baseline && !r.points.is_empty())
-        .or_else(|| {
-            runs.iter()
-                .filter(|r| !r.points.is_empty())
-                .min_by(|a, b| a.points[0].median_ns.total_cmp(&b.points[0].median_ns))
-        })?;
-    let first = rt_run.points.first()?;
-    let round_trip_ns = 2.0 * first.median_ns;
+        .filter_map(|r| r.points.first().map(|p| p.bytes))
+        .min()?;
+    let limit = smallest.max(SMALL_MESSAGE_MAX_BYTES);
+    let (rt_run, rt_point) = runs
+        .iter()
+        .flat_map(|r| {
+            r.points
+                .iter()
+                .filter(|p| p.bytes <= limit)
+                .map(move |p| (r, p))
+        })
+        .min_by(|a, b| a.1.median_ns.total_cmp(&b.1.median_ns))?;
+    // Ping-pong's one-way time is half a round trip.
+    let round_trip_ns = 2.0 * rt_point.median_ns;
     Some(BandwidthDelay {
         peak_bits_per_s: peak.1,
         peak_config: peak.0.summary.config.label.clone(),
         peak_bytes: peak.0.summary.peak_bytes,
         round_trip_ns,
         round_trip_config: rt_run.summary.config.label.clone(),
-        round_trip_bytes: first.bytes,
+        round_trip_bytes: rt_point.bytes,
         bdp_bytes: bdp_bytes(peak.1, round_trip_ns),
     })
 }

@@ -39,27 +39,40 @@ fn bdp_arithmetic_by_hand() {
 }
 
 #[test]
-fn bdp_uses_the_highest_peak_and_the_baseline_round_trip() {
+fn bdp_uses_the_highest_peak_and_the_least_small_message_round_trip() {
     let configs = plan(&[]);
-    // Hockney model: one-way time = 25 us + bits / peak.
-    let model = |peak: f64| move |b: u64| b as f64 * 8.0 / (25e-6 + b as f64 * 8.0 / peak);
+    // Hockney model: one-way time = latency + bits / peak.
+    let model =
+        |lat_s: f64, peak: f64| move |b: u64| b as f64 * 8.0 / (lat_s + b as f64 * 8.0 / peak);
     let runs = vec![
-        run(&configs[0], &SIZES, 1.0, model(10e9)),
-        run(&configs[6], &SIZES, 1.0, model(20e9)),
+        run(&configs[0], &SIZES, 1.0, model(25e-6, 10e9)),
+        run(&configs[6], &SIZES, 1.0, model(30e-6, 20e9)),
     ];
     let b = bandwidth_delay(&runs).unwrap();
+    // The baseline has the lower latency: 25 us + 8 bit / 10 Gbit/s.
     assert_eq!(b.round_trip_config, "default");
     assert_eq!(b.round_trip_bytes, 1);
-    // The baseline's one-way time at 1 B: 25 us + 8 bit / 10 Gbit/s = 25000.8 ns.
     assert!(
-        (b.round_trip_ns - 2.0 * (25_000.0 + 0.8)).abs() < 1e-6,
+        (b.round_trip_ns - 2.0 * 25_000.8).abs() < 1e-6,
         "{}",
         b.round_trip_ns
     );
     assert_eq!(b.peak_config, "buffers 4 MiB");
-    let expected_peak = model(20e9)(4 << 20);
+    let expected_peak = model(30e-6, 20e9)(4 << 20);
     assert!((b.peak_bits_per_s - expected_peak).abs() < 1.0);
     assert!((b.bdp_bytes - expected_peak / 8.0 * b.round_trip_ns * 1e-9).abs() < 1e-6);
+    // A noisy first point does not inflate the round trip: the least
+    // time up to 64 bytes counts (64 B: 25 us + 512 bit / 10 Gbit/s).
+    let mut noisy = runs.clone();
+    noisy[0].points[0].median_ns *= 5.0;
+    noisy[1].points[0].median_ns *= 5.0;
+    let b = bandwidth_delay(&noisy).unwrap();
+    assert_eq!(b.round_trip_bytes, 64);
+    assert!(
+        (b.round_trip_ns - 2.0 * 25_051.2).abs() < 1e-6,
+        "{}",
+        b.round_trip_ns
+    );
     assert!(bandwidth_delay(&[]).is_none());
 }
 

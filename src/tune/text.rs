@@ -150,19 +150,21 @@ fn bdp(s: &TuneSummary, out: &mut String) {
                 .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  peak {} ({}{at}) x round trip {} (2 x one-way of {}, {})",
+                "  peak {} ({}{at}) x round trip {} (twice the least one-way time of a small \
+                 message: {} in {})",
                 format_bits_per_s(b.peak_bits_per_s),
                 b.peak_config,
                 format_ns(b.round_trip_ns),
                 format_bytes(b.round_trip_bytes),
                 b.round_trip_config
             );
+            let bdp = b.bdp_bytes.round() as u64;
             let _ = writeln!(
                 out,
-                "  = {:.0} bytes in flight to keep the path full; a Linux socket buffer holds about \
-                 half its size in data, so buffers need about {:.0} bytes",
-                b.bdp_bytes,
-                2.0 * b.bdp_bytes
+                "  = {bdp} bytes ({}) in flight to keep the path full; a Linux socket buffer \
+                 holds about half its size in data, so buffers need about {}",
+                approx_bytes(bdp),
+                approx_bytes(2 * bdp)
             );
             if !s.recommendations.iter().any(|r| r.topic == Topic::Sysctl) {
                 let _ = writeln!(out, "  no kernel buffer limit on the hosts is below that");
@@ -251,7 +253,7 @@ pub fn render(s: &TuneSummary) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "tune {} {}: {} configurations x {} sizes, budget {:.0} s, peer {}\n",
+        "tune {} {}: {} configurations measured x {} sizes, budget {:.0} s, peer {}\n",
         s.transport,
         s.mode,
         s.configurations.len(),

@@ -14,6 +14,7 @@ fn main() {
         Command::Sweep(a) => commands::sweep::execute(a),
         Command::Serve(a) => commands::serve::execute(a),
         Command::Info(a) => commands::info::execute(a),
+        Command::Tune(a) => commands::tune::execute(a),
         Command::Worker(a) => commands::worker::execute(a),
     };
     if let Err(e) = outcome {

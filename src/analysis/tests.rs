@@ -392,6 +392,7 @@ fn analysis_of_a_sweep_result() {
         .collect();
     let transport = serde_json::from_str(r#"{"sndbuf_granted_bytes": 32768}"#).unwrap();
     let mut result = SweepResult {
+        link: None,
         schema_version: crate::result::SCHEMA_VERSION,
         tool_version: "test".into(),
         complete: true,
@@ -399,12 +400,7 @@ fn analysis_of_a_sweep_result() {
         command_line: vec!["wulf".into()],
         started_at: "2024-01-01T00:00:00Z".into(),
         wall_s: 1.0,
-        // From JSON, so fields the fingerprint gains later take their defaults.
-        host: serde_json::from_str(
-            r#"{"hostname": "h", "cpu_model": null, "cpus": 1, "kernel": "k",
-                "llc_bytes": null, "load_before": [0, 0, 0], "load_after": null}"#,
-        )
-        .unwrap(),
+        host: crate::sys::Host::probe(),
         peer_host: None,
         transport: "tcp".into(),
         mode: Mode::Pingpong,
@@ -430,7 +426,6 @@ fn analysis_of_a_sweep_result() {
         summary: Sum::from_points(&points),
         points,
         warnings: Vec::new(),
-        link: None,
         mpi: None,
     };
     let a = Analysis::of(&result);

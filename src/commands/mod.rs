@@ -6,6 +6,7 @@ pub mod info;
 pub mod run;
 pub mod serve;
 pub mod sweep;
+pub mod tune;
 pub mod worker;
 
 use std::io::IsTerminal;
@@ -91,6 +92,7 @@ pub fn sweep_spec(
             sndbuf_bytes: m.sndbuf,
             rcvbuf_bytes: m.rcvbuf,
             nodelay: !m.no_nodelay,
+            mss_bytes: None,
             ipv6: m.ipv6,
             timeout_ms: m.timeout.as_millis() as u64,
         },

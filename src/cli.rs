@@ -121,6 +121,7 @@ pub struct MeasureArgs {
     /// Arguments for the MPI launcher (mpirun / mpiexec), split at spaces
     /// and recorded in the result; repeatable. E.g. --mpi-arg '--mca btl
     /// self,tcp' (Open MPI) or --mpi-arg '-genv UCX_TLS tcp,self' (MPICH).
+    /// `wulf run` gives them to every MPI's launcher: pick one with --only.
     #[arg(long = "mpi-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub mpi_arg: Vec<String>,
 }

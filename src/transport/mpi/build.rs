@@ -7,8 +7,9 @@
 //! wulf process, or two compiling at once, reuse or atomically replace the
 //! same file. The cache is `$WULF_CACHE_DIR`, else `$XDG_CACHE_HOME/wulf`,
 //! else `~/.cache/wulf`; the temporary directory when none of these can be
-//! created.
+//! created. wulf loads code from it, so it must be private to the user.
 
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -71,18 +72,27 @@ pub fn adapter_library(install: &MpiInstall) -> Result<Adapter, String> {
         )
     })?;
     let mut dir = cache_dir();
-    if std::fs::create_dir_all(&dir).is_err() {
+    let made = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir);
+    if made.is_err() {
         // A read-only home must not stop a measurement.
         let fallback = std::env::temp_dir().join(format!("wulf-cache-{}/mpi", unsafe_uid()));
-        std::fs::create_dir_all(&fallback).map_err(|e| {
-            format!(
-                "cannot create a cache directory ({} or {}): {e}",
-                dir.display(),
-                fallback.display()
-            )
-        })?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&fallback)
+            .map_err(|e| {
+                format!(
+                    "cannot create a cache directory ({} or {}): {e}",
+                    dir.display(),
+                    fallback.display()
+                )
+            })?;
         dir = fallback;
     }
+    private(&dir)?;
     let wrapper = install.wrapper.display().to_string();
     let key = fnv1a64(&[
         wrapper.as_bytes(),
@@ -97,6 +107,31 @@ pub fn adapter_library(install: &MpiInstall) -> Result<Adapter, String> {
         library: lib,
         show: shown,
     })
+}
+
+/// wulf loads libraries from the cache, so nobody else may write there: a
+/// directory of another user (a predictable name in /tmp) is refused, and
+/// one of ours that others could write is made private first.
+fn private(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if meta.uid() != unsafe_uid() {
+        return Err(format!(
+            "the cache directory {} belongs to uid {}, not to you; wulf loads the MPI adapter \
+             from it, so it must be yours (or set WULF_CACHE_DIR)",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
+            format!(
+                "cannot make the cache directory {} private: {e}",
+                dir.display()
+            )
+        })?;
+    }
+    Ok(())
 }
 
 fn compile(install: &MpiInstall, dir: &Path, lib: &Path, shown: &str) -> Result<(), String> {
@@ -141,6 +176,17 @@ fn compile(install: &MpiInstall, dir: &Path, lib: &Path, shown: &str) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cache_others_could_write_is_made_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        assert!(private(d.path()).is_ok());
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        private(d.path()).unwrap();
+        let mode = std::fs::metadata(d.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "made private");
+    }
 
     #[test]
     fn hash_is_stable_and_separates_parts() {

@@ -247,10 +247,13 @@ fn run_lists_every_library_and_its_tcp_variant() {
     if libs.is_empty() {
         return;
     }
-    let only: Vec<String> = libs
-        .iter()
-        .flat_map(|l| [format!("mpi:{l}"), format!("mpi:{l}(tcp)")])
-        .collect();
+    // A socket transport first: its sweep pins this process's thread, and
+    // the MPI jobs after it must still get two CPUs.
+    let mut only = vec!["unix".to_string()];
+    only.extend(
+        libs.iter()
+            .flat_map(|l| [format!("mpi:{l}"), format!("mpi:{l}(tcp)")]),
+    );
     let dir = tempdir();
     let o = run(&[
         "run",
@@ -273,6 +276,20 @@ fn run_lists_every_library_and_its_tcp_variant() {
             out.contains(&format!("{name} pingpong")),
             "{name} missing from:\n{out}"
         );
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    let run_dir = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for name in only.iter().skip(1) {
+        let r = json(&run_dir.join(format!("{name}-pingpong.json")));
+        assert_eq!(r["placement"]["client_cpu"], 0, "{name}");
+        assert_eq!(r["placement"]["server_cpu"], 1, "{name}");
     }
 }
 

@@ -75,7 +75,7 @@ pub fn render(c: &Comparison, a_name: &str, b_name: &str, style: Style) -> Strin
             f.name.into(),
             value(f, f.a),
             value(f, f.b),
-            f.change.map(pct).unwrap_or_else(|| "-".into()),
+            f.change.map(|c| pct(1.0 + c)).unwrap_or_else(|| "-".into()),
             figure_verdict(f),
         ]);
     }

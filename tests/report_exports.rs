@@ -202,3 +202,23 @@ fn unreadable_or_foreign_files_are_errors_naming_the_file() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn run_writes_a_report_beside_its_results() {
+    let dir = tempdir();
+    let out = dir.path().to_str().unwrap();
+    let o = run(&[
+        "run", "--only", "unix", "--out", out, "--budget", "300ms", "--sizes", "1:4Ki", "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("report:"))
+        .unwrap_or_else(|| panic!("no report line: {text}"));
+    let path = Path::new(line.trim_start_matches("report:").trim());
+    assert!(path.starts_with(dir.path()) && path.ends_with("report.html"));
+    let html = std::fs::read_to_string(path).unwrap();
+    assert!(html.contains("unix pingpong") && html.contains("<svg"));
+    assert!(path.with_file_name("unix-pingpong.json").exists());
+}

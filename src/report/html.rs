@@ -16,6 +16,7 @@ use std::fmt::Write;
 use anyhow::Result;
 
 use super::charts::{self, color_hex, Series};
+use super::html_details::{anomalies, esc, machines};
 use super::summary::{labels, num_or_dash, physical_limit, size_or_dash, summary_row, SummaryRow};
 use crate::analysis::Analysis;
 use crate::result::SweepResult;
@@ -56,6 +57,7 @@ pub fn to_html(results: &[SweepResult]) -> Result<String> {
     );
     h.push_str(ERROR_TRAP);
     header(&mut h, results);
+    highlights(&mut h, &rows, &analyses);
     summary_table(&mut h, &rows);
     warnings(&mut h, results, &names);
     charts_section(&mut h, &series)?;
@@ -92,6 +94,81 @@ fn header(h: &mut String, results: &[SweepResult]) {
         esc(&when),
         env!("CARGO_PKG_VERSION")
     );
+}
+
+/// Two or three sentences a reader gets before any table: the best
+/// latency and peak, and how many anomalies were found.
+fn highlights(h: &mut String, rows: &[SummaryRow], analyses: &[Analysis]) {
+    let mut items: Vec<String> = Vec::new();
+    let by = |f: fn(&SummaryRow) -> Option<f64>| {
+        let mut v: Vec<(&SummaryRow, f64)> = rows.iter().filter_map(|r| Some((r, f(r)?))).collect();
+        v.sort_by(|a, b| a.1.total_cmp(&b.1));
+        v
+    };
+    let lat = by(|r| r.latency_ns);
+    match (lat.first(), lat.last()) {
+        (Some(lo), Some(hi)) if lat.len() > 1 => items.push(format!(
+            "Lowest latency: <b>{}</b>, {} (highest: {}, {}).",
+            esc(&lo.0.label),
+            format_ns(lo.1),
+            esc(&hi.0.label),
+            format_ns(hi.1)
+        )),
+        (Some(one), _) => items.push(format!("Latency: <b>{}</b>.", format_ns(one.1))),
+        _ => {}
+    }
+    let peak = by(|r| r.peak_bits_per_s);
+    // Of equal peaks, name the first result given.
+    let best = peak.iter().min_by(|a, b| b.1.total_cmp(&a.1));
+    if let Some((r, p)) = best {
+        let share = r
+            .limit
+            .as_ref()
+            .and_then(|l| l.peak_fraction)
+            .map(|f| format!(", {:.1}% of the physical limit", 100.0 * f))
+            .unwrap_or_default();
+        let half = r
+            .n_half_bytes
+            .map(|n| format!("; half of it from {} on", format_bytes(n)))
+            .unwrap_or_default();
+        let who = if peak.len() > 1 {
+            format!("Highest peak: <b>{}</b>, ", esc(&r.label))
+        } else {
+            "Peak: ".into()
+        };
+        items.push(format!(
+            "{who}<b>{}</b> at {}{share}{half}.",
+            format_bits_per_s(*p),
+            size_or_dash(r.peak_bytes)
+        ));
+    }
+    let dropouts: usize = analyses.iter().map(|a| a.dropouts.len()).sum();
+    let switchovers: usize = analyses.iter().map(|a| a.switchovers.len()).sum();
+    let named = analyses
+        .iter()
+        .flat_map(|a| {
+            a.dropouts
+                .iter()
+                .map(|d| &d.likely_cause)
+                .chain(a.segments.iter().map(|s| &s.likely_cause))
+        })
+        .filter(|c| c.is_some())
+        .count();
+    if dropouts + switchovers > 0 {
+        items.push(format!(
+            "Found {dropouts} drop-out{} and {switchovers} switch-over{}, {named} with a likely cause: \
+             marked D and S on the charts, <a href=\"#anomalies\">listed below</a>.",
+            if dropouts == 1 { "" } else { "s" },
+            if switchovers == 1 { "" } else { "s" },
+        ));
+    }
+    if !items.is_empty() {
+        let _ = write!(
+            h,
+            "<ul class=highlights>\n<li>{}</li>\n</ul>\n",
+            items.join("</li>\n<li>")
+        );
+    }
 }
 
 fn summary_table(h: &mut String, rows: &[SummaryRow]) {
@@ -285,212 +362,6 @@ fn figure(h: &mut String, id: &str, name: &str, svg: &str, caption: &str) {
     );
 }
 
-fn anomalies(h: &mut String, series: &[Series]) {
-    h.push_str(
-        "<section id=anomalies><h2>Switch-overs and drop-outs</h2>\n<table class=list>\n\
-         <thead><tr><th>mark</th><th>configuration</th><th>sizes</th><th>what</th><th>likely cause</th></tr></thead>\n<tbody>\n",
-    );
-    let mut any = false;
-    for s in series {
-        let a = s.analysis;
-        for (k, seg) in a.segments.iter().skip(1).enumerate() {
-            any = true;
-            let _ = write!(
-                h,
-                "<tr><td>S{}</td><td>{}</td><td>from {}</td><td>switch-over: a new Hockney segment, {}</td><td>{}</td></tr>\n",
-                s.first_switchover_no + k,
-                esc(s.label),
-                format_bytes(seg.from_bytes),
-                segment_text(seg),
-                cause(&seg.likely_cause)
-            );
-        }
-        for (k, d) in a.dropouts.iter().enumerate() {
-            any = true;
-            let sizes = if d.from_bytes == d.to_bytes {
-                format_bytes(d.from_bytes)
-            } else {
-                format!(
-                    "{} to {} ({} sizes)",
-                    format_bytes(d.from_bytes),
-                    format_bytes(d.to_bytes),
-                    d.points
-                )
-            };
-            let _ = write!(
-                h,
-                "<tr><td>D{}</td><td>{}</td><td>{}</td><td>drop-out: throughput {:.0}% below its neighbours</td><td>{}</td></tr>\n",
-                s.first_dropout_no + k,
-                esc(s.label),
-                sizes,
-                100.0 * d.depth_fraction,
-                cause(&d.likely_cause)
-            );
-        }
-    }
-    if !any {
-        h.push_str("<tr><td colspan=5>None found: each curve is one Hockney line without dips beyond the noise.</td></tr>\n");
-    }
-    h.push_str("</tbody></table>\n");
-    for s in series {
-        let _ = write!(
-            h,
-            "<details><summary>Hockney segments of {} (t = &alpha; + n / &beta;)</summary>\n<table class=list><thead><tr>\
-             <th>sizes</th><th>points fitted</th><th>&alpha;</th><th>&beta;</th><th>rms residual</th></tr></thead><tbody>\n",
-            esc(s.label)
-        );
-        for seg in &s.analysis.segments {
-            let _ = write!(
-                h,
-                "<tr><td>{} to {}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{:.1}%</td></tr>\n",
-                format_bytes(seg.from_bytes),
-                format_bytes(seg.to_bytes),
-                seg.points,
-                format_ns(seg.alpha_ns),
-                seg.beta_bits_per_s
-                    .map(format_bits_per_s)
-                    .unwrap_or_else(|| "latency-bound".into()),
-                100.0 * seg.rms_rel_residual
-            );
-        }
-        h.push_str("</tbody></table></details>\n");
-    }
-    h.push_str(
-        "<p class=note>A drop-out is a run of sizes whose throughput bound lies below its neighbours' by more than \
-         their confidence intervals allow; a switch-over is where the piecewise Hockney fit starts a new segment. \
-         Causes are matched against what the result recorded: eager limit, socket buffers granted, MSS, MTU, page size.</p>\n</section>\n",
-    );
-}
-
-fn segment_text(seg: &crate::analysis::Segment) -> String {
-    match seg.beta_bits_per_s {
-        Some(b) => format!(
-            "&alpha; = {}, &beta; = {}",
-            format_ns(seg.alpha_ns),
-            format_bits_per_s(b)
-        ),
-        None => format!("latency-bound, &alpha; = {}", format_ns(seg.alpha_ns)),
-    }
-}
-
-fn cause(c: &Option<String>) -> String {
-    match c {
-        Some(c) => esc(c),
-        None => "<span class=dim>no recorded threshold matches</span>".into(),
-    }
-}
-
-fn machines(h: &mut String, results: &[SweepResult], names: &[String]) {
-    h.push_str("<section id=machines><h2>Machines and command lines</h2>\n");
-    for (r, name) in results.iter().zip(names) {
-        let _ = write!(
-            h,
-            "<details open><summary><b>{}</b> &middot; {} &middot; started {} &middot; {:.1} s</summary>\n",
-            esc(name),
-            esc(&r.host.hostname),
-            esc(&r.started_at),
-            r.wall_s
-        );
-        let _ = write!(
-            h,
-            "<p><b>Command line</b></p><pre class=cmd>{}</pre>\n",
-            esc(&shell_line(&r.command_line))
-        );
-        let p = &r.placement;
-        let cpu = |c: Option<usize>| c.map(|c| format!("CPU {c}")).unwrap_or("not pinned".into());
-        let _ = write!(
-            h,
-            "<p><b>Placement</b>: measuring end (A) on {}, {}; peer (B) on {}, {}. \
-             <b>Options</b>: budget {} s, precision &plusmn;{}%, {}{}buffer offset {} B; transport {}</p>\n",
-            esc(&p.client_host),
-            cpu(p.client_cpu),
-            esc(&p.server_host),
-            cpu(p.server_cpu),
-            r.options.budget_s,
-            100.0 * r.options.precision,
-            if r.options.nocache { "cache-cold buffers, " } else { "" },
-            if r.options.tails { "tails, " } else { "" },
-            r.options.offset_bytes,
-            esc(&transport_options(&r.options.transport))
-        );
-        if let Some(l) = &r.link {
-            let _ = write!(
-                h,
-                "<p><b>Link limit</b> ({}): {}</p>\n",
-                esc(&l.interface),
-                esc(&l.limit.formula)
-            );
-        }
-        let _ = write!(
-            h,
-            "<p><b>Machine (A)</b></p><pre>{}</pre>\n",
-            esc(r.host.describe_text().trim_end())
-        );
-        if let Some(peer) = &r.peer_host {
-            if r.options.peer.is_some() || peer.hostname != r.host.hostname {
-                let _ = write!(
-                    h,
-                    "<p><b>Peer machine (B)</b></p><pre>{}</pre>\n",
-                    esc(peer.describe_text().trim_end())
-                );
-            }
-        }
-        h.push_str("</details>\n");
-    }
-    h.push_str("</section>\n");
-}
-
-/// Transport settings as `key value, ...` (the peer's under "peer"), so
-/// the line can wrap.
-fn transport_options(map: &serde_json::Map<String, serde_json::Value>) -> String {
-    let text = |v: &serde_json::Value| match v {
-        serde_json::Value::Null => "-".to_string(),
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Object(m) => format!("[{}]", transport_options(m)),
-        other => other.to_string(),
-    };
-    map.iter()
-        .map(|(k, v)| {
-            let k = if k == "server" { "peer" } else { k.as_str() };
-            format!("{k} {}", text(v))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The command line as one could paste it into a shell.
-fn shell_line(args: &[String]) -> String {
-    args.iter()
-        .map(|a| {
-            let plain = !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c));
-            if plain {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Escape text for HTML element content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 const HEAD: &str = r#"<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -508,11 +379,14 @@ table{border-collapse:collapse;margin:6px 0}
 th,td{padding:4px 10px;border-bottom:1px solid #e3e3e3;text-align:left;vertical-align:top}
 th{background:#f4f6f8;font-weight:600}
 th[title]{cursor:help;text-decoration:underline dotted #999}
+td.nw{white-space:nowrap}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .swatch{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:-1px}
 .bad{color:#b00;font-weight:600}
 .dim{color:#888}
 .note{color:#555;font-size:13px;max-width:1100px}
+.highlights{font-size:16px;margin:10px 0 0;padding-left:22px}
+.highlights li{margin:2px 0}
 p{overflow-wrap:anywhere}
 .warn li{color:#8a4b00}
 .toggles label{margin-right:14px;cursor:pointer;white-space:nowrap}
@@ -557,16 +431,6 @@ document.body.setAttribute("data-ready","yes");
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escaping_and_shell_quoting() {
-        assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
-        let args = ["wulf", "sweep", "--sizes", "1:64Ki", "it's here"].map(String::from);
-        assert_eq!(
-            shell_line(&args),
-            "wulf sweep --sizes 1:64Ki 'it'\\''s here'"
-        );
-    }
 
     #[test]
     fn an_empty_list_still_makes_a_page() {

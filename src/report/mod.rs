@@ -7,11 +7,13 @@
 //! table), [`table`] (terminal), and [`compare`] (the rendering of
 //! `wulf compare`); [`summary`] holds what several of them share.
 
+pub mod chart_frame;
 pub mod charts;
 pub mod compare;
 pub mod csv;
 pub mod dat;
 pub mod html;
+mod html_details;
 pub mod markdown;
 pub mod npout;
 pub mod summary;

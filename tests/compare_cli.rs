@@ -108,6 +108,15 @@ fn markdown_and_several_candidates() {
 }
 
 #[test]
+fn report_and_compare_have_help() {
+    for cmd in ["report", "compare"] {
+        let o = run(&[cmd, "--help"]);
+        assert!(o.status.success(), "{cmd}");
+        assert!(stdout(&o).contains("Usage"));
+    }
+}
+
+#[test]
 fn bad_inputs_are_clear_errors() {
     let dir = tempdir();
     let a = fixture("tcp-pingpong.json");

@@ -180,7 +180,7 @@ pub(super) fn frame(
 pub(super) fn size_tick(v: f64) -> String {
     let b = v.round() as u64;
     for (unit, size) in [("Gi", 1u64 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)] {
-        if b >= size && b % size == 0 {
+        if b >= size && b.is_multiple_of(size) {
             return format!("{}{unit}", b / size);
         }
     }

@@ -335,6 +335,9 @@ pub fn small_message_latency(series: &[Series]) -> Result<String> {
     })
 }
 
+/// Reads one end's CPU cost per byte from a point.
+type CpuOf = fn(&crate::result::Point) -> f64;
+
 /// CPU time per byte moved against size, both ends: the measuring end (A)
 /// solid, the peer (B) dashed; log-log.
 pub fn cpu_cost(series: &[Series]) -> Result<String> {
@@ -354,7 +357,7 @@ pub fn cpu_cost(series: &[Series]) -> Result<String> {
     frame(&x, &y, SeriesLabelPosition::UpperRight, |c| {
         for s in series {
             let color = s.rgb();
-            let ends: [(&str, fn(&crate::result::Point) -> f64); 2] = [
+            let ends: [(&str, CpuOf); 2] = [
                 ("A, measuring end", |p| p.cpu_client.ns_per_byte),
                 ("B, peer", |p| p.cpu_server.ns_per_byte),
             ];

@@ -182,7 +182,7 @@ mod tests {
             vec!["long".to_string(), "12".into()],
         ];
         table(&mut s, &rows, &[false, true], Style::Text);
-        assert_eq!(s, "a        n\nlong    12\n");
+        assert_eq!(s, "a       n\nlong   12\n");
         let mut m = String::new();
         table(&mut m, &rows, &[false, true], Style::Markdown);
         assert_eq!(m, "| a | n |\n|---|--:|\n| long | 12 |\n");

@@ -24,9 +24,9 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
         );
         for (k, seg) in a.segments.iter().skip(1).enumerate() {
             any = true;
-            let _ = write!(
+            let _ = writeln!(
                 h,
-                "<tr><td>S{}</td><td class=nw>{}</td><td class=nw>from {}</td><td>switch-over: a new Hockney segment, {}</td><td>{}</td></tr>\n",
+                "<tr><td>S{}</td><td class=nw>{}</td><td class=nw>from {}</td><td>switch-over: a new Hockney segment, {}</td><td>{}</td></tr>",
                 s.first_switchover_no + k,
                 who,
                 format_bytes(seg.from_bytes),
@@ -46,9 +46,9 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
                     d.points
                 )
             };
-            let _ = write!(
+            let _ = writeln!(
                 h,
-                "<tr><td>D{}</td><td class=nw>{}</td><td class=nw>{}</td><td>drop-out: throughput {:.0}% below its neighbours</td><td>{}</td></tr>\n",
+                "<tr><td>D{}</td><td class=nw>{}</td><td class=nw>{}</td><td>drop-out: throughput {:.0}% below its neighbours</td><td>{}</td></tr>",
                 s.first_dropout_no + k,
                 who,
                 sizes,
@@ -69,9 +69,9 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
             esc(s.label)
         );
         for seg in &s.analysis.segments {
-            let _ = write!(
+            let _ = writeln!(
                 h,
-                "<tr><td>{} to {}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{:.1}%</td></tr>\n",
+                "<tr><td>{} to {}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{:.1}%</td></tr>",
                 format_bytes(seg.from_bytes),
                 format_bytes(seg.to_bytes),
                 seg.points,
@@ -112,25 +112,25 @@ fn cause(c: &Option<String>) -> String {
 pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]) {
     h.push_str("<section id=machines><h2>Machines and command lines</h2>\n");
     for (r, name) in results.iter().zip(names) {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<details open><summary><b>{}</b> &middot; {} &middot; started {} &middot; {:.1} s</summary>\n",
+            "<details open><summary><b>{}</b> &middot; {} &middot; started {} &middot; {:.1} s</summary>",
             esc(name),
             esc(&r.host.hostname),
             esc(&r.started_at),
             r.wall_s
         );
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<p><b>Command line</b></p><pre class=cmd>{}</pre>\n",
+            "<p><b>Command line</b></p><pre class=cmd>{}</pre>",
             esc(&shell_line(&r.command_line))
         );
         let p = &r.placement;
         let cpu = |c: Option<usize>| c.map(|c| format!("CPU {c}")).unwrap_or("not pinned".into());
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<p><b>Placement</b>: measuring end (A) on {}, {}; peer (B) on {}, {}. \
-             <b>Options</b>: budget {} s, precision &plusmn;{}%, {}{}buffer offset {} B; transport {}</p>\n",
+             <b>Options</b>: budget {} s, precision &plusmn;{}%, {}{}buffer offset {} B; transport {}</p>",
             esc(&p.client_host),
             cpu(p.client_cpu),
             esc(&p.server_host),
@@ -143,23 +143,23 @@ pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]
             esc(&transport_options(&r.options.transport))
         );
         if let Some(l) = &r.link {
-            let _ = write!(
+            let _ = writeln!(
                 h,
-                "<p><b>Link limit</b> ({}): {}</p>\n",
+                "<p><b>Link limit</b> ({}): {}</p>",
                 esc(&l.interface),
                 esc(&l.limit.formula)
             );
         }
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<p><b>Machine (A)</b></p><pre>{}</pre>\n",
+            "<p><b>Machine (A)</b></p><pre>{}</pre>",
             esc(r.host.describe_text().trim_end())
         );
         if let Some(peer) = &r.peer_host {
             if r.options.peer.is_some() || peer.hostname != r.host.hostname {
-                let _ = write!(
+                let _ = writeln!(
                     h,
-                    "<p><b>Peer machine (B)</b></p><pre>{}</pre>\n",
+                    "<p><b>Peer machine (B)</b></p><pre>{}</pre>",
                     esc(peer.describe_text().trim_end())
                 );
             }

@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use super::chart_frame::{frame, num, size_tick, Axis, Ctx};
 
 use crate::analysis::Analysis;
-use crate::result::SweepResult;
+use crate::result::{Mode, SweepResult};
 
 /// Size of one chart in pixels (two fit side by side on a 1280 px screen).
 pub const CHART_PX: (u32, u32) = (620, 420);
@@ -180,6 +180,20 @@ fn size_axis(series: &[Series], max_bytes: u64) -> Axis {
     Axis::log("message size [bytes, log scale]", lo, hi, 4.0, size_tick)
 }
 
+/// What the times are: one-way (ping-pong, stream), the exchange of both
+/// directions (bidir), or either when results of both kinds are overlaid.
+fn time_word(series: &[Series]) -> &'static str {
+    let bidir = series
+        .iter()
+        .filter(|s| s.result.mode == Mode::Bidir)
+        .count();
+    match bidir {
+        0 => "one-way time",
+        n if n == series.len() => "exchange time",
+        _ => "time per message (bidir: exchange)",
+    }
+}
+
 fn time_axis(series: &[Series], desc: &str) -> Axis {
     let (lo, hi) = series
         .iter()
@@ -233,7 +247,7 @@ pub fn throughput_vs_size(series: &[Series]) -> Result<String> {
 
 /// The network signature graph: throughput against transfer time (log time).
 pub fn signature(series: &[Series]) -> Result<String> {
-    let x = time_axis(series, "one-way time [µs, log scale]");
+    let x = time_axis(series, &format!("{} [µs, log scale]", time_word(series)));
     let y = throughput_axis(series);
     frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
         for s in series {
@@ -252,7 +266,7 @@ pub fn signature(series: &[Series]) -> Result<String> {
 /// The saturation graph: message size against transfer time, both log, the
 /// saturation point ringed and labelled.
 pub fn saturation(series: &[Series]) -> Result<String> {
-    let x = time_axis(series, "one-way time [µs, log scale]");
+    let x = time_axis(series, &format!("{} [µs, log scale]", time_word(series)));
     let y = size_axis(series, u64::MAX);
     frame(&x, &y, SeriesLabelPosition::LowerRight, |c| {
         for s in series {
@@ -302,7 +316,7 @@ pub fn small_message_latency(series: &[Series]) -> Result<String> {
                 .map(|p| p.ci_high_ns.max(p.median_ns) / 1e3)
         })
         .fold(0.0, f64::max);
-    let y = Axis::linear("one-way time [µs]", 0.0, max_us, num);
+    let y = Axis::linear(&format!("{} [µs]", time_word(series)), 0.0, max_us, num);
     // Lower right: the axis starts at zero, so below the latency is empty.
     frame(&x, &y, SeriesLabelPosition::LowerRight, |c| {
         for s in series {

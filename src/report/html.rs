@@ -433,6 +433,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn results_without_points_still_make_a_page() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/unix-pingpong.json"
+        );
+        let full = crate::result::read_result(std::path::Path::new(path)).unwrap();
+        for keep in [0, 1, 2] {
+            let mut r = full.clone();
+            r.points.truncate(keep);
+            r.complete = false;
+            r.incomplete_reason = Some("interrupted".into());
+            r.summary = crate::result::Summary::from_points(&r.points);
+            let mut b = r.clone();
+            b.mode = crate::result::Mode::Bidir;
+            let html = to_html(&[r, b]).unwrap();
+            assert!(html.contains("incomplete run (interrupted)"));
+            assert_eq!(html.matches("<svg").count(), 5, "{keep} points");
+            assert!(html.contains("time per message (bidir: exchange)"));
+        }
+    }
+
+    #[test]
     fn an_empty_list_still_makes_a_page() {
         let html = to_html(&[]).unwrap();
         assert!(html.starts_with("<!DOCTYPE html>"));

@@ -167,6 +167,48 @@ pub fn build_rhs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::npb::comm::{SerialComm, ThreadComm};
+
+    /// Global positions and signs of the charges this rank holds.
+    fn charges_on(comm: &dyn Communicator, n: usize) -> Result<Vec<(usize, f64)>> {
+        let d = Decomposition::new(comm.size(), comm.rank())?;
+        let block = d.block(n);
+        let s = Shape::with_interior(block.map(|(_, len)| len));
+        let mut v = vec![0.0; s.len()];
+        build_rhs(comm, &d, n, s, &mut v)?;
+        let [(x0, lx), (y0, ly), (z0, lz)] = block;
+        let mut found = Vec::new();
+        for z in 1..=lz {
+            for y in 1..=ly {
+                for x in 1..=lx {
+                    let value = v[s.at(x, y, z)];
+                    if value != 0.0 {
+                        let g = (x0 + x - 1) + n * ((y0 + y - 1) + n * (z0 + z - 1));
+                        found.push((g, value));
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    #[test]
+    fn charges_do_not_depend_on_the_process_count() {
+        let n = 32;
+        let mut serial = charges_on(&SerialComm::new(), n).unwrap();
+        serial.sort_by_key(|&(g, _)| g);
+        assert_eq!(serial.len(), 2 * CHARGES);
+        assert_eq!(serial.iter().filter(|&&(_, v)| v == 1.0).count(), CHARGES);
+        for nprocs in [2, 4, 8] {
+            let mut parallel: Vec<_> = ThreadComm::run(nprocs, |comm| charges_on(comm, n))
+                .unwrap()
+                .into_iter()
+                .flatten()
+                .collect();
+            parallel.sort_by_key(|&(g, _)| g);
+            assert_eq!(parallel, serial, "{nprocs} ranks");
+        }
+    }
 
     #[test]
     fn extremes_keep_the_ten_best_in_order() {

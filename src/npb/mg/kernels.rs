@@ -20,6 +20,34 @@
 //! The weight of face neighbours in A and of corners in S are zero for
 //! every class (the spec's tables); like NPB we skip those terms.
 
+/// Defines a public kernel `$name` that runs `$body` compiled for AVX2
+/// when the CPU has it, and for the baseline instruction set otherwise.
+///
+/// Why: the kernels are partly bound by instruction throughput, and the
+/// default x86-64 target stops at SSE2 (two doubles per instruction). AVX2
+/// doubles that; measured, class W gains about 10%. Only the vector width
+/// changes: no FMA contraction, so every result is bit for bit the same.
+/// Detection is cached by the standard library, one load per kernel call.
+macro_rules! dispatch {
+    ($(#[$doc:meta])* pub fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? => $body:ident) => {
+        $(#[$doc])*
+        pub fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                fn wide($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: `wide` only needs AVX2, which the CPU has.
+                    return unsafe { wide($($arg),*) };
+                }
+            }
+            $body($($arg),*)
+        }
+    };
+}
+
 /// Dimensions of a block including its ghost layers: `n[0]` along x.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
@@ -138,8 +166,10 @@ fn resid_row(out: &mut [f64], v: &[f64], u: &[f64], faces: &[f64], corners: &[f6
     }
 }
 
-/// `r = v - A u` on the interior of one block.
-pub fn resid(s: Shape, u: &[f64], v: &[f64], r: &mut [f64], a: &[f64; 4], lines: &mut Lines) {
+/// The portable body of [`resid`]; inlined into each instruction-set
+/// variant.
+#[inline(always)]
+fn resid_impl(s: Shape, u: &[f64], v: &[f64], r: &mut [f64], a: &[f64; 4], lines: &mut Lines) {
     let [n1, n2, n3] = s.n;
     for z in 1..n3 - 1 {
         for y in 1..n2 - 1 {
@@ -158,9 +188,10 @@ pub fn resid(s: Shape, u: &[f64], v: &[f64], r: &mut [f64], a: &[f64; 4], lines:
     }
 }
 
-/// `r = r - A u` on the interior of one block (the coarse-level residual,
-/// where NPB passes `r` as both `v` and `r`).
-pub fn resid_in_place(s: Shape, u: &[f64], r: &mut [f64], a: &[f64; 4], lines: &mut Lines) {
+/// The portable body of [`resid_in_place`]; inlined into each instruction-set
+/// variant.
+#[inline(always)]
+fn resid_in_place_impl(s: Shape, u: &[f64], r: &mut [f64], a: &[f64; 4], lines: &mut Lines) {
     let [n1, n2, n3] = s.n;
     for z in 1..n3 - 1 {
         for y in 1..n2 - 1 {
@@ -175,8 +206,10 @@ pub fn resid_in_place(s: Shape, u: &[f64], r: &mut [f64], a: &[f64; 4], lines: &
     }
 }
 
-/// `u = u + S r` on the interior of one block.
-pub fn psinv(s: Shape, r: &[f64], u: &mut [f64], c: &[f64; 4], lines: &mut Lines) {
+/// The portable body of [`psinv`]; inlined into each instruction-set
+/// variant.
+#[inline(always)]
+fn psinv_impl(s: Shape, r: &[f64], u: &mut [f64], c: &[f64; 4], lines: &mut Lines) {
     let [n1, n2, n3] = s.n;
     for z in 1..n3 - 1 {
         for y in 1..n2 - 1 {
@@ -196,13 +229,10 @@ pub fn psinv(s: Shape, r: &[f64], u: &mut [f64], c: &[f64; 4], lines: &mut Lines
     }
 }
 
-/// Restriction `s = P r` from a fine block `fine` (shape `fs`) to the
-/// coarse block `coarse` (shape `cs`, half the interior points per axis).
-///
-/// Coarse interior point j sits on fine interior point 2j+1 (spec); with
-/// one ghost on each side that is array index 2j' on the fine block for
-/// array index j' on the coarse one.
-pub fn rprj3(fs: Shape, fine: &[f64], cs: Shape, coarse: &mut [f64], lines: &mut Lines) {
+/// The portable body of [`rprj3`]; inlined into each instruction-set
+/// variant.
+#[inline(always)]
+fn rprj3_impl(fs: Shape, fine: &[f64], cs: Shape, coarse: &mut [f64], lines: &mut Lines) {
     let [m1, m2, m3] = cs.n;
     debug_assert!(AXES3.iter().all(|&ax| fs.n[ax] == 2 * cs.n[ax] - 2));
     let n1 = fs.n[0];
@@ -258,14 +288,10 @@ fn interp_row(fine: &mut [f64], src: &[f64], w_on: f64, w_mid: f64) {
     }
 }
 
-/// Prolongation `u = u + Q z` from the coarse block `coarse` (shape `cs`)
-/// to the fine block `fine` (shape `fs`), ghosts included.
-///
-/// Fine index 2c (with ghosts) takes coarse index c; fine 2c+1 the mean of
-/// coarse c and c+1 (spec: fine 2j+1 takes coarse j counting interior
-/// points). The fine ghosts come out right from the coarse ghosts, so no
-/// exchange is needed afterwards, as in NPB.
-pub fn interp(cs: Shape, coarse: &[f64], fs: Shape, fine: &mut [f64], lines: &mut Lines) {
+/// The portable body of [`interp`]; inlined into each instruction-set
+/// variant.
+#[inline(always)]
+fn interp_impl(cs: Shape, coarse: &[f64], fs: Shape, fine: &mut [f64], lines: &mut Lines) {
     let [m1, m2, m3] = cs.n;
     debug_assert!(AXES3.iter().all(|&ax| fs.n[ax] == 2 * cs.n[ax] - 2));
     let n1 = fs.n[0];
@@ -297,8 +323,10 @@ pub fn interp(cs: Shape, coarse: &[f64], fs: Shape, fine: &mut [f64], lines: &mu
     }
 }
 
-/// Sum of squares and largest magnitude over the interior of one block.
-pub fn norm_parts(s: Shape, r: &[f64]) -> (f64, f64) {
+/// The portable body of [`norm_parts`]; inlined into each instruction-set
+/// variant.
+#[inline(always)]
+fn norm_parts_impl(s: Shape, r: &[f64]) -> (f64, f64) {
     let [n1, n2, n3] = s.n;
     // Four partial sums let the additions vectorise; the norm is checked
     // to 1e-8, far above the rounding this reordering can cause.
@@ -322,6 +350,48 @@ pub fn norm_parts(s: Shape, r: &[f64]) -> (f64, f64) {
         }
     }
     ((sums[0] + sums[1]) + (sums[2] + sums[3]), max_abs)
+}
+
+dispatch! {
+    /// `r = v - A u` on the interior of one block.
+    pub fn resid(s: Shape, u: &[f64], v: &[f64], r: &mut [f64], a: &[f64; 4], lines: &mut Lines) => resid_impl
+}
+
+dispatch! {
+    /// `r = r - A u` on the interior of one block (the coarse-level residual,
+    /// where NPB passes `r` as both `v` and `r`).
+    pub fn resid_in_place(s: Shape, u: &[f64], r: &mut [f64], a: &[f64; 4], lines: &mut Lines) => resid_in_place_impl
+}
+
+dispatch! {
+    /// `u = u + S r` on the interior of one block.
+    pub fn psinv(s: Shape, r: &[f64], u: &mut [f64], c: &[f64; 4], lines: &mut Lines) => psinv_impl
+}
+
+dispatch! {
+    /// Restriction `s = P r` from a fine block `fine` (shape `fs`) to the
+    /// coarse block `coarse` (shape `cs`, half the interior points per axis).
+    ///
+    /// Coarse interior point j sits on fine interior point 2j+1 (spec); with
+    /// one ghost on each side that is array index 2j' on the fine block for
+    /// array index j' on the coarse one.
+    pub fn rprj3(fs: Shape, fine: &[f64], cs: Shape, coarse: &mut [f64], lines: &mut Lines) => rprj3_impl
+}
+
+dispatch! {
+    /// Prolongation `u = u + Q z` from the coarse block `coarse` (shape `cs`)
+    /// to the fine block `fine` (shape `fs`), ghosts included.
+    ///
+    /// Fine index 2c (with ghosts) takes coarse index c; fine 2c+1 the mean of
+    /// coarse c and c+1 (spec: fine 2j+1 takes coarse j counting interior
+    /// points). The fine ghosts come out right from the coarse ghosts, so no
+    /// exchange is needed afterwards, as in NPB.
+    pub fn interp(cs: Shape, coarse: &[f64], fs: Shape, fine: &mut [f64], lines: &mut Lines) => interp_impl
+}
+
+dispatch! {
+    /// Sum of squares and largest magnitude over the interior of one block.
+    pub fn norm_parts(s: Shape, r: &[f64]) -> (f64, f64) => norm_parts_impl
 }
 
 #[cfg(test)]
@@ -401,6 +471,64 @@ mod tests {
             let want = u[idx] + stencil(&C, |d| at(s, &v, n, p, d));
             assert!(close(u2[idx], want), "psinv at {p:?}");
         }
+    }
+
+    #[test]
+    fn portable_and_dispatched_kernels_agree_bit_for_bit() {
+        // On a CPU with AVX2 the public kernels run the AVX2 build; the
+        // claim is that only speed changes, never a bit of the result.
+        let (nf, nc) = (16, 8);
+        let (fs, u) = periodic(nf, noise(6));
+        let (_, v) = periodic(nf, noise(7));
+        let (cs, z) = periodic(nc, noise(8));
+        let mut lines = Lines::new(nf + 2);
+        let mut both = |f: &mut dyn FnMut(&mut Lines) -> Vec<f64>,
+                        g: &mut dyn FnMut(&mut Lines) -> Vec<f64>| {
+            let (x, y) = (f(&mut lines), g(&mut lines));
+            assert!(x.iter().zip(&y).all(|(a, b)| a.to_bits() == b.to_bits()));
+        };
+        let run = |k: fn(Shape, &[f64], &[f64], &mut [f64], &[f64; 4], &mut Lines)| {
+            let (u, v) = (u.clone(), v.clone());
+            move |l: &mut Lines| {
+                let mut r = vec![0.0; fs.len()];
+                k(fs, &u, &v, &mut r, &A, l);
+                r
+            }
+        };
+        both(&mut run(resid), &mut run(resid_impl));
+        let run = |k: fn(Shape, &[f64], &mut [f64], &[f64; 4], &mut Lines)| {
+            let (u, v) = (u.clone(), v.clone());
+            move |l: &mut Lines| {
+                let mut out = v.clone();
+                k(fs, &u, &mut out, &C, l);
+                out
+            }
+        };
+        both(&mut run(resid_in_place), &mut run(resid_in_place_impl));
+        both(&mut run(psinv), &mut run(psinv_impl));
+        let run = |k: fn(Shape, &[f64], Shape, &mut [f64], &mut Lines)| {
+            let u = u.clone();
+            move |l: &mut Lines| {
+                let mut out = vec![0.0; cs.len()];
+                k(fs, &u, cs, &mut out, l);
+                out
+            }
+        };
+        both(&mut run(rprj3), &mut run(rprj3_impl));
+        let run = |k: fn(Shape, &[f64], Shape, &mut [f64], &mut Lines)| {
+            let (z, u) = (z.clone(), u.clone());
+            move |l: &mut Lines| {
+                let mut out = u.clone();
+                k(cs, &z, fs, &mut out, l);
+                out
+            }
+        };
+        both(&mut run(interp), &mut run(interp_impl));
+        let (a, b) = (norm_parts(fs, &u), norm_parts_impl(fs, &u));
+        assert_eq!(
+            (a.0.to_bits(), a.1.to_bits()),
+            (b.0.to_bits(), b.1.to_bits())
+        );
     }
 
     #[test]

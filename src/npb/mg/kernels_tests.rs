@@ -59,9 +59,9 @@ fn resid_and_psinv_are_the_27_point_stencils() {
     let (_, v) = periodic(n, noise(2));
     let mut lines = Lines::new(n + 2);
     let mut r = vec![0.0; s.len()];
-    resid(s, &u, &v, &mut r, &A, &mut lines);
+    resid(s, &u, Some(&v), &mut r, &A, &mut lines);
     let mut r2 = v.clone();
-    resid_in_place(s, &u, &mut r2, &A, &mut lines);
+    resid(s, &u, None, &mut r2, &A, &mut lines);
     let mut u2 = u.clone();
     psinv(s, &v, &mut u2, &C, &mut lines);
     for p in (0..n * n * n).map(|i| [i % n, (i / n) % n, i / (n * n)]) {
@@ -89,14 +89,14 @@ fn portable_and_dispatched_kernels_agree_bit_for_bit() {
     let mut l = Lines::new(nf + 2);
 
     let (mut x, mut y) = (vec![0.0; fs.len()], vec![0.0; fs.len()]);
-    resid(fs, &u, &v, &mut x, &A, &mut l);
-    resid_impl(fs, &u, &v, &mut y, &A, &mut l);
+    resid(fs, &u, Some(&v), &mut x, &A, &mut l);
+    resid_impl(fs, &u, Some(&v), &mut y, &A, &mut l);
     assert!(same_bits(&x, &y), "resid");
 
     let (mut x, mut y) = (v.clone(), v.clone());
-    resid_in_place(fs, &u, &mut x, &A, &mut l);
-    resid_in_place_impl(fs, &u, &mut y, &A, &mut l);
-    assert!(same_bits(&x, &y), "resid_in_place");
+    resid(fs, &u, None, &mut x, &A, &mut l);
+    resid_impl(fs, &u, None, &mut y, &A, &mut l);
+    assert!(same_bits(&x, &y), "resid in place");
 
     let (mut x, mut y) = (u.clone(), u.clone());
     psinv(fs, &v, &mut x, &C, &mut l);
@@ -108,10 +108,17 @@ fn portable_and_dispatched_kernels_agree_bit_for_bit() {
     rprj3_impl(fs, &u, cs, &mut y, &mut l);
     assert!(same_bits(&x, &y), "rprj3");
 
-    let (mut x, mut y) = (u.clone(), u.clone());
-    interp(cs, &z, fs, &mut x, &mut l);
-    interp_impl(cs, &z, fs, &mut y, &mut l);
-    assert!(same_bits(&x, &y), "interp");
+    // The fused prolongation and residual against the two calls, with v
+    // given and in place.
+    for v_given in [true, false] {
+        let (mut u1, mut u2) = (u.clone(), u.clone());
+        let (mut r1, mut r2) = (v.clone(), v.clone());
+        let rhs = v_given.then_some(&v[..]);
+        interp_resid(cs, &z, fs, &mut u1, rhs, &mut r1, &A, &mut l);
+        interp_impl(cs, &z, fs, &mut u2, &mut l);
+        resid_impl(fs, &u2, rhs, &mut r2, &A, &mut l);
+        assert!(same_bits(&u1, &u2) && same_bits(&r1, &r2), "interp_resid");
+    }
 
     let (x, y) = (norm_parts(fs, &u), norm_parts_impl(fs, &u));
     assert!(same_bits(&[x.0, x.1], &[y.0, y.1]), "norm_parts");
@@ -123,7 +130,7 @@ fn residual_of_a_constant_is_zero() {
     let (s, u) = periodic(n, |_, _, _| 3.0);
     let v = vec![0.0; s.len()];
     let mut r = vec![1.0; s.len()];
-    resid(s, &u, &v, &mut r, &A, &mut Lines::new(n + 2));
+    resid(s, &u, Some(&v), &mut r, &A, &mut Lines::new(n + 2));
     assert!(r[s.at(1, 1, 1)].abs() < 1e-14);
 }
 
@@ -151,7 +158,7 @@ fn interp_is_trilinear_with_ghosts() {
     let (cs, coarse) = periodic(nc, noise(4));
     let (fs, before) = periodic(nf, noise(5));
     let mut fine = before.clone();
-    interp(cs, &coarse, fs, &mut fine, &mut Lines::new(nf + 2));
+    interp_impl(cs, &coarse, fs, &mut fine, &mut Lines::new(nf + 2));
     // Fine global i = 2j+1 takes coarse j; i = 2j+2 the mean of j, j+1.
     let taps = |i: usize| -> Vec<(usize, f64)> {
         if i % 2 == 1 {

@@ -22,7 +22,7 @@
 
 use super::decomp::Decomposition;
 use super::halo::{exchange, gather_replicated, scatter_replicated, GatherBuffers, HaloBuffers};
-use super::kernels::{interp, norm_parts, psinv, resid, resid_in_place, rprj3, Lines, Shape};
+use super::kernels::{interp_resid, norm_parts, psinv, resid, rprj3, Lines, Shape};
 use super::params::MgParams;
 use super::rhs::build_rhs;
 use crate::npb::comm::Communicator;
@@ -163,7 +163,7 @@ impl<'c> Solver<'c> {
         resid(
             top.shape,
             &top.u,
-            &self.v,
+            Some(&self.v),
             &mut top.r,
             &self.params.a,
             &mut self.lines,
@@ -262,7 +262,9 @@ impl<'c> Solver<'c> {
                 // keeps u and adds the correction to it.
                 fine.u.fill(0.0);
             }
-            if k == kd {
+            // The coarse correction: this rank's cut of a replicated level,
+            // or the coarse level itself.
+            let (src_shape, src) = if k == kd {
                 scatter_replicated(
                     decomp,
                     coarse.shape,
@@ -270,34 +272,23 @@ impl<'c> Solver<'c> {
                     self.bridge_shape,
                     &mut self.bridge,
                 );
-                interp(
-                    self.bridge_shape,
-                    &self.bridge,
-                    fine.shape,
-                    &mut fine.u,
-                    &mut self.lines,
-                );
+                (self.bridge_shape, &self.bridge[..])
             } else {
-                interp(
-                    coarse.shape,
-                    &coarse.u,
-                    fine.shape,
-                    &mut fine.u,
-                    &mut self.lines,
-                );
-            }
-            if finest {
-                resid(
-                    fine.shape,
-                    &fine.u,
-                    &self.v,
-                    &mut fine.r,
-                    a,
-                    &mut self.lines,
-                );
-            } else {
-                resid_in_place(fine.shape, &fine.u, &mut fine.r, a, &mut self.lines);
-            }
+                (coarse.shape, &coarse.u[..])
+            };
+            // u += Q u_coarse, then r = v - A u on the finest level and
+            // r = r - A u below it.
+            let v = finest.then_some(&self.v[..]);
+            interp_resid(
+                src_shape,
+                src,
+                fine.shape,
+                &mut fine.u,
+                v,
+                &mut fine.r,
+                a,
+                &mut self.lines,
+            );
             refresh(
                 comm,
                 decomp,

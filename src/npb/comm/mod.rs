@@ -39,7 +39,7 @@ mod serial;
 mod thread;
 
 pub use serial::SerialComm;
-pub use thread::ThreadComm;
+pub use thread::{ThreadComm, DEFAULT_RECV_TIMEOUT};
 
 use anyhow::{ensure, Result};
 

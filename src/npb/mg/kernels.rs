@@ -19,6 +19,14 @@
 //!
 //! The weight of face neighbours in A and of corners in S are zero for
 //! every class (the spec's tables); like NPB we skip those terms.
+//!
+//! Two things go beyond NPB's code, neither changing a bit of the results
+//! (a test checks it): each public kernel also exists compiled for AVX2 and
+//! picks it at run time (`dispatch!`), and the prolongation is fused with
+//! the residual that always follows it ([`interp_resid`]), plane by plane,
+//! to read u from memory once instead of twice. The tests (in
+//! `kernels_tests.rs`) check every operator against a plain evaluation of
+//! the spec's definition.
 
 /// Defines a public kernel `$name` that runs `$body` compiled for AVX2
 /// when the CPU has it, and for the baseline instruction set otherwise.

@@ -5,7 +5,8 @@
 //!
 //! * [`params`]: the class table (grid, iterations, weights, reference norm);
 //! * [`decomp`]: NPB's split of the grid among ranks;
-//! * `kernels`: the four operators (A, S, P, Q) and the norm on one block;
+//! * `kernels`: the four operators (A, S, P, Q) and the norm on one block
+//!   (tests of them against the spec's definitions in `kernels_tests.rs`);
 //! * `halo`: ghost exchange axis by axis, and replicated coarse levels;
 //! * `rhs`: the right-hand side from the random stream;
 //! * `solver`: the level hierarchy and the V-cycle.

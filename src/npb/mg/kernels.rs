@@ -28,6 +28,8 @@
 //! `kernels_tests.rs`) check every operator against a plain evaluation of
 //! the spec's definition.
 
+use super::decomp::AXES;
+
 /// Defines a public kernel `$name` that runs `$body` compiled for AVX2
 /// when the CPU has it, and for the baseline instruction set otherwise.
 ///
@@ -249,7 +251,7 @@ fn psinv_impl(s: Shape, r: &[f64], u: &mut [f64], c: &[f64; 4], lines: &mut Line
 #[inline(always)]
 fn rprj3_impl(fs: Shape, fine: &[f64], cs: Shape, coarse: &mut [f64], lines: &mut Lines) {
     let [m1, m2, m3] = cs.n;
-    debug_assert!(AXES3.iter().all(|&ax| fs.n[ax] == 2 * cs.n[ax] - 2));
+    debug_assert!(AXES.iter().all(|&ax| fs.n[ax] == 2 * cs.n[ax] - 2));
     let n1 = fs.n[0];
     for j3 in 1..m3 - 1 {
         for j2 in 1..m2 - 1 {
@@ -289,8 +291,6 @@ fn rprj3_impl(fs: Shape, fine: &[f64], cs: Shape, coarse: &mut [f64], lines: &mu
         }
     }
 }
-
-const AXES3: [usize; 3] = [0, 1, 2];
 
 /// Adds to one fine row the interpolation of one coarse line `src`:
 /// fine 2c gets `w_on * src[c]`, fine 2c+1 gets `w_mid * (src[c] + src[c+1])`.
@@ -346,7 +346,7 @@ fn interp_planes(
 /// follows it with a residual, so it uses [`interp_resid`]).
 #[cfg(test)]
 fn interp_impl(cs: Shape, coarse: &[f64], fs: Shape, fine: &mut [f64], lines: &mut Lines) {
-    debug_assert!(AXES3.iter().all(|&ax| fs.n[ax] == 2 * cs.n[ax] - 2));
+    debug_assert!(AXES.iter().all(|&ax| fs.n[ax] == 2 * cs.n[ax] - 2));
     for c3 in 0..cs.n[2] - 1 {
         interp_planes(cs, coarse, fs, fine, lines, c3);
     }
@@ -366,7 +366,7 @@ fn interp_resid_impl(
     a: &[f64; 4],
     lines: &mut Lines,
 ) {
-    debug_assert!(AXES3.iter().all(|&ax| fs.n[ax] == 2 * cs.n[ax] - 2));
+    debug_assert!(AXES.iter().all(|&ax| fs.n[ax] == 2 * cs.n[ax] - 2));
     let last = fs.n[2] - 2;
     for c3 in 0..cs.n[2] - 1 {
         // Planes up to 2 c3 + 1 of u are now final, so the residual of

@@ -8,6 +8,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::units::{parse_bytes, parse_duration};
 
+// `wulf report` and `wulf compare` read results rather than measure: their
+// arguments live in their own file.
+mod read_args;
+pub use read_args::{CompareArgs, ReportArgs, ReportFormat};
+
 /// What an interconnect and message-passing stack really delivers.
 #[derive(Debug, Parser)]
 #[command(name = "wulf", version, about, long_about = None, propagate_version = true)]
@@ -33,6 +38,12 @@ pub enum Command {
     /// Find the settings that make a transport fastest here, and say what
     /// to change.
     Tune(TuneArgs),
+    /// Draw results as an HTML report, or export them (CSV, gnuplot, np.out,
+    /// Markdown).
+    Report(ReportArgs),
+    /// Compare results against a baseline, size band by size band, saying
+    /// which differences exceed the noise.
+    Compare(CompareArgs),
     /// Internal: a process a transport's own launcher started (an MPI rank).
     #[command(hide = true)]
     Worker(WorkerArgs),

@@ -15,6 +15,8 @@ fn main() {
         Command::Serve(a) => commands::serve::execute(a),
         Command::Info(a) => commands::info::execute(a),
         Command::Tune(a) => commands::tune::execute(a),
+        Command::Report(a) => commands::report::execute(a),
+        Command::Compare(a) => commands::compare::execute(a),
         Command::Worker(a) => commands::worker::execute(a),
     };
     if let Err(e) = outcome {

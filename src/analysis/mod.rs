@@ -53,6 +53,7 @@
 //!   latency-bound.
 
 pub mod causes;
+pub mod compare;
 pub mod dropout;
 pub mod hockney;
 

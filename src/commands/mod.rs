@@ -2,7 +2,9 @@
 //! calling the measuring, analysing and exporting modules, and decides what
 //! goes to the terminal and to files.
 
+pub mod compare;
 pub mod info;
+pub mod report;
 pub mod run;
 pub mod serve;
 pub mod sweep;

@@ -1,6 +1,20 @@
 //! Exporters: pure functions from results to bytes, one file per format.
 //! Nothing here measures, reads files or prints; commands decide where the
 //! bytes go.
+//!
+//! Formats: [`html`] (the report, with [`charts`]), [`csv`], [`dat`]
+//! (gnuplot), [`npout`] (NetPIPE 3.7 columns), [`markdown`] (summary
+//! table), [`table`] (terminal), and [`compare`] (the rendering of
+//! `wulf compare`); [`summary`] holds what several of them share.
 
+pub mod chart_frame;
+pub mod charts;
+pub mod compare;
 pub mod csv;
+pub mod dat;
+pub mod html;
+mod html_details;
+pub mod markdown;
+pub mod npout;
+pub mod summary;
 pub mod table;

@@ -1,0 +1,90 @@
+//! Arguments of the commands that read result files: `wulf report` and
+//! `wulf compare`.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// Output formats of `wulf report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained HTML page with charts.
+    Html,
+    /// Every point of every result, one row each.
+    Csv,
+    /// gnuplot data, one block per result (`index N`).
+    Dat,
+    /// NetPIPE 3.7 np.out columns: bytes, Mbps (2^20 bit/s), seconds.
+    Npout,
+    /// The summary table in Markdown.
+    Markdown,
+}
+
+/// `wulf report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Result files (JSON) written by `wulf run` or `wulf sweep --json`.
+    #[arg(required = true, value_name = "RESULT.json")]
+    pub results: Vec<PathBuf>,
+    /// Output file ('-' for standard output). Default: report.html for
+    /// HTML, standard output for the other formats.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Output format. Default: from the output file's extension (.html,
+    /// .csv, .dat, .out, .md), else html.
+    #[arg(long, value_enum)]
+    pub format: Option<ReportFormat>,
+}
+
+/// `wulf compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline result (A).
+    #[arg(value_name = "A.json")]
+    pub baseline: PathBuf,
+    /// Results compared against the baseline (B...).
+    #[arg(required = true, value_name = "B.json")]
+    pub candidates: Vec<PathBuf>,
+    /// Exit with code 4 when a result is significantly slower than the
+    /// baseline by more than this percentage (e.g. 10 or 10%).
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub fail_if_slower: Option<f64>,
+    /// Print Markdown tables (for tickets) instead of terminal tables.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Family-wise significance level of the per-size tests.
+    #[arg(long, default_value = "0.05", value_parser = parse_level)]
+    pub level: f64,
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    match t.parse::<f64>() {
+        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
+        _ => Err(format!("'{s}' is not a percentage (e.g. 10 or 10%)")),
+    }
+}
+
+fn parse_level(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!(
+            "'{s}': the level must be between 0 and 1 (e.g. 0.05)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_and_levels() {
+        assert_eq!(parse_percent("10"), Ok(10.0));
+        assert_eq!(parse_percent("12.5%"), Ok(12.5));
+        assert!(parse_percent("-1").is_err());
+        assert!(parse_percent("ten").is_err());
+        assert_eq!(parse_level("0.01"), Ok(0.01));
+        assert!(parse_level("1").is_err());
+    }
+}

@@ -1,0 +1,156 @@
+//! The communicator the NPB kernels run over.
+//!
+//! A kernel sees its peers only through [`Communicator`]: point-to-point
+//! messages of `f64` slices between ranks `0..size`, plus the few
+//! collectives the kernels need (sum and max reductions, an allgather of
+//! small arrays, a barrier). The trait is object safe so a kernel takes
+//! `&dyn Communicator` and runs unchanged over every backend:
+//!
+//! * [`SerialComm`]: one rank, no messages;
+//! * [`ThreadComm`]: N ranks as threads of one process, over channels, so
+//!   parallel runs can be tested without processes or a network;
+//! * later: wulf's own transports between processes (tcp, unix, shm) and
+//!   MPI through its adapter.
+//!
+//! # What a backend must provide
+//!
+//! Only [`Communicator::rank`], [`Communicator::size`],
+//! [`Communicator::send`] and [`Communicator::recv`] are required. The
+//! collectives have default implementations on top of them (gather to rank
+//! 0, combine in rank order, broadcast back), which every rank therefore
+//! sees bit for bit identical. A backend with native collectives (MPI)
+//! overrides them; it must still give every rank the same bits.
+//!
+//! Rules the kernels rely on:
+//!
+//! * messages between one pair of ranks arrive in the order they were sent
+//!   (MPI's non-overtaking rule; a TCP stream gives it for free);
+//! * [`Communicator::sendrecv`] must not deadlock when two ranks call it
+//!   towards each other at the same time. The default (send, then receive)
+//!   is correct only when `send` buffers the message and returns without
+//!   waiting for the receiver, as [`ThreadComm`] does; a backend whose
+//!   sends can block must override it (poll both directions, or MPI's
+//!   `MPI_Sendrecv`);
+//! * every receive returns a `Result`: a peer that died, went silent past
+//!   the backend's timeout or sent a message of the wrong length is an
+//!   error, never a hang or a panic.
+
+mod serial;
+mod thread;
+
+pub use serial::SerialComm;
+pub use thread::{ThreadComm, DEFAULT_RECV_TIMEOUT};
+
+use anyhow::{ensure, Result};
+
+/// Message passing between the ranks of one parallel run.
+///
+/// Ranks are numbered `0..size()`. Buffers are `f64` slices; a receive must
+/// be given a buffer exactly as long as the message sent.
+pub trait Communicator {
+    /// This process's rank, in `0..size()`.
+    fn rank(&self) -> usize;
+
+    /// Number of ranks in the run.
+    fn size(&self) -> usize;
+
+    /// A short name of the backend for reports (e.g. "serial", "threads").
+    fn backend_name(&self) -> &str;
+
+    /// Sends `data` to rank `to` (which may be this rank).
+    fn send(&self, to: usize, data: &[f64]) -> Result<()>;
+
+    /// Receives the next message from rank `from` into `buf`, whose length
+    /// must equal the message's.
+    fn recv(&self, from: usize, buf: &mut [f64]) -> Result<()>;
+
+    /// Sends `data` to `to` and receives the next message from `from` into
+    /// `buf`, without deadlocking against a peer doing the same towards us.
+    fn sendrecv(&self, to: usize, data: &[f64], from: usize, buf: &mut [f64]) -> Result<()> {
+        self.send(to, data)?;
+        self.recv(from, buf)
+    }
+
+    /// Element-wise sum of `values` over all ranks, left in `values` on
+    /// every rank.
+    fn allreduce_sum_f64(&self, values: &mut [f64]) -> Result<()> {
+        reduce_via_root(self, values, |acc, x| acc + x)
+    }
+
+    /// Element-wise maximum of `values` over all ranks, left in `values` on
+    /// every rank.
+    fn allreduce_max_f64(&self, values: &mut [f64]) -> Result<()> {
+        reduce_via_root(self, values, f64::max)
+    }
+
+    /// Concatenates every rank's `mine` (all of one length) in rank order
+    /// into `all`, whose length must be `size() * mine.len()`, on every rank.
+    fn allgather_f64(&self, mine: &[f64], all: &mut [f64]) -> Result<()> {
+        allgather_via_root(self, mine, all)
+    }
+
+    /// Returns once every rank has entered the barrier.
+    fn barrier(&self) -> Result<()> {
+        let mut token = [0.0];
+        self.allreduce_sum_f64(&mut token)
+    }
+}
+
+/// Default reduction: rank 0 combines the contributions in rank order, so
+/// the result does not depend on message timing, then broadcasts it.
+fn reduce_via_root<C, F>(comm: &C, values: &mut [f64], combine: F) -> Result<()>
+where
+    C: Communicator + ?Sized,
+    F: Fn(f64, f64) -> f64,
+{
+    let size = comm.size();
+    if size == 1 {
+        return Ok(());
+    }
+    if comm.rank() == 0 {
+        let mut incoming = vec![0.0; values.len()];
+        for peer in 1..size {
+            comm.recv(peer, &mut incoming)?;
+            for (acc, x) in values.iter_mut().zip(&incoming) {
+                *acc = combine(*acc, *x);
+            }
+        }
+        for peer in 1..size {
+            comm.send(peer, values)?;
+        }
+        Ok(())
+    } else {
+        comm.send(0, values)?;
+        comm.recv(0, values)
+    }
+}
+
+/// Default allgather: rank 0 assembles the blocks in rank order and
+/// broadcasts the whole array.
+fn allgather_via_root<C>(comm: &C, mine: &[f64], all: &mut [f64]) -> Result<()>
+where
+    C: Communicator + ?Sized,
+{
+    let size = comm.size();
+    let block = mine.len();
+    ensure!(
+        all.len() == size * block,
+        "allgather: output holds {} values, expected {} ranks x {block}",
+        all.len(),
+        size
+    );
+    let rank = comm.rank();
+    if rank == 0 {
+        all[..block].copy_from_slice(mine);
+        for peer in 1..size {
+            comm.recv(peer, &mut all[peer * block..(peer + 1) * block])?;
+        }
+        for peer in 1..size {
+            comm.send(peer, all)?;
+        }
+        Ok(())
+    } else {
+        comm.send(0, mine)?;
+        comm.recv(0, all)
+    }
+}

@@ -1,0 +1,230 @@
+//! The frame every report chart is drawn in: axes with given ticks, log
+//! scales by transformation, the mesh, the legend, the SVG backend.
+//!
+//! Every chart has a log-scale x axis and some a log-scale y axis. Rather
+//! than juggle plotters' distinct coordinate types for each combination,
+//! values are transformed here (log10 where an axis is logarithmic) and
+//! plotted on plain linear axes whose tick labels are turned back into
+//! data units; so one drawing routine serves every chart.
+//!
+//! Text is emitted as SVG `<text>` elements and laid out by the browser;
+//! plotters only estimates text widths (its "naive" font path, no font
+//! files), which is enough for placing axis labels.
+
+use std::ops::Range;
+
+use anyhow::Result;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::prelude::*;
+
+use super::charts::CHART_PX;
+
+/// One axis: description (with unit), scale, range and ticks in data units.
+pub(super) struct Axis {
+    pub(super) desc: String,
+    pub(super) log: bool,
+    pub(super) lo: f64,
+    pub(super) hi: f64,
+    pub(super) ticks: Vec<f64>,
+    pub(super) fmt: fn(f64) -> String,
+}
+
+impl Axis {
+    pub(super) fn t(&self, v: f64) -> f64 {
+        if self.log {
+            v.log10()
+        } else {
+            v
+        }
+    }
+    pub(super) fn inv(&self, v: f64) -> f64 {
+        if self.log {
+            10f64.powf(v)
+        } else {
+            v
+        }
+    }
+    fn spec(&self) -> Ticked {
+        Ticked {
+            lo: self.t(self.lo),
+            hi: self.t(self.hi),
+            keys: self.ticks.iter().map(|&v| self.t(v)).collect(),
+        }
+    }
+
+    /// A logarithmic axis over `lo..=hi` with ticks at powers of `base`
+    /// thinned to at most 8.
+    pub(super) fn log(desc: &str, lo: f64, hi: f64, base: f64, fmt: fn(f64) -> String) -> Axis {
+        let (lo, hi) = (lo / 1.4, hi * 1.4);
+        let mut ticks: Vec<f64> = Vec::new();
+        let mut step = base;
+        loop {
+            ticks.clear();
+            let mut v = step.powf((lo.ln() / step.ln()).ceil());
+            while v <= hi {
+                ticks.push(v);
+                v *= step;
+            }
+            if ticks.len() <= 8 {
+                break;
+            }
+            step *= base;
+        }
+        Axis {
+            desc: desc.into(),
+            log: true,
+            lo,
+            hi,
+            ticks,
+            fmt,
+        }
+    }
+
+    /// A linear axis from `lo` to a little above `hi` with about 6 round ticks.
+    pub(super) fn linear(desc: &str, lo: f64, hi: f64, fmt: fn(f64) -> String) -> Axis {
+        let hi = if hi > lo { hi * 1.08 } else { lo + 1.0 };
+        let raw = (hi - lo) / 6.0;
+        let mag = 10f64.powf(raw.log10().floor());
+        let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+            .iter()
+            .map(|m| m * mag)
+            .find(|s| *s >= raw)
+            .unwrap_or(10.0 * mag);
+        let ticks = (0..)
+            .map(|k| (lo / step).ceil() * step + k as f64 * step)
+            .take_while(|v| *v <= hi)
+            .collect();
+        Axis {
+            desc: desc.into(),
+            log: false,
+            lo,
+            hi,
+            ticks,
+            fmt,
+        }
+    }
+}
+
+/// A linear plotters axis (in transformed units) whose ticks are given
+/// rather than computed: plotters' own f64 axes pick decimal ticks, which
+/// suit neither sizes (powers of two) nor log-transformed values.
+#[derive(Clone)]
+pub(super) struct Ticked {
+    lo: f64,
+    hi: f64,
+    keys: Vec<f64>,
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let f = (v - self.lo) / (self.hi - self.lo);
+        limit.0 + (f * (limit.1 - limit.0) as f64).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
+        self.keys.clone()
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+pub(super) type Ctx<'a> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<Ticked, Ticked>>;
+
+/// Draw a frame with the axes and let `body` draw into it; returns the SVG.
+pub(super) fn frame(
+    x: &Axis,
+    y: &Axis,
+    legend: SeriesLabelPosition,
+    body: impl FnOnce(&mut Ctx<'_>) -> Result<()>,
+) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART_PX).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(14)
+            .x_label_area_size(46)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x.spec(), y.spec())?;
+        let (xf, yf) = (|v: &f64| (x.fmt)(x.inv(*v)), |v: &f64| (y.fmt)(y.inv(*v)));
+        chart
+            .configure_mesh()
+            .x_desc(x.desc.as_str())
+            .y_desc(y.desc.as_str())
+            .x_label_formatter(&xf)
+            .y_label_formatter(&yf)
+            .axis_desc_style(("sans-serif", 15))
+            .label_style(("sans-serif", 12))
+            .bold_line_style(BLACK.mix(0.10))
+            .light_line_style(TRANSPARENT)
+            .draw()?;
+        body(&mut chart)?;
+        chart
+            .configure_series_labels()
+            .position(legend)
+            .label_font(("sans-serif", 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// Tick label of a size: `1`, `16`, `256`, `4Ki`, `64Ki`, `1Mi`.
+pub(super) fn size_tick(v: f64) -> String {
+    let b = v.round() as u64;
+    for (unit, size) in [("Gi", 1u64 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)] {
+        if b >= size && b.is_multiple_of(size) {
+            return format!("{}{unit}", b / size);
+        }
+    }
+    format!("{b}")
+}
+
+/// Tick label of a plain number, with no more digits than it needs.
+pub(super) fn num(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        let s = format!("{v:.1}");
+        s.trim_end_matches(".0").to_string()
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_labels() {
+        assert_eq!(size_tick(4096.0), "4Ki");
+        assert_eq!(size_tick(1.0), "1");
+        assert_eq!(size_tick(1048576.0), "1Mi");
+        assert_eq!(num(10.0), "10");
+        assert_eq!(num(2.5), "2.5");
+        assert_eq!(num(0.01), "0.01");
+        assert_eq!(num(1000.0), "1000");
+    }
+
+    #[test]
+    fn axes_have_few_ticks_inside_their_range() {
+        let a = Axis::log("x", 1.0, 8.0 * 1048576.0, 4.0, size_tick);
+        assert!(a.ticks.len() <= 8 && a.ticks.len() >= 4, "{:?}", a.ticks);
+        assert!(a.ticks.iter().all(|t| *t >= a.lo && *t <= a.hi));
+        let l = Axis::linear("y", 0.0, 59.0, num);
+        assert_eq!(l.ticks.first(), Some(&0.0));
+        assert!(l.ticks.len() >= 4 && l.ticks.len() <= 8, "{:?}", l.ticks);
+    }
+}

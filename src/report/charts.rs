@@ -1,0 +1,441 @@
+//! The report's charts as SVG text, drawn with plotters' SVG backend.
+//!
+//! Six charts, the studies' graphs: throughput vs size, the network
+//! signature, saturation, small-message latency, CPU cost per byte and
+//! efficiency against the physical limit. Axes and frame: [`super::chart_frame`].
+
+use anyhow::Result;
+use plotters::prelude::*;
+
+use super::chart_frame::{frame, num, size_tick, Axis, Ctx};
+
+use crate::analysis::Analysis;
+use crate::result::{Mode, SweepResult};
+
+/// Size of one chart in pixels (two fit side by side on a 1280 px screen).
+pub const CHART_PX: (u32, u32) = (620, 420);
+
+/// Largest size in the small-message latency chart.
+pub const SMALL_MESSAGE_MAX_BYTES: u64 = 4096;
+
+/// Series colours (Tableau 10): distinguishable, also when printed.
+pub const PALETTE: [(u8, u8, u8); 8] = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (23, 190, 207),
+];
+
+/// The colour of the i-th result as `#RRGGBB` (upper case, as plotters
+/// writes it into the SVG, so a script can find a series by its colour).
+pub fn color_hex(i: usize) -> String {
+    let (r, g, b) = PALETTE[i % PALETTE.len()];
+    format!("#{r:02X}{g:02X}{b:02X}")
+}
+
+/// One result as drawn: label, colour index, data and analysis, and the
+/// numbers its first drop-out and switch-over markers carry (D1, S1...,
+/// numbered across all results so the list under the charts can name them).
+pub struct Series<'a> {
+    /// Legend text.
+    pub label: &'a str,
+    /// Index into [`PALETTE`].
+    pub color: usize,
+    /// The measurements.
+    pub result: &'a SweepResult,
+    /// Their analysis.
+    pub analysis: &'a Analysis,
+    /// Number of this result's first drop-out marker.
+    pub first_dropout_no: usize,
+    /// Number of this result's first switch-over marker.
+    pub first_switchover_no: usize,
+    /// The physical limit to draw efficiency against, bit/s.
+    pub limit_bits_per_s: Option<f64>,
+}
+
+impl Series<'_> {
+    fn rgb(&self) -> RGBColor {
+        let (r, g, b) = PALETTE[self.color % PALETTE.len()];
+        RGBColor(r, g, b)
+    }
+
+    /// (size, median time ns, throughput bit/s, noisy) of the plottable points.
+    fn points(&self) -> impl Iterator<Item = (f64, f64, f64, bool)> + '_ {
+        let dirs = self.result.mode.bytes_per_op(1) as f64;
+        self.result
+            .points
+            .iter()
+            .filter(|p| p.bytes > 0 && p.median_ns.is_finite() && p.median_ns > 0.0)
+            .map(move |p| {
+                let t = p.median_ns;
+                (p.bytes as f64, t, dirs * 8e9 * p.bytes as f64 / t, p.noisy)
+            })
+    }
+}
+
+/// A line through `pts` (already transformed), filled dots where `solid`,
+/// hollow ones elsewhere (noisy points), with a legend entry.
+fn line_with_dots(
+    c: &mut Ctx<'_>,
+    pts: &[(f64, f64, bool)],
+    color: RGBColor,
+    label: &str,
+) -> Result<()> {
+    // Thin, slightly transparent lines: noisy neighbours (the +-3 byte
+    // perturbations) zigzag, and the dots carry the data.
+    c.draw_series(LineSeries::new(
+        pts.iter().map(|&(x, y, _)| (x, y)),
+        color.mix(0.75).stroke_width(1),
+    ))?
+    .label(label)
+    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(3)));
+    c.draw_series(pts.iter().map(|&(x, y, noisy)| {
+        let style = if noisy {
+            WHITE.filled()
+        } else {
+            color.filled()
+        };
+        Circle::new((x, y), 3, style)
+    }))?;
+    c.draw_series(
+        pts.iter()
+            .filter(|p| p.2)
+            .map(|&(x, y, _)| Circle::new((x, y), 3, color.stroke_width(1))),
+    )?;
+    Ok(())
+}
+
+/// Rings around the points of each drop-out, labelled D1, D2...; `at`
+/// places a point (size, median ns, bit/s) on the chart, `None` when the
+/// chart does not show it.
+fn mark_dropouts(
+    c: &mut Ctx<'_>,
+    s: &Series,
+    at: impl Fn(f64, f64, f64) -> Option<(f64, f64)>,
+) -> Result<()> {
+    let color = s.rgb();
+    let pts: Vec<(f64, f64, f64, bool)> = s.points().collect();
+    for (k, d) in s.analysis.dropouts.iter().enumerate() {
+        let run: Vec<(f64, f64)> = pts
+            .iter()
+            .filter(|p| p.0 >= d.from_bytes as f64 && p.0 <= d.to_bytes as f64)
+            .filter_map(|p| at(p.0, p.1, p.2))
+            .collect();
+        c.draw_series(
+            run.iter()
+                .map(|&p| Circle::new(p, 6, BLACK.mix(0.6).stroke_width(1))),
+        )?;
+        // The label goes above the run's highest point, clear of the axis.
+        let top = run
+            .iter()
+            .copied()
+            .reduce(|a, b| if b.1 > a.1 { b } else { a });
+        if let Some((px, py)) = top {
+            let name = format!("D{}", s.first_dropout_no + k);
+            c.draw_series(std::iter::once(
+                EmptyElement::at((px, py))
+                    + Text::new(
+                        name,
+                        (-8, -22),
+                        ("sans-serif", 12).into_font().color(&color),
+                    ),
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// The unit a throughput axis is drawn in (its description says which).
+fn y_unit(y: &Axis) -> f64 {
+    if y.desc.contains("Gbit/s") {
+        1e9
+    } else {
+        1e6
+    }
+}
+
+fn throughput_axis(series: &[Series]) -> Axis {
+    let max = series
+        .iter()
+        .flat_map(|s| s.points().map(|p| p.2))
+        .fold(0.0, f64::max);
+    if max >= 2e9 {
+        Axis::linear("throughput [Gbit/s]", 0.0, max / 1e9, num)
+    } else {
+        Axis::linear("throughput [Mbit/s]", 0.0, max / 1e6, num)
+    }
+}
+
+fn size_axis(series: &[Series], max_bytes: u64) -> Axis {
+    let (lo, hi) = series
+        .iter()
+        .flat_map(|s| s.points().map(|p| p.0))
+        .filter(|b| *b <= max_bytes as f64)
+        .fold((f64::MAX, 0.0f64), |(lo, hi), b| (lo.min(b), hi.max(b)));
+    let (lo, hi) = if hi > 0.0 { (lo, hi) } else { (1.0, 1.0) };
+    Axis::log("message size [bytes, log scale]", lo, hi, 4.0, size_tick)
+}
+
+/// What the times are: one-way (ping-pong, stream), the exchange of both
+/// directions (bidir), or either when results of both kinds are overlaid.
+fn time_word(series: &[Series]) -> &'static str {
+    let bidir = series
+        .iter()
+        .filter(|s| s.result.mode == Mode::Bidir)
+        .count();
+    match bidir {
+        0 => "one-way time",
+        n if n == series.len() => "exchange time",
+        _ => "time per message (bidir: exchange)",
+    }
+}
+
+fn time_axis(series: &[Series], desc: &str) -> Axis {
+    let (lo, hi) = series
+        .iter()
+        .flat_map(|s| s.points().map(|p| p.1 / 1e3))
+        .fold((f64::MAX, 0.0f64), |(lo, hi), t| (lo.min(t), hi.max(t)));
+    let (lo, hi) = if hi > 0.0 { (lo, hi) } else { (1.0, 1.0) };
+    Axis::log(desc, lo, hi, 10.0, num)
+}
+
+/// Throughput against message size (log x), with switch-overs as dashed
+/// lines (S1...) and drop-outs ringed (D1...).
+pub fn throughput_vs_size(series: &[Series]) -> Result<String> {
+    let x = size_axis(series, u64::MAX);
+    let y = throughput_axis(series);
+    // Middle left: the top carries the switch-over labels, the bottom the
+    // small sizes' near-zero throughput.
+    frame(&x, &y, SeriesLabelPosition::MiddleLeft, |c| {
+        for s in series {
+            let color = s.rgb();
+            let pts: Vec<_> = s
+                .points()
+                .map(|p| (x.t(p.0), y.t(p.2 / y_unit(&y)), p.3))
+                .collect();
+            line_with_dots(c, &pts, color, s.label)?;
+            for (k, &at) in s.analysis.switchovers.iter().enumerate() {
+                let px = x.t(at as f64);
+                c.draw_series(DashedLineSeries::new(
+                    [(px, y.lo), (px, y.hi)],
+                    6,
+                    5,
+                    color.mix(0.6).stroke_width(1),
+                ))?;
+                // Each result's labels on their own line, so that results
+                // switching at the same size stay readable.
+                let line = 2 + 14 * (s.color % 6) as i32;
+                c.draw_series(std::iter::once(
+                    EmptyElement::at((px, y.t(y.hi)))
+                        + Text::new(
+                            format!("S{}", s.first_switchover_no + k),
+                            (3, line),
+                            ("sans-serif", 12).into_font().color(&color),
+                        ),
+                ))?;
+            }
+            let unit = y_unit(&y);
+            mark_dropouts(c, s, |b, _, bps| Some((x.t(b), y.t(bps / unit))))?;
+        }
+        Ok(())
+    })
+}
+
+/// The network signature graph: throughput against transfer time (log time).
+pub fn signature(series: &[Series]) -> Result<String> {
+    let x = time_axis(series, &format!("{} [µs, log scale]", time_word(series)));
+    let y = throughput_axis(series);
+    frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
+        for s in series {
+            let pts: Vec<_> = s
+                .points()
+                .map(|p| (x.t(p.1 / 1e3), y.t(p.2 / y_unit(&y)), p.3))
+                .collect();
+            line_with_dots(c, &pts, s.rgb(), s.label)?;
+            let unit = y_unit(&y);
+            mark_dropouts(c, s, |_, t, bps| Some((x.t(t / 1e3), y.t(bps / unit))))?;
+        }
+        Ok(())
+    })
+}
+
+/// The saturation graph: message size against transfer time, both log, the
+/// saturation point ringed and labelled.
+pub fn saturation(series: &[Series]) -> Result<String> {
+    let x = time_axis(series, &format!("{} [µs, log scale]", time_word(series)));
+    let y = size_axis(series, u64::MAX);
+    frame(&x, &y, SeriesLabelPosition::LowerRight, |c| {
+        for s in series {
+            let color = s.rgb();
+            let pts: Vec<_> = s
+                .points()
+                .map(|p| (x.t(p.1 / 1e3), y.t(p.0), p.3))
+                .collect();
+            line_with_dots(c, &pts, color, s.label)?;
+            let Some(at) = s.analysis.saturation_bytes else {
+                continue;
+            };
+            if let Some(p) = s.points().find(|p| p.0 == at as f64) {
+                let pos = (x.t(p.1 / 1e3), y.t(p.0));
+                c.draw_series(std::iter::once(Circle::new(pos, 10, color.stroke_width(3))))?;
+                c.draw_series(std::iter::once(
+                    EmptyElement::at(pos)
+                        + Text::new(
+                            format!("saturation {}", crate::units::format_bytes(at)),
+                            (-150, -8),
+                            ("sans-serif", 13).into_font().color(&color),
+                        ),
+                ))?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// One-way time of small messages (up to [`SMALL_MESSAGE_MAX_BYTES`]) with
+/// the 95% confidence interval of each median as an error bar.
+pub fn small_message_latency(series: &[Series]) -> Result<String> {
+    let x = size_axis(series, SMALL_MESSAGE_MAX_BYTES);
+    let small = |s: &Series| {
+        s.result
+            .points
+            .iter()
+            .filter(|p| p.bytes > 0 && p.bytes <= SMALL_MESSAGE_MAX_BYTES && p.median_ns > 0.0)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let max_us = series
+        .iter()
+        .flat_map(|s| {
+            small(s)
+                .into_iter()
+                .map(|p| p.ci_high_ns.max(p.median_ns) / 1e3)
+        })
+        .fold(0.0, f64::max);
+    let y = Axis::linear(&format!("{} [µs]", time_word(series)), 0.0, max_us, num);
+    // Lower right: the axis starts at zero, so below the latency is empty.
+    frame(&x, &y, SeriesLabelPosition::LowerRight, |c| {
+        for s in series {
+            let color = s.rgb();
+            let pts = small(s);
+            let line: Vec<_> = pts
+                .iter()
+                .map(|p| (x.t(p.bytes as f64), p.median_ns / 1e3, p.noisy))
+                .collect();
+            line_with_dots(c, &line, color, s.label)?;
+            c.draw_series(pts.iter().map(|p| {
+                let px = x.t(p.bytes as f64);
+                let (lo, hi) = (p.ci_low_ns / 1e3, p.ci_high_ns / 1e3);
+                PathElement::new(vec![(px, lo), (px, hi)], color.mix(0.7).stroke_width(1))
+            }))?;
+            c.draw_series(pts.iter().flat_map(|p| {
+                let px = x.t(p.bytes as f64);
+                [p.ci_low_ns, p.ci_high_ns].map(|v| {
+                    EmptyElement::at((px, v / 1e3))
+                        + PathElement::new(vec![(-3, 0), (3, 0)], color.mix(0.7).stroke_width(1))
+                })
+            }))?;
+            // Drop-outs among small messages show here far better than on
+            // the throughput chart, where small sizes sit near zero.
+            mark_dropouts(c, s, |b, t, _| {
+                (b <= SMALL_MESSAGE_MAX_BYTES as f64).then(|| (x.t(b), t / 1e3))
+            })?;
+        }
+        Ok(())
+    })
+}
+
+/// Reads one end's CPU cost per byte from a point.
+type CpuOf = fn(&crate::result::Point) -> f64;
+
+/// CPU time per byte moved against size, both ends: the measuring end (A)
+/// solid, the peer (B) dashed; log-log.
+pub fn cpu_cost(series: &[Series]) -> Result<String> {
+    let x = size_axis(series, u64::MAX);
+    let vals = || {
+        series.iter().flat_map(|s| {
+            s.result
+                .points
+                .iter()
+                .flat_map(|p| [p.cpu_client.ns_per_byte, p.cpu_server.ns_per_byte])
+        })
+    };
+    let lo = vals().filter(|v| *v > 0.0).fold(f64::MAX, f64::min);
+    let hi = vals().filter(|v| v.is_finite()).fold(0.0, f64::max);
+    let (lo, hi) = if hi > 0.0 { (lo, hi) } else { (1.0, 1.0) };
+    let y = Axis::log("CPU time per byte [ns/B, log scale]", lo, hi, 10.0, num);
+    frame(&x, &y, SeriesLabelPosition::UpperRight, |c| {
+        for s in series {
+            let color = s.rgb();
+            let ends: [(&str, CpuOf); 2] = [
+                ("A, measuring end", |p| p.cpu_client.ns_per_byte),
+                ("B, peer", |p| p.cpu_server.ns_per_byte),
+            ];
+            for (k, (end, get)) in ends.into_iter().enumerate() {
+                let pts: Vec<(f64, f64)> = s
+                    .result
+                    .points
+                    .iter()
+                    .filter(|p| p.bytes > 0 && get(p) > 0.0 && get(p).is_finite())
+                    .map(|p| (x.t(p.bytes as f64), y.t(get(p))))
+                    .collect();
+                let style = color.stroke_width(2);
+                let label = format!("{}: {end}", s.label);
+                // Two short strokes draw the dashed legend entry.
+                let legend = move |(lx, ly): (i32, i32)| {
+                    let gap = if k == 0 { 0 } else { 5 };
+                    EmptyElement::at((lx, ly))
+                        + PathElement::new(vec![(0, 0), (11 - gap, 0)], style)
+                        + PathElement::new(vec![(11 + gap, 0), (22, 0)], style)
+                };
+                if k == 0 {
+                    c.draw_series(LineSeries::new(pts, style))?
+                        .label(label)
+                        .legend(legend);
+                } else {
+                    c.draw_series(DashedLineSeries::new(pts, 6, 4, style))?
+                        .label(label)
+                        .legend(legend);
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Throughput as a percentage of each result's physical limit; `None` when
+/// no result carries one.
+pub fn efficiency(series: &[Series]) -> Result<Option<String>> {
+    let with_limit: Vec<&Series> = series
+        .iter()
+        .filter(|s| s.limit_bits_per_s.is_some())
+        .collect();
+    if with_limit.is_empty() {
+        return Ok(None);
+    }
+    let pct = |s: &Series, bps: f64| 100.0 * bps / s.limit_bits_per_s.unwrap_or(f64::NAN);
+    let max = with_limit
+        .iter()
+        .flat_map(|s| s.points().map(|p| pct(s, p.2)))
+        .fold(100.0, f64::max);
+    let x = size_axis(series, u64::MAX);
+    let y = Axis::linear("throughput / physical limit [%]", 0.0, max, num);
+    let svg = frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
+        c.draw_series(DashedLineSeries::new(
+            [(x.t(x.lo), 100.0), (x.t(x.hi), 100.0)],
+            8,
+            5,
+            BLACK.mix(0.6).stroke_width(1),
+        ))?;
+        for s in &with_limit {
+            let pts: Vec<_> = s.points().map(|p| (x.t(p.0), pct(s, p.2), p.3)).collect();
+            line_with_dots(c, &pts, s.rgb(), s.label)?;
+        }
+        Ok(())
+    })?;
+    Ok(Some(svg))
+}

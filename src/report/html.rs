@@ -1,0 +1,463 @@
+//! The HTML report: one self-contained file (inline CSS, inline SVG charts,
+//! a few lines of inline script) that opens offline in any browser.
+//!
+//! Layout, top to bottom: the summary table of the studies (configuration,
+//! latency, peak, size at peak, n_1/2, saturation point, CPU cost, noisy
+//! points); the charts (throughput vs size, signature, saturation,
+//! small-message latency, CPU cost per byte, efficiency against the
+//! physical limit when one is known), with the results overlaid; the
+//! switch-overs and drop-outs marked on them with their likely causes and
+//! the Hockney segments; and each result's machine, placement, options and
+//! command line. The output depends only on the results (no clock, no
+//! environment), so it can be snapshot-tested.
+
+use std::fmt::Write;
+
+use anyhow::Result;
+
+use super::charts::{self, color_hex, Series};
+use super::html_details::{anomalies, esc, machines};
+use super::summary::{labels, num_or_dash, physical_limit, size_or_dash, summary_row, SummaryRow};
+use crate::analysis::Analysis;
+use crate::result::SweepResult;
+use crate::units::{format_bits_per_s, format_bytes, format_ns};
+
+/// The report for `results` as one HTML document.
+pub fn to_html(results: &[SweepResult]) -> Result<String> {
+    let names = labels(results);
+    let analyses: Vec<Analysis> = results.iter().map(Analysis::of).collect();
+    let rows: Vec<SummaryRow> = results
+        .iter()
+        .zip(&analyses)
+        .zip(&names)
+        .map(|((r, a), l)| summary_row(l, r, a))
+        .collect();
+    let mut series = Vec::new();
+    let (mut d_no, mut s_no) = (1, 1);
+    for (i, r) in results.iter().enumerate() {
+        series.push(Series {
+            label: &names[i],
+            color: i,
+            result: r,
+            analysis: &analyses[i],
+            first_dropout_no: d_no,
+            first_switchover_no: s_no,
+            limit_bits_per_s: physical_limit(r).map(|l| l.bits_per_s),
+        });
+        d_no += analyses[i].dropouts.len();
+        s_no += analyses[i].switchovers.len();
+    }
+
+    let mut h = String::with_capacity(1 << 20);
+    h.push_str(HEAD);
+    let _ = write!(
+        h,
+        "<title>{}</title>\n</head>\n<body>\n",
+        esc(&title(&names))
+    );
+    h.push_str(ERROR_TRAP);
+    header(&mut h, results);
+    highlights(&mut h, &rows, &analyses);
+    summary_table(&mut h, &rows);
+    warnings(&mut h, results, &names);
+    charts_section(&mut h, &series)?;
+    anomalies(&mut h, &series);
+    machines(&mut h, results, &names);
+    h.push_str(FOOT);
+    Ok(h)
+}
+
+fn title(names: &[String]) -> String {
+    match names {
+        [] => "wulf report".into(),
+        [one] => format!("wulf report: {one}"),
+        _ => format!("wulf report: {} results", names.len()),
+    }
+}
+
+fn header(h: &mut String, results: &[SweepResult]) {
+    let mut hosts: Vec<&str> = results.iter().map(|r| r.host.hostname.as_str()).collect();
+    hosts.dedup();
+    let mut started: Vec<&str> = results.iter().map(|r| r.started_at.as_str()).collect();
+    started.sort();
+    let when = match (started.first(), started.last()) {
+        (Some(a), Some(b)) if a != b => format!("{a} to {b}"),
+        (Some(a), _) => a.to_string(),
+        _ => "-".into(),
+    };
+    let _ = write!(
+        h,
+        "<header><h1>wulf report</h1>\n<p class=sub>{} result{} measured on {} ({}) &middot; drawn by wulf {}</p></header>\n",
+        results.len(),
+        if results.len() == 1 { "" } else { "s" },
+        esc(&hosts.join(", ")),
+        esc(&when),
+        env!("CARGO_PKG_VERSION")
+    );
+}
+
+/// Two or three sentences a reader gets before any table: the best
+/// latency and peak, and how many anomalies were found.
+fn highlights(h: &mut String, rows: &[SummaryRow], analyses: &[Analysis]) {
+    let mut items: Vec<String> = Vec::new();
+    let by = |f: fn(&SummaryRow) -> Option<f64>| {
+        let mut v: Vec<(&SummaryRow, f64)> = rows.iter().filter_map(|r| Some((r, f(r)?))).collect();
+        v.sort_by(|a, b| a.1.total_cmp(&b.1));
+        v
+    };
+    let lat = by(|r| r.latency_ns);
+    match (lat.first(), lat.last()) {
+        (Some(lo), Some(hi)) if lat.len() > 1 => items.push(format!(
+            "Lowest latency: <b>{}</b>, {} (highest: {}, {}).",
+            esc(&lo.0.label),
+            format_ns(lo.1),
+            esc(&hi.0.label),
+            format_ns(hi.1)
+        )),
+        (Some(one), _) => items.push(format!("Latency: <b>{}</b>.", format_ns(one.1))),
+        _ => {}
+    }
+    let peak = by(|r| r.peak_bits_per_s);
+    // Of equal peaks, name the first result given.
+    let best = peak.iter().min_by(|a, b| b.1.total_cmp(&a.1));
+    if let Some((r, p)) = best {
+        let share = r
+            .limit
+            .as_ref()
+            .and_then(|l| l.peak_fraction)
+            .map(|f| format!(", {:.1}% of the physical limit", 100.0 * f))
+            .unwrap_or_default();
+        let half = r
+            .n_half_bytes
+            .map(|n| format!("; half of it from {} on", format_bytes(n)))
+            .unwrap_or_default();
+        let who = if peak.len() > 1 {
+            format!("Highest peak: <b>{}</b>, ", esc(&r.label))
+        } else {
+            "Peak: ".into()
+        };
+        items.push(format!(
+            "{who}<b>{}</b> at {}{share}{half}.",
+            format_bits_per_s(*p),
+            size_or_dash(r.peak_bytes)
+        ));
+    }
+    let dropouts: usize = analyses.iter().map(|a| a.dropouts.len()).sum();
+    let switchovers: usize = analyses.iter().map(|a| a.switchovers.len()).sum();
+    let named = analyses
+        .iter()
+        .flat_map(|a| {
+            a.dropouts
+                .iter()
+                .map(|d| &d.likely_cause)
+                .chain(a.segments.iter().map(|s| &s.likely_cause))
+        })
+        .filter(|c| c.is_some())
+        .count();
+    if dropouts + switchovers > 0 {
+        items.push(format!(
+            "Found {dropouts} drop-out{} and {switchovers} switch-over{}, {named} with a likely cause: \
+             marked D and S on the charts, <a href=\"#anomalies\">listed below</a>.",
+            if dropouts == 1 { "" } else { "s" },
+            if switchovers == 1 { "" } else { "s" },
+        ));
+    }
+    if !items.is_empty() {
+        let _ = write!(
+            h,
+            "<ul class=highlights>\n<li>{}</li>\n</ul>\n",
+            items.join("</li>\n<li>")
+        );
+    }
+}
+
+fn summary_table(h: &mut String, rows: &[SummaryRow]) {
+    let with_limit = rows.iter().any(|r| r.limit.is_some());
+    h.push_str("<section id=summary><h2>Summary</h2>\n<table class=summary>\n<thead><tr>");
+    let mut cols = vec![
+        ("configuration", ""),
+        ("latency (µs)", "median one-way time of the smallest message"),
+        ("peak (Mbit/s)", "highest median throughput, 1 Mbit/s = 10^6 bit/s"),
+        ("size at peak", "message size where the peak occurs"),
+        ("n<sub>1/2</sub>", "smallest size that reaches half the peak throughput"),
+        ("saturation point", "smallest size from which time grows linearly with size (latency share of at most 1/5 on its Hockney segment)"),
+        ("CPU ns/B", "CPU time of both ends per byte moved, at the peak size"),
+        ("noisy points", "points whose 95% interval did not get within the precision target in budget"),
+    ];
+    if with_limit {
+        cols.push((
+            "peak / limit",
+            "measured peak as a share of the physical limit",
+        ));
+    }
+    for (name, tip) in &cols {
+        if tip.is_empty() {
+            let _ = write!(h, "<th>{name}</th>");
+        } else {
+            let _ = write!(h, "<th title=\"{}\">{name}</th>", esc(tip));
+        }
+    }
+    h.push_str("</tr></thead>\n<tbody>\n");
+    for (i, r) in rows.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<tr><td><span class=swatch style=\"background:{}\"></span>{}{}</td>",
+            color_hex(i),
+            esc(&r.label),
+            if r.complete {
+                ""
+            } else {
+                " <span class=bad>incomplete</span>"
+            }
+        );
+        let cells = [
+            num_or_dash(r.latency_ns.map(|n| n / 1e3), 2),
+            num_or_dash(r.peak_bits_per_s.map(|b| b / 1e6), 1),
+            size_or_dash(r.peak_bytes),
+            size_or_dash(r.n_half_bytes),
+            r.saturation_bytes
+                .map(format_bytes)
+                .unwrap_or_else(|| "not reached".into()),
+            num_or_dash(r.cpu_ns_per_byte, 3),
+            format!("{} of {}", r.noisy_points, r.points),
+        ];
+        for c in cells {
+            let _ = write!(h, "<td class=num>{}</td>", esc(&c));
+        }
+        if with_limit {
+            let v = r
+                .limit
+                .as_ref()
+                .and_then(|l| l.peak_fraction)
+                .map(|f| format!("{:.1}%", 100.0 * f))
+                .unwrap_or_else(|| "-".into());
+            let _ = write!(h, "<td class=num>{v}</td>");
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</tbody></table>\n");
+    h.push_str(
+        "<p class=note>Figures from the medians of the kept trials; rates in SI units (1 Mbit/s = 10<sup>6</sup> bit/s). \
+         \"not reached\": the largest sizes measured are still latency-bound. \
+         Rules: see the README section \"Analysis rules\".</p>\n</section>\n",
+    );
+}
+
+fn warnings(h: &mut String, results: &[SweepResult], names: &[String]) {
+    let mut items = String::new();
+    for (r, name) in results.iter().zip(names) {
+        if !r.complete {
+            let _ = writeln!(
+                items,
+                "<li><b>{}</b>: incomplete run{} &mdash; the points present are valid, larger sizes are missing</li>",
+                esc(name),
+                r.incomplete_reason
+                    .as_deref()
+                    .map(|w| format!(" ({})", esc(w)))
+                    .unwrap_or_default()
+            );
+        }
+        for w in &r.warnings {
+            let _ = writeln!(items, "<li><b>{}</b>: {}</li>", esc(name), esc(w));
+        }
+    }
+    if !items.is_empty() {
+        let _ = write!(
+            h,
+            "<section id=warnings><h2>Warnings</h2><ul class=warn>\n{items}</ul></section>\n"
+        );
+    }
+}
+
+fn charts_section(h: &mut String, series: &[Series]) -> Result<()> {
+    h.push_str("<section id=charts><h2>Charts</h2>\n");
+    if series.len() > 1 {
+        h.push_str("<p class=toggles>Show: ");
+        for s in series {
+            let c = color_hex(s.color);
+            let _ = write!(
+                h,
+                "<label><input type=checkbox checked data-color=\"{c}\"><span class=swatch style=\"background:{c}\"></span>{}</label> ",
+                esc(s.label)
+            );
+        }
+        h.push_str("</p>\n");
+    }
+    h.push_str("<div class=grid>\n");
+    let unsaturated: Vec<String> = series
+        .iter()
+        .filter(|s| s.analysis.saturation_bytes.is_none())
+        .map(|s| esc(s.label))
+        .collect();
+    let mut saturation_caption = String::from(
+        "Message size against time, both logarithmic. From the saturation point (ringed) on, time \
+         grows linearly with size: larger blocks add little throughput.",
+    );
+    if !unsaturated.is_empty() {
+        let _ = write!(
+            saturation_caption,
+            " Not reached (the largest sizes are still latency-bound) by: {}.",
+            unsaturated.join(", ")
+        );
+    }
+    let figures: [(&str, &str, String, &str); 5] = [
+        ("throughput", "Throughput vs message size", charts::throughput_vs_size(series)?,
+         "Median throughput of each size (8 &times; size / one-way time). Hollow dots: noisy points. \
+          Dashed lines S1&hellip;: switch-overs between Hockney segments; rings D1&hellip;: drop-outs \
+          (both listed below with their likely causes)."),
+        ("signature", "Network signature", charts::signature(series)?,
+         "Throughput against the time one message takes (log time). The first point's time is the \
+          latency; the slope shows how fast the path &ldquo;accelerates&rdquo; to its peak."),
+        ("saturation", "Saturation", charts::saturation(series)?,
+         &saturation_caption),
+        ("latency", "Small-message latency", charts::small_message_latency(series)?,
+         "One-way time of messages up to 4 KiB; error bars: the 95% confidence interval of each median \
+          (distribution-free, from the kept trials)."),
+        ("cpu", "CPU cost per byte", charts::cpu_cost(series)?,
+         "CPU time (user + system) per byte moved, from getrusage of each end's own measuring thread: \
+          solid, the measuring end (A); dashed, the peer (B)."),
+    ];
+    for (id, name, svg, caption) in &figures {
+        figure(h, id, name, svg, caption);
+    }
+    match charts::efficiency(series)? {
+        Some(svg) => {
+            let limits: Vec<String> = series
+                .iter()
+                .filter_map(|s| {
+                    physical_limit(s.result).map(|l| format!("{}: {}", esc(s.label), esc(&l.name)))
+                })
+                .collect();
+            let caption = format!(
+                "Throughput as a share of the physical limit (dashed line: 100%). {}.",
+                limits.join("; ")
+            );
+            figure(
+                h,
+                "efficiency",
+                "Efficiency against the physical limit",
+                &svg,
+                &caption,
+            );
+        }
+        None => {
+            h.push_str("</div>\n");
+            h.push_str(
+                "<p class=note id=efficiency>No efficiency chart: no result carries a physical limit \
+                 (the link speed or MTU of the interface was unknown, or the data never crossed a \
+                 network link: loopback, Unix sockets).</p></section>\n",
+            );
+            return Ok(());
+        }
+    }
+    h.push_str("</div></section>\n");
+    Ok(())
+}
+
+fn figure(h: &mut String, id: &str, name: &str, svg: &str, caption: &str) {
+    let _ = write!(
+        h,
+        "<figure id={id}><h3>{name}</h3>\n{}\n<figcaption>{caption}</figcaption></figure>\n",
+        svg.trim()
+    );
+}
+
+const HEAD: &str = r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="wulf">
+<style>
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#222;margin:0 auto;max-width:1300px;padding:0 20px 40px}
+header{border-bottom:2px solid #1f77b4;margin-bottom:8px}
+h1{margin:18px 0 2px;font-size:26px}
+h2{margin:28px 0 10px;font-size:20px;border-bottom:1px solid #ddd;padding-bottom:3px}
+h3{margin:0 0 4px;font-size:16px}
+.sub{color:#555;margin:0 0 10px}
+table{border-collapse:collapse;margin:6px 0}
+th,td{padding:4px 10px;border-bottom:1px solid #e3e3e3;text-align:left;vertical-align:top}
+th{background:#f4f6f8;font-weight:600}
+th[title]{cursor:help;text-decoration:underline dotted #999}
+td.nw{white-space:nowrap}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:-1px}
+.bad{color:#b00;font-weight:600}
+.dim{color:#888}
+.note{color:#555;font-size:13px;max-width:1100px}
+.highlights{font-size:16px;margin:10px 0 0;padding-left:22px}
+.highlights li{margin:2px 0}
+p{overflow-wrap:anywhere}
+.warn li{color:#8a4b00}
+.toggles label{margin-right:14px;cursor:pointer;white-space:nowrap}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:18px}
+figure{margin:0;padding:10px;border:1px solid #e3e3e3;border-radius:6px;background:#fff}
+figure svg{display:block;max-width:100%;height:auto}
+figure.empty p{color:#666}
+figcaption{color:#555;font-size:13px;margin-top:4px}
+pre{background:#f7f7f7;padding:8px 10px;border-radius:4px;overflow-x:auto;font-size:13px}
+pre.cmd{white-space:pre-wrap}
+details{margin:8px 0}
+summary{cursor:pointer}
+#js-errors{color:#b00}
+@media print{.toggles{display:none}figure{break-inside:avoid}}
+</style>
+"#;
+
+/// First thing in the body: script errors become visible text (and so show
+/// up in the browser test's dumped DOM).
+const ERROR_TRAP: &str = r#"<pre id="js-errors" hidden></pre>
+<script>addEventListener("error",function(e){var d=document.getElementById("js-errors");d.hidden=false;d.textContent+="script error: "+e.message+"\n";});</script>
+"#;
+
+/// Series toggles: a result's elements are found by its colour, which no
+/// other result and no axis uses.
+const FOOT: &str = r#"<footer><p class=note>Generated by wulf. Self-contained: no network access is needed to view this file.</p></footer>
+<script>
+document.querySelectorAll("input[data-color]").forEach(function(cb){
+  cb.addEventListener("change",function(){
+    var c=cb.getAttribute("data-color");
+    document.querySelectorAll('svg [stroke="'+c+'"], svg [fill="'+c+'"]').forEach(function(el){
+      el.style.visibility=cb.checked?"":"hidden";
+    });
+  });
+});
+document.body.setAttribute("data-ready","yes");
+</script>
+</body>
+</html>
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_without_points_still_make_a_page() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/unix-pingpong.json"
+        );
+        let full = crate::result::read_result(std::path::Path::new(path)).unwrap();
+        for keep in [0, 1, 2] {
+            let mut r = full.clone();
+            r.points.truncate(keep);
+            r.complete = false;
+            r.incomplete_reason = Some("interrupted".into());
+            r.summary = crate::result::Summary::from_points(&r.points);
+            let mut b = r.clone();
+            b.mode = crate::result::Mode::Bidir;
+            let html = to_html(&[r, b]).unwrap();
+            assert!(html.contains("incomplete run (interrupted)"));
+            assert_eq!(html.matches("<svg").count(), 5, "{keep} points");
+            assert!(html.contains("time per message (bidir: exchange)"));
+        }
+    }
+
+    #[test]
+    fn an_empty_list_still_makes_a_page() {
+        let html = to_html(&[]).unwrap();
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert!(html.ends_with("</html>\n"));
+    }
+}

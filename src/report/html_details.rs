@@ -1,0 +1,238 @@
+//! The report's detail sections: the switch-overs and drop-outs with their
+//! likely causes and the Hockney segments, and each result's machine,
+//! placement, options and command line.
+
+use std::fmt::Write;
+
+use super::charts::Series;
+use crate::result::SweepResult;
+use crate::units::{format_bits_per_s, format_bytes, format_ns};
+
+pub(super) fn anomalies(h: &mut String, series: &[Series]) {
+    h.push_str(
+        "<section id=anomalies><h2>Switch-overs and drop-outs</h2>\n<table class=list>\n\
+         <thead><tr><th>mark</th><th>configuration</th><th>sizes</th><th>what</th><th>likely cause</th></tr></thead>\n<tbody>\n",
+    );
+    let mut any = false;
+    for s in series {
+        let a = s.analysis;
+        // The configuration cell carries the series colour, to match the charts.
+        let who = format!(
+            "<span class=swatch style=\"background:{}\"></span>{}",
+            super::charts::color_hex(s.color),
+            esc(s.label)
+        );
+        for (k, seg) in a.segments.iter().skip(1).enumerate() {
+            any = true;
+            let _ = writeln!(
+                h,
+                "<tr><td>S{}</td><td class=nw>{}</td><td class=nw>from {}</td><td>switch-over: a new Hockney segment, {}</td><td>{}</td></tr>",
+                s.first_switchover_no + k,
+                who,
+                format_bytes(seg.from_bytes),
+                segment_text(seg),
+                cause(&seg.likely_cause)
+            );
+        }
+        for (k, d) in a.dropouts.iter().enumerate() {
+            any = true;
+            let sizes = if d.from_bytes == d.to_bytes {
+                format_bytes(d.from_bytes)
+            } else {
+                format!(
+                    "{} to {}<br><span class=dim>{} sizes</span>",
+                    format_bytes(d.from_bytes),
+                    format_bytes(d.to_bytes),
+                    d.points
+                )
+            };
+            let _ = writeln!(
+                h,
+                "<tr><td>D{}</td><td class=nw>{}</td><td class=nw>{}</td><td>drop-out: throughput {:.0}% below its neighbours</td><td>{}</td></tr>",
+                s.first_dropout_no + k,
+                who,
+                sizes,
+                100.0 * d.depth_fraction,
+                cause(&d.likely_cause)
+            );
+        }
+    }
+    if !any {
+        h.push_str("<tr><td colspan=5>None found: each curve is one Hockney line without dips beyond the noise.</td></tr>\n");
+    }
+    h.push_str("</tbody></table>\n");
+    for s in series {
+        let _ = write!(
+            h,
+            "<details><summary>Hockney segments of {} (t = &alpha; + n / &beta;)</summary>\n<table class=list><thead><tr>\
+             <th>sizes</th><th>points fitted</th><th>&alpha;</th><th>&beta;</th><th>rms residual</th></tr></thead><tbody>\n",
+            esc(s.label)
+        );
+        for seg in &s.analysis.segments {
+            let _ = writeln!(
+                h,
+                "<tr><td>{} to {}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{:.1}%</td></tr>",
+                format_bytes(seg.from_bytes),
+                format_bytes(seg.to_bytes),
+                seg.points,
+                format_ns(seg.alpha_ns),
+                seg.beta_bits_per_s
+                    .map(format_bits_per_s)
+                    .unwrap_or_else(|| "latency-bound".into()),
+                100.0 * seg.rms_rel_residual
+            );
+        }
+        h.push_str("</tbody></table></details>\n");
+    }
+    h.push_str(
+        "<p class=note>A drop-out is a run of sizes whose throughput bound lies below its neighbours' by more than \
+         their confidence intervals allow; a switch-over is where the piecewise Hockney fit starts a new segment. \
+         Causes are matched against what the result recorded: eager limit, socket buffers granted, MSS, MTU, page size.</p>\n</section>\n",
+    );
+}
+
+fn segment_text(seg: &crate::analysis::Segment) -> String {
+    match seg.beta_bits_per_s {
+        Some(b) => format!(
+            "&alpha; = {}, &beta; = {}",
+            format_ns(seg.alpha_ns),
+            format_bits_per_s(b)
+        ),
+        None => format!("latency-bound, &alpha; = {}", format_ns(seg.alpha_ns)),
+    }
+}
+
+fn cause(c: &Option<String>) -> String {
+    match c {
+        Some(c) => esc(c),
+        None => "<span class=dim>no recorded threshold matches</span>".into(),
+    }
+}
+
+pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]) {
+    h.push_str("<section id=machines><h2>Machines and command lines</h2>\n");
+    for (r, name) in results.iter().zip(names) {
+        let _ = writeln!(
+            h,
+            "<details open><summary><b>{}</b> &middot; {} &middot; started {} &middot; {:.1} s</summary>",
+            esc(name),
+            esc(&r.host.hostname),
+            esc(&r.started_at),
+            r.wall_s
+        );
+        let _ = writeln!(
+            h,
+            "<p><b>Command line</b></p><pre class=cmd>{}</pre>",
+            esc(&shell_line(&r.command_line))
+        );
+        let p = &r.placement;
+        let cpu = |c: Option<usize>| c.map(|c| format!("CPU {c}")).unwrap_or("not pinned".into());
+        let _ = writeln!(
+            h,
+            "<p><b>Placement</b>: measuring end (A) on {}, {}; peer (B) on {}, {}. \
+             <b>Options</b>: budget {} s, precision &plusmn;{}%, {}{}buffer offset {} B; transport {}</p>",
+            esc(&p.client_host),
+            cpu(p.client_cpu),
+            esc(&p.server_host),
+            cpu(p.server_cpu),
+            r.options.budget_s,
+            100.0 * r.options.precision,
+            if r.options.nocache { "cache-cold buffers, " } else { "" },
+            if r.options.tails { "tails, " } else { "" },
+            r.options.offset_bytes,
+            esc(&transport_options(&r.options.transport))
+        );
+        if let Some(l) = &r.link {
+            let _ = writeln!(
+                h,
+                "<p><b>Link limit</b> ({}): {}</p>",
+                esc(&l.interface),
+                esc(&l.limit.formula)
+            );
+        }
+        let _ = writeln!(
+            h,
+            "<p><b>Machine (A)</b></p><pre>{}</pre>",
+            esc(r.host.describe_text().trim_end())
+        );
+        if let Some(peer) = &r.peer_host {
+            if r.options.peer.is_some() || peer.hostname != r.host.hostname {
+                let _ = writeln!(
+                    h,
+                    "<p><b>Peer machine (B)</b></p><pre>{}</pre>",
+                    esc(peer.describe_text().trim_end())
+                );
+            }
+        }
+        h.push_str("</details>\n");
+    }
+    h.push_str("</section>\n");
+}
+
+/// Transport settings as `key value, ...` (the peer's under "peer"), so
+/// the line can wrap.
+fn transport_options(map: &serde_json::Map<String, serde_json::Value>) -> String {
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => "-".to_string(),
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Object(m) => format!("[{}]", transport_options(m)),
+        other => other.to_string(),
+    };
+    // Unset values (a buffer size not requested) say nothing: left out.
+    map.iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| {
+            let k = if k == "server" { "peer" } else { k.as_str() };
+            format!("{k} {}", text(v))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The command line as one could paste it into a shell.
+fn shell_line(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Escape text for HTML element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_and_shell_quoting() {
+        assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+        let args = ["wulf", "sweep", "--sizes", "1:64Ki", "it's here"].map(String::from);
+        assert_eq!(
+            shell_line(&args),
+            "wulf sweep --sizes 1:64Ki 'it'\\''s here'"
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! What every report format shares: a label per result that tells
+//! overlaid results apart, and one summary row per result with the figures
+//! of the studies' tables (latency, peak, size at peak, n_1/2, saturation
+//! point, CPU cost, noisy points).
+
+use crate::analysis::Analysis;
+use crate::result::SweepResult;
+use crate::units::format_bytes;
+
+/// A result's figures as the summary tables show them. Rates in bit/s (SI),
+/// times in ns, sizes in bytes; `None` where a figure does not exist.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    /// The configuration: transport, mode and what distinguishes it from
+    /// the other results shown beside it (see [`labels`]).
+    pub label: String,
+    /// Median one-way time at the smallest size.
+    pub latency_ns: Option<f64>,
+    /// Highest median throughput.
+    pub peak_bits_per_s: Option<f64>,
+    /// Size where the peak occurs.
+    pub peak_bytes: Option<u64>,
+    /// Smallest size reaching half the peak.
+    pub n_half_bytes: Option<u64>,
+    /// Smallest size from which time grows linearly with size.
+    pub saturation_bytes: Option<u64>,
+    /// CPU time of both ends together per byte moved, at the peak size.
+    pub cpu_ns_per_byte: Option<f64>,
+    /// Points whose interval did not converge in budget.
+    pub noisy_points: u64,
+    /// Points measured.
+    pub points: usize,
+    /// False when the run was cut short.
+    pub complete: bool,
+    /// The physical limit the result was measured against, and the peak as a
+    /// fraction of it.
+    pub limit: Option<PhysicalLimit>,
+}
+
+/// A physical limit a result carries, for the efficiency chart and column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhysicalLimit {
+    /// What the limit is, e.g. "TCP goodput of eth0 (1000 Mbit/s, MTU 1500)".
+    pub name: String,
+    /// The limit, bit/s.
+    pub bits_per_s: f64,
+    /// Measured peak / limit.
+    pub peak_fraction: Option<f64>,
+}
+
+/// The physical limit of a result, when it carries one. Today that is the
+/// `link` block (the TCP goodput of a network link). This is the one place
+/// to read further limits (e.g. an intra-node memory-copy limit) when the
+/// schema gains them, so every report format picks them up.
+pub fn physical_limit(r: &SweepResult) -> Option<PhysicalLimit> {
+    let link = r.link.as_ref()?;
+    if !(link.limit_bits_per_s.is_finite() && link.limit_bits_per_s > 0.0) {
+        return None;
+    }
+    let framing = match link.framing {
+        crate::sys::Framing::Ethernet => "Ethernet framing",
+        crate::sys::Framing::Shaper => "shaper framing",
+    };
+    Some(PhysicalLimit {
+        name: format!(
+            "TCP goodput of {} ({} Mbit/s link, MTU {}, {framing})",
+            link.interface, link.limit.link_speed_mbit_per_s, link.limit.mtu_bytes
+        ),
+        bits_per_s: link.limit_bits_per_s,
+        peak_fraction: link.peak_fraction,
+    })
+}
+
+/// The summary row of one result, from its analysis.
+pub fn summary_row(label: &str, r: &SweepResult, a: &Analysis) -> SummaryRow {
+    let cpu = a.peak_bytes.and_then(|b| {
+        let p = r.points.iter().find(|p| p.bytes == b)?;
+        Some(p.cpu_client.ns_per_byte + p.cpu_server.ns_per_byte)
+    });
+    SummaryRow {
+        label: label.to_string(),
+        latency_ns: a.latency_ns,
+        peak_bits_per_s: a.peak_bits_per_s,
+        peak_bytes: a.peak_bytes,
+        n_half_bytes: a.n_half_bytes,
+        saturation_bytes: a.saturation_bytes,
+        cpu_ns_per_byte: cpu.filter(|c| c.is_finite()),
+        noisy_points: r.summary.noisy_points,
+        points: r.points.len(),
+        complete: r.complete,
+        limit: physical_limit(r),
+    }
+}
+
+/// One label per result: `transport mode`, followed by whatever tells it
+/// apart from other results of the same transport and mode in the list
+/// (socket buffers requested, Nagle, address family, cache-cold buffers,
+/// offset, peer, host, MTU, tool version), and `#k` if two are still alike.
+pub fn labels(results: &[SweepResult]) -> Vec<String> {
+    let base: Vec<String> = results
+        .iter()
+        .map(|r| format!("{} {}", r.transport, r.mode))
+        .collect();
+    let mut out = base.clone();
+    for (i, r) in results.iter().enumerate() {
+        let group: Vec<&SweepResult> = results
+            .iter()
+            .zip(&base)
+            .filter(|(_, b)| **b == base[i])
+            .map(|(o, _)| o)
+            .collect();
+        for feature in FEATURES {
+            let mine = feature(r);
+            if group.iter().any(|o| feature(o) != mine) {
+                out[i].push(' ');
+                out[i].push_str(&mine);
+            }
+        }
+    }
+    // Still alike (the same configuration run twice): number them.
+    let snapshot = out.clone();
+    for (i, label) in out.iter_mut().enumerate() {
+        let same: Vec<usize> = (0..snapshot.len())
+            .filter(|&j| snapshot[j] == snapshot[i])
+            .collect();
+        if same.len() > 1 {
+            let k = same.iter().position(|&j| j == i).unwrap_or(0) + 1;
+            label.push_str(&format!(" #{k}"));
+        }
+    }
+    out
+}
+
+/// Each feature renders one option as `name=value`; a label shows the
+/// features whose values differ within its transport and mode.
+const FEATURES: [fn(&SweepResult) -> String; 10] = [
+    |r| format!("sndbuf={}", transport_bytes(r, "sndbuf_requested_bytes")),
+    |r| format!("rcvbuf={}", transport_bytes(r, "rcvbuf_requested_bytes")),
+    |r| format!("nodelay={}", transport_text(r, "nodelay")),
+    |r| format!("family={}", transport_text(r, "family")),
+    |r| format!("nocache={}", r.options.nocache),
+    |r| format!("offset={}", r.options.offset_bytes),
+    |r| format!("peer={}", r.options.peer.as_deref().unwrap_or("local")),
+    |r| format!("host={}", r.host.hostname),
+    |r| {
+        let mtu = r.host.interfaces.first().and_then(|i| i.mtu_bytes);
+        format!("mtu={}", mtu.map(|m| m.to_string()).unwrap_or("?".into()))
+    },
+    |r| format!("wulf={}", r.tool_version),
+];
+
+fn transport_bytes(r: &SweepResult, key: &str) -> String {
+    match r.options.transport.get(key).and_then(|v| v.as_u64()) {
+        Some(b) => format_bytes(b).replace(' ', ""),
+        None => "default".into(),
+    }
+}
+
+fn transport_text(r: &SweepResult, key: &str) -> String {
+    match r.options.transport.get(key) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Null) | None => "?".into(),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// A size for tables: `-` when absent.
+pub fn size_or_dash(b: Option<u64>) -> String {
+    b.map(format_bytes).unwrap_or_else(|| "-".into())
+}
+
+/// A number with `decimals` places for tables: `-` when absent.
+pub fn num_or_dash(v: Option<f64>, decimals: usize) -> String {
+    v.map(|v| format!("{v:.decimals$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> SweepResult {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        );
+        crate::result::read_result(std::path::Path::new(path)).unwrap()
+    }
+
+    #[test]
+    fn labels_name_only_what_differs() {
+        let a = fixture();
+        let mut b = a.clone();
+        b.options
+            .transport
+            .insert("sndbuf_requested_bytes".into(), 65536.into());
+        let mut c = a.clone();
+        c.transport = "unix".into();
+        assert_eq!(
+            labels(&[a.clone(), b, c]),
+            [
+                "tcp pingpong sndbuf=default",
+                "tcp pingpong sndbuf=64KiB",
+                "unix pingpong"
+            ]
+        );
+        assert_eq!(
+            labels(&[a.clone(), a.clone()]),
+            ["tcp pingpong #1", "tcp pingpong #2"]
+        );
+        assert_eq!(labels(&[a]), ["tcp pingpong"]);
+    }
+
+    #[test]
+    fn summary_row_takes_cpu_at_the_peak() {
+        let r = fixture();
+        let a = Analysis::of(&r);
+        let row = summary_row("x", &r, &a);
+        let p = r
+            .points
+            .iter()
+            .find(|p| Some(p.bytes) == a.peak_bytes)
+            .unwrap();
+        assert_eq!(
+            row.cpu_ns_per_byte,
+            Some(p.cpu_client.ns_per_byte + p.cpu_server.ns_per_byte)
+        );
+        assert_eq!(row.noisy_points, r.summary.noisy_points);
+        assert!(row.limit.is_none());
+    }
+}

@@ -1,0 +1,234 @@
+//! The HTML report opened in a real headless browser (Debian's chromium,
+//! installed by scripts/install-test-deps): it loads with no script or
+//! console errors, every chart is present as SVG with labelled axes, and a
+//! screenshot is saved as a test artifact (target/test-artifacts/report.png).
+//!
+//! Without chromium the test is skipped, unless WULF_REQUIRE_BROWSER=1 (as
+//! scripts/test sets it), which turns a missing browser into a failure.
+
+mod common;
+use common::*;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use wulf::result::{read_result, write_result, LinkEfficiency};
+use wulf::sys::{tcp_goodput_limit, Framing, IpVersion};
+
+/// The browser's binary, if one is installed.
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser"].iter().find_map(|name| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Where test artifacts go: target/test-artifacts (beside the build).
+fn artifacts_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let dir = target.join("test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Run chromium headless on `url` with `extra` flags; returns (stdout,
+/// stderr). Bounded: killed after two minutes.
+fn headless(browser: &Path, profile: &Path, url: &str, extra: &[&str]) -> (String, String) {
+    let dir = profile.join(format!("run-{}", extra.len()));
+    let mut cmd = Command::new(browser);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", dir.display()))
+    .args(extra)
+    .arg(url)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start chromium");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within two minutes");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (out.join().unwrap(), err.join().unwrap())
+}
+
+/// Lines of the browser log that report a script or console error.
+fn console_errors(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| {
+            l.contains("Uncaught")
+                || l.contains("ERROR:CONSOLE")
+                || (l.contains(":CONSOLE(") && l.to_ascii_lowercase().contains("error"))
+        })
+        .collect()
+}
+
+/// The fixtures, plus the TCP one with a 100 Gbit/s link limit attached so
+/// that the efficiency chart is drawn too.
+fn results(dir: &Path) -> Vec<String> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut with_link = read_result(&fixtures.join("tcp-pingpong.json")).unwrap();
+    let limit = tcp_goodput_limit(100_000.0, 9000, IpVersion::V4, true).unwrap();
+    let limit_bits_per_s = limit.goodput_mbit_per_s(Framing::Ethernet) * 1e6;
+    with_link.link = Some(LinkEfficiency {
+        interface: "eth0".into(),
+        framing: Framing::Ethernet,
+        limit_bits_per_s,
+        peak_fraction: with_link
+            .summary
+            .peak_bits_per_s
+            .map(|p| p / limit_bits_per_s),
+        limit,
+    });
+    with_link.options.peer.replace("node2".into());
+    let linked = dir.join("tcp-eth0.json");
+    write_result(&linked, &with_link).unwrap();
+    vec![
+        fixtures.join("tcp-pingpong.json").display().to_string(),
+        fixtures.join("unix-pingpong.json").display().to_string(),
+        linked.display().to_string(),
+    ]
+}
+
+#[test]
+fn report_renders_in_a_real_browser() {
+    let Some(browser) = chromium() else {
+        if std::env::var("WULF_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
+            panic!(
+                "chromium is not installed (WULF_REQUIRE_BROWSER=1): run scripts/install-test-deps"
+            );
+        }
+        eprintln!(
+            "skipped: chromium is not installed (set WULF_REQUIRE_BROWSER=1 to fail instead)"
+        );
+        return;
+    };
+    let dir = tempdir();
+    let report = file(&dir, "report.html");
+    let mut args = vec!["report".to_string()];
+    args.extend(results(dir.path()));
+    args.extend(["-o".to_string(), report.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let url = format!("file://{}", report.display());
+
+    let (dom, log) = headless(&browser, dir.path(), &url, &["--dump-dom"]);
+    assert!(
+        dom.contains("data-ready=\"yes\""),
+        "the page's script did not run to the end; log:\n{log}"
+    );
+    assert!(
+        dom.contains("<pre id=\"js-errors\" hidden=\"\"></pre>"),
+        "script errors on the page: {}",
+        dom.split("js-errors")
+            .nth(1)
+            .unwrap_or("")
+            .chars()
+            .take(500)
+            .collect::<String>()
+    );
+    let errors = console_errors(&log);
+    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+
+    // Every chart is an inline SVG with its axis descriptions.
+    let charts = [
+        (
+            "throughput",
+            ["message size [bytes, log scale]", "throughput [Gbit/s]"],
+        ),
+        (
+            "signature",
+            ["one-way time [µs, log scale]", "throughput [Gbit/s]"],
+        ),
+        (
+            "saturation",
+            [
+                "one-way time [µs, log scale]",
+                "message size [bytes, log scale]",
+            ],
+        ),
+        (
+            "latency",
+            ["message size [bytes, log scale]", "one-way time [µs]"],
+        ),
+        (
+            "cpu",
+            [
+                "message size [bytes, log scale]",
+                "CPU time per byte [ns/B, log scale]",
+            ],
+        ),
+        (
+            "efficiency",
+            [
+                "message size [bytes, log scale]",
+                "throughput / physical limit [%]",
+            ],
+        ),
+    ];
+    for (id, labels) in charts {
+        let start = dom
+            .find(&format!("<figure id=\"{id}\""))
+            .unwrap_or_else(|| panic!("no figure {id}"));
+        let end = dom[start..].find("</figure>").unwrap() + start;
+        let fig = &dom[start..end];
+        assert!(fig.contains("<svg"), "{id}: no svg");
+        for l in labels {
+            assert!(fig.contains(l), "{id}: axis label {l:?} missing");
+        }
+    }
+    // The summary table has a row per result, the anomalies their list.
+    assert!(dom.matches("<span class=\"swatch\"").count() >= 3);
+    assert!(dom.contains("Switch-overs and drop-outs"));
+
+    let shot = artifacts_dir().join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    let arg = format!("--screenshot={}", shot.display());
+    let (_, log) = headless(
+        &browser,
+        dir.path(),
+        &url,
+        &[&arg, "--window-size=1280,2400"],
+    );
+    let errors = console_errors(&log);
+    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}); log:\n{log}"));
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    assert!(
+        png.len() > 50_000,
+        "screenshot suspiciously small: {} bytes",
+        png.len()
+    );
+    eprintln!("screenshot: {}", shot.display());
+}

@@ -105,6 +105,19 @@ fn ranks(adapter: &Path) {
         mpi.send_f64(&halo, other, 8).unwrap();
     }
     assert_eq!(got[3], (3 + 1000 * other) as f64 * 0.5);
+    // Shifts (distinct peers in general; with two ranks both are the other).
+    let mut shifted = [0.0f64; 2];
+    mpi.sendrecv_f64(other, &[me as f64; 2], other, &mut shifted, 11)
+        .unwrap();
+    assert_eq!(shifted, [other as f64; 2]);
+    // A message of the wrong length is an error, not silent garbage.
+    if me == 0 {
+        mpi.send_f64(&[1.0, 2.0, 3.0], other, 12).unwrap();
+    } else {
+        let mut four = [0.0f64; 4];
+        let e = mpi.recv_f64(&mut four, other, 12).unwrap_err();
+        assert!(e.to_string().contains("24 bytes where 32"), "{e}");
+    }
     // Both directions at once.
     let out = [me as u8 + 1; 3];
     let mut inp = [0u8; 3];

@@ -24,7 +24,7 @@
 #include <mpi.h>
 #include <string.h>
 
-#define WULF_ADAPTER_ABI 2
+#define WULF_ADAPTER_ABI 3
 /* Most messages one windowed call keeps in flight (osu_bw uses 64). */
 #define WULF_MAX_WINDOW 1024
 /* A message longer than an MPI count (int) can describe. */
@@ -140,6 +140,38 @@ int wulf_recv(void *buf, long long len, int peer, int tag)
     if (len > INT_MAX)
         return WULF_E_TOO_LONG;
     return MPI_Recv(buf, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+/* A receive that reports how many bytes arrived (at most `len`), for
+ * callers that must catch a message of the wrong length. */
+int wulf_recv_counted(void *buf, long long len, int peer, int tag, long long *got)
+{
+    if (len > INT_MAX)
+        return WULF_E_TOO_LONG;
+    MPI_Status st;
+    int rc = MPI_Recv(buf, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st);
+    int n = 0;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Get_count(&st, MPI_BYTE, &n);
+    *got = n;
+    return rc;
+}
+
+/* MPI_Sendrecv with distinct peers (a shift along a ring or a grid axis);
+ * `got` as in wulf_recv_counted. */
+int wulf_sendrecv(const void *out, long long out_len, int to, void *in, long long in_len,
+                  int from, int tag, long long *got)
+{
+    if (out_len > INT_MAX || in_len > INT_MAX)
+        return WULF_E_TOO_LONG;
+    MPI_Status st;
+    int rc = MPI_Sendrecv(out, (int)out_len, MPI_BYTE, to, tag, in, (int)in_len, MPI_BYTE, from,
+                          tag, MPI_COMM_WORLD, &st);
+    int n = 0;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Get_count(&st, MPI_BYTE, &n);
+    *got = n;
+    return rc;
 }
 
 /* Send `out` to and receive `in` from `peer` at once (no deadlock however

@@ -3,8 +3,9 @@
 //!
 //! The API is what wulf's own code needs, and what an MPI backend of another
 //! module (the NAS kernels' `Communicator`) needs: initialise, rank and size,
-//! send and receive bytes (or `f64` slices), windows of non-blocking sends,
-//! allreduce of `f64` (sum, max, min), barrier, finalise.
+//! send and receive bytes, `f64` slices (length-checked receives, and
+//! MPI_Sendrecv with distinct peers for shifts), windows of non-blocking
+//! sends, allreduce of `f64` (sum, max, min), barrier, finalise.
 //!
 //! Rules this type system enforces:
 //!
@@ -34,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// The adapter ABI this wulf expects (`WULF_ADAPTER_ABI` in adapter.c).
-pub const ADAPTER_ABI: i32 = 2;
+pub const ADAPTER_ABI: i32 = 3;
 
 /// Entry points of a loaded adapter.
 struct Api {
@@ -50,6 +51,18 @@ struct Api {
     wtime: unsafe extern "C" fn() -> f64,
     send: unsafe extern "C" fn(*const c_void, c_longlong, c_int, c_int) -> c_int,
     recv: unsafe extern "C" fn(*mut c_void, c_longlong, c_int, c_int) -> c_int,
+    recv_counted:
+        unsafe extern "C" fn(*mut c_void, c_longlong, c_int, c_int, *mut c_longlong) -> c_int,
+    sendrecv: unsafe extern "C" fn(
+        *const c_void,
+        c_longlong,
+        c_int,
+        *mut c_void,
+        c_longlong,
+        c_int,
+        c_int,
+        *mut c_longlong,
+    ) -> c_int,
     exchange: unsafe extern "C" fn(
         *const c_void,
         c_longlong,
@@ -140,6 +153,8 @@ fn load(path: &Path) -> Result<&'static Api, String> {
         wtime: symbol(handle, "wulf_wtime")?,
         send: symbol(handle, "wulf_send")?,
         recv: symbol(handle, "wulf_recv")?,
+        recv_counted: symbol(handle, "wulf_recv_counted")?,
+        sendrecv: symbol(handle, "wulf_sendrecv")?,
         exchange: symbol(handle, "wulf_exchange")?,
         send_window: symbol(handle, "wulf_send_window")?,
         recv_window: symbol(handle, "wulf_recv_window")?,
@@ -431,22 +446,69 @@ impl Mpi {
         self.check(rc, "MPI_Irecv window")
     }
 
-    /// Send a slice of `f64` (native byte order: ranks share an architecture).
+    /// Send a slice of `f64` (native byte order: ranks share an
+    /// architecture). A send to this rank itself blocks until a matching
+    /// receive is posted when the message is too large to buffer: keep
+    /// self-messages local.
     pub fn send_f64(&self, data: &[f64], to: usize, tag: i32) -> io::Result<()> {
-        // SAFETY: any f64 slice is a valid byte slice of 8x its length.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), 8 * data.len()) };
-        self.send(bytes, to, tag)
+        self.send(f64_bytes(data), to, tag)
     }
 
-    /// Receive exactly `data.len()` values of `f64`.
+    /// Receive exactly `data.len()` values of `f64`; a message of another
+    /// length is an error.
     pub fn recv_f64(&self, data: &mut [f64], from: usize, tag: i32) -> io::Result<()> {
-        // SAFETY: every bit pattern is a valid f64; the byte view covers
-        // exactly the slice.
-        let bytes = unsafe {
-            std::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), 8 * data.len())
+        let want = 8 * data.len();
+        let mut got: c_longlong = 0;
+        let bytes = f64_bytes_mut(data);
+        bump();
+        // SAFETY: bytes is writable for its length; got is a valid out-pointer.
+        let rc = unsafe {
+            (self.api.recv_counted)(
+                bytes.as_mut_ptr().cast(),
+                bytes.len() as c_longlong,
+                from as c_int,
+                tag,
+                &mut got,
+            )
         };
-        self.recv(bytes, from, tag)
+        bump();
+        self.check(rc, "MPI_Recv")?;
+        check_length(got, want, from)
+    }
+
+    /// Send `data` to rank `to` and receive exactly `buf.len()` values from
+    /// rank `from` at once (MPI_Sendrecv: no deadlock against a peer doing
+    /// the same towards us).
+    pub fn sendrecv_f64(
+        &self,
+        to: usize,
+        data: &[f64],
+        from: usize,
+        buf: &mut [f64],
+        tag: i32,
+    ) -> io::Result<()> {
+        let want = 8 * buf.len();
+        let out = f64_bytes(data);
+        let inp = f64_bytes_mut(buf);
+        let mut got: c_longlong = 0;
+        bump();
+        // SAFETY: both buffers are valid for their lengths during the call
+        // and cannot overlap (one shared, one exclusive borrow).
+        let rc = unsafe {
+            (self.api.sendrecv)(
+                out.as_ptr().cast(),
+                out.len() as c_longlong,
+                to as c_int,
+                inp.as_mut_ptr().cast(),
+                inp.len() as c_longlong,
+                from as c_int,
+                tag,
+                &mut got,
+            )
+        };
+        bump();
+        self.check(rc, "MPI_Sendrecv")?;
+        check_length(got, want, from)
     }
 
     /// In-place MPI_Allreduce of `data` over all ranks.
@@ -499,6 +561,27 @@ impl Mpi {
                 error_text(self.api, rc)
             )))
         }
+    }
+}
+
+fn f64_bytes(data: &[f64]) -> &[u8] {
+    // SAFETY: any f64 slice is a valid byte slice of 8x its length.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), 8 * data.len()) }
+}
+
+fn f64_bytes_mut(data: &mut [f64]) -> &mut [u8] {
+    // SAFETY: every bit pattern is a valid f64; the view covers the slice.
+    unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), 8 * data.len()) }
+}
+
+fn check_length(got: c_longlong, want_bytes: usize, from: usize) -> io::Result<()> {
+    if got as usize == want_bytes {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("rank {from} sent {got} bytes where {want_bytes} were expected"),
+        ))
     }
 }
 

@@ -23,6 +23,7 @@ mod endpoint;
 pub mod ffi;
 mod job;
 mod launch;
+mod loader;
 mod worker;
 
 use std::net::IpAddr;

@@ -6,6 +6,11 @@
 //! policy, and the tail pass if asked. Any failure or an interruption stops
 //! the sweep, and the points measured so far are returned in a result
 //! marked incomplete, together with the error.
+//!
+//! In-process baselines (a transport whose `baseline()` answers) take the
+//! same path without a peer: see [`super::in_process`]. When the peer runs
+//! on this host, the physical limits each point is measured against are
+//! taken from this run's baselines or measured first (see [`super::limits`]).
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -19,9 +24,11 @@ use crate::peer::client::{resolve, PeerSession};
 use crate::peer::local::LocalPeer;
 use crate::peer::protocol::{BlockKind, Setup};
 use crate::peer::DEFAULT_PORT;
+use super::limits::{self, Limits};
 use crate::result::{self, CpuCost, Definitions, Mode, Placement, Point, SweepResult, Tails};
 use crate::stats::Summary;
 use crate::sys::{pin_current_thread, Host};
+use crate::transport::baseline::BaselineSetup;
 use crate::transport::{self, ChannelOptions, Endpoint};
 
 /// Largest size that gets a tail-latency pass.
@@ -88,9 +95,27 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     transport.availability().map_err(|why| {
         anyhow::anyhow!("transport {} is unavailable here: {why}", spec.transport)
     })?;
-    let mut host = Host::probe();
+    let host = Host::probe();
     let timeout = spec.channel.timeout();
     let max_bytes = spec.sizes.iter().copied().max().unwrap_or(1);
+    let baseline_setup = BaselineSetup {
+        mode: spec.mode,
+        max_bytes,
+        nocache: spec.nocache,
+        offset_bytes: spec.offset_bytes,
+        llc_bytes: host.llc_bytes,
+        helper_cpu: spec.cpus.1,
+        wait: spec.channel.wait,
+        timeout,
+    };
+    if let Some(bench) = transport.baseline(&baseline_setup) {
+        let start = Start {
+            started,
+            started_at,
+            host,
+        };
+        return super::in_process::run_baseline(spec, bench?, start, on_point);
+    }
     let (local, addr) = match &spec.peer {
         None => {
             let lp = LocalPeer::start(spec.channel.ipv6, timeout)?;
@@ -114,6 +139,12 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
 
     let mut warnings = conn.warnings.clone();
     warnings.extend(session.warnings.iter().map(|w| format!("peer: {w}")));
+    // Limits only mean something when both ends share this machine.
+    let limits = if spec.peer.is_none() || session.host.hostname == host.hostname {
+        limits::for_sweep(spec, host.llc_bytes, client_cpu, session.cpu, &mut warnings)
+    } else {
+        None
+    };
     let mut points = Vec::with_capacity(spec.sizes.len());
     let mut runner = Runner {
         session: &mut session,
@@ -123,23 +154,13 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         overhead_ns: timer_overhead_ns,
         samples: Vec::new(),
     };
-    let error = measure_all(spec, &mut runner, &mut points, on_point).err();
+    let error = measure_all(spec, &mut runner, limits.as_ref(), &mut points, on_point).err();
 
-    host.load_after = crate::sys::load_average();
     let mut options_transport = conn.settings.clone();
     options_transport.insert(
         "server".into(),
         serde_json::Value::Object(session.settings.clone()),
     );
-    let noisy = points.iter().filter(|p| p.noisy).count();
-    if noisy > 0 {
-        warnings.push(format!(
-            "{noisy} of {} points did not reach +-{:.1}% within the budget (marked noisy); \
-             a larger --budget or a quieter machine helps",
-            points.len(),
-            spec.precision * 100.0
-        ));
-    }
     let placement = Placement {
         client_host: host.hostname.clone(),
         client_cpu,
@@ -153,19 +174,93 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             lp.finish(Duration::from_secs(2));
         }
     }
-    let result = SweepResult {
+    let mut definitions = Definitions::for_mode(spec.mode);
+    if limits.is_some() {
+        definitions.efficiency = Some(Definitions::efficiency_text());
+    }
+    let result = assemble(
+        spec,
+        Start {
+            started,
+            started_at,
+            host,
+        },
+        Finish {
+            peer_host,
+            definitions,
+            transport_settings: options_transport,
+            placement,
+            timer_overhead_ns,
+            points,
+            warnings,
+            error: error.as_ref(),
+        },
+    );
+    Ok(SweepOutcome { result, error })
+}
+
+/// When and where a sweep started.
+pub(super) struct Start {
+    /// Monotonic start.
+    pub started: Instant,
+    /// Wall-clock start, RFC 3339.
+    pub started_at: String,
+    /// This machine (load_after still empty).
+    pub host: Host,
+}
+
+/// What a sweep produced, for [`assemble`].
+pub(super) struct Finish<'a> {
+    /// The peer's machine, if there is a peer.
+    pub peer_host: Option<Host>,
+    /// Definitions of the figures.
+    pub definitions: Definitions,
+    /// Transport settings of both ends.
+    pub transport_settings: serde_json::Map<String, serde_json::Value>,
+    /// Where the ends ran.
+    pub placement: Placement,
+    /// Measured clock read cost.
+    pub timer_overhead_ns: f64,
+    /// Measured points.
+    pub points: Vec<Point>,
+    /// Warnings so far.
+    pub warnings: Vec<String>,
+    /// Why the sweep stopped early, if it did.
+    pub error: Option<&'a anyhow::Error>,
+}
+
+/// Build the result document of a sweep (shared by peers and baselines).
+pub(super) fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
+    let Start {
+        started,
+        started_at,
+        mut host,
+    } = start;
+    host.load_after = crate::sys::load_average();
+    let mut warnings = f.warnings;
+    let noisy = f.points.iter().filter(|p| p.noisy).count();
+    if noisy > 0 {
+        warnings.push(format!(
+            "{noisy} of {} points did not reach +-{:.1}% within the budget (marked noisy); \
+             a larger --budget or a quieter machine helps",
+            f.points.len(),
+            spec.precision * 100.0
+        ));
+    }
+    let timeout = spec.channel.timeout();
+    SweepResult {
         schema_version: result::SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        complete: error.is_none(),
-        incomplete_reason: error.as_ref().map(|e| format!("{e:#}")),
+        complete: f.error.is_none(),
+        incomplete_reason: f.error.map(|e| format!("{e:#}")),
         command_line: spec.command_line.clone(),
         started_at,
         wall_s: started.elapsed().as_secs_f64(),
         host,
-        peer_host,
+        peer_host: f.peer_host,
         transport: spec.transport.clone(),
         mode: spec.mode,
-        definitions: Definitions::for_mode(spec.mode),
+        definitions: f.definitions,
         options: result::Options {
             budget_s: spec.budget.as_secs_f64(),
             precision: spec.precision,
@@ -175,20 +270,41 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             integrity: spec.integrity,
             tails: spec.tails,
             peer: spec.peer.clone(),
-            transport: options_transport,
+            transport: f.transport_settings,
         },
-        placement,
-        timer_overhead_ns,
-        summary: result::Summary::from_points(&points),
-        points,
+        placement: f.placement,
+        timer_overhead_ns: f.timer_overhead_ns,
+        summary: result::Summary::from_points(&f.points),
+        points: f.points,
         warnings,
-    };
-    Ok(SweepOutcome { result, error })
+    }
 }
 
-fn measure_all(
+/// What the sweep loop needs from whoever runs the blocks.
+pub(super) trait SweepRunner: BlockRunner {
+    /// Run the byte-checking pass for one size.
+    fn integrity(&mut self, bytes: u64) -> Result<()>;
+    /// Run the tail pass for one size, if this runner has one.
+    fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Option<Tails>>;
+}
+
+/// The plan of one point, given its share of the budget.
+pub(super) fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> PointPlan {
+    PointPlan {
+        budget_ns: point_budget_ns,
+        precision,
+        min_trials: 10,
+        max_trials: 5000,
+        trial_target_ns: (point_budget_ns / 25).clamp(50_000, 50_000_000),
+        max_repeats,
+    }
+}
+
+/// Integrity pass, warm-up, then every size in turn.
+pub(super) fn measure_all(
     spec: &SweepSpec,
-    runner: &mut Runner,
+    runner: &mut dyn SweepRunner,
+    limits: Option<&Limits>,
     points: &mut Vec<Point>,
     on_point: &mut dyn FnMut(&Point),
 ) -> Result<()> {
@@ -219,14 +335,7 @@ fn measure_all(
         }
         let left = (spec.sizes.len() - i) as u64;
         let point_budget_ns = budget_ns.saturating_sub(spent_ns) / left;
-        let plan = PointPlan {
-            budget_ns: point_budget_ns,
-            precision: spec.precision,
-            min_trials: 10,
-            max_trials: 5000,
-            trial_target_ns: (point_budget_ns / 25).clamp(50_000, 50_000_000),
-            max_repeats,
-        };
+        let plan = plan_for(point_budget_ns, spec.precision, max_repeats);
         let outcome = measure_point(runner, bytes, &plan, &stop)?;
         spent_ns += outcome.wall_ns;
         if outcome.interrupted || outcome.trials_ns.is_empty() {
@@ -235,8 +344,9 @@ fn measure_all(
         max_repeats = outcome.repeats;
         let mut point = make_point(bytes, spec.mode, &outcome);
         if spec.tails && bytes <= TAILS_MAX_BYTES {
-            point.tails = Some(runner.tails(bytes, point.median_ns)?);
+            point.tails = runner.tails(bytes, point.median_ns)?;
         }
+        point.limits = limits.and_then(|l| l.at(bytes));
         on_point(&point);
         points.push(point);
     }
@@ -277,7 +387,24 @@ pub fn make_point(bytes: u64, mode: Mode, o: &PointOutcome) -> Point {
         cpu_client: cost(o.client_cpu_ns),
         cpu_server: cost(o.server_cpu_ns),
         tails: None,
+        limits: None,
     }
+}
+
+/// A point with `bytes` and a constant trial time, for tests elsewhere.
+#[cfg(test)]
+pub fn test_point(bytes: u64, median_ns: f64) -> Point {
+    let o = PointOutcome {
+        trials_ns: vec![median_ns; 10],
+        repeats: 1,
+        warmup_trials: 2,
+        noisy: false,
+        interrupted: false,
+        client_cpu_ns: (0, 0),
+        server_cpu_ns: (0, 0),
+        wall_ns: 0,
+    };
+    make_point(bytes, Mode::Pingpong, &o)
 }
 
 /// Runs blocks against the peer: the real [`BlockRunner`].
@@ -324,13 +451,7 @@ impl Runner<'_> {
         }
     }
 
-    fn integrity(&mut self, bytes: u64) -> Result<()> {
-        self.block(BlockKind::Integrity, bytes, INTEGRITY_REPEATS)
-            .with_context(|| format!("integrity pass at {bytes} bytes"))?;
-        Ok(())
-    }
-
-    fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Tails> {
+    fn tail_pass(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Tails> {
         let rt_ns = (2.0 * median_one_way_ns).max(1.0);
         let n = ((TAILS_TIME_PER_SIZE.as_nanos() as f64 / rt_ns) as u64)
             .clamp(TAILS_SAMPLES.0, TAILS_SAMPLES.1);
@@ -349,6 +470,18 @@ impl Runner<'_> {
             max_ns: h.max() as f64 / 2.0,
             timer_cost_ns: self.overhead_ns,
         })
+    }
+}
+
+impl SweepRunner for Runner<'_> {
+    fn integrity(&mut self, bytes: u64) -> Result<()> {
+        self.block(BlockKind::Integrity, bytes, INTEGRITY_REPEATS)
+            .with_context(|| format!("integrity pass at {bytes} bytes"))?;
+        Ok(())
+    }
+
+    fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Option<Tails>> {
+        self.tail_pass(bytes, median_one_way_ns).map(Some)
     }
 }
 

@@ -8,6 +8,10 @@
 //! thing the timing loops in `sweep` ever touch. Nothing outside this module
 //! branches on the kind of transport: adding one means adding a file here and
 //! a line in [`registry`].
+//!
+//! The in-process baselines (`memcpy`, `cacheline`, see [`baseline`]) are
+//! registered here too, so that `wulf sweep` and `wulf run` treat them like
+//! any transport; they answer [`Transport::baseline`] instead of listening.
 
 use std::io;
 use std::net::IpAddr;
@@ -15,10 +19,22 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub mod baseline;
+pub mod cacheline;
+pub mod cma;
+pub mod memcpy;
+pub mod shm;
+mod shm_region;
+mod shm_ring;
 mod sockopt;
 mod stream_socket;
 pub mod tcp;
 pub mod unix;
+pub mod wait;
+
+pub use wait::WaitMode;
+
+use crate::result::Mode;
 
 /// One end of an established data channel. Every call either completes the
 /// whole transfer or fails; each blocking step is bounded by the channel's
@@ -49,6 +65,9 @@ pub struct ChannelOptions {
     pub ipv6: bool,
     /// Bound of every blocking operation, in milliseconds.
     pub timeout_ms: u64,
+    /// How shared-memory transports wait for the other end (`--wait`).
+    #[serde(default)]
+    pub wait: WaitMode,
 }
 
 impl ChannelOptions {
@@ -99,11 +118,40 @@ pub trait Transport: Send + Sync {
         opts: &ChannelOptions,
         peer_ip: IpAddr,
     ) -> anyhow::Result<Connected>;
+    /// For in-process baselines: the measurement to run instead of a peer.
+    /// Transports return `None` (the default).
+    fn baseline(
+        &self,
+        _setup: &baseline::BaselineSetup,
+    ) -> Option<anyhow::Result<Box<dyn baseline::Baseline>>> {
+        None
+    }
+    /// Pattern measured when none is given (`wulf run` uses it).
+    fn default_mode(&self) -> Mode {
+        Mode::Pingpong
+    }
+    /// Message sizes measured when `--sizes` is not given; `None` for the
+    /// default schedule. `perturb` is false with `--no-perturb`.
+    fn default_sizes(&self, _perturb: bool) -> Option<Vec<u64>> {
+        None
+    }
+    /// Share of `wulf run`'s per-transport budget this one gets (baselines
+    /// are quick references and get less).
+    fn run_budget_fraction(&self) -> f64 {
+        1.0
+    }
 }
 
 /// Every transport wulf knows, in the order `wulf run` measures them.
 pub fn registry() -> Vec<Box<dyn Transport>> {
-    vec![Box::new(tcp::Tcp), Box::new(unix::Unix)]
+    vec![
+        Box::new(cacheline::Cacheline),
+        Box::new(memcpy::Memcpy),
+        Box::new(tcp::Tcp),
+        Box::new(unix::Unix),
+        Box::new(shm::Shm),
+        Box::new(cma::Cma),
+    ]
 }
 
 /// The transport called `name`, if wulf knows it.

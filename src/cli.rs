@@ -27,6 +27,23 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Wait for `wulf sweep --peer` clients and act as their peer.
     Serve(ServeArgs),
+    /// Describe this machine and its network (the fingerprint every result
+    /// carries).
+    Info(InfoArgs),
+    /// Find the settings that make a transport fastest here, and say what
+    /// to change.
+    Tune(TuneArgs),
+}
+
+/// `wulf info`.
+#[derive(Debug, Clone, Args)]
+pub struct InfoArgs {
+    /// Print JSON (the `host` block of a result).
+    #[arg(long)]
+    pub json: bool,
+    /// Describe only the interface on the route to this host.
+    #[arg(long, value_name = "HOST")]
+    pub peer: Option<String>,
 }
 
 /// Communication pattern.
@@ -175,6 +192,68 @@ pub struct RunArgs {
     /// Measurement options.
     #[command(flatten)]
     pub measure: MeasureArgs,
+}
+
+/// `wulf tune`.
+#[derive(Debug, Clone, Args)]
+pub struct TuneArgs {
+    /// What to tune.
+    #[command(subcommand)]
+    pub target: TuneTarget,
+}
+
+/// What `wulf tune` can tune.
+#[derive(Debug, Clone, Subcommand)]
+pub enum TuneTarget {
+    /// TCP: sweep socket buffer sizes, Nagle on and off, and the MSS, then
+    /// report the best setting per size band, the bandwidth-delay product
+    /// and which sysctls to raise.
+    Tcp(TuneTcpArgs),
+}
+
+/// `wulf tune tcp`.
+#[derive(Debug, Clone, Args)]
+pub struct TuneTcpArgs {
+    /// A `wulf serve` to measure against, HOST[:PORT]; without it a local
+    /// peer is started.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub peer: Option<String>,
+    /// Total time budget, shared by all configurations.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub budget: Duration,
+    /// Message sizes: a list (1,64,1Ki) or a range MIN:MAX of NetPIPE's
+    /// schedule (default 1:8Mi without the +-3 byte perturbations).
+    #[arg(long, value_name = "LIST|MIN:MAX")]
+    pub sizes: Option<String>,
+    /// Include the +-3 byte perturbations (three times the points).
+    #[arg(long)]
+    pub perturb: bool,
+    /// Directory under which a timestamped results directory is created.
+    #[arg(long, default_value = "wulf-results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Print the summary (tune.json) on standard output; the table goes to
+    /// standard error.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop each point when the median's 95% confidence interval is within
+    /// this fraction of the median.
+    #[arg(long, default_value = "0.02", value_parser = parse_precision)]
+    pub precision: f64,
+    /// Bound of every blocking operation (connect, each send and receive).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Use IPv6 (::1 for a local peer).
+    #[arg(long)]
+    pub ipv6: bool,
+    /// CPUs for this end and the peer (default 0,1 when there are two or more).
+    #[arg(long, value_parser = parse_cpus, value_name = "A,B", conflicts_with = "no_pin")]
+    pub cpus: Option<(usize, usize)>,
+    /// Do not pin either end to a CPU.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// No progress bars.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 fn parse_precision(s: &str) -> Result<f64, String> {

@@ -15,6 +15,7 @@
 //! * [`result`]: the versioned result schema and atomic file writing;
 //! * [`sys`]: the machine fingerprint and OS services;
 //! * [`npb`]: NAS Parallel Benchmark kernels written for wulf;
+//! * [`tune`]: which settings make a transport fastest, and the advice;
 //! * [`commands`]: one file per subcommand, gluing the above together.
 
 pub mod analysis;
@@ -29,6 +30,7 @@ pub mod stats;
 pub mod sweep;
 pub mod sys;
 pub mod transport;
+pub mod tune;
 pub mod units;
 
 /// Set by commands (such as `serve`) for which a signal should end the

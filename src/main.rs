@@ -13,6 +13,8 @@ fn main() {
         Command::Run(a) => commands::run::execute(a),
         Command::Sweep(a) => commands::sweep::execute(a),
         Command::Serve(a) => commands::serve::execute(a),
+        Command::Info(a) => commands::info::execute(a),
+        Command::Tune(a) => commands::tune::execute(a),
     };
     if let Err(e) = outcome {
         eprintln!("wulf: error: {e:#}");

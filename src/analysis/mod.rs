@@ -1,1 +1,307 @@
-//! Derived figures from results (latency, peak, n_1/2, saturation, switch-overs, drop-outs).
+//! Derived figures from results: latency, peak, n_1/2, the saturation point,
+//! Hockney segments and their switch-overs, and drop-outs with their likely
+//! causes.
+//!
+//! Everything here is a pure function of the per-size medians and their
+//! confidence intervals (no I/O, no clock), so the report, `wulf compare`
+//! and the tests all see the same figures. [`analyse_curve`] works on plain
+//! slices; [`Analysis::of`] feeds it a [`SweepResult`].
+//!
+//! # Rules
+//!
+//! Times are the median one-way (or exchange) times t(n) of each size n;
+//! throughput is x(n) = 8 n / t(n), doubled in the bidirectional mode as in
+//! the result's `definitions.throughput`.
+//!
+//! * **Latency**: t at the smallest size measured (the result's definition).
+//! * **Peak**: the largest x(n) and the size where it occurs.
+//! * **n_1/2**: the smallest measured size whose throughput reaches half the
+//!   peak (Hockney 1994, "The communication challenge for MPP", Parallel
+//!   Computing 20:389; measured rather than alpha * beta, which only holds
+//!   on a single Hockney line).
+//! * **Drop-outs** ([`dropout`]): a point or run of points whose upper
+//!   throughput bound lies more than [`DROPOUT_MIN_DEPTH`] (or the noise
+//!   of the intervals, if larger) below the lower bounds of its neighbours
+//!   interpolated along the Hockney chord between them, and which is not
+//!   one side of a step; each with a likely cause from [`CauseHints`]
+//!   ([`causes`]).
+//! * **Segments and switch-overs** ([`hockney`]): t = alpha + n / beta fitted
+//!   piecewise by least squares on relative residuals, the number of pieces
+//!   chosen by BIC (Bai & Perron 2003) with at least [`MIN_SEGMENT_POINTS`]
+//!   points each and a floor on residuals of [`NOISE_FLOOR_REL`] or the
+//!   points' own confidence half-widths, whichever is larger. Drop-out
+//!   points are left out of the fit (a dip is not a regime) and then join
+//!   the neighbouring segment they fit best. The switch-overs are the first
+//!   sizes of the second and later segments; each gets a likely cause by
+//!   the drop-out rules, as if it were a drop-out starting there.
+//! * **Saturation point**: on the saturation graph (log t against log n)
+//!   time grows linearly with size once the slope reaches 1. Under a Hockney
+//!   line that slope is d ln t / d ln n = (n / beta) / t = x(n) / beta, and
+//!   the latency share alpha / t is one minus it. The saturation point is
+//!   the smallest measured size from which every larger size (drop-outs
+//!   aside) has, on its own segment's fitted line, a latency share of at
+//!   most [`SATURATION_LATENCY_SHARE`] (1/5): the slope is at least 0.8,
+//!   the message gets at least 80% of its regime's beta, and no larger
+//!   block can add more than a quarter. On a single Hockney line this is
+//!   the first size at or above 4 n_1/2 = 4 alpha beta. The threshold is
+//!   calibrated on seed 002, which reads its saturation points off the
+//!   graphs: TCP latency 42 us at about 90 Mbit/s on Fast Ethernet gives
+//!   n_1/2 = 470 B and 4 n_1/2 = 1.9 KB (read: 2 KB); about 160 Mbit/s over
+//!   two bonded links gives 4 n_1/2 = 3.4 KB (read: 4 KB). Using each
+//!   segment's own line keeps a slower last regime (out of cache) from
+//!   moving the point earlier. `None` when the largest sizes are still
+//!   latency-bound.
+
+pub mod causes;
+pub mod dropout;
+pub mod hockney;
+
+#[cfg(test)]
+mod synth;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+use crate::result::SweepResult;
+
+pub use causes::CauseHints;
+pub use dropout::{DROPOUT_MAX_SPAN_RATIO, DROPOUT_MIN_DEPTH};
+pub use hockney::{LineFit, MAX_SEGMENTS, MIN_SEGMENT_POINTS, NOISE_FLOOR_REL};
+
+/// Largest share of a message's time that the fixed cost alpha may take
+/// for the message to count as saturated (see the module notes).
+pub const SATURATION_LATENCY_SHARE: f64 = 0.2;
+
+/// Figures derived from one sweep. Rates are in bit/s, SI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// Points analysed: sizes with a positive, finite median time.
+    pub points: usize,
+    /// Median time at the smallest size, in ns.
+    pub latency_ns: Option<f64>,
+    /// Highest median throughput.
+    pub peak_bits_per_s: Option<f64>,
+    /// Size at which the peak occurs.
+    pub peak_bytes: Option<u64>,
+    /// Smallest size reaching half the peak throughput.
+    pub n_half_bytes: Option<u64>,
+    /// Smallest size from which time grows linearly with size.
+    pub saturation_bytes: Option<u64>,
+    /// Hockney segments, in order, together covering every point.
+    pub segments: Vec<Segment>,
+    /// First size of each segment after the first: the switch-overs.
+    pub switchovers: Vec<u64>,
+    /// Drop-outs, in order of size.
+    pub dropouts: Vec<Dropout>,
+}
+
+/// One piece of the piecewise Hockney fit t = alpha + n / beta.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    /// First size covered.
+    pub from_bytes: u64,
+    /// Last size covered (inclusive).
+    pub to_bytes: u64,
+    /// Points that shaped the line (drop-outs excluded).
+    pub points: usize,
+    /// Intercept in ns: the line's time for an empty message. For a
+    /// segment of large sizes this is an extrapolation and may even be
+    /// negative (a bandwidth that falls with size).
+    pub alpha_ns: f64,
+    /// Asymptotic bandwidth of the line; `None` when time does not grow
+    /// with size in this segment (latency-bound).
+    pub beta_bits_per_s: Option<f64>,
+    /// Root mean square of the relative residuals of the fitted points.
+    pub rms_rel_residual: f64,
+    /// For a segment after the first: the recorded threshold (eager limit,
+    /// socket buffer, MSS...) its start most likely comes from, by the
+    /// drop-out rules applied to the sizes either side of the switch-over.
+    pub likely_cause: Option<String>,
+}
+
+/// A run of sizes whose throughput falls below its neighbours'.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dropout {
+    /// First size of the run.
+    pub from_bytes: u64,
+    /// Last size of the run (inclusive).
+    pub to_bytes: u64,
+    /// Sizes in the run.
+    pub points: usize,
+    /// Largest throughput deficit against the neighbours' line, 0..1
+    /// (0.8 = throughput fell to a fifth).
+    pub depth_fraction: f64,
+    /// Threshold the run most likely comes from, when one is recorded.
+    pub likely_cause: Option<String>,
+}
+
+impl Analysis {
+    /// Analyse a result, taking cause hints from `options.transport` and
+    /// counting both directions in the bidirectional mode.
+    pub fn of(result: &SweepResult) -> Analysis {
+        let p = &result.points;
+        let bytes: Vec<u64> = p.iter().map(|p| p.bytes).collect();
+        let median: Vec<f64> = p.iter().map(|p| p.median_ns).collect();
+        let low: Vec<f64> = p.iter().map(|p| p.ci_low_ns).collect();
+        let high: Vec<f64> = p.iter().map(|p| p.ci_high_ns).collect();
+        let hints = CauseHints::from_transport(&result.options.transport);
+        let directions = result.mode.bytes_per_op(1) as f64;
+        analyse(&bytes, &median, &low, &high, &hints, directions)
+    }
+}
+
+/// Analyse a curve given as parallel slices: message sizes, median times
+/// and the 95% confidence bounds of the medians (ns). One message per
+/// operation (use [`Analysis::of`] for bidirectional results).
+///
+/// Sizes need not be sorted; a repeated size keeps its first point; points
+/// with a non-positive or non-finite median are ignored; a missing or
+/// inverted bound is replaced by the median (the point then counts as
+/// exact, which only makes it easier to flag, so results should carry
+/// their intervals).
+pub fn analyse_curve(
+    bytes: &[u64],
+    median_ns: &[f64],
+    ci_low_ns: &[f64],
+    ci_high_ns: &[f64],
+    hints: &CauseHints,
+) -> Analysis {
+    analyse(bytes, median_ns, ci_low_ns, ci_high_ns, hints, 1.0)
+}
+
+/// The analysis, with `directions` messages counted per operation.
+fn analyse(
+    bytes: &[u64],
+    median_ns: &[f64],
+    ci_low_ns: &[f64],
+    ci_high_ns: &[f64],
+    hints: &CauseHints,
+    directions: f64,
+) -> Analysis {
+    let curve = Curve::clean(bytes, median_ns, ci_low_ns, ci_high_ns);
+    let len = curve.bytes.len();
+    let size = |i: usize| curve.bytes[i] as u64;
+    let throughput: Vec<f64> = (0..len)
+        .map(|i| directions * 8e9 * curve.bytes[i] / curve.median[i])
+        .collect();
+    let peak = (0..len).fold(None, |best: Option<usize>, i| match best {
+        Some(b) if throughput[b] >= throughput[i] => Some(b),
+        _ => Some(i),
+    });
+    let n_half = peak.and_then(|p| (0..len).find(|&i| throughput[i] >= throughput[p] / 2.0));
+
+    let runs = dropout::find_dropouts(&curve.bytes, &curve.median, &curve.low, &curve.high);
+    let mut include = vec![true; len];
+    for r in &runs {
+        include[r.first..=r.last]
+            .iter_mut()
+            .for_each(|f| *f = false);
+    }
+    let half_width_rel: Vec<f64> = (0..len)
+        .map(|i| (curve.high[i] - curve.low[i]) / (2.0 * curve.median[i]))
+        .collect();
+    let fits = hockney::fit_segments(&curve.bytes, &curve.median, &half_width_rel, &include);
+    let saturation = saturation_index(&curve.bytes, &fits, &include);
+
+    let segments: Vec<Segment> = fits
+        .iter()
+        .enumerate()
+        .map(|(s, f)| Segment {
+            from_bytes: size(f.first),
+            to_bytes: size(f.last),
+            points: f.line.points,
+            alpha_ns: f.line.alpha_ns,
+            beta_bits_per_s: f.line.beta_bits_per_s().map(|b| b * directions),
+            rms_rel_residual: f.line.rms_rel(),
+            // No good size after a switch-over to pin a page boundary on.
+            likely_cause: match s {
+                0 => None,
+                _ => hints.likely_cause(size(f.first - 1), size(f.first), size(f.first), u64::MAX),
+            },
+        })
+        .collect();
+    let dropouts = runs
+        .iter()
+        .map(|r| Dropout {
+            from_bytes: size(r.first),
+            to_bytes: size(r.last),
+            points: r.last - r.first + 1,
+            depth_fraction: r.depth_fraction,
+            likely_cause: hints.likely_cause(
+                size(r.first - 1),
+                size(r.first),
+                size(r.last),
+                size(r.last + 1),
+            ),
+        })
+        .collect();
+    Analysis {
+        points: len,
+        latency_ns: curve.median.first().copied(),
+        peak_bits_per_s: peak.map(|p| throughput[p]),
+        peak_bytes: peak.map(size),
+        n_half_bytes: n_half.map(size),
+        saturation_bytes: saturation.map(size),
+        switchovers: segments.iter().skip(1).map(|s| s.from_bytes).collect(),
+        segments,
+        dropouts,
+    }
+}
+
+/// Index of the saturation point (see the module notes).
+fn saturation_index(
+    bytes: &[f64],
+    fits: &[hockney::SegmentFit],
+    include: &[bool],
+) -> Option<usize> {
+    let mut found = None;
+    for seg in fits.iter().rev() {
+        let line = &seg.line;
+        for i in (seg.first..=seg.last).rev().filter(|&i| include[i]) {
+            let saturated = line.ns_per_byte > 0.0
+                && line.alpha_ns <= SATURATION_LATENCY_SHARE * line.predict_ns(bytes[i]);
+            if !saturated {
+                return found;
+            }
+            found = Some(i);
+        }
+    }
+    found
+}
+
+/// The valid points of a curve, sorted by size, sizes as f64.
+struct Curve {
+    bytes: Vec<f64>,
+    median: Vec<f64>,
+    low: Vec<f64>,
+    high: Vec<f64>,
+}
+
+impl Curve {
+    fn clean(bytes: &[u64], median_ns: &[f64], ci_low_ns: &[f64], ci_high_ns: &[f64]) -> Curve {
+        let n = bytes.len().min(median_ns.len());
+        let mut order: Vec<usize> = (0..n)
+            .filter(|&i| median_ns[i].is_finite() && median_ns[i] > 0.0)
+            .collect();
+        // Stable, so a repeated size keeps its first point.
+        order.sort_by_key(|&i| bytes[i]);
+        order.dedup_by_key(|i| bytes[*i]);
+        let bound = |v: Option<&f64>, m: f64, pick: fn(f64, f64) -> f64| match v {
+            Some(&b) if b.is_finite() => pick(b, m),
+            _ => m,
+        };
+        Curve {
+            bytes: order.iter().map(|&i| bytes[i] as f64).collect(),
+            median: order.iter().map(|&i| median_ns[i]).collect(),
+            low: order
+                .iter()
+                .map(|&i| bound(ci_low_ns.get(i), median_ns[i], f64::min))
+                .collect(),
+            high: order
+                .iter()
+                .map(|&i| bound(ci_high_ns.get(i), median_ns[i], f64::max))
+                .collect(),
+        }
+    }
+}

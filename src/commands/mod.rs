@@ -2,9 +2,11 @@
 //! calling the measuring, analysing and exporting modules, and decides what
 //! goes to the terminal and to files.
 
+pub mod info;
 pub mod run;
 pub mod serve;
 pub mod sweep;
+pub mod tune;
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -91,6 +93,7 @@ pub fn sweep_spec(
             sndbuf_bytes: m.sndbuf,
             rcvbuf_bytes: m.rcvbuf,
             nodelay: !m.no_nodelay,
+            mss_bytes: None,
             ipv6: m.ipv6,
             timeout_ms: m.timeout.as_millis() as u64,
             // Spinning with fewer than two CPUs would cost a time slice per

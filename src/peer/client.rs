@@ -40,9 +40,9 @@ pub struct PeerBlock {
 
 /// Resolve `HOST[:PORT]` (IPv6 literals in brackets) to a socket address.
 pub fn resolve(peer_spec: &str, default_port: u16, ipv6: bool) -> Result<SocketAddr> {
-    let with_port = if peer_spec.parse::<std::net::IpAddr>().is_ok() {
-        // a bare IPv6 literal contains colons but no port
-        format!("[{peer_spec}]:{default_port}")
+    let with_port = if let Ok(ip) = peer_spec.parse::<std::net::IpAddr>() {
+        // A bare address; an IPv6 one contains colons but no port.
+        std::net::SocketAddr::new(ip, default_port).to_string()
     } else if peer_spec
         .rsplit_once(':')
         .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
@@ -51,7 +51,6 @@ pub fn resolve(peer_spec: &str, default_port: u16, ipv6: bool) -> Result<SocketA
     } else {
         format!("{peer_spec}:{default_port}")
     };
-    let with_port = with_port.replace("[[", "[").replace("]]", "]");
     let addrs: Vec<SocketAddr> = with_port
         .to_socket_addrs()
         .map_err(|e| peer(format!("cannot resolve peer '{peer_spec}': {e}")))?

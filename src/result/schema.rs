@@ -2,16 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Version of the result schema this wulf writes. Bumped on any change a
-/// reader must know about. Version 2 added the optional efficiency fields
-/// (`points[].limits`, `summary.latency_floor_multiple`,
-/// `summary.peak_memcpy_fraction`, `summary.plateaus`,
-/// `definitions.efficiency`).
-pub const SCHEMA_VERSION: u32 = 2;
-
-/// Oldest schema version this wulf reads: every version since only added
-/// optional fields, so older files parse unchanged.
-pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
+/// Version of the result schema this wulf writes and reads. Bumped on any
+/// change a reader must know about; readers refuse other major versions.
+/// Optional fields with defaults (the link and efficiency blocks) are added
+/// within a version: files without them still read.
+pub const SCHEMA_VERSION: u32 = 1;
 
 /// One sweep of one transport in one mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,6 +52,48 @@ pub struct SweepResult {
     /// Non-fatal observations (a clamped socket buffer, noisy points...).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The physical limit of the network link the data crossed, when its
+    /// speed and MTU are known, and the measured peak against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkEfficiency>,
+}
+
+/// Measured peak against the theoretical TCP goodput of the link.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkEfficiency {
+    /// Interface on the route to the peer.
+    pub interface: String,
+    /// The limit and its accounting.
+    pub limit: crate::sys::LinkLimit,
+    /// Which framing applies (real Ethernet or a shaper on a virtual link).
+    pub framing: crate::sys::Framing,
+    /// Goodput limit under that framing, bit/s.
+    pub limit_bits_per_s: f64,
+    /// `summary.peak_bits_per_s` / `limit_bits_per_s`.
+    pub peak_fraction: Option<f64>,
+}
+
+impl LinkEfficiency {
+    /// The efficiency of a sweep whose data crossed `iface`, if its limit is
+    /// known.
+    pub fn of(
+        iface: &crate::sys::Interface,
+        ip_version: crate::sys::IpVersion,
+        tcp_timestamps: bool,
+        peak_bits_per_s: Option<f64>,
+    ) -> Option<LinkEfficiency> {
+        let limit = iface.link_limit(ip_version, tcp_timestamps)?;
+        let framing = iface.framing();
+        let limit_bits_per_s = limit.goodput_mbit_per_s(framing) * 1e6;
+        Some(LinkEfficiency {
+            interface: iface.name.clone(),
+            framing,
+            limit_bits_per_s,
+            peak_fraction: peak_bits_per_s.map(|p| p / limit_bits_per_s),
+            limit,
+        })
+    }
 }
 
 /// Communication pattern of a sweep.

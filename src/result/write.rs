@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::{SweepResult, OLDEST_READABLE_SCHEMA_VERSION, SCHEMA_VERSION};
+use super::{SweepResult, SCHEMA_VERSION};
 
 /// Write `bytes` to `path` atomically: a temporary file beside it, synced,
 /// then renamed over `path`. A reader never sees a half-written file, and a
@@ -52,10 +52,9 @@ pub fn read_result(path: &Path) -> Result<SweepResult> {
     let value: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
     match value.get("schema_version").and_then(|v| v.as_u64()) {
-        Some(v) if (OLDEST_READABLE_SCHEMA_VERSION as u64..=SCHEMA_VERSION as u64).contains(&v) => {}
+        Some(v) if v == SCHEMA_VERSION as u64 => {}
         Some(v) => bail!(
-            "{} has result schema version {v}; this wulf reads versions \
-             {OLDEST_READABLE_SCHEMA_VERSION} to {SCHEMA_VERSION}",
+            "{} has result schema version {v}; this wulf reads version {SCHEMA_VERSION}",
             path.display()
         ),
         None => bail!(

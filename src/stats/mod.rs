@@ -12,11 +12,15 @@
 //!   Nonparametric Statistics*, 3rd ed., 1999, sec. 3.2; Le Boudec,
 //!   *Performance Evaluation of Computer and Communication Systems*, 2010,
 //!   Theorem 2.1). Timing data are skewed and often bimodal, so a
-//!   t-interval around the mean would claim precision the data do not have.
+//!   t-interval around the mean would claim precision the data do not have;
+//! * two points' trial lists are compared with the Mann–Whitney U test and
+//!   the Hodges–Lehmann shift ([`rank_test`]), for the same reason.
 
 mod median_ci;
+pub mod rank_test;
 
 pub use median_ci::{median_ci, MedianCi};
+pub use rank_test::{holm_reject, mann_whitney, RankTest};
 
 /// Summary figures of one point's kept trials (all in the trials' unit).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 
+use super::limits::{self, Limits};
 use super::loops::{client_block, Pools};
 use super::policy::{measure_point, BlockRunner, BlockTiming, PointOutcome, PointPlan};
 use super::timer::clock_read_cost_ns;
@@ -24,10 +25,11 @@ use crate::peer::client::{resolve, PeerSession};
 use crate::peer::local::LocalPeer;
 use crate::peer::protocol::{BlockKind, Setup};
 use crate::peer::DEFAULT_PORT;
-use super::limits::{self, Limits};
-use crate::result::{self, CpuCost, Definitions, Mode, Placement, Point, SweepResult, Tails};
+use crate::result::{
+    self, CpuCost, Definitions, LinkEfficiency, Mode, Placement, Point, SweepResult, Tails,
+};
 use crate::stats::Summary;
-use crate::sys::{pin_current_thread, Host};
+use crate::sys::{pin_current_thread, Host, IpVersion};
 use crate::transport::baseline::BaselineSetup;
 use crate::transport::{self, ChannelOptions, Endpoint};
 
@@ -95,7 +97,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     transport.availability().map_err(|why| {
         anyhow::anyhow!("transport {} is unavailable here: {why}", spec.transport)
     })?;
-    let host = Host::probe();
+    let mut host = Host::probe();
     let timeout = spec.channel.timeout();
     let max_bytes = spec.sizes.iter().copied().max().unwrap_or(1);
     let baseline_setup = BaselineSetup {
@@ -104,6 +106,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         nocache: spec.nocache,
         offset_bytes: spec.offset_bytes,
         llc_bytes: host.llc_bytes,
+        caches: host.caches.clone().unwrap_or_default(),
         helper_cpu: spec.cpus.1,
         wait: spec.channel.wait,
         timeout,
@@ -132,6 +135,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         offset_bytes: spec.offset_bytes,
         cpu: spec.cpus.1,
     };
+    host = host.with_interface_for_peer(addr.ip());
     let (mut session, mut conn) = PeerSession::open(addr, transport.as_ref(), &setup, timeout)?;
     let client_cpu = spec.cpus.0.filter(|&c| pin_current_thread(c).is_ok());
     let timer_overhead_ns = clock_read_cost_ns();
@@ -161,6 +165,16 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         "server".into(),
         serde_json::Value::Object(session.settings.clone()),
     );
+    let peak_bits_per_s = result::Summary::from_points(&points).peak_bits_per_s;
+    let link = host.interfaces.first().and_then(|iface| {
+        warnings.extend(crate::sys::pcie_limits_link(iface));
+        LinkEfficiency::of(
+            iface,
+            IpVersion::of(addr.ip()),
+            host.tcp_sysctls.timestamps_enabled().unwrap_or(true),
+            peak_bits_per_s,
+        )
+    });
     let placement = Placement {
         client_host: host.hostname.clone(),
         client_cpu,
@@ -193,6 +207,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             timer_overhead_ns,
             points,
             warnings,
+            link,
             error: error.as_ref(),
         },
     );
@@ -225,6 +240,8 @@ pub(super) struct Finish<'a> {
     pub points: Vec<Point>,
     /// Warnings so far.
     pub warnings: Vec<String>,
+    /// Efficiency against the network link the data crossed, if known.
+    pub link: Option<LinkEfficiency>,
     /// Why the sweep stopped early, if it did.
     pub error: Option<&'a anyhow::Error>,
 }
@@ -277,6 +294,7 @@ pub(super) fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepRe
         summary: result::Summary::from_points(&f.points),
         points: f.points,
         warnings,
+        link: f.link,
     }
 }
 
@@ -314,16 +332,17 @@ pub(super) fn measure_all(
         }
     }
     let budget_ns = spec.budget.as_nanos() as u64;
+    // The budget is wall time from here, so statistics, control messages
+    // and tail passes all count and the sweep ends when the user was told.
+    let t0 = Instant::now();
     // Sweep-wide warm-up (dropped): brings caches, the CPU frequency, the
     // scheduler's placement and TCP's state to steady state before the
     // first point, whose calibration would otherwise absorb it.
     let warmup_ns = (budget_ns / 50).min(200_000_000);
-    let mut spent_ns = 0u64;
     if let Some(&first) = spec.sizes.first() {
         let mut repeats = 1;
-        while spent_ns < warmup_ns {
-            let t = runner.run(first, repeats)?;
-            spent_ns += t.wall_ns;
+        while (t0.elapsed().as_nanos() as u64) < warmup_ns {
+            runner.run(first, repeats)?;
             repeats = (repeats * 2).min(1 << 16);
         }
     }
@@ -334,10 +353,10 @@ pub(super) fn measure_all(
             return Err(WulfError::Interrupted.into());
         }
         let left = (spec.sizes.len() - i) as u64;
+        let spent_ns = t0.elapsed().as_nanos() as u64;
         let point_budget_ns = budget_ns.saturating_sub(spent_ns) / left;
         let plan = plan_for(point_budget_ns, spec.precision, max_repeats);
         let outcome = measure_point(runner, bytes, &plan, &stop)?;
-        spent_ns += outcome.wall_ns;
         if outcome.interrupted || outcome.trials_ns.is_empty() {
             return Err(WulfError::Interrupted.into());
         }

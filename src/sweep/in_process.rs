@@ -125,6 +125,7 @@ pub(super) fn run_baseline(
             timer_overhead_ns,
             points,
             warnings,
+            link: None,
             error: error.as_ref(),
         },
     );

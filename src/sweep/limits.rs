@@ -182,6 +182,7 @@ fn setup(spec: &SweepSpec, mode: Mode, max_bytes: u64, llc: Option<u64>) -> Base
         nocache: spec.nocache,
         offset_bytes: spec.offset_bytes,
         llc_bytes: llc,
+        caches: Vec::new(),
         helper_cpu: None,
         wait: WaitMode::Spin,
         timeout: spec.channel.timeout(),
@@ -203,7 +204,11 @@ fn measure_memcpy(
     let (mut spent, mut max_repeats) = (0u64, u64::MAX);
     for (i, &bytes) in sizes.iter().enumerate() {
         let left = (sizes.len() - i) as u64;
-        let plan = plan_for(budget_ns.saturating_sub(spent) / left, spec.precision, max_repeats);
+        let plan = plan_for(
+            budget_ns.saturating_sub(spent) / left,
+            spec.precision,
+            max_repeats,
+        );
         let o = measure_point(&mut runner, bytes, &plan, &super::interrupted)?;
         if o.interrupted || o.trials_ns.is_empty() {
             anyhow::bail!("interrupted");

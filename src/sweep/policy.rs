@@ -13,8 +13,9 @@
 //!    as soon as the 95% confidence interval of the median (order
 //!    statistics, see `stats`) lies within `precision` of the median.
 //! 3. **Budget**: stop when the wall time spent on the point (calibration
-//!    included) reaches its share of the budget, once at least two trials
-//!    are kept, or at `max_trials`. A point stopped before its interval was
+//!    included) reaches its share of the budget, once at least six trials
+//!    are kept (the fewest that give a real 95% interval), or at
+//!    `max_trials`. A point stopped before its interval was
 //!    narrow enough is marked **noisy**.
 //!
 //! The engine hands each point `remaining budget / remaining points`, so
@@ -23,6 +24,11 @@
 use anyhow::Result;
 
 use crate::stats::Summary;
+
+/// Trials kept even when the point's budget runs out: six is the fewest
+/// whose order statistics give a real 95% interval of the median, and the
+/// drop-out analysis needs real intervals to avoid false alarms.
+pub const MIN_TRIALS_ON_BUDGET: usize = 6;
 
 /// How one point is to be measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -119,6 +125,7 @@ pub fn measure_point(
         server_cpu_ns: (0, 0),
         wall_ns: 0,
     };
+    let mut next_check = min_trials;
     loop {
         if stop() {
             out.interrupted = true;
@@ -132,11 +139,17 @@ pub fn measure_point(
         out.server_cpu_ns.0 += t.server_cpu_ns.0;
         out.server_cpu_ns.1 += t.server_cpu_ns.1;
         let n = out.trials_ns.len();
-        if n >= min_trials && converged(&out.trials_ns, plan.precision) {
-            out.noisy = false;
-            break;
+        // Checking sorts the trials; do it at every trial early on, then
+        // whenever the count has grown by a tenth, so a point with
+        // thousands of trials does not spend its budget on statistics.
+        if n >= min_trials && n >= next_check {
+            next_check = n + (n / 10).max(1);
+            if converged(&out.trials_ns, plan.precision) {
+                out.noisy = false;
+                break;
+            }
         }
-        if n >= plan.max_trials || (n >= 2 && spent_ns >= plan.budget_ns) {
+        if n >= plan.max_trials || (n >= MIN_TRIALS_ON_BUDGET && spent_ns >= plan.budget_ns) {
             out.noisy = !converged(&out.trials_ns, plan.precision);
             break;
         }

@@ -1,6 +1,14 @@
-//! The host block of a result.
+//! The host block of a result: what the machine is, read cheaply (a few
+//! dozen small sysfs and procfs reads, well under 20 ms) so that every run can
+//! carry it.
+
+use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
+
+use super::interface::{describe_interface, interface_for_peer, Interface};
+use super::tcp_sysctl::TcpSysctls;
+use super::topology::{self, Cache};
 
 /// Description of one machine, as stored in results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -20,12 +28,42 @@ pub struct Host {
     pub load_before: [f64; 3],
     /// Load averages when the run ended.
     pub load_after: Option<[f64; 3]>,
+    /// CPU sockets (packages) with online CPUs.
+    #[serde(default)]
+    pub sockets: Option<usize>,
+    /// Physical cores over the online CPUs; `cpus` counts hardware threads.
+    #[serde(default)]
+    pub cores: Option<usize>,
+    /// Hardware threads per core (2 with SMT on, 1 without).
+    #[serde(default)]
+    pub threads_per_core: Option<usize>,
+    /// Caches as seen from CPU 0, lowest level first.
+    #[serde(default)]
+    pub caches: Option<Vec<Cache>>,
+    /// Online NUMA nodes.
+    #[serde(default)]
+    pub numa_nodes: Option<usize>,
+    /// Total memory in bytes.
+    #[serde(default)]
+    pub memory_total_bytes: Option<u64>,
+    /// The kernel's clock source, e.g. "tsc" or "kvm-clock".
+    #[serde(default)]
+    pub clock_source: Option<String>,
+    /// Socket-buffer and TCP sysctls of the probing process's namespace.
+    #[serde(default)]
+    pub tcp_sysctls: TcpSysctls,
+    /// The network interfaces the measurement used (found from the route to
+    /// the peer); empty for transports that use none.
+    #[serde(default)]
+    pub interfaces: Vec<Interface>,
 }
 
 impl Host {
-    /// Read this machine's description now (load_after left empty).
+    /// Read this machine's description now (load_after left empty, no
+    /// interfaces: see [`Host::with_interface_for_peer`]).
     pub fn probe() -> Host {
         let uname = nix::sys::utsname::uname().ok();
+        let topo = topology::topology();
         Host {
             hostname: nix::unistd::gethostname()
                 .ok()
@@ -39,7 +77,28 @@ impl Host {
             llc_bytes: last_level_cache_bytes(),
             load_before: load_average().unwrap_or([0.0; 3]),
             load_after: None,
+            sockets: topo.map(|t| t.sockets),
+            cores: topo.map(|t| t.cores),
+            threads_per_core: topo.map(|t| t.threads_per_core),
+            caches: topology::caches(),
+            numa_nodes: topology::numa_nodes(),
+            memory_total_bytes: topology::memory_total_bytes(),
+            clock_source: topology::clock_source(),
+            tcp_sysctls: TcpSysctls::probe(),
+            interfaces: Vec::new(),
         }
+    }
+
+    /// Add the description of the interface the route to `peer` uses (once:
+    /// an interface already listed is not added again). Without a route
+    /// nothing is added.
+    pub fn with_interface_for_peer(mut self, peer: IpAddr) -> Host {
+        if let Some(name) = interface_for_peer(peer) {
+            if !self.interfaces.iter().any(|i| i.name == name) {
+                self.interfaces.push(describe_interface(&name));
+            }
+        }
+        self
     }
 }
 
@@ -68,10 +127,12 @@ pub fn last_level_cache_bytes() -> Option<u64> {
         .max()
 }
 
-fn parse_cache_size(s: &str) -> Option<u64> {
+/// Parse a sysfs cache size ("32K", "1M", "512").
+pub(crate) fn parse_cache_size(s: &str) -> Option<u64> {
     let (num, mult) = match s.chars().last()? {
         'K' => (&s[..s.len() - 1], 1024),
         'M' => (&s[..s.len() - 1], 1024 * 1024),
+        'G' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
         _ => (s, 1),
     };
     num.parse::<u64>().ok().map(|n| n * mult)

@@ -2,12 +2,31 @@
 //! small operating-system services the measurement needs (CPU pinning,
 //! per-thread CPU accounting, cache sizes).
 //!
-//! Everything here reads /proc and /sys or asks the kernel directly. What
-//! cannot be read is reported as unknown (`None`), never as an error: a
-//! container without /sys must still be able to measure.
+//! Everything here reads /proc and /sys or asks the kernel directly (the
+//! ethtool ioctl); nothing runs a subprocess. What cannot be read is reported
+//! as unknown (`None`), never as an error: a container without /sys must
+//! still be able to measure.
+//!
+//! * [`Host`]: CPU, caches, NUMA, memory, kernel, clock source, load, TCP
+//!   sysctls and the interfaces used; [`Host::describe_text`] for `wulf info`;
+//! * [`interface`]: which interface reaches a peer and what it is;
+//! * [`link_limit`]: the theoretical TCP goodput of a link.
 
 mod cpu;
+mod describe;
+mod ethtool;
 mod host;
+pub mod interface;
+pub mod link_limit;
+mod tcp_sysctl;
+mod topology;
 
 pub use cpu::{cpu_count, pin_current_thread, thread_cpu_time, CpuTime};
 pub use host::{last_level_cache_bytes, load_average, Host};
+pub use interface::{
+    describe_interface, interface_for_peer, pcie_limits_link, Coalesce, Interface, Offloads,
+    PcieLink,
+};
+pub use link_limit::{tcp_goodput_limit, Framing, IpVersion, LinkLimit};
+pub use tcp_sysctl::TcpSysctls;
+pub use topology::Cache;

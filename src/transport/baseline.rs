@@ -38,6 +38,8 @@ pub struct BaselineSetup {
     pub offset_bytes: u64,
     /// Last-level cache size, if known.
     pub llc_bytes: Option<u64>,
+    /// The caches of the machine (empty when unknown).
+    pub caches: Vec<crate::sys::Cache>,
     /// CPU for a second thread, if the baseline has one.
     pub helper_cpu: Option<usize>,
     /// How a second thread and the measuring thread wait for each other.

@@ -71,7 +71,12 @@ impl Transport for Cacheline {
         Err(no_channel(self.name()))
     }
 
-    fn connect(&self, _: &Value, _: &ChannelOptions, _: std::net::IpAddr) -> anyhow::Result<Connected> {
+    fn connect(
+        &self,
+        _: &Value,
+        _: &ChannelOptions,
+        _: std::net::IpAddr,
+    ) -> anyhow::Result<Connected> {
         Err(no_channel(self.name()))
     }
 
@@ -271,9 +276,10 @@ impl CachelineBench {
         }
         let elapsed_ns = t0.elapsed().as_nanos() as u64;
         let main_cpu = thread_cpu_time().since(cpu0);
-        let helper_cpu = self.from_helper.recv().map_err(|_| {
-            io::Error::other("the cacheline helper thread stopped")
-        })??;
+        let helper_cpu = self
+            .from_helper
+            .recv()
+            .map_err(|_| io::Error::other("the cacheline helper thread stopped"))??;
         match mismatch {
             Some(e) => Err(e),
             None => Ok(BaselineBlock {
@@ -381,6 +387,7 @@ mod tests {
             nocache: false,
             offset_bytes: 0,
             llc_bytes: None,
+            caches: Vec::new(),
             helper_cpu: None,
             wait,
             timeout: std::time::Duration::from_secs(10),

@@ -138,7 +138,9 @@ impl Transport for Cma {
             }
         };
         if ready != READY_OK {
-            bail!("the peer cannot read this process's memory with process_vm_readv (see its error)");
+            bail!(
+                "the peer cannot read this process's memory with process_vm_readv (see its error)"
+            );
         }
         let addr = region.header().words[0].load(Ordering::Relaxed);
         check_probe(server, addr)?;
@@ -361,10 +363,9 @@ fn explain(e: Errno, pid: Pid) -> io::Error {
 /// Yama's ptrace scope, when it may explain a refusal.
 fn ptrace_scope_note() -> String {
     match std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope") {
-        Ok(s) if s.trim() != "0" => format!(
-            " (kernel.yama.ptrace_scope is {}; 0 allows it)",
-            s.trim()
-        ),
+        Ok(s) if s.trim() != "0" => {
+            format!(" (kernel.yama.ptrace_scope is {}; 0 allows it)", s.trim())
+        }
         _ => " (a container or security policy forbids it)".into(),
     }
 }
@@ -452,6 +453,7 @@ mod tests {
             sndbuf_bytes: None,
             rcvbuf_bytes: None,
             nodelay: true,
+            mss_bytes: None,
             ipv6: false,
             timeout_ms: 5000,
             wait,

@@ -11,7 +11,8 @@
 //! The default sizes run from 1 byte to at least four times the last-level
 //! cache, so the curve reaches DRAM whatever the machine.
 //!
-//! Plateaus are named from the cache sizes the kernel reports in sysfs: a
+//! Plateaus are named from the cache sizes the kernel reports (the host
+//! description's data and unified caches of CPU 0): a
 //! copy of n bytes touches 2n bytes, so a size belongs to the smallest level
 //! that holds 2n, and each plateau is the median throughput of the sizes
 //! well inside a level (from the previous level's size to half this one's).
@@ -51,7 +52,12 @@ impl Transport for Memcpy {
         Err(no_channel(self.name()))
     }
 
-    fn connect(&self, _: &Value, _: &ChannelOptions, _: std::net::IpAddr) -> anyhow::Result<Connected> {
+    fn connect(
+        &self,
+        _: &Value,
+        _: &ChannelOptions,
+        _: std::net::IpAddr,
+    ) -> anyhow::Result<Connected> {
         Err(no_channel(self.name()))
     }
 
@@ -105,7 +111,7 @@ impl MemcpyBench {
             dst: pool(),
             nocache: setup.nocache,
             offset_bytes: setup.offset_bytes,
-            levels: cache_levels(),
+            levels: cache_levels(&setup.caches),
         })
     }
 
@@ -186,7 +192,7 @@ impl Baseline for MemcpyBench {
     }
 }
 
-/// A data or unified cache level from sysfs.
+/// A data or unified cache level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheLevel {
     /// 1, 2, 3...
@@ -201,40 +207,19 @@ impl CacheLevel {
     }
 }
 
-/// The data and unified caches of CPU 0, smallest level first.
-pub fn cache_levels() -> Vec<CacheLevel> {
-    let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache") else {
-        return Vec::new();
-    };
-    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).ok();
-    let mut levels: Vec<CacheLevel> = dir
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("index"))
-        .filter_map(|e| {
-            let kind = read(e.path().join("type"))?;
-            if kind.trim() == "Instruction" {
-                return None;
-            }
-            Some(CacheLevel {
-                level: read(e.path().join("level"))?.trim().parse().ok()?,
-                bytes: parse_size(read(e.path().join("size"))?.trim())?,
-            })
+/// The data and unified caches among `caches`, smallest level first.
+pub fn cache_levels(caches: &[crate::sys::Cache]) -> Vec<CacheLevel> {
+    let mut levels: Vec<CacheLevel> = caches
+        .iter()
+        .filter(|c| c.kind != "Instruction" && c.size_bytes > 0)
+        .map(|c| CacheLevel {
+            level: c.level,
+            bytes: c.size_bytes,
         })
         .collect();
     levels.sort_by_key(|l| l.level);
     levels.dedup_by_key(|l| l.level);
     levels
-}
-
-/// Parse sysfs cache sizes: `32K`, `1024K`, `32M`, or bytes.
-fn parse_size(s: &str) -> Option<u64> {
-    let (num, mult) = match s.as_bytes().last()? {
-        b'K' => (&s[..s.len() - 1], 1 << 10),
-        b'M' => (&s[..s.len() - 1], 1 << 20),
-        b'G' => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<u64>().ok().map(|n| n * mult)
 }
 
 /// Smallest copy that counts towards the L1 plateau: below it the call
@@ -313,19 +298,20 @@ mod tests {
     }
 
     #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_size("32K"), Some(32 << 10));
-        assert_eq!(parse_size("32M"), Some(32 << 20));
-        assert_eq!(parse_size("64"), Some(64));
-        assert_eq!(parse_size(""), None);
-    }
-
-    #[test]
     fn plateaus_are_named_by_cache_size() {
         let levels = [
-            CacheLevel { level: 1, bytes: 32 << 10 },
-            CacheLevel { level: 2, bytes: 512 << 10 },
-            CacheLevel { level: 3, bytes: 32 << 20 },
+            CacheLevel {
+                level: 1,
+                bytes: 32 << 10,
+            },
+            CacheLevel {
+                level: 2,
+                bytes: 512 << 10,
+            },
+            CacheLevel {
+                level: 3,
+                bytes: 32 << 20,
+            },
         ];
         let pts: Vec<Point> = (0..28)
             .map(|k| {
@@ -355,9 +341,31 @@ mod tests {
     }
 
     #[test]
-    fn this_machine_reports_caches_in_order() {
-        let l = cache_levels();
-        assert!(l.windows(2).all(|w| w[0].level < w[1].level && w[0].bytes <= w[1].bytes));
+    fn instruction_caches_are_not_levels() {
+        let cache = |level, kind: &str, size_bytes| crate::sys::Cache {
+            level,
+            kind: kind.into(),
+            size_bytes,
+            shared_by_cpus: None,
+        };
+        let l = cache_levels(&[
+            cache(2, "Unified", 512 << 10),
+            cache(1, "Instruction", 32 << 10),
+            cache(1, "Data", 48 << 10),
+        ]);
+        assert_eq!(
+            l,
+            [
+                CacheLevel {
+                    level: 1,
+                    bytes: 48 << 10
+                },
+                CacheLevel {
+                    level: 2,
+                    bytes: 512 << 10
+                }
+            ]
+        );
     }
 
     #[test]
@@ -368,6 +376,7 @@ mod tests {
             nocache: false,
             offset_bytes: 3,
             llc_bytes: Some(1 << 20),
+            caches: Vec::new(),
             helper_cpu: None,
             wait: Default::default(),
             timeout: std::time::Duration::from_secs(1),

@@ -61,6 +61,10 @@ pub struct ChannelOptions {
     pub rcvbuf_bytes: Option<u64>,
     /// Disable Nagle's algorithm (TCP_NODELAY).
     pub nodelay: bool,
+    /// Requested TCP maximum segment size in bytes (TCP_MAXSEG, set before
+    /// connect and listen so the SYN advertises it); None: from the path MTU.
+    #[serde(default)]
+    pub mss_bytes: Option<u64>,
     /// Use IPv6 for IP transports.
     pub ipv6: bool,
     /// Bound of every blocking operation, in milliseconds.

@@ -251,6 +251,7 @@ mod tests {
             sndbuf_bytes: None,
             rcvbuf_bytes: None,
             nodelay: true,
+            mss_bytes: None,
             ipv6: false,
             timeout_ms: 5000,
             wait,
@@ -275,7 +276,10 @@ mod tests {
             assert_eq!(&small, b"fromclie");
         });
         let mut c = Shm.connect(&d, &o, ip).unwrap();
-        assert!(!std::path::Path::new(&path).exists(), "unlinked once mapped");
+        assert!(
+            !std::path::Path::new(&path).exists(),
+            "unlinked once mapped"
+        );
         let msg: Vec<u8> = (0..100_000).map(|i| (i % 251) as u8).collect();
         c.endpoint.send(&msg).unwrap();
         let mut back = vec![0u8; 100_000];

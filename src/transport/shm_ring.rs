@@ -74,7 +74,9 @@ impl Geometry {
             ));
         }
         if slots == 0 || slots > MAX_SLOTS {
-            return Err(format!("slot count {slots} is not between 1 and {MAX_SLOTS}"));
+            return Err(format!(
+                "slot count {slots} is not between 1 and {MAX_SLOTS}"
+            ));
         }
         Ok(Geometry { chunk_bytes, slots })
     }
@@ -363,7 +365,10 @@ mod tests {
         /// (producer, consumer, waiter) of side 0 or 1.
         fn side(&self, s: usize, mode: WaitMode) -> (Producer, Consumer, Waiter) {
             let rings = [self.ptr(512), self.ptr(512 + self.geo.ring_bytes())];
-            let bells = [self.ptr(0) as *const Doorbell, self.ptr(256) as *const Doorbell];
+            let bells = [
+                self.ptr(0) as *const Doorbell,
+                self.ptr(256) as *const Doorbell,
+            ];
             // SAFETY: the map outlives every use in these tests.
             unsafe {
                 (

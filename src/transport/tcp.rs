@@ -4,6 +4,8 @@
 //! on an ephemeral port the peer chooses, so no fixed port has to be free.
 //! Socket buffers are requested before listen/connect (window scaling is
 //! fixed at the handshake) and TCP_NODELAY is on unless `--no-nodelay`.
+//! A requested MSS (TCP_MAXSEG) is also set before listen/connect: it is
+//! announced in the SYN, and accepted sockets inherit it from the listener.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -42,6 +44,7 @@ impl Transport for Tcp {
         let addr = SocketAddr::new(bind_ip, 0);
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
         let warnings = request_buffers(&socket, opts)?;
+        request_mss(&socket, opts)?;
         socket
             .bind(&addr.into())
             .with_context(|| format!("cannot bind a data socket on {bind_ip}"))?;
@@ -73,6 +76,7 @@ impl Transport for Tcp {
         let addr = SocketAddr::new(peer_ip, port);
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
         let warnings = request_buffers(&socket, opts)?;
+        request_mss(&socket, opts)?;
         socket
             .connect_timeout(&SockAddr::from(addr), opts.timeout())
             .with_context(|| format!("cannot open the data connection to {addr}"))?;
@@ -98,6 +102,29 @@ impl Listener for TcpListener {
     }
 }
 
+/// Set TCP_MAXSEG when `opts` asks for an MSS.
+fn request_mss(socket: &Socket, opts: &ChannelOptions) -> Result<()> {
+    if let Some(mss) = opts.mss_bytes {
+        let value = u32::try_from(mss).unwrap_or(u32::MAX);
+        socket.set_mss(value).with_context(|| {
+            format!("cannot set TCP_MAXSEG to {mss} bytes (Linux accepts 88 to 65535)")
+        })?;
+    }
+    Ok(())
+}
+
+/// Whether this kernel lets a program set TCP_MAXSEG to `mss_bytes` on a
+/// fresh socket of the given family, with the reason when it does not.
+pub fn mss_settable(mss_bytes: u64, ipv6: bool) -> Result<(), String> {
+    let domain = if ipv6 { Domain::IPV6 } else { Domain::IPV4 };
+    let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))
+        .map_err(|e| format!("cannot create a TCP socket: {e}"))?;
+    let value = u32::try_from(mss_bytes).map_err(|_| "MSS too large".to_string())?;
+    socket
+        .set_mss(value)
+        .map_err(|e| format!("TCP_MAXSEG {mss_bytes} refused: {e}"))
+}
+
 /// Common tail of both ends: options that apply after connection, and the
 /// settings record.
 fn finish(socket: Socket, opts: &ChannelOptions, warnings: Vec<String>) -> Result<Connected> {
@@ -112,6 +139,9 @@ fn finish(socket: Socket, opts: &ChannelOptions, warnings: Vec<String>) -> Resul
             "ipv4"
         }),
     );
+    // mss_bytes is what the connection uses (granted), which excludes TCP
+    // options such as the 12-byte timestamps from the requested value.
+    settings.insert("mss_requested_bytes".into(), json!(opts.mss_bytes));
     settings.insert("mss_bytes".into(), json!(socket.mss().ok()));
     let endpoint = StreamEndpoint::new(socket, opts.timeout())?;
     Ok(Connected {

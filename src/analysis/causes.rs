@@ -1,0 +1,234 @@
+//! Likely causes of drop-outs: the sizes where something in the stack
+//! changes, as recorded with the result.
+//!
+//! A drop-out occupies the sizes `first..=last`; the good sizes bounding it
+//! are `left` and `right`. Its onset lies between `left` and `first`, and
+//! whatever threshold caused it lies in the sizes it spans. Candidates are
+//! tried in this order, the first match is reported:
+//!
+//! 1. the library's eager limit E (MPI short/long protocol switch; LAM's dip
+//!    at 128 KB in seed 000): E within [`NEAR`] (10%) of `left..=last`;
+//! 2. a socket buffer granted, send or receive, or half of one (Linux
+//!    doubles the request and keeps part of the buffer for bookkeeping, so
+//!    the window carrying data is nearer half of what `getsockopt` reports;
+//!    the 32-64 KB drop of seed 000 came from a 32 KB buffer): within 10% of
+//!    `left..=last`. A message larger than the window waits for an
+//!    acknowledgement (bandwidth-delay product, method.md);
+//! 3. a multiple k * MSS (k >= 1) in `left..=last`, the span being narrower
+//!    than one MSS so that the multiple is pinned down: one more segment on
+//!    the wire, the last one short (seed 000's dip near 3 KB with a 1500 B
+//!    MTU, i.e. past 2 x 1448 B). Without a recorded MSS, MTU - 52 (IPv4 and
+//!    TCP headers plus the timestamp option) is assumed;
+//! 4. a multiple of the MTU, the same way;
+//! 5. a multiple kP of the page size P when every dropped size lies within
+//!    1% of kP and so does `left` or `right`: the dip separates sizes a few
+//!    bytes apart on either side of a page boundary, which is what NetPIPE's
+//!    +-3 byte perturbations are there to expose. A dip covering all of the
+//!    sizes around kP is not pinned on the boundary and gets no page cause.
+
+use serde::{Deserialize, Serialize};
+
+/// Relative tolerance when matching a buffer or protocol limit to a dip.
+pub const NEAR: f64 = 0.10;
+
+/// Page size assumed when the result does not record one.
+pub const DEFAULT_PAGE_BYTES: u64 = 4096;
+
+/// Sizes at which the stack changes behaviour, used to name the likely cause
+/// of a drop-out. Absent values are simply not tried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CauseHints {
+    /// Send socket buffer the kernel granted (SO_SNDBUF read back).
+    pub sndbuf_granted_bytes: Option<u64>,
+    /// Receive socket buffer the kernel granted (SO_RCVBUF read back).
+    pub rcvbuf_granted_bytes: Option<u64>,
+    /// TCP maximum segment size (TCP_MAXSEG).
+    pub mss_bytes: Option<u64>,
+    /// Interface MTU.
+    pub mtu_bytes: Option<u64>,
+    /// Memory page size.
+    pub page_bytes: Option<u64>,
+    /// Message-passing library's eager (short-message) limit.
+    pub eager_limit_bytes: Option<u64>,
+}
+
+impl Default for CauseHints {
+    /// Nothing recorded except the usual 4 KiB page.
+    fn default() -> Self {
+        CauseHints {
+            sndbuf_granted_bytes: None,
+            rcvbuf_granted_bytes: None,
+            mss_bytes: None,
+            mtu_bytes: None,
+            page_bytes: Some(DEFAULT_PAGE_BYTES),
+            eager_limit_bytes: None,
+        }
+    }
+}
+
+impl CauseHints {
+    /// Read the hints from a result's `options.transport` map: keys
+    /// `sndbuf_granted_bytes`, `rcvbuf_granted_bytes`, `mss_bytes`,
+    /// `mtu_bytes`, `page_bytes` (default 4096) and `eager_limit_bytes`,
+    /// each a positive integer; anything else is ignored.
+    pub fn from_transport(map: &serde_json::Map<String, serde_json::Value>) -> CauseHints {
+        let get = |key: &str| {
+            map.get(key)
+                .and_then(|v| v.as_u64().or_else(|| v.as_f64().map(|f| f as u64)))
+                .filter(|&v| v > 0)
+        };
+        CauseHints {
+            sndbuf_granted_bytes: get("sndbuf_granted_bytes"),
+            rcvbuf_granted_bytes: get("rcvbuf_granted_bytes"),
+            mss_bytes: get("mss_bytes"),
+            mtu_bytes: get("mtu_bytes"),
+            page_bytes: get("page_bytes").or(Some(DEFAULT_PAGE_BYTES)),
+            eager_limit_bytes: get("eager_limit_bytes"),
+        }
+    }
+
+    /// The likely cause of a drop-out over sizes `first..=last` bounded by
+    /// the good sizes `left` and `right`, as a sentence; `None` when no
+    /// recorded threshold matches. See the module notes for the rules.
+    pub fn likely_cause(&self, left: u64, first: u64, last: u64, right: u64) -> Option<String> {
+        let near = |limit: u64| {
+            let l = limit as f64;
+            l >= left as f64 / (1.0 + NEAR) && l <= last as f64 * (1.0 + NEAR)
+        };
+        if let Some(e) = self.eager_limit_bytes.filter(|&e| near(e)) {
+            return Some(format!(
+                "eager limit {e} B: larger messages use the rendezvous protocol and its handshake"
+            ));
+        }
+        let buffers = [
+            ("send", self.sndbuf_granted_bytes),
+            ("receive", self.rcvbuf_granted_bytes),
+        ];
+        for (which, granted) in buffers {
+            let Some(g) = granted else { continue };
+            if near(g) {
+                return Some(format!(
+                    "{which} socket buffer granted ({g} B): a larger message waits for acknowledgements"
+                ));
+            }
+            if near(g / 2) {
+                return Some(format!(
+                    "half the {which} socket buffer granted ({g} B), the part Linux leaves for data: \
+                     a larger message waits for acknowledgements"
+                ));
+            }
+        }
+        let mss = self.mss_bytes.map(|m| (m, "MSS")).or_else(|| {
+            self.mtu_bytes
+                .filter(|&m| m > 52)
+                .map(|m| (m - 52, "MSS (MTU - 52, assumed)"))
+        });
+        let frames = [mss, self.mtu_bytes.map(|m| (m, "MTU"))];
+        for (unit, name) in frames.into_iter().flatten() {
+            if last - left >= unit {
+                continue;
+            }
+            let k = last / unit;
+            if k >= 1 && k * unit >= left {
+                return Some(format!(
+                    "{k} x {name} = {} B: one more packet, the last one short",
+                    k * unit
+                ));
+            }
+        }
+        if let Some(p) = self.page_bytes.filter(|&p| p > 0) {
+            let k = (first as f64 / p as f64).round() as u64;
+            let multiple = (k * p) as f64;
+            let close = |n: u64| (n as f64 - multiple).abs() <= 0.01 * multiple;
+            if k >= 1 && close(first) && close(last) && (close(left) || close(right)) {
+                return Some(format!(
+                    "{k} x page size = {} B: the buffers cross a page boundary",
+                    k * p
+                ));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hints() -> CauseHints {
+        CauseHints {
+            sndbuf_granted_bytes: Some(32768),
+            rcvbuf_granted_bytes: Some(87380),
+            mss_bytes: Some(1448),
+            mtu_bytes: Some(1500),
+            page_bytes: Some(4096),
+            eager_limit_bytes: None,
+        }
+    }
+
+    #[test]
+    fn socket_buffer_dip() {
+        let c = hints().likely_cause(32765, 32768, 65533, 65536).unwrap();
+        assert!(c.starts_with("send socket buffer granted (32768 B)"), "{c}");
+        // Linux reports 65536 for a 32 KiB request: half of it matches.
+        let doubled = CauseHints {
+            sndbuf_granted_bytes: Some(65536),
+            ..hints()
+        };
+        let c = doubled.likely_cause(32765, 32768, 49155, 65533).unwrap();
+        assert!(c.starts_with("half the send socket buffer"), "{c}");
+    }
+
+    #[test]
+    fn mss_multiple_dip() {
+        // Good at 2051 B, dropped at 3069-3075 B: 2 x 1448 = 2896 lies between.
+        let c = hints().likely_cause(2051, 3069, 3075, 4093).unwrap();
+        assert!(c.starts_with("2 x MSS = 2896 B"), "{c}");
+        let mtu_only = CauseHints {
+            mss_bytes: None,
+            ..hints()
+        };
+        let c = mtu_only.likely_cause(2051, 3069, 3075, 4093).unwrap();
+        assert!(c.starts_with("2 x MSS (MTU - 52, assumed) = 2896 B"), "{c}");
+    }
+
+    #[test]
+    fn eager_limit_wins_and_page_needs_a_tight_dip() {
+        let mpi = CauseHints {
+            eager_limit_bytes: Some(131072),
+            ..hints()
+        };
+        let c = mpi.likely_cause(131069, 131072, 131075, 196605).unwrap();
+        assert!(c.starts_with("eager limit 131072 B"), "{c}");
+        let page = CauseHints::default();
+        let c = page.likely_cause(8192, 8195, 8195, 12285).unwrap();
+        assert!(c.starts_with("2 x page size = 8192 B"), "{c}");
+        assert!(page.likely_cause(6147, 8189, 8189, 8192).is_some());
+        // All the sizes around 8192 dropped: not pinned on the boundary.
+        assert_eq!(page.likely_cause(6147, 8189, 8195, 12285), None);
+        // A dip spanning several pages is not pinned on one boundary either.
+        assert_eq!(page.likely_cause(12291, 16381, 24579, 24582), None);
+    }
+
+    #[test]
+    fn unrelated_dip_has_no_cause() {
+        assert_eq!(
+            hints().likely_cause(200_000, 262_141, 300_000, 400_000),
+            None
+        );
+    }
+
+    #[test]
+    fn read_from_transport_options() {
+        let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(
+            r#"{"sndbuf_granted_bytes": 65536, "mtu_bytes": 9000.0, "nodelay": true, "mss_bytes": 0}"#,
+        )
+        .unwrap();
+        let h = CauseHints::from_transport(&map);
+        assert_eq!(h.sndbuf_granted_bytes, Some(65536));
+        assert_eq!(h.mtu_bytes, Some(9000));
+        assert_eq!(h.mss_bytes, None);
+        assert_eq!(h.page_bytes, Some(4096));
+        assert_eq!(h.eager_limit_bytes, None);
+    }
+}

@@ -1,0 +1,269 @@
+//! `wulf tune tcp`: one ordinary sweep per configuration (see `tune::plan`),
+//! each saved as an ordinary result file, then the analysis of `tune`
+//! printed and saved as `tune.json`, all under
+//! `<out>/tune-tcp-<timestamp>/`.
+//!
+//! A configuration that fails is reported and the others still run; an
+//! interruption stops the session, and what was measured is saved and
+//! summarised (marked incomplete) before exiting with code 130.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Result;
+
+use crate::cli::{MeasureArgs, TuneArgs, TuneTarget, TuneTcpArgs};
+use crate::error::WulfError;
+use crate::peer::client::resolve;
+use crate::peer::DEFAULT_PORT;
+use crate::report;
+use crate::result::{write_atomically, write_result, Mode, SweepResult};
+use crate::sweep::engine::{run_sweep, SweepSpec};
+use crate::sys::{describe_interface, interface_for_peer, Host};
+use crate::transport::tcp::mss_settable;
+use crate::tune::plan::{mss_candidates, next_budget, plan};
+use crate::tune::summary::Skipped;
+use crate::tune::TUNE_SCHEMA_VERSION;
+use crate::tune::{analyse, text, ConfigRun, HostSysctls, TuneConfig, TuneSummary};
+use crate::units::format_bytes;
+
+/// The transport `wulf tune tcp` sweeps.
+const TRANSPORT: &str = "tcp";
+/// Least budget any configuration gets, however late it comes: enough for
+/// a couple of trials per size of the default schedule.
+const MIN_CONFIG_BUDGET: Duration = Duration::from_millis(200);
+
+/// Run `wulf tune`.
+pub fn execute(args: &TuneArgs) -> Result<()> {
+    match &args.target {
+        TuneTarget::Tcp(a) => tune_tcp(a),
+    }
+}
+
+/// The shared measurement options as `wulf sweep` would take them, so the
+/// sweeps are specified exactly as ordinary sweeps are.
+fn measure_args(a: &TuneTcpArgs) -> MeasureArgs {
+    MeasureArgs {
+        sizes: a.sizes.clone(),
+        no_perturb: !a.perturb,
+        precision: a.precision,
+        timeout: a.timeout,
+        tails: false,
+        sndbuf: None,
+        rcvbuf: None,
+        no_nodelay: false,
+        ipv6: a.ipv6,
+        nocache: false,
+        offset: 0,
+        integrity: false,
+        cpus: a.cpus,
+        no_pin: a.no_pin,
+        wait: None,
+        quiet: a.quiet,
+    }
+}
+
+/// The MSS values to try on the path to the peer, and why others are not.
+fn mss_values(a: &TuneTcpArgs) -> Result<(Vec<u64>, Vec<Skipped>)> {
+    let ip: IpAddr = match &a.peer {
+        Some(p) => resolve(p, DEFAULT_PORT, a.ipv6)?.ip(),
+        None if a.ipv6 => Ipv6Addr::LOCALHOST.into(),
+        None => Ipv4Addr::LOCALHOST.into(),
+    };
+    let iface = interface_for_peer(ip).map(|n| describe_interface(&n));
+    let mtu = iface.as_ref().and_then(|i| i.mtu_bytes).map(u64::from);
+    let mut skipped = Vec::new();
+    let mut values = Vec::new();
+    for m in mss_candidates(mtu, a.ipv6) {
+        match mss_settable(m, a.ipv6) {
+            Ok(()) => values.push(m),
+            Err(why) => skipped.push(Skipped {
+                label: format!("mss {m}"),
+                reason: why,
+            }),
+        }
+    }
+    if values.is_empty() && skipped.is_empty() {
+        let name = iface.map(|i| i.name).unwrap_or_else(|| "the path".into());
+        skipped.push(Skipped {
+            label: "mss".into(),
+            reason: format!(
+                "{name} has MTU {}; TCP_MAXSEG can only lower the MSS, and no standard MTU \
+                 is below it (a larger MSS needs a larger MTU on both hosts and the switch)",
+                mtu.map_or("unknown".into(), |m| m.to_string())
+            ),
+        });
+    }
+    Ok((values, skipped))
+}
+
+/// Where this session's files go.
+fn session_dir(out: &Path) -> PathBuf {
+    // Same timestamp format as `wulf run`'s directories (':' is awkward in
+    // file names on some systems).
+    let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .replace(':', "-");
+    out.join(format!("tune-{TRANSPORT}-{}", stamp.trim_end_matches('Z')))
+}
+
+/// The sysctls of the hosts involved, from the first result's fingerprints
+/// (this host alone when the peer ran here).
+fn host_sysctls(results: &[SweepResult]) -> Vec<HostSysctls> {
+    let mine = results
+        .first()
+        .map(|r| r.host.clone())
+        .unwrap_or_else(Host::probe);
+    let mut hosts = vec![HostSysctls {
+        host: mine.hostname.clone(),
+        sysctls: mine.tcp_sysctls.clone(),
+    }];
+    if let Some(peer) = results.first().and_then(|r| r.peer_host.as_ref()) {
+        if peer.hostname != mine.hostname {
+            hosts.push(HostSysctls {
+                host: peer.hostname.clone(),
+                sysctls: peer.tcp_sysctls.clone(),
+            });
+        }
+    }
+    hosts
+}
+
+/// What the sweeps of a session produced.
+#[derive(Default)]
+struct Measured {
+    runs: Vec<ConfigRun>,
+    results: Vec<SweepResult>,
+    skipped: Vec<Skipped>,
+    warnings: Vec<String>,
+    failed: Vec<String>,
+    stop: Option<anyhow::Error>,
+}
+
+/// Run every configuration in turn, writing each result as it finishes.
+fn measure(
+    a: &TuneTcpArgs,
+    base: &SweepSpec,
+    configs: &[TuneConfig],
+    dir: &Path,
+    started: Instant,
+) -> Result<Measured> {
+    let mut m = Measured::default();
+    for (i, config) in configs.iter().enumerate() {
+        let mut spec = base.clone();
+        spec.budget = next_budget(
+            a.budget,
+            started.elapsed(),
+            configs.len() - i,
+            MIN_CONFIG_BUDGET,
+        );
+        spec.channel = config.apply(&base.channel);
+        let pb = super::progress_bar(spec.sizes.len() as u64, a.quiet, &config.label);
+        let outcome = run_sweep(&spec, &mut |p| {
+            pb.set_message(format_bytes(p.bytes));
+            pb.inc(1);
+        });
+        pb.finish_and_clear();
+        let o = match outcome {
+            // Nothing measured: without the baseline nothing can be
+            // compared, so a failure there (peer unreachable...) ends it.
+            Err(e) if i == 0 => return Err(e),
+            Err(e) => {
+                m.failed.push(config.label.clone());
+                m.skipped.push(Skipped {
+                    label: config.label.clone(),
+                    reason: format!("failed: {e:#}"),
+                });
+                continue;
+            }
+            Ok(o) => o,
+        };
+        let file = config.file_name();
+        write_result(&dir.join(&file), &o.result)?;
+        let error = o.error.as_ref().map(|e| format!("{e:#}"));
+        m.runs
+            .push(ConfigRun::from_result(config, &file, &o.result, error));
+        m.results.push(o.result);
+        if let Some(e) = o.error {
+            let interrupted = e
+                .downcast_ref::<WulfError>()
+                .is_some_and(|w| matches!(w, WulfError::Interrupted));
+            if interrupted {
+                m.warnings
+                    .push(format!("interrupted during {}", config.label));
+                m.stop = Some(e);
+                break;
+            }
+            m.warnings
+                .push(format!("{} stopped early: {e:#}", config.label));
+            m.failed.push(config.label.clone());
+        }
+    }
+    Ok(m)
+}
+
+fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
+    let started = Instant::now();
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let base = super::sweep_spec(
+        &measure_args(a),
+        TRANSPORT,
+        Mode::Pingpong,
+        a.budget,
+        a.peer.clone(),
+    )?;
+    let (mss, mss_skipped) = mss_values(a)?;
+    let configs = plan(&mss);
+    let dir = session_dir(&a.out);
+    let mut m = measure(a, &base, &configs, &dir, started)?;
+    m.skipped.splice(0..0, mss_skipped);
+    let hosts = host_sysctls(&m.results);
+    let analysis = analyse(&m.runs, &hosts);
+    let configurations = m.runs.iter().map(|r| r.summary.clone()).collect();
+    let summary = TuneSummary {
+        tune_schema_version: TUNE_SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        complete: m.stop.is_none() && m.failed.is_empty(),
+        started_at,
+        wall_s: started.elapsed().as_secs_f64(),
+        transport: TRANSPORT.into(),
+        mode: Mode::Pingpong,
+        peer: a.peer.clone(),
+        budget_s: a.budget.as_secs_f64(),
+        sizes_bytes: base.sizes.clone(),
+        configurations,
+        skipped: m.skipped,
+        bands: analysis.bands,
+        comparisons: analysis.comparisons,
+        bandwidth_delay: analysis.bandwidth_delay,
+        rfc1323: analysis.rfc1323,
+        recommendations: analysis.recommendations,
+        warnings: m.warnings.into_iter().chain(analysis.warnings).collect(),
+    };
+    let mut json = serde_json::to_vec_pretty(&summary)?;
+    json.push(b'\n');
+    write_atomically(&dir.join("tune.json"), &json)?;
+    if !m.results.is_empty() {
+        write_atomically(&dir.join("points.csv"), &report::csv::to_csv(&m.results)?)?;
+    }
+    let mut report = text::render(&summary);
+    report.push_str(&format!(
+        "\nresults: {} (one result file per configuration, which `wulf report` can overlay; \
+         summary in tune.json)\n",
+        dir.display()
+    ));
+    if a.json {
+        eprint!("{report}");
+        std::io::Write::write_all(&mut std::io::stdout(), &json)?;
+    } else {
+        print!("{report}");
+    }
+    if let Some(e) = m.stop {
+        return Err(e);
+    }
+    if !m.failed.is_empty() {
+        anyhow::bail!("some configurations failed: {}", m.failed.join(", "));
+    }
+    Ok(())
+}

@@ -1,0 +1,489 @@
+//! The network interface a measurement goes through: which one the route to
+//! the peer uses, and what it is (driver, firmware, MTU, link speed, PCIe
+//! slot, offloads, interrupt coalescing).
+//!
+//! Seed 002 found the node deciding the result: one Gigabit NIC gave 350 to
+//! 600 Mbit/s in three machines, a slow PCI bus capped it, a driver update
+//! halved latency. So the interface's description goes with every network
+//! result. Sources are sysfs and the ethtool ioctl; no subprocess. Whatever
+//! cannot be read is `None`. All of it is per network namespace: run the
+//! probe inside the namespace whose interface you want (sysfs shows the
+//! namespace it was mounted in, as `ip netns exec` arranges).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+
+use nix::net::if_::InterfaceFlags;
+use serde::{Deserialize, Serialize};
+
+use super::ethtool::{self, Ethtool};
+use super::link_limit::{tcp_goodput_limit, Framing, IpVersion, LinkLimit};
+
+/// Description of one network interface. Every field but the name may be
+/// unknown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Interface {
+    /// Interface name, e.g. "eth0".
+    pub name: String,
+    /// True for software devices with no hardware behind them (loopback,
+    /// veth, bridges, tunnels): their "link speed" is nominal.
+    pub is_virtual: Option<bool>,
+    /// Kernel driver, e.g. "ixgbe", "virtio_net", "veth".
+    pub driver: Option<String>,
+    /// Driver version as the driver reports it.
+    pub driver_version: Option<String>,
+    /// NIC firmware version.
+    pub firmware_version: Option<String>,
+    /// Bus address, e.g. "0000:03:00.0" for a PCI device.
+    pub bus_info: Option<String>,
+    /// MTU: the largest IP packet.
+    pub mtu_bytes: Option<u32>,
+    /// Negotiated link speed in Mbit/s; `None` when down or not reported.
+    pub speed_mbit_per_s: Option<u64>,
+    /// "full" or "half".
+    pub duplex: Option<String>,
+    /// The NIC's PCIe link, when it sits on PCI Express.
+    pub pcie: Option<PcieLink>,
+    /// Offload settings.
+    pub offloads: Offloads,
+    /// Interrupt coalescing, when the driver exposes it.
+    pub coalesce: Option<Coalesce>,
+}
+
+/// PCI Express link of a NIC, from sysfs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PcieLink {
+    /// PCI address of the function.
+    pub address: String,
+    /// Negotiated transfer rate per lane in GT/s.
+    pub current_speed_gt_per_s: Option<f64>,
+    /// Negotiated number of lanes.
+    pub current_width_lanes: Option<u32>,
+    /// Highest transfer rate the device supports, GT/s per lane.
+    pub max_speed_gt_per_s: Option<f64>,
+    /// Most lanes the device supports.
+    pub max_width_lanes: Option<u32>,
+}
+
+impl PcieLink {
+    /// Data rate of the negotiated link per direction, in Mbit/s, after line
+    /// encoding but before packet (TLP/DLLP) overhead, so an upper bound.
+    pub fn current_mbit_per_s(&self) -> Option<f64> {
+        pcie_mbit_per_s(self.current_speed_gt_per_s?, self.current_width_lanes?)
+    }
+
+    /// Data rate the device could reach in a slot that gave it everything.
+    pub fn max_mbit_per_s(&self) -> Option<f64> {
+        pcie_mbit_per_s(self.max_speed_gt_per_s?, self.max_width_lanes?)
+    }
+}
+
+/// Data rate of a PCIe link after line encoding: 8b/10b up to 5 GT/s
+/// (generations 1 and 2), 128b/130b up to 32 GT/s (3 to 5), and for 64 GT/s
+/// (generation 6, FLIT mode) roughly 242 of 256 bytes.
+fn pcie_mbit_per_s(gt_per_s: f64, lanes: u32) -> Option<f64> {
+    if !gt_per_s.is_finite() || gt_per_s <= 0.0 || lanes == 0 {
+        return None;
+    }
+    let efficiency = if gt_per_s <= 5.0 {
+        8.0 / 10.0
+    } else if gt_per_s <= 32.0 {
+        128.0 / 130.0
+    } else {
+        242.0 / 256.0
+    };
+    Some(gt_per_s * 1000.0 * efficiency * lanes as f64)
+}
+
+/// Offload switches. `None` when the driver does not answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Offloads {
+    /// TCP segmentation offload.
+    pub tso: Option<bool>,
+    /// Generic segmentation offload.
+    pub gso: Option<bool>,
+    /// Generic receive offload.
+    pub gro: Option<bool>,
+    /// Large receive offload.
+    pub lro: Option<bool>,
+    /// Receive checksum offload.
+    pub rx_checksum: Option<bool>,
+    /// Transmit checksum offload.
+    pub tx_checksum: Option<bool>,
+    /// Scatter-gather.
+    pub scatter_gather: Option<bool>,
+}
+
+/// Interrupt coalescing: how long, or for how many frames, the NIC waits
+/// before interrupting. It trades latency for CPU.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Coalesce {
+    /// Receive delay in microseconds.
+    pub rx_usecs: u32,
+    /// Receive frames per interrupt.
+    pub rx_max_frames: u32,
+    /// Transmit delay in microseconds.
+    pub tx_usecs: u32,
+    /// Transmit frames per interrupt.
+    pub tx_max_frames: u32,
+    /// Adaptive receive coalescing on.
+    pub adaptive_rx: bool,
+    /// Adaptive transmit coalescing on.
+    pub adaptive_tx: bool,
+}
+
+impl Interface {
+    /// The TCP goodput limit of this interface's link for full-sized segments,
+    /// when speed and MTU are known. See [`super::link_limit`].
+    pub fn link_limit(&self, ip_version: IpVersion, tcp_timestamps: bool) -> Option<LinkLimit> {
+        tcp_goodput_limit(
+            self.speed_mbit_per_s? as f64,
+            self.mtu_bytes?,
+            ip_version,
+            tcp_timestamps,
+        )
+    }
+
+    /// The framing that applies to this interface: a virtual device has no
+    /// preamble or gap, only what a shaper on it counts.
+    pub fn framing(&self) -> Framing {
+        match self.is_virtual {
+            Some(true) => Framing::Shaper,
+            _ => Framing::Ethernet,
+        }
+    }
+}
+
+/// The interface the kernel would use to reach `addr`, by name.
+///
+/// A connected UDP socket makes the kernel choose a route and a source
+/// address without sending anything; the interface holding that source
+/// address is the one. A peer that is one of this host's own addresses is
+/// reached through loopback whatever interface carries the address. `None`
+/// when there is no route, or for an IPv6 link-local peer (which needs a
+/// scope this signature cannot carry).
+pub fn interface_for_peer(addr: IpAddr) -> Option<String> {
+    let bind: SocketAddr = match addr {
+        IpAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        IpAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let sock = UdpSocket::bind(bind).ok()?;
+    // Port 9 (discard): any port will do, connect() on UDP sends nothing.
+    sock.connect((addr, 9)).ok()?;
+    let local = sock.local_addr().ok()?.ip();
+    let addrs: Vec<(String, InterfaceFlags, IpAddr)> = nix::ifaddrs::getifaddrs()
+        .ok()?
+        .filter_map(|i| {
+            let a = i.address?;
+            let ip = if let Some(v4) = a.as_sockaddr_in() {
+                IpAddr::V4(v4.ip())
+            } else {
+                IpAddr::V6(a.as_sockaddr_in6()?.ip())
+            };
+            Some((i.interface_name, i.flags, ip))
+        })
+        .collect();
+    if addrs.iter().any(|(_, _, ip)| *ip == addr) {
+        if let Some((name, _, _)) = addrs
+            .iter()
+            .find(|(_, f, _)| f.contains(InterfaceFlags::IFF_LOOPBACK))
+        {
+            return Some(name.clone());
+        }
+    }
+    addrs
+        .into_iter()
+        .find(|(_, _, ip)| *ip == local)
+        .map(|(name, _, _)| name)
+}
+
+fn net_dir(name: &str) -> PathBuf {
+    Path::new("/sys/class/net").join(name)
+}
+
+fn read_trim(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Describe the interface `name` in the current network namespace. An
+/// interface that does not exist comes back with only its name.
+pub fn describe_interface(name: &str) -> Interface {
+    // A name with a path separator would escape /sys/class/net.
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Interface {
+            name: name.to_string(),
+            ..Interface::default()
+        };
+    }
+    let dir = net_dir(name);
+    let canonical = std::fs::canonicalize(&dir).ok();
+    let ethtool = Ethtool::open();
+    let et = ethtool.as_ref();
+    let drv = et.and_then(|e| e.drvinfo(name)).unwrap_or_default();
+    // sysfs fallback for the driver name: the device's driver symlink.
+    let driver = drv.driver.clone().or_else(|| {
+        std::fs::read_link(dir.join("device/driver"))
+            .ok()
+            .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+    });
+    let driver_version = drv.version.clone().or_else(|| {
+        driver
+            .as_ref()
+            .and_then(|d| read_trim(&Path::new("/sys/module").join(d).join("version")))
+    });
+    let flag = |cmd| et.and_then(|e| e.value(name, cmd)).map(|v| v != 0);
+    let offloads = Offloads {
+        tso: flag(ethtool::ETHTOOL_GTSO),
+        gso: flag(ethtool::ETHTOOL_GGSO),
+        gro: flag(ethtool::ETHTOOL_GGRO),
+        lro: et
+            .and_then(|e| e.value(name, ethtool::ETHTOOL_GFLAGS))
+            .map(|v| v & ethtool::ETH_FLAG_LRO != 0),
+        rx_checksum: flag(ethtool::ETHTOOL_GRXCSUM),
+        tx_checksum: flag(ethtool::ETHTOOL_GTXCSUM),
+        scatter_gather: flag(ethtool::ETHTOOL_GSG),
+    };
+    let coalesce = et.and_then(|e| e.coalesce(name)).map(|c| Coalesce {
+        rx_usecs: c.rx_usecs,
+        rx_max_frames: c.rx_max_frames,
+        tx_usecs: c.tx_usecs,
+        tx_max_frames: c.tx_max_frames,
+        adaptive_rx: c.adaptive_rx,
+        adaptive_tx: c.adaptive_tx,
+    });
+    Interface {
+        name: name.to_string(),
+        is_virtual: canonical
+            .as_ref()
+            .map(|p| p.starts_with("/sys/devices/virtual")),
+        driver,
+        driver_version,
+        firmware_version: drv.firmware,
+        bus_info: drv.bus_info,
+        mtu_bytes: read_trim(&dir.join("mtu")).and_then(|s| s.parse().ok()),
+        speed_mbit_per_s: read_trim(&dir.join("speed")).and_then(|s| parse_speed(&s)),
+        duplex: read_trim(&dir.join("duplex")).filter(|d| d == "full" || d == "half"),
+        pcie: pcie_link(&dir, Path::new("/sys/devices")),
+        offloads,
+        coalesce,
+    }
+}
+
+/// sysfs `speed`: Mbit/s, or -1 (printed signed or as 4294967295 by older
+/// kernels) when unknown.
+fn parse_speed(s: &str) -> Option<u64> {
+    let v: i64 = s.parse().ok()?;
+    (v > 0 && v != u32::MAX as i64).then_some(v as u64)
+}
+
+/// "8.0 GT/s PCIe" (or "8 GT/s", or "Unknown") as GT/s.
+fn parse_link_speed(s: &str) -> Option<f64> {
+    let v: f64 = s.split_whitespace().next()?.parse().ok()?;
+    (v > 0.0).then_some(v)
+}
+
+/// The PCIe link of the first PCI device above the interface's device node.
+/// A virtio NIC's node is a child of its PCI function, hence the walk; it
+/// stops at the first PCI device so a bridge's link is never reported as the
+/// NIC's. `None` for conventional PCI (no link attributes) and for devices
+/// not on PCI. `devices_root` is /sys/devices except in tests.
+fn pcie_link(net_dir: &Path, devices_root: &Path) -> Option<PcieLink> {
+    let mut dev = std::fs::canonicalize(net_dir.join("device")).ok()?;
+    // Compare canonical paths: `dev` is one.
+    let root = std::fs::canonicalize(devices_root).ok()?;
+    let pci = loop {
+        let subsystem = std::fs::read_link(dev.join("subsystem")).ok();
+        if subsystem.is_some_and(|s| s.ends_with("bus/pci")) {
+            break dev;
+        }
+        if !dev.pop() || !dev.starts_with(&root) {
+            return None;
+        }
+    };
+    let read = |f: &str| read_trim(&pci.join(f));
+    let link = PcieLink {
+        address: pci.file_name()?.to_string_lossy().into_owned(),
+        current_speed_gt_per_s: read("current_link_speed").and_then(|s| parse_link_speed(&s)),
+        current_width_lanes: read("current_link_width")
+            .and_then(|s| s.parse().ok())
+            .filter(|w| *w > 0),
+        max_speed_gt_per_s: read("max_link_speed").and_then(|s| parse_link_speed(&s)),
+        max_width_lanes: read("max_link_width")
+            .and_then(|s| s.parse().ok())
+            .filter(|w| *w > 0),
+    };
+    let any = link.current_speed_gt_per_s.is_some()
+        || link.current_width_lanes.is_some()
+        || link.max_speed_gt_per_s.is_some()
+        || link.max_width_lanes.is_some();
+    any.then_some(link)
+}
+
+/// A warning when the NIC's negotiated PCIe link carries less than its
+/// network link, as seed 002 found with a Gigabit NIC on a slow bus. `None`
+/// when the bus is fast enough or either figure is unknown.
+pub fn pcie_limits_link(iface: &Interface) -> Option<String> {
+    let pcie = iface.pcie.as_ref()?;
+    let bus = pcie.current_mbit_per_s()?;
+    let net = iface.speed_mbit_per_s? as f64;
+    if bus >= net {
+        return None;
+    }
+    let mut msg = format!(
+        "{}: the NIC's PCIe link ({} GT/s x{}, about {:.0} Mbit/s after encoding) is slower \
+         than its {:.0} Mbit/s network link; the bus, not the network, caps throughput",
+        iface.name,
+        pcie.current_speed_gt_per_s.unwrap_or(0.0),
+        pcie.current_width_lanes.unwrap_or(0),
+        bus,
+        net
+    );
+    if let Some(max) = pcie.max_mbit_per_s().filter(|m| *m > bus) {
+        msg.push_str(&format!(
+            " (the device supports {} GT/s x{}, about {:.0} Mbit/s: it sits in a slower slot \
+             or trained down)",
+            pcie.max_speed_gt_per_s.unwrap_or(0.0),
+            pcie.max_width_lanes.unwrap_or(0),
+            max
+        ));
+    }
+    Some(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speeds_parse() {
+        assert_eq!(parse_speed("10000"), Some(10000));
+        assert_eq!(parse_speed("-1"), None);
+        assert_eq!(parse_speed("4294967295"), None);
+        assert_eq!(parse_speed("0"), None);
+        assert_eq!(parse_link_speed("8.0 GT/s PCIe"), Some(8.0));
+        assert_eq!(parse_link_speed("2.5 GT/s"), Some(2.5));
+        assert_eq!(parse_link_speed("Unknown"), None);
+    }
+
+    #[test]
+    fn pcie_rates() {
+        // Gen1 x1: 2.5 GT/s * 8/10 = 2000 Mbit/s.
+        assert_eq!(pcie_mbit_per_s(2.5, 1), Some(2000.0));
+        // Gen3 x8: 8 GT/s * 128/130 * 8 = 63015.38... Mbit/s.
+        let g3 = pcie_mbit_per_s(8.0, 8).unwrap();
+        assert!((g3 - 63015.38).abs() < 0.01);
+        assert_eq!(pcie_mbit_per_s(8.0, 0), None);
+    }
+
+    fn nic(speed: u64, gt: f64, lanes: u32, max_gt: f64, max_lanes: u32) -> Interface {
+        Interface {
+            name: "eth9".into(),
+            speed_mbit_per_s: Some(speed),
+            pcie: Some(PcieLink {
+                address: "0000:01:00.0".into(),
+                current_speed_gt_per_s: Some(gt),
+                current_width_lanes: Some(lanes),
+                max_speed_gt_per_s: Some(max_gt),
+                max_width_lanes: Some(max_lanes),
+            }),
+            ..Interface::default()
+        }
+    }
+
+    #[test]
+    fn pcie_warning() {
+        // 10 GbE on Gen1 x1 (2 Gbit/s): warned, and the slot is named.
+        let w = pcie_limits_link(&nic(10_000, 2.5, 1, 8.0, 8)).unwrap();
+        assert!(
+            w.contains("2000 Mbit/s") && w.contains("10000 Mbit/s"),
+            "{w}"
+        );
+        assert!(w.contains("slower slot"), "{w}");
+        // Same but the device cannot do better: no slot remark.
+        let w = pcie_limits_link(&nic(10_000, 2.5, 1, 2.5, 1)).unwrap();
+        assert!(!w.contains("slower slot"), "{w}");
+        // Gigabit on Gen1 x1 is fine.
+        assert_eq!(pcie_limits_link(&nic(1000, 2.5, 1, 2.5, 1)), None);
+        // Unknown bus or speed: no warning.
+        assert_eq!(pcie_limits_link(&Interface::default()), None);
+    }
+
+    /// A fake sysfs: a virtio NIC whose PCI function has PCIe link
+    /// attributes, under a PCIe bridge that has its own (which must not be
+    /// reported).
+    #[test]
+    fn pcie_link_found_by_walking_up_to_the_pci_function() {
+        use std::os::unix::fs::symlink;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("devices");
+        let bus_pci = tmp.path().join("bus/pci");
+        let bus_virtio = tmp.path().join("bus/virtio");
+        let bridge = root.join("pci0000:00/0000:00:01.0");
+        let func = bridge.join("0000:01:00.0");
+        let virtio = func.join("virtio2");
+        let net = tmp.path().join("class/net/eth9");
+        for d in [&bus_pci, &bus_virtio, &virtio, &net] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        symlink(&bus_pci, bridge.join("subsystem")).unwrap();
+        symlink(&bus_pci, func.join("subsystem")).unwrap();
+        symlink(&bus_virtio, virtio.join("subsystem")).unwrap();
+        symlink(&virtio, net.join("device")).unwrap();
+        let write = |dir: &Path, f: &str, v: &str| std::fs::write(dir.join(f), v).unwrap();
+        write(&bridge, "current_link_speed", "16.0 GT/s PCIe\n");
+        write(&bridge, "current_link_width", "16\n");
+        write(&func, "current_link_speed", "2.5 GT/s PCIe\n");
+        write(&func, "current_link_width", "1\n");
+        write(&func, "max_link_speed", "8.0 GT/s PCIe\n");
+        write(&func, "max_link_width", "8\n");
+
+        let link = pcie_link(&net, &root).expect("PCIe link of the function");
+        assert_eq!(link.address, "0000:01:00.0");
+        assert_eq!(link.current_speed_gt_per_s, Some(2.5));
+        assert_eq!(link.current_width_lanes, Some(1));
+        assert_eq!(link.max_speed_gt_per_s, Some(8.0));
+        assert_eq!(link.max_width_lanes, Some(8));
+
+        // Conventional PCI: the function has no link attributes, and the
+        // bridge's are not borrowed.
+        for f in [
+            "current_link_speed",
+            "current_link_width",
+            "max_link_speed",
+            "max_link_width",
+        ] {
+            std::fs::remove_file(func.join(f)).unwrap();
+        }
+        assert_eq!(pcie_link(&net, &root), None);
+        // No device at all (a virtual interface).
+        assert_eq!(pcie_link(&tmp.path().join("class/net/none"), &root), None);
+    }
+
+    #[test]
+    fn loopback_is_found_and_described() {
+        assert_eq!(
+            interface_for_peer("127.0.0.1".parse().unwrap()).as_deref(),
+            Some("lo")
+        );
+        let lo = describe_interface("lo");
+        assert_eq!(lo.driver, None);
+        assert_eq!(lo.speed_mbit_per_s, None);
+        assert_eq!(lo.pcie, None);
+        assert_eq!(lo.is_virtual, Some(true));
+        assert!(lo.mtu_bytes.is_some());
+        assert_eq!(lo.framing(), Framing::Shaper);
+    }
+
+    #[test]
+    fn hostile_names_are_not_read() {
+        let i = describe_interface("../../../etc");
+        assert_eq!(i.mtu_bytes, None);
+        assert_eq!(describe_interface("no-such-if0").mtu_bytes, None);
+    }
+}

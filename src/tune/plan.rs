@@ -1,0 +1,240 @@
+//! Which configurations `wulf tune tcp` measures, and how the time budget is
+//! shared between them.
+//!
+//! The design is one factor at a time from a baseline: the baseline is what
+//! `wulf sweep tcp` does by default (kernel buffers with autotuning,
+//! TCP_NODELAY set, the MSS the path gives); every other configuration
+//! changes exactly one thing from it. A full factorial design (7 buffer sizes
+//! x 2 Nagle settings x 3 MSS values = 42 sweeps) would leave each sweep
+//! about a second of a one-minute budget, too little for intervals narrow
+//! enough to tell settings apart; one factor at a time needs 10 sweeps
+//! (plus the baseline again at the end, to bound drift) and still answers
+//! the questions a user asks (which buffer, Nagle or not, which segment
+//! size).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::transport::ChannelOptions;
+use crate::units::format_bytes;
+
+/// Fixed socket buffer sizes tried (seeds 000 and 002 used 64 KB to 512 KB
+/// and recommended 256 KB; 1 MiB and 4 MiB cover today's faster links).
+pub const BUFFER_SIZES_BYTES: [u64; 6] =
+    [64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 4 << 20];
+
+/// MTUs whose MSS is tried when it is below the path's own: standard
+/// Ethernet and the usual jumbo frame (seed 000 tried 1500 to 9000).
+pub const STANDARD_MTUS_BYTES: [u64; 2] = [1500, 9000];
+
+/// IPv4 plus TCP header bytes without options.
+const HEADERS_V4_BYTES: u64 = 40;
+/// IPv6 plus TCP header bytes without options.
+const HEADERS_V6_BYTES: u64 = 60;
+
+/// Which factor a configuration varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Factor {
+    /// The baseline every other configuration is compared with.
+    Baseline,
+    /// A fixed SO_SNDBUF and SO_RCVBUF on both ends.
+    Buffers,
+    /// Nagle's algorithm left on (TCP_NODELAY not set).
+    Nagle,
+    /// A requested maximum segment size (TCP_MAXSEG).
+    Mss,
+}
+
+/// One configuration of the data channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuneConfig {
+    /// Short name, e.g. `default`, `buffers 256 KiB`, `nagle on`, `mss 1460`.
+    pub label: String,
+    /// The factor this configuration changes from the baseline.
+    pub factor: Factor,
+    /// SO_SNDBUF and SO_RCVBUF requested on both ends, bytes; null: the
+    /// kernel's default with autotuning.
+    pub buffer_bytes: Option<u64>,
+    /// Whether TCP_NODELAY is set (Nagle's algorithm off).
+    pub nodelay: bool,
+    /// TCP_MAXSEG requested on both ends, bytes; null: from the path MTU.
+    pub mss_bytes: Option<u64>,
+}
+
+impl TuneConfig {
+    /// The baseline: kernel buffers, TCP_NODELAY, the path's MSS.
+    pub fn baseline() -> TuneConfig {
+        TuneConfig {
+            label: "default".into(),
+            factor: Factor::Baseline,
+            buffer_bytes: None,
+            nodelay: true,
+            mss_bytes: None,
+        }
+    }
+
+    /// The baseline again, measured last to bound the machine's drift
+    /// over the session (see `tune::baseline`).
+    pub fn baseline_repeat() -> TuneConfig {
+        TuneConfig {
+            label: "default (repeat)".into(),
+            ..TuneConfig::baseline()
+        }
+    }
+
+    /// `base` with this configuration's buffers, Nagle and MSS applied.
+    pub fn apply(&self, base: &ChannelOptions) -> ChannelOptions {
+        ChannelOptions {
+            sndbuf_bytes: self.buffer_bytes,
+            rcvbuf_bytes: self.buffer_bytes,
+            nodelay: self.nodelay,
+            mss_bytes: self.mss_bytes,
+            ..base.clone()
+        }
+    }
+
+    /// File name of this configuration's result, e.g.
+    /// `tcp-pingpong-buffers-256-KiB.json`.
+    pub fn file_name(&self) -> String {
+        let stem: Vec<String> = self
+            .label
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect();
+        format!("tcp-pingpong-{}.json", stem.join("-"))
+    }
+}
+
+/// The MSS values worth trying on a path whose MTU is `path_mtu_bytes`:
+/// those of the standard MTUs below it. TCP_MAXSEG can only lower the MSS
+/// the path allows, so on a 1500-byte path there is nothing to try; with
+/// the MTU unknown, every standard value is tried (the grant is recorded).
+pub fn mss_candidates(path_mtu_bytes: Option<u64>, ipv6: bool) -> Vec<u64> {
+    let headers = if ipv6 {
+        HEADERS_V6_BYTES
+    } else {
+        HEADERS_V4_BYTES
+    };
+    STANDARD_MTUS_BYTES
+        .iter()
+        .filter(|&&mtu| path_mtu_bytes.is_none_or(|path| mtu < path))
+        .map(|mtu| mtu - headers)
+        .collect()
+}
+
+/// Every configuration: the baseline first (the others are compared with
+/// it, so it must be measured even when the budget runs short), one factor
+/// changed at a time, and the baseline again last.
+pub fn plan(mss_values_bytes: &[u64]) -> Vec<TuneConfig> {
+    let mut out = vec![TuneConfig::baseline()];
+    for &b in &BUFFER_SIZES_BYTES {
+        out.push(TuneConfig {
+            label: format!("buffers {}", format_bytes(b)),
+            factor: Factor::Buffers,
+            buffer_bytes: Some(b),
+            ..TuneConfig::baseline()
+        });
+    }
+    out.push(TuneConfig {
+        label: "nagle on".into(),
+        factor: Factor::Nagle,
+        nodelay: false,
+        ..TuneConfig::baseline()
+    });
+    for &m in mss_values_bytes {
+        out.push(TuneConfig {
+            label: format!("mss {m}"),
+            factor: Factor::Mss,
+            mss_bytes: Some(m),
+            ..TuneConfig::baseline()
+        });
+    }
+    out.push(TuneConfig::baseline_repeat());
+    out
+}
+
+/// Budget of the next configuration: what is left of `total` after
+/// `elapsed`, shared equally by the `remaining` configurations (this one
+/// included). Start-up costs outside each sweep's own budget (starting the
+/// peer, the handshake) are thereby taken from the later configurations
+/// rather than overrunning the total. Never less than `floor`, so a late
+/// configuration still gets a few trials per size.
+pub fn next_budget(
+    total: Duration,
+    elapsed: Duration,
+    remaining: usize,
+    floor: Duration,
+) -> Duration {
+    let left = total.saturating_sub(elapsed);
+    (left / remaining.max(1) as u32).max(floor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_is_baseline_first_and_one_factor_at_a_time() {
+        let p = plan(&[1460]);
+        assert_eq!(p.len(), 1 + 6 + 1 + 1 + 1);
+        assert_eq!(p[0], TuneConfig::baseline());
+        assert_eq!(p[p.len() - 1], TuneConfig::baseline_repeat());
+        let base = TuneConfig::baseline();
+        for c in &p[1..p.len() - 1] {
+            let changed = [
+                c.buffer_bytes != base.buffer_bytes,
+                c.nodelay != base.nodelay,
+                c.mss_bytes != base.mss_bytes,
+            ];
+            assert_eq!(changed.iter().filter(|&&x| x).count(), 1, "{c:?}");
+        }
+        let names: Vec<String> = p.iter().map(TuneConfig::file_name).collect();
+        assert!(
+            names.contains(&"tcp-pingpong-buffers-256-KiB.json".to_string()),
+            "{names:?}"
+        );
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len());
+    }
+
+    #[test]
+    fn mss_candidates_follow_the_path_mtu() {
+        assert_eq!(mss_candidates(Some(65536), false), vec![1460, 8960]);
+        assert_eq!(mss_candidates(Some(9000), false), vec![1460]);
+        assert_eq!(mss_candidates(Some(1500), false), Vec::<u64>::new());
+        assert_eq!(mss_candidates(None, true), vec![1440, 8940]);
+    }
+
+    #[test]
+    fn budget_is_shared_and_floored() {
+        let s = Duration::from_secs;
+        assert_eq!(next_budget(s(60), s(0), 10, s(1)), s(6));
+        assert_eq!(next_budget(s(60), s(30), 5, s(1)), s(6));
+        assert_eq!(next_budget(s(60), s(70), 2, s(1)), s(1));
+    }
+
+    #[test]
+    fn apply_sets_both_buffers_and_keeps_the_rest() {
+        let base = ChannelOptions {
+            sndbuf_bytes: None,
+            rcvbuf_bytes: None,
+            nodelay: true,
+            mss_bytes: None,
+            ipv6: true,
+            timeout_ms: 1234,
+            wait: Default::default(),
+        };
+        let c = &plan(&[])[3];
+        let o = c.apply(&base);
+        assert_eq!(o.sndbuf_bytes, Some(256 << 10));
+        assert_eq!(o.rcvbuf_bytes, Some(256 << 10));
+        assert!(o.ipv6 && o.nodelay);
+        assert_eq!(o.timeout_ms, 1234);
+    }
+}

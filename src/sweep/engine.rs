@@ -137,7 +137,8 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     };
     host = host.with_interface_for_peer(addr.ip());
     let (mut session, mut conn) = PeerSession::open(addr, transport.as_ref(), &setup, timeout)?;
-    let client_cpu = spec.cpus.0.filter(|&c| pin_current_thread(c).is_ok());
+    let pinned = Pinned::new(spec.cpus.0);
+    let client_cpu = pinned.cpu;
     let timer_overhead_ns = clock_read_cost_ns();
     let mut pools = Pools::new(max_bytes, spec.offset_bytes, spec.nocache, host.llc_bytes);
 
@@ -212,6 +213,35 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         },
     );
     Ok(SweepOutcome { result, error })
+}
+
+/// Pins the calling thread for the length of a sweep and gives it back its
+/// previous CPU set afterwards, so that the next sweep of `wulf run` sees
+/// (and may pin to) every CPU again.
+pub(super) struct Pinned {
+    previous: Option<nix::sched::CpuSet>,
+    /// The CPU pinned to, if pinning was asked for and worked.
+    pub cpu: Option<usize>,
+}
+
+impl Pinned {
+    /// Pin to `cpu`, if given.
+    pub fn new(cpu: Option<usize>) -> Pinned {
+        let me = nix::unistd::Pid::from_raw(0);
+        let previous = nix::sched::sched_getaffinity(me).ok();
+        Pinned {
+            previous,
+            cpu: cpu.filter(|&c| pin_current_thread(c).is_ok()),
+        }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if let (Some(set), Some(_)) = (&self.previous, self.cpu) {
+            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), set);
+        }
+    }
 }
 
 /// When and where a sweep started.

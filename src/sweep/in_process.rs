@@ -13,12 +13,13 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::engine::{assemble, measure_all, Finish, Start, SweepOutcome, SweepRunner, SweepSpec};
+use super::engine::{
+    assemble, measure_all, Finish, Pinned, Start, SweepOutcome, SweepRunner, SweepSpec,
+};
 use super::limits;
 use super::policy::{BlockRunner, BlockTiming};
 use super::timer::clock_read_cost_ns;
 use crate::result::{Definitions, Mode, Placement, Point, Tails};
-use crate::sys::pin_current_thread;
 use crate::transport::baseline::Baseline;
 
 /// Times blocks of a baseline: the [`BlockRunner`] of in-process sweeps.
@@ -93,7 +94,8 @@ pub(super) fn run_baseline(
             spec.transport
         )));
     }
-    let client_cpu = spec.cpus.0.filter(|&c| pin_current_thread(c).is_ok());
+    let pinned = Pinned::new(spec.cpus.0);
+    let client_cpu = pinned.cpu;
     let timer_overhead_ns = clock_read_cost_ns();
     let mut warnings = Vec::new();
     if spec.tails {

@@ -78,8 +78,17 @@ impl Limits {
 /// one CPU (or the machine has only one), where spinning would measure the
 /// scheduler's time slice.
 pub fn floor_wait(cpus: FloorKey) -> WaitMode {
-    let shared = matches!(cpus, (Some(a), Some(b)) if a == b);
-    if shared || crate::sys::cpu_count() < 2 {
+    let one_cpu = match cpus {
+        (Some(a), Some(b)) => a == b,
+        // Unpinned: what the machine has, not what this (possibly pinned)
+        // thread may use.
+        _ => {
+            // SAFETY: sysconf has no preconditions.
+            let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+            online < 2
+        }
+    };
+    if one_cpu {
         WaitMode::Yield
     } else {
         WaitMode::Spin
@@ -260,5 +269,6 @@ mod tests {
     #[test]
     fn a_shared_cpu_floor_yields() {
         assert_eq!(floor_wait((Some(0), Some(0))), WaitMode::Yield);
+        assert_eq!(floor_wait((Some(0), Some(1))), WaitMode::Spin);
     }
 }

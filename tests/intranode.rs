@@ -122,7 +122,12 @@ fn regions() -> Vec<(i32, String)> {
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let pid = name.strip_prefix("wulf-")?.split('-').next()?.parse().ok()?;
+            let pid = name
+                .strip_prefix("wulf-")?
+                .split('-')
+                .next()?
+                .parse()
+                .ok()?;
             Some((pid, name))
         })
         .collect()
@@ -252,7 +257,10 @@ fn run_measures_baselines_first_and_reuses_them_as_limits() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let table = String::from_utf8_lossy(&o.stdout);
-    assert!(table.contains("x floor") && table.contains("of memcpy"), "{table}");
+    assert!(
+        table.contains("x floor") && table.contains("of memcpy"),
+        "{table}"
+    );
     for row in ["cacheline pingpong", "memcpy stream", "shm pingpong"] {
         assert!(table.contains(row), "{table}");
     }
@@ -280,14 +288,20 @@ fn memcpy_curve_is_sane() {
     let (r, out) = sweep_ok(&["memcpy", "--sizes", "64,4Ki,8Ki,256Ki,8Mi,64Mi,96Mi"]);
     assert_eq!(r["mode"], "stream");
     assert_eq!(r["complete"], true);
-    assert!(r["definitions"]["time"].as_str().unwrap().contains("memcpy"));
+    assert!(r["definitions"]["time"]
+        .as_str()
+        .unwrap()
+        .contains("memcpy"));
     let m = medians(&r);
     // Copying more bytes never takes less time (steps of 2x and more).
     let bigger = [(0, 1), (1, 3), (3, 4), (4, 5)];
     for (a, b) in bigger {
         assert!(m[b].1 >= m[a].1, "{:?} vs {:?}", m[a], m[b]);
     }
-    let plateaus = r["summary"]["plateaus"].as_array().cloned().unwrap_or_default();
+    let plateaus = r["summary"]["plateaus"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     if !plateaus.is_empty() {
         let names: Vec<&str> = plateaus
             .iter()
@@ -319,7 +333,10 @@ fn cacheline_curve_is_sane() {
     let (d, _) = sweep_ok(&["cacheline", "--no-perturb"]);
     let sizes: Vec<u64> = medians(&d).iter().map(|p| p.0).collect();
     assert_eq!(sizes.first(), Some(&1));
-    assert!(sizes.contains(&8) && *sizes.last().unwrap() <= 4096, "{sizes:?}");
+    assert!(
+        sizes.contains(&8) && *sizes.last().unwrap() <= 4096,
+        "{sizes:?}"
+    );
 }
 
 #[test]
@@ -338,7 +355,13 @@ fn bad_requests_are_usage_errors() {
     // shm also works against a `wulf serve` on this host.
     let server = Server::start(&[]);
     let o = run(&[
-        "sweep", "shm", "--peer", &server.addr(), "--sizes", "8", "--quiet",
+        "sweep",
+        "shm",
+        "--peer",
+        &server.addr(),
+        "--sizes",
+        "8",
+        "--quiet",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }

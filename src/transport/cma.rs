@@ -8,8 +8,11 @@
 //! from the sender's address space into its own buffer with one
 //! process_vm_readv, then acknowledges. One copy instead of shared memory's
 //! two, for the price of a system call and page pinning per message.
-//! `exchange` posts its own buffer first and then serves whichever of the
-//! two events comes first, so both directions progress.
+//! A large message whose receiver is already waiting is copied by both ends
+//! at once, half each (the sender with process_vm_writev into the buffer the
+//! receiver announced): the sender would otherwise sit idle until the
+//! acknowledgement. `exchange` posts its own buffer first and then serves
+//! whichever of the two events comes first, so both directions progress.
 //!
 //! The region (same life cycle as `shm`'s, see [`shm_region`]) holds the
 //! header, one doorbell per end and two mailboxes. During set-up each end
@@ -23,14 +26,14 @@
 //!
 //! [`shm_region`]: super::shm_region
 
-use std::io::{self, IoSliceMut};
+use std::io::{self, IoSlice, IoSliceMut};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use nix::errno::Errno;
-use nix::sys::uio::{process_vm_readv, RemoteIoVec};
+use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
 use nix::unistd::Pid;
 use serde_json::{json, Map, Value};
 
@@ -41,29 +44,50 @@ use super::{ChannelOptions, Connected, Endpoint, Listener, Transport};
 /// Header magic: "wulfcma1".
 const MAGIC: u64 = u64::from_le_bytes(*b"wulfcma1");
 
-/// Offsets in the region: header, doorbells, two mailboxes of two
-/// 128-byte blocks each (the sender's post, the receiver's acknowledgement).
+/// Offsets in the region: header, the two doorbells, and one [`Mailbox`]
+/// per direction.
 const SERVER_BELL: usize = HEADER_BYTES;
 const CLIENT_BELL: usize = HEADER_BYTES + 128;
 const TO_SERVER: usize = HEADER_BYTES + 256;
-const TO_CLIENT: usize = HEADER_BYTES + 512;
-const REGION_BYTES: usize = HEADER_BYTES + 768;
+const TO_CLIENT: usize = TO_SERVER + std::mem::size_of::<Mailbox>();
+const REGION_BYTES: usize = TO_CLIENT + std::mem::size_of::<Mailbox>();
 
 /// Values of the header's `ready` word during set-up.
 const READY_OK: u32 = 1;
 const READY_FAILED: u32 = 2;
 
-/// A mailbox: post line (sequence, length, address) and ack line.
+/// Messages from this size on are copied by both ends at once when the
+/// receiver is already waiting: below it, a second system call costs more
+/// than half a copy saves.
+pub const SPLIT_MIN_BYTES: usize = 64 << 10;
+
+/// A buffer announced to the other end: sequence number, address, length
+/// (and, for a sender's post, where the sender's own share starts).
 #[repr(C, align(128))]
 struct Post {
     seq: AtomicU32,
     len: AtomicU64,
     addr: AtomicU64,
+    split: AtomicU64,
 }
 
+/// A sequence number alone in its cache lines.
 #[repr(C, align(128))]
-struct Ack {
+struct Seq {
     seq: AtomicU32,
+}
+
+/// One direction of the channel. Each block is written by one end only.
+#[repr(C)]
+struct Mailbox {
+    /// Sender: the message to copy (the receiver reads `[0, split)`).
+    post: Post,
+    /// Receiver: the message is copied, the sender may reuse its buffer.
+    ack: Seq,
+    /// Receiver: it is waiting for message `seq` in the buffer `addr, len`.
+    ready: Post,
+    /// Sender: it has written `[split, len)` into the receiver's buffer.
+    helped: Seq,
 }
 
 /// The CMA transport.
@@ -202,15 +226,19 @@ fn finish(
     let mut settings = Map::new();
     settings.insert("region".into(), json!(region.path()));
     settings.insert("unlinked_once_mapped".into(), json!(true));
-    settings.insert("copy".into(), json!("process_vm_readv by the receiver"));
+    settings.insert(
+        "copy".into(),
+        json!("process_vm_readv by the receiver; from split_min_bytes on, when the receiver waits, the sender writes half with process_vm_writev"),
+    );
+    settings.insert("split_min_bytes".into(), json!(SPLIT_MIN_BYTES));
     settings.insert("ptracer_set".into(), json!(ptracer));
     settings.insert("wait".into(), json!(opts.wait.name()));
     Ok(Connected {
         endpoint: Box::new(CmaEndpoint {
             peer: Pid::from_raw(peer as i32),
             waiter,
-            tx: base.wrapping_add(tx),
-            rx: base.wrapping_add(rx),
+            tx: base.wrapping_add(tx) as *const Mailbox,
+            rx: base.wrapping_add(rx) as *const Mailbox,
             sent: 0,
             received: 0,
             _probe: probe,
@@ -222,13 +250,22 @@ fn finish(
 }
 
 /// One end of a CMA channel.
+///
+/// A plain send and receive: the receiver announces its buffer (`ready`)
+/// and waits; the sender posts its own. A message of at least
+/// [`SPLIT_MIN_BYTES`] whose receiver is already waiting is copied by both
+/// ends at once: the receiver reads the first half with process_vm_readv
+/// while the sender writes the second half into the receiver's buffer with
+/// process_vm_writev, so two cores share the one copy. Otherwise (smaller
+/// messages, or the receiver not there yet, or `exchange`, where both ends
+/// are busy reading) the receiver reads it all.
 struct CmaEndpoint {
     peer: Pid,
     waiter: Waiter,
-    /// Mailbox this end posts to (and the peer acknowledges in).
-    tx: *mut u8,
-    /// Mailbox the peer posts to.
-    rx: *mut u8,
+    /// The mailbox of messages this end sends.
+    tx: *const Mailbox,
+    /// The mailbox of messages this end receives.
+    rx: *const Mailbox,
     sent: u32,
     received: u32,
     _probe: Box<u64>,
@@ -241,44 +278,74 @@ unsafe impl Send for CmaEndpoint {}
 
 impl CmaEndpoint {
     #[inline(always)]
-    fn post(&self, mailbox: *mut u8) -> &Post {
-        // SAFETY: a mailbox of the owned region starts with its post block.
-        unsafe { &*(mailbox as *const Post) }
+    fn tx(&self) -> &Mailbox {
+        // SAFETY: a mailbox inside the region the endpoint owns.
+        unsafe { &*self.tx }
     }
 
     #[inline(always)]
-    fn ack(&self, mailbox: *mut u8) -> &Ack {
-        // SAFETY: the ack block follows the post block.
-        unsafe { &*(mailbox.add(128) as *const Ack) }
+    fn rx(&self) -> &Mailbox {
+        // SAFETY: as for `tx`.
+        unsafe { &*self.rx }
     }
 
-    /// Publish `buf` for the peer to read.
+    /// Post `buf` as the next message; when the receiver already waits for
+    /// it with a buffer of the right size, and it is large, take the second
+    /// half for this end to write. Returns where this end's share starts
+    /// (`buf.len()`: none) and the receiver's buffer address.
     #[inline(always)]
-    fn offer(&mut self, buf: &[u8]) {
+    fn offer(&mut self, buf: &[u8], may_help: bool) -> (usize, usize) {
         self.sent = self.sent.wrapping_add(1);
-        let p = self.post(self.tx);
+        let len = buf.len();
+        let mut split = len;
+        let mut remote = 0;
+        let tx = self.tx();
+        if may_help
+            && len >= SPLIT_MIN_BYTES
+            && tx.ready.seq.load(Ordering::Acquire) == self.sent
+            && tx.ready.len.load(Ordering::Relaxed) == len as u64
+        {
+            // Page-aligned halves: fewer pages for each end to pin.
+            split = (len / 2) & !4095;
+            remote = tx.ready.addr.load(Ordering::Relaxed) as usize;
+        }
+        let p = &tx.post;
         p.addr.store(buf.as_ptr() as u64, Ordering::Relaxed);
-        p.len.store(buf.len() as u64, Ordering::Relaxed);
+        p.len.store(len as u64, Ordering::Relaxed);
+        p.split.store(split as u64, Ordering::Relaxed);
         p.seq.store(self.sent, Ordering::Release);
         self.waiter.notify();
+        (split, remote)
     }
 
     #[inline(always)]
     fn offer_taken(&self) -> bool {
-        self.ack(self.tx).seq.load(Ordering::Acquire) == self.sent
+        self.tx().ack.seq.load(Ordering::Acquire) == self.sent
     }
 
     #[inline(always)]
     fn incoming(&self) -> bool {
-        self.post(self.rx).seq.load(Ordering::Acquire) == self.received.wrapping_add(1)
+        self.rx().post.seq.load(Ordering::Acquire) == self.received.wrapping_add(1)
     }
 
-    /// Copy the peer's posted buffer into `buf` and acknowledge it; the
-    /// caller has seen [`incoming`](Self::incoming).
-    fn take(&mut self, buf: &mut [u8]) -> io::Result<()> {
-        let p = self.post(self.rx);
+    /// Tell the sender of the next message where it may write it.
+    #[inline(always)]
+    fn announce(&self, buf: &mut [u8]) {
+        let r = &self.rx().ready;
+        r.addr.store(buf.as_mut_ptr() as u64, Ordering::Relaxed);
+        r.len.store(buf.len() as u64, Ordering::Relaxed);
+        r.seq
+            .store(self.received.wrapping_add(1), Ordering::Release);
+    }
+
+    /// Copy the receiver's share of the posted message into `buf`; the
+    /// caller has seen [`incoming`](Self::incoming). Returns where the
+    /// sender's share starts (`buf.len()`: none).
+    fn take(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let p = &self.rx().post;
         let len = p.len.load(Ordering::Relaxed) as usize;
         let addr = p.addr.load(Ordering::Relaxed) as usize;
+        let split = p.split.load(Ordering::Relaxed) as usize;
         if len != buf.len() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -288,42 +355,89 @@ impl CmaEndpoint {
                 ),
             ));
         }
-        read_remote(self.peer, addr, buf)?;
+        if split > len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the peer posted an invalid split",
+            ));
+        }
+        read_remote(self.peer, addr, &mut buf[..split])?;
+        Ok(split)
+    }
+
+    /// Acknowledge the message just received.
+    #[inline(always)]
+    fn acknowledge(&mut self) {
         self.received = self.received.wrapping_add(1);
-        self.ack(self.rx)
-            .seq
-            .store(self.received, Ordering::Release);
+        self.rx().ack.seq.store(self.received, Ordering::Release);
         self.waiter.notify();
-        Ok(())
     }
 }
 
 impl Endpoint for CmaEndpoint {
     fn send(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.offer(buf);
+        let (split, remote) = self.offer(buf, true);
+        if split < buf.len() {
+            write_remote(self.peer, remote + split, &buf[split..])?;
+            self.tx().helped.seq.store(self.sent, Ordering::Release);
+            self.waiter.notify();
+        }
         let w = self.waiter;
         // The buffer must stay untouched until the peer has copied it.
         w.wait(|| Ok(self.offer_taken()))
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        self.announce(buf);
         let w = self.waiter;
         w.wait(|| Ok(self.incoming()))?;
-        self.take(buf)
+        let split = self.take(buf)?;
+        if split < buf.len() {
+            let n = self.received.wrapping_add(1);
+            w.wait(|| Ok(self.rx().helped.seq.load(Ordering::Acquire) == n))?;
+        }
+        self.acknowledge();
+        Ok(())
     }
 
     fn exchange(&mut self, out: &[u8], inp: &mut [u8]) -> io::Result<()> {
-        self.offer(out);
+        // Both ends are busy reading: no help offered or taken.
+        self.offer(out, false);
         let w = self.waiter;
         let mut got = false;
         w.wait(|| {
             if !got && self.incoming() {
-                self.take(inp)?;
+                if self.take(inp)? != inp.len() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "the peer split a message of an exchange",
+                    ));
+                }
+                self.acknowledge();
                 got = true;
             }
             Ok(got && self.offer_taken())
         })
     }
+}
+
+/// Copy `buf` to `addr` in process `pid`.
+fn write_remote(pid: Pid, addr: usize, buf: &[u8]) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let remote = [RemoteIoVec {
+            base: addr + done,
+            len: buf.len() - done,
+        }];
+        let local = [IoSlice::new(&buf[done..])];
+        match process_vm_writev(pid, &local, &remote) {
+            Ok(0) => return Err(io::Error::other("process_vm_writev made no progress")),
+            Ok(n) => done += n,
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(explain(e, pid)),
+        }
+    }
+    Ok(())
 }
 
 /// Copy `buf.len()` bytes at `addr` in process `pid` into `buf`.

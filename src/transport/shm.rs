@@ -48,20 +48,20 @@ struct Layout {
 }
 
 impl Layout {
-    fn server_bell(&self) -> usize {
+    fn server_bell(self) -> usize {
         HEADER_BYTES
     }
-    fn client_bell(&self) -> usize {
+    fn client_bell(self) -> usize {
         HEADER_BYTES + DOORBELL_BYTES
     }
-    fn to_server_ring(&self) -> usize {
+    fn ring_to_server(self) -> usize {
         HEADER_BYTES + 2 * DOORBELL_BYTES
     }
-    fn to_client_ring(&self) -> usize {
-        self.to_server_ring() + self.geo.ring_bytes()
+    fn ring_to_client(self) -> usize {
+        self.ring_to_server() + self.geo.ring_bytes()
     }
-    fn total_bytes(&self) -> usize {
-        self.to_client_ring() + self.geo.ring_bytes()
+    fn total_bytes(self) -> usize {
+        self.ring_to_client() + self.geo.ring_bytes()
     }
 }
 
@@ -168,14 +168,14 @@ fn finish(region: Region, layout: Layout, opts: &ChannelOptions, side: Side) -> 
     let base = region.base();
     let (tx, rx, mine, theirs) = match side {
         Side::Client => (
-            layout.to_server_ring(),
-            layout.to_client_ring(),
+            layout.ring_to_server(),
+            layout.ring_to_client(),
             layout.client_bell(),
             layout.server_bell(),
         ),
         Side::Server => (
-            layout.to_client_ring(),
-            layout.to_server_ring(),
+            layout.ring_to_client(),
+            layout.ring_to_server(),
             layout.server_bell(),
             layout.client_bell(),
         ),

@@ -68,7 +68,7 @@ impl Geometry {
     /// A geometry, checked: chunks a non-zero multiple of 64 bytes up to
     /// [`MAX_CHUNK_BYTES`], 1 to [`MAX_SLOTS`] slots.
     pub fn new(chunk_bytes: usize, slots: usize) -> Result<Geometry, String> {
-        if chunk_bytes == 0 || chunk_bytes % 64 != 0 || chunk_bytes > MAX_CHUNK_BYTES {
+        if chunk_bytes == 0 || !chunk_bytes.is_multiple_of(64) || chunk_bytes > MAX_CHUNK_BYTES {
             return Err(format!(
                 "chunk size {chunk_bytes} is not a multiple of 64 between 64 and {MAX_CHUNK_BYTES}"
             ));

@@ -205,7 +205,7 @@ impl CachelineBench {
                 let _ = pinned_tx.send(pinned);
                 helper_loop(helper_lines, helper_waiter, commands, reports);
             })?;
-        let helper_cpu = pinned_rx.recv().unwrap_or(None);
+        let helper_cpu = pinned_rx.recv_timeout(setup.timeout).unwrap_or(None);
         Ok(CachelineBench {
             lines,
             waiter,

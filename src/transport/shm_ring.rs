@@ -5,10 +5,10 @@
 //! empty message, so that it still hands over). Each chunk goes into the
 //! next slot of the ring: the producer copies it in and then publishes the
 //! slot's sequence number with a release store; the consumer waits for that
-//! number with acquire loads, copies the chunk out and publishes how many
-//! chunks it has released, again with a release store. With several slots
-//! the producer copies chunk k+1 in while the consumer copies chunk k out:
-//! large messages are pipelined across two cores.
+//! number with acquire loads, copies the chunk out and, in due course,
+//! publishes how many chunks it has released, again with a release store.
+//! With several slots the producer copies chunk k+1 in while the consumer
+//! copies chunk k out: large messages are pipelined across two cores.
 //!
 //! Layout of a ring (all offsets multiples of 64 bytes):
 //!
@@ -31,8 +31,14 @@
 //!   (the width of a futex word). A slot's stale number is the one of the
 //!   previous lap, which differs from the awaited one for any slot count
 //!   below 2^32, so no reset or wrap handling is needed.
-//! * The producer reads `released` only when its cached copy says the ring
-//!   is full, so in the common case it never pulls the consumer's line.
+//! * Neither end touches the `released` line on its critical path. The
+//!   consumer publishes releases only when it is about to wait (after it
+//!   has answered, in a ping-pong) or once half the ring is released (so a
+//!   streaming producer keeps going); the producer refreshes its copy just
+//!   after publishing a chunk, once half the ring is in flight, so that the
+//!   miss overlaps its own wait, and stalls on the line only when its copy
+//!   says the ring is full. (On x86 a store that needs the line back also
+//!   holds up every later store, the next hand-off included.)
 //! * Each chunk's length travels with it and the consumer checks it against
 //!   what it expects: two ends that disagree on a size get a clear error
 //!   instead of silently shifted data.
@@ -205,6 +211,12 @@ impl Producer {
             self.pushed += 1;
             seq_of(slot).store(self.pushed as u32, Ordering::Release);
         }
+        // The chunk is on its way; refresh the view of the consumer now, in
+        // the shadow of the hand-off, rather than when the ring is full.
+        let in_flight = (self.pushed as u32).wrapping_sub(self.released_seen);
+        if 2 * in_flight >= self.geo.slots as u32 {
+            self.released_seen = self.released().load(Ordering::Acquire);
+        }
     }
 }
 
@@ -213,6 +225,7 @@ pub struct Consumer {
     ring: *mut u8,
     geo: Geometry,
     popped: u64,
+    published: u64,
 }
 
 // SAFETY: as for Producer.
@@ -228,6 +241,7 @@ impl Consumer {
             ring,
             geo,
             popped: 0,
+            published: 0,
         }
     }
 
@@ -246,10 +260,26 @@ impl Consumer {
             == (self.popped + 1) as u32
     }
 
-    /// Copy the next chunk into `out`, whose length must be the chunk's, and
-    /// release its slot. The caller must have seen [`ready`](Self::ready).
+    /// Publish the slots released so far, if any are unpublished; returns
+    /// whether it published (the producer may then need waking).
     #[inline(always)]
-    pub fn pop(&mut self, out: &mut [u8]) -> io::Result<()> {
+    pub fn flush(&mut self) -> bool {
+        if self.published == self.popped {
+            return false;
+        }
+        self.published = self.popped;
+        // SAFETY: offset 0 of a live ring.
+        let released = unsafe { &*(self.ring as *const AtomicU32) };
+        released.store(self.popped as u32, Ordering::Release);
+        true
+    }
+
+    /// Copy the next chunk into `out`, whose length must be the chunk's, and
+    /// release its slot (published once half the ring is released, or by
+    /// [`flush`](Self::flush)); returns whether it published. The caller
+    /// must have seen [`ready`](Self::ready).
+    #[inline(always)]
+    pub fn pop(&mut self, out: &mut [u8]) -> io::Result<bool> {
         let slot = self.slot(self.popped);
         // SAFETY: the slot belongs to the live ring.
         let len = unsafe { len_of(slot) }.load(Ordering::Relaxed) as usize;
@@ -262,10 +292,10 @@ impl Consumer {
             std::ptr::copy_nonoverlapping(payload(slot, len), out.as_mut_ptr(), len);
         }
         self.popped += 1;
-        // SAFETY: offset 0 of a live ring.
-        let released = unsafe { &*(self.ring as *const AtomicU32) };
-        released.store(self.popped as u32, Ordering::Release);
-        Ok(())
+        if 2 * (self.popped - self.published) >= self.geo.slots as u64 {
+            return Ok(self.flush());
+        }
+        Ok(false)
     }
 }
 
@@ -298,9 +328,16 @@ pub fn recv(c: &mut Consumer, w: &Waiter, buf: &mut [u8]) -> io::Result<()> {
     let geo = c.geo;
     let len = buf.len();
     for i in 0..geo.chunks(len) {
-        w.wait(|| Ok(c.ready()))?;
-        c.pop(&mut buf[geo.chunk_range(len, i)])?;
-        w.notify();
+        if !c.ready() {
+            // About to wait: let the producer have the slots first.
+            if c.flush() {
+                w.notify();
+            }
+            w.wait(|| Ok(c.ready()))?;
+        }
+        if c.pop(&mut buf[geo.chunk_range(len, i)])? {
+            w.notify();
+        }
     }
     Ok(())
 }
@@ -333,6 +370,8 @@ pub fn exchange(
         if progressed {
             w.notify();
         } else {
+            c.flush();
+            w.notify();
             w.wait(|| Ok((sent < n_out && p.has_room()) || (got < n_in && c.ready())))?;
         }
     }
@@ -411,8 +450,11 @@ mod tests {
         }
         assert!(!p.has_room(), "four slots, four chunks in flight");
         let mut b = [0u8; 10];
-        c.pop(&mut b).unwrap();
+        assert!(!c.pop(&mut b).unwrap(), "one of four: not yet published");
         assert_eq!(b, [0; 10]);
+        assert!(!p.has_room(), "the release is not published yet");
+        assert!(c.flush());
+        assert!(!c.flush(), "nothing new to publish");
         assert!(p.has_room(), "one slot released");
         p.push(&[9; 64]);
         for i in 1..4u8 {

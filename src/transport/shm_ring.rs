@@ -97,17 +97,18 @@ impl Geometry {
         RING_HEAD_BYTES + self.slots * self.stride()
     }
 
-    /// Number of chunks of a `len`-byte message (at least one).
+    /// The chunk of a `len`-byte message that starts at byte `start`; the
+    /// message is done when the chunk ends at `len`. An empty message is one
+    /// empty chunk. (Offsets, not chunk numbers: no division on the hot path.)
     #[inline(always)]
-    pub fn chunks(&self, len: usize) -> usize {
-        len.div_ceil(self.chunk_bytes).max(1)
+    pub fn next_chunk(&self, len: usize, start: usize) -> Range<usize> {
+        start..len.min(start + self.chunk_bytes)
     }
 
-    /// Byte range of chunk `i` of a `len`-byte message.
-    #[inline(always)]
-    pub fn chunk_range(&self, len: usize, i: usize) -> Range<usize> {
-        let start = (i * self.chunk_bytes).min(len);
-        start..(start + self.chunk_bytes).min(len)
+    /// Number of chunks of a `len`-byte message (at least one).
+    #[cfg(test)]
+    pub fn chunks(&self, len: usize) -> usize {
+        len.div_ceil(self.chunk_bytes).max(1)
     }
 }
 
@@ -148,6 +149,8 @@ pub struct Producer {
     ring: *mut u8,
     geo: Geometry,
     pushed: u64,
+    /// `pushed % slots`, kept so that no hot path divides.
+    index: usize,
     released_seen: u32,
 }
 
@@ -167,6 +170,7 @@ impl Producer {
             ring,
             geo,
             pushed: 0,
+            index: 0,
             released_seen: 0,
         }
     }
@@ -178,10 +182,12 @@ impl Producer {
     }
 
     #[inline(always)]
-    fn slot(&self, n: u64) -> *mut u8 {
-        let i = (n % self.geo.slots as u64) as usize;
-        // SAFETY: i < slots, so the slot lies inside the ring.
-        unsafe { self.ring.add(RING_HEAD_BYTES + i * self.geo.stride()) }
+    fn slot(&self) -> *mut u8 {
+        // SAFETY: index < slots, so the slot lies inside the ring.
+        unsafe {
+            self.ring
+                .add(RING_HEAD_BYTES + self.index * self.geo.stride())
+        }
     }
 
     /// Whether the next slot is free. Reads the consumer's line only when
@@ -201,7 +207,7 @@ impl Producer {
     #[inline(always)]
     pub fn push(&mut self, chunk: &[u8]) {
         debug_assert!(chunk.len() <= self.geo.chunk_bytes);
-        let slot = self.slot(self.pushed);
+        let slot = self.slot();
         // SAFETY: the slot belongs to the live ring and is free (the
         // consumer released it, acquire in has_room); the chunk fits its
         // payload area, and `chunk` is private memory, so no overlap.
@@ -210,6 +216,10 @@ impl Producer {
             len_of(slot).store(chunk.len() as u32, Ordering::Relaxed);
             self.pushed += 1;
             seq_of(slot).store(self.pushed as u32, Ordering::Release);
+        }
+        self.index += 1;
+        if self.index == self.geo.slots {
+            self.index = 0;
         }
         // The chunk is on its way; refresh the view of the consumer now, in
         // the shadow of the hand-off, rather than when the ring is full.
@@ -225,6 +235,8 @@ pub struct Consumer {
     ring: *mut u8,
     geo: Geometry,
     popped: u64,
+    /// `popped % slots`, kept so that no hot path divides.
+    index: usize,
     published: u64,
 }
 
@@ -241,23 +253,25 @@ impl Consumer {
             ring,
             geo,
             popped: 0,
+            index: 0,
             published: 0,
         }
     }
 
     #[inline(always)]
-    fn slot(&self, n: u64) -> *mut u8 {
-        let i = (n % self.geo.slots as u64) as usize;
-        // SAFETY: i < slots.
-        unsafe { self.ring.add(RING_HEAD_BYTES + i * self.geo.stride()) }
+    fn slot(&self) -> *mut u8 {
+        // SAFETY: index < slots.
+        unsafe {
+            self.ring
+                .add(RING_HEAD_BYTES + self.index * self.geo.stride())
+        }
     }
 
     /// Whether the next chunk has been published.
     #[inline(always)]
     pub fn ready(&self) -> bool {
         // SAFETY: the slot belongs to the live ring.
-        unsafe { seq_of(self.slot(self.popped)) }.load(Ordering::Acquire)
-            == (self.popped + 1) as u32
+        unsafe { seq_of(self.slot()) }.load(Ordering::Acquire) == (self.popped + 1) as u32
     }
 
     /// Publish the slots released so far, if any are unpublished; returns
@@ -280,7 +294,7 @@ impl Consumer {
     /// must have seen [`ready`](Self::ready).
     #[inline(always)]
     pub fn pop(&mut self, out: &mut [u8]) -> io::Result<bool> {
-        let slot = self.slot(self.popped);
+        let slot = self.slot();
         // SAFETY: the slot belongs to the live ring.
         let len = unsafe { len_of(slot) }.load(Ordering::Relaxed) as usize;
         if len != out.len() {
@@ -292,6 +306,10 @@ impl Consumer {
             std::ptr::copy_nonoverlapping(payload(slot, len), out.as_mut_ptr(), len);
         }
         self.popped += 1;
+        self.index += 1;
+        if self.index == self.geo.slots {
+            self.index = 0;
+        }
         if 2 * (self.popped - self.published) >= self.geo.slots as u64 {
             return Ok(self.flush());
         }
@@ -314,12 +332,17 @@ fn size_mismatch(got: usize, expected: usize) -> io::Error {
 #[inline]
 pub fn send(p: &mut Producer, w: &Waiter, msg: &[u8]) -> io::Result<()> {
     let geo = p.geo;
-    for i in 0..geo.chunks(msg.len()) {
+    let mut start = 0;
+    loop {
+        let r = geo.next_chunk(msg.len(), start);
+        start = r.end;
         w.wait(|| Ok(p.has_room()))?;
-        p.push(&msg[geo.chunk_range(msg.len(), i)]);
+        p.push(&msg[r]);
         w.notify();
+        if start >= msg.len() {
+            return Ok(());
+        }
     }
-    Ok(())
 }
 
 /// Receive exactly `buf.len()` bytes from `c`, chunk by chunk.
@@ -327,7 +350,10 @@ pub fn send(p: &mut Producer, w: &Waiter, msg: &[u8]) -> io::Result<()> {
 pub fn recv(c: &mut Consumer, w: &Waiter, buf: &mut [u8]) -> io::Result<()> {
     let geo = c.geo;
     let len = buf.len();
-    for i in 0..geo.chunks(len) {
+    let mut start = 0;
+    loop {
+        let r = geo.next_chunk(len, start);
+        start = r.end;
         if !c.ready() {
             // About to wait: let the producer have the slots first.
             if c.flush() {
@@ -335,11 +361,13 @@ pub fn recv(c: &mut Consumer, w: &Waiter, buf: &mut [u8]) -> io::Result<()> {
             }
             w.wait(|| Ok(c.ready()))?;
         }
-        if c.pop(&mut buf[geo.chunk_range(len, i)])? {
+        if c.pop(&mut buf[r])? {
             w.notify();
         }
+        if start >= len {
+            return Ok(());
+        }
     }
-    Ok(())
 }
 
 /// Send `out` through `p` while receiving `inp` from `c`, alternating one
@@ -352,27 +380,32 @@ pub fn exchange(
     out: &[u8],
     inp: &mut [u8],
 ) -> io::Result<()> {
-    let (n_out, n_in) = (p.geo.chunks(out.len()), c.geo.chunks(inp.len()));
-    let (mut sent, mut got) = (0usize, 0usize);
-    while sent < n_out || got < n_in {
+    // Next chunk's start in each direction; None once the last is done.
+    let (mut sent, mut got) = (Some(0usize), Some(0usize));
+    while sent.is_some() || got.is_some() {
         let mut progressed = false;
-        if sent < n_out && p.has_room() {
-            p.push(&out[p.geo.chunk_range(out.len(), sent)]);
-            sent += 1;
-            progressed = true;
+        if let Some(start) = sent {
+            if p.has_room() {
+                let r = p.geo.next_chunk(out.len(), start);
+                sent = (r.end < out.len()).then_some(r.end);
+                p.push(&out[r]);
+                progressed = true;
+            }
         }
-        if got < n_in && c.ready() {
-            let r = c.geo.chunk_range(inp.len(), got);
-            c.pop(&mut inp[r])?;
-            got += 1;
-            progressed = true;
+        if let Some(start) = got {
+            if c.ready() {
+                let r = c.geo.next_chunk(inp.len(), start);
+                got = (r.end < inp.len()).then_some(r.end);
+                c.pop(&mut inp[r])?;
+                progressed = true;
+            }
         }
         if progressed {
             w.notify();
         } else {
             c.flush();
             w.notify();
-            w.wait(|| Ok((sent < n_out && p.has_room()) || (got < n_in && c.ready())))?;
+            w.wait(|| Ok((sent.is_some() && p.has_room()) || (got.is_some() && c.ready())))?;
         }
     }
     Ok(())
@@ -429,10 +462,10 @@ mod tests {
     fn chunking_covers_every_byte_once() {
         let g = Geometry::new(128, 3).unwrap();
         assert_eq!(g.chunks(0), 1);
-        assert_eq!(g.chunk_range(0, 0), 0..0);
+        assert_eq!(g.next_chunk(0, 0), 0..0);
         assert_eq!(g.chunks(128), 1);
         assert_eq!(g.chunks(129), 2);
-        assert_eq!(g.chunk_range(300, 2), 256..300);
+        assert_eq!(g.next_chunk(300, 256), 256..300);
         assert!(Geometry::new(100, 2).is_err());
         assert!(Geometry::new(64, 0).is_err());
     }
@@ -531,15 +564,20 @@ mod tests {
         #[test]
         fn chunk_ranges_partition_the_message(len in 0usize..100_000, chunk64 in 1usize..64) {
             let g = Geometry::new(chunk64 * 64, 2).unwrap();
-            let mut next = 0;
-            for i in 0..g.chunks(len) {
-                let r = g.chunk_range(len, i);
-                prop_assert_eq!(r.start, next);
+            let (mut start, mut n) = (0, 0);
+            loop {
+                let r = g.next_chunk(len, start);
+                prop_assert_eq!(r.start, start);
                 prop_assert!(r.len() <= g.chunk_bytes);
                 prop_assert!(r.end > r.start || len == 0);
-                next = r.end;
+                n += 1;
+                start = r.end;
+                if start >= len {
+                    break;
+                }
             }
-            prop_assert_eq!(next, len);
+            prop_assert_eq!(start, len);
+            prop_assert_eq!(n, g.chunks(len));
         }
 
         #[test]

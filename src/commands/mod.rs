@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{MeasureArgs, ModeArg};
+use crate::cli::{MeasureArgs, ModeArg, WaitArg};
 use crate::result::Mode;
 use crate::sweep::engine::SweepSpec;
 use crate::sweep::schedule;
-use crate::transport::{self, ChannelOptions, ExtraOptions};
+use crate::transport::{self, ChannelOptions, ExtraOptions, WaitMode};
 
 impl From<ModeArg> for Mode {
     fn from(m: ModeArg) -> Mode {
@@ -47,6 +47,21 @@ pub fn configure_transports(m: &MeasureArgs) {
     });
 }
 
+impl From<WaitArg> for WaitMode {
+    fn from(w: WaitArg) -> WaitMode {
+        match w {
+            WaitArg::Spin => WaitMode::Spin,
+            WaitArg::Yield => WaitMode::Yield,
+            WaitArg::Block => WaitMode::Block,
+        }
+    }
+}
+
+/// The pattern a transport is measured in when none is given.
+pub fn default_mode(transport: &str) -> Mode {
+    transport::find(transport).map_or(Mode::Pingpong, |t| t.default_mode())
+}
+
 /// Build a sweep specification from the shared measurement options.
 pub fn sweep_spec(
     m: &MeasureArgs,
@@ -58,7 +73,9 @@ pub fn sweep_spec(
     let sizes = match &m.sizes {
         Some(text) => schedule::parse_sizes(text, !m.no_perturb)
             .map_err(|e| crate::error::usage(format!("--sizes: {e}")))?,
-        None => schedule::netpipe(1, schedule::DEFAULT_MAX_BYTES, !m.no_perturb),
+        None => transport::find(transport)
+            .and_then(|t| t.default_sizes(!m.no_perturb))
+            .unwrap_or_else(|| schedule::netpipe(1, schedule::DEFAULT_MAX_BYTES, !m.no_perturb)),
     };
     let ncpu = crate::sys::cpu_count();
     let cpus = if m.no_pin {
@@ -97,6 +114,13 @@ pub fn sweep_spec(
             mss_bytes: None,
             ipv6: m.ipv6,
             timeout_ms: m.timeout.as_millis() as u64,
+            // Spinning with fewer than two CPUs would cost a time slice per
+            // hand-off.
+            wait: m.wait.map(WaitMode::from).unwrap_or(if ncpu >= 2 {
+                WaitMode::Spin
+            } else {
+                WaitMode::Yield
+            }),
         },
         cpus,
         peer,

@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::cli::RunArgs;
 use crate::error::WulfError;
 use crate::report;
-use crate::result::{write_atomically, write_result, Mode, SweepResult};
+use crate::result::{write_atomically, write_result, SweepResult};
 use crate::sweep::engine::run_sweep;
 use crate::transport;
 use crate::units::format_bytes;
@@ -46,7 +46,8 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             eprintln!("wulf: skipping {name}: {why}");
             continue;
         }
-        let spec = super::sweep_spec(&measure, name, Mode::Pingpong, budget, None)?;
+        let share = budget.mul_f64(t.run_budget_fraction());
+        let spec = super::sweep_spec(&measure, name, t.default_mode(), share, None)?;
         let pb = super::progress_bar(spec.sizes.len() as u64, measure.quiet, name);
         let outcome = run_sweep(&spec, &mut |p| {
             pb.set_message(format_bytes(p.bytes));

@@ -18,7 +18,9 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
     let spec = super::sweep_spec(
         &args.measure,
         &args.transport,
-        args.mode.into(),
+        args.mode
+            .map(Into::into)
+            .unwrap_or_else(|| super::default_mode(&args.transport)),
         args.budget,
         args.peer.clone(),
     )?;

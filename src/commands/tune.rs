@@ -59,6 +59,7 @@ fn measure_args(a: &TuneTcpArgs) -> MeasureArgs {
         integrity: false,
         cpus: a.cpus,
         no_pin: a.no_pin,
+        wait: None,
         quiet: a.quiet,
         // MPI options: tuning is for TCP.
         window: crate::transport::mpi::DEFAULT_WINDOW,

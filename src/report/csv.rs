@@ -3,7 +3,7 @@
 use crate::result::SweepResult;
 
 /// Column names of the CSV export.
-pub const COLUMNS: [&str; 18] = [
+pub const COLUMNS: [&str; 20] = [
     "transport",
     "mode",
     "bytes",
@@ -22,7 +22,14 @@ pub const COLUMNS: [&str; 18] = [
     "cpu_client_ns_per_byte",
     "cpu_server_ns_per_byte",
     "tails_p99_ns",
+    "memcpy_bits_per_s",
+    "floor_ns",
 ];
+
+/// An optional number as a CSV field (empty when absent).
+fn opt(v: Option<f64>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
 
 /// The points of `results` as CSV bytes (header line first).
 pub fn to_csv(results: &[SweepResult]) -> anyhow::Result<Vec<u8>> {
@@ -52,6 +59,8 @@ pub fn to_csv(results: &[SweepResult]) -> anyhow::Result<Vec<u8>> {
                     .as_ref()
                     .map(|t| t.p99_ns.to_string())
                     .unwrap_or_default(),
+                opt(p.limits.and_then(|l| l.memcpy_bits_per_s)),
+                opt(p.limits.and_then(|l| l.floor_ns)),
             ])?;
         }
     }

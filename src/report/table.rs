@@ -62,21 +62,54 @@ pub fn summary_lines(r: &SweepResult) -> String {
         r.points.len(),
         if r.complete { "" } else { ", INCOMPLETE" }
     );
+    let first = r.points.first();
     if let Some(l) = r.summary.latency_ns {
-        let first = r.points.first().map(|p| p.bytes).unwrap_or(0);
-        let _ = writeln!(
+        let _ = write!(
             s,
             "  latency  {} (median one-way time at {})",
             format_ns(l),
-            format_bytes(first)
+            format_bytes(first.map_or(0, |p| p.bytes))
         );
+        let floor = first.and_then(|p| p.limits?.floor_ns);
+        if let (Some(x), Some(f)) = (r.summary.latency_floor_multiple, floor) {
+            let _ = write!(s, ", {x:.2}x the cache-line floor of {}", format_ns(f));
+        }
+        s.push('\n');
     }
     if let (Some(pk), Some(at)) = (r.summary.peak_bits_per_s, r.summary.peak_bytes) {
-        let _ = writeln!(
+        let _ = write!(
             s,
             "  peak     {} at {}",
             format_bits_per_s(pk),
             format_bytes(at)
+        );
+        let memcpy = r
+            .points
+            .iter()
+            .find(|p| p.bytes == at)
+            .and_then(|p| p.limits?.memcpy_bits_per_s);
+        if let (Some(f), Some(m)) = (r.summary.peak_memcpy_fraction, memcpy) {
+            let _ = write!(
+                s,
+                ", {f:.2} of memcpy bandwidth there ({})",
+                format_bits_per_s(m)
+            );
+        }
+        s.push('\n');
+    }
+    for p in &r.summary.plateaus {
+        let level = match p.cache_bytes {
+            Some(b) => format!("{} ({})", p.level, format_bytes(b)),
+            None => p.level.clone(),
+        };
+        let _ = writeln!(
+            s,
+            "  plateau  {:<14} {:>14}  median of {} sizes from {} to {}",
+            level,
+            format_bits_per_s(p.median_bits_per_s),
+            p.points,
+            format_bytes(p.min_bytes),
+            format_bytes(p.max_bytes)
         );
     }
     let _ = writeln!(
@@ -96,7 +129,9 @@ pub fn summary_lines(r: &SweepResult) -> String {
     s
 }
 
-/// One row per result, side by side: the summary `wulf run` prints.
+/// One row per result, side by side: the summary `wulf run` prints. For
+/// intra-node results, latency as a multiple of the cache-line floor and
+/// peak as a fraction of memcpy bandwidth stand beside the figures.
 pub fn comparison_table(results: &[SweepResult]) -> String {
     let mut s = String::new();
     // Wide enough for the longest label, e.g. "mpi:openmpi(tcp) pingpong".
@@ -108,8 +143,16 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
         .max(14);
     let _ = writeln!(
         s,
-        "{:<w$} {:>10} {:>14} {:>10} {:>11} {:>7} {:>9}",
-        "transport", "latency", "peak", "at size", "cpu ns/B", "noisy", "complete"
+        "{:<w$} {:>10} {:>8} {:>14} {:>9} {:>10} {:>9} {:>7} {:>9}",
+        "transport",
+        "latency",
+        "x floor",
+        "peak",
+        "of memcpy",
+        "at size",
+        "cpu ns/B",
+        "noisy",
+        "complete"
     );
     for r in results {
         let peak_point = r
@@ -118,15 +161,23 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
             .and_then(|b| r.points.iter().find(|p| p.bytes == b));
         let _ = writeln!(
             s,
-            "{:<w$} {:>10} {:>14} {:>10} {:>11} {:>7} {:>9}",
+            "{:<w$} {:>10} {:>8} {:>14} {:>9} {:>10} {:>9} {:>7} {:>9}",
             format!("{} {}", r.transport, r.mode),
             r.summary
                 .latency_ns
                 .map(format_ns)
                 .unwrap_or_else(|| "-".into()),
             r.summary
+                .latency_floor_multiple
+                .map(|x| format!("{x:.2}x"))
+                .unwrap_or_else(|| "-".into()),
+            r.summary
                 .peak_bits_per_s
                 .map(format_bits_per_s)
+                .unwrap_or_else(|| "-".into()),
+            r.summary
+                .peak_memcpy_fraction
+                .map(|f| format!("{f:.2}"))
                 .unwrap_or_else(|| "-".into()),
             r.summary
                 .peak_bytes

@@ -4,6 +4,8 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the result schema this wulf writes and reads. Bumped on any
 /// change a reader must know about; readers refuse other major versions.
+/// Optional fields with defaults (the link and efficiency blocks) are added
+/// within a version: files without them still read.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// One sweep of one transport in one mode.
@@ -142,6 +144,10 @@ pub struct Definitions {
     pub latency: String,
     /// How the peak is chosen.
     pub peak: String,
+    /// How efficiency against the physical limits is computed, when the
+    /// result records limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<String>,
 }
 
 impl Definitions {
@@ -161,7 +167,18 @@ impl Definitions {
             throughput: throughput.into(),
             latency: "latency_ns = median one-way time at the smallest size measured".into(),
             peak: "peak_bits_per_s = highest median throughput over all sizes; peak_bytes = the size where it occurs".into(),
+            efficiency: None,
         }
+    }
+
+    /// The definition of the efficiency figures, for results with limits.
+    pub fn efficiency_text() -> String {
+        "points[].limits: memcpy_bits_per_s = memcpy bandwidth at that size in one process \
+         (same --nocache and --offset), floor_ns = one-way time of an 8-byte cache-line \
+         ping-pong between the two CPUs; summary.latency_floor_multiple = latency_ns / floor_ns; \
+         summary.peak_memcpy_fraction = peak_bits_per_s / memcpy_bits_per_s at peak_bytes \
+         (bidir counts both directions, so it can exceed 1)"
+            .into()
     }
 }
 
@@ -279,6 +296,41 @@ pub struct Point {
     /// Per-message tail latency, when `--tails` ran for this size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tails: Option<Tails>,
+    /// The physical limits this point is measured against (intra-node and
+    /// loopback sweeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Limits>,
+}
+
+/// Physical limits of the machine at one message size.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// memcpy bandwidth at this size within one process, bits/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memcpy_bits_per_s: Option<f64>,
+    /// One-way time of an 8-byte cache-line ping-pong between the two
+    /// CPUs, ns: the floor of any message between two processes there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor_ns: Option<f64>,
+}
+
+/// A plateau of a memory-hierarchy curve (the memcpy baseline).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plateau {
+    /// `L1`, `L2`, `L3`... or `DRAM`.
+    pub level: String,
+    /// Size of that cache as the kernel reports it, bytes (null for DRAM).
+    pub cache_bytes: Option<u64>,
+    /// Smallest message size counted.
+    pub min_bytes: u64,
+    /// Largest message size counted.
+    pub max_bytes: u64,
+    /// Number of points counted.
+    pub points: u64,
+    /// Median of their throughputs, bits/s.
+    pub median_bits_per_s: f64,
 }
 
 /// Figures derived from the points.
@@ -293,6 +345,15 @@ pub struct Summary {
     pub peak_bytes: Option<u64>,
     /// Number of points marked noisy.
     pub noisy_points: u64,
+    /// `latency_ns` divided by the first point's cache-line floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_floor_multiple: Option<f64>,
+    /// `peak_bits_per_s` divided by memcpy bandwidth at `peak_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_memcpy_fraction: Option<f64>,
+    /// Named plateaus (the memcpy baseline's cache levels and DRAM).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plateaus: Vec<Plateau>,
 }
 
 impl Summary {
@@ -301,11 +362,21 @@ impl Summary {
         let peak = points
             .iter()
             .max_by(|a, b| a.bits_per_s.total_cmp(&b.bits_per_s));
+        let first = points.first();
         Summary {
-            latency_ns: points.first().map(|p| p.median_ns),
+            latency_ns: first.map(|p| p.median_ns),
             peak_bits_per_s: peak.map(|p| p.bits_per_s),
             peak_bytes: peak.map(|p| p.bytes),
             noisy_points: points.iter().filter(|p| p.noisy).count() as u64,
+            latency_floor_multiple: first.and_then(|p| {
+                let floor = p.limits?.floor_ns?;
+                (floor > 0.0).then(|| p.median_ns / floor)
+            }),
+            peak_memcpy_fraction: peak.and_then(|p| {
+                let memcpy = p.limits?.memcpy_bits_per_s?;
+                (memcpy > 0.0).then(|| p.bits_per_s / memcpy)
+            }),
+            plateaus: Vec::new(),
         }
     }
 }

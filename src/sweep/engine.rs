@@ -6,12 +6,18 @@
 //! policy, and the tail pass if asked. Any failure or an interruption stops
 //! the sweep, and the points measured so far are returned in a result
 //! marked incomplete, together with the error.
+//!
+//! In-process baselines (a transport whose `baseline()` answers) take the
+//! same path without a peer: see [`super::in_process`]. When the peer runs
+//! on this host, the physical limits each point is measured against are
+//! taken from this run's baselines or measured first (see [`super::limits`]).
 
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::limits::{self, Limits};
 use super::loops::{client_block, Pools};
 use super::policy::{measure_point, BlockRunner, BlockTiming, PointOutcome, PointPlan};
 use super::timer::clock_read_cost_ns;
@@ -25,6 +31,7 @@ use crate::result::{
 };
 use crate::stats::Summary;
 use crate::sys::{pin_current_thread, Host, IpVersion};
+use crate::transport::baseline::BaselineSetup;
 use crate::transport::{self, ChannelOptions, Endpoint};
 
 /// Largest size that gets a tail-latency pass.
@@ -99,6 +106,25 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     let mut host = Host::probe();
     let timeout = spec.channel.timeout();
     let max_bytes = spec.sizes.iter().copied().max().unwrap_or(1);
+    let baseline_setup = BaselineSetup {
+        mode: spec.mode,
+        max_bytes,
+        nocache: spec.nocache,
+        offset_bytes: spec.offset_bytes,
+        llc_bytes: host.llc_bytes,
+        caches: host.caches.clone().unwrap_or_default(),
+        helper_cpu: spec.cpus.1,
+        wait: spec.channel.wait,
+        timeout,
+    };
+    if let Some(bench) = transport.baseline(&baseline_setup) {
+        let start = Start {
+            started,
+            started_at,
+            host,
+        };
+        return super::in_process::run_baseline(spec, bench?, start, on_point);
+    }
     let (local, addr) = match &spec.peer {
         None => {
             let lp = LocalPeer::start(spec.channel.ipv6, timeout)?;
@@ -117,12 +143,19 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     };
     host = host.with_interface_for_peer(addr.ip());
     let (mut session, mut conn) = PeerSession::open(addr, transport.as_ref(), &setup, timeout)?;
-    let client_cpu = spec.cpus.0.filter(|&c| pin_current_thread(c).is_ok());
+    let pinned = Pinned::new(spec.cpus.0);
+    let client_cpu = pinned.cpu;
     let timer_overhead_ns = clock_read_cost_ns();
     let mut pools = Pools::new(max_bytes, spec.offset_bytes, spec.nocache, host.llc_bytes);
 
     let mut warnings = conn.warnings.clone();
     warnings.extend(session.warnings.iter().map(|w| format!("peer: {w}")));
+    // Limits only mean something when both ends share this machine.
+    let limits = if spec.peer.is_none() || session.host.hostname == host.hostname {
+        limits::for_sweep(spec, host.llc_bytes, client_cpu, session.cpu, &mut warnings)
+    } else {
+        None
+    };
     let mut points = Vec::with_capacity(spec.sizes.len());
     let mut runner = Runner {
         session: &mut session,
@@ -132,31 +165,21 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         overhead_ns: timer_overhead_ns,
         samples: Vec::new(),
     };
-    let error = measure_all(spec, &mut runner, &mut points, on_point).err();
+    let error = measure_all(spec, &mut runner, limits.as_ref(), &mut points, on_point).err();
 
-    host.load_after = crate::sys::load_average();
     let mut options_transport = conn.settings.clone();
     options_transport.insert(
         "server".into(),
         serde_json::Value::Object(session.settings.clone()),
     );
-    let noisy = points.iter().filter(|p| p.noisy).count();
-    if noisy > 0 {
-        warnings.push(format!(
-            "{noisy} of {} points did not reach +-{:.1}% within the budget (marked noisy); \
-             a larger --budget or a quieter machine helps",
-            points.len(),
-            spec.precision * 100.0
-        ));
-    }
-    let summary = result::Summary::from_points(&points);
+    let peak_bits_per_s = result::Summary::from_points(&points).peak_bits_per_s;
     let link = host.interfaces.first().and_then(|iface| {
         warnings.extend(crate::sys::pcie_limits_link(iface));
         LinkEfficiency::of(
             iface,
             IpVersion::of(addr.ip()),
             host.tcp_sysctls.timestamps_enabled().unwrap_or(true),
-            summary.peak_bits_per_s,
+            peak_bits_per_s,
         )
     });
     let placement = Placement {
@@ -172,19 +195,125 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             lp.finish(Duration::from_secs(2));
         }
     }
-    let result = SweepResult {
+    let mut definitions = Definitions::for_mode(spec.mode);
+    if limits.is_some() {
+        definitions.efficiency = Some(Definitions::efficiency_text());
+    }
+    let result = assemble(
+        spec,
+        Start {
+            started,
+            started_at,
+            host,
+        },
+        Finish {
+            peer_host,
+            definitions,
+            transport_settings: options_transport,
+            placement,
+            timer_overhead_ns,
+            points,
+            warnings,
+            link,
+            error: error.as_ref(),
+        },
+    );
+    Ok(SweepOutcome { result, error })
+}
+
+/// Pins the calling thread for the length of a sweep and gives it back its
+/// previous CPU set afterwards, so that the next sweep of `wulf run` sees
+/// (and may pin to) every CPU again.
+pub(super) struct Pinned {
+    previous: Option<nix::sched::CpuSet>,
+    /// The CPU pinned to, if pinning was asked for and worked.
+    pub cpu: Option<usize>,
+}
+
+impl Pinned {
+    /// Pin to `cpu`, if given.
+    pub fn new(cpu: Option<usize>) -> Pinned {
+        let me = nix::unistd::Pid::from_raw(0);
+        let previous = nix::sched::sched_getaffinity(me).ok();
+        Pinned {
+            previous,
+            cpu: cpu.filter(|&c| pin_current_thread(c).is_ok()),
+        }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if let (Some(set), Some(_)) = (&self.previous, self.cpu) {
+            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), set);
+        }
+    }
+}
+
+/// When and where a sweep started.
+pub(super) struct Start {
+    /// Monotonic start.
+    pub started: Instant,
+    /// Wall-clock start, RFC 3339.
+    pub started_at: String,
+    /// This machine (load_after still empty).
+    pub host: Host,
+}
+
+/// What a sweep produced, for [`assemble`].
+pub(super) struct Finish<'a> {
+    /// The peer's machine, if there is a peer.
+    pub peer_host: Option<Host>,
+    /// Definitions of the figures.
+    pub definitions: Definitions,
+    /// Transport settings of both ends.
+    pub transport_settings: serde_json::Map<String, serde_json::Value>,
+    /// Where the ends ran.
+    pub placement: Placement,
+    /// Measured clock read cost.
+    pub timer_overhead_ns: f64,
+    /// Measured points.
+    pub points: Vec<Point>,
+    /// Warnings so far.
+    pub warnings: Vec<String>,
+    /// Efficiency against the network link the data crossed, if known.
+    pub link: Option<LinkEfficiency>,
+    /// Why the sweep stopped early, if it did.
+    pub error: Option<&'a anyhow::Error>,
+}
+
+/// Build the result document of a sweep (shared by peers and baselines).
+pub(super) fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
+    let Start {
+        started,
+        started_at,
+        mut host,
+    } = start;
+    host.load_after = crate::sys::load_average();
+    let mut warnings = f.warnings;
+    let noisy = f.points.iter().filter(|p| p.noisy).count();
+    if noisy > 0 {
+        warnings.push(format!(
+            "{noisy} of {} points did not reach +-{:.1}% within the budget (marked noisy); \
+             a larger --budget or a quieter machine helps",
+            f.points.len(),
+            spec.precision * 100.0
+        ));
+    }
+    let timeout = spec.channel.timeout();
+    SweepResult {
         schema_version: result::SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        complete: error.is_none(),
-        incomplete_reason: error.as_ref().map(|e| format!("{e:#}")),
+        complete: f.error.is_none(),
+        incomplete_reason: f.error.map(|e| format!("{e:#}")),
         command_line: spec.command_line.clone(),
         started_at,
         wall_s: started.elapsed().as_secs_f64(),
         host,
-        peer_host,
+        peer_host: f.peer_host,
         transport: spec.transport.clone(),
         mode: spec.mode,
-        definitions: Definitions::for_mode(spec.mode),
+        definitions: f.definitions,
         options: result::Options {
             budget_s: spec.budget.as_secs_f64(),
             precision: spec.precision,
@@ -194,22 +323,43 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             integrity: spec.integrity,
             tails: spec.tails,
             peer: spec.peer.clone(),
-            transport: options_transport,
+            transport: f.transport_settings,
         },
-        placement,
-        timer_overhead_ns,
-        summary,
-        points,
+        placement: f.placement,
+        timer_overhead_ns: f.timer_overhead_ns,
+        summary: result::Summary::from_points(&f.points),
+        points: f.points,
         warnings,
-        link,
+        link: f.link,
         mpi: None,
-    };
-    Ok(SweepOutcome { result, error })
+    }
 }
 
-fn measure_all(
+/// What the sweep loop needs from whoever runs the blocks.
+pub(super) trait SweepRunner: BlockRunner {
+    /// Run the byte-checking pass for one size.
+    fn integrity(&mut self, bytes: u64) -> Result<()>;
+    /// Run the tail pass for one size, if this runner has one.
+    fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Option<Tails>>;
+}
+
+/// The plan of one point, given its share of the budget.
+pub(super) fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> PointPlan {
+    PointPlan {
+        budget_ns: point_budget_ns,
+        precision,
+        min_trials: 10,
+        max_trials: 5000,
+        trial_target_ns: (point_budget_ns / 25).clamp(50_000, 50_000_000),
+        max_repeats,
+    }
+}
+
+/// Integrity pass, warm-up, then every size in turn.
+pub(super) fn measure_all(
     spec: &SweepSpec,
-    runner: &mut Runner,
+    runner: &mut dyn SweepRunner,
+    limits: Option<&Limits>,
     points: &mut Vec<Point>,
     on_point: &mut dyn FnMut(&Point),
 ) -> Result<()> {
@@ -242,14 +392,7 @@ fn measure_all(
         let left = (spec.sizes.len() - i) as u64;
         let spent_ns = t0.elapsed().as_nanos() as u64;
         let point_budget_ns = budget_ns.saturating_sub(spent_ns) / left;
-        let plan = PointPlan {
-            budget_ns: point_budget_ns,
-            precision: spec.precision,
-            min_trials: 10,
-            max_trials: 5000,
-            trial_target_ns: (point_budget_ns / 25).clamp(50_000, 50_000_000),
-            max_repeats,
-        };
+        let plan = plan_for(point_budget_ns, spec.precision, max_repeats);
         let outcome = measure_point(runner, bytes, &plan, &stop)?;
         if outcome.interrupted || outcome.trials_ns.is_empty() {
             return Err(WulfError::Interrupted.into());
@@ -257,8 +400,9 @@ fn measure_all(
         max_repeats = outcome.repeats;
         let mut point = make_point(bytes, spec.mode, &outcome);
         if spec.tails && bytes <= TAILS_MAX_BYTES {
-            point.tails = Some(runner.tails(bytes, point.median_ns)?);
+            point.tails = runner.tails(bytes, point.median_ns)?;
         }
+        point.limits = limits.and_then(|l| l.at(bytes));
         on_point(&point);
         points.push(point);
     }
@@ -319,7 +463,24 @@ pub fn make_point(bytes: u64, mode: Mode, o: &PointOutcome) -> Point {
         cpu_client: cost(o.client_cpu_ns),
         cpu_server: cost(o.server_cpu_ns),
         tails: None,
+        limits: None,
     }
+}
+
+/// A point with `bytes` and a constant trial time, for tests elsewhere.
+#[cfg(test)]
+pub fn test_point(bytes: u64, median_ns: f64) -> Point {
+    let o = PointOutcome {
+        trials_ns: vec![median_ns; 10],
+        repeats: 1,
+        warmup_trials: 2,
+        noisy: false,
+        interrupted: false,
+        client_cpu_ns: (0, 0),
+        server_cpu_ns: (0, 0),
+        wall_ns: 0,
+    };
+    make_point(bytes, Mode::Pingpong, &o)
 }
 
 /// Runs blocks against the peer: the real [`BlockRunner`].
@@ -366,13 +527,7 @@ impl Runner<'_> {
         }
     }
 
-    fn integrity(&mut self, bytes: u64) -> Result<()> {
-        self.block(BlockKind::Integrity, bytes, INTEGRITY_REPEATS)
-            .with_context(|| format!("integrity pass at {bytes} bytes"))?;
-        Ok(())
-    }
-
-    fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Tails> {
+    fn tail_pass(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Tails> {
         let rt_ns = (2.0 * median_one_way_ns).max(1.0);
         let n = ((TAILS_TIME_PER_SIZE.as_nanos() as f64 / rt_ns) as u64)
             .clamp(TAILS_SAMPLES.0, TAILS_SAMPLES.1);
@@ -391,6 +546,18 @@ impl Runner<'_> {
             max_ns: h.max() as f64 / 2.0,
             timer_cost_ns: self.overhead_ns,
         })
+    }
+}
+
+impl SweepRunner for Runner<'_> {
+    fn integrity(&mut self, bytes: u64) -> Result<()> {
+        self.block(BlockKind::Integrity, bytes, INTEGRITY_REPEATS)
+            .with_context(|| format!("integrity pass at {bytes} bytes"))?;
+        Ok(())
+    }
+
+    fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Option<Tails>> {
+        self.tail_pass(bytes, median_one_way_ns).map(Some)
     }
 }
 

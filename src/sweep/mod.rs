@@ -9,10 +9,15 @@
 //!   prints, logs or locks; the only calls are the endpoint's and the clock;
 //! * [`buffers`]: message buffers (alignment, `--offset`, `--nocache` pools);
 //! * [`timer`]: the cost of reading the clock, measured and subtracted;
-//! * [`engine`]: drives a whole sweep against a peer and assembles the result.
+//! * [`engine`]: drives a whole sweep against a peer and assembles the result;
+//! * [`in_process`]: the same for the in-process baselines (no peer);
+//! * [`limits`]: the physical limits (memcpy bandwidth, cache-line floor)
+//!   intra-node sweeps are measured against.
 
 pub mod buffers;
 pub mod engine;
+pub mod in_process;
+pub mod limits;
 pub mod loops;
 pub mod policy;
 pub mod schedule;

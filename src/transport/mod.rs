@@ -11,6 +11,10 @@
 //!
 //! A transport whose two ends must be started by a launcher of its own (MPI)
 //! runs the whole sweep in processes it starts: [`Transport::launch_sweep`].
+//!
+//! The in-process baselines (`memcpy`, `cacheline`, see [`baseline`]) are
+//! registered here too, so that `wulf sweep` and `wulf run` treat them like
+//! any transport; they answer [`Transport::baseline`] instead of listening.
 
 use std::io;
 use std::net::IpAddr;
@@ -20,10 +24,22 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub mod mpi;
+pub mod baseline;
+pub mod cacheline;
+pub mod cma;
+pub mod memcpy;
+pub mod shm;
+mod shm_region;
+mod shm_ring;
 mod sockopt;
 mod stream_socket;
 pub mod tcp;
 pub mod unix;
+pub mod wait;
+
+pub use wait::WaitMode;
+
+use crate::result::Mode;
 
 /// One end of an established data channel. Every call either completes the
 /// whole transfer or fails; each blocking step is bounded by the channel's
@@ -84,6 +100,9 @@ pub struct ChannelOptions {
     pub ipv6: bool,
     /// Bound of every blocking operation, in milliseconds.
     pub timeout_ms: u64,
+    /// How shared-memory transports wait for the other end (`--wait`).
+    #[serde(default)]
+    pub wait: WaitMode,
 }
 
 impl ChannelOptions {
@@ -134,6 +153,28 @@ pub trait Transport: Send + Sync {
         opts: &ChannelOptions,
         peer_ip: IpAddr,
     ) -> anyhow::Result<Connected>;
+    /// For in-process baselines: the measurement to run instead of a peer.
+    /// Transports return `None` (the default).
+    fn baseline(
+        &self,
+        _setup: &baseline::BaselineSetup,
+    ) -> Option<anyhow::Result<Box<dyn baseline::Baseline>>> {
+        None
+    }
+    /// Pattern measured when none is given (`wulf run` uses it).
+    fn default_mode(&self) -> Mode {
+        Mode::Pingpong
+    }
+    /// Message sizes measured when `--sizes` is not given; `None` for the
+    /// default schedule. `perturb` is false with `--no-perturb`.
+    fn default_sizes(&self, _perturb: bool) -> Option<Vec<u64>> {
+        None
+    }
+    /// Share of `wulf run`'s per-transport budget this one gets (baselines
+    /// are quick references and get less).
+    fn run_budget_fraction(&self) -> f64 {
+        1.0
+    }
 
     /// Run the whole sweep in processes this transport starts itself, when
     /// its two ends cannot be an ordinary local or remote peer (MPI ranks
@@ -173,7 +214,14 @@ pub fn run_worker(job: &Path) -> anyhow::Result<()> {
 
 /// Every transport wulf knows, in the order `wulf run` measures them.
 pub fn registry() -> Vec<Box<dyn Transport>> {
-    let mut all: Vec<Box<dyn Transport>> = vec![Box::new(tcp::Tcp), Box::new(unix::Unix)];
+    let mut all: Vec<Box<dyn Transport>> = vec![
+        Box::new(cacheline::Cacheline),
+        Box::new(memcpy::Memcpy),
+        Box::new(tcp::Tcp),
+        Box::new(unix::Unix),
+        Box::new(shm::Shm),
+        Box::new(cma::Cma),
+    ];
     // Every MPI found at run time, each also forced onto TCP.
     all.extend(mpi::transports());
     all

@@ -228,6 +228,7 @@ mod tests {
             mss_bytes: None,
             ipv6: true,
             timeout_ms: 1234,
+            wait: Default::default(),
         };
         let c = &plan(&[])[3];
         let o = c.apply(&base);

@@ -1,0 +1,274 @@
+//! The physical limits a sweep between two processes on one machine is
+//! measured against: memcpy bandwidth at each message size, and the
+//! cache-line floor between the two CPUs the ends run on.
+//!
+//! They come from the in-process baselines (`memcpy`, `cacheline`), through
+//! the ordinary repetition policy. Within one wulf process they are kept in
+//! a table: `wulf run` measures the baselines first, and their points serve
+//! every later transport of the run; a lone `wulf sweep` measures what is
+//! missing before its first point, with a small share of its budget
+//! ([`MEMCPY_BUDGET_SHARE`], [`FLOOR_BUDGET_SHARE`]). Limits are keyed by
+//! everything that changes them: buffer mode (`--nocache`), `--offset`, and
+//! the CPUs.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use anyhow::Result;
+
+use super::engine::{plan_for, SweepSpec};
+use super::in_process::BaselineRunner;
+use super::policy::measure_point;
+use crate::result::{Limits as PointLimits, Mode, Point};
+use crate::transport::baseline::{BaselineSetup, LimitKind};
+use crate::transport::cacheline::{CachelineBench, FLOOR_BYTES};
+use crate::transport::memcpy::MemcpyBench;
+use crate::transport::WaitMode;
+
+/// Share of a sweep's budget spent measuring missing memcpy limits.
+pub const MEMCPY_BUDGET_SHARE: f64 = 0.08;
+/// Share of a sweep's budget spent measuring a missing floor.
+pub const FLOOR_BUDGET_SHARE: f64 = 0.02;
+/// Bounds of the floor's budget.
+const FLOOR_BUDGET_NS: (u64, u64) = (20_000_000, 200_000_000);
+
+/// What memcpy limits depend on: `--nocache`, `--offset`, the copying CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct CopyKey {
+    nocache: bool,
+    offset_bytes: u64,
+    cpu: Option<usize>,
+}
+
+/// What the floor depends on: the two CPUs.
+type FloorKey = (Option<usize>, Option<usize>);
+
+#[derive(Default)]
+struct Table {
+    memcpy: HashMap<(CopyKey, u64), f64>,
+    floor: HashMap<FloorKey, f64>,
+}
+
+fn table() -> &'static Mutex<Table> {
+    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
+    TABLE.get_or_init(Default::default)
+}
+
+/// The limits of one sweep, by message size.
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    /// memcpy bandwidth by size, bits/s.
+    pub memcpy_bits_per_s: HashMap<u64, f64>,
+    /// The cache-line floor, ns.
+    pub floor_ns: Option<f64>,
+}
+
+impl Limits {
+    /// The limits at `bytes`, if any is known.
+    pub fn at(&self, bytes: u64) -> Option<PointLimits> {
+        let l = PointLimits {
+            memcpy_bits_per_s: self.memcpy_bits_per_s.get(&bytes).copied(),
+            floor_ns: self.floor_ns,
+        };
+        (l.memcpy_bits_per_s.is_some() || l.floor_ns.is_some()).then_some(l)
+    }
+}
+
+/// The wait mode a floor is measured with: spinning, unless both ends share
+/// one CPU (or the machine has only one), where spinning would measure the
+/// scheduler's time slice.
+pub fn floor_wait(cpus: FloorKey) -> WaitMode {
+    let one_cpu = match cpus {
+        (Some(a), Some(b)) => a == b,
+        // Unpinned: what the machine has, not what this (possibly pinned)
+        // thread may use.
+        _ => {
+            // SAFETY: sysconf has no preconditions.
+            let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+            online < 2
+        }
+    };
+    if one_cpu {
+        WaitMode::Yield
+    } else {
+        WaitMode::Spin
+    }
+}
+
+/// Keep the points of a baseline sweep as limits for later sweeps.
+pub fn remember(kind: LimitKind, spec: &SweepSpec, cpus: FloorKey, points: &[Point]) {
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    match kind {
+        LimitKind::MemcpyBandwidth => {
+            let key = copy_key(spec, cpus.0);
+            for p in points {
+                t.memcpy.insert((key, p.bytes), p.bits_per_s);
+            }
+        }
+        LimitKind::CachelineFloor => {
+            if spec.channel.wait == floor_wait(cpus) {
+                if let Some(p) = points.iter().find(|p| p.bytes == FLOOR_BYTES) {
+                    t.floor.insert(cpus, p.median_ns);
+                }
+            }
+        }
+    }
+}
+
+fn copy_key(spec: &SweepSpec, cpu: Option<usize>) -> CopyKey {
+    CopyKey {
+        nocache: spec.nocache,
+        offset_bytes: spec.offset_bytes,
+        cpu,
+    }
+}
+
+/// The limits for a sweep whose ends run on `client_cpu` and `server_cpu`
+/// of this machine: from the table, measuring what is missing (this thread
+/// must already be pinned to `client_cpu`). A failure is a warning, never
+/// the sweep's end.
+pub fn for_sweep(
+    spec: &SweepSpec,
+    llc_bytes: Option<u64>,
+    client_cpu: Option<usize>,
+    server_cpu: Option<usize>,
+    warnings: &mut Vec<String>,
+) -> Option<Limits> {
+    match gather(spec, llc_bytes, (client_cpu, server_cpu)) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            warnings.push(format!("the physical limits could not be measured: {e:#}"));
+            None
+        }
+    }
+}
+
+fn gather(spec: &SweepSpec, llc_bytes: Option<u64>, cpus: FloorKey) -> Result<Limits> {
+    let key = copy_key(spec, cpus.0);
+    let (missing, floor) = {
+        let t = table().lock().unwrap_or_else(|e| e.into_inner());
+        let missing: Vec<u64> = spec
+            .sizes
+            .iter()
+            .copied()
+            .filter(|b| !t.memcpy.contains_key(&(key, *b)))
+            .collect();
+        (missing, t.floor.get(&cpus).copied())
+    };
+    if !missing.is_empty() {
+        let budget_ns = (spec.budget.as_nanos() as f64 * MEMCPY_BUDGET_SHARE) as u64;
+        let rates = measure_memcpy(spec, llc_bytes, &missing, budget_ns)?;
+        let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+        for (b, r) in rates {
+            t.memcpy.insert((key, b), r);
+        }
+    }
+    if floor.is_none() {
+        let budget_ns = ((spec.budget.as_nanos() as f64 * FLOOR_BUDGET_SHARE) as u64)
+            .clamp(FLOOR_BUDGET_NS.0, FLOOR_BUDGET_NS.1);
+        let f = measure_floor(spec, cpus, budget_ns)?;
+        table()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .floor
+            .insert(cpus, f);
+    }
+    let t = table().lock().unwrap_or_else(|e| e.into_inner());
+    Ok(Limits {
+        memcpy_bits_per_s: spec
+            .sizes
+            .iter()
+            .filter_map(|b| t.memcpy.get(&(key, *b)).map(|r| (*b, *r)))
+            .collect(),
+        floor_ns: t.floor.get(&cpus).copied(),
+    })
+}
+
+fn setup(spec: &SweepSpec, mode: Mode, max_bytes: u64, llc: Option<u64>) -> BaselineSetup {
+    BaselineSetup {
+        mode,
+        max_bytes,
+        nocache: spec.nocache,
+        offset_bytes: spec.offset_bytes,
+        llc_bytes: llc,
+        caches: Vec::new(),
+        helper_cpu: None,
+        wait: WaitMode::Spin,
+        timeout: spec.channel.timeout(),
+    }
+}
+
+/// memcpy bandwidth at each of `sizes` (ascending), bits/s.
+fn measure_memcpy(
+    spec: &SweepSpec,
+    llc: Option<u64>,
+    sizes: &[u64],
+    budget_ns: u64,
+) -> Result<Vec<(u64, f64)>> {
+    let max = sizes.iter().copied().max().unwrap_or(1);
+    let mut bench = MemcpyBench::new(&setup(spec, Mode::Stream, max, llc))?;
+    let overhead = super::timer::clock_read_cost_ns();
+    let mut runner = BaselineRunner::new(&mut bench, Mode::Stream, overhead);
+    let mut out = Vec::with_capacity(sizes.len());
+    let (mut spent, mut max_repeats) = (0u64, u64::MAX);
+    for (i, &bytes) in sizes.iter().enumerate() {
+        let left = (sizes.len() - i) as u64;
+        let plan = plan_for(
+            budget_ns.saturating_sub(spent) / left,
+            spec.precision,
+            max_repeats,
+        );
+        let o = measure_point(&mut runner, bytes, &plan, &super::interrupted)?;
+        if o.interrupted || o.trials_ns.is_empty() {
+            anyhow::bail!("interrupted");
+        }
+        spent += o.wall_ns;
+        max_repeats = o.repeats;
+        let p = super::engine::make_point(bytes, Mode::Stream, &o);
+        out.push((bytes, p.bits_per_s));
+    }
+    Ok(out)
+}
+
+/// The cache-line floor between `cpus`, ns.
+fn measure_floor(spec: &SweepSpec, cpus: FloorKey, budget_ns: u64) -> Result<f64> {
+    let mut s = setup(spec, Mode::Pingpong, FLOOR_BYTES, None);
+    s.helper_cpu = cpus.1;
+    s.wait = floor_wait(cpus);
+    let mut bench = CachelineBench::new(&s)?;
+    let overhead = super::timer::clock_read_cost_ns();
+    let mut runner = BaselineRunner::new(&mut bench, Mode::Pingpong, overhead);
+    let plan = plan_for(budget_ns, spec.precision, u64::MAX);
+    let o = measure_point(&mut runner, FLOOR_BYTES, &plan, &super::interrupted)?;
+    if o.trials_ns.is_empty() {
+        anyhow::bail!("interrupted");
+    }
+    Ok(super::engine::make_point(FLOOR_BYTES, Mode::Pingpong, &o).median_ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_at_a_size() {
+        let mut l = Limits::default();
+        assert_eq!(l.at(8), None);
+        l.floor_ns = Some(50.0);
+        l.memcpy_bits_per_s.insert(8, 1e9);
+        assert_eq!(
+            l.at(8),
+            Some(PointLimits {
+                memcpy_bits_per_s: Some(1e9),
+                floor_ns: Some(50.0)
+            })
+        );
+        assert_eq!(l.at(9).unwrap().memcpy_bits_per_s, None);
+    }
+
+    #[test]
+    fn a_shared_cpu_floor_yields() {
+        assert_eq!(floor_wait((Some(0), Some(0))), WaitMode::Yield);
+        assert_eq!(floor_wait((Some(0), Some(1))), WaitMode::Spin);
+    }
+}

@@ -1,0 +1,367 @@
+//! The intra-node transports (shm, cma) and the baselines (memcpy,
+//! cacheline) through the real binary: every mode with integrity checking,
+//! every wait mode, cleanup of the shared region after kill -9, efficiency
+//! against the limits, and sane baseline curves. No speed is asserted.
+
+mod common;
+use common::*;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// cma needs process_vm_readv between processes; some containers forbid it.
+fn cma_available() -> bool {
+    match wulf::transport::find("cma").unwrap().availability() {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("cma skipped: {why}");
+            false
+        }
+    }
+}
+
+fn intranode() -> Vec<&'static str> {
+    let mut t = vec!["shm"];
+    if cma_available() {
+        t.push("cma");
+    }
+    t
+}
+
+fn sweep_ok(args: &[&str]) -> (serde_json::Value, String) {
+    let dir = tempdir();
+    let out = file(&dir, "r.json");
+    let mut all = vec!["sweep"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", out.to_str().unwrap()]);
+    all.extend_from_slice(QUICK);
+    let o = run(&all);
+    assert!(o.status.success(), "wulf {all:?} failed: {}", stderr(&o));
+    wulf::result::read_result(&out).expect("result parses with the typed schema");
+    (json(&out), String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn medians(r: &serde_json::Value) -> Vec<(u64, f64)> {
+    r["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["bytes"].as_u64().unwrap(),
+                p["median_ns"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_mode_with_integrity() {
+    // Sizes around the inline limit (56), a chunk (32 KiB) and many chunks.
+    let sizes = "1,56,57,4093,32768,32771,1048579";
+    for t in intranode() {
+        for mode in ["pingpong", "stream", "bidir"] {
+            let (r, _) = sweep_ok(&[
+                t,
+                "--mode",
+                mode,
+                "--integrity",
+                "--sizes",
+                sizes,
+                "--offset",
+                "3",
+            ]);
+            assert_eq!(r["complete"], true, "{t} {mode}");
+            assert_eq!(r["options"]["integrity"], true);
+            assert_eq!(r["points"].as_array().unwrap().len(), 7);
+            assert_eq!(r["options"]["transport"]["wait"], "spin");
+            assert_eq!(r["options"]["transport"]["server"]["wait"], "spin");
+        }
+    }
+}
+
+#[test]
+fn every_wait_mode_with_integrity() {
+    for t in intranode() {
+        for wait in ["spin", "yield", "block"] {
+            let (r, _) = sweep_ok(&[
+                t,
+                "--wait",
+                wait,
+                "--mode",
+                "bidir",
+                "--integrity",
+                "--nocache",
+                "--sizes",
+                "8,200003",
+            ]);
+            assert_eq!(r["complete"], true, "{t} {wait}");
+            assert_eq!(r["options"]["transport"]["wait"], wait);
+        }
+    }
+    // Both ends on one CPU: blocking waits still hand over promptly.
+    let t = Instant::now();
+    let (r, _) = sweep_ok(&[
+        "shm",
+        "--wait",
+        "block",
+        "--cpus",
+        "0,0",
+        "--integrity",
+        "--sizes",
+        "8,65536",
+    ]);
+    assert_eq!(r["placement"]["server_cpu"], 0);
+    assert!(t.elapsed() < Duration::from_secs(30));
+}
+
+/// Region names are /dev/shm/wulf-<creator pid>-<tag>.
+fn regions() -> Vec<(i32, String)> {
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix("wulf-")?
+                .split('-')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((pid, name))
+        })
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// No region may belong to `pids` or to a process that no longer exists.
+fn assert_no_leaked_region(pids: &[i32]) {
+    let leaked: Vec<_> = regions()
+        .into_iter()
+        .filter(|(p, _)| pids.contains(p) || !alive(*p))
+        .collect();
+    assert!(leaked.is_empty(), "leaked shared memory: {leaked:?}");
+}
+
+#[test]
+fn region_is_gone_after_the_peer_is_killed_mid_run() {
+    for t in intranode() {
+        let mut server = Server::start(&[]);
+        let server_pid = server.child.id() as i32;
+        let dir = tempdir();
+        let out = file(&dir, "r.json");
+        let a = server.addr();
+        let client = wulf(&[
+            "sweep",
+            t,
+            "--peer",
+            &a,
+            "--budget",
+            "20s",
+            "--sizes",
+            "1:1Mi",
+            "--timeout",
+            "2s",
+            "--quiet",
+            "--json",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let client_pid = client.id() as i32;
+        std::thread::sleep(Duration::from_millis(1500));
+        // Mid-run, both ends have mapped the region: its name is gone.
+        assert_no_leaked_region(&[server_pid, client_pid]);
+        server.child.kill().unwrap();
+        let _ = server.child.wait();
+        let t0 = Instant::now();
+        let o = client.wait_with_output().unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(10), "{t}: no hang");
+        assert_eq!(o.status.code(), Some(3), "{t}: {}", stderr(&o));
+        let r = json(&out);
+        assert_eq!(r["complete"], false);
+        assert_no_leaked_region(&[server_pid, client_pid]);
+    }
+}
+
+#[test]
+fn region_is_gone_after_the_client_is_killed_mid_run() {
+    let client = wulf(&[
+        "sweep",
+        "shm",
+        "--budget",
+        "20s",
+        "--sizes",
+        "1:1Mi",
+        "--timeout",
+        "2s",
+        "--quiet",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let pid = client.id() as i32;
+    std::thread::sleep(Duration::from_millis(1500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let mut client = client;
+    let _ = client.wait();
+    // The local peer dies with its parent; give it a moment.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_no_leaked_region(&[pid]);
+}
+
+#[test]
+fn efficiency_is_recorded_and_summarised() {
+    for t in intranode() {
+        let (r, out) = sweep_ok(&[t, "--sizes", "8,65536"]);
+        for p in r["points"].as_array().unwrap() {
+            let l = &p["limits"];
+            assert!(l["floor_ns"].as_f64().unwrap() > 0.0, "{p}");
+            assert!(l["memcpy_bits_per_s"].as_f64().unwrap() > 0.0, "{p}");
+        }
+        let s = &r["summary"];
+        let floor = r["points"][0]["limits"]["floor_ns"].as_f64().unwrap();
+        let x = s["latency_floor_multiple"].as_f64().unwrap();
+        assert!((x - s["latency_ns"].as_f64().unwrap() / floor).abs() < 1e-9 * x);
+        assert!(s["peak_memcpy_fraction"].as_f64().unwrap() > 0.0);
+        assert!(r["definitions"]["efficiency"].is_string());
+        assert!(out.contains("x the cache-line floor"), "{out}");
+        assert!(out.contains("of memcpy bandwidth"), "{out}");
+    }
+}
+
+#[test]
+fn run_measures_baselines_first_and_reuses_them_as_limits() {
+    let dir = tempdir();
+    let o = run(&[
+        "run",
+        "--only",
+        "cacheline,memcpy,shm",
+        "--budget",
+        "1s",
+        "--sizes",
+        "8,65536",
+        "--quiet",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("x floor") && table.contains("of memcpy"),
+        "{table}"
+    );
+    for row in ["cacheline pingpong", "memcpy stream", "shm pingpong"] {
+        assert!(table.contains(row), "{table}");
+    }
+    let run_dir = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let memcpy = json(&run_dir.join("memcpy-stream.json"));
+    let cacheline = json(&run_dir.join("cacheline-pingpong.json"));
+    let shm = json(&run_dir.join("shm-pingpong.json"));
+    // The shm points are measured against exactly the baselines' figures.
+    for (i, p) in shm["points"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(
+            p["limits"]["memcpy_bits_per_s"],
+            memcpy["points"][i]["bits_per_s"]
+        );
+        assert_eq!(p["limits"]["floor_ns"], cacheline["points"][0]["median_ns"]);
+    }
+}
+
+#[test]
+fn memcpy_curve_is_sane() {
+    let (r, out) = sweep_ok(&["memcpy", "--sizes", "64,4Ki,8Ki,256Ki,8Mi,64Mi,96Mi"]);
+    assert_eq!(r["mode"], "stream");
+    assert_eq!(r["complete"], true);
+    assert!(r["definitions"]["time"]
+        .as_str()
+        .unwrap()
+        .contains("memcpy"));
+    let m = medians(&r);
+    // Copying more bytes never takes less time (steps of 2x and more).
+    let bigger = [(0, 1), (1, 3), (3, 4), (4, 5)];
+    for (a, b) in bigger {
+        assert!(m[b].1 >= m[a].1, "{:?} vs {:?}", m[a], m[b]);
+    }
+    let plateaus = r["summary"]["plateaus"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !plateaus.is_empty() {
+        let names: Vec<&str> = plateaus
+            .iter()
+            .map(|p| p["level"].as_str().unwrap())
+            .collect();
+        assert_eq!(names.first(), Some(&"L1"), "{names:?}");
+        assert_eq!(names.last(), Some(&"DRAM"), "{names:?}");
+        let rate = |i: usize| plateaus[i]["median_bits_per_s"].as_f64().unwrap();
+        assert!(rate(0) > rate(plateaus.len() - 1), "L1 beats DRAM");
+        assert!(out.contains("plateau  L1"), "{out}");
+    }
+    let (nc, _) = sweep_ok(&["memcpy", "--nocache", "--sizes", "4Ki,1Mi"]);
+    assert_eq!(nc["options"]["nocache"], true);
+    assert!(nc["points"][1]["median_ns"].as_f64() >= nc["points"][0]["median_ns"].as_f64());
+}
+
+#[test]
+fn cacheline_curve_is_sane() {
+    let (r, out) = sweep_ok(&["cacheline", "--sizes", "1,8,64,512,4Ki"]);
+    assert_eq!(r["mode"], "pingpong");
+    assert_eq!(r["complete"], true);
+    assert_eq!(r["placement"]["server_cpu"], 1);
+    let m = medians(&r);
+    assert!(m.iter().all(|(_, t)| *t > 0.0));
+    // 64 cache lines take longer than one.
+    assert!(m[4].1 > m[1].1, "{m:?}");
+    assert!(out.contains("latency"));
+    // The default schedule stays within a few KiB.
+    let (d, _) = sweep_ok(&["cacheline", "--no-perturb"]);
+    let sizes: Vec<u64> = medians(&d).iter().map(|p| p.0).collect();
+    assert_eq!(sizes.first(), Some(&1));
+    assert!(
+        sizes.contains(&8) && *sizes.last().unwrap() <= 4096,
+        "{sizes:?}"
+    );
+}
+
+#[test]
+fn bad_requests_are_usage_errors() {
+    for args in [
+        vec!["sweep", "memcpy", "--mode", "pingpong", "--sizes", "8"],
+        vec!["sweep", "cacheline", "--mode", "bidir", "--sizes", "8"],
+        vec!["sweep", "cacheline", "--sizes", "1Mi"],
+        vec!["sweep", "memcpy", "--peer", "127.0.0.1", "--sizes", "8"],
+        vec!["sweep", "shm", "--wait", "sometimes"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    }
+    // shm also works against a `wulf serve` on this host.
+    let server = Server::start(&[]);
+    let o = run(&[
+        "sweep",
+        "shm",
+        "--peer",
+        &server.addr(),
+        "--sizes",
+        "8",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

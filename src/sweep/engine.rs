@@ -87,7 +87,6 @@ pub struct SweepOutcome {
 /// Errors before the first measurement are returned as `Err`; later ones
 /// come back inside the outcome with the partial result.
 pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<SweepOutcome> {
-    let _affinity = AffinityGuard::save();
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let transport = transport::find(&spec.transport).ok_or_else(|| {
@@ -407,26 +406,6 @@ pub(super) fn measure_all(
         points.push(point);
     }
     Ok(())
-}
-
-/// Restores the calling thread's CPU affinity when dropped. A sweep pins
-/// its thread; without this, the next sweep of `wulf run` would count one
-/// CPU (and pin nothing), and every process it starts (local peer, MPI
-/// launcher and ranks) would inherit the mask and share that one CPU.
-struct AffinityGuard(Option<nix::sched::CpuSet>);
-
-impl AffinityGuard {
-    fn save() -> AffinityGuard {
-        AffinityGuard(nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok())
-    }
-}
-
-impl Drop for AffinityGuard {
-    fn drop(&mut self) {
-        if let Some(set) = &self.0 {
-            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), set);
-        }
-    }
 }
 
 /// Build a result point from the policy's outcome.

@@ -216,8 +216,9 @@ pub struct RunArgs {
     /// A long run (four times the default budget, tails included).
     #[arg(long)]
     pub thorough: bool,
-    /// Budget per transport (overrides --quick / --thorough); the
-    /// baselines get a fraction of it.
+    /// Total budget of the sweeps (default 50s), shared among the
+    /// transports found, baselines getting less (overrides --quick /
+    /// --thorough).
     #[arg(long, value_parser = parse_duration)]
     pub budget: Option<Duration>,
     /// Directory under which a timestamped results directory is created.

@@ -14,8 +14,9 @@ use crate::sweep::engine::run_sweep;
 use crate::transport;
 use crate::units::format_bytes;
 
-/// Budget per transport of a default run.
-pub const DEFAULT_BUDGET: Duration = Duration::from_secs(10);
+/// Total sweep budget of a default run, shared among the transports found
+/// (MPI start-up and the NAS kernel come on top): about a minute in all.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(50);
 
 /// Run `wulf run`.
 pub fn execute(args: &RunArgs) -> Result<()> {
@@ -33,6 +34,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     let mut results: Vec<SweepResult> = Vec::new();
     let mut failures = Vec::new();
     let mut stop: Option<anyhow::Error> = None;
+    let mut chosen = Vec::new();
     for t in transport::registry() {
         let name = t.name();
         if args
@@ -42,11 +44,17 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         {
             continue;
         }
-        if let Err(why) = t.availability() {
-            eprintln!("wulf: skipping {name}: {why}");
-            continue;
+        match t.availability() {
+            Ok(()) => chosen.push(t),
+            Err(why) => eprintln!("wulf: skipping {name}: {why}"),
         }
-        let share = budget.mul_f64(t.run_budget_fraction());
+    }
+    // The total budget is shared in proportion to each transport's weight
+    // (baselines are quick references and weigh less).
+    let weights: f64 = chosen.iter().map(|t| t.run_budget_fraction()).sum();
+    for t in chosen {
+        let name = t.name();
+        let share = budget.mul_f64(t.run_budget_fraction() / weights.max(1e-9));
         let spec = super::sweep_spec(&measure, name, t.default_mode(), share, None)?;
         let pb = super::progress_bar(spec.sizes.len() as u64, measure.quiet, name);
         let outcome = run_sweep(&spec, &mut |p| {

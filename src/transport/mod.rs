@@ -23,11 +23,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub mod mpi;
 pub mod baseline;
 pub mod cacheline;
 pub mod cma;
 pub mod memcpy;
+pub mod mpi;
 pub mod shm;
 mod shm_region;
 mod shm_ring;

@@ -11,13 +11,18 @@
 
 pub mod comm;
 pub mod mg;
+mod rank_job;
 pub mod rng;
+
+pub use rank_job::{run_rank, RankJob};
 
 use std::fmt;
 use std::str::FromStr;
 
 /// An NPB problem class: the problem size and iteration count of a kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Class {
     /// Sample size, for quick tests.
     S,

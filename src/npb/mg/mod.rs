@@ -28,14 +28,15 @@ mod solver;
 use crate::npb::comm::Communicator;
 use crate::npb::Class;
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 pub use decomp::Decomposition;
 pub use params::{MgParams, VERIFY_TOLERANCE};
 
 /// A verified MG run, as seen by every rank.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MgOutcome {
     /// The problem class.
     pub class: Class,

@@ -1,0 +1,35 @@
+//! What every rank of a parallel NPB run executes, whoever started it.
+//!
+//! A run of `np` ranks is started either by wulf itself (the ranks are
+//! `wulf worker` processes linked by one of wulf's transports) or by a
+//! transport's own launcher (MPI's `mpirun`, see
+//! [`crate::transport::Transport::launch_group`]). Either way each rank
+//! receives the same [`RankJob`], builds its [`Communicator`] and calls
+//! [`run_rank`]; rank 0's list of outcomes is the run's result.
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use super::comm::Communicator;
+use super::mg::{run_mg, MgOutcome};
+use super::Class;
+
+/// The work of one rank: `repetitions` verified runs of MG of `class`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankJob {
+    /// The problem class.
+    pub class: Class,
+    /// Runs, one after another, in the same processes.
+    pub repetitions: usize,
+    /// Bound, in milliseconds, of every wait for another rank.
+    pub timeout_ms: u64,
+}
+
+/// Runs `job` on this rank of `comm`. Every rank must call it; every rank
+/// gets the same outcomes (one per repetition), or the first error.
+pub fn run_rank(job: &RankJob, comm: &dyn Communicator) -> Result<Vec<MgOutcome>> {
+    (0..job.repetitions.max(1))
+        .map(|_| run_mg(job.class, comm))
+        .collect()
+}

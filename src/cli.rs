@@ -10,7 +10,9 @@ use crate::units::{parse_bytes, parse_duration};
 
 // `wulf report` and `wulf compare` read results rather than measure: their
 // arguments live in their own file.
+mod npb_args;
 mod read_args;
+pub use npb_args::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs};
 pub use read_args::{CompareArgs, ReportArgs, ReportFormat};
 
 /// What an interconnect and message-passing stack really delivers.
@@ -44,9 +46,15 @@ pub enum Command {
     /// Compare results against a baseline, size band by size band, saying
     /// which differences exceed the noise.
     Compare(CompareArgs),
+    /// Run NAS Parallel Benchmark kernels (written for wulf, verified against
+    /// NPB) over each transport and process count: Mop/s and speedup.
+    Npb(NpbArgs),
     /// Internal: a process a transport's own launcher started (an MPI rank).
     #[command(hide = true)]
     Worker(WorkerArgs),
+    /// Internal: one rank of a `wulf npb` run that wulf started itself.
+    #[command(hide = true, name = "npb-rank")]
+    NpbRank(NpbRankArgs),
 }
 
 /// `wulf info`.
@@ -303,14 +311,14 @@ fn parse_precision(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_window(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_window(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(n) if (1..=1024).contains(&n) => Ok(n),
         _ => Err(format!("'{s}': the window is a count from 1 to 1024")),
     }
 }
 
-fn parse_mpi(s: &str) -> Result<(String, PathBuf), String> {
+pub(crate) fn parse_mpi(s: &str) -> Result<(String, PathBuf), String> {
     let (name, path) = s
         .split_once('=')
         .ok_or_else(|| format!("'{s}': give NAME=PATH, e.g. intel=/opt/intel/mpi/bin/mpicc"))?;

@@ -17,7 +17,9 @@ fn main() {
         Command::Tune(a) => commands::tune::execute(a),
         Command::Report(a) => commands::report::execute(a),
         Command::Compare(a) => commands::compare::execute(a),
+        Command::Npb(a) => commands::npb::execute(a),
         Command::Worker(a) => commands::worker::execute(a),
+        Command::NpbRank(a) => commands::npb::execute_rank(a),
     };
     if let Err(e) = outcome {
         eprintln!("wulf: error: {e:#}");

@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod info;
+pub mod npb;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -7,9 +7,12 @@
 //! * [`rng`]: NPB's linear congruential generator, shared by the kernels;
 //! * [`comm`]: the [`comm::Communicator`] trait the kernels run over, with
 //!   serial and in-process (threads) backends;
-//! * [`mg`]: the MG multigrid kernel, serial and parallel.
+//! * [`mg`]: the MG multigrid kernel, serial and parallel;
+//! * [`group`]: parallel runs of separate processes over a transport;
+//! * [`RankJob`] / [`run_rank`]: what each rank of such a run executes.
 
 pub mod comm;
+pub mod group;
 pub mod mg;
 mod rank_job;
 pub mod rng;

@@ -4,7 +4,7 @@
 //!
 //! Formats: [`html`] (the report, with [`charts`]), [`csv`], [`dat`]
 //! (gnuplot), [`npout`] (NetPIPE 3.7 columns), [`markdown`] (summary
-//! table), [`table`] (terminal), and [`compare`] (the rendering of
+//! table), [`table`] (terminal), [`npb_table`] (NAS kernel tables), and [`compare`] (the rendering of
 //! `wulf compare`); [`summary`] holds what several of them share.
 
 pub mod chart_frame;
@@ -15,6 +15,7 @@ pub mod dat;
 pub mod html;
 mod html_details;
 pub mod markdown;
+pub mod npb_table;
 pub mod npout;
 pub mod summary;
 pub mod table;

@@ -8,9 +8,13 @@
 //! directory, flushed, then renamed over the destination.
 
 mod mpi_info;
+mod npb;
 mod schema;
 mod write;
 
 pub use mpi_info::MpiInfo;
+pub use npb::{fill_speedups, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
 pub use schema::*;
-pub use write::{read_result, write_atomically, write_result};
+pub use write::{
+    is_npb_result, read_npb_result, read_result, write_atomically, write_json, write_result,
+};

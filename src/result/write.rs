@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::{SweepResult, SCHEMA_VERSION};
+use super::{NpbResult, SweepResult, NPB_KIND, NPB_SCHEMA_VERSION, SCHEMA_VERSION};
 
 /// Write `bytes` to `path` atomically: a temporary file beside it, synced,
 /// then renamed over `path`. A reader never sees a half-written file, and a
@@ -36,13 +36,51 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Serialise `result` as pretty JSON and write it atomically to `path`, or to
 /// standard output when `path` is `-`.
 pub fn write_result(path: &Path, result: &SweepResult) -> Result<()> {
-    let mut json = serde_json::to_vec_pretty(result)?;
+    write_json(path, result)
+}
+
+/// Serialise any result document (sweep or NPB) as pretty JSON and write it
+/// atomically to `path`, or to standard output when `path` is `-`.
+pub fn write_json<T: serde::Serialize>(path: &Path, document: &T) -> Result<()> {
+    let mut json = serde_json::to_vec_pretty(document)?;
     json.push(b'\n');
     if path.as_os_str() == "-" {
         std::io::stdout().write_all(&json)?;
         return Ok(());
     }
     write_atomically(path, &json)
+}
+
+/// Read and validate an NPB result file (`kind: "npb"`).
+pub fn read_npb_result(path: &Path) -> Result<NpbResult> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    if value.get("kind").and_then(|k| k.as_str()) != Some(NPB_KIND) {
+        bail!(
+            "{} is not a wulf NPB result (kind is not \"npb\")",
+            path.display()
+        );
+    }
+    match value.get("schema_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == NPB_SCHEMA_VERSION as u64 => {}
+        v => bail!(
+            "{} has NPB result schema version {v:?}; this wulf reads version {NPB_SCHEMA_VERSION}",
+            path.display()
+        ),
+    }
+    serde_json::from_value(value)
+        .with_context(|| format!("{} does not match the NPB result schema", path.display()))
+}
+
+/// Whether the file at `path` is an NPB result rather than a sweep result
+/// (false when it cannot be read: the sweep reader then says why).
+pub fn is_npb_result(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some(NPB_KIND))
 }
 
 /// Read and validate a result file.

@@ -90,6 +90,10 @@ impl Transport for Cacheline {
         Some(s)
     }
 
+    fn links_processes(&self) -> bool {
+        false
+    }
+
     fn run_budget_fraction(&self) -> f64 {
         0.1
     }

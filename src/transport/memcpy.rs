@@ -75,6 +75,10 @@ impl Transport for Memcpy {
         Some(crate::sweep::schedule::netpipe(1, max, perturb))
     }
 
+    fn links_processes(&self) -> bool {
+        false
+    }
+
     fn run_budget_fraction(&self) -> f64 {
         0.4
     }

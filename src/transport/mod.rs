@@ -170,6 +170,12 @@ pub trait Transport: Send + Sync {
     fn default_sizes(&self, _perturb: bool) -> Option<Vec<u64>> {
         None
     }
+    /// Whether this transport can carry messages between processes (every
+    /// transport but the in-process baselines): the NAS kernels run over
+    /// those.
+    fn links_processes(&self) -> bool {
+        true
+    }
     /// Share of `wulf run`'s per-transport budget this one gets (baselines
     /// are quick references and get less).
     fn run_budget_fraction(&self) -> f64 {

@@ -9,8 +9,9 @@
 //! * [`SerialComm`]: one rank, no messages;
 //! * [`ThreadComm`]: N ranks as threads of one process, over channels, so
 //!   parallel runs can be tested without processes or a network;
-//! * later: wulf's own transports between processes (tcp, unix, shm) and
-//!   MPI through its adapter.
+//! * [`EndpointComm`]: ranks in separate processes, each pair linked by
+//!   one of wulf's transports (tcp, unix, shm, cma);
+//! * MPI through its adapter (`MpiComm`).
 //!
 //! # What a backend must provide
 //!
@@ -35,8 +36,11 @@
 //!   the backend's timeout or sent a message of the wrong length is an
 //!   error, never a hang or a panic.
 
+mod endpoints;
 mod serial;
 mod thread;
+
+pub use endpoints::EndpointComm;
 
 pub use serial::SerialComm;
 pub use thread::{ThreadComm, DEFAULT_RECV_TIMEOUT};

@@ -1,0 +1,207 @@
+//! `wulf npb mg`: the NAS MG kernel over each transport and process count,
+//! printed as the seeds' tables and saved as an NPB result.
+
+use std::io::Write;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Result;
+
+use crate::cli::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs};
+use crate::error::{usage, WulfError};
+use crate::npb::group::run_group;
+use crate::npb::{Class, RankJob};
+use crate::report::npb_table::npb_tables;
+use crate::result::{fill_speedups, write_json, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
+use crate::sys::{cpu_count, Host};
+use crate::transport::{self, ChannelOptions, ExtraOptions, WaitMode};
+
+/// What to run: one kernel and class over transports and process counts.
+#[derive(Debug, Clone)]
+pub struct NpbPlan {
+    /// The problem class.
+    pub class: Class,
+    /// Process counts.
+    pub nprocs: Vec<usize>,
+    /// Transport names.
+    pub via: Vec<String>,
+    /// Verified runs per combination.
+    pub repetitions: usize,
+    /// Bound of every wait for another rank.
+    pub timeout: Duration,
+    /// `--wait`, if given.
+    pub wait: Option<WaitMode>,
+    /// Print a line per run on stderr.
+    pub progress: bool,
+}
+
+/// Run `wulf npb`.
+pub fn execute(args: &NpbArgs) -> Result<()> {
+    let NpbKernel::Mg(a) = &args.kernel;
+    configure(a);
+    let plan = NpbPlan {
+        class: a.class,
+        nprocs: a.np.clone(),
+        via: match &a.via {
+            Some(v) => v.clone(),
+            None => available_transports(),
+        },
+        repetitions: a.repetitions as usize,
+        timeout: a.timeout,
+        wait: a.wait.map(Into::into),
+        progress: true,
+    };
+    let (result, stop) = run_plan(&plan)?;
+    let tables = npb_tables(&result);
+    if a.json.as_deref() == Some(std::path::Path::new("-")) {
+        eprint!("{tables}");
+    } else {
+        print!("{tables}");
+        std::io::stdout().flush()?;
+    }
+    if let Some(path) = &a.json {
+        write_json(path, &result)?;
+    }
+    if let Some(e) = stop {
+        return Err(e);
+    }
+    let failed: Vec<String> = result
+        .runs
+        .iter()
+        .filter(|r| r.error.is_some())
+        .map(|r| format!("{} np={}", r.via, r.nprocs))
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!("some runs failed: {}", failed.join(", "));
+    }
+    Ok(())
+}
+
+/// Run a rank process (`wulf npb-rank`, started by [`run_group`]).
+pub fn execute_rank(args: &NpbRankArgs) -> Result<()> {
+    crate::npb::group::run_rank_process(args.control, args.rank)
+}
+
+fn configure(a: &NpbMgArgs) {
+    transport::configure(ExtraOptions {
+        mpi: a.mpi.clone(),
+        mpi_launcher_args: a
+            .mpi_arg
+            .iter()
+            .flat_map(|s| s.split_whitespace().map(str::to_string))
+            .collect(),
+        window: crate::transport::mpi::DEFAULT_WINDOW,
+    });
+}
+
+/// Every transport here that can link processes.
+pub fn available_transports() -> Vec<String> {
+    transport::registry()
+        .into_iter()
+        .filter(|t| t.links_processes() && t.availability().is_ok())
+        .map(|t| t.name().to_string())
+        .collect()
+}
+
+/// Runs every combination of `plan`. Failed combinations are recorded
+/// with their error and the others go on; Ctrl-C stops the plan, and the
+/// result (marked incomplete) comes back with the interruption.
+pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
+    let started = Instant::now();
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let mut transports = Vec::new();
+    for name in &plan.via {
+        let t = transport::find(name).ok_or_else(|| {
+            usage(format!(
+                "unknown transport '{name}' (known: {})",
+                transport::names().join(", ")
+            ))
+        })?;
+        if !t.links_processes() {
+            return Err(usage(format!(
+                "{name} is an in-process baseline: it cannot link the processes of a NAS kernel"
+            )));
+        }
+        transports.push(t);
+    }
+    let cpus = cpu_count();
+    let mut warnings = Vec::new();
+    if let Some(&most) = plan.nprocs.iter().max() {
+        if most > cpus {
+            warnings.push(format!(
+                "{most} processes on {cpus} CPUs: ranks share CPUs, so times above {cpus} processes \
+                 measure the sharing as much as the network"
+            ));
+        }
+    }
+    let job = RankJob {
+        class: plan.class,
+        repetitions: plan.repetitions,
+        timeout_ms: plan.timeout.as_millis() as u64,
+    };
+    let mut runs = Vec::new();
+    let mut stop = None;
+    'all: for t in &transports {
+        for &np in &plan.nprocs {
+            // Spinning ranks starve each other once they outnumber the CPUs.
+            let wait = plan.wait.unwrap_or(if np <= cpus {
+                WaitMode::Spin
+            } else {
+                WaitMode::Block
+            });
+            let channel = ChannelOptions {
+                sndbuf_bytes: None,
+                rcvbuf_bytes: None,
+                nodelay: true,
+                mss_bytes: None,
+                ipv6: false,
+                timeout_ms: job.timeout_ms,
+                wait,
+            };
+            let outcome = run_group(t.as_ref(), np, &job, &channel);
+            if let Err(e) = &outcome {
+                let interrupted = e
+                    .chain()
+                    .any(|c| matches!(c.downcast_ref::<WulfError>(), Some(WulfError::Interrupted)));
+                if interrupted {
+                    stop = outcome.err();
+                    break 'all;
+                }
+            }
+            let run = NpbRun::new(t.name(), np, outcome.map_err(|e| format!("{e:#}")));
+            if plan.progress {
+                match (&run.error, run.best_mop_s) {
+                    (Some(e), _) => eprintln!(
+                        "wulf: mg class {} {} np={np}: FAILED: {e}",
+                        plan.class,
+                        t.name()
+                    ),
+                    (None, Some(m)) => eprintln!(
+                        "wulf: mg class {} {} np={np}: {m:.1} Mop/s",
+                        plan.class,
+                        t.name()
+                    ),
+                    _ => {}
+                }
+            }
+            runs.push(run);
+        }
+    }
+    fill_speedups(&mut runs);
+    let result = NpbResult {
+        kind: NPB_KIND.to_string(),
+        schema_version: NPB_SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        complete: stop.is_none(),
+        incomplete_reason: stop.as_ref().map(|e| format!("{e:#}")),
+        command_line: std::env::args().collect(),
+        started_at,
+        wall_s: started.elapsed().as_secs_f64(),
+        host: Host::probe(),
+        kernel: "mg".to_string(),
+        class: plan.class,
+        repetitions: plan.repetitions,
+        runs,
+        warnings,
+    };
+    Ok((result, stop))
+}

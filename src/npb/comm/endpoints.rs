@@ -1,0 +1,315 @@
+//! Ranks in separate processes, linked pair by pair by one of wulf's own
+//! transports (tcp, unix, shm, cma: anything with an [`Endpoint`]).
+//!
+//! Every pair of ranks holds one endpoint (a full mesh, set up by
+//! [`crate::npb::group`]). A message is an 8-byte header carrying its
+//! length in values, then the values as raw bytes. The header is sent and
+//! received as a message of its own, so that endpoints that match a
+//! receive to a send (shared memory) and byte streams (sockets) both work,
+//! and a receive given the wrong length fails with both lengths named
+//! instead of silently desynchronising the stream.
+//!
+//! Why sends need care: an endpoint's `send` may block until the peer
+//! receives (a socket whose buffer is full, a full shared-memory ring). So
+//! [`Communicator::sendrecv`] towards one peer uses the endpoint's
+//! `exchange`, which moves both directions together, and towards two
+//! different peers sends from a scoped thread while this one receives.
+//! The default collectives (gather to rank 0, broadcast back) send only
+//! small messages to a rank that is already waiting for them.
+
+use std::cell::RefCell;
+use std::io;
+
+use anyhow::{anyhow, ensure, Context, Result};
+
+use super::Communicator;
+use crate::error::peer;
+use crate::transport::Endpoint;
+
+/// Bytes of the length header in front of every message.
+const HEADER_BYTES: usize = 8;
+
+/// One rank of a process group whose pairs are linked by endpoints.
+pub struct EndpointComm {
+    rank: usize,
+    size: usize,
+    /// The transport's name, for reports.
+    name: String,
+    /// `links[peer]`: the endpoint to `peer` (None for ourselves, and while
+    /// a `sendrecv` has lent it to its sending thread).
+    links: RefCell<Vec<Option<Box<dyn Endpoint>>>>,
+    /// Messages sent to ourselves and not yet received, oldest first.
+    to_self: RefCell<std::collections::VecDeque<Vec<f64>>>,
+}
+
+impl EndpointComm {
+    /// Rank `rank` of `links.len()` ranks; `links[rank]` must be None and
+    /// every other entry the endpoint to that rank.
+    pub fn new(rank: usize, name: &str, links: Vec<Option<Box<dyn Endpoint>>>) -> Result<Self> {
+        let size = links.len();
+        ensure!(rank < size, "rank {rank} outside a group of {size}");
+        for (peer, link) in links.iter().enumerate() {
+            ensure!(
+                link.is_some() == (peer != rank),
+                "rank {rank}: the link to rank {peer} is {}",
+                if link.is_some() {
+                    "to itself"
+                } else {
+                    "missing"
+                }
+            );
+        }
+        Ok(EndpointComm {
+            rank,
+            size,
+            name: name.to_string(),
+            links: RefCell::new(links),
+            to_self: RefCell::default(),
+        })
+    }
+
+    /// Takes the endpoint to `peer` out of the table (put it back with
+    /// [`Self::put_back`]).
+    fn take(&self, peer_rank: usize) -> Result<Box<dyn Endpoint>> {
+        ensure!(
+            peer_rank < self.size && peer_rank != self.rank,
+            "rank {} has no link to rank {peer_rank} (group of {})",
+            self.rank,
+            self.size
+        );
+        self.links.borrow_mut()[peer_rank]
+            .take()
+            .ok_or_else(|| anyhow!("the link to rank {peer_rank} is in use"))
+    }
+
+    fn put_back(&self, peer_rank: usize, link: Box<dyn Endpoint>) {
+        self.links.borrow_mut()[peer_rank] = Some(link);
+    }
+
+    /// Runs `f` on the endpoint to `peer`, naming both ranks in any error.
+    fn with_link<T>(
+        &self,
+        peer_rank: usize,
+        what: &str,
+        f: impl FnOnce(&mut dyn Endpoint) -> Result<T>,
+    ) -> Result<T> {
+        let mut link = self.take(peer_rank)?;
+        let out = f(link.as_mut());
+        self.put_back(peer_rank, link);
+        out.with_context(|| format!("rank {} {what} rank {peer_rank}", self.rank))
+    }
+}
+
+/// The bytes of `values` as they lie in memory.
+fn as_bytes(values: &[f64]) -> &[u8] {
+    // SAFETY: f64 has no padding and every byte pattern is a valid u8; the
+    // slice covers exactly the values' memory and borrows it.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
+}
+
+/// The bytes of `values`, writable.
+fn as_bytes_mut(values: &mut [f64]) -> &mut [u8] {
+    // SAFETY: as in `as_bytes`; every byte pattern is also a valid f64.
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            values.as_mut_ptr().cast::<u8>(),
+            std::mem::size_of_val(values),
+        )
+    }
+}
+
+/// Turns a dead or silent peer into wulf's peer error (exit code 3).
+fn io_error(e: io::Error) -> anyhow::Error {
+    peer(format!("{e}"))
+}
+
+fn check_header(header: [u8; HEADER_BYTES], expected: usize) -> Result<()> {
+    let sent = u64::from_le_bytes(header);
+    ensure!(
+        sent == expected as u64,
+        "message of {sent} values where {expected} were expected"
+    );
+    Ok(())
+}
+
+fn send_on(link: &mut dyn Endpoint, data: &[f64]) -> Result<()> {
+    link.send(&(data.len() as u64).to_le_bytes())
+        .map_err(io_error)?;
+    link.send(as_bytes(data)).map_err(io_error)
+}
+
+fn recv_on(link: &mut dyn Endpoint, buf: &mut [f64]) -> Result<()> {
+    let mut header = [0u8; HEADER_BYTES];
+    link.recv(&mut header).map_err(io_error)?;
+    check_header(header, buf.len())?;
+    link.recv(as_bytes_mut(buf)).map_err(io_error)
+}
+
+impl Communicator for EndpointComm {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn backend_name(&self) -> &str {
+        &self.name
+    }
+
+    fn send(&self, to: usize, data: &[f64]) -> Result<()> {
+        if to == self.rank {
+            self.to_self.borrow_mut().push_back(data.to_vec());
+            return Ok(());
+        }
+        self.with_link(to, "sending to", |link| send_on(link, data))
+    }
+
+    fn recv(&self, from: usize, buf: &mut [f64]) -> Result<()> {
+        if from == self.rank {
+            let message =
+                self.to_self.borrow_mut().pop_front().ok_or_else(|| {
+                    anyhow!("rank {from} waits for a message to itself never sent")
+                })?;
+            ensure!(
+                message.len() == buf.len(),
+                "message of {} values to itself where {} were expected",
+                message.len(),
+                buf.len()
+            );
+            buf.copy_from_slice(&message);
+            return Ok(());
+        }
+        self.with_link(from, "receiving from", |link| recv_on(link, buf))
+    }
+
+    fn sendrecv(&self, to: usize, data: &[f64], from: usize, buf: &mut [f64]) -> Result<()> {
+        if to == self.rank || from == self.rank {
+            self.send(to, data)?;
+            return self.recv(from, buf);
+        }
+        if to == from {
+            return self.with_link(to, "exchanging with", |link| {
+                let mut header = [0u8; HEADER_BYTES];
+                link.exchange(&(data.len() as u64).to_le_bytes(), &mut header)
+                    .map_err(io_error)?;
+                check_header(header, buf.len())?;
+                link.exchange(as_bytes(data), as_bytes_mut(buf))
+                    .map_err(io_error)
+            });
+        }
+        // Two different peers: the send may block until `to` receives,
+        // which it may do only after we have received from `from`.
+        let mut out = self.take(to)?;
+        let mut inp = match self.take(from) {
+            Ok(l) => l,
+            Err(e) => {
+                self.put_back(to, out);
+                return Err(e);
+            }
+        };
+        let (sent, received) = std::thread::scope(|s| {
+            let sender = s.spawn(|| send_on(out.as_mut(), data));
+            let received = recv_on(inp.as_mut(), buf);
+            let sent = sender
+                .join()
+                .unwrap_or_else(|_| Err(anyhow!("the sending thread panicked")));
+            (sent, received)
+        });
+        self.put_back(to, out);
+        self.put_back(from, inp);
+        sent.with_context(|| format!("rank {} sending to rank {to}", self.rank))?;
+        received.with_context(|| format!("rank {} receiving from rank {from}", self.rank))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::{ChannelOptions, Transport, WaitMode};
+    use std::net::{IpAddr, Ipv4Addr};
+    use std::time::Duration;
+
+    fn opts() -> ChannelOptions {
+        ChannelOptions {
+            sndbuf_bytes: None,
+            rcvbuf_bytes: None,
+            nodelay: true,
+            mss_bytes: None,
+            ipv6: false,
+            timeout_ms: 5_000,
+            wait: WaitMode::Yield,
+        }
+    }
+
+    /// Two ranks of one process linked by a real unix socket.
+    fn pair() -> (EndpointComm, EndpointComm) {
+        let t = crate::transport::unix::Unix;
+        let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let l = t.listen(&opts(), ip).unwrap();
+        let d = l.describe();
+        let server = std::thread::spawn(move || l.accept(Duration::from_secs(5)).unwrap());
+        let client = t.connect(&d, &opts(), ip).unwrap();
+        let server = server.join().unwrap();
+        let a = EndpointComm::new(0, "unix", vec![None, Some(client.endpoint)]).unwrap();
+        let b = EndpointComm::new(1, "unix", vec![Some(server.endpoint), None]).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn messages_and_exchanges_far_larger_than_socket_buffers() {
+        let (a, b) = pair();
+        let big: Vec<f64> = (0..1_000_000).map(|i| i as f64).collect();
+        let other: Vec<f64> = big.iter().map(|x| -x).collect();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut got = vec![0.0; big.len()];
+                b.sendrecv(0, &other, 0, &mut got).unwrap();
+                assert_eq!(got, big);
+                b.send(0, &[1.5, 2.5]).unwrap();
+                let mut sum = [2.0];
+                b.allreduce_sum_f64(&mut sum).unwrap();
+                assert_eq!(sum, [3.0]);
+            });
+            let mut got = vec![0.0; big.len()];
+            a.sendrecv(1, &big, 1, &mut got).unwrap();
+            assert_eq!(got, other);
+            let mut two = [0.0; 2];
+            a.recv(1, &mut two).unwrap();
+            assert_eq!(two, [1.5, 2.5]);
+            let mut sum = [1.0];
+            a.allreduce_sum_f64(&mut sum).unwrap();
+            assert_eq!(sum, [3.0]);
+        });
+    }
+
+    #[test]
+    fn a_wrong_length_is_an_error_naming_both_lengths() {
+        let (a, b) = pair();
+        b.send(0, &[1.0, 2.0, 3.0]).unwrap();
+        let mut buf = [0.0; 2];
+        let e = format!("{:#}", a.recv(1, &mut buf).unwrap_err());
+        assert!(e.contains("3 values where 2"), "{e}");
+    }
+
+    #[test]
+    fn a_dead_peer_is_an_error_not_a_hang() {
+        let (a, b) = pair();
+        drop(b);
+        let mut buf = [0.0; 4];
+        assert!(a.recv(1, &mut buf).is_err());
+    }
+
+    #[test]
+    fn messages_to_oneself_queue() {
+        let (a, _b) = pair();
+        a.send(0, &[7.0]).unwrap();
+        let mut one = [0.0];
+        a.recv(0, &mut one).unwrap();
+        assert_eq!(one, [7.0]);
+        assert!(a.recv(0, &mut one).is_err());
+    }
+}

@@ -1,0 +1,294 @@
+//! Parallel NPB runs: `np` ranks, each a process, linked by a transport.
+//!
+//! [`run_group`] first offers the run to the transport's own launcher
+//! ([`Transport::launch_group`]: MPI starts its ranks with `mpirun`).
+//! Transports without one (tcp, unix, shm, cma) get ranks started by wulf
+//! itself: this process becomes the coordinator, starts `np` copies of
+//! wulf (`wulf npb-rank`, hidden), and brokers their set-up over one TCP
+//! control connection each ([`wire`]): every rank prepares a data channel
+//! for each higher rank with [`Transport::listen`], the coordinator hands
+//! the descriptions to the higher ranks, which [`Transport::connect`].
+//! The ranks then run the job over [`crate::npb::comm::EndpointComm`]
+//! and report. Nothing here depends on which transport it is.
+//!
+//! Faults: every set-up step is bounded by a timeout; a rank that fails
+//! reports why, a rank that dies is noticed at once (its exit status is
+//! named), Ctrl-C ends the ranks; in each case the other ranks are killed,
+//! so no process outlives the run.
+
+mod rank;
+mod wire;
+
+pub use rank::run as run_rank_process;
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+
+use self::wire::{ToCoordinator, ToRank};
+use crate::error::{peer, usage, WulfError};
+use crate::npb::mg::MgOutcome;
+use crate::npb::RankJob;
+use crate::peer::protocol::ControlChannel;
+use crate::transport::{ChannelOptions, Transport};
+
+/// How long set-up (ranks starting, linking up) may take.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs `job` on `np` ranks linked by `transport` and returns rank 0's
+/// outcomes (one per repetition, all verified).
+pub fn run_group(
+    transport: &dyn Transport,
+    np: usize,
+    job: &RankJob,
+    channel: &ChannelOptions,
+) -> Result<Vec<MgOutcome>> {
+    ensure!(np >= 1, usage("a run needs at least one process"));
+    transport
+        .availability()
+        .map_err(|why| usage(format!("{} is not available here: {why}", transport.name())))?;
+    if let Some(outcome) = transport.launch_group(np, job) {
+        return outcome;
+    }
+    let mut group = Group::start(np)?;
+    let result = group.drive(transport.name(), job, channel);
+    group.kill();
+    result
+}
+
+/// The ranks' processes, killed when the group is dropped.
+struct Group {
+    children: Vec<Child>,
+    listener: TcpListener,
+}
+
+impl Group {
+    fn start(np: usize) -> Result<Group> {
+        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+            .context("cannot open the coordinator's control port")?;
+        let addr = listener.local_addr()?;
+        let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
+        let mut group = Group {
+            children: Vec::with_capacity(np),
+            listener,
+        };
+        for rank in 0..np {
+            let mut cmd = Command::new(&exe);
+            cmd.args(["npb-rank", "--control"])
+                .arg(addr.to_string())
+                .args(["--rank", &rank.to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                // Their own process group: a terminal's Ctrl-C reaches the
+                // coordinator, which ends them.
+                .process_group(0);
+            // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let child = cmd
+                .spawn()
+                .with_context(|| format!("cannot start rank {rank}"))?;
+            group.children.push(child);
+        }
+        Ok(group)
+    }
+
+    /// Accepts every rank's control connection, in any order.
+    fn accept_all(&mut self) -> Result<Vec<ControlChannel>> {
+        let np = self.children.len();
+        let mut slots: Vec<Option<ControlChannel>> = (0..np).map(|_| None).collect();
+        self.listener.set_nonblocking(true)?;
+        let deadline = Instant::now() + SETUP_TIMEOUT;
+        let mut joined = 0;
+        while joined < np {
+            self.check_alive()?;
+            check_interrupted()?;
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    let mut ctl = control(stream)?;
+                    let ToCoordinator::Hello { rank, version } = ctl.recv()? else {
+                        bail!("a rank did not introduce itself");
+                    };
+                    let ours = env!("CARGO_PKG_VERSION");
+                    ensure!(
+                        version == ours,
+                        peer(format!(
+                            "a rank runs wulf {version}, the coordinator {ours}"
+                        ))
+                    );
+                    ensure!(
+                        rank < np && slots[rank].is_none(),
+                        "unexpected rank {rank} joined"
+                    );
+                    slots[rank] = Some(ctl);
+                    joined += 1;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if Instant::now() > deadline {
+                        bail!(peer(format!(
+                            "only {joined} of {np} ranks started within {SETUP_TIMEOUT:?}"
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(e).context("the control port failed"),
+            }
+        }
+        Ok(slots.into_iter().flatten().collect())
+    }
+
+    fn drive(
+        &mut self,
+        transport: &str,
+        job: &RankJob,
+        channel: &ChannelOptions,
+    ) -> Result<Vec<MgOutcome>> {
+        let np = self.children.len();
+        let mut ctls = self.accept_all()?;
+        for ctl in &mut ctls {
+            ctl.send(&ToRank::Setup {
+                transport: transport.to_string(),
+                size: np,
+                channel: channel.clone(),
+                job: job.clone(),
+            })?;
+        }
+        // prepared[i]: channels rank i prepared for ranks above it.
+        let mut prepared = Vec::with_capacity(np);
+        for (rank, ctl) in ctls.iter_mut().enumerate() {
+            match ctl.recv()? {
+                ToCoordinator::Listening { channels } => prepared.push(channels),
+                ToCoordinator::Failed { message, exit_code } => {
+                    return Err(rank_error(rank, message, exit_code))
+                }
+                _ => bail!("rank {rank} answered out of turn"),
+            }
+        }
+        for (rank, ctl) in ctls.iter_mut().enumerate() {
+            let channels = prepared
+                .iter()
+                .enumerate()
+                .take(rank)
+                .map(|(from, list)| {
+                    list.iter()
+                        .find(|(to, _)| *to == rank)
+                        .map(|(_, d)| (from, d.clone()))
+                        .with_context(|| format!("rank {from} prepared no channel for rank {rank}"))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            ctl.send(&ToRank::Connect { channels })?;
+        }
+        self.collect(ctls)
+    }
+
+    /// Waits for every rank's final report; the first failure, death or
+    /// interruption ends the run.
+    fn collect(&mut self, ctls: Vec<ControlChannel>) -> Result<Vec<MgOutcome>> {
+        let np = ctls.len();
+        let (tx, rx) = mpsc::channel();
+        for (rank, mut ctl) in ctls.into_iter().enumerate() {
+            let tx = tx.clone();
+            // A rank may compute for minutes: no read timeout here; a rank
+            // that dies closes its connection, and `check_alive` names it.
+            let _ = ctl.stream().set_read_timeout(None);
+            std::thread::spawn(move || {
+                let _ = tx.send((rank, ctl.recv::<ToCoordinator>()));
+            });
+        }
+        drop(tx);
+        let mut outcomes: Vec<Option<Vec<MgOutcome>>> = (0..np).map(|_| None).collect();
+        let mut done = 0;
+        while done < np {
+            check_interrupted()?;
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok((rank, Ok(ToCoordinator::Done { outcomes: o }))) => {
+                    outcomes[rank] = Some(o);
+                    done += 1;
+                }
+                Ok((rank, Ok(ToCoordinator::Failed { message, exit_code }))) => {
+                    return Err(rank_error(rank, message, exit_code));
+                }
+                Ok((rank, Ok(_))) => bail!("rank {rank} answered out of turn"),
+                Ok((rank, Err(e))) => {
+                    // Most likely it died: give its exit status a moment to
+                    // appear so the error can name it.
+                    std::thread::sleep(Duration::from_millis(200));
+                    self.check_alive()?;
+                    return Err(peer(format!("rank {rank} stopped answering: {e:#}")));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => self.check_alive_or_finished()?,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        outcomes.swap_remove(0).context("rank 0 sent no outcome")
+    }
+
+    /// Fails if any rank has exited.
+    fn check_alive(&mut self) -> Result<()> {
+        for (rank, child) in self.children.iter_mut().enumerate() {
+            if let Some(status) = child.try_wait()? {
+                bail!(peer(format!("rank {rank} died ({status})")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails if a rank exited without success before reporting.
+    fn check_alive_or_finished(&mut self) -> Result<()> {
+        for (rank, child) in self.children.iter_mut().enumerate() {
+            if let Some(status) = child.try_wait()? {
+                if !status.success() {
+                    bail!(peer(format!("rank {rank} died ({status})")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn kill(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn control(stream: TcpStream) -> Result<ControlChannel> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(SETUP_TIMEOUT))?;
+    stream.set_write_timeout(Some(SETUP_TIMEOUT))?;
+    ControlChannel::new(stream)
+}
+
+fn check_interrupted() -> Result<()> {
+    if crate::sweep::INTERRUPTED.load(Ordering::Relaxed) {
+        bail!(WulfError::Interrupted);
+    }
+    Ok(())
+}
+
+/// A rank's own error, keeping its exit code.
+fn rank_error(rank: usize, message: String, exit_code: i32) -> anyhow::Error {
+    let message = format!("rank {rank}: {message}");
+    match exit_code {
+        2 => usage(message),
+        3 => peer(message),
+        _ => anyhow::Error::msg(message),
+    }
+}

@@ -1,0 +1,122 @@
+//! One rank started by the coordinator (`wulf npb-rank`, hidden): link up
+//! with the other ranks through the chosen transport, run the job, report.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Context, Result};
+
+use super::wire::{ToCoordinator, ToRank};
+use crate::error::exit_code_of;
+use crate::npb::comm::EndpointComm;
+use crate::npb::run_rank;
+use crate::peer::protocol::ControlChannel;
+use crate::transport::{self, ChannelOptions, Endpoint, Transport};
+
+/// How long a rank waits for the coordinator during set-up.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs rank `rank` for the coordinator listening at `control`.
+pub fn run(control: SocketAddr, rank: usize) -> Result<()> {
+    // Die with the coordinator: a rank must never outlive its run.
+    // SAFETY: prctl with these arguments only sets a process attribute.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    crate::EXIT_ON_SIGNAL.store(true, std::sync::atomic::Ordering::Relaxed);
+    let stream = TcpStream::connect_timeout(&control, SETUP_TIMEOUT)
+        .with_context(|| format!("rank {rank}: cannot reach the coordinator at {control}"))?;
+    stream.set_read_timeout(Some(SETUP_TIMEOUT))?;
+    stream.set_write_timeout(Some(SETUP_TIMEOUT))?;
+    let mut ctl = ControlChannel::new(stream)?;
+    ctl.send(&ToCoordinator::Hello {
+        rank,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    })?;
+    let outcome = link_and_run(&mut ctl, rank);
+    let last = match outcome {
+        Ok(outcomes) => ToCoordinator::Done { outcomes },
+        Err(e) => ToCoordinator::Failed {
+            message: format!("{e:#}"),
+            exit_code: exit_code_of(&e),
+        },
+    };
+    ctl.send(&last)
+}
+
+fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<Vec<crate::npb::mg::MgOutcome>> {
+    let ToRank::Setup {
+        transport: name,
+        size,
+        channel,
+        job,
+    } = ctl.recv()?
+    else {
+        bail!("the coordinator did not send the set-up first");
+    };
+    ensure!(rank < size, "rank {rank} outside a group of {size}");
+    let t = transport::find(&name).with_context(|| format!("no transport {name:?}"))?;
+    let links = link(ctl, t.as_ref(), rank, size, &channel)?;
+    let comm = EndpointComm::new(rank, &name, links)?;
+    // From here on the control connection only carries the final report;
+    // the run itself may take long.
+    ctl.stream().set_read_timeout(None)?;
+    run_rank(&job, &comm)
+}
+
+/// Builds the full mesh: a channel prepared for each higher rank, a
+/// connection to each lower one.
+fn link(
+    ctl: &mut ControlChannel,
+    t: &dyn Transport,
+    rank: usize,
+    size: usize,
+    opts: &ChannelOptions,
+) -> Result<Vec<Option<Box<dyn Endpoint>>>> {
+    let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let mut listeners = Vec::new();
+    let mut prepared = Vec::new();
+    for to in rank + 1..size {
+        let l = t
+            .listen(opts, ip)
+            .with_context(|| format!("rank {rank}: {} cannot prepare a channel", t.name()))?;
+        prepared.push((to, l.describe()));
+        listeners.push((to, l));
+    }
+    ctl.send(&ToCoordinator::Listening { channels: prepared })?;
+    let ToRank::Connect { channels } = ctl.recv()? else {
+        bail!("the coordinator sent no channels to connect to");
+    };
+    ensure!(
+        channels.len() == rank && channels.iter().enumerate().all(|(i, (from, _))| *from == i),
+        "the coordinator sent channels for the wrong ranks"
+    );
+    let timeout = opts.timeout();
+    let mut links: Vec<Option<Box<dyn Endpoint>>> = (0..size).map(|_| None).collect();
+    // Accept the higher ranks on a thread of their own while connecting to
+    // the lower ones: pair (i, j) waits only on pairs below it, so the
+    // mesh forms without deadlock whatever the transport's handshake.
+    let accepted = std::thread::scope(|s| {
+        let acceptor = s.spawn(move || {
+            listeners
+                .into_iter()
+                .map(|(to, l)| {
+                    l.accept(timeout)
+                        .map(|c| (to, c.endpoint))
+                        .with_context(|| format!("rank {rank}: rank {to} did not connect"))
+                })
+                .collect::<Result<Vec<_>>>()
+        });
+        for (from, description) in &channels {
+            let c = t
+                .connect(description, opts, ip)
+                .with_context(|| format!("rank {rank}: cannot connect to rank {from}"))?;
+            links[*from] = Some(c.endpoint);
+        }
+        acceptor
+            .join()
+            .unwrap_or_else(|_| bail!("rank {rank}: the accepting thread panicked"))
+    })?;
+    for (to, endpoint) in accepted {
+        links[to] = Some(endpoint);
+    }
+    Ok(links)
+}

@@ -1,0 +1,69 @@
+//! What the coordinating wulf and the ranks it started tell each other:
+//! one JSON object per line over a TCP control connection per rank, in
+//! this order:
+//!
+//! 1. rank → coordinator: [`ToCoordinator::Hello`] (its rank and version);
+//! 2. coordinator → rank: [`ToRank::Setup`] (transport, options, the job);
+//! 3. rank → coordinator: [`ToCoordinator::Listening`], one description
+//!    per higher rank, each a data channel prepared for that rank;
+//! 4. coordinator → rank: [`ToRank::Connect`], the descriptions the lower
+//!    ranks prepared for it;
+//! 5. rank → coordinator: [`ToCoordinator::Done`] or [`ToCoordinator::Failed`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::npb::mg::MgOutcome;
+use crate::npb::RankJob;
+use crate::transport::ChannelOptions;
+
+/// Messages from a rank.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToCoordinator {
+    /// First message: who is calling.
+    Hello {
+        /// The rank given on the command line.
+        rank: usize,
+        /// The rank's wulf version (must equal the coordinator's).
+        version: String,
+    },
+    /// Data channels prepared for the higher ranks, in rank order.
+    Listening {
+        /// `(rank it is for, description)`.
+        channels: Vec<(usize, serde_json::Value)>,
+    },
+    /// Every run verified: the outcomes, one per repetition.
+    Done {
+        /// As [`crate::npb::run_rank`] returned them.
+        outcomes: Vec<MgOutcome>,
+    },
+    /// The rank failed.
+    Failed {
+        /// Why, for the user.
+        message: String,
+        /// wulf's exit code for the error.
+        exit_code: i32,
+    },
+}
+
+/// Messages to a rank.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToRank {
+    /// What to do.
+    Setup {
+        /// Transport linking the ranks.
+        transport: String,
+        /// Number of ranks.
+        size: usize,
+        /// Options of every data channel.
+        channel: ChannelOptions,
+        /// The work.
+        job: RankJob,
+    },
+    /// The channels the lower ranks prepared for this one.
+    Connect {
+        /// `(rank that prepared it, description)`, in rank order.
+        channels: Vec<(usize, serde_json::Value)>,
+    },
+}

@@ -1,0 +1,152 @@
+//! The tables of an NPB result, as the seeds print them (seed 000's Tables
+//! 7.1 to 7.3): one row per transport, one column per process count, for
+//! total Mop/s, Mop/s per process and speedup, then the times and
+//! verification of every run. Plain text for the terminal, and Markdown.
+
+use std::fmt::Write;
+
+use crate::result::{NpbResult, NpbRun};
+
+/// A figure of a run for one table.
+type Figure = fn(&NpbRun) -> Option<f64>;
+
+/// The tables, for the terminal.
+pub fn npb_tables(r: &NpbResult) -> String {
+    render(r, false)
+}
+
+/// The same tables in Markdown, for pasting into tickets.
+pub fn npb_markdown(r: &NpbResult) -> String {
+    render(r, true)
+}
+
+fn render(r: &NpbResult, markdown: bool) -> String {
+    let mut s = String::new();
+    let grid = r
+        .runs
+        .iter()
+        .find_map(|run| run.outcomes.first())
+        .map(|o| format!("{0}^3 grid, {1} iterations", o.grid_points, o.iterations))
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "{}NAS {} class {} ({grid}): best of {} verified runs{}",
+        if markdown { "### " } else { "" },
+        r.kernel.to_uppercase(),
+        r.class,
+        r.repetitions,
+        if r.complete { "" } else { " (INCOMPLETE)" }
+    );
+    let tables: [(&str, Figure, usize); 4] = [
+        ("total Mop/s", |x| x.best_mop_s, 1),
+        ("Mop/s per process", |x| x.best_mop_s_per_process, 1),
+        ("speedup against 1 process", |x| x.speedup, 2),
+        ("median Mop/s", |x| x.median_mop_s, 1),
+    ];
+    for (title, figure, decimals) in tables {
+        let _ = writeln!(s);
+        table(&mut s, r, title, figure, decimals, markdown);
+    }
+    let _ = writeln!(s);
+    runs_list(&mut s, r, markdown);
+    s
+}
+
+/// Process counts in the order first run, and transports likewise.
+fn axes(r: &NpbResult) -> (Vec<usize>, Vec<&str>) {
+    let mut nps: Vec<usize> = Vec::new();
+    let mut vias: Vec<&str> = Vec::new();
+    for run in &r.runs {
+        if !nps.contains(&run.nprocs) {
+            nps.push(run.nprocs);
+        }
+        if !vias.contains(&run.via.as_str()) {
+            vias.push(&run.via);
+        }
+    }
+    nps.sort_unstable();
+    (nps, vias)
+}
+
+fn table(s: &mut String, r: &NpbResult, title: &str, figure: Figure, decimals: usize, md: bool) {
+    let (nps, vias) = axes(r);
+    let width = vias
+        .iter()
+        .map(|v| v.len())
+        .max()
+        .unwrap_or(0)
+        .max(title.len());
+    let mut header = vec![format!("{title:<width$}")];
+    header.extend(nps.iter().map(|n| format!("{:>9}", format!("np={n}"))));
+    row(s, &header, md);
+    if md {
+        let mut rule = vec!["---".to_string()];
+        rule.extend(nps.iter().map(|_| "---:".to_string()));
+        row(s, &rule, md);
+    }
+    for via in vias {
+        let mut cells = vec![format!("{via:<width$}")];
+        for &np in &nps {
+            let run = r.runs.iter().find(|x| x.via == via && x.nprocs == np);
+            let cell = match run {
+                None => "".to_string(),
+                Some(x) if x.error.is_some() => "failed".to_string(),
+                Some(x) => figure(x)
+                    .map(|v| format!("{v:.decimals$}"))
+                    .unwrap_or_else(|| "-".to_string()),
+            };
+            cells.push(format!("{cell:>9}"));
+        }
+        row(s, &cells, md);
+    }
+}
+
+fn row(s: &mut String, cells: &[String], md: bool) {
+    if md {
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
+    } else {
+        let _ = writeln!(s, "{}", cells.join("  ").trim_end());
+    }
+}
+
+/// One line per run: times, CPU share, verification, or the error.
+fn runs_list(s: &mut String, r: &NpbResult, md: bool) {
+    let bullet = if md { "- " } else { "  " };
+    let _ = writeln!(
+        s,
+        "{}",
+        if md {
+            "runs:"
+        } else {
+            "runs (best time, CPU of the timed section, verification):"
+        }
+    );
+    for run in &r.runs {
+        let label = format!("{} np={}", run.via, run.nprocs);
+        match (
+            &run.error,
+            run.outcomes
+                .iter()
+                .min_by(|a, b| a.time_s.total_cmp(&b.time_s)),
+        ) {
+            (Some(e), _) => {
+                let _ = writeln!(s, "{bullet}{label:<24} FAILED: {e}");
+            }
+            (None, Some(o)) => {
+                let _ = writeln!(
+                    s,
+                    "{bullet}{label:<24} {:>9.4} s  cpu {:>5.0}%  grid {}x{}x{}  verified (rel. error {:.1e})",
+                    o.time_s,
+                    100.0 * o.cpu_time_s / o.time_s,
+                    o.proc_grid[0],
+                    o.proc_grid[1],
+                    o.proc_grid[2],
+                    o.relative_error
+                );
+            }
+            (None, None) => {
+                let _ = writeln!(s, "{bullet}{label:<24} no runs");
+            }
+        }
+    }
+}

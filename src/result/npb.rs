@@ -1,0 +1,147 @@
+//! The result file of `wulf npb` (kind `npb`): one kernel and class, run
+//! over several transports and process counts.
+//!
+//! It shares the conventions of the sweep result (a version, the tool
+//! version, `complete`, the command line, the machine description, atomic
+//! writing, unknown fields rejected) and is told apart from it by its
+//! `kind` field. Each [`NpbRun`] keeps every repetition's time; the best
+//! and median rates and the speedup are derived from them when the file is
+//! written, so a reader never has to recompute them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::npb::mg::MgOutcome;
+use crate::npb::Class;
+
+/// Version of the NPB result schema.
+pub const NPB_SCHEMA_VERSION: u32 = 1;
+
+/// The value of [`NpbResult::kind`].
+pub const NPB_KIND: &str = "npb";
+
+/// One `wulf npb` invocation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NpbResult {
+    /// Always [`NPB_KIND`]: what tells this file from a sweep result.
+    pub kind: String,
+    /// Version of this schema ([`NPB_SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// Version of the wulf that measured it.
+    pub tool_version: String,
+    /// False when the invocation was cut short (Ctrl-C): the runs present
+    /// are complete and verified, some are missing.
+    pub complete: bool,
+    /// Why it is incomplete, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
+    /// The command line, argument by argument.
+    pub command_line: Vec<String>,
+    /// Start time, RFC 3339 in UTC.
+    pub started_at: String,
+    /// Wall time of the whole invocation in seconds.
+    pub wall_s: f64,
+    /// The machine.
+    pub host: crate::sys::Host,
+    /// The kernel (`mg`).
+    pub kernel: String,
+    /// The problem class.
+    pub class: Class,
+    /// Verified runs per combination.
+    pub repetitions: usize,
+    /// One entry per transport and process count, in the order run.
+    pub runs: Vec<NpbRun>,
+    /// Non-fatal observations (more ranks than CPUs...).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// One transport at one process count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NpbRun {
+    /// Transport linking the ranks (`shm`, `tcp`, `mpi:openmpi`...).
+    pub via: String,
+    /// Number of processes.
+    pub nprocs: usize,
+    /// Why this combination has no figures (failed, or impossible such as
+    /// a process count MG cannot use); None when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Every verified repetition, in the order run.
+    pub outcomes: Vec<MgOutcome>,
+    /// Highest Mop/s over the repetitions (NPB reports one run; the best
+    /// is the figure least disturbed by other load).
+    pub best_mop_s: Option<f64>,
+    /// Median Mop/s over the repetitions.
+    pub median_mop_s: Option<f64>,
+    /// `best_mop_s / nprocs`.
+    pub best_mop_s_per_process: Option<f64>,
+    /// Best time of the one-process run over the same transport divided by
+    /// this run's best time; None without a one-process run.
+    pub speedup: Option<f64>,
+    /// `speedup / nprocs`: 1 is perfect scaling.
+    pub parallel_efficiency: Option<f64>,
+}
+
+impl NpbRun {
+    /// A run from its outcomes (or its error), with the best and median
+    /// rates derived; the speedup is filled in by [`fill_speedups`].
+    pub fn new(via: &str, nprocs: usize, outcome: Result<Vec<MgOutcome>, String>) -> NpbRun {
+        let (outcomes, error) = match outcome {
+            Ok(o) => (o, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        let mut rates: Vec<f64> = outcomes.iter().map(|o| o.mop_s).collect();
+        rates.sort_by(f64::total_cmp);
+        let best = rates.last().copied();
+        let median = (!rates.is_empty()).then(|| crate::stats::quantile_sorted(&rates, 0.5));
+        NpbRun {
+            via: via.to_string(),
+            nprocs,
+            error,
+            outcomes,
+            best_mop_s: best,
+            median_mop_s: median,
+            best_mop_s_per_process: best.map(|b| b / nprocs as f64),
+            speedup: None,
+            parallel_efficiency: None,
+        }
+    }
+
+    /// Shortest time over the repetitions, seconds.
+    pub fn best_time_s(&self) -> Option<f64> {
+        self.outcomes
+            .iter()
+            .map(|o| o.time_s)
+            .min_by(f64::total_cmp)
+    }
+}
+
+/// Sets each run's speedup against the one-process run over the same
+/// transport (or, when that transport has none, over any transport: one
+/// process sends no messages, so its time does not depend on it).
+pub fn fill_speedups(runs: &mut [NpbRun]) {
+    let serial_any = runs
+        .iter()
+        .filter(|r| r.nprocs == 1)
+        .filter_map(NpbRun::best_time_s)
+        .min_by(f64::total_cmp);
+    let serial: Vec<(String, Option<f64>)> = runs
+        .iter()
+        .filter(|r| r.nprocs == 1)
+        .map(|r| (r.via.clone(), r.best_time_s()))
+        .collect();
+    for run in runs.iter_mut() {
+        let base = serial
+            .iter()
+            .find(|(via, _)| *via == run.via)
+            .and_then(|(_, t)| *t)
+            .or(serial_any);
+        run.speedup = match (base, run.best_time_s()) {
+            (Some(b), Some(t)) if t > 0.0 => Some(b / t),
+            _ => None,
+        };
+        run.parallel_efficiency = run.speedup.map(|s| s / run.nprocs as f64);
+    }
+}

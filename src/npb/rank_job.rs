@@ -11,7 +11,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::comm::Communicator;
-use super::mg::{run_mg, MgOutcome};
+use super::mg::{run_mg, Decomposition, MgOutcome, MgParams};
 use super::Class;
 
 /// The work of one rank: `repetitions` verified runs of MG of `class`.
@@ -26,10 +26,43 @@ pub struct RankJob {
     pub timeout_ms: u64,
 }
 
+impl RankJob {
+    /// Fails, before any process starts, when the job cannot run on `np`
+    /// ranks (not a power of two, or too many to split the grid).
+    pub fn check_process_count(&self, np: usize) -> Result<()> {
+        let levels = MgParams::of(self.class).levels;
+        Decomposition::new(np, 0)?.lowest_distributed_level(levels)?;
+        Ok(())
+    }
+}
+
 /// Runs `job` on this rank of `comm`. Every rank must call it; every rank
 /// gets the same outcomes (one per repetition), or the first error.
 pub fn run_rank(job: &RankJob, comm: &dyn Communicator) -> Result<Vec<MgOutcome>> {
     (0..job.repetitions.max(1))
         .map(|_| run_mg(job.class, comm))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(class: Class) -> RankJob {
+        RankJob {
+            class,
+            repetitions: 1,
+            timeout_ms: 1000,
+        }
+    }
+
+    #[test]
+    fn process_counts_are_checked_before_any_process_starts() {
+        // Class S has 32 points a side: 8x8x32 ranks cannot split it.
+        assert!(job(Class::S).check_process_count(1024).is_ok());
+        let e = job(Class::S).check_process_count(2048).unwrap_err();
+        assert!(format!("{e}").contains("too many"), "{e}");
+        let e = job(Class::W).check_process_count(3).unwrap_err();
+        assert!(format!("{e}").contains("power-of-two"), "{e}");
+    }
 }

@@ -52,6 +52,7 @@ pub fn run_group(
     transport
         .availability()
         .map_err(|why| usage(format!("{} is not available here: {why}", transport.name())))?;
+    job.check_process_count(np)?;
     if let Some(outcome) = transport.launch_group(np, job) {
         return outcome;
     }

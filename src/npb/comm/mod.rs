@@ -9,6 +9,8 @@
 //! * [`SerialComm`]: one rank, no messages;
 //! * [`ThreadComm`]: N ranks as threads of one process, over channels, so
 //!   parallel runs can be tested without processes or a network;
+//! * [`MpiComm`]: one rank of an MPI job, over the MPI adapter wulf loads
+//!   at run time (native MPI_Sendrecv, allreduce and barrier);
 //! * later: wulf's own transports between processes (tcp, unix, shm) and
 //!   MPI through its adapter.
 //!
@@ -35,9 +37,11 @@
 //!   the backend's timeout or sent a message of the wrong length is an
 //!   error, never a hang or a panic.
 
+mod mpi;
 mod serial;
 mod thread;
 
+pub use mpi::MpiComm;
 pub use serial::SerialComm;
 pub use thread::{ThreadComm, DEFAULT_RECV_TIMEOUT};
 

@@ -1,0 +1,159 @@
+//! NAS MG over the real MPI libraries, through the library's
+//! `Transport::launch_group`: 1, 2 and 4 ranks under Open MPI and MPICH,
+//! 2 ranks on their TCP-forced variants, and a clear error (not a hang)
+//! for a rank count MG cannot use.
+//!
+//! A library that is not installed skips its tests, unless
+//! WULF_REQUIRE_MPI=1 (set by .ci/run), where a missing library fails them.
+//! Times are never asserted: on a shared 2-CPU machine they are bimodal.
+
+use std::sync::{Mutex, MutexGuard, Once};
+use std::time::{Duration, Instant};
+
+use wulf::npb::mg::MgOutcome;
+use wulf::npb::{Class, RankJob};
+
+/// MPI ranks busy-poll: two jobs at once on two CPUs would starve each
+/// other, so the tests of this file run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    // The ranks run `wulf worker`: this test binary is not wulf, so point
+    // the launcher at the real one.
+    static EXE: Once = Once::new();
+    EXE.call_once(|| std::env::set_var(wulf::transport::mpi::EXE_VAR, env!("CARGO_BIN_EXE_wulf")));
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn in_path(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        .unwrap_or(false)
+}
+
+/// Whether the Debian package of MPI `name` (openmpi, mpich) is installed;
+/// with WULF_REQUIRE_MPI=1 a missing one fails the test.
+fn have(name: &str) -> bool {
+    if in_path(&format!("mpicc.{name}")) {
+        return true;
+    }
+    if std::env::var("WULF_REQUIRE_MPI").as_deref() == Ok("1") {
+        panic!(
+            "{name} is not installed but WULF_REQUIRE_MPI=1: \
+             apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev (scripts/install-test-deps)"
+        );
+    }
+    eprintln!("skipped: {name} is not installed");
+    false
+}
+
+/// The installed libraries.
+fn libraries() -> Vec<&'static str> {
+    ["openmpi", "mpich"]
+        .into_iter()
+        .filter(|l| have(l))
+        .collect()
+}
+
+fn job(class: Class) -> RankJob {
+    RankJob {
+        class,
+        repetitions: 1,
+        timeout_ms: 60_000,
+    }
+}
+
+/// Run MG of `class` on `np` ranks of `transport`.
+fn group(transport: &str, np: usize, class: Class) -> anyhow::Result<Vec<MgOutcome>> {
+    let t = wulf::transport::find(transport)
+        .unwrap_or_else(|| panic!("{transport} is not listed: {:?}", wulf::transport::names()));
+    if let Err(why) = t.availability() {
+        panic!("{transport} is installed but unavailable: {why}");
+    }
+    t.launch_group(np, &job(class))
+        .unwrap_or_else(|| panic!("{transport} has no launch_group"))
+}
+
+/// Run and check MG of class S on `np` ranks of `transport`.
+fn check(transport: &str, np: usize) {
+    let started = Instant::now();
+    let outcomes = group(transport, np, Class::S)
+        .unwrap_or_else(|e| panic!("{transport} on {np} ranks failed: {e:#}"));
+    eprintln!(
+        "{transport} np={np}: {:.2?} in all, {:?}",
+        started.elapsed(),
+        outcomes.iter().map(|o| o.time_s).collect::<Vec<_>>()
+    );
+    assert_eq!(outcomes.len(), 1, "one outcome per repetition");
+    let o = &outcomes[0];
+    assert!(o.verified, "{transport} np={np}: {o:?}");
+    assert_eq!(o.class, Class::S);
+    assert_eq!(o.nprocs, np);
+    assert_eq!(o.proc_grid.iter().product::<usize>(), np);
+    assert_eq!(o.backend, transport);
+    assert!(
+        o.relative_error <= 1e-8,
+        "{transport} np={np}: relative error {}",
+        o.relative_error
+    );
+    assert!(o.time_s > 0.0 && o.mop_s > 0.0, "{o:?}");
+}
+
+#[test]
+fn mg_class_s_on_1_2_4_ranks_of_each_library() {
+    let _s = serial();
+    for lib in libraries() {
+        for np in [1, 2, 4] {
+            check(&format!("mpi:{lib}"), np);
+        }
+    }
+}
+
+#[test]
+fn mg_class_s_on_2_ranks_over_tcp() {
+    let _s = serial();
+    for lib in libraries() {
+        check(&format!("mpi:{lib}(tcp)"), 2);
+    }
+}
+
+#[test]
+fn a_rank_count_mg_cannot_use_is_a_clear_error() {
+    let _s = serial();
+    for lib in libraries() {
+        let transport = format!("mpi:{lib}");
+        for np in [0, 3] {
+            let started = Instant::now();
+            let e = group(&transport, np, Class::S).expect_err("MG needs 2^k ranks");
+            let msg = format!("{e:#}");
+            assert!(started.elapsed() < Duration::from_secs(10), "{msg}");
+            assert!(msg.contains(&transport), "{msg}");
+            if np == 3 {
+                assert!(msg.contains("power-of-two"), "{msg}");
+            }
+            assert_eq!(wulf::error::exit_code_of(&e), 2, "a usage error: {msg}");
+        }
+    }
+}
+
+#[test]
+fn a_missing_library_says_what_was_tried() {
+    let _s = serial();
+    wulf::transport::configure(wulf::transport::ExtraOptions {
+        mpi: vec![("ghost".into(), "/nonexistent/ghost/mpicc".into())],
+        mpi_launcher_args: vec![],
+        window: wulf::transport::mpi::DEFAULT_WINDOW,
+    });
+    let t = wulf::transport::find("mpi:ghost").expect("listed even when missing");
+    let e = t
+        .launch_group(2, &job(Class::S))
+        .expect("MPI transports launch groups")
+        .expect_err("nothing to run");
+    wulf::transport::configure(wulf::transport::ExtraOptions {
+        mpi: vec![],
+        mpi_launcher_args: vec![],
+        window: wulf::transport::mpi::DEFAULT_WINDOW,
+    });
+    let msg = format!("{e:#}");
+    assert!(msg.contains("/nonexistent/ghost/mpicc"), "{msg}");
+}

@@ -157,3 +157,119 @@ fn a_missing_library_says_what_was_tried() {
     let msg = format!("{e:#}");
     assert!(msg.contains("/nonexistent/ghost/mpicc"), "{msg}");
 }
+
+/// Pid of rank `rank` of a running (ready) NPB MPI job, from /proc: a
+/// process run as `wulf worker DIR/job.json` (the launcher's command line
+/// has more arguments) whose environment holds its rank as the launcher
+/// set it.
+fn rank_pid(rank: usize) -> Option<i32> {
+    let wanted = [
+        format!("OMPI_COMM_WORLD_RANK={rank}"),
+        format!("PMI_RANK={rank}"),
+    ];
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.len() != 3 || args[1] != "worker" || !args[2].contains("wulf-npb-mpi-") {
+            continue;
+        }
+        let ready = std::path::Path::new(&args[2])
+            .parent()
+            .is_some_and(|d| d.join("ready").exists());
+        let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let has_rank = env
+            .split(|&b| b == 0)
+            .any(|v| wanted.iter().any(|w| v == w.as_bytes()));
+        if ready && has_rank {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// Run a long MG job on 2 ranks of `transport` with a 3 s timeout, send
+/// `signal` to rank 1 once it runs; the error and how long it took.
+fn signal_rank_1(transport: &str, signal: i32) -> (String, Duration) {
+    let long = RankJob {
+        class: Class::W,
+        repetitions: 1000,
+        timeout_ms: 3000,
+    };
+    let t = wulf::transport::find(transport).unwrap();
+    let signaller = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Some(pid) = rank_pid(1) {
+                std::thread::sleep(Duration::from_millis(300));
+                // SAFETY: kill only sends a signal, to a rank this test started.
+                unsafe { libc::kill(pid, signal) };
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    });
+    let t0 = Instant::now();
+    let r = t.launch_group(2, &long).unwrap();
+    let took = t0.elapsed();
+    assert!(signaller.join().unwrap(), "rank 1 of {transport} never ran");
+    let e = r.expect_err("a rank was stopped or killed");
+    (format!("{e:#}"), took)
+}
+
+#[test]
+fn a_rank_that_hangs_or_dies_is_a_clear_error_not_a_hang() {
+    let _s = serial();
+    for lib in libraries() {
+        let transport = format!("mpi:{lib}");
+        let (msg, took) = signal_rank_1(&transport, libc::SIGSTOP);
+        eprintln!("{transport}, rank 1 stopped: {took:.2?}: {msg}");
+        assert!(msg.contains("made no progress for 3s"), "{msg}");
+        // The timeout, then at most the launcher's grace and kill delays.
+        assert!(took < Duration::from_secs(20), "{took:?}: {msg}");
+        let (msg, took) = signal_rank_1(&transport, libc::SIGKILL);
+        eprintln!("{transport}, rank 1 killed: {took:.2?}: {msg}");
+        assert!(msg.contains("the MPI job"), "{msg}");
+        assert!(took < Duration::from_secs(20), "{took:?}: {msg}");
+    }
+}
+
+/// Times of class S and W on 1, 2 and 4 ranks of each library (not a
+/// check: run with `--ignored --nocapture` to see them).
+#[test]
+#[ignore]
+fn timings() {
+    let _s = serial();
+    for lib in libraries() {
+        for class in [Class::S, Class::W] {
+            for np in [1, 2, 4] {
+                let transport = format!("mpi:{lib}");
+                let t = wulf::transport::find(&transport).unwrap();
+                let job = RankJob {
+                    class,
+                    repetitions: 5,
+                    timeout_ms: 60_000,
+                };
+                let o = t.launch_group(np, &job).unwrap().unwrap();
+                assert!(o.iter().all(|o| o.verified));
+                let mut times: Vec<f64> = o.iter().map(|o| o.time_s).collect();
+                times.sort_by(f64::total_cmp);
+                let best = o.iter().map(|o| o.mop_s).fold(0.0, f64::max);
+                eprintln!(
+                    "{transport} class {class} np={np}: median {:.4} s, min {:.4} s, best {best:.0} Mop/s",
+                    times[times.len() / 2],
+                    times[0],
+                );
+            }
+        }
+    }
+}

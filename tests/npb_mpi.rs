@@ -149,11 +149,7 @@ fn a_missing_library_says_what_was_tried() {
         .launch_group(2, &job(Class::S))
         .expect("MPI transports launch groups")
         .expect_err("nothing to run");
-    wulf::transport::configure(wulf::transport::ExtraOptions {
-        mpi: vec![],
-        mpi_launcher_args: vec![],
-        window: wulf::transport::mpi::DEFAULT_WINDOW,
-    });
+    launcher_args(&[]);
     let msg = format!("{e:#}");
     assert!(msg.contains("/nonexistent/ghost/mpicc"), "{msg}");
 }
@@ -272,4 +268,131 @@ fn timings() {
             }
         }
     }
+}
+
+fn launcher_args(args: &[&str]) {
+    wulf::transport::configure(wulf::transport::ExtraOptions {
+        mpi: vec![],
+        mpi_launcher_args: args.iter().map(|s| s.to_string()).collect(),
+        window: wulf::transport::mpi::DEFAULT_WINDOW,
+    });
+}
+
+#[test]
+fn launcher_arguments_reach_the_launcher_and_a_wrong_size_is_caught() {
+    let _s = serial();
+    if !have("openmpi") {
+        return;
+    }
+    // Open MPI takes the last -np (MPICH refuses a second one), so this
+    // job really has 1 rank where 2 were asked for.
+    launcher_args(&["-np", "1"]);
+    let r = group("mpi:openmpi", 2, Class::S);
+    launcher_args(&[]);
+    let e = r.expect_err("the job has the wrong size");
+    let msg = format!("{e:#}");
+    assert!(msg.contains("has 1 ranks where 2 were asked for"), "{msg}");
+    assert!(msg.contains("-np 2 --oversubscribe -np 1"), "{msg}");
+    assert_eq!(wulf::error::exit_code_of(&e), 2, "{msg}");
+}
+
+/// Set in the ranks of [`mpi_comm_between_two_ranks`]: the adapter to load.
+const RANKS_VAR: &str = "WULF_NPB_COMM_RANKS";
+
+/// `MpiComm` itself, every method, between two real ranks: this test binary
+/// runs itself as a 2-rank job of each library (as tests/mpi_ffi.rs does).
+#[test]
+fn mpi_comm_between_two_ranks() {
+    if let Ok(adapter) = std::env::var(RANKS_VAR) {
+        comm_ranks(std::path::Path::new(&adapter));
+        return;
+    }
+    let _s = serial();
+    use wulf::transport::mpi::discover::{builtin, Flavor};
+    for (lib, flavor) in [("openmpi", Flavor::OpenMpi), ("mpich", Flavor::Mpich)] {
+        if !have(lib) {
+            continue;
+        }
+        let install = builtin(flavor).expect("an installed library is found");
+        let adapter = wulf::transport::mpi::build::adapter_library(&install).unwrap();
+        let mut cmd = std::process::Command::new(&install.launcher);
+        cmd.args(["-np", "2"])
+            .args(flavor.base_args())
+            .arg(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "mpi_comm_between_two_ranks",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(RANKS_VAR, &adapter.library)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        let out =
+            wulf::transport::mpi::discover::run_with_timeout(&mut cmd, Duration::from_secs(60))
+                .unwrap();
+        assert!(
+            out.status.success(),
+            "{lib} ranks failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// The body each rank of [`mpi_comm_between_two_ranks`] runs.
+fn comm_ranks(adapter: &std::path::Path) {
+    use wulf::npb::comm::{Communicator, MpiComm};
+    let mpi = wulf::transport::mpi::ffi::Mpi::init(adapter).expect("MPI initialises");
+    let comm = MpiComm::new(mpi, "mpi:test");
+    assert_eq!(comm.size(), 2);
+    assert_eq!(comm.backend_name(), "mpi:test");
+    let (me, other) = (comm.rank(), 1 - comm.rank());
+    // Far beyond any eager limit: a blocking MPI_Send to oneself, or two
+    // plain sends towards each other, would hang here.
+    let big: Vec<f64> = (0..1 << 20).map(|i| (i + (me << 21)) as f64).collect();
+    let mut got = vec![0.0; big.len()];
+    comm.send(me, &big).unwrap();
+    comm.send(me, &[1.0]).unwrap();
+    comm.recv(me, &mut got).unwrap();
+    assert_eq!(got, big, "messages to oneself come back in order");
+    let mut one = [0.0];
+    comm.recv(me, &mut one).unwrap();
+    assert_eq!(one, [1.0]);
+    comm.sendrecv(other, &big, other, &mut got).unwrap();
+    assert_eq!(
+        got[5],
+        (5 + (other << 21)) as f64,
+        "to == from: MPI_Sendrecv"
+    );
+    comm.sendrecv(me, &[2.0], me, &mut one).unwrap();
+    assert_eq!(one, [2.0]);
+    let mut v = [me as f64 + 1.0, -(me as f64)];
+    comm.allreduce_sum_f64(&mut v).unwrap();
+    assert_eq!(v, [3.0, -1.0]);
+    let mut v = [me as f64 + 1.0, -(me as f64)];
+    comm.allreduce_max_f64(&mut v).unwrap();
+    assert_eq!(v, [2.0, 0.0]);
+    let mut all = [0.0; 4];
+    comm.allgather_f64(&[me as f64, 10.0], &mut all).unwrap();
+    assert_eq!(all, [0.0, 10.0, 1.0, 10.0]);
+    comm.barrier().unwrap();
+    // Errors, never hangs: a wrong length, a receive from oneself with
+    // nothing sent, a rank that does not exist.
+    if me == 0 {
+        comm.send(other, &[1.0, 2.0, 3.0]).unwrap();
+    } else {
+        let mut four = [0.0; 4];
+        let e = comm.recv(other, &mut four).unwrap_err().to_string();
+        assert!(
+            e.contains("mpi:test") && e.contains("24 bytes where 32"),
+            "{e}"
+        );
+    }
+    let e = comm.recv(me, &mut one).unwrap_err().to_string();
+    assert!(e.contains("sent itself nothing"), "{e}");
+    assert!(comm.send(2, &[0.0]).is_err());
+    comm.barrier().unwrap();
+    comm.into_mpi().finalize().unwrap();
 }

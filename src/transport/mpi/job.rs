@@ -43,8 +43,9 @@ pub const REPORT: &str = "report.json";
 /// `deny_unknown_fields`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum JobKind {
-    /// A two-rank sweep: rank 0 measures, rank 1 is its peer.
-    Sweep(Job),
+    /// A two-rank sweep: rank 0 measures, rank 1 is its peer. Boxed: a
+    /// sweep's spec is large, and the file is read once.
+    Sweep(Box<Job>),
     /// An NPB run: every rank runs [`crate::npb::run_rank`] over MPI.
     NpbGroup(GroupJob),
 }

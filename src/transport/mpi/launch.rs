@@ -8,6 +8,9 @@
 //! plus two minutes, and it must exit within a few seconds of reporting. A
 //! job that misses any of these is killed, launcher and ranks together (the
 //! launcher runs in its own process group).
+//!
+//! NPB group jobs ([`super::group`]) use the same command line (with their
+//! own `-np`), spawn, wait and kill, with limits of their own ([`Limits`]).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -91,7 +94,7 @@ pub fn run(
         dir: dir.path().to_path_buf(),
     };
     let job_path = dir.path().join(job::JOB);
-    job::write(&job_path, &JobKind::Sweep(job))?;
+    job::write(&job_path, &JobKind::Sweep(Box::new(job)))?;
     let (argv, launcher_args) = command(plan, 2, &job_path)?;
 
     let started = Instant::now();

@@ -43,7 +43,7 @@ pub fn run(job_path: &Path) -> Result<()> {
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     crate::EXIT_ON_SIGNAL.store(true, Ordering::Relaxed);
     match job::read(job_path)? {
-        JobKind::Sweep(job) => sweep(job),
+        JobKind::Sweep(job) => sweep(*job),
         JobKind::NpbGroup(job) => super::group::rank(&job),
     }
 }

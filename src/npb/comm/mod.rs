@@ -11,7 +11,8 @@
 //!   parallel runs can be tested without processes or a network;
 //! * [`EndpointComm`]: ranks in separate processes, each pair linked by
 //!   one of wulf's transports (tcp, unix, shm, cma);
-//! * MPI through its adapter (`MpiComm`).
+//! * [`MpiComm`]: one rank of an MPI job, over the MPI adapter wulf loads
+//!   at run time (native MPI_Sendrecv, allreduce and barrier).
 //!
 //! # What a backend must provide
 //!
@@ -37,11 +38,12 @@
 //!   error, never a hang or a panic.
 
 mod endpoints;
+mod mpi;
 mod serial;
 mod thread;
 
 pub use endpoints::EndpointComm;
-
+pub use mpi::MpiComm;
 pub use serial::SerialComm;
 pub use thread::{ThreadComm, DEFAULT_RECV_TIMEOUT};
 

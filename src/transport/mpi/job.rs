@@ -2,12 +2,17 @@
 //! through files in a private temporary directory (the job's only shared
 //! state, so launcher output formats never matter):
 //!
-//! * `job.json`: the [`Job`], written before launch;
-//! * `ready`: rank 0 once both ranks are initialised and connected;
+//! * `job.json`: the [`JobKind`] (a sweep's [`Job`] or an NPB
+//!   [`GroupJob`]), written before launch;
+//! * `ready`: rank 0 once every rank is initialised (and, for a sweep,
+//!   connected);
 //! * `heartbeat`: rewritten by rank 0's watchdog every 0.6 s;
 //! * `progress.jsonl`: one measured point per line, as measured;
 //! * `stop`: the launching wulf was interrupted; rank 0 stops between trials;
 //! * `report.json`: rank 0's [`Report`], written atomically at the end.
+//!
+//! Sweeps have two ranks; NPB group jobs have any number, of which rank 0
+//! alone reports.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +20,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{peer, usage, WulfError};
+use crate::npb::mg::MgOutcome;
+use crate::npb::RankJob;
 use crate::result::SweepResult;
 use crate::sweep::engine::SweepSpec;
 
@@ -31,7 +38,19 @@ pub const STOP: &str = "stop";
 /// See the module documentation.
 pub const REPORT: &str = "report.json";
 
-/// Everything a rank needs.
+/// What `job.json` holds: the kind of job, then everything its ranks need.
+/// Externally tagged (`{"Sweep": {...}}`), so each kind keeps
+/// `deny_unknown_fields`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum JobKind {
+    /// A two-rank sweep: rank 0 measures, rank 1 is its peer. Boxed: a
+    /// sweep's spec is large, and the file is read once.
+    Sweep(Box<Job>),
+    /// An NPB run: every rank runs [`crate::npb::run_rank`] over MPI.
+    NpbGroup(GroupJob),
+}
+
+/// Everything a rank of a sweep needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Job {
@@ -47,12 +66,34 @@ pub struct Job {
     pub dir: PathBuf,
 }
 
+/// Everything a rank of an NPB group job needs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupJob {
+    /// Transport name as listed (`mpi:openmpi(tcp)`...), the communicator's
+    /// backend name.
+    pub transport: String,
+    /// The compiled adapter to load.
+    pub adapter: PathBuf,
+    /// Ranks launched: a job of another size (an `-np` in `--mpi-arg`) fails.
+    pub np: usize,
+    /// What every rank runs.
+    pub rank_job: RankJob,
+    /// The job directory.
+    pub dir: PathBuf,
+}
+
 /// What rank 0 reports at the end.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
-    /// The result, complete or not; None if the sweep never started.
+    /// The result, complete or not; None if the sweep never started (and
+    /// for NPB group jobs).
     pub result: Option<SweepResult>,
+    /// An NPB group job's outcomes, one per repetition; None on failure
+    /// (and for sweeps, whose reports therefore need not mention it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcomes: Option<Vec<MgOutcome>>,
     /// Why the sweep stopped or failed.
     pub error: Option<String>,
     /// wulf's exit code for that error (0 without one).

@@ -8,6 +8,9 @@
 //! plus two minutes, and it must exit within a few seconds of reporting. A
 //! job that misses any of these is killed, launcher and ranks together (the
 //! launcher runs in its own process group).
+//!
+//! NPB group jobs ([`super::group`]) use the same command line (with their
+//! own `-np`), spawn, wait and kill, with limits of their own ([`Limits`]).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -20,7 +23,7 @@ use anyhow::{Context, Result};
 
 use super::build::Adapter;
 use super::discover::MpiInstall;
-use super::job::{self, Job, Report};
+use super::job::{self, Job, JobKind, Report};
 use crate::error::{peer, usage, WulfError};
 use crate::result::{MpiInfo, Point};
 use crate::sweep::engine::{SweepOutcome, SweepSpec};
@@ -91,30 +94,19 @@ pub fn run(
         dir: dir.path().to_path_buf(),
     };
     let job_path = dir.path().join(job::JOB);
-    job::write(&job_path, &job)?;
-    let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
-    let mut launcher_args = plan.options.mpi_launcher_args.clone();
-    launcher_args.extend(plan.variant_args.iter().map(|s| s.to_string()));
-    let mut argv: Vec<String> = vec![
-        plan.install.launcher.display().to_string(),
-        "-np".into(),
-        "2".into(),
-    ];
-    argv.extend(
-        plan.install
-            .flavor
-            .base_args()
-            .iter()
-            .map(|s| s.to_string()),
-    );
-    argv.extend(launcher_args.iter().cloned());
-    argv.push(exe.display().to_string());
-    argv.push("worker".into());
-    argv.push(job_path.display().to_string());
+    job::write(&job_path, &JobKind::Sweep(Box::new(job)))?;
+    let (argv, launcher_args) = command(plan, 2, &job_path)?;
 
     let started = Instant::now();
     let mut child = spawn(&argv, dir.path())?;
-    let waited = wait(&mut child, dir.path(), spec, on_point);
+    let timeout = spec.channel.timeout();
+    let limits = Limits {
+        startup: (3 * timeout).max(Duration::from_secs(5)),
+        stale: timeout + Duration::from_secs(5),
+        run: 3 * spec.budget + Duration::from_secs(120),
+        graceful_stop: true,
+    };
+    let waited = wait(&mut child, dir.path(), &limits, on_point);
     let info = |report: &Report| MpiInfo {
         implementation: plan.install.name.clone(),
         flavor: plan.install.flavor.name().into(),
@@ -180,7 +172,52 @@ pub fn run(
     }
 }
 
-fn spawn(argv: &[String], dir: &Path) -> Result<Child> {
+/// Environment variable naming the wulf executable to start as `wulf
+/// worker`, for programs that drive wulf's library from another executable
+/// (its integration tests): by default the ranks run this very executable.
+pub const EXE_VAR: &str = "WULF_EXE";
+
+/// The executable the ranks run (see [`EXE_VAR`]).
+fn worker_exe() -> Result<PathBuf> {
+    match std::env::var_os(EXE_VAR) {
+        Some(exe) if !exe.is_empty() => Ok(PathBuf::from(exe)),
+        _ => std::env::current_exe().context("cannot find wulf's own executable"),
+    }
+}
+
+/// The launcher's command line for a job of `np` ranks described by
+/// `job_path` (`LAUNCHER -np N BASE... --mpi-arg... VARIANT... wulf worker
+/// JOB`), and the launcher arguments it holds beyond the base ones.
+pub(super) fn command(
+    plan: &Plan,
+    np: usize,
+    job_path: &Path,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let exe = worker_exe()?;
+    let mut launcher_args = plan.options.mpi_launcher_args.clone();
+    launcher_args.extend(plan.variant_args.iter().map(|s| s.to_string()));
+    let mut argv: Vec<String> = vec![
+        plan.install.launcher.display().to_string(),
+        "-np".into(),
+        np.to_string(),
+    ];
+    argv.extend(
+        plan.install
+            .flavor
+            .base_args()
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    argv.extend(launcher_args.iter().cloned());
+    argv.push(exe.display().to_string());
+    argv.push("worker".into());
+    argv.push(job_path.display().to_string());
+    Ok((argv, launcher_args))
+}
+
+/// Start the launcher `argv` in its own process group, its output going to
+/// files of the job directory `dir`.
+pub(super) fn spawn(argv: &[String], dir: &Path) -> Result<Child> {
     let out = std::fs::File::create(dir.join("launcher.out"))?;
     let err = std::fs::File::create(dir.join("launcher.err"))?;
     let mut cmd = Command::new(&argv[0]);
@@ -208,24 +245,40 @@ fn spawn(argv: &[String], dir: &Path) -> Result<Child> {
         .with_context(|| format!("cannot start the MPI launcher {}", argv[0]))
 }
 
-/// How the wait ended.
-struct Waited {
-    status: Option<std::process::ExitStatus>,
-    killed: Option<String>,
-    ready_after: Option<Duration>,
-    interrupted: bool,
+/// The bounds of a job's life (see the module documentation).
+pub(super) struct Limits {
+    /// From launch until rank 0 writes `ready`.
+    pub startup: Duration,
+    /// Longest silence of the heartbeat once ready.
+    pub stale: Duration,
+    /// From `ready` until the report.
+    pub run: Duration,
+    /// Whether rank 0 honours the `stop` file; if not, an interrupted job
+    /// is killed at once rather than given time to stop.
+    pub graceful_stop: bool,
 }
 
-fn wait(
+/// How the wait ended.
+pub(super) struct Waited {
+    /// The launcher's exit status, if it could be reaped.
+    pub status: Option<std::process::ExitStatus>,
+    /// Why the job was killed, if it was.
+    pub killed: Option<String>,
+    /// When rank 0 said it was ready, after launch.
+    pub ready_after: Option<Duration>,
+    /// Whether the launching wulf was interrupted.
+    pub interrupted: bool,
+}
+
+/// Watch the job until its launcher exits or a limit is missed (then kill
+/// it), passing measured points to `on_point` as they appear.
+pub(super) fn wait(
     child: &mut Child,
     dir: &Path,
-    spec: &SweepSpec,
+    limits: &Limits,
     on_point: &mut dyn FnMut(&Point),
 ) -> Waited {
-    let timeout = spec.channel.timeout();
-    let startup_limit = (3 * timeout).max(Duration::from_secs(5));
-    let stale_limit = timeout + Duration::from_secs(5);
-    let run_limit = 3 * spec.budget + Duration::from_secs(120);
+    let (startup_limit, stale_limit, run_limit) = (limits.startup, limits.stale, limits.run);
     let t0 = Instant::now();
     let mut progress = Tail::new(dir.join(job::PROGRESS));
     let (mut ready_at, mut report_at, mut stop_at) = (None, None, None);
@@ -253,7 +306,9 @@ fn wait(
             let _ = std::fs::write(dir.join(job::STOP), b"stop\n");
             stop_at = Some(now);
         }
-        let why = if let Some(r) = report_at {
+        let why = if stop_at.is_some() && !limits.graceful_stop {
+            Some("was interrupted".into())
+        } else if let Some(r) = report_at {
             (now - r > EXIT_GRACE).then(|| "did not exit after reporting".to_string())
         } else if let Some(ready) = ready_at {
             if stop_at.is_some_and(|s| now - s > stale_limit) {
@@ -327,7 +382,7 @@ fn terminate(child: &Child) {
 }
 
 /// The last lines the launcher and ranks printed, for error messages.
-fn output_tail(dir: &Path) -> String {
+pub(super) fn output_tail(dir: &Path) -> String {
     let mut lines = Vec::new();
     for f in ["launcher.err", "launcher.out"] {
         if let Ok(t) = std::fs::read_to_string(dir.join(f)) {

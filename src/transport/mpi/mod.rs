@@ -11,6 +11,11 @@
 //! sweeps share the schedule, policy, statistics, CPU accounting, integrity
 //! pass and result schema of every other transport.
 //!
+//! The same launch also runs NAS MG on any number of ranks
+//! ([`Transport::launch_group`], [`group`]): `mpirun -np N wulf worker JOB`,
+//! each rank running [`crate::npb::run_rank`] over an
+//! [`crate::npb::comm::MpiComm`].
+//!
 //! Transports listed: `mpi:openmpi` and `mpi:mpich` (always, so a missing
 //! one explains itself), `mpi:NAME` for each `--mpi NAME=PATH`, and for each
 //! MPI found a `mpi:NAME(tcp)` variant forced onto TCP (Open MPI
@@ -21,6 +26,7 @@ pub mod build;
 pub mod discover;
 mod endpoint;
 pub mod ffi;
+mod group;
 mod job;
 mod launch;
 mod loader;
@@ -37,6 +43,7 @@ use super::{ChannelOptions, Connected, ExtraOptions, Listener, Transport};
 use crate::result::Point;
 use crate::sweep::engine::{SweepOutcome, SweepSpec};
 
+pub use launch::EXE_VAR;
 pub use worker::run as run_worker;
 
 /// Default `--window`: osu_bw's window of non-blocking sends.
@@ -247,21 +254,36 @@ impl Transport for MpiTransport {
         on_point: &mut dyn FnMut(&Point),
     ) -> Option<Result<SweepOutcome>> {
         match &self.side {
-            Side::Launcher { entry, tcp } => Some(self.launch(entry, *tcp, spec, on_point)),
+            Side::Launcher { entry, tcp } => {
+                Some(self.with_plan(entry, *tcp, |plan| launch::run(plan, spec, on_point)))
+            }
+            Side::Worker { .. } => None,
+        }
+    }
+
+    fn launch_group(
+        &self,
+        np: usize,
+        job: &crate::npb::RankJob,
+    ) -> Option<Result<Vec<crate::npb::mg::MgOutcome>>> {
+        match &self.side {
+            Side::Launcher { entry, tcp } => {
+                Some(self.with_plan(entry, *tcp, |plan| group::launch(plan, np, job)))
+            }
             Side::Worker { .. } => None,
         }
     }
 }
 
 impl MpiTransport {
-    /// Run `spec` as a job of this MPI (the user's side).
-    fn launch(
+    /// Call `f` with the launch plan of this MPI (the user's side): its
+    /// adapter built, or why it cannot be.
+    fn with_plan<T>(
         &self,
         entry: &Entry,
         tcp: bool,
-        spec: &SweepSpec,
-        on_point: &mut dyn FnMut(&Point),
-    ) -> Result<SweepOutcome> {
+        f: impl FnOnce(&launch::Plan) -> Result<T>,
+    ) -> Result<T> {
         let adapter = Self::adapter(entry).map_err(anyhow::Error::msg)?;
         let Ok(install) = &entry.install else {
             bail!("{} is not installed", self.name)
@@ -279,7 +301,7 @@ impl MpiTransport {
             variant_args,
             options: config(),
         };
-        launch::run(&plan, spec, on_point)
+        f(&plan)
     }
 }
 

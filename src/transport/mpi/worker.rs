@@ -1,4 +1,5 @@
-//! Inside the MPI job: `wulf worker JOB`, started twice by the launcher.
+//! Inside the MPI job: `wulf worker JOB`, started twice by the launcher
+//! for a sweep (NPB group jobs, of any size, continue in [`super::group`]).
 //!
 //! Both ranks load the adapter, initialise MPI and swap processor names.
 //! Rank 1 then plays `wulf serve --once`: it opens a control port, sends
@@ -24,7 +25,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::endpoint::{park, unpark};
 use super::ffi::{call_progress, Mpi};
-use super::job::{self, Job, Report};
+use super::job::{self, Job, JobKind, Report};
 use super::WORKER;
 use crate::error::exit_code_of;
 use crate::sweep::engine::run_sweep;
@@ -41,7 +42,14 @@ pub fn run(job_path: &Path) -> Result<()> {
     // SAFETY: prctl with these arguments only sets a process attribute.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     crate::EXIT_ON_SIGNAL.store(true, Ordering::Relaxed);
-    let job: Job = job::read(job_path)?;
+    match job::read(job_path)? {
+        JobKind::Sweep(job) => sweep(*job),
+        JobKind::NpbGroup(job) => super::group::rank(&job),
+    }
+}
+
+/// One rank of a sweep job.
+fn sweep(job: Job) -> Result<()> {
     let name: &'static str = Box::leak(job.transport.clone().into_boxed_str());
     let _ = WORKER.set((name, job.window));
     let mpi = Mpi::init(&job.adapter).map_err(anyhow::Error::msg)?;
@@ -53,7 +61,7 @@ pub fn run(job_path: &Path) -> Result<()> {
             mpi.size()
         );
         if rank == 0 {
-            report_failure(&job, &mpi, Vec::new(), &msg, 1);
+            report_failure(&job.dir, &mpi, Vec::new(), &msg, 1);
         }
         bail!(msg);
     }
@@ -100,7 +108,7 @@ fn rank0(mpi: Mpi, job: &Job, names: Vec<String>, same_host: bool) -> Result<()>
     let port = u64::from_le_bytes(port);
     if port == 0 || port > u16::MAX as u64 {
         let msg = "rank 1 could not open a control port (see its message above)";
-        report_failure(job, &mpi, names, msg, 1);
+        report_failure(&job.dir, &mpi, names, msg, 1);
         bail!(msg);
     }
     let ip = if same_host {
@@ -115,6 +123,7 @@ fn rank0(mpi: Mpi, job: &Job, names: Vec<String>, same_host: bool) -> Result<()>
     });
     let mut report = Report {
         result: None,
+        outcomes: None,
         error: None,
         exit_code: 0,
         library_version: mpi.library_version(),
@@ -208,9 +217,11 @@ fn accept_within(listener: &TcpListener, timeout: Duration) -> Result<TcpStream>
     }
 }
 
-fn report_failure(job: &Job, mpi: &Mpi, processors: Vec<String>, msg: &str, code: i32) {
+/// Write rank 0's report of a job that failed before producing anything.
+pub(super) fn report_failure(dir: &Path, mpi: &Mpi, processors: Vec<String>, msg: &str, code: i32) {
     let report = Report {
         result: None,
+        outcomes: None,
         error: Some(msg.into()),
         exit_code: code,
         library_version: mpi.library_version(),
@@ -218,11 +229,11 @@ fn report_failure(job: &Job, mpi: &Mpi, processors: Vec<String>, msg: &str, code
         thread_level: mpi.thread_level().name().into(),
         processors,
     };
-    let _ = job::write(&job.dir.join(job::REPORT), &report);
+    let _ = job::write(&dir.join(job::REPORT), &report);
 }
 
 /// Start the watchdog thread of this rank (see the module documentation).
-fn watchdog(rank: usize, timeout: Duration, dir: PathBuf) {
+pub(super) fn watchdog(rank: usize, timeout: Duration, dir: PathBuf) {
     // Rare wake-ups: each one can preempt a busy-polling rank.
     const PERIOD: Duration = Duration::from_millis(200);
     std::thread::spawn(move || {
@@ -244,6 +255,7 @@ fn watchdog(rank: usize, timeout: Duration, dir: PathBuf) {
                 if rank == 0 {
                     let report = Report {
                         result: None,
+                        outcomes: None,
                         error: Some(msg.clone()),
                         exit_code: 3,
                         library_version: String::new(),

@@ -1,0 +1,179 @@
+//! The NPB communicator over MPI, through wulf's run-time loaded adapter.
+//!
+//! Point-to-point messages are MPI_Send / MPI_Recv of `f64` slices on one
+//! tag of MPI_COMM_WORLD (MPI's non-overtaking rule gives the per-pair
+//! ordering the kernels rely on); [`Communicator::sendrecv`] is a native
+//! MPI_Sendrecv, so two ranks shifting towards each other never deadlock,
+//! whatever the message size; the reductions and the barrier are MPI's own
+//! collectives. The allgather keeps the trait's default: the kernels gather
+//! only small arrays, rarely.
+//!
+//! Messages a rank sends to itself never touch MPI: a blocking MPI_Send to
+//! oneself waits for a receive that the same thread has not posted yet once
+//! the message is too large to buffer, so they go through a local queue.
+//!
+//! MPI calls cannot time out: a peer that hangs is caught by the worker's
+//! watchdog (see [`crate::transport::mpi`]), one that fails makes MPI
+//! return an error (the adapter sets MPI_ERRORS_RETURN), which every method
+//! turns into a `Result` error naming the call and the backend.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+
+use anyhow::{anyhow, ensure, Result};
+
+use super::Communicator;
+use crate::transport::mpi::ffi::{Mpi, ReduceOp};
+
+/// The MPI tag of every message of the kernels (the set-up messages of
+/// wulf's MPI worker use others).
+const NPB_TAG: i32 = 11;
+
+/// One rank of an MPI job (MPI_COMM_WORLD) as a [`Communicator`].
+#[derive(Debug)]
+pub struct MpiComm {
+    mpi: Mpi,
+    name: String,
+    /// Messages to this rank itself, oldest first.
+    to_self: RefCell<VecDeque<Vec<f64>>>,
+}
+
+impl MpiComm {
+    /// Wraps an initialised MPI. `backend_name` is what reports show, the
+    /// transport's name (`mpi:openmpi(tcp)`...).
+    pub fn new(mpi: Mpi, backend_name: impl Into<String>) -> MpiComm {
+        MpiComm {
+            mpi,
+            name: backend_name.into(),
+            to_self: RefCell::new(VecDeque::new()),
+        }
+    }
+
+    /// The MPI handle, for calls the trait does not cover (processor name,
+    /// library version).
+    pub fn mpi(&self) -> &Mpi {
+        &self.mpi
+    }
+
+    /// Gives MPI back, e.g. to finalise it.
+    pub fn into_mpi(self) -> Mpi {
+        self.mpi
+    }
+
+    fn check_peer(&self, peer: usize) -> Result<()> {
+        ensure!(
+            peer < self.mpi.size(),
+            "{}: rank {peer} does not exist in a job of {} ranks",
+            self.name,
+            self.mpi.size()
+        );
+        Ok(())
+    }
+
+    fn failed(&self, e: std::io::Error) -> anyhow::Error {
+        anyhow!("{} (rank {}): {e}", self.name, self.mpi.rank())
+    }
+
+    fn push_self(&self, data: &[f64]) {
+        self.to_self.borrow_mut().push_back(data.to_vec());
+    }
+
+    fn pop_self(&self, buf: &mut [f64]) -> Result<()> {
+        let msg = self.to_self.borrow_mut().pop_front().ok_or_else(|| {
+            // Nobody else can ever send it: waiting would hang forever.
+            anyhow!(
+                "{}: rank {} receives from itself but sent itself nothing",
+                self.name,
+                self.mpi.rank()
+            )
+        })?;
+        ensure!(
+            msg.len() == buf.len(),
+            "{}: rank {} sent itself {} values where {} were expected",
+            self.name,
+            self.mpi.rank(),
+            msg.len(),
+            buf.len()
+        );
+        buf.copy_from_slice(&msg);
+        Ok(())
+    }
+}
+
+impl Communicator for MpiComm {
+    fn rank(&self) -> usize {
+        self.mpi.rank()
+    }
+
+    fn size(&self) -> usize {
+        self.mpi.size()
+    }
+
+    fn backend_name(&self) -> &str {
+        &self.name
+    }
+
+    fn send(&self, to: usize, data: &[f64]) -> Result<()> {
+        self.check_peer(to)?;
+        if to == self.rank() {
+            self.push_self(data);
+            return Ok(());
+        }
+        self.mpi
+            .send_f64(data, to, NPB_TAG)
+            .map_err(|e| self.failed(e))
+    }
+
+    fn recv(&self, from: usize, buf: &mut [f64]) -> Result<()> {
+        self.check_peer(from)?;
+        if from == self.rank() {
+            return self.pop_self(buf);
+        }
+        self.mpi
+            .recv_f64(buf, from, NPB_TAG)
+            .map_err(|e| self.failed(e))
+    }
+
+    fn sendrecv(&self, to: usize, data: &[f64], from: usize, buf: &mut [f64]) -> Result<()> {
+        self.check_peer(to)?;
+        self.check_peer(from)?;
+        let me = self.rank();
+        match (to == me, from == me) {
+            // MPI_Sendrecv handles to == from (two ranks on an axis) too.
+            (false, false) => self
+                .mpi
+                .sendrecv_f64(to, data, from, buf, NPB_TAG)
+                .map_err(|e| self.failed(e)),
+            (true, true) => {
+                self.push_self(data);
+                self.pop_self(buf)
+            }
+            // Our own message is queued locally, so the MPI half cannot
+            // wait on it.
+            (true, false) => {
+                self.push_self(data);
+                self.recv(from, buf)
+            }
+            (false, true) => {
+                self.pop_self(buf)?;
+                self.send(to, data)
+            }
+        }
+    }
+
+    fn allreduce_sum_f64(&self, values: &mut [f64]) -> Result<()> {
+        self.mpi
+            .allreduce_f64(values, ReduceOp::Sum)
+            .map_err(|e| self.failed(e))
+    }
+
+    fn allreduce_max_f64(&self, values: &mut [f64]) -> Result<()> {
+        self.mpi
+            .allreduce_f64(values, ReduceOp::Max)
+            .map_err(|e| self.failed(e))
+    }
+
+    fn barrier(&self) -> Result<()> {
+        self.mpi.barrier().map_err(|e| self.failed(e))
+    }
+}

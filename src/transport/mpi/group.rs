@@ -1,0 +1,178 @@
+//! NPB group jobs: `np` ranks, started by an MPI's own launcher, each
+//! running [`crate::npb::run_rank`] over an [`MpiComm`].
+//!
+//! The launching side ([`launch`]) reuses the sweeps' machinery: the same
+//! launcher command line (base arguments such as Open MPI's
+//! `--oversubscribe`, the `--mpi-arg`s, the TCP variant's arguments), the
+//! same job directory, heartbeat and kill-on-hang wait, the same report
+//! file, which then carries the outcomes. Only the limits differ, derived
+//! from [`RankJob::timeout_ms`]:
+//!
+//! * the ranks must all be initialised within the timeout (at least 10 s:
+//!   starting MPI on a loaded machine takes seconds);
+//! * an MPI call that makes no progress for the timeout ends its rank (the
+//!   workers' watchdog; rank 0 first reports why), and the launcher then
+//!   ends the others;
+//! * rank 0's heartbeat must not go stale for the timeout plus 5 s (rank 0
+//!   itself stopped or froze);
+//! * the whole run must end within half an hour plus the timeout per
+//!   repetition (a rank computing forever; MG of class C takes minutes).
+//!
+//! Inside the job ([`rank`]) a rank that fails prints why and exits
+//! non-zero without MPI_Finalize (its peers may wait in a call, and
+//! finalising would wait for them): the launcher then ends the job, and
+//! the error the launching side returns quotes the rank's message.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use super::job::{self, GroupJob, JobKind, Report};
+use super::launch::{self, Limits, Plan};
+use super::worker::{report_failure, watchdog};
+use crate::error::{exit_code_of, peer, usage, WulfError};
+use crate::npb::comm::MpiComm;
+use crate::npb::mg::{Decomposition, MgOutcome};
+use crate::npb::{run_rank, RankJob};
+use crate::transport::mpi::ffi::Mpi;
+
+/// Least time allowed for the ranks to start, whatever the job's timeout.
+const MIN_STARTUP: Duration = Duration::from_secs(10);
+/// Run time allowed per repetition, on top of the timeout.
+const RUN_PER_REPETITION: Duration = Duration::from_secs(30 * 60);
+
+/// The job's timeout, at least a millisecond (0 would fail every wait).
+fn timeout_of(job: &RankJob) -> Duration {
+    Duration::from_millis(job.timeout_ms.max(1))
+}
+
+/// Run `rank_job` on `np` ranks as a job of the MPI in `plan`; rank 0's
+/// outcomes, or a clear error (see the module documentation).
+pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<Vec<MgOutcome>> {
+    // Checked here, not in the ranks: a bad count fails at once, without
+    // starting MPI.
+    if np == 0 {
+        return Err(usage(format!(
+            "{}: a run needs at least one rank",
+            plan.name
+        )));
+    }
+    Decomposition::proc_grid(np).map_err(|e| usage(format!("{}: {e}", plan.name)))?;
+    let dir = tempfile::Builder::new()
+        .prefix("wulf-npb-mpi-")
+        .tempdir()
+        .context("cannot create a directory for the MPI job")?;
+    let job = GroupJob {
+        transport: plan.name.into(),
+        adapter: plan.adapter.library.clone(),
+        np,
+        rank_job: rank_job.clone(),
+        dir: dir.path().to_path_buf(),
+    };
+    let job_path = dir.path().join(job::JOB);
+    job::write(&job_path, &JobKind::NpbGroup(job))?;
+    let (argv, _) = launch::command(plan, np, &job_path)?;
+    let timeout = timeout_of(rank_job);
+    let repetitions = rank_job.repetitions.max(1) as u32;
+    let limits = Limits {
+        startup: timeout.max(MIN_STARTUP),
+        stale: timeout + Duration::from_secs(5),
+        run: repetitions * (RUN_PER_REPETITION + timeout),
+        // MG has no point to stop at: an interrupted run is simply ended.
+        graceful_stop: false,
+    };
+    let mut child = launch::spawn(&argv, dir.path())?;
+    let waited = launch::wait(&mut child, dir.path(), &limits, &mut |_| {});
+    let shown = argv.join(" ");
+    let report_path = dir.path().join(job::REPORT);
+    let report: Option<Report> = report_path
+        .is_file()
+        .then(|| job::read(&report_path).ok())
+        .flatten();
+    if let Some(report) = report {
+        if let Some(e) = report.error() {
+            // Rank 0's own account is precise; the launcher's output would
+            // only repeat it.
+            return Err(e.context(format!("the MPI job `{shown}` failed")));
+        }
+        if let Some(outcomes) = report.outcomes {
+            // Verified results stand even if the job was slow to exit.
+            return Ok(outcomes);
+        }
+    }
+    let how = match (&waited.killed, waited.status) {
+        (Some(why), _) => format!("{why} and was killed"),
+        (None, Some(s)) => format!("ended without a result ({s})"),
+        (None, None) => "ended without a result".into(),
+    };
+    let msg = format!(
+        "the MPI job `{shown}` {how}{}",
+        launch::output_tail(dir.path())
+    );
+    if waited.interrupted {
+        Err(anyhow::Error::new(WulfError::Interrupted).context(msg))
+    } else if waited.ready_after.is_some() {
+        // The ranks started, so the failure is one of a rank or the link.
+        Err(peer(msg))
+    } else {
+        Err(anyhow::anyhow!(msg))
+    }
+}
+
+/// One rank of the group job `job` (`wulf worker JOB`).
+pub(super) fn rank(job: &GroupJob) -> Result<()> {
+    let mpi = Mpi::init(&job.adapter).map_err(anyhow::Error::msg)?;
+    let rank = mpi.rank();
+    // Before the first collective: every MPI wait from here on is bounded.
+    watchdog(rank, timeout_of(&job.rank_job), job.dir.clone());
+    if mpi.size() != job.np {
+        let msg = format!(
+            "the MPI job has {} ranks where {} were asked for (was -np/-n given in --mpi-arg?)",
+            mpi.size(),
+            job.np
+        );
+        if rank == 0 {
+            report_failure(&job.dir, &mpi, Vec::new(), &msg, 2);
+        }
+        bail!(msg);
+    }
+    // Ready once every rank is: the heartbeat deadline starts then.
+    mpi.barrier()
+        .context("the ranks could not synchronise after MPI_Init")?;
+    let mut report = Report {
+        result: None,
+        outcomes: None,
+        error: None,
+        exit_code: 0,
+        library_version: mpi.library_version(),
+        standard_version: mpi.version(),
+        thread_level: mpi.thread_level().name().into(),
+        processors: vec![mpi.processor_name()],
+    };
+    if rank == 0 {
+        std::fs::write(job.dir.join(job::READY), b"ready\n")?;
+    }
+    let comm = MpiComm::new(mpi, job.transport.clone());
+    let ran = run_rank(&job.rank_job, &comm);
+    let mpi = comm.into_mpi();
+    match ran {
+        Ok(outcomes) => {
+            if rank == 0 {
+                report.outcomes = Some(outcomes);
+                job::write(&job.dir.join(job::REPORT), &report)?;
+            }
+            mpi.finalize()?;
+            Ok(())
+        }
+        Err(e) => {
+            let code = exit_code_of(&e).max(1);
+            if rank == 0 {
+                report.error = Some(format!("rank 0: {e:#}"));
+                report.exit_code = code;
+                let _ = job::write(&job.dir.join(job::REPORT), &report);
+            }
+            eprintln!("wulf worker (rank {rank} of {}): {e:#}", job.np);
+            std::process::exit(code);
+        }
+    }
+}

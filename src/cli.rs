@@ -235,6 +235,10 @@ pub struct RunArgs {
     /// Only these transports (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub only: Option<Vec<String>>,
+    /// Skip the NAS MG run (class S on 1 and 2 processes over each
+    /// transport; class W with --thorough).
+    #[arg(long)]
+    pub no_npb: bool,
     /// Measurement options.
     #[command(flatten)]
     pub measure: MeasureArgs,

@@ -8,8 +8,9 @@ use anyhow::Result;
 
 use crate::cli::RunArgs;
 use crate::error::WulfError;
+use crate::npb::Class;
 use crate::report;
-use crate::result::{write_atomically, write_result, SweepResult};
+use crate::result::{write_atomically, write_json, write_result, NpbResult, SweepResult};
 use crate::sweep::engine::run_sweep;
 use crate::transport;
 use crate::units::format_bytes;
@@ -85,6 +86,23 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             }
         }
     }
+    // The applications' view: NAS MG over the same transports.
+    let mut npb_results = Vec::new();
+    if stop.is_none() && !args.no_npb {
+        match run_npb(args, &dir) {
+            Ok((r, interrupted)) => {
+                if r.runs.iter().any(|x| x.error.is_some()) {
+                    failures.push("npb mg");
+                }
+                npb_results.push(r);
+                stop = interrupted;
+            }
+            Err(e) => {
+                eprintln!("wulf: npb mg failed: {e:#}");
+                failures.push("npb mg");
+            }
+        }
+    }
     if !results.is_empty() {
         write_atomically(&dir.join("points.csv"), &report::csv::to_csv(&results)?)?;
         println!("{}", report::table::comparison_table(&results));
@@ -92,6 +110,9 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             for w in &r.warnings {
                 println!("  {} warning: {w}", r.transport);
             }
+        }
+        for r in &npb_results {
+            println!("{}", report::npb_table::npb_tables(r));
         }
         println!("results: {}", dir.display());
         // The report beside the results: what a user opens first.
@@ -109,6 +130,29 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         anyhow::bail!("no transport could be measured");
     }
     Ok(())
+}
+
+/// NAS MG class S (W with --thorough) on 1 and 2 processes over every
+/// transport that links processes and was not left out by --only; saved as
+/// `npb-mg-CLASS.json`. Returns the result and the interruption, if any.
+fn run_npb(args: &RunArgs, dir: &std::path::Path) -> Result<(NpbResult, Option<anyhow::Error>)> {
+    let via: Vec<String> = super::npb::available_transports()
+        .into_iter()
+        .filter(|n| args.only.as_ref().is_none_or(|o| o.iter().any(|x| x == n)))
+        .collect();
+    let plan = super::npb::NpbPlan {
+        class: if args.thorough { Class::W } else { Class::S },
+        nprocs: vec![1, 2],
+        via,
+        repetitions: 3,
+        timeout: args.measure.timeout,
+        wait: args.measure.wait.map(Into::into),
+        progress: !args.measure.quiet,
+    };
+    let (result, stop) = super::npb::run_plan(&plan)?;
+    let path = dir.join(format!("npb-mg-{}.json", plan.class));
+    write_json(&path, &result)?;
+    Ok((result, stop))
 }
 
 fn results_dir(out: &std::path::Path) -> PathBuf {

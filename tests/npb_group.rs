@@ -307,3 +307,34 @@ fn ctrl_c_saves_the_runs_done_marked_incomplete() {
     );
     assert!(r.runs.iter().all(|x| x.error.is_none()));
 }
+
+#[test]
+fn wulf_run_includes_nas_mg_class_s_unless_told_not_to() {
+    let dir = tempdir();
+    let out = dir.path().to_str().unwrap();
+    let quick = ["--budget", "300ms", "--sizes", "1:4Ki", "--quiet"];
+    let mut args = vec!["run", "--only", "unix,shm", "--out", out];
+    args.extend_from_slice(&quick);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("NAS MG class S"));
+    let results: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(results.len(), 1);
+    let r = read_npb_result(&results[0].join("npb-mg-S.json")).unwrap();
+    check_verified(&r, &["unix", "shm"], &[1, 2], 3);
+
+    let dir = tempdir();
+    let out = dir.path().to_str().unwrap();
+    let mut args = vec!["run", "--only", "unix", "--no-npb", "--out", out];
+    args.extend_from_slice(&quick);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let results: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!results[0].join("npb-mg-S.json").exists());
+}

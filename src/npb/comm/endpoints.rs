@@ -264,26 +264,27 @@ mod tests {
         let (a, b) = pair();
         let big: Vec<f64> = (0..1_000_000).map(|i| i as f64).collect();
         let other: Vec<f64> = big.iter().map(|x| -x).collect();
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let mut got = vec![0.0; big.len()];
-                b.sendrecv(0, &other, 0, &mut got).unwrap();
-                assert_eq!(got, big);
-                b.send(0, &[1.5, 2.5]).unwrap();
-                let mut sum = [2.0];
-                b.allreduce_sum_f64(&mut sum).unwrap();
-                assert_eq!(sum, [3.0]);
-            });
-            let mut got = vec![0.0; big.len()];
-            a.sendrecv(1, &big, 1, &mut got).unwrap();
-            assert_eq!(got, other);
-            let mut two = [0.0; 2];
-            a.recv(1, &mut two).unwrap();
-            assert_eq!(two, [1.5, 2.5]);
-            let mut sum = [1.0];
-            a.allreduce_sum_f64(&mut sum).unwrap();
+        let (big2, other2) = (big.clone(), other.clone());
+        // A comm is used by one thread at a time: the other rank moves.
+        let peer = std::thread::spawn(move || {
+            let mut got = vec![0.0; big2.len()];
+            b.sendrecv(0, &other2, 0, &mut got).unwrap();
+            assert_eq!(got, big2);
+            b.send(0, &[1.5, 2.5]).unwrap();
+            let mut sum = [2.0];
+            b.allreduce_sum_f64(&mut sum).unwrap();
             assert_eq!(sum, [3.0]);
         });
+        let mut got = vec![0.0; big.len()];
+        a.sendrecv(1, &big, 1, &mut got).unwrap();
+        assert_eq!(got, other);
+        let mut two = [0.0; 2];
+        a.recv(1, &mut two).unwrap();
+        assert_eq!(two, [1.5, 2.5]);
+        let mut sum = [1.0];
+        a.allreduce_sum_f64(&mut sum).unwrap();
+        assert_eq!(sum, [3.0]);
+        peer.join().unwrap();
     }
 
     #[test]

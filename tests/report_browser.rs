@@ -2,7 +2,7 @@
 //! installed by scripts/install-test-deps): it loads with no script or
 //! console errors, every chart (the sweeps' and an NPB result's) is present
 //! as SVG with labelled axes, and a screenshot is saved as a test artifact
-//! (target/test-artifacts/report.png).
+//! (target/test-artifacts/report.png, and report-npb.png for the NPB part).
 //!
 //! Without chromium the test is skipped, unless WULF_REQUIRE_BROWSER=1 (as
 //! scripts/test sets it), which turns a missing browser into a failure.
@@ -243,5 +243,22 @@ fn report_renders_in_a_real_browser() {
         "screenshot suspiciously small: {} bytes",
         png.len()
     );
+    eprintln!("screenshot: {}", shot.display());
+
+    // The NPB section sits below the first screenful: a second screenshot
+    // opens the page at its anchor.
+    let shot = artifacts_dir().join("report-npb.png");
+    let _ = std::fs::remove_file(&shot);
+    let arg = format!("--screenshot={}", shot.display());
+    let (_, log) = headless(
+        &browser,
+        dir.path(),
+        &format!("{url}#npb1"),
+        &[&arg, "--window-size=1280,1600"],
+    );
+    let errors = console_errors(&log);
+    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}); log:\n{log}"));
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
     eprintln!("screenshot: {}", shot.display());
 }

@@ -143,7 +143,10 @@ fn assert_npb_charts(svgs: &[&str]) {
     for svg in svgs {
         assert!(svg.contains("processes [log2 scale]"), "x axis label");
         // One line per transport, in the legend.
-        assert!(svg.contains(">shm<") && svg.contains(">tcp<"), "legend");
+        assert!(
+            svg.contains("\nshm\n</text>") && svg.contains("\ntcp\n</text>"),
+            "legend"
+        );
     }
     assert!(svgs[0].contains("total rate [Mop/s]"));
     assert!(svgs[1].contains("speedup [× one process, log2 scale]"));

@@ -105,24 +105,25 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         .format
         .or_else(|| args.output.as_deref().and_then(format_of_path))
         .unwrap_or(ReportFormat::Html);
-    if format == ReportFormat::Npout && args.results.len() != 1 {
-        return Err(crate::error::usage(format!(
-            "--format npout: np.out holds one run; give one result file (got {})",
-            args.results.len()
-        )));
-    }
+    // An NPB file first: that it cannot be exported says more than a count.
     if matches!(
         format,
         ReportFormat::Csv | ReportFormat::Dat | ReportFormat::Npout
     ) {
         if let Some(p) = args.results.iter().find(|p| is_npb_result(p)) {
             return Err(crate::error::usage(format!(
-                "{} is an NPB result: --format {} exports the points of sweep results only; \
-                 NPB results go into html or markdown",
+                "{} is an NPB result: the {} format holds the points of sweep results only; \
+                 NPB results go into the html or markdown formats",
                 p.display(),
                 format_name(format)
             )));
         }
+    }
+    if format == ReportFormat::Npout && args.results.len() != 1 {
+        return Err(crate::error::usage(format!(
+            "--format npout: np.out holds one run; give one result file (got {})",
+            args.results.len()
+        )));
     }
     let (sweeps, npb) = read_any(&args.results)?;
     let bytes = render_all(&sweeps, &npb, format)?;

@@ -167,7 +167,11 @@ fn html_snapshot_and_structure() {
             "axis label missing"
         );
     }
-    assert_eq!(svgs.len(), 5, "throughput, signature, saturation, latency, CPU");
+    assert_eq!(
+        svgs.len(),
+        5,
+        "throughput, signature, saturation, latency, CPU"
+    );
     for id in ["summary", "charts", "anomalies", "machines"] {
         assert!(html.contains(&format!("<section id={id}>")), "{id}");
     }
@@ -190,7 +194,12 @@ fn npb_html_snapshot_and_structure() {
     }
     assert!(html.contains("<title>wulf report: NAS MG class S</title>"));
     assert!(html.contains("1 NPB result measured on vm"));
-    for table in ["total Mop/s", "Mop/s per process", "speedup", "parallel efficiency"] {
+    for table in [
+        "total Mop/s",
+        "Mop/s per process",
+        "speedup",
+        "parallel efficiency",
+    ] {
         assert!(html.contains(&format!(">{table}</th>")), "{table}");
     }
     // The fixture's shm 2-process rate, as the tables print it.
@@ -223,7 +232,11 @@ fn mixed_html_snapshot_and_structure() {
 #[test]
 fn failed_npb_runs_show_as_failed() {
     let mut r = npb_fixture();
-    let run = r.runs.iter_mut().find(|x| x.via == "tcp" && x.nprocs == 4).unwrap();
+    let run = r
+        .runs
+        .iter_mut()
+        .find(|x| x.via == "tcp" && x.nprocs == 4)
+        .unwrap();
     *run = wulf::result::NpbRun::new("tcp", 4, Err("rank 3 died".into()));
     wulf::result::fill_speedups(&mut r.runs);
     let html = report::html::to_html_all(&[], &[r]).unwrap();
@@ -272,6 +285,18 @@ fn report_command_writes_every_format() {
     let o = run(&["report", a, b, "--format", "npout"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("one result"));
+}
+
+/// Without a one-process run there is no speedup: a note replaces the
+/// chart, and the Mop/s chart is still drawn.
+#[test]
+fn npb_without_one_process_runs_has_no_speedup_chart() {
+    let mut r = npb_fixture();
+    r.runs.retain(|x| x.nprocs > 1);
+    wulf::result::fill_speedups(&mut r.runs);
+    let html = report::html::to_html_all(&[], &[r]).unwrap();
+    assert_eq!(html.matches("<svg").count(), 1);
+    assert!(html.contains("<figure id=npb1-speedup class=empty>"));
 }
 
 #[test]

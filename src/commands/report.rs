@@ -73,7 +73,11 @@ pub fn render(results: &[SweepResult], format: ReportFormat) -> Result<Vec<u8>> 
 /// The bytes of sweep and NPB results in `format`: HTML draws both,
 /// Markdown gives the sweeps' summary table then each NPB result's tables;
 /// the other formats take sweeps only (the caller rejects NPB files first).
-pub fn render_all(sweeps: &[SweepResult], npb: &[NpbResult], format: ReportFormat) -> Result<Vec<u8>> {
+pub fn render_all(
+    sweeps: &[SweepResult],
+    npb: &[NpbResult],
+    format: ReportFormat,
+) -> Result<Vec<u8>> {
     match format {
         ReportFormat::Html => Ok(report::html::to_html_all(sweeps, npb)?.into_bytes()),
         ReportFormat::Markdown if !npb.is_empty() => {

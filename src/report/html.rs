@@ -113,7 +113,8 @@ fn header(h: &mut String, results: &[SweepResult], npb: &[NpbResult]) {
         (Some(a), _) => a.to_string(),
         _ => "-".into(),
     };
-    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let what = match (results.len(), npb.len()) {
         (n, 0) => plural(n, "result", "results"),
         (0, m) => plural(m, "NPB result", "NPB results"),
@@ -429,6 +430,8 @@ p{overflow-wrap:anywhere}
 .toggles label{margin-right:14px;cursor:pointer;white-space:nowrap}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:18px}
 .tables{display:flex;flex-wrap:wrap;gap:6px 28px;margin-top:12px}
+.npb .grid{margin-top:14px}
+.highlights li.w{color:#8a4b00}
 figure{margin:0;padding:10px;border:1px solid #e3e3e3;border-radius:6px;background:#fff}
 figure svg{display:block;max-width:100%;height:auto}
 figure.empty p{color:#666}

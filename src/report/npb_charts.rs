@@ -88,11 +88,18 @@ fn draw_line(c: &mut Ctx<'_>, pts: Vec<(f64, f64)>, color: RGBColor, label: &str
 /// the chart): a failure has no figure, but leaving it out would read as
 /// "not run".
 fn mark_failures(c: &mut Ctx<'_>, r: &NpbResult, x: &Axis, y: f64) -> Result<()> {
+    if !has_failures(r) {
+        return Ok(());
+    }
     let vias = transports(r);
+    // The legend entry is grey: the crosses themselves take the colour of
+    // their transport.
     c.draw_series(r.runs.iter().filter(|x| x.error.is_some()).map(|run| {
         let k = vias.iter().position(|v| *v == run.via).unwrap_or(0);
         Cross::new((x.t(run.nprocs as f64), y), 6, rgb(k).stroke_width(2))
-    }))?;
+    }))?
+    .label("failed run")
+    .legend(|(lx, ly)| Cross::new((lx + 11, ly), 5, BLACK.mix(0.6).stroke_width(2)));
     Ok(())
 }
 
@@ -158,10 +165,7 @@ pub fn speedup_vs_processes(r: &NpbResult) -> Result<Option<String>> {
     let svg = frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
         let ideal = BLACK.mix(0.6).stroke_width(1);
         c.draw_series(DashedLineSeries::new(
-            [
-                (x.t(np_lo), y.t(np_lo)),
-                (x.t(np_hi), y.t(np_hi)),
-            ],
+            [(x.t(np_lo), y.t(np_lo)), (x.t(np_hi), y.t(np_hi))],
             8,
             5,
             ideal,

@@ -56,7 +56,12 @@ fn section(h: &mut String, r: &NpbResult, name: &str, id: &str) -> Result<()> {
         .runs
         .iter()
         .find_map(|run| run.outcomes.first())
-        .map(|o| format!("{0}<sup>3</sup> grid, {1} iterations; ", o.grid_points, o.iterations))
+        .map(|o| {
+            format!(
+                "{0}<sup>3</sup> grid, {1} iterations; ",
+                o.grid_points, o.iterations
+            )
+        })
         .unwrap_or_default();
     let _ = write!(
         h,
@@ -77,8 +82,7 @@ fn section(h: &mut String, r: &NpbResult, name: &str, id: &str) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    highlight(h, r);
-    warnings(h, r);
+    highlights(h, r);
 
     let failed = if has_failures(r) {
         " Crosses on the bottom axis: failed runs (listed below)."
@@ -105,23 +109,29 @@ fn section(h: &mut String, r: &NpbResult, name: &str, id: &str) -> Result<()> {
             );
         }
         None => {
-            let _ = write!(
+            let _ = writeln!(
                 h,
                 "<figure id={id}-speedup class=empty><h3>Speedup vs processes</h3><p>No speedup: \
-                 the result has no successful one-process run to compare with.</p></figure>\n"
+                 the result has no successful one-process run to compare with.</p></figure>"
             );
         }
     }
     h.push_str("</div>\n<div class=tables>\n");
     let tables: [(&str, &str, Figure, usize); 4] = [
         ("total Mop/s", "best repetition", |x| x.best_mop_s, 1),
-        ("Mop/s per process", "total over the process count", |x| {
-            x.best_mop_s_per_process
-        }, 1),
+        (
+            "Mop/s per process",
+            "total over the process count",
+            |x| x.best_mop_s_per_process,
+            1,
+        ),
         ("speedup", "against one process", |x| x.speedup, 2),
-        ("parallel efficiency", "speedup / processes; 1 is perfect", |x| {
-            x.parallel_efficiency
-        }, 2),
+        (
+            "parallel efficiency",
+            "speedup / processes; 1 is perfect",
+            |x| x.parallel_efficiency,
+            2,
+        ),
     ];
     for (title, tip, figure, decimals) in tables {
         table(h, r, title, tip, figure, decimals);
@@ -132,8 +142,9 @@ fn section(h: &mut String, r: &NpbResult, name: &str, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// The best run in one sentence, as the sweep part's highlights do.
-fn highlight(h: &mut String, r: &NpbResult) {
+/// The best run in one sentence, as the sweep part's highlights do, then
+/// the failures and the result's warnings, in one list.
+fn highlights(h: &mut String, r: &NpbResult) {
     let best = r
         .runs
         .iter()
@@ -148,7 +159,7 @@ fn highlight(h: &mut String, r: &NpbResult) {
             .map(|s| format!(", speedup {s:.2}"))
             .unwrap_or_default();
         items.push(format!(
-            "Highest rate: <b>{}</b> with {} process{}, <b>{mops:.1} Mop/s</b>{speedup}.",
+            "<li>Highest rate: <b>{}</b> with {} process{}, <b>{mops:.1} Mop/s</b>{speedup}.</li>",
             esc(&run.via),
             run.nprocs,
             if run.nprocs == 1 { "" } else { "es" }
@@ -156,39 +167,26 @@ fn highlight(h: &mut String, r: &NpbResult) {
     }
     if failed > 0 {
         items.push(format!(
-            "<span class=bad>{failed} of {} runs failed</span> (see the list of runs).",
+            "<li><span class=bad>{failed} of {} runs failed</span> (see the list of runs).</li>",
             r.runs.len()
         ));
     }
-    if !items.is_empty() {
-        let _ = write!(
-            h,
-            "<ul class=highlights>\n<li>{}</li>\n</ul>\n",
-            items.join("</li>\n<li>")
-        );
-    }
-}
-
-fn warnings(h: &mut String, r: &NpbResult) {
-    let mut items: Vec<String> = r.warnings.iter().map(|w| esc(w)).collect();
     if !r.complete {
-        items.insert(
-            0,
-            format!(
-                "incomplete{} &mdash; the runs present are verified, others are missing",
-                r.incomplete_reason
-                    .as_deref()
-                    .map(|w| format!(" ({})", esc(w)))
-                    .unwrap_or_default()
-            ),
-        );
+        items.push(format!(
+            "<li class=w>incomplete{} &mdash; the runs present are verified, others are missing</li>",
+            r.incomplete_reason
+                .as_deref()
+                .map(|w| format!(" ({})", esc(w)))
+                .unwrap_or_default()
+        ));
     }
+    items.extend(
+        r.warnings
+            .iter()
+            .map(|w| format!("<li class=w>{}</li>", esc(w))),
+    );
     if !items.is_empty() {
-        let _ = write!(
-            h,
-            "<ul class=warn>\n<li>{}</li>\n</ul>\n",
-            items.join("</li>\n<li>")
-        );
+        let _ = write!(h, "<ul class=highlights>\n{}\n</ul>\n", items.join("\n"));
     }
 }
 
@@ -271,7 +269,11 @@ fn runs_list(h: &mut String, r: &NpbResult) {
                     o.proc_grid[0],
                     o.proc_grid[1],
                     o.proc_grid[2],
-                    if o.verified { "verified" } else { "<span class=bad>not verified</span>" },
+                    if o.verified {
+                        "verified"
+                    } else {
+                        "<span class=bad>not verified</span>"
+                    },
                     o.relative_error
                 );
             }

@@ -418,7 +418,7 @@ th,td{padding:4px 10px;border-bottom:1px solid #e3e3e3;text-align:left;vertical-
 th{background:#f4f6f8;font-weight:600}
 th[title]{cursor:help;text-decoration:underline dotted #999}
 td.nw{white-space:nowrap}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .swatch{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:-1px}
 .bad{color:#b00;font-weight:600}
 .dim{color:#888}

@@ -1,7 +1,8 @@
 //! The HTML report opened in a real headless browser (Debian's chromium,
 //! installed by scripts/install-test-deps): it loads with no script or
-//! console errors, every chart is present as SVG with labelled axes, and a
-//! screenshot is saved as a test artifact (target/test-artifacts/report.png).
+//! console errors, every chart (the sweeps' and an NPB result's) is present
+//! as SVG with labelled axes, and a screenshot is saved as a test artifact
+//! (target/test-artifacts/report.png, and report-npb.png for the NPB part).
 //!
 //! Without chromium the test is skipped, unless WULF_REQUIRE_BROWSER=1 (as
 //! scripts/test sets it), which turns a missing browser into a failure.
@@ -94,7 +95,7 @@ fn console_errors(log: &str) -> Vec<&str> {
 }
 
 /// The fixtures, plus the TCP one with a 100 Gbit/s link limit attached so
-/// that the efficiency chart is drawn too.
+/// that the efficiency chart is drawn too, and the NPB result.
 fn results(dir: &Path) -> Vec<String> {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let mut with_link = read_result(&fixtures.join("tcp-pingpong.json")).unwrap();
@@ -117,6 +118,7 @@ fn results(dir: &Path) -> Vec<String> {
         fixtures.join("tcp-pingpong.json").display().to_string(),
         fixtures.join("unix-pingpong.json").display().to_string(),
         linked.display().to_string(),
+        fixtures.join("npb-mg-S.json").display().to_string(),
     ]
 }
 
@@ -196,6 +198,17 @@ fn report_renders_in_a_real_browser() {
                 "throughput / physical limit [%]",
             ],
         ),
+        (
+            "npb1-mops",
+            ["processes [log2 scale]", "total rate [Mop/s]"],
+        ),
+        (
+            "npb1-speedup",
+            [
+                "processes [log2 scale]",
+                "speedup [× one process, log2 scale]",
+            ],
+        ),
     ];
     for (id, labels) in charts {
         let start = dom
@@ -211,6 +224,9 @@ fn report_renders_in_a_real_browser() {
     // The summary table has a row per result, the anomalies their list.
     assert!(dom.matches("<span class=\"swatch\"").count() >= 3);
     assert!(dom.contains("Switch-overs and drop-outs"));
+    // The NPB section with its tables, after the sweeps.
+    assert!(dom.contains("NAS MG class S"));
+    assert!(dom.contains(">parallel efficiency</th>"));
 
     let shot = artifacts_dir().join("report.png");
     let _ = std::fs::remove_file(&shot);
@@ -230,5 +246,33 @@ fn report_renders_in_a_real_browser() {
         "screenshot suspiciously small: {} bytes",
         png.len()
     );
+    eprintln!("screenshot: {}", shot.display());
+
+    // The NPB section sits below the first screenful, and headless
+    // chromium paints a blank screenshot when opened at an anchor: the
+    // second screenshot is of a report of the NPB result alone, which also
+    // checks that such a report loads cleanly.
+    let npb_report = file(&dir, "report-npb.html");
+    let npb_fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/npb-mg-S.json");
+    let o = run(&[
+        "report",
+        npb_fixture.to_str().unwrap(),
+        "-o",
+        npb_report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shot = artifacts_dir().join("report-npb.png");
+    let _ = std::fs::remove_file(&shot);
+    let arg = format!("--screenshot={}", shot.display());
+    let (_, log) = headless(
+        &browser,
+        dir.path(),
+        &format!("file://{}", npb_report.display()),
+        &[&arg, "--window-size=1280,1800"],
+    );
+    let errors = console_errors(&log);
+    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}); log:\n{log}"));
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
     eprintln!("screenshot: {}", shot.display());
 }

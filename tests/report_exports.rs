@@ -10,7 +10,7 @@ use common::*;
 use std::path::{Path, PathBuf};
 
 use wulf::report;
-use wulf::result::{read_result, SweepResult};
+use wulf::result::{read_npb_result, read_result, NpbResult, SweepResult};
 
 fn fixture_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -23,6 +23,10 @@ fn fixtures() -> Vec<SweepResult> {
         .iter()
         .map(|n| read_result(&fixture_path(n)).unwrap())
         .collect()
+}
+
+fn npb_fixture() -> NpbResult {
+    read_npb_result(&fixture_path("npb-mg-S.json")).unwrap()
 }
 
 /// Compare `actual` with the committed snapshot `name`, or rewrite it when
@@ -98,14 +102,9 @@ fn markdown_snapshot() {
     snapshot("fixtures.md", &md);
 }
 
-/// The HTML with each chart's SVG body left out: the tables, lists and
-/// machine descriptions are snapshot-tested, the charts checked for
-/// structure (their pixels are the browser test's job).
-#[test]
-fn html_snapshot_and_structure() {
-    let html = report::html::to_html(&fixtures()).unwrap();
+/// A report refers to nothing outside itself.
+fn assert_self_contained(html: &str) {
     assert!(html.starts_with("<!DOCTYPE html>"));
-    // Self-contained: nothing is fetched.
     for needle in [
         "src=\"http",
         "href=\"http",
@@ -119,27 +118,132 @@ fn html_snapshot_and_structure() {
             "report refers to an outside resource: {needle}"
         );
     }
+}
+
+/// The HTML with each chart's SVG body replaced by `<svg>(chart)</svg>`,
+/// and the SVG bodies themselves.
+fn strip_charts(html: &str) -> (String, Vec<&str>) {
     let mut stripped = String::new();
-    let mut rest = html.as_str();
-    let mut charts = 0;
+    let mut svgs = Vec::new();
+    let mut rest = html;
     while let Some(start) = rest.find("<svg") {
         let end = rest[start..].find("</svg>").expect("closed svg") + start + "</svg>".len();
-        let svg = &rest[start..end];
+        svgs.push(&rest[start..end]);
+        stripped.push_str(&rest[..start]);
+        stripped.push_str("<svg>(chart)</svg>");
+        rest = &rest[end..];
+    }
+    stripped.push_str(rest);
+    (stripped, svgs)
+}
+
+/// The two charts of an NPB result, in this order, with their axes.
+fn assert_npb_charts(svgs: &[&str]) {
+    assert_eq!(svgs.len(), 2, "Mop/s and speedup");
+    for svg in svgs {
+        assert!(svg.contains("processes [log2 scale]"), "x axis label");
+        // One line per transport, in the legend.
+        assert!(
+            svg.contains("\nshm\n</text>") && svg.contains("\ntcp\n</text>"),
+            "legend"
+        );
+    }
+    assert!(svgs[0].contains("total rate [Mop/s]"));
+    assert!(svgs[1].contains("speedup [× one process, log2 scale]"));
+    assert!(svgs[1].contains("ideal (speedup = processes)"));
+}
+
+/// The HTML with each chart's SVG body left out: the tables, lists and
+/// machine descriptions are snapshot-tested, the charts checked for
+/// structure (their pixels are the browser test's job).
+#[test]
+fn html_snapshot_and_structure() {
+    let html = report::html::to_html(&fixtures()).unwrap();
+    assert_self_contained(&html);
+    let (stripped, svgs) = strip_charts(&html);
+    for svg in &svgs {
         assert!(
             svg.contains("message size") || svg.contains("one-way time"),
             "axis label missing"
         );
-        stripped.push_str(&rest[..start]);
-        stripped.push_str("<svg>(chart)</svg>");
-        rest = &rest[end..];
-        charts += 1;
     }
-    stripped.push_str(rest);
-    assert_eq!(charts, 5, "throughput, signature, saturation, latency, CPU");
+    assert_eq!(
+        svgs.len(),
+        5,
+        "throughput, signature, saturation, latency, CPU"
+    );
     for id in ["summary", "charts", "anomalies", "machines"] {
         assert!(html.contains(&format!("<section id={id}>")), "{id}");
     }
     snapshot("fixtures.report.html", &stripped);
+}
+
+/// An NPB result alone: its section (charts, tables, runs), its machine and
+/// command line, and none of the sweep sections.
+#[test]
+fn npb_html_snapshot_and_structure() {
+    let html = report::html::to_html_all(&[], &[npb_fixture()]).unwrap();
+    assert_self_contained(&html);
+    let (stripped, svgs) = strip_charts(&html);
+    assert_npb_charts(&svgs);
+    for id in ["npb1", "machines"] {
+        assert!(html.contains(&format!("<section id={id}")), "{id}");
+    }
+    for id in ["summary", "charts", "anomalies"] {
+        assert!(!html.contains(&format!("<section id={id}>")), "{id}");
+    }
+    assert!(html.contains("<title>wulf report: NAS MG class S</title>"));
+    assert!(html.contains("1 NPB result measured on vm"));
+    for table in [
+        "total Mop/s",
+        "Mop/s per process",
+        "speedup",
+        "parallel efficiency",
+    ] {
+        assert!(html.contains(&format!(">{table}</th>")), "{table}");
+    }
+    // The fixture's shm 2-process rate, as the tables print it.
+    assert!(html.contains("<td class=num>13942.9</td>"));
+    assert!(html.contains("--class S --np 1,2,4 --via shm,tcp"));
+    snapshot("npb-mg-S.report.html", &stripped);
+}
+
+/// Sweeps and an NPB result together: the sweep sections as before, then
+/// the NPB section, then the machines of all of them.
+#[test]
+fn mixed_html_snapshot_and_structure() {
+    let html = report::html::to_html_all(&fixtures(), &[npb_fixture()]).unwrap();
+    assert_self_contained(&html);
+    let (stripped, svgs) = strip_charts(&html);
+    assert_eq!(svgs.len(), 7, "five sweep charts and two NPB charts");
+    assert_npb_charts(&svgs[5..]);
+    let at = |id: &str| {
+        html.find(&format!("<section id={id}"))
+            .unwrap_or_else(|| panic!("no section {id}"))
+    };
+    assert!(at("summary") < at("charts") && at("anomalies") < at("npb1"));
+    assert!(at("npb1") < at("machines"));
+    assert!(html.contains("2 sweep results and 1 NPB result measured on vm"));
+    assert_eq!(html.matches("<details open><summary>").count(), 3);
+    snapshot("fixtures-npb.report.html", &stripped);
+}
+
+/// A failed run is drawn as a cross, and the tables and run list say so.
+#[test]
+fn failed_npb_runs_show_as_failed() {
+    let mut r = npb_fixture();
+    let run = r
+        .runs
+        .iter_mut()
+        .find(|x| x.via == "tcp" && x.nprocs == 4)
+        .unwrap();
+    *run = wulf::result::NpbRun::new("tcp", 4, Err("rank 3 died".into()));
+    wulf::result::fill_speedups(&mut r.runs);
+    let html = report::html::to_html_all(&[], &[r]).unwrap();
+    assert!(html.contains("<span class=bad title=\"rank 3 died\">failed</span>"));
+    assert!(html.contains("<span class=bad>failed</span>: rank 3 died"));
+    assert!(html.contains("1 of 6 runs failed"));
+    assert!(html.contains("Crosses on the bottom axis"));
 }
 
 #[test]
@@ -181,6 +285,49 @@ fn report_command_writes_every_format() {
     let o = run(&["report", a, b, "--format", "npout"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("one result"));
+}
+
+/// Without a one-process run there is no speedup: a note replaces the
+/// chart, and the Mop/s chart is still drawn.
+#[test]
+fn npb_without_one_process_runs_has_no_speedup_chart() {
+    let mut r = npb_fixture();
+    r.runs.retain(|x| x.nprocs > 1);
+    wulf::result::fill_speedups(&mut r.runs);
+    let html = report::html::to_html_all(&[], &[r]).unwrap();
+    assert_eq!(html.matches("<svg").count(), 1);
+    assert!(html.contains("<figure id=npb1-speedup class=empty>"));
+}
+
+#[test]
+fn report_command_takes_npb_results() {
+    let dir = tempdir();
+    let npb = fixture_path("npb-mg-S.json");
+    let tcp = fixture_path("tcp-pingpong.json");
+    let (npb, tcp) = (npb.to_str().unwrap(), tcp.to_str().unwrap());
+    let out = file(&dir, "npb.html");
+    let o = run(&["report", npb, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("<section id=npb1") && html.matches("<svg").count() == 2);
+    // Mixed with a sweep, in any order.
+    let o = run(&["report", npb, tcp, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("<section id=npb1") && html.matches("<svg").count() == 7);
+    // Markdown: the sweeps' summary table, then the NPB tables.
+    let o = run(&["report", tcp, npb, "--format", "markdown"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let md = String::from_utf8(o.stdout).unwrap();
+    assert!(md.starts_with("| configuration |"), "{md}");
+    assert!(md.contains("### NAS MG class S") && md.contains("| total Mop/s"));
+    // Point exports have nothing to say about an NPB result: a usage error
+    // naming the file.
+    for format in ["csv", "dat", "npout"] {
+        let o = run(&["report", tcp, npb, "--format", format]);
+        assert_eq!(o.status.code(), Some(2), "{format}: {}", stderr(&o));
+        assert!(stderr(&o).contains(npb) && stderr(&o).contains("NPB result"));
+    }
 }
 
 #[test]

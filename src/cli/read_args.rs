@@ -23,7 +23,8 @@ pub enum ReportFormat {
 /// `wulf report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
-    /// Result files (JSON) written by `wulf run` or `wulf sweep --json`.
+    /// Result files (JSON) written by `wulf run`, `wulf sweep --json` or
+    /// `wulf npb` (NPB results: html and markdown formats only).
     #[arg(required = true, value_name = "RESULT.json")]
     pub results: Vec<PathBuf>,
     /// Output file ('-' for standard output). Default: report.html for

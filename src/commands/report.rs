@@ -1,5 +1,10 @@
 //! `wulf report`: results drawn as an HTML report or exported as CSV,
 //! gnuplot data, NetPIPE np.out columns or a Markdown table.
+//!
+//! NPB result files (`wulf npb`) may be given among the sweep results: the
+//! HTML report draws them, Markdown gives their tables (as `wulf npb`
+//! prints them); CSV, gnuplot data and np.out hold sweep points only, so an
+//! NPB file there is a usage error naming it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,12 +13,28 @@ use anyhow::Result;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report;
-use crate::result::{read_result, write_atomically, SweepResult};
+use crate::result::{
+    is_npb_result, read_npb_result, read_result, write_atomically, NpbResult, SweepResult,
+};
 
 /// Read every result file, failing on the first that is unreadable or not a
 /// result of this schema (the error names the file).
 pub fn read_results(paths: &[PathBuf]) -> Result<Vec<SweepResult>> {
     paths.iter().map(|p| read_result(p)).collect()
+}
+
+/// Read every result file, sweep or NPB (told apart by the NPB file's
+/// `kind`), keeping the order within each kind.
+pub fn read_any(paths: &[PathBuf]) -> Result<(Vec<SweepResult>, Vec<NpbResult>)> {
+    let (mut sweeps, mut npb) = (Vec::new(), Vec::new());
+    for p in paths {
+        if is_npb_result(p) {
+            npb.push(read_npb_result(p)?);
+        } else {
+            sweeps.push(read_result(p)?);
+        }
+    }
+    Ok((sweeps, npb))
 }
 
 /// The format an output path implies by its extension.
@@ -49,20 +70,67 @@ pub fn render(results: &[SweepResult], format: ReportFormat) -> Result<Vec<u8>> 
     })
 }
 
+/// The bytes of sweep and NPB results in `format`: HTML draws both,
+/// Markdown gives the sweeps' summary table then each NPB result's tables;
+/// the other formats take sweeps only (the caller rejects NPB files first).
+pub fn render_all(
+    sweeps: &[SweepResult],
+    npb: &[NpbResult],
+    format: ReportFormat,
+) -> Result<Vec<u8>> {
+    match format {
+        ReportFormat::Html => Ok(report::html::to_html_all(sweeps, npb)?.into_bytes()),
+        ReportFormat::Markdown if !npb.is_empty() => {
+            let mut parts: Vec<String> = Vec::new();
+            if !sweeps.is_empty() {
+                parts.push(report::markdown::to_markdown(sweeps));
+            }
+            parts.extend(npb.iter().map(report::npb_table::npb_markdown));
+            Ok(parts.join("\n").into_bytes())
+        }
+        _ => render(sweeps, format),
+    }
+}
+
+/// The name of a format on the command line.
+fn format_name(format: ReportFormat) -> &'static str {
+    match format {
+        ReportFormat::Html => "html",
+        ReportFormat::Csv => "csv",
+        ReportFormat::Dat => "dat",
+        ReportFormat::Npout => "npout",
+        ReportFormat::Markdown => "markdown",
+    }
+}
+
 /// Run `wulf report`.
 pub fn execute(args: &ReportArgs) -> Result<()> {
     let format = args
         .format
         .or_else(|| args.output.as_deref().and_then(format_of_path))
         .unwrap_or(ReportFormat::Html);
+    // An NPB file first: that it cannot be exported says more than a count.
+    if matches!(
+        format,
+        ReportFormat::Csv | ReportFormat::Dat | ReportFormat::Npout
+    ) {
+        if let Some(p) = args.results.iter().find(|p| is_npb_result(p)) {
+            return Err(crate::error::usage(format!(
+                "{} is an NPB result: the {} format holds the points of sweep results only; \
+                 NPB results go into the html or markdown formats",
+                p.display(),
+                format_name(format)
+            )));
+        }
+    }
     if format == ReportFormat::Npout && args.results.len() != 1 {
         return Err(crate::error::usage(format!(
             "--format npout: np.out holds one run; give one result file (got {})",
             args.results.len()
         )));
     }
-    let results = read_results(&args.results)?;
-    let bytes = render(&results, format)?;
+    let (sweeps, npb) = read_any(&args.results)?;
+    let bytes = render_all(&sweeps, &npb, format)?;
     let out = match (&args.output, format) {
         (Some(p), _) => p.clone(),
         (None, ReportFormat::Html) => PathBuf::from("report.html"),

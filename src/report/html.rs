@@ -7,8 +7,9 @@
 //! small-message latency, CPU cost per byte, efficiency against the
 //! physical limit when one is known), with the results overlaid; the
 //! switch-overs and drop-outs marked on them with their likely causes and
-//! the Hockney segments; and each result's machine, placement, options and
-//! command line. The output depends only on the results (no clock, no
+//! the Hockney segments; then a section per NPB result (`wulf npb`: Mop/s
+//! and speedup charts and tables, [`super::npb_html`]); and each result's
+//! machine, placement, options and command line. The output depends only on the results (no clock, no
 //! environment), so it can be snapshot-tested.
 
 use std::fmt::Write;
@@ -17,14 +18,24 @@ use anyhow::Result;
 
 use super::charts::{self, color_hex, Series};
 use super::html_details::{anomalies, esc, machines};
+use super::npb_html::{npb_labels, npb_machines, npb_sections};
 use super::summary::{labels, num_or_dash, physical_limit, size_or_dash, summary_row, SummaryRow};
 use crate::analysis::Analysis;
-use crate::result::SweepResult;
+use crate::result::{NpbResult, SweepResult};
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
 
-/// The report for `results` as one HTML document.
+/// The report for sweep `results` as one HTML document (no NPB results).
 pub fn to_html(results: &[SweepResult]) -> Result<String> {
+    to_html_all(results, &[])
+}
+
+/// The report for sweep results and NPB results (`wulf npb`) as one HTML
+/// document: the sweep sections first, when there are sweeps, then a
+/// section per NPB result, then the machines and command lines of all.
+pub fn to_html_all(sweeps: &[SweepResult], npb: &[NpbResult]) -> Result<String> {
+    let results = sweeps;
     let names = labels(results);
+    let npb_names = npb_labels(npb);
     let analyses: Vec<Analysis> = results.iter().map(Analysis::of).collect();
     let rows: Vec<SummaryRow> = results
         .iter()
@@ -50,19 +61,28 @@ pub fn to_html(results: &[SweepResult]) -> Result<String> {
 
     let mut h = String::with_capacity(1 << 20);
     h.push_str(HEAD);
+    let all_names: Vec<String> = names.iter().chain(&npb_names).cloned().collect();
     let _ = write!(
         h,
         "<title>{}</title>\n</head>\n<body>\n",
-        esc(&title(&names))
+        esc(&title(&all_names))
     );
     h.push_str(ERROR_TRAP);
-    header(&mut h, results);
-    highlights(&mut h, &rows, &analyses);
-    summary_table(&mut h, &rows);
-    warnings(&mut h, results, &names);
-    charts_section(&mut h, &series)?;
-    anomalies(&mut h, &series);
+    header(&mut h, results, npb);
+    // A report of NPB results only has no sweep sections: empty tables and
+    // charts without data would only say "nothing here" five times.
+    if !results.is_empty() || npb.is_empty() {
+        highlights(&mut h, &rows, &analyses);
+        summary_table(&mut h, &rows);
+        warnings(&mut h, results, &names);
+        charts_section(&mut h, &series)?;
+        anomalies(&mut h, &series);
+    }
+    npb_sections(&mut h, npb, &npb_names)?;
+    h.push_str("<section id=machines><h2>Machines and command lines</h2>\n");
     machines(&mut h, results, &names);
+    npb_machines(&mut h, npb, &npb_names);
+    h.push_str("</section>\n");
     h.push_str(FOOT);
     Ok(h)
 }
@@ -75,21 +95,39 @@ fn title(names: &[String]) -> String {
     }
 }
 
-fn header(h: &mut String, results: &[SweepResult]) {
-    let mut hosts: Vec<&str> = results.iter().map(|r| r.host.hostname.as_str()).collect();
+fn header(h: &mut String, results: &[SweepResult], npb: &[NpbResult]) {
+    let mut hosts: Vec<&str> = results
+        .iter()
+        .map(|r| r.host.hostname.as_str())
+        .chain(npb.iter().map(|r| r.host.hostname.as_str()))
+        .collect();
     hosts.dedup();
-    let mut started: Vec<&str> = results.iter().map(|r| r.started_at.as_str()).collect();
+    let mut started: Vec<&str> = results
+        .iter()
+        .map(|r| r.started_at.as_str())
+        .chain(npb.iter().map(|r| r.started_at.as_str()))
+        .collect();
     started.sort();
     let when = match (started.first(), started.last()) {
         (Some(a), Some(b)) if a != b => format!("{a} to {b}"),
         (Some(a), _) => a.to_string(),
         _ => "-".into(),
     };
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let what = match (results.len(), npb.len()) {
+        (n, 0) => plural(n, "result", "results"),
+        (0, m) => plural(m, "NPB result", "NPB results"),
+        (n, m) => format!(
+            "{} and {}",
+            plural(n, "sweep result", "sweep results"),
+            plural(m, "NPB result", "NPB results")
+        ),
+    };
     let _ = write!(
         h,
-        "<header><h1>wulf report</h1>\n<p class=sub>{} result{} measured on {} ({}) &middot; drawn by wulf {}</p></header>\n",
-        results.len(),
-        if results.len() == 1 { "" } else { "s" },
+        "<header><h1>wulf report</h1>\n<p class=sub>{} measured on {} ({}) &middot; drawn by wulf {}</p></header>\n",
+        what,
         esc(&hosts.join(", ")),
         esc(&when),
         env!("CARGO_PKG_VERSION")
@@ -380,7 +418,7 @@ th,td{padding:4px 10px;border-bottom:1px solid #e3e3e3;text-align:left;vertical-
 th{background:#f4f6f8;font-weight:600}
 th[title]{cursor:help;text-decoration:underline dotted #999}
 td.nw{white-space:nowrap}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .swatch{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:-1px}
 .bad{color:#b00;font-weight:600}
 .dim{color:#888}
@@ -391,6 +429,9 @@ p{overflow-wrap:anywhere}
 .warn li{color:#8a4b00}
 .toggles label{margin-right:14px;cursor:pointer;white-space:nowrap}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:18px}
+.tables{display:flex;flex-wrap:wrap;gap:6px 28px;margin-top:12px}
+.npb .grid{margin-top:14px}
+.highlights li.w{color:#8a4b00}
 figure{margin:0;padding:10px;border:1px solid #e3e3e3;border-radius:6px;background:#fff}
 figure svg{display:block;max-width:100%;height:auto}
 figure.empty p{color:#666}
@@ -411,13 +452,14 @@ const ERROR_TRAP: &str = r#"<pre id="js-errors" hidden></pre>
 "#;
 
 /// Series toggles: a result's elements are found by its colour, which no
-/// other result and no axis uses.
+/// other result and no axis uses. Only within the sweep charts: the NPB
+/// charts reuse the palette for their transports.
 const FOOT: &str = r#"<footer><p class=note>Generated by wulf. Self-contained: no network access is needed to view this file.</p></footer>
 <script>
 document.querySelectorAll("input[data-color]").forEach(function(cb){
   cb.addEventListener("change",function(){
     var c=cb.getAttribute("data-color");
-    document.querySelectorAll('svg [stroke="'+c+'"], svg [fill="'+c+'"]').forEach(function(el){
+    document.querySelectorAll('#charts svg [stroke="'+c+'"], #charts svg [fill="'+c+'"]').forEach(function(el){
       el.style.visibility=cb.checked?"":"hidden";
     });
   });

@@ -109,8 +109,9 @@ fn cause(c: &Option<String>) -> String {
     }
 }
 
+/// Each sweep result's entry under "Machines and command lines" (the
+/// section itself is opened by the caller, which adds the NPB results' too).
 pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]) {
-    h.push_str("<section id=machines><h2>Machines and command lines</h2>\n");
     for (r, name) in results.iter().zip(names) {
         let _ = writeln!(
             h,
@@ -166,7 +167,6 @@ pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]
         }
         h.push_str("</details>\n");
     }
-    h.push_str("</section>\n");
 }
 
 /// Transport settings as `key value, ...` (the peer's under "peer"), so
@@ -190,7 +190,7 @@ fn transport_options(map: &serde_json::Map<String, serde_json::Value>) -> String
 }
 
 /// The command line as one could paste it into a shell.
-fn shell_line(args: &[String]) -> String {
+pub(super) fn shell_line(args: &[String]) -> String {
     args.iter()
         .map(|a| {
             let plain = !a.is_empty()

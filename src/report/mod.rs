@@ -4,7 +4,8 @@
 //!
 //! Formats: [`html`] (the report, with [`charts`]), [`csv`], [`dat`]
 //! (gnuplot), [`npout`] (NetPIPE 3.7 columns), [`markdown`] (summary
-//! table), [`table`] (terminal), [`npb_table`] (NAS kernel tables), and [`compare`] (the rendering of
+//! table), [`table`] (terminal), [`npb_table`] (NAS kernel tables), [`npb_html`] and
+//! [`npb_charts`] (NAS results in the HTML report), and [`compare`] (the rendering of
 //! `wulf compare`); [`summary`] holds what several of them share.
 
 pub mod chart_frame;
@@ -15,6 +16,8 @@ pub mod dat;
 pub mod html;
 mod html_details;
 pub mod markdown;
+pub mod npb_charts;
+pub mod npb_html;
 pub mod npb_table;
 pub mod npout;
 pub mod summary;

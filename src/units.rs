@@ -58,7 +58,7 @@ pub fn format_bytes(bytes: u64) -> String {
         if bytes >= size {
             // Sizes off a unit boundary (the +-3 perturbations) are shown
             // exactly: "6.0 KiB" for 6141 bytes would hide the point of them.
-            return if bytes % size == 0 {
+            return if bytes.is_multiple_of(size) {
                 format!("{} {name}", bytes / size)
             } else {
                 format!("{bytes} B")

@@ -89,7 +89,8 @@ pub fn sweep_spec(
                 )));
             }
         }
-        (Some(a), if peer.is_some() { Some(b) } else { Some(b) })
+        // With a remote peer, `b` is the CPU it pins itself to.
+        (Some(a), Some(b))
     } else if peer.is_some() {
         // The remote machine's CPUs are unknown here; pin only this end.
         (Some(0), None)

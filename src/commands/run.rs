@@ -117,7 +117,10 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         println!("results: {}", dir.display());
         // The report beside the results: what a user opens first.
         let report_path = dir.join("report.html");
-        write_atomically(&report_path, report::html::to_html(&results)?.as_bytes())?;
+        write_atomically(
+            &report_path,
+            report::html::to_html_all(&results, &npb_results)?.as_bytes(),
+        )?;
         println!("report:  {}", report_path.display());
     }
     if let Some(e) = stop {

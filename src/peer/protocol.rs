@@ -100,6 +100,8 @@ pub enum Request {
 /// Server to client.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "lowercase", deny_unknown_fields)]
+// Control messages are few and off the timing loops: their size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Reply {
     /// The server accepts this client (answer to its Hello).
     Welcome,

@@ -64,5 +64,5 @@ pub fn to_csv(results: &[SweepResult]) -> anyhow::Result<Vec<u8>> {
             ])?;
         }
     }
-    Ok(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)
+    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
 }

@@ -58,9 +58,10 @@ mod tests {
 
     #[test]
     fn process_counts_are_checked_before_any_process_starts() {
-        // Class S has 32 points a side: 8x8x32 ranks cannot split it.
-        assert!(job(Class::S).check_process_count(1024).is_ok());
-        let e = job(Class::S).check_process_count(2048).unwrap_err();
+        // Class S has 32 points a side: 16x16x16 ranks can split it (two
+        // points each), 16x16x32 cannot.
+        assert!(job(Class::S).check_process_count(4096).is_ok());
+        let e = job(Class::S).check_process_count(8192).unwrap_err();
         assert!(format!("{e}").contains("too many"), "{e}");
         let e = job(Class::W).check_process_count(3).unwrap_err();
         assert!(format!("{e}").contains("power-of-two"), "{e}");

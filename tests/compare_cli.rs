@@ -138,4 +138,13 @@ fn bad_inputs_are_clear_errors() {
         "x",
     ]);
     assert_eq!(o.status.code(), Some(2));
+    // An NPB result is not a sweep: compare says so, naming the file.
+    let npb = fixture("npb-mg-S.json");
+    let o = run(&["compare", a.to_str().unwrap(), npb.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("npb-mg-S.json is an NPB result"),
+        "{}",
+        stderr(&o)
+    );
 }

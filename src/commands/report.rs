@@ -20,7 +20,19 @@ use crate::result::{
 /// Read every result file, failing on the first that is unreadable or not a
 /// result of this schema (the error names the file).
 pub fn read_results(paths: &[PathBuf]) -> Result<Vec<SweepResult>> {
-    paths.iter().map(|p| read_result(p)).collect()
+    paths
+        .iter()
+        .map(|p| {
+            if is_npb_result(p) {
+                return Err(crate::error::usage(format!(
+                    "{} is an NPB result: this command takes sweep results \
+                     (`wulf report` draws NPB results)",
+                    p.display()
+                )));
+            }
+            read_result(p)
+        })
+        .collect()
 }
 
 /// Read every result file, sweep or NPB (told apart by the NPB file's

@@ -138,7 +138,8 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub no_pin: bool,
     /// How shm and cma wait for the other end (default: spin, or yield on
-    /// a single CPU).
+    /// a single CPU). Given as `spin`, tcp and unix busy-poll their sockets
+    /// too (as MPI libraries do) instead of sleeping in recv.
     #[arg(long, value_enum)]
     pub wait: Option<WaitArg>,
     /// No progress bar.

@@ -208,3 +208,33 @@ fn table_and_summary_are_printed() {
     );
     assert!(out.contains("latency") && out.contains("peak"), "{out}");
 }
+
+#[test]
+fn busy_polling_sockets_in_every_mode_with_integrity() {
+    // `--wait spin` given by name: tcp and unix poll their sockets instead
+    // of sleeping in recv, in every mode.
+    for transport in ["tcp", "unix"] {
+        for mode in ["pingpong", "stream", "bidir"] {
+            let r = sweep_json(
+                transport,
+                &[
+                    "--mode",
+                    mode,
+                    "--wait",
+                    "spin",
+                    "--integrity",
+                    "--sizes",
+                    "1,4093,2Mi",
+                ],
+            );
+            assert_eq!(r["complete"], true);
+            assert_eq!(
+                r["options"]["transport"]["busy_poll"], true,
+                "{transport} {mode}"
+            );
+        }
+        // Without it, the classic blocking receive.
+        let r = sweep_json(transport, &["--sizes", "1"]);
+        assert_eq!(r["options"]["transport"]["busy_poll"], false);
+    }
+}

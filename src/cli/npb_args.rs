@@ -41,14 +41,15 @@ pub struct NpbMgArgs {
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub via: Option<Vec<String>>,
     /// Verified runs per transport and process count (best and median kept).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100))]
     pub repetitions: u64,
     /// Bound of every wait for another process (a dead or silent rank
     /// becomes an error after it).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub timeout: Duration,
-    /// How shm and cma wait for another rank (default: spin while there
-    /// are at least as many CPUs as ranks, else block).
+    /// How ranks wait for each other (default: spin while there are at
+    /// least as many CPUs as ranks, else block). Spinning ranks also
+    /// busy-poll tcp and unix sockets, as MPI libraries do.
     #[arg(long, value_enum)]
     pub wait: Option<WaitArg>,
     /// Write the result as JSON ('-' for standard output).

@@ -123,6 +123,9 @@ pub fn sweep_spec(
             } else {
                 WaitMode::Yield
             }),
+            // Sockets keep the classic blocking receive (NetPIPE's) unless
+            // spinning is asked for by name.
+            busy_poll: m.wait == Some(WaitArg::Spin),
         },
         cpus,
         peer,

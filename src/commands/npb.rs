@@ -156,6 +156,9 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
                 ipv6: false,
                 timeout_ms: job.timeout_ms,
                 wait,
+                // Poll sockets too while there is a CPU per rank, as MPI
+                // libraries do: a sleeping receive costs a wake-up per message.
+                busy_poll: wait == WaitMode::Spin,
             };
             let outcome = run_group(t.as_ref(), np, &job, &channel);
             if let Err(e) = &outcome {

@@ -103,6 +103,11 @@ pub struct ChannelOptions {
     /// How shared-memory transports wait for the other end (`--wait`).
     #[serde(default)]
     pub wait: WaitMode,
+    /// Socket transports poll non-blocking receives in a loop instead of
+    /// sleeping in the kernel, as MPI libraries do (`--wait spin` given
+    /// explicitly; `wulf npb` whenever its ranks spin).
+    #[serde(default)]
+    pub busy_poll: bool,
 }
 
 impl ChannelOptions {

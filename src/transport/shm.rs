@@ -255,6 +255,7 @@ mod tests {
             ipv6: false,
             timeout_ms: 5000,
             wait,
+            busy_poll: false,
         }
     }
 

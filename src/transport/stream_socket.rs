@@ -6,29 +6,109 @@
 //! directions progress together, so two ends exchanging messages larger than
 //! their socket buffers never deadlock (NetPIPE's bidirectional mode is
 //! limited to the buffer size for lack of this).
+//!
+//! Busy-polling (`--wait spin`): a blocking receive sleeps in the kernel and
+//! costs a wake-up per message (tens of microseconds on some virtual
+//! machines); MPI libraries avoid it by polling their sockets. With
+//! `busy_poll` the endpoint does the same: receives and exchanges retry
+//! non-blocking calls in a loop instead of sleeping, reading the clock
+//! only every [`POLLS_PER_CLOCK_READ`] tries to keep the timeout.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use socket2::Socket;
 
 use super::Endpoint;
 
+/// Non-blocking tries between two clock reads while busy-polling.
+pub const POLLS_PER_CLOCK_READ: u32 = 1024;
+
 /// A connected stream socket used as a data channel.
 pub struct StreamEndpoint {
     socket: Socket,
     timeout: Duration,
+    busy_poll: bool,
 }
 
 impl StreamEndpoint {
-    /// Wrap `socket`, setting its send and receive timeouts to `timeout`.
-    pub fn new(socket: Socket, timeout: Duration) -> io::Result<Self> {
+    /// Wrap `socket`, setting its send and receive timeouts to `timeout`;
+    /// with `busy_poll`, receives spin on non-blocking calls instead of
+    /// sleeping in the kernel.
+    pub fn new(socket: Socket, timeout: Duration, busy_poll: bool) -> io::Result<Self> {
         socket.set_read_timeout(Some(timeout))?;
         socket.set_write_timeout(Some(timeout))?;
         socket.set_nonblocking(false)?;
-        Ok(StreamEndpoint { socket, timeout })
+        Ok(StreamEndpoint {
+            socket,
+            timeout,
+            busy_poll,
+        })
+    }
+
+    /// Receives exactly `buf.len()` bytes by polling non-blocking calls.
+    fn recv_polling(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        let fd = self.socket.as_raw_fd();
+        let mut got = 0;
+        let mut clock = Deadline::new(self.timeout);
+        while got < buf.len() {
+            match recv_dontwait(fd, &mut buf[got..])? {
+                Some(n) => got += n,
+                None => clock.check()?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The timeout of a busy-polling loop, reading the clock only now and then.
+struct Deadline {
+    started: Instant,
+    timeout: Duration,
+    tries: u32,
+}
+
+impl Deadline {
+    fn new(timeout: Duration) -> Deadline {
+        Deadline {
+            started: Instant::now(),
+            timeout,
+            tries: 0,
+        }
+    }
+
+    /// One unsuccessful try: fails once the timeout has passed.
+    fn check(&mut self) -> io::Result<()> {
+        std::hint::spin_loop();
+        self.tries += 1;
+        if self.tries.is_multiple_of(POLLS_PER_CLOCK_READ) && self.started.elapsed() > self.timeout
+        {
+            return Err(timed_out(io::ErrorKind::WouldBlock.into()));
+        }
+        Ok(())
+    }
+}
+
+/// One non-blocking receive: Some(bytes) on progress, None when nothing is
+/// there yet; end of stream and errors are errors.
+fn recv_dontwait(fd: std::os::fd::RawFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    // SAFETY: the pointer and length describe `buf`, which we borrow mutably.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+    if n > 0 {
+        return Ok(Some(n as usize));
+    }
+    if n == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the peer closed the connection",
+        ));
+    }
+    let e = io::Error::last_os_error();
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+        _ => Err(e),
     }
 }
 
@@ -50,6 +130,9 @@ impl Endpoint for StreamEndpoint {
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        if self.busy_poll {
+            return self.recv_polling(buf);
+        }
         (&self.socket).read_exact(buf).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 io::Error::new(
@@ -66,6 +149,7 @@ impl Endpoint for StreamEndpoint {
         let fd = self.socket.as_raw_fd();
         let (mut sent, mut got) = (0usize, 0usize);
         let timeout = PollTimeout::try_from(self.timeout).unwrap_or(PollTimeout::MAX);
+        let mut clock = Deadline::new(self.timeout);
         while sent < out.len() || got < inp.len() {
             // Try both directions without blocking first: in the common
             // case (small messages) no poll call is needed at all.
@@ -94,34 +178,16 @@ impl Endpoint for StreamEndpoint {
                 }
             }
             if got < inp.len() {
-                // SAFETY: the pointer and length describe the unfilled tail of `inp`.
-                let n = unsafe {
-                    libc::recv(
-                        fd,
-                        inp[got..].as_mut_ptr().cast(),
-                        inp.len() - got,
-                        libc::MSG_DONTWAIT,
-                    )
-                };
-                if n > 0 {
-                    got += n as usize;
+                if let Some(n) = recv_dontwait(fd, &mut inp[got..])? {
+                    got += n;
                     progressed = true;
-                } else if n == 0 {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the peer closed the connection",
-                    ));
-                } else {
-                    let e = io::Error::last_os_error();
-                    if !matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                    ) {
-                        return Err(e);
-                    }
                 }
             }
             if progressed {
+                continue;
+            }
+            if self.busy_poll {
+                clock.check()?;
                 continue;
             }
             let mut flags = PollFlags::empty();

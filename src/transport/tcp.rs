@@ -143,7 +143,8 @@ fn finish(socket: Socket, opts: &ChannelOptions, warnings: Vec<String>) -> Resul
     // options such as the 12-byte timestamps from the requested value.
     settings.insert("mss_requested_bytes".into(), json!(opts.mss_bytes));
     settings.insert("mss_bytes".into(), json!(socket.mss().ok()));
-    let endpoint = StreamEndpoint::new(socket, opts.timeout())?;
+    settings.insert("busy_poll".into(), json!(opts.busy_poll));
+    let endpoint = StreamEndpoint::new(socket, opts.timeout(), opts.busy_poll)?;
     Ok(Connected {
         endpoint: Box::new(endpoint),
         settings,

@@ -113,8 +113,9 @@ fn finish(
 ) -> Result<Connected> {
     let mut settings = buffer_settings(&socket, opts);
     settings.insert("path".into(), json!(path));
+    settings.insert("busy_poll".into(), json!(opts.busy_poll));
     Ok(Connected {
-        endpoint: Box::new(StreamEndpoint::new(socket, opts.timeout())?),
+        endpoint: Box::new(StreamEndpoint::new(socket, opts.timeout(), opts.busy_poll)?),
         settings,
         warnings,
     })

@@ -229,6 +229,7 @@ mod tests {
             ipv6: true,
             timeout_ms: 1234,
             wait: Default::default(),
+            busy_poll: false,
         };
         let c = &plan(&[])[3];
         let o = c.apply(&base);

@@ -242,6 +242,7 @@ mod tests {
             ipv6: false,
             timeout_ms: 5_000,
             wait: WaitMode::Yield,
+            busy_poll: false,
         }
     }
 

@@ -12,7 +12,8 @@
 //! Why sends need care: an endpoint's `send` may block until the peer
 //! receives (a socket whose buffer is full, a full shared-memory ring). So
 //! [`Communicator::sendrecv`] towards one peer uses the endpoint's
-//! `exchange`, which moves both directions together, and towards two
+//! `exchange`, which moves both directions together (header and values in
+//! one message each way, as both ends do the same), and towards two
 //! different peers sends from a scoped thread while this one receives.
 //! The default collectives (gather to rank 0, broadcast back) send only
 //! small messages to a rank that is already waiting for them.
@@ -40,6 +41,9 @@ pub struct EndpointComm {
     links: RefCell<Vec<Option<Box<dyn Endpoint>>>>,
     /// Messages sent to ourselves and not yet received, oldest first.
     to_self: RefCell<std::collections::VecDeque<Vec<f64>>>,
+    /// Header and values of an exchange, outgoing and incoming.
+    out_scratch: RefCell<Vec<u8>>,
+    in_scratch: RefCell<Vec<u8>>,
 }
 
 impl EndpointComm {
@@ -65,6 +69,8 @@ impl EndpointComm {
             name: name.to_string(),
             links: RefCell::new(links),
             to_self: RefCell::default(),
+            out_scratch: RefCell::default(),
+            in_scratch: RefCell::default(),
         })
     }
 
@@ -193,12 +199,22 @@ impl Communicator for EndpointComm {
         }
         if to == from {
             return self.with_link(to, "exchanging with", |link| {
-                let mut header = [0u8; HEADER_BYTES];
-                link.exchange(&(data.len() as u64).to_le_bytes(), &mut header)
-                    .map_err(io_error)?;
-                check_header(header, buf.len())?;
-                link.exchange(as_bytes(data), as_bytes_mut(buf))
-                    .map_err(io_error)
+                // One exchange of header and values together (the halo
+                // exchanges of a kernel are this case): half the hand-offs
+                // of two exchanges, for a copy through scratch buffers that
+                // grow once and are reused. A peer sending fewer values than
+                // expected is then caught by the timeout, more by the header.
+                let mut out = self.out_scratch.borrow_mut();
+                let mut inp = self.in_scratch.borrow_mut();
+                out.clear();
+                out.extend_from_slice(&(data.len() as u64).to_le_bytes());
+                out.extend_from_slice(as_bytes(data));
+                inp.resize(HEADER_BYTES + std::mem::size_of_val(buf), 0);
+                link.exchange(&out, &mut inp).map_err(io_error)?;
+                let (header, values) = inp.split_at(HEADER_BYTES);
+                check_header(header.try_into().expect("8 bytes"), buf.len())?;
+                as_bytes_mut(buf).copy_from_slice(values);
+                Ok(())
             });
         }
         // Two different peers: the send may block until `to` receives,

@@ -20,36 +20,6 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn in_path(name: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-        .unwrap_or(false)
-}
-
-/// Whether the Debian package of MPI `name` (openmpi, mpich) is installed;
-/// with WULF_REQUIRE_MPI=1 a missing one fails the test.
-fn have(name: &str) -> bool {
-    if in_path(&format!("mpicc.{name}")) {
-        return true;
-    }
-    if std::env::var("WULF_REQUIRE_MPI").as_deref() == Ok("1") {
-        panic!(
-            "{name} is not installed but WULF_REQUIRE_MPI=1: \
-             apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev (scripts/install-test-deps)"
-        );
-    }
-    eprintln!("skipped: {name} is not installed");
-    false
-}
-
-/// The installed libraries.
-fn libraries() -> Vec<&'static str> {
-    ["openmpi", "mpich"]
-        .into_iter()
-        .filter(|l| have(l))
-        .collect()
-}
-
 /// Run `wulf sweep TRANSPORT` with quick options; the result as JSON.
 fn sweep_json(transport: &str, extra: &[&str]) -> serde_json::Value {
     let dir = tempdir();

@@ -7,6 +7,9 @@
 //! WULF_REQUIRE_MPI=1 (set by .ci/run), where a missing library fails them.
 //! Times are never asserted: on a shared 2-CPU machine they are bimodal.
 
+mod common;
+use common::{have, libraries};
+
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
@@ -23,36 +26,6 @@ fn serial() -> MutexGuard<'static, ()> {
     static EXE: Once = Once::new();
     EXE.call_once(|| std::env::set_var(wulf::transport::mpi::EXE_VAR, env!("CARGO_BIN_EXE_wulf")));
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn in_path(name: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-        .unwrap_or(false)
-}
-
-/// Whether the Debian package of MPI `name` (openmpi, mpich) is installed;
-/// with WULF_REQUIRE_MPI=1 a missing one fails the test.
-fn have(name: &str) -> bool {
-    if in_path(&format!("mpicc.{name}")) {
-        return true;
-    }
-    if std::env::var("WULF_REQUIRE_MPI").as_deref() == Ok("1") {
-        panic!(
-            "{name} is not installed but WULF_REQUIRE_MPI=1: \
-             apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev (scripts/install-test-deps)"
-        );
-    }
-    eprintln!("skipped: {name} is not installed");
-    false
-}
-
-/// The installed libraries.
-fn libraries() -> Vec<&'static str> {
-    ["openmpi", "mpich"]
-        .into_iter()
-        .filter(|l| have(l))
-        .collect()
 }
 
 fn job(class: Class) -> RankJob {

@@ -36,15 +36,19 @@ impl From<ModeArg> for Mode {
 /// Hand the options only some transports use (MPI) to the transports,
 /// before any of them is listed or run.
 pub fn configure_transports(m: &MeasureArgs) {
+    configure_mpi(&m.mpi, &m.mpi_arg, m.window);
+}
+
+/// Hand `--mpi`, `--mpi-arg` and `--window` to the transports.
+pub fn configure_mpi(mpi: &[(String, std::path::PathBuf)], mpi_arg: &[String], window: u64) {
     transport::configure(ExtraOptions {
-        mpi: m.mpi.clone(),
+        mpi: mpi.to_vec(),
         // `--mpi-arg '--mca btl self,tcp'` is three launcher arguments.
-        mpi_launcher_args: m
-            .mpi_arg
+        mpi_launcher_args: mpi_arg
             .iter()
             .flat_map(|a| a.split_whitespace().map(str::to_string))
             .collect(),
-        window: m.window,
+        window,
     });
 }
 

@@ -6,14 +6,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 
-use crate::cli::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs};
+use crate::cli::{NpbArgs, NpbKernel, NpbRankArgs};
 use crate::error::{usage, WulfError};
 use crate::npb::group::run_group;
 use crate::npb::{Class, RankJob};
 use crate::report::npb_table::npb_tables;
 use crate::result::{fill_speedups, write_json, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
 use crate::sys::{cpu_count, Host};
-use crate::transport::{self, ChannelOptions, ExtraOptions, WaitMode};
+use crate::transport::{self, ChannelOptions, WaitMode};
 
 /// What to run: one kernel and class over transports and process counts.
 #[derive(Debug, Clone)]
@@ -37,7 +37,7 @@ pub struct NpbPlan {
 /// Run `wulf npb`.
 pub fn execute(args: &NpbArgs) -> Result<()> {
     let NpbKernel::Mg(a) = &args.kernel;
-    configure(a);
+    super::configure_mpi(&a.mpi, &a.mpi_arg, crate::transport::mpi::DEFAULT_WINDOW);
     let plan = NpbPlan {
         class: a.class,
         nprocs: a.np.clone(),
@@ -79,18 +79,6 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
 /// Run a rank process (`wulf npb-rank`, started by [`run_group`]).
 pub fn execute_rank(args: &NpbRankArgs) -> Result<()> {
     crate::npb::group::run_rank_process(args.control, args.rank)
-}
-
-fn configure(a: &NpbMgArgs) {
-    transport::configure(ExtraOptions {
-        mpi: a.mpi.clone(),
-        mpi_launcher_args: a
-            .mpi_arg
-            .iter()
-            .flat_map(|s| s.split_whitespace().map(str::to_string))
-            .collect(),
-        window: crate::transport::mpi::DEFAULT_WINDOW,
-    });
 }
 
 /// Every transport here that can link processes.

@@ -77,6 +77,16 @@ fn class_s_verified_on_1_2_4_processes_over_shm_and_tcp() {
     check_verified(&r, &["shm", "tcp"], &[1, 2, 4], 2);
     assert_eq!(r.kernel, "mg");
     assert_eq!(r.class.to_string(), "S");
+    // Ranks spin (and poll their sockets) while each has a CPU, else block.
+    let cpus = wulf::sys::cpu_count();
+    for run in &r.runs {
+        let expected = if run.nprocs <= cpus {
+            wulf::transport::WaitMode::Spin
+        } else {
+            wulf::transport::WaitMode::Block
+        };
+        assert_eq!(run.wait, Some(expected), "{} np={}", run.via, run.nprocs);
+    }
     // 4 ranks on a 2-CPU machine: the result says the CPUs were shared.
     if wulf::sys::cpu_count() < 4 {
         assert!(

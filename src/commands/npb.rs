@@ -158,7 +158,8 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
                     break 'all;
                 }
             }
-            let run = NpbRun::new(t.name(), np, outcome.map_err(|e| format!("{e:#}")));
+            let mut run = NpbRun::new(t.name(), np, outcome.map_err(|e| format!("{e:#}")));
+            run.wait = Some(wait);
             if plan.progress {
                 match (&run.error, run.best_mop_s) {
                     (Some(e), _) => eprintln!(

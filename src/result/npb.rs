@@ -64,6 +64,10 @@ pub struct NpbRun {
     pub via: String,
     /// Number of processes.
     pub nprocs: usize,
+    /// How wulf's own transports made ranks wait: `spin` (sockets
+    /// busy-polled too) or `block`; MPI transports leave it to the library.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<crate::transport::WaitMode>,
     /// Why this combination has no figures (failed, or impossible such as
     /// a process count MG cannot use); None when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,6 +103,7 @@ impl NpbRun {
         NpbRun {
             via: via.to_string(),
             nprocs,
+            wait: None,
             error,
             outcomes,
             best_mop_s: best,

@@ -268,10 +268,12 @@ pub fn all_comparisons(runs: &[ConfigRun]) -> Vec<Comparison> {
     out
 }
 
-/// The best configuration in each band that has points: the one with the
-/// largest change against the baseline (the baseline itself unless some
-/// configuration is faster), or, without a baseline, the highest band
-/// throughput.
+/// The best configuration in each band that has points: among those
+/// faster than the baseline beyond the noise, the one with the largest
+/// change; failing any, the one with the largest change (marked within the
+/// noise); the baseline itself unless some configuration is faster. So the
+/// table names the setting the recommendations name. Without a baseline,
+/// the highest band throughput.
 pub fn best_by_band(runs: &[ConfigRun]) -> Vec<BandBest> {
     let base = baseline(runs);
     let mut out = Vec::new();
@@ -315,7 +317,12 @@ fn best_against(
         .filter(|r| r.summary.config.factor != Factor::Baseline)
         .filter_map(|r| compare(&r.summary.config.label, &r.points, &base.points, band))
         .filter(|c| c.change > 0.0)
-        .max_by(|a, b| a.change.total_cmp(&b.change));
+        .max_by(|a, b| {
+            let proven = |c: &Comparison| c.verdict == Verdict::Better;
+            proven(a)
+                .cmp(&proven(b))
+                .then(a.change.total_cmp(&b.change))
+        });
     match (winner, own) {
         (Some(c), _) => Some((c.config.clone(), c.bits_per_s, Some(c))),
         (None, Some(bits)) => Some((base.summary.config.label.clone(), bits, None)),
@@ -458,5 +465,37 @@ pub(crate) mod tests {
             .find(|c| c.config == "buffers 64 KiB" && c.band == ">= 1 MiB")
             .unwrap();
         assert_eq!(worse.verdict, Verdict::Worse);
+    }
+
+    #[test]
+    fn a_winner_beyond_the_noise_beats_a_larger_change_within_it() {
+        let configs = plan(&[]);
+        let sizes = [1u64 << 20, 2 << 20, 4 << 20];
+        let runs = vec![
+            run(&configs[0], &sizes, 1.0, |_| 10e9),
+            // +30% but with +-40% intervals: within the noise.
+            run(&configs[1], &sizes, 40.0, |_| 13e9),
+            // +10% with +-1% intervals: beyond it.
+            run(&configs[3], &sizes, 1.0, |_| 11e9),
+        ];
+        let large_band = |runs: &[ConfigRun]| {
+            best_by_band(runs)
+                .into_iter()
+                .find(|b| b.band == ">= 1 MiB")
+                .unwrap()
+        };
+        let large = large_band(&runs);
+        assert_eq!(large.best, configs[3].label);
+        assert_eq!(
+            large.against_baseline.as_ref().unwrap().verdict,
+            Verdict::Better
+        );
+        // Without the proven one, the larger change wins, marked as noise.
+        let large = large_band(&runs[..2]);
+        assert_eq!(large.best, configs[1].label);
+        assert_eq!(
+            large.against_baseline.as_ref().unwrap().verdict,
+            Verdict::WithinNoise
+        );
     }
 }

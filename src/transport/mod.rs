@@ -54,6 +54,16 @@ pub trait Endpoint: Send {
     /// channel's buffers cannot deadlock when both ends do this at once.
     fn exchange(&mut self, out: &[u8], inp: &mut [u8]) -> io::Result<()>;
 
+    /// Send `parts` one after another, each as a message of its own (the
+    /// receiver calls [`Endpoint::recv`] once per part). Byte streams may
+    /// write them all with one system call.
+    fn send_parts(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        for part in parts {
+            self.send(part)?;
+        }
+        Ok(())
+    }
+
     /// Messages this end keeps in flight at once in stream mode: the timing
     /// loops hand [`Endpoint::send_stream`] and [`Endpoint::recv_stream`]
     /// this many messages per call. 1 (the default): none overlap.

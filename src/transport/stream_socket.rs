@@ -14,7 +14,7 @@
 //! non-blocking calls in a loop instead of sleeping, reading the clock
 //! only every [`POLLS_PER_CLOCK_READ`] tries to keep the timeout.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant};
 
@@ -129,6 +129,32 @@ impl Endpoint for StreamEndpoint {
         (&self.socket).write_all(buf).map_err(timed_out)
     }
 
+    fn send_parts(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        // One writev for a few parts (a header and its payload): the
+        // receiver reads them apart, as a byte stream allows.
+        const MAX_PARTS: usize = 4;
+        if parts.len() > MAX_PARTS {
+            return parts.iter().try_for_each(|p| self.send(p));
+        }
+        let mut slices = [IoSlice::new(&[]); MAX_PARTS];
+        for (slice, part) in slices.iter_mut().zip(parts) {
+            *slice = IoSlice::new(part);
+        }
+        let mut left = &mut slices[..parts.len()];
+        // Drops leading empty parts: a writev of nothing but empty slices
+        // returns 0, which would read as a failed write.
+        IoSlice::advance_slices(&mut left, 0);
+        while !left.is_empty() {
+            match (&self.socket).write_vectored(left) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut left, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(timed_out(e)),
+            }
+        }
+        Ok(())
+    }
+
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
         if self.busy_poll {
             return self.recv_polling(buf);
@@ -206,5 +232,57 @@ impl Endpoint for StreamEndpoint {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use socket2::{Domain, Type};
+
+    fn pair(busy_poll: bool) -> (StreamEndpoint, StreamEndpoint) {
+        let (a, b) = Socket::pair(Domain::UNIX, Type::STREAM, None).unwrap();
+        let t = Duration::from_secs(5);
+        (
+            StreamEndpoint::new(a, t, busy_poll).unwrap(),
+            StreamEndpoint::new(b, t, busy_poll).unwrap(),
+        )
+    }
+
+    #[test]
+    fn parts_arrive_in_order_even_when_writes_are_partial() {
+        for busy_poll in [false, true] {
+            let (mut a, mut b) = pair(busy_poll);
+            // 4 MiB is far above a socket buffer: writev returns short.
+            let big: Vec<u8> = (0..4 << 20).map(|i| (i % 251) as u8).collect();
+            let expected = big.clone();
+            let reader = std::thread::spawn(move || {
+                let mut head = [0u8; 3];
+                b.recv(&mut head).unwrap();
+                let mut body = vec![0u8; 4 << 20];
+                b.recv(&mut body).unwrap();
+                let mut tail = [0u8; 2];
+                b.recv(&mut tail).unwrap();
+                (head, body, tail)
+            });
+            a.send_parts(&[b"", b"abc", &big, b"", b"yz"]).unwrap();
+            let (head, body, tail) = reader.join().unwrap();
+            assert_eq!(&head, b"abc");
+            assert!(body == expected);
+            assert_eq!(&tail, b"yz");
+            a.send_parts(&[b"", b""]).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_polling_receive_times_out_and_sees_the_peer_close() {
+        let (a, b) = Socket::pair(Domain::UNIX, Type::STREAM, None).unwrap();
+        let mut a = StreamEndpoint::new(a, Duration::from_millis(200), true).unwrap();
+        let mut one = [0u8; 1];
+        let e = a.recv(&mut one).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        drop(b);
+        let e = a.recv(&mut one).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
     }
 }

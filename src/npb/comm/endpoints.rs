@@ -3,9 +3,10 @@
 //!
 //! Every pair of ranks holds one endpoint (a full mesh, set up by
 //! [`crate::npb::group`]). A message is an 8-byte header carrying its
-//! length in values, then the values as raw bytes. The header is sent and
-//! received as a message of its own, so that endpoints that match a
-//! receive to a send (shared memory) and byte streams (sockets) both work,
+//! length in values, then the values as raw bytes. The header is sent
+//! ([`Endpoint::send_parts`]: one writev on a socket) and received as a
+//! message of its own, so that endpoints that match a receive to a send
+//! (shared memory) and byte streams (sockets) both work,
 //! and a receive given the wrong length fails with both lengths named
 //! instead of silently desynchronising the stream.
 //!
@@ -141,9 +142,9 @@ fn check_header(header: [u8; HEADER_BYTES], expected: usize) -> Result<()> {
 }
 
 fn send_on(link: &mut dyn Endpoint, data: &[f64]) -> Result<()> {
-    link.send(&(data.len() as u64).to_le_bytes())
-        .map_err(io_error)?;
-    link.send(as_bytes(data)).map_err(io_error)
+    let header = (data.len() as u64).to_le_bytes();
+    link.send_parts(&[&header, as_bytes(data)])
+        .map_err(io_error)
 }
 
 fn recv_on(link: &mut dyn Endpoint, buf: &mut [f64]) -> Result<()> {

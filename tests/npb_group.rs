@@ -194,6 +194,17 @@ fn bad_options_are_usage_errors() {
     }
 }
 
+/// `wulf npb mg ARGS` in the background, its stderr kept for the checks.
+fn spawn_npb_mg(args: &[&str]) -> std::process::Child {
+    let mut all = vec!["npb", "mg"];
+    all.extend_from_slice(args);
+    wulf(&all)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// The processes whose parent is `pid`.
 fn children_of(pid: u32) -> Vec<i32> {
     let path = format!("/proc/{pid}/task/{pid}/children");
@@ -220,9 +231,7 @@ fn wait_for_ranks(child: &std::process::Child, n: usize) -> Vec<i32> {
 fn a_rank_killed_mid_run_is_an_error_naming_it_and_no_rank_survives() {
     let dir = tempdir();
     let out = file(&dir, "k.json");
-    let child = wulf(&[
-        "npb",
-        "mg",
+    let child = spawn_npb_mg(&[
         "--class",
         "W",
         "--np",
@@ -235,11 +244,7 @@ fn a_rank_killed_mid_run_is_an_error_naming_it_and_no_rank_survives() {
         "10s",
         "--json",
         out.to_str().unwrap(),
-    ])
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    ]);
     let ranks = wait_for_ranks(&child, 2);
     std::thread::sleep(Duration::from_millis(300));
     nix::sys::signal::kill(
@@ -273,9 +278,7 @@ fn a_rank_killed_mid_run_is_an_error_naming_it_and_no_rank_survives() {
 fn ctrl_c_saves_the_runs_done_marked_incomplete() {
     let dir = tempdir();
     let out = file(&dir, "i.json");
-    let child = wulf(&[
-        "npb",
-        "mg",
+    let child = spawn_npb_mg(&[
         "--class",
         "S",
         "--np",
@@ -286,21 +289,9 @@ fn ctrl_c_saves_the_runs_done_marked_incomplete() {
         "100",
         "--json",
         out.to_str().unwrap(),
-    ])
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    ]);
     // Wait until the first combination is done and a later one runs.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let ranks = children_of(child.id());
-        if ranks.len() == 2 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the two-rank run never started");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_ranks(&child, 2);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,

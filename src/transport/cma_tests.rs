@@ -5,16 +5,7 @@ use super::*;
 use std::net::{IpAddr, Ipv4Addr};
 
 fn opts(wait: WaitMode) -> ChannelOptions {
-    ChannelOptions {
-        sndbuf_bytes: None,
-        rcvbuf_bytes: None,
-        nodelay: true,
-        mss_bytes: None,
-        ipv6: false,
-        timeout_ms: 5000,
-        wait,
-        busy_poll: false,
-    }
+    ChannelOptions::local_for_tests(wait)
 }
 
 #[test]

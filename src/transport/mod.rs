@@ -121,6 +121,22 @@ pub struct ChannelOptions {
 }
 
 impl ChannelOptions {
+    /// Options for a local channel in unit tests: Nagle off, a 5 s
+    /// timeout, kernel-default buffers, the given way of waiting.
+    #[cfg(test)]
+    pub(crate) fn local_for_tests(wait: WaitMode) -> ChannelOptions {
+        ChannelOptions {
+            sndbuf_bytes: None,
+            rcvbuf_bytes: None,
+            nodelay: true,
+            mss_bytes: None,
+            ipv6: false,
+            timeout_ms: 5000,
+            wait,
+            busy_poll: false,
+        }
+    }
+
     /// The timeout as a Duration (at least 1 ms: a zero socket timeout
     /// would mean "block forever").
     pub fn timeout(&self) -> Duration {

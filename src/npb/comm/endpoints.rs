@@ -251,16 +251,7 @@ mod tests {
     use std::time::Duration;
 
     fn opts() -> ChannelOptions {
-        ChannelOptions {
-            sndbuf_bytes: None,
-            rcvbuf_bytes: None,
-            nodelay: true,
-            mss_bytes: None,
-            ipv6: false,
-            timeout_ms: 5_000,
-            wait: WaitMode::Yield,
-            busy_poll: false,
-        }
+        ChannelOptions::local_for_tests(WaitMode::Yield)
     }
 
     /// Two ranks of one process linked by a real unix socket.

@@ -10,8 +10,12 @@ use crate::units::{parse_bytes, parse_duration};
 
 // `wulf report` and `wulf compare` read results rather than measure: their
 // arguments live in their own file.
+mod lab_args;
 mod npb_args;
 mod read_args;
+pub use lab_args::{
+    LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs,
+};
 pub use npb_args::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs};
 pub use read_args::{CompareArgs, ReportArgs, ReportFormat};
 
@@ -49,6 +53,9 @@ pub enum Command {
     /// Run NAS Parallel Benchmark kernels (written for wulf, verified against
     /// NPB) over each transport and process count: Mop/s and speedup.
     Npb(NpbArgs),
+    /// An emulated cluster on this machine: nodes in network namespaces
+    /// joined by a switch, links shaped to Fast or Gigabit Ethernet.
+    Lab(LabArgs),
     /// Internal: a process a transport's own launcher started (an MPI rank).
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -184,6 +191,11 @@ pub struct SweepArgs {
     /// Write the points as CSV.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Measure between two nodes of a temporary lab with these links:
+    /// fe, ge, 10ge or a rate, then mtu=BYTES, nodeN=LINK, mtu.nodeN=BYTES,
+    /// loss=PCT, comma-separated (e.g. ge,mtu=9000).
+    #[arg(long, value_name = "SPEC", conflicts_with = "peer")]
+    pub lab: Option<String>,
     /// Measurement options.
     #[command(flatten)]
     pub measure: MeasureArgs,

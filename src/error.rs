@@ -28,6 +28,10 @@ pub enum WulfError {
     /// The user interrupted the run (exit 130).
     #[error("interrupted")]
     Interrupted,
+    /// A wulf run inside a lab node failed and has said why itself: exit
+    /// with its code and print nothing more.
+    #[error("the command in the lab exited with code {0}")]
+    Relayed(i32),
 }
 
 impl WulfError {
@@ -38,6 +42,7 @@ impl WulfError {
             WulfError::Peer(_) => 3,
             WulfError::Regression(_) => 4,
             WulfError::Interrupted => 130,
+            WulfError::Relayed(code) => *code,
         }
     }
 }

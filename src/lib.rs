@@ -15,6 +15,7 @@
 //! * [`result`]: the versioned result schema and atomic file writing;
 //! * [`sys`]: the machine fingerprint and OS services;
 //! * [`npb`]: NAS Parallel Benchmark kernels written for wulf;
+//! * [`lab`]: the link lab, emulated nodes and shaped links on one machine;
 //! * [`tune`]: which settings make a transport fastest, and the advice;
 //! * [`commands`]: one file per subcommand, gluing the above together.
 
@@ -22,6 +23,7 @@ pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod lab;
 pub mod npb;
 pub mod peer;
 pub mod report;

@@ -18,11 +18,17 @@ fn main() {
         Command::Report(a) => commands::report::execute(a),
         Command::Compare(a) => commands::compare::execute(a),
         Command::Npb(a) => commands::npb::execute(a),
+        Command::Lab(a) => commands::lab::execute(a),
         Command::Worker(a) => commands::worker::execute(a),
         Command::NpbRank(a) => commands::npb::execute_rank(a),
     };
     if let Err(e) = outcome {
-        eprintln!("wulf: error: {e:#}");
+        let relayed = e
+            .downcast_ref::<wulf::error::WulfError>()
+            .is_some_and(|w| matches!(w, wulf::error::WulfError::Relayed(_)));
+        if !relayed {
+            eprintln!("wulf: error: {e:#}");
+        }
         std::process::exit(wulf::error::exit_code_of(&e));
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod info;
+pub mod lab;
 pub mod npb;
 pub mod report;
 pub mod run;
@@ -152,4 +153,14 @@ pub fn progress_bar(len: u64, quiet: bool, label: &str) -> ProgressBar {
     );
     pb.set_prefix(label.to_string());
     pb
+}
+
+/// Exit with the code of a command run in a lab node, printing nothing more
+/// (it spoke for itself).
+pub fn lab_relay(code: i32) -> anyhow::Result<()> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(crate::error::WulfError::Relayed(code).into())
+    }
 }

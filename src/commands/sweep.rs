@@ -14,6 +14,16 @@ use crate::units::format_bytes;
 
 /// Run `wulf sweep`.
 pub fn execute(args: &SweepArgs) -> Result<()> {
+    if let Some(lab) = &args.lab {
+        if crate::transport::find(&args.transport).is_some_and(|t| t.local_only()) {
+            return Err(crate::error::usage(format!(
+                "--lab: {} does not cross a network; measure tcp or an MPI between lab nodes",
+                args.transport
+            )));
+        }
+        let code = crate::lab::between::run_against_peer_node(lab, true)?;
+        return super::lab_relay(code);
+    }
     super::configure_transports(&args.measure);
     let spec = super::sweep_spec(
         &args.measure,

@@ -34,8 +34,15 @@ impl LocalPeer {
         };
         let mut cmd = Command::new(exe);
         cmd.args(["serve", "--once", "--announce", "--port", "0", "--bind"])
-            .arg(ip.to_string())
-            .stdin(Stdio::null())
+            .arg(ip.to_string());
+        LocalPeer::spawn(cmd, ip, timeout)
+    }
+
+    /// Start `cmd`, a `wulf serve --announce` (possibly wrapped, as a lab
+    /// node runs it), and wait (at most `timeout`) for its port; `ip` is
+    /// where clients reach it.
+    pub fn spawn(mut cmd: Command, ip: IpAddr, timeout: Duration) -> Result<LocalPeer> {
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .process_group(0);

@@ -1,0 +1,107 @@
+//! Arguments of `wulf lab`: make, use, inspect and remove emulated clusters.
+
+use std::ffi::OsString;
+
+use clap::{Args, Subcommand};
+
+/// `wulf lab`.
+#[derive(Debug, Clone, Args)]
+pub struct LabArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: LabAction,
+}
+
+/// `wulf lab` actions.
+#[derive(Debug, Clone, Subcommand)]
+pub enum LabAction {
+    /// Make a lab: N nodes (node1 ... nodeN), each a network namespace with
+    /// its own host name, joined by a switch, every link shaped.
+    Up(LabUpArgs),
+    /// Run a command inside a node.
+    Exec(LabExecArgs),
+    /// List labs, nodes, addresses, shaping and MTU as the kernel has them.
+    Status(LabStatusArgs),
+    /// Remove a lab and everything it made.
+    Down(LabDownArgs),
+    /// Internal: the remote shell MPI launchers use to start processes on
+    /// lab nodes (`rsh`-compatible: HOST COMMAND...).
+    #[command(hide = true)]
+    Rsh(LabRshArgs),
+}
+
+/// `wulf lab up`.
+#[derive(Debug, Clone, Args)]
+pub struct LabUpArgs {
+    /// Name of the lab (letters, digits, '-', '_').
+    #[arg(long, default_value = "lab")]
+    pub name: String,
+    /// Number of nodes.
+    #[arg(long, default_value = "2")]
+    pub nodes: usize,
+    /// Link of every node: fe (100 Mbit/s), ge (1 Gbit/s), 10ge, or a rate
+    /// as tc writes it (600mbit, 2.5gbit); NODE=LINK for one node
+    /// (node3=fe). Repeatable. Default ge.
+    #[arg(long = "link", value_name = "LINK|NODE=LINK")]
+    pub links: Vec<String>,
+    /// MTU of every node (1500, 9000, BYTES) or NODE=BYTES for one node.
+    /// Repeatable. Default 1500.
+    #[arg(long = "mtu", value_name = "BYTES|NODE=BYTES")]
+    pub mtus: Vec<String>,
+    /// Random frame loss in the switch, percent (needs nftables).
+    #[arg(long, value_name = "PERCENT")]
+    pub loss: Option<String>,
+    /// One-way delay added to every path (needs sch_netem in the kernel).
+    #[arg(long, value_name = "TIME")]
+    pub delay: Option<String>,
+    /// Jitter around the delay (needs sch_netem).
+    #[arg(long, value_name = "TIME", requires = "delay")]
+    pub jitter: Option<String>,
+}
+
+/// `wulf lab exec`.
+#[derive(Debug, Clone, Args)]
+pub struct LabExecArgs {
+    /// Name of the lab.
+    #[arg(long, default_value = "lab")]
+    pub name: String,
+    /// The node (node1 ...).
+    pub node: String,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true, required = true)]
+    pub command: Vec<OsString>,
+}
+
+/// `wulf lab status`.
+#[derive(Debug, Clone, Args)]
+pub struct LabStatusArgs {
+    /// Only this lab.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `wulf lab down`.
+#[derive(Debug, Clone, Args)]
+pub struct LabDownArgs {
+    /// Name of the lab.
+    #[arg(long, default_value = "lab", conflicts_with = "all")]
+    pub name: String,
+    /// Remove every lab, and namespaces left by labs whose state is gone.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `wulf lab rsh` (internal).
+#[derive(Debug, Clone, Args)]
+pub struct LabRshArgs {
+    /// Name of the lab.
+    #[arg(long)]
+    pub name: String,
+    /// Everything the launcher passes: options it adds for ssh (ignored),
+    /// the host, then the command words.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    pub words: Vec<OsString>,
+}

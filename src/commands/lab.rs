@@ -1,0 +1,162 @@
+//! `wulf lab`: make, use, inspect and remove emulated clusters (see
+//! [`crate::lab`] for how a lab is built).
+
+use std::ffi::OsString;
+
+use anyhow::{Context, Result};
+
+use crate::cli::{
+    LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs,
+};
+use crate::error::{usage, WulfError};
+use crate::lab::{self, between::exit_code, build, state, status, LinkOptions};
+
+/// Run `wulf lab`.
+pub fn execute(args: &LabArgs) -> Result<()> {
+    match &args.action {
+        LabAction::Up(a) => up(a),
+        LabAction::Exec(a) => exec(a),
+        LabAction::Status(a) => show_status(a),
+        LabAction::Down(a) => down(a),
+        LabAction::Rsh(a) => rsh(a),
+    }
+}
+
+fn up(a: &LabUpArgs) -> Result<()> {
+    let mut o = LinkOptions::default();
+    for l in &a.links {
+        o.add_link(l).map_err(|e| usage(format!("--link: {e}")))?;
+    }
+    for m in &a.mtus {
+        o.add_mtu(m).map_err(|e| usage(format!("--mtu: {e}")))?;
+    }
+    let mut compact = Vec::new();
+    if let Some(l) = &a.loss {
+        compact.push(format!("loss={l}"));
+    }
+    if let Some(d) = &a.delay {
+        compact.push(format!("delay={d}"));
+    }
+    if let Some(j) = &a.jitter {
+        compact.push(format!("jitter={j}"));
+    }
+    o.impairments = LinkOptions::parse_compact(&compact.join(","))
+        .map_err(usage)?
+        .impairments;
+    let spec = o.for_nodes(a.nodes).map_err(usage)?;
+    let st = build::up(&a.name, &spec, false)?;
+    print!("{}", status::format(&[status::read(&st)]));
+    println!(
+        "run a command in a node with: wulf lab exec{} node1 -- COMMAND",
+        name_option(&a.name)
+    );
+    Ok(())
+}
+
+fn name_option(name: &str) -> String {
+    if name == "lab" {
+        String::new()
+    } else {
+        format!(" --name {name}")
+    }
+}
+
+fn exec(a: &LabExecArgs) -> Result<()> {
+    let st = state::load(&a.name)?;
+    let status = lab::command_in(&st, &a.node, &a.command)?
+        .status()
+        .context("cannot run the command in the lab")?;
+    relay(exit_code(status))
+}
+
+/// Exit with a child's code without a message of ours (it spoke for itself).
+fn relay(code: i32) -> Result<()> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(WulfError::Relayed(code).into())
+    }
+}
+
+fn show_status(a: &LabStatusArgs) -> Result<()> {
+    let labs = match &a.name {
+        Some(n) => vec![status::read(&state::load(n)?)],
+        None => status::read_all(),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&labs)?);
+    } else {
+        print!("{}", status::format(&labs));
+    }
+    Ok(())
+}
+
+fn down(a: &LabDownArgs) -> Result<()> {
+    if a.all {
+        let removed = build::remove_all();
+        if removed.is_empty() {
+            println!("no labs");
+        } else {
+            println!("removed {}", removed.join(", "));
+        }
+        return Ok(());
+    }
+    lab::spec::validate_name(&a.name).map_err(usage)?;
+    let known = state::lab_dir(&a.name).exists() || lab_namespaces_exist(&a.name);
+    if !known {
+        return Err(usage(format!(
+            "no lab named '{}' (wulf lab status lists the labs)",
+            a.name
+        )));
+    }
+    build::remove(&a.name, None);
+    println!("removed {}", a.name);
+    Ok(())
+}
+
+fn lab_namespaces_exist(name: &str) -> bool {
+    let prefix = format!("{}{name}-", state::NETNS_PREFIX);
+    std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.starts_with(&prefix))
+        })
+        .unwrap_or(false)
+}
+
+/// The remote shell of MPI launchers: `wulf lab rsh --name LAB [OPTIONS]
+/// HOST WORDS...` runs `sh -c "WORDS..."` in node HOST, as ssh would run
+/// them on a remote host (the launcher quotes for a remote shell).
+fn rsh(a: &LabRshArgs) -> Result<()> {
+    let st = state::load(&a.name)?;
+    let mut words = a.words.iter();
+    // ssh-style options a launcher may add (-x, -n, -T) come first.
+    let host = words
+        .by_ref()
+        .find(|w| !w.to_string_lossy().starts_with('-'))
+        .ok_or_else(|| usage("wulf lab rsh: no host given"))?;
+    let host = host.to_string_lossy();
+    // Launchers pass host names, possibly qualified or as addresses.
+    let node = st
+        .nodes
+        .iter()
+        .find(|n| n.name == host.split('.').next().unwrap_or("") || n.address.to_string() == host)
+        .ok_or_else(|| {
+            usage(format!(
+                "wulf lab rsh: '{host}' is not a node of lab {}",
+                st.name
+            ))
+        })?;
+    let script = words
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let argv: Vec<OsString> = vec!["sh".into(), "-c".into(), script.into()];
+    let status = lab::command_in(&st, &node.name, &argv)?
+        .status()
+        .context("cannot start the remote command in the lab")?;
+    relay(exit_code(status))
+}

@@ -1,0 +1,109 @@
+//! `--lab`: one measuring command between two nodes of a temporary lab.
+//!
+//! The command line is run again inside node1, without `--lab` and with
+//! `--peer` pointing at a `wulf serve` started in node2, so the measurement
+//! is exactly the one `--peer` makes between two machines: the same code,
+//! the same result file, the same fingerprint (read inside node1, where the
+//! shaped eth0 is the interface on the route). The lab is removed when the
+//! command ends, however it ends; a Ctrl-C reaches the inner command (it
+//! shares the terminal's process group), which saves what it measured.
+
+use std::ffi::OsString;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::{command_in, LinkOptions, TempLab};
+use crate::peer::local::LocalPeer;
+
+/// How long a server in a fresh node may take to listen.
+const SERVE_START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Run this process's command line (without `--lab`) in node1 of a
+/// temporary two-node lab made from `lab` (the compact syntax), against a
+/// `wulf serve` in node2. Returns the inner command's exit code.
+pub fn run_against_peer_node(lab: &str, serve_once: bool) -> Result<i32> {
+    let options =
+        LinkOptions::parse_compact(lab).map_err(|e| crate::error::usage(format!("--lab: {e}")))?;
+    let argv = own_args_without_lab();
+    let temp = TempLab::up(2, &options)?;
+    let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
+    let server = &temp.state.nodes[1];
+    let mut serve: Vec<OsString> = vec![exe.clone().into(), "serve".into(), "--announce".into()];
+    if serve_once {
+        serve.push("--once".into());
+    }
+    serve.extend([
+        "--port".into(),
+        "0".into(),
+        "--bind".into(),
+        server.address.to_string().into(),
+    ]);
+    let peer = LocalPeer::spawn(
+        command_in(&temp.state, &server.name, &serve)?,
+        IpAddr::V4(server.address),
+        SERVE_START_TIMEOUT,
+    )
+    .context("cannot start wulf serve in node2 of the lab")?;
+    let mut inner: Vec<OsString> = vec![exe.into()];
+    inner.extend(argv);
+    inner.push("--peer".into());
+    inner.push(peer.addr.to_string().into());
+    let status = command_in(&temp.state, "node1", &inner)?
+        .status()
+        .context("cannot run the command in node1 of the lab")?;
+    peer.finish(Duration::from_secs(2));
+    drop(temp);
+    Ok(exit_code(status))
+}
+
+/// The exit code a child's status stands for (128 + signal when killed).
+pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+/// This process's arguments after the program name, without `--lab X` /
+/// `--lab=X`.
+pub fn own_args_without_lab() -> Vec<OsString> {
+    strip_lab(std::env::args_os().skip(1))
+}
+
+fn strip_lab(args: impl Iterator<Item = OsString>) -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut skip_next = false;
+    for a in args {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        match a.to_str() {
+            Some("--lab") => skip_next = true,
+            Some(s) if s.starts_with("--lab=") => {}
+            _ => out.push(a),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lab_is_taken_out_of_the_arguments() {
+        let v = |s: &[&str]| s.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            strip_lab(v(&["sweep", "tcp", "--lab", "ge,mtu=9000", "--sizes", "1"]).into_iter()),
+            v(&["sweep", "tcp", "--sizes", "1"])
+        );
+        assert_eq!(
+            strip_lab(v(&["sweep", "--lab=fe", "tcp"]).into_iter()),
+            v(&["sweep", "tcp"])
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! The link lab: an emulated Beowulf cluster on one machine.
+//!
+//! Nodes are network namespaces with their own host names, joined through
+//! a bridge that plays the switch, each node's link shaped to Fast Ethernet,
+//! Gigabit Ethernet or any rate, with any MTU. A lab outlives the command
+//! that made it (`wulf lab up`), or lives for one measurement (`--lab`).
+//!
+//! * [`spec`]: what a lab is asked to be (parsing only);
+//! * [`shaper`]: the shaper's parameters and why (pure);
+//! * [`build`]: making and removing namespaces, links and shapers;
+//! * [`state`]: the lab on disk, under `/run/wulf/lab/NAME/`;
+//! * [`status`]: the lab as the kernel reports it;
+//! * [`between`]: running a wulf command between two nodes of a temporary
+//!   lab (what `--lab` does).
+//!
+//! Traffic stays in the lab: addresses come from 198.18.0.0/15 (RFC 2544's
+//! benchmark range), the root namespace gets no route to them, and every
+//! process that sends to them runs inside a node.
+
+pub mod between;
+pub mod build;
+pub mod shaper;
+pub mod spec;
+pub mod state;
+pub mod status;
+mod system;
+
+use std::ffi::OsString;
+use std::net::IpAddr;
+use std::process::Command;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+pub use spec::{LabSpec, LinkOptions, LinkRate};
+pub use state::LabState;
+
+/// Environment variable naming the lab a process runs in.
+pub const ENV_LAB: &str = "WULF_LAB";
+/// Environment variable naming the node a process runs in.
+pub const ENV_NODE: &str = "WULF_LAB_NODE";
+
+/// A command that runs `argv` inside `node` of lab `st`: in the node's
+/// network namespace (with /sys and /etc/hosts of the node, as `ip netns
+/// exec` arranges) and its UTS namespace (its host name).
+pub fn command_in(st: &LabState, node: &str, argv: &[OsString]) -> Result<Command> {
+    let n = st.node(node)?;
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &n.netns, "nsenter"])
+        .arg(format!("--uts={}", n.uts_file.display()))
+        .arg("--")
+        .args(argv)
+        .env(ENV_LAB, &st.name)
+        .env(ENV_NODE, &n.name);
+    Ok(c)
+}
+
+/// What a result made in a lab records about it (`placement.lab`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabPlacement {
+    /// The lab's name.
+    pub name: String,
+    /// Node of the measuring side.
+    pub client_node: String,
+    /// Node of the peer, when it is in the lab.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_node: Option<String>,
+    /// The links of those nodes, as configured.
+    pub links: Vec<LabLink>,
+}
+
+/// One node's link in a [`LabPlacement`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabLink {
+    /// The node.
+    pub node: String,
+    /// The link as named (`fe`, `ge`, `600mbit`).
+    pub link: String,
+    /// Shaped rate, each direction, bits/s.
+    pub rate_bits_per_s: u64,
+    /// MTU.
+    pub mtu_bytes: u32,
+    /// The shaper (`htb`).
+    pub shaper: String,
+    /// Its bucket, bytes.
+    pub burst_bytes: u64,
+    /// Most bytes that cross without waiting after the link was idle.
+    pub free_burst_bytes: u64,
+}
+
+/// The placement of a process running in a lab node (from [`ENV_LAB`] and
+/// [`ENV_NODE`]), with the node holding `peer` as the server node. `None`
+/// outside a lab.
+pub fn placement(peer: Option<IpAddr>) -> Option<LabPlacement> {
+    let name = std::env::var(ENV_LAB).ok()?;
+    let node = std::env::var(ENV_NODE).ok()?;
+    let st = state::load(&name).ok()?;
+    let server = peer.and_then(|ip| st.nodes.iter().find(|n| IpAddr::V4(n.address) == ip));
+    let link = |n: &state::NodeState| LabLink {
+        node: n.name.clone(),
+        link: n.link.rate.name.clone(),
+        rate_bits_per_s: n.link.rate.bits_per_s,
+        mtu_bytes: n.link.mtu_bytes,
+        shaper: n.shaper.qdisc.clone(),
+        burst_bytes: n.shaper.burst_bytes,
+        free_burst_bytes: n.shaper.free_burst_bytes,
+    };
+    let mut links: Vec<LabLink> = st
+        .nodes
+        .iter()
+        .filter(|n| n.name == node)
+        .map(link)
+        .collect();
+    links.extend(server.filter(|s| s.name != node).map(link));
+    Some(LabPlacement {
+        name,
+        client_node: node,
+        server_node: server.map(|s| s.name.clone()),
+        links,
+    })
+}
+
+/// A lab made for one command and removed when dropped: at the end of the
+/// command, on error, and after Ctrl-C (the command stops gracefully and
+/// returns). Only `kill -9` leaves it behind, to `wulf lab down --all`.
+pub struct TempLab {
+    /// The lab.
+    pub state: LabState,
+}
+
+impl TempLab {
+    /// Make a temporary lab of `nodes` nodes.
+    pub fn up(nodes: usize, options: &LinkOptions) -> Result<TempLab> {
+        let spec = options.for_nodes(nodes).map_err(crate::error::usage)?;
+        let name = format!("t{}", std::process::id());
+        // A lab of this name can only be left by a dead process whose pid
+        // was reused.
+        if state::load(&name).is_ok_and(|s| s.orphaned()) {
+            build::remove(&name, None);
+        }
+        Ok(TempLab {
+            state: build::up(&name, &spec, true)?,
+        })
+    }
+}
+
+impl Drop for TempLab {
+    fn drop(&mut self) {
+        build::remove(&self.state.name, Some(&self.state));
+    }
+}

@@ -6,7 +6,10 @@
 # shaper allows: rate * (MTU - 52) / (MTU + 14) (IPv4 + TCP + timestamps;
 # Ethernet header counted, no preamble or gap on a veth).
 #
-# Target (issue 10): wulf's ratio >= 0.98 on every row.
+# Target (issue 10): wulf's ratio >= 0.98 on every row. The 10ge rows are
+# the machine's own ceiling for that MTU (frames per second the stack,
+# veths, bridge and shapers can carry on this machine with offloads off):
+# a link above that ceiling measures the machine, not the emulation.
 # Usage: bench/lab_accuracy.sh [ROUNDS]   (default 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +25,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"; "$WULF" lab down --name "$LAB" >/dev/null 2>&1 || true' EXIT
 
 printf "%-5s %5s %12s %12s %12s %8s %8s\n" link mtu "goodput" "wulf" "iperf3" "wulf/th" "iperf/th"
-for link in fe ge; do
+for link in fe ge 10ge; do
   for mtu in 1500 9000; do
     "$WULF" lab up --name "$LAB" --link "$link" --mtu "$mtu" >/dev/null
     for i in $(seq 1 "$ROUNDS"); do
@@ -43,7 +46,7 @@ for link in fe ge; do
     python3 - "$work" "$link" "$mtu" <<'PY'
 import statistics, sys
 work, link, mtu = sys.argv[1], sys.argv[2], int(sys.argv[3])
-rate = {"fe": 100e6, "ge": 1e9}[link]
+rate = {"fe": 100e6, "ge": 1e9, "10ge": 10e9}[link]
 goodput = rate * (mtu - 52) / (mtu + 14)
 w = statistics.median(float(x) for x in open(f"{work}/w-{link}-{mtu}"))
 i = statistics.median(float(x) for x in open(f"{work}/i-{link}-{mtu}"))

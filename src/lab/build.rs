@@ -183,13 +183,13 @@ fn add_loss(sw: &str, percent: f64) -> Result<()> {
     system::in_netns(
         sw,
         "nft",
-        &["add chain bridge wulf fwd { type filter hook forward priority 0 ; }"],
+        &["add chain bridge wulf loss { type filter hook forward priority 0 ; }"],
     )?;
     system::in_netns(
         sw,
         "nft",
         &[
-            "add", "rule", "bridge", "wulf", "fwd", "numgen", "random", "mod", "10000", "<",
+            "add", "rule", "bridge", "wulf", "loss", "numgen", "random", "mod", "10000", "<",
             &cutoff, "counter", "drop",
         ],
     )?;

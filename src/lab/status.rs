@@ -22,6 +22,9 @@ pub struct LabStatus {
     pub temporary: bool,
     /// A temporary lab whose command is gone: remove it with `wulf lab down`.
     pub orphaned: bool,
+    /// Random frame loss in the switch now, percent (from its nftables rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_percent: Option<f64>,
     /// The nodes.
     pub nodes: Vec<NodeStatus>,
 }
@@ -54,6 +57,7 @@ pub fn read(st: &LabState) -> LabStatus {
         complete: st.complete,
         temporary: st.temporary,
         orphaned: st.orphaned(),
+        loss_percent: loss_now(&st.switch_netns),
         nodes: st
             .nodes
             .iter()
@@ -81,6 +85,23 @@ pub fn read_all() -> Vec<LabStatus> {
         .filter_map(|n| state::load(n).ok())
         .map(|s| read(&s))
         .collect()
+}
+
+/// The loss rule `wulf lab up --loss` put in the switch, read back.
+fn loss_now(switch_netns: &str) -> Option<f64> {
+    let text =
+        super::system::in_netns(switch_netns, "nft", &["list", "table", "bridge", "wulf"]).ok()?;
+    parse_loss_rule(&text)
+}
+
+/// `numgen random mod 10000 < 2000 ... drop` -> 20 (percent).
+fn parse_loss_rule(text: &str) -> Option<f64> {
+    let line = text
+        .lines()
+        .find(|l| l.contains("numgen random mod 10000 <"))?;
+    let after = line.split("numgen random mod 10000 <").nth(1)?;
+    let n: f64 = after.split_whitespace().next()?.parse().ok()?;
+    Some(n / 100.0)
 }
 
 fn link_facts(netns: &str, dev: &str) -> (Option<String>, Option<u32>) {
@@ -137,8 +158,12 @@ pub fn format(labs: &[LabStatus]) -> String {
         } else {
             format!(" ({})", flags.join(", "))
         };
+        let loss = l
+            .loss_percent
+            .map(|p| format!(", {p}% frame loss in the switch"))
+            .unwrap_or_default();
         s.push_str(&format!(
-            "lab {}: {} nodes, subnet {}{flags}\n",
+            "lab {}: {} nodes, subnet {}{loss}{flags}\n",
             l.name,
             l.nodes.len(),
             l.subnet
@@ -200,6 +225,13 @@ mod tests {
         assert_eq!(rate_text(100_000_000), "100 Mbit/s");
         assert_eq!(rate_text(2_500_000_000), "2.5 Gbit/s");
         assert_eq!(rate_text(1_000_000_000), "1 Gbit/s");
+    }
+
+    #[test]
+    fn loss_rule_is_read_back() {
+        let t = "table bridge wulf {\n\tchain loss {\n\t\tnumgen random mod 10000 < 250 counter packets 1 bytes 2 drop\n\t}\n}";
+        assert_eq!(parse_loss_rule(t), Some(2.5));
+        assert_eq!(parse_loss_rule("table bridge wulf {}"), None);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::transport::ChannelOptions;
 
 /// Version of the control protocol. Peers must agree on the tool version
 /// exactly; this number only lets a future wulf explain a mismatch better.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Longest control line accepted, in bytes.
 pub const MAX_LINE_BYTES: u64 = 1 << 20;

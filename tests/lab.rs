@@ -401,3 +401,49 @@ fn impairments_are_real_or_refused() {
         assert_gone(&lab);
     }
 }
+
+/// SIGINT to a `--lab` command (as a batch system sends it, or Ctrl-C):
+/// the command inside the node stops, saves what it measured marked
+/// incomplete, and the temporary lab is removed; the exit code is 130.
+#[test]
+fn an_interrupted_lab_run_saves_and_cleans_up() {
+    if !can_run() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = wulf(&[
+        "sweep",
+        "tcp",
+        "--lab",
+        "fe",
+        "--sizes",
+        "64Ki,1Mi,2Mi,4Mi",
+        "--budget",
+        "60s",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let lab = format!("t{}", child.id());
+    let _g = Guard(lab.clone());
+    // Wait until the first point is done (64 KiB over fe takes well under
+    // the first few seconds), then interrupt.
+    std::thread::sleep(Duration::from_secs(4));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["complete"], false);
+    assert!(!v["points"].as_array().unwrap().is_empty());
+    assert_gone(&lab);
+}

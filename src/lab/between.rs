@@ -50,12 +50,38 @@ pub fn run_against_peer_node(lab: &str, serve_once: bool) -> Result<i32> {
     inner.extend(argv);
     inner.push("--peer".into());
     inner.push(peer.addr.to_string().into());
-    let status = command_in(&temp.state, "node1", &inner)?
-        .status()
-        .context("cannot run the command in node1 of the lab")?;
+    let mut cmd = command_in(&temp.state, "node1", &inner)?;
+    let status =
+        run_forwarding_interrupt(&mut cmd).context("cannot run the command in node1 of the lab")?;
     peer.finish(Duration::from_secs(2));
     drop(temp);
     Ok(exit_code(status))
+}
+
+/// Run `cmd` to its end in a process group of its own, handing it one
+/// SIGINT when this process is interrupted. A terminal's Ctrl-C reaches only
+/// this process, so the child gets exactly one interrupt (its first stops
+/// it gracefully and saves what it measured; a second would end it at once)
+/// and the same happens when only this process is signalled (a batch
+/// system's SIGINT or SIGTERM).
+pub fn run_forwarding_interrupt(
+    cmd: &mut std::process::Command,
+) -> std::io::Result<std::process::ExitStatus> {
+    use std::os::unix::process::CommandExt;
+    use std::sync::atomic::Ordering;
+    let mut child = cmd.process_group(0).spawn()?;
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut forwarded = false;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if !forwarded && crate::sweep::INTERRUPTED.load(Ordering::Relaxed) {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+            forwarded = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The exit code a child's status stands for (128 + signal when killed).

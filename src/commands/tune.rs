@@ -20,7 +20,7 @@ use crate::peer::DEFAULT_PORT;
 use crate::report;
 use crate::result::{write_atomically, write_result, Mode, SweepResult};
 use crate::sweep::engine::{run_sweep, SweepSpec};
-use crate::sys::{describe_interface, interface_for_peer, Host};
+use crate::sys::{describe_interface, interface_for_peer, recorded_same_machine, Host};
 use crate::transport::tcp::mss_settable;
 use crate::tune::plan::{mss_candidates, next_budget, plan};
 use crate::tune::summary::Skipped;
@@ -113,7 +113,9 @@ fn session_dir(out: &Path) -> PathBuf {
 }
 
 /// The sysctls of the hosts involved, from the first result's fingerprints
-/// (this host alone when the peer ran here).
+/// (this host alone when the peer ran on this machine: the same kernel,
+/// reached through loopback; a peer in another network namespace has
+/// sysctls of its own even under the same host name).
 fn host_sysctls(results: &[SweepResult]) -> Vec<HostSysctls> {
     let mine = results
         .first()
@@ -124,7 +126,9 @@ fn host_sysctls(results: &[SweepResult]) -> Vec<HostSysctls> {
         sysctls: mine.tcp_sysctls.clone(),
     }];
     if let Some(peer) = results.first().and_then(|r| r.peer_host.as_ref()) {
-        if peer.hostname != mine.hostname {
+        // Files from before boot ids were recorded: judged by host name.
+        let same = recorded_same_machine(&mine, peer).unwrap_or(peer.hostname == mine.hostname);
+        if !same {
             hosts.push(HostSysctls {
                 host: peer.hostname.clone(),
                 sysctls: peer.tcp_sysctls.clone(),

@@ -5,7 +5,9 @@
 use std::fmt::Write;
 
 use super::charts::Series;
+use super::summary::link_where;
 use crate::result::SweepResult;
+use crate::sys::recorded_same_machine;
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
 
 pub(super) fn anomalies(h: &mut String, series: &[Series]) {
@@ -147,7 +149,7 @@ pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]
             let _ = writeln!(
                 h,
                 "<p><b>Link limit</b> ({}): {}</p>",
-                esc(&l.interface),
+                esc(&link_where(l)),
                 esc(&l.limit.formula)
             );
         }
@@ -157,7 +159,12 @@ pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]
             esc(r.host.describe_text().trim_end())
         );
         if let Some(peer) = &r.peer_host {
-            if r.options.peer.is_some() || peer.hostname != r.host.hostname {
+            // The peer's machine is shown unless it is this one (same kernel,
+            // loopback path); files from before boot ids were recorded can
+            // only be judged by host name.
+            let same =
+                recorded_same_machine(&r.host, peer).unwrap_or(peer.hostname == r.host.hostname);
+            if r.options.peer.is_some() || !same {
                 let _ = writeln!(
                     h,
                     "<p><b>Peer machine (B)</b></p><pre>{}</pre>",

@@ -4,8 +4,8 @@
 //! point, CPU cost, noisy points).
 
 use crate::analysis::Analysis;
-use crate::result::SweepResult;
-use crate::units::format_bytes;
+use crate::result::{LinkEfficiency, LinkEnd, SweepResult};
+use crate::units::{format_bits_per_s, format_bytes};
 
 /// A result's figures as the summary tables show them. Rates in bit/s (SI),
 /// times in ns, sizes in bytes; `None` where a figure does not exist.
@@ -49,7 +49,7 @@ pub struct PhysicalLimit {
 }
 
 /// The physical limit of a result, when it carries one. Today that is the
-/// `link` block (the TCP goodput of a network link). This is the one place
+/// `link` block (the TCP goodput of the network path). This is the one place
 /// to read further limits (e.g. an intra-node memory-copy limit) when the
 /// schema gains them, so every report format picks them up.
 pub fn physical_limit(r: &SweepResult) -> Option<PhysicalLimit> {
@@ -61,14 +61,46 @@ pub fn physical_limit(r: &SweepResult) -> Option<PhysicalLimit> {
         crate::sys::Framing::Ethernet => "Ethernet framing",
         crate::sys::Framing::Shaper => "shaper framing",
     };
+    let shaped = link
+        .shaper
+        .as_ref()
+        .map(|q| format!(" shaped by {q}"))
+        .unwrap_or_default();
+    let mut name = format!(
+        "TCP goodput of {} ({} Mbit/s link{shaped}, MTU {}, {framing})",
+        link_where(link),
+        link.limit.link_speed_mbit_per_s,
+        link.limit.mtu_bytes
+    );
+    // A path faster one way than the other, or a bidirectional sweep,
+    // has a limit of its own beside the bottleneck's goodput.
+    let bottleneck = link.limit.goodput_mbit_per_s(link.framing) * 1e6;
+    if let (Some(to), Some(from)) = (link.to_peer_bits_per_s, link.from_peer_bits_per_s) {
+        if (link.limit_bits_per_s - bottleneck).abs() > 1e-3 * bottleneck {
+            name.push_str(&format!(
+                "; {} over the path, {} to the peer and {} back: {}",
+                r.mode,
+                format_bits_per_s(to),
+                format_bits_per_s(from),
+                format_bits_per_s(link.limit_bits_per_s)
+            ));
+        }
+    }
     Some(PhysicalLimit {
-        name: format!(
-            "TCP goodput of {} ({} Mbit/s link, MTU {}, {framing})",
-            link.interface, link.limit.link_speed_mbit_per_s, link.limit.mtu_bytes
-        ),
+        name,
         bits_per_s: link.limit_bits_per_s,
         peak_fraction: link.peak_fraction,
     })
+}
+
+/// The bottleneck's interface and whose it is, e.g. "veth1 on the peer".
+pub fn link_where(link: &LinkEfficiency) -> String {
+    let whose = match link.end {
+        Some(LinkEnd::Client) => " on the measuring end",
+        Some(LinkEnd::Server) => " on the peer",
+        None => "",
+    };
+    format!("{}{whose}", link.interface)
 }
 
 /// The summary row of one result, from its analysis.

@@ -82,6 +82,8 @@ impl Host {
         line("numa nodes", opt(&self.numa_nodes));
         line("memory", bytes(self.memory_total_bytes));
         line("kernel", self.kernel.clone());
+        // Tells whether two ends run under one kernel (see sys::path).
+        line("boot id", opt(&self.boot_id));
         line("clock source", opt(&self.clock_source));
         let mut load = format!("{} (before)", loads(&self.load_before));
         if let Some(after) = &self.load_after {
@@ -280,6 +282,7 @@ mod tests {
             "numa nodes",
             "memory",
             "kernel",
+            "boot id",
             "clock source",
             "load",
             "tcp",

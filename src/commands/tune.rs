@@ -275,3 +275,45 @@ fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result_with_peer(peer: Host) -> SweepResult {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        );
+        let mut r = crate::result::read_result(Path::new(path)).unwrap();
+        r.host.boot_id = Some("boot-a".into());
+        r.host.path_crosses_interface = Some(false);
+        r.peer_host = Some(peer);
+        r
+    }
+
+    #[test]
+    fn a_peer_is_listed_unless_it_is_this_machine() {
+        // The peer as this machine would describe itself.
+        let mut same = result_with_peer(Host::probe()).host;
+        same.tcp_sysctls.congestion_control = Some("other".into());
+        // This machine through loopback: one host.
+        let r = result_with_peer(same.clone());
+        assert_eq!(host_sysctls(&[r]).len(), 1);
+        // Another network namespace of this machine (same name and kernel,
+        // but the path crosses a veth): its sysctls are its own.
+        let mut r = result_with_peer(same.clone());
+        r.host.path_crosses_interface = Some(true);
+        let hosts = host_sysctls(&[r]);
+        assert_eq!(hosts.len(), 2);
+        assert_eq!(hosts[0].host, hosts[1].host);
+        assert_eq!(
+            hosts[1].sysctls.congestion_control.as_deref(),
+            Some("other")
+        );
+        // Files from before boot ids: the host name decides, as it did.
+        let mut r = result_with_peer(same);
+        r.host.boot_id = None;
+        assert_eq!(host_sysctls(&[r]).len(), 1);
+    }
+}

@@ -242,4 +242,27 @@ mod tests {
             "wulf sweep --sizes 1:64Ki 'it'\\''s here'"
         );
     }
+
+    #[test]
+    fn peer_machine_is_shown_unless_it_is_this_one() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        );
+        let mut r = crate::result::read_result(std::path::Path::new(path)).unwrap();
+        let shown = |r: &SweepResult| {
+            let mut h = String::new();
+            machines(&mut h, std::slice::from_ref(r), &["x".to_string()]);
+            h.contains("Peer machine (B)")
+        };
+        // The fixture: a local peer, no boot ids (judged by host name).
+        assert!(!shown(&r));
+        r.host.boot_id = Some("boot-a".into());
+        r.peer_host.as_mut().unwrap().boot_id = Some("boot-a".into());
+        r.host.path_crosses_interface = Some(false);
+        assert!(!shown(&r));
+        // Same name and kernel, but across an interface: another namespace.
+        r.host.path_crosses_interface = Some(true);
+        assert!(shown(&r));
+    }
 }

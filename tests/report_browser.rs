@@ -110,6 +110,10 @@ fn results(dir: &Path) -> Vec<String> {
             .peak_bits_per_s
             .map(|p| p / limit_bits_per_s),
         limit,
+        end: None,
+        shaper: None,
+        to_peer_bits_per_s: None,
+        from_peer_bits_per_s: None,
     });
     with_link.options.peer.replace("node2".into());
     let linked = dir.join("tcp-eth0.json");

@@ -177,3 +177,63 @@ fn efficiency_fields_are_optional_derived_and_strict() {
     let text = serde_json::to_string(&plain).unwrap();
     assert!(!text.contains("limits") && !text.contains("plateaus"));
 }
+
+#[test]
+fn path_fingerprint_fields_are_optional_and_strict() {
+    // The fixture predates them and reads (checked by every test above);
+    // a file with them round-trips.
+    let mut v = fixture_value();
+    v["host"]["boot_id"] = "6d1f0c8e-2b44-4e0a-9f55-0c1d2e3f4a5b".into();
+    v["host"]["path_crosses_interface"] = true.into();
+    v["host"]["interfaces"] = serde_json::json!([{
+        "name": "veth1",
+        "is_virtual": true,
+        "mtu_bytes": 1500,
+        "speed_mbit_per_s": 10000,
+        "qdisc": "htb",
+        "shaped_rate_bits_per_s": 100_000_000u64
+    }]);
+    v["peer_host"]["boot_id"] = v["host"]["boot_id"].clone();
+    let mut r = parse(&v).unwrap();
+    let iface = r.host.interfaces[0].clone();
+    assert_eq!(iface.effective_speed_mbit_per_s(), Some(100.0));
+    r.link = wulf::result::LinkEfficiency::for_path(
+        Some(&iface),
+        None,
+        r.mode,
+        wulf::sys::IpVersion::V4,
+        true,
+        r.summary.peak_bits_per_s,
+    );
+    assert_eq!(
+        wulf::sys::recorded_same_machine(&r.host, r.peer_host.as_ref().unwrap()),
+        Some(false),
+        "same kernel, but across an interface"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("shaped.json");
+    write_result(&out, &r).unwrap();
+    assert_eq!(read_result(&out).unwrap(), r);
+
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(written["link"]["end"], "client");
+    assert_eq!(written["link"]["shaper"], "htb");
+    assert_eq!(written["link"]["limit"]["link_speed_mbit_per_s"], 100.0);
+    for bad_at in [
+        &["link"][..],
+        &["host", "interfaces", "0"][..],
+        &["host"][..],
+    ] {
+        let mut bad = written.clone();
+        let mut at = &mut bad;
+        for k in bad_at {
+            at = match k.parse::<usize>() {
+                Ok(i) => &mut at[i],
+                Err(_) => &mut at[*k],
+            };
+        }
+        at["surprise"] = 1.into();
+        assert!(parse(&bad).is_err(), "surprise accepted in {bad_at:?}");
+    }
+}

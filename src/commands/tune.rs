@@ -20,7 +20,7 @@ use crate::peer::DEFAULT_PORT;
 use crate::report;
 use crate::result::{write_atomically, write_result, Mode, SweepResult};
 use crate::sweep::engine::{run_sweep, SweepSpec};
-use crate::sys::{describe_interface, interface_for_peer, Host};
+use crate::sys::{describe_interface, interface_for_peer, recorded_same_machine, Host};
 use crate::transport::tcp::mss_settable;
 use crate::tune::plan::{mss_candidates, next_budget, plan};
 use crate::tune::summary::Skipped;
@@ -113,7 +113,9 @@ fn session_dir(out: &Path) -> PathBuf {
 }
 
 /// The sysctls of the hosts involved, from the first result's fingerprints
-/// (this host alone when the peer ran here).
+/// (this host alone when the peer ran on this machine: the same kernel,
+/// reached through loopback; a peer in another network namespace has
+/// sysctls of its own even under the same host name).
 fn host_sysctls(results: &[SweepResult]) -> Vec<HostSysctls> {
     let mine = results
         .first()
@@ -124,7 +126,9 @@ fn host_sysctls(results: &[SweepResult]) -> Vec<HostSysctls> {
         sysctls: mine.tcp_sysctls.clone(),
     }];
     if let Some(peer) = results.first().and_then(|r| r.peer_host.as_ref()) {
-        if peer.hostname != mine.hostname {
+        // Files from before boot ids were recorded: judged by host name.
+        let same = recorded_same_machine(&mine, peer).unwrap_or(peer.hostname == mine.hostname);
+        if !same {
             hosts.push(HostSysctls {
                 host: peer.hostname.clone(),
                 sysctls: peer.tcp_sysctls.clone(),
@@ -270,4 +274,46 @@ fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
         anyhow::bail!("some configurations failed: {}", m.failed.join(", "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result_with_peer(peer: Host) -> SweepResult {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        );
+        let mut r = crate::result::read_result(Path::new(path)).unwrap();
+        r.host.boot_id = Some("boot-a".into());
+        r.host.path_crosses_interface = Some(false);
+        r.peer_host = Some(peer);
+        r
+    }
+
+    #[test]
+    fn a_peer_is_listed_unless_it_is_this_machine() {
+        // The peer as this machine would describe itself.
+        let mut same = result_with_peer(Host::probe()).host;
+        same.tcp_sysctls.congestion_control = Some("other".into());
+        // This machine through loopback: one host.
+        let r = result_with_peer(same.clone());
+        assert_eq!(host_sysctls(&[r]).len(), 1);
+        // Another network namespace of this machine (same name and kernel,
+        // but the path crosses a veth): its sysctls are its own.
+        let mut r = result_with_peer(same.clone());
+        r.host.path_crosses_interface = Some(true);
+        let hosts = host_sysctls(&[r]);
+        assert_eq!(hosts.len(), 2);
+        assert_eq!(hosts[0].host, hosts[1].host);
+        assert_eq!(
+            hosts[1].sysctls.congestion_control.as_deref(),
+            Some("other")
+        );
+        // Files from before boot ids: the host name decides, as it did.
+        let mut r = result_with_peer(same);
+        r.host.boot_id = None;
+        assert_eq!(host_sysctls(&[r]).len(), 1);
+    }
 }

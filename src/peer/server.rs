@@ -113,6 +113,7 @@ pub fn session(stream: TcpStream, max_bytes: u64) -> Result<()> {
     stream.set_read_timeout(Some(CONTROL_TIMEOUT))?;
     stream.set_write_timeout(Some(CONTROL_TIMEOUT))?;
     let local_ip = stream.local_addr()?.ip();
+    let client_ip = stream.peer_addr()?.ip();
     let mut ch = ControlChannel::new(stream)?;
     ch.send(&Hello::ours())?;
     let hello: Hello = ch.recv()?;
@@ -132,7 +133,7 @@ pub fn session(stream: TcpStream, max_bytes: u64) -> Result<()> {
         Request::Setup(s) => s,
         other => bail!("expected a setup, got {other:?}"),
     };
-    match run_test(&mut ch, &setup, max_bytes, local_ip) {
+    match run_test(&mut ch, &setup, max_bytes, local_ip, client_ip) {
         Ok(()) => Ok(()),
         Err(e) => {
             let _ = ch.send(&Reply::Error {
@@ -148,6 +149,7 @@ fn run_test(
     setup: &Setup,
     max_bytes: u64,
     local_ip: IpAddr,
+    client_ip: IpAddr,
 ) -> Result<()> {
     if setup.max_bytes > max_bytes {
         bail!(
@@ -171,7 +173,9 @@ fn run_test(
     let listener = transport.listen(&setup.channel, local_ip)?;
     ch.send(&Reply::Listening {
         description: listener.describe(),
-        host: Host::probe(),
+        // With the interface towards the client: a shaper on this side may
+        // be the slower end of the path.
+        host: Host::probe().with_interface_for_peer(client_ip),
     })?;
     let mut conn = listener.accept(setup.channel.timeout())?;
     let host = Host::probe();

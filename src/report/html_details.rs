@@ -5,7 +5,9 @@
 use std::fmt::Write;
 
 use super::charts::Series;
+use super::summary::link_where;
 use crate::result::SweepResult;
+use crate::sys::recorded_same_machine;
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
 
 pub(super) fn anomalies(h: &mut String, series: &[Series]) {
@@ -147,7 +149,7 @@ pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]
             let _ = writeln!(
                 h,
                 "<p><b>Link limit</b> ({}): {}</p>",
-                esc(&l.interface),
+                esc(&link_where(l)),
                 esc(&l.limit.formula)
             );
         }
@@ -157,7 +159,12 @@ pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]
             esc(r.host.describe_text().trim_end())
         );
         if let Some(peer) = &r.peer_host {
-            if r.options.peer.is_some() || peer.hostname != r.host.hostname {
+            // The peer's machine is shown unless it is this one (same kernel,
+            // loopback path); files from before boot ids were recorded can
+            // only be judged by host name.
+            let same =
+                recorded_same_machine(&r.host, peer).unwrap_or(peer.hostname == r.host.hostname);
+            if r.options.peer.is_some() || !same {
                 let _ = writeln!(
                     h,
                     "<p><b>Peer machine (B)</b></p><pre>{}</pre>",
@@ -234,5 +241,28 @@ mod tests {
             shell_line(&args),
             "wulf sweep --sizes 1:64Ki 'it'\\''s here'"
         );
+    }
+
+    #[test]
+    fn peer_machine_is_shown_unless_it_is_this_one() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        );
+        let mut r = crate::result::read_result(std::path::Path::new(path)).unwrap();
+        let shown = |r: &SweepResult| {
+            let mut h = String::new();
+            machines(&mut h, std::slice::from_ref(r), &["x".to_string()]);
+            h.contains("Peer machine (B)")
+        };
+        // The fixture: a local peer, no boot ids (judged by host name).
+        assert!(!shown(&r));
+        r.host.boot_id = Some("boot-a".into());
+        r.peer_host.as_mut().unwrap().boot_id = Some("boot-a".into());
+        r.host.path_crosses_interface = Some(false);
+        assert!(!shown(&r));
+        // Same name and kernel, but across an interface: another namespace.
+        r.host.path_crosses_interface = Some(true);
+        assert!(shown(&r));
     }
 }

@@ -4,8 +4,8 @@
 //! point, CPU cost, noisy points).
 
 use crate::analysis::Analysis;
-use crate::result::SweepResult;
-use crate::units::format_bytes;
+use crate::result::{LinkEfficiency, LinkEnd, SweepResult};
+use crate::units::{format_bits_per_s, format_bytes};
 
 /// A result's figures as the summary tables show them. Rates in bit/s (SI),
 /// times in ns, sizes in bytes; `None` where a figure does not exist.
@@ -49,7 +49,7 @@ pub struct PhysicalLimit {
 }
 
 /// The physical limit of a result, when it carries one. Today that is the
-/// `link` block (the TCP goodput of a network link). This is the one place
+/// `link` block (the TCP goodput of the network path). This is the one place
 /// to read further limits (e.g. an intra-node memory-copy limit) when the
 /// schema gains them, so every report format picks them up.
 pub fn physical_limit(r: &SweepResult) -> Option<PhysicalLimit> {
@@ -61,14 +61,48 @@ pub fn physical_limit(r: &SweepResult) -> Option<PhysicalLimit> {
         crate::sys::Framing::Ethernet => "Ethernet framing",
         crate::sys::Framing::Shaper => "shaper framing",
     };
+    let shaped = link
+        .shaper
+        .as_ref()
+        .map(|q| format!(" shaped by {q}"))
+        .unwrap_or_default();
+    let link_text = format!(
+        "{} ({} Mbit/s link{shaped}, MTU {}, {framing})",
+        link_where(link),
+        link.limit.link_speed_mbit_per_s,
+        link.limit.mtu_bytes
+    );
+    // A path faster one way than the other, or a bidirectional sweep, has a
+    // limit of its own beside the bottleneck link's goodput.
+    let bottleneck = link.limit.goodput_mbit_per_s(link.framing) * 1e6;
+    let name = match (link.to_peer_bits_per_s, link.from_peer_bits_per_s) {
+        (Some(to), Some(from))
+            if (link.limit_bits_per_s - bottleneck).abs() > 1e-3 * bottleneck =>
+        {
+            format!(
+                "{} TCP limit of the path, {} to the peer and {} back; bottleneck {link_text}",
+                r.mode,
+                format_bits_per_s(to),
+                format_bits_per_s(from)
+            )
+        }
+        _ => format!("TCP goodput of {link_text}"),
+    };
     Some(PhysicalLimit {
-        name: format!(
-            "TCP goodput of {} ({} Mbit/s link, MTU {}, {framing})",
-            link.interface, link.limit.link_speed_mbit_per_s, link.limit.mtu_bytes
-        ),
+        name,
         bits_per_s: link.limit_bits_per_s,
         peak_fraction: link.peak_fraction,
     })
+}
+
+/// The bottleneck's interface and whose it is, e.g. "veth1 on the peer".
+pub fn link_where(link: &LinkEfficiency) -> String {
+    let whose = match link.end {
+        Some(LinkEnd::Client) => " on the measuring end",
+        Some(LinkEnd::Server) => " on the peer",
+        None => "",
+    };
+    format!("{}{whose}", link.interface)
 }
 
 /// The summary row of one result, from its analysis.
@@ -227,5 +261,48 @@ mod tests {
         );
         assert_eq!(row.noisy_points, r.summary.noisy_points);
         assert!(row.limit.is_none());
+    }
+
+    #[test]
+    fn link_limits_name_the_bottleneck_and_the_path() {
+        use crate::result::LinkEfficiency;
+        use crate::sys::{Interface, IpVersion};
+        let veth = |name: &str, shaped: Option<u64>| Interface {
+            name: name.into(),
+            is_virtual: Some(true),
+            mtu_bytes: Some(1500),
+            speed_mbit_per_s: Some(10_000),
+            qdisc: shaped.map(|_| "htb".into()),
+            shaped_rate_bits_per_s: shaped,
+            ..Interface::default()
+        };
+        let mut r = fixture();
+        let path = |c: &Interface, s: &Interface| {
+            LinkEfficiency::for_path(Some(c), Some(s), r.mode, IpVersion::V4, true, Some(1e8))
+        };
+        // Shaped alike on both ends: the shaper's goodput.
+        r.link = path(
+            &veth("a0", Some(100_000_000)),
+            &veth("b0", Some(100_000_000)),
+        );
+        let l = physical_limit(&r).unwrap();
+        assert_eq!(
+            l.name,
+            "TCP goodput of a0 on the measuring end (100 Mbit/s link shaped by htb, MTU 1500, \
+             shaper framing)"
+        );
+        // Shaped on the peer only: the ping-pong's own limit, and the
+        // bottleneck.
+        r.link = path(&veth("a0", None), &veth("b0", Some(100_000_000)));
+        let l = physical_limit(&r).unwrap();
+        assert!(
+            l.name.starts_with(
+                "pingpong TCP limit of the path, 9.56 Gbit/s to the peer and 95.6 Mbit/s back; \
+                 bottleneck b0 on the peer (100 Mbit/s link shaped by htb"
+            ),
+            "{}",
+            l.name
+        );
+        assert!((l.bits_per_s - 189.4e6).abs() < 0.1e6, "{l:?}");
     }
 }

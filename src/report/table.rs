@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use super::summary::physical_limit;
 use crate::result::{Mode, SweepResult};
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
 
@@ -97,6 +98,19 @@ pub fn summary_lines(r: &SweepResult) -> String {
         }
         s.push('\n');
     }
+    // Across a network: the peak against the path's TCP goodput limit.
+    if let Some(l) = physical_limit(r) {
+        let share = l
+            .peak_fraction
+            .map(|f| format!("peak {f:.2} of "))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  link     {share}{}, the {}",
+            format_bits_per_s(l.bits_per_s),
+            l.name
+        );
+    }
     for p in &r.summary.plateaus {
         let level = match p.cache_bytes {
             Some(b) => format!("{} ({})", p.level, format_bytes(b)),
@@ -131,7 +145,9 @@ pub fn summary_lines(r: &SweepResult) -> String {
 
 /// One row per result, side by side: the summary `wulf run` prints. For
 /// intra-node results, latency as a multiple of the cache-line floor and
-/// peak as a fraction of memcpy bandwidth stand beside the figures.
+/// peak as a fraction of memcpy bandwidth stand beside the figures; when a
+/// result crossed a network link with a known limit, an "of link" column
+/// gives the peak as a fraction of the path's TCP goodput limit.
 pub fn comparison_table(results: &[SweepResult]) -> String {
     let mut s = String::new();
     // Wide enough for the longest label, e.g. "mpi:openmpi(tcp) pingpong".
@@ -141,7 +157,10 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
         .max()
         .unwrap_or(0)
         .max(14);
-    let _ = writeln!(
+    let link_fraction = |r: &SweepResult| physical_limit(r).and_then(|l| l.peak_fraction);
+    // Only tables with such a result get the column.
+    let with_link = results.iter().any(|r| link_fraction(r).is_some());
+    let _ = write!(
         s,
         "{:<w$} {:>10} {:>8} {:>14} {:>9} {:>10} {:>9} {:>7} {:>9}",
         "transport",
@@ -154,12 +173,16 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
         "noisy",
         "complete"
     );
+    if with_link {
+        let _ = write!(s, " {:>7}", "of link");
+    }
+    s.push('\n');
     for r in results {
         let peak_point = r
             .summary
             .peak_bytes
             .and_then(|b| r.points.iter().find(|p| p.bytes == b));
-        let _ = writeln!(
+        let _ = write!(
             s,
             "{:<w$} {:>10} {:>8} {:>14} {:>9} {:>10} {:>9} {:>7} {:>9}",
             format!("{} {}", r.transport, r.mode),
@@ -189,6 +212,78 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
             format!("{}/{}", r.summary.noisy_points, r.points.len()),
             if r.complete { "yes" } else { "NO" }
         );
+        if with_link {
+            let f = link_fraction(r).map(|f| format!("{f:.2}"));
+            let _ = write!(s, " {:>7}", f.as_deref().unwrap_or("-"));
+        }
+        s.push('\n');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::LinkEfficiency;
+    use crate::sys::{Interface, IpVersion};
+
+    fn fixture() -> SweepResult {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        );
+        crate::result::read_result(std::path::Path::new(path)).unwrap()
+    }
+
+    /// A sweep over a veth shaped to 100 Mbit/s by htb on the peer's side:
+    /// no memory limits, a link block.
+    fn over_shaped_veth() -> SweepResult {
+        let mut r = fixture();
+        for p in &mut r.points {
+            p.limits = None;
+        }
+        r.summary = crate::result::Summary::from_points(&r.points);
+        let veth = |name: &str, shaped: Option<u64>| Interface {
+            name: name.into(),
+            is_virtual: Some(true),
+            mtu_bytes: Some(1500),
+            speed_mbit_per_s: Some(10_000),
+            qdisc: shaped.map(|_| "htb".into()),
+            shaped_rate_bits_per_s: shaped,
+            ..Interface::default()
+        };
+        r.link = LinkEfficiency::for_path(
+            Some(&veth("wva", Some(100_000_000))),
+            Some(&veth("wvb", Some(100_000_000))),
+            r.mode,
+            IpVersion::V4,
+            true,
+            Some(90e6),
+        );
+        r
+    }
+
+    #[test]
+    fn a_shaped_path_shows_the_link_not_memory_limits() {
+        let r = over_shaped_veth();
+        let text = summary_lines(&r);
+        assert!(!text.contains("floor"), "{text}");
+        assert!(!text.contains("memcpy"), "{text}");
+        assert!(
+            text.contains(
+                "link     peak 0.94 of 95.6 Mbit/s, the TCP goodput of wva on the measuring end"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("100 Mbit/s link shaped by htb"), "{text}");
+        assert!(text.contains("shaper framing"), "{text}");
+
+        let table = comparison_table(&[fixture(), r]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].ends_with("of link"), "{table}");
+        assert!(lines[1].ends_with(" -"), "{table}");
+        assert!(lines[2].ends_with("0.94"), "{table}");
+        // Without any link the table keeps its usual columns.
+        assert!(!comparison_table(&[fixture()]).contains("of link"));
+    }
 }

@@ -7,11 +7,13 @@
 //! misread. Files are written atomically: a temporary file in the target
 //! directory, flushed, then renamed over the destination.
 
+mod link;
 mod mpi_info;
 mod npb;
 mod schema;
 mod write;
 
+pub use link::{LinkEfficiency, LinkEnd};
 pub use mpi_info::MpiInfo;
 pub use npb::{fill_speedups, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
 pub use schema::*;

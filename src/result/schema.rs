@@ -52,51 +52,13 @@ pub struct SweepResult {
     /// Non-fatal observations (a clamped socket buffer, noisy points...).
     #[serde(default)]
     pub warnings: Vec<String>,
-    /// The physical limit of the network link the data crossed, when its
-    /// speed and MTU are known, and the measured peak against it.
+    /// The physical limit of the network path the data crossed, when a
+    /// link speed and MTU on it are known, and the measured peak against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub link: Option<LinkEfficiency>,
+    pub link: Option<super::LinkEfficiency>,
     /// The MPI library and launch of an `mpi:` transport; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi: Option<super::MpiInfo>,
-}
-
-/// Measured peak against the theoretical TCP goodput of the link.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LinkEfficiency {
-    /// Interface on the route to the peer.
-    pub interface: String,
-    /// The limit and its accounting.
-    pub limit: crate::sys::LinkLimit,
-    /// Which framing applies (real Ethernet or a shaper on a virtual link).
-    pub framing: crate::sys::Framing,
-    /// Goodput limit under that framing, bit/s.
-    pub limit_bits_per_s: f64,
-    /// `summary.peak_bits_per_s` / `limit_bits_per_s`.
-    pub peak_fraction: Option<f64>,
-}
-
-impl LinkEfficiency {
-    /// The efficiency of a sweep whose data crossed `iface`, if its limit is
-    /// known.
-    pub fn of(
-        iface: &crate::sys::Interface,
-        ip_version: crate::sys::IpVersion,
-        tcp_timestamps: bool,
-        peak_bits_per_s: Option<f64>,
-    ) -> Option<LinkEfficiency> {
-        let limit = iface.link_limit(ip_version, tcp_timestamps)?;
-        let framing = iface.framing();
-        let limit_bits_per_s = limit.goodput_mbit_per_s(framing) * 1e6;
-        Some(LinkEfficiency {
-            interface: iface.name.clone(),
-            framing,
-            limit_bits_per_s,
-            peak_fraction: peak_bits_per_s.map(|p| p / limit_bits_per_s),
-            limit,
-        })
-    }
 }
 
 /// Communication pattern of a sweep.

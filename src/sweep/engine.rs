@@ -9,8 +9,11 @@
 //!
 //! In-process baselines (a transport whose `baseline()` answers) take the
 //! same path without a peer: see [`super::in_process`]. When the peer runs
-//! on this host, the physical limits each point is measured against are
-//! taken from this run's baselines or measured first (see [`super::limits`]).
+//! on this machine (the same kernel, reached through loopback: see
+//! [`crate::sys::path`]), the physical limits each point is measured against
+//! are taken from this run's baselines or measured first (see
+//! [`super::limits`]); across a network interface, the link's limit is
+//! recorded instead (see [`crate::result::LinkEfficiency`]).
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -30,7 +33,7 @@ use crate::result::{
     self, CpuCost, Definitions, LinkEfficiency, Mode, Placement, Point, SweepResult, Tails,
 };
 use crate::stats::Summary;
-use crate::sys::{pin_current_thread, Host, IpVersion};
+use crate::sys::{pin_current_thread, same_machine, Host, IpVersion};
 use crate::transport::baseline::BaselineSetup;
 use crate::transport::{self, ChannelOptions, Endpoint};
 
@@ -149,8 +152,11 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
 
     let mut warnings = conn.warnings.clone();
     warnings.extend(session.warnings.iter().map(|w| format!("peer: {w}")));
-    // Limits only mean something when both ends share this machine.
-    let limits = if spec.peer.is_none() || session.host.hostname == host.hostname {
+    // Memory limits only mean something when both ends share this machine
+    // and no network interface lies between them; host names do not tell
+    // (two namespaces share one). A local peer is ours by construction.
+    let on_this_machine = spec.peer.is_none() || same_machine(&host, &session.host, addr.ip());
+    let limits = if on_this_machine {
         limits::for_sweep(spec, host.llc_bytes, client_cpu, session.cpu, &mut warnings)
     } else {
         None
@@ -172,15 +178,22 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         serde_json::Value::Object(session.settings.clone()),
     );
     let peak_bits_per_s = result::Summary::from_points(&points).peak_bits_per_s;
-    let link = host.interfaces.first().and_then(|iface| {
+    if let Some(iface) = host.interfaces.first() {
         warnings.extend(crate::sys::pcie_limits_link(iface));
-        LinkEfficiency::of(
-            iface,
-            IpVersion::of(addr.ip()),
-            host.tcp_sysctls.timestamps_enabled().unwrap_or(true),
-            peak_bits_per_s,
-        )
-    });
+    }
+    // Timestamps are on a connection only when both ends enable them.
+    let timestamps = [&host, &session.host]
+        .iter()
+        .all(|h| h.tcp_sysctls.timestamps_enabled().unwrap_or(true));
+    // The slower of the two ends' links (a shaper on either counts).
+    let link = LinkEfficiency::for_path(
+        host.interfaces.first(),
+        session.host.interfaces.first(),
+        spec.mode,
+        IpVersion::of(addr.ip()),
+        timestamps,
+        peak_bits_per_s,
+    );
     let placement = Placement {
         client_host: host.hostname.clone(),
         client_cpu,

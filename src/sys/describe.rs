@@ -82,6 +82,8 @@ impl Host {
         line("numa nodes", opt(&self.numa_nodes));
         line("memory", bytes(self.memory_total_bytes));
         line("kernel", self.kernel.clone());
+        // Tells whether two ends run under one kernel (see sys::path).
+        line("boot id", opt(&self.boot_id));
         line("clock source", opt(&self.clock_source));
         let mut load = format!("{} (before)", loads(&self.load_before));
         if let Some(after) = &self.load_after {
@@ -151,22 +153,14 @@ impl Interface {
                 opt(&self.bus_info)
             ),
         );
-        // A virtual device's speed is a label, not a limit.
-        let nominal = if self.is_virtual == Some(true) {
-            " (nominal)"
-        } else {
-            ""
-        };
-        let speed = self
-            .speed_mbit_per_s
-            .map(|s| format!("{s} Mbit/s{nominal}"))
-            .unwrap_or_else(|| UNKNOWN.into());
+        let speed = speed_text(self);
         line(
             "link",
             format!(
-                "MTU {}, speed {speed}, duplex {}",
+                "MTU {}, speed {speed}, duplex {}, qdisc {}",
                 opt(&self.mtu_bytes),
-                opt(&self.duplex)
+                opt(&self.duplex),
+                opt(&self.qdisc)
             ),
         );
         let pcie = match &self.pcie {
@@ -210,18 +204,59 @@ impl Interface {
         };
         line("coalescing", co);
         if let Some(l) = self.link_limit(IpVersion::V4, true) {
-            line(
-                "tcp limit",
+            let text = if self.is_shaped() {
+                // Behind a shaper only the shaper's accounting applies.
+                format!(
+                    "{:.2} Mbit/s behind the {} shaper (IPv4, timestamps)",
+                    l.goodput_shaped_mbit_per_s,
+                    self.qdisc.as_deref().unwrap_or("root")
+                )
+            } else {
                 format!(
                     "{:.2} Mbit/s on Ethernet, {:.2} Mbit/s behind a shaper (IPv4, timestamps)",
                     l.goodput_ethernet_mbit_per_s, l.goodput_shaped_mbit_per_s
-                ),
-            );
+                )
+            };
+            line("tcp limit", text);
         }
         if let Some(w) = pcie_limits_link(self) {
             line("WARNING", w);
         }
         out
+    }
+}
+
+/// The link speed as `wulf info` shows it: the shaper's rate when a shaper
+/// sets it, with the nominal speed beside it (`speed 1000 Mbit/s (shaped:
+/// htb; nominal 10000)`); a virtual device's own speed is only a label.
+fn speed_text(i: &Interface) -> String {
+    if i.is_shaped() {
+        if let Some(mbit) = i.effective_speed_mbit_per_s() {
+            return format!(
+                "{} Mbit/s (shaped: {}; nominal {})",
+                mbit_text(mbit),
+                i.qdisc.as_deref().unwrap_or(UNKNOWN),
+                opt(&i.speed_mbit_per_s)
+            );
+        }
+    }
+    let nominal = if i.is_virtual == Some(true) {
+        " (nominal)"
+    } else {
+        ""
+    };
+    i.speed_mbit_per_s
+        .map(|s| format!("{s} Mbit/s{nominal}"))
+        .unwrap_or_else(|| UNKNOWN.into())
+}
+
+/// Mbit/s without a fraction when whole (a shaper's rate in bit/s need not
+/// be a whole number of Mbit/s).
+fn mbit_text(mbit: f64) -> String {
+    if mbit.fract() == 0.0 {
+        format!("{mbit:.0}")
+    } else {
+        format!("{mbit:.3}")
     }
 }
 
@@ -247,6 +282,7 @@ mod tests {
             "numa nodes",
             "memory",
             "kernel",
+            "boot id",
             "clock source",
             "load",
             "tcp",
@@ -257,5 +293,30 @@ mod tests {
             assert!(t.contains(k), "missing {k:?} in\n{t}");
         }
         assert!(t.contains("clock source unknown"), "{t}");
+    }
+
+    #[test]
+    fn shaped_speed_is_shown_with_the_nominal_one() {
+        let mut i = Interface {
+            name: "veth1".into(),
+            is_virtual: Some(true),
+            mtu_bytes: Some(1500),
+            speed_mbit_per_s: Some(10_000),
+            qdisc: Some("htb".into()),
+            shaped_rate_bits_per_s: Some(1_000_000_000),
+            ..Interface::default()
+        };
+        let t = i.describe_text();
+        assert!(
+            t.contains("speed 1000 Mbit/s (shaped: htb; nominal 10000)"),
+            "{t}"
+        );
+        // 1000 * 1448 / 1514 = 956.406...
+        assert!(t.contains("956.41 Mbit/s behind the htb shaper"), "{t}");
+        assert!(!t.contains("9.9"), "no limit from the nominal speed: {t}");
+        i.shaped_rate_bits_per_s = None;
+        i.qdisc = Some("noqueue".into());
+        assert!(i.describe_text().contains("speed 10000 Mbit/s (nominal)"));
+        assert_eq!(mbit_text(2.5), "2.500");
     }
 }

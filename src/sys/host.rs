@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use super::interface::{describe_interface, interface_for_peer, Interface};
+use super::interface::{describe_interface, route_for_peer, Interface};
 use super::tcp_sysctl::TcpSysctls;
 use super::topology::{self, Cache};
 
@@ -56,6 +56,18 @@ pub struct Host {
     /// the peer); empty for transports that use none.
     #[serde(default)]
     pub interfaces: Vec<Interface>,
+    /// The running kernel's boot id (/proc/sys/kernel/random/boot_id): equal
+    /// on both ends only when they run under the same kernel, whatever their
+    /// host names (namespaces and containers share it, other machines and
+    /// virtual machines do not).
+    #[serde(default)]
+    pub boot_id: Option<String>,
+    /// Whether the route to the peer leaves through a network interface
+    /// (true) or through loopback (false: the peer's address is one of this
+    /// network namespace's own); `None` when no peer was probed or there is
+    /// no route. See [`super::path`].
+    #[serde(default)]
+    pub path_crosses_interface: Option<bool>,
 }
 
 impl Host {
@@ -86,20 +98,31 @@ impl Host {
             clock_source: topology::clock_source(),
             tcp_sysctls: TcpSysctls::probe(),
             interfaces: Vec::new(),
+            boot_id: boot_id(),
+            path_crosses_interface: None,
         }
     }
 
     /// Add the description of the interface the route to `peer` uses (once:
-    /// an interface already listed is not added again). Without a route
-    /// nothing is added.
+    /// an interface already listed is not added again), and record whether
+    /// that route crosses a network interface. Without a route nothing is
+    /// added.
     pub fn with_interface_for_peer(mut self, peer: IpAddr) -> Host {
-        if let Some(name) = interface_for_peer(peer) {
-            if !self.interfaces.iter().any(|i| i.name == name) {
-                self.interfaces.push(describe_interface(&name));
+        let route = route_for_peer(peer);
+        self.path_crosses_interface = route.as_ref().map(|r| !r.loopback);
+        if let Some(r) = route {
+            if !self.interfaces.iter().any(|i| i.name == r.interface) {
+                self.interfaces.push(describe_interface(&r.interface));
             }
         }
         self
     }
+}
+
+/// The kernel's boot id: a random UUID drawn at every boot.
+fn boot_id() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(text.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 fn cpu_model() -> Option<String> {
@@ -156,5 +179,27 @@ mod tests {
         assert!(h.cpus >= 1);
         assert!(!h.kernel.is_empty());
         assert!(h.load_before.iter().all(|l| *l >= 0.0));
+        // Linux always has a boot id; the same one for every probe.
+        let id = h.boot_id.expect("boot id");
+        assert_eq!(id.len(), 36, "{id}");
+        assert_eq!(Host::probe().boot_id.as_deref(), Some(id.as_str()));
+        assert_eq!(h.path_crosses_interface, None);
+    }
+
+    #[test]
+    fn loopback_peer_path_does_not_cross_an_interface() {
+        let h = Host::probe().with_interface_for_peer("127.0.0.1".parse().unwrap());
+        assert_eq!(h.path_crosses_interface, Some(false));
+    }
+
+    /// Result files written before the boot id and path existed still load.
+    #[test]
+    fn old_host_blocks_load() {
+        let mut v = serde_json::to_value(Host::probe()).unwrap();
+        let m = v.as_object_mut().unwrap();
+        m.remove("boot_id");
+        m.remove("path_crosses_interface");
+        let h: Host = serde_json::from_value(v).unwrap();
+        assert_eq!((h.boot_id, h.path_crosses_interface), (None, None));
     }
 }

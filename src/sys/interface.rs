@@ -5,7 +5,9 @@
 //! Seed 002 found the node deciding the result: one Gigabit NIC gave 350 to
 //! 600 Mbit/s in three machines, a slow PCI bus capped it, a driver update
 //! halved latency. So the interface's description goes with every network
-//! result. Sources are sysfs and the ethtool ioctl; no subprocess. Whatever
+//! result, and with it the root qdisc: a shaper on the interface (see
+//! [`super::qdisc`]) is the link's real speed. Sources are sysfs, the ethtool
+//! ioctl and rtnetlink; no subprocess. Whatever
 //! cannot be read is `None`. All of it is per network namespace: run the
 //! probe inside the namespace whose interface you want (sysfs shows the
 //! namespace it was mounted in, as `ip netns exec` arranges).
@@ -39,8 +41,18 @@ pub struct Interface {
     pub bus_info: Option<String>,
     /// MTU: the largest IP packet.
     pub mtu_bytes: Option<u32>,
-    /// Negotiated link speed in Mbit/s; `None` when down or not reported.
+    /// Negotiated link speed in Mbit/s as the driver reports it (nominal for
+    /// virtual devices); `None` when down or not reported. A shaper on the
+    /// interface may hold traffic below it: see `shaped_rate_bits_per_s`.
     pub speed_mbit_per_s: Option<u64>,
+    /// Kind of the interface's root queueing discipline as tc names it
+    /// ("noqueue", "fq_codel", "tbf", "htb", ...); `None` when unreadable.
+    pub qdisc: Option<String>,
+    /// The rate the root qdisc lets traffic leave at, bit/s, when it is a
+    /// shaper (`tbf`: its rate; `htb`: the lowest ceiling from the default
+    /// class up to the root); `None` when the interface is not shaped or the
+    /// rate is unknown.
+    pub shaped_rate_bits_per_s: Option<u64>,
     /// "full" or "half".
     pub duplex: Option<String>,
     /// The NIC's PCIe link, when it sits on PCI Express.
@@ -138,27 +150,81 @@ pub struct Coalesce {
 
 impl Interface {
     /// The TCP goodput limit of this interface's link for full-sized segments,
-    /// when speed and MTU are known. See [`super::link_limit`].
+    /// when its effective speed ([`Interface::effective_speed_mbit_per_s`])
+    /// and MTU are known. See [`super::link_limit`].
     pub fn link_limit(&self, ip_version: IpVersion, tcp_timestamps: bool) -> Option<LinkLimit> {
         tcp_goodput_limit(
-            self.speed_mbit_per_s? as f64,
+            self.effective_speed_mbit_per_s()?,
             self.mtu_bytes?,
             ip_version,
             tcp_timestamps,
         )
     }
 
-    /// The framing that applies to this interface: a virtual device has no
-    /// preamble or gap, only what a shaper on it counts.
+    /// True when a shaper, not the link, sets the speed traffic leaves at: a
+    /// shaped rate below the nominal speed, or any shaped rate on a virtual
+    /// device (whose nominal speed is only a label).
+    pub fn is_shaped(&self) -> bool {
+        let Some(shaped) = self.shaped_rate_bits_per_s else {
+            return false;
+        };
+        match (self.is_virtual, self.speed_mbit_per_s) {
+            (Some(false), Some(nominal)) => (shaped as f64) < nominal as f64 * 1e6,
+            _ => true,
+        }
+    }
+
+    /// The speed that limits traffic leaving through this interface, Mbit/s:
+    /// the shaper's rate when it is the slower ([`Interface::is_shaped`]),
+    /// else the nominal link speed.
+    pub fn effective_speed_mbit_per_s(&self) -> Option<f64> {
+        match self.shaped_rate_bits_per_s {
+            Some(r) if self.is_shaped() => Some(r as f64 / 1e6),
+            _ => self.speed_mbit_per_s.map(|s| s as f64),
+        }
+    }
+
+    /// The framing that applies to this interface: a shaper, or a virtual
+    /// device, has no preamble or gap, only what the shaper counts (MTU + 14
+    /// per frame).
     pub fn framing(&self) -> Framing {
+        if self.is_shaped() {
+            return Framing::Shaper;
+        }
         match self.is_virtual {
             Some(true) => Framing::Shaper,
             _ => Framing::Ethernet,
         }
     }
+
+    /// This interface as seen by traffic arriving on it: an egress shaper
+    /// (tbf, htb) does not slow what comes in, so its rate is left out.
+    pub fn without_shaper(&self) -> Interface {
+        Interface {
+            shaped_rate_bits_per_s: None,
+            ..self.clone()
+        }
+    }
 }
 
-/// The interface the kernel would use to reach `addr`, by name.
+/// The route the kernel would use to reach a peer: the interface and whether
+/// it is the loopback device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// Interface name.
+    pub interface: String,
+    /// True when the interface is the loopback device: the peer's address is
+    /// one of this network namespace's own.
+    pub loopback: bool,
+}
+
+/// The interface the kernel would use to reach `addr`, by name (see
+/// [`route_for_peer`]).
+pub fn interface_for_peer(addr: IpAddr) -> Option<String> {
+    route_for_peer(addr).map(|r| r.interface)
+}
+
+/// The route the kernel would use to reach `addr`.
 ///
 /// A connected UDP socket makes the kernel choose a route and a source
 /// address without sending anything; the interface holding that source
@@ -166,7 +232,7 @@ impl Interface {
 /// reached through loopback whatever interface carries the address. `None`
 /// when there is no route, or for an IPv6 link-local peer (which needs a
 /// scope this signature cannot carry).
-pub fn interface_for_peer(addr: IpAddr) -> Option<String> {
+pub fn route_for_peer(addr: IpAddr) -> Option<Route> {
     let bind: SocketAddr = match addr {
         IpAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
         IpAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
@@ -187,18 +253,22 @@ pub fn interface_for_peer(addr: IpAddr) -> Option<String> {
             Some((i.interface_name, i.flags, ip))
         })
         .collect();
+    let is_loopback = |f: &InterfaceFlags| f.contains(InterfaceFlags::IFF_LOOPBACK);
     if addrs.iter().any(|(_, _, ip)| *ip == addr) {
-        if let Some((name, _, _)) = addrs
-            .iter()
-            .find(|(_, f, _)| f.contains(InterfaceFlags::IFF_LOOPBACK))
-        {
-            return Some(name.clone());
+        if let Some((name, _, _)) = addrs.iter().find(|(_, f, _)| is_loopback(f)) {
+            return Some(Route {
+                interface: name.clone(),
+                loopback: true,
+            });
         }
     }
     addrs
         .into_iter()
         .find(|(_, _, ip)| *ip == local)
-        .map(|(name, _, _)| name)
+        .map(|(name, flags, _)| Route {
+            interface: name,
+            loopback: is_loopback(&flags),
+        })
 }
 
 fn net_dir(name: &str) -> PathBuf {
@@ -223,6 +293,7 @@ pub fn describe_interface(name: &str) -> Interface {
     }
     let dir = net_dir(name);
     let canonical = std::fs::canonicalize(&dir).ok();
+    let root = super::qdisc::root_qdisc(name);
     let ethtool = Ethtool::open();
     let et = ethtool.as_ref();
     let drv = et.and_then(|e| e.drvinfo(name)).unwrap_or_default();
@@ -268,6 +339,11 @@ pub fn describe_interface(name: &str) -> Interface {
         bus_info: drv.bus_info,
         mtu_bytes: read_trim(&dir.join("mtu")).and_then(|s| s.parse().ok()),
         speed_mbit_per_s: read_trim(&dir.join("speed")).and_then(|s| parse_speed(&s)),
+        qdisc: root.as_ref().map(|q| q.kind.clone()),
+        shaped_rate_bits_per_s: root
+            .as_ref()
+            .and_then(|q| q.rate_bytes_per_s)
+            .map(|r| r.saturating_mul(8)),
         duplex: read_trim(&dir.join("duplex")).filter(|d| d == "full" || d == "half"),
         pcie: pcie_link(&dir, Path::new("/sys/devices")),
         offloads,
@@ -357,133 +433,5 @@ pub fn pcie_limits_link(iface: &Interface) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn speeds_parse() {
-        assert_eq!(parse_speed("10000"), Some(10000));
-        assert_eq!(parse_speed("-1"), None);
-        assert_eq!(parse_speed("4294967295"), None);
-        assert_eq!(parse_speed("0"), None);
-        assert_eq!(parse_link_speed("8.0 GT/s PCIe"), Some(8.0));
-        assert_eq!(parse_link_speed("2.5 GT/s"), Some(2.5));
-        assert_eq!(parse_link_speed("Unknown"), None);
-    }
-
-    #[test]
-    fn pcie_rates() {
-        // Gen1 x1: 2.5 GT/s * 8/10 = 2000 Mbit/s.
-        assert_eq!(pcie_mbit_per_s(2.5, 1), Some(2000.0));
-        // Gen3 x8: 8 GT/s * 128/130 * 8 = 63015.38... Mbit/s.
-        let g3 = pcie_mbit_per_s(8.0, 8).unwrap();
-        assert!((g3 - 63015.38).abs() < 0.01);
-        assert_eq!(pcie_mbit_per_s(8.0, 0), None);
-    }
-
-    fn nic(speed: u64, gt: f64, lanes: u32, max_gt: f64, max_lanes: u32) -> Interface {
-        Interface {
-            name: "eth9".into(),
-            speed_mbit_per_s: Some(speed),
-            pcie: Some(PcieLink {
-                address: "0000:01:00.0".into(),
-                current_speed_gt_per_s: Some(gt),
-                current_width_lanes: Some(lanes),
-                max_speed_gt_per_s: Some(max_gt),
-                max_width_lanes: Some(max_lanes),
-            }),
-            ..Interface::default()
-        }
-    }
-
-    #[test]
-    fn pcie_warning() {
-        // 10 GbE on Gen1 x1 (2 Gbit/s): warned, and the slot is named.
-        let w = pcie_limits_link(&nic(10_000, 2.5, 1, 8.0, 8)).unwrap();
-        assert!(
-            w.contains("2000 Mbit/s") && w.contains("10000 Mbit/s"),
-            "{w}"
-        );
-        assert!(w.contains("slower slot"), "{w}");
-        // Same but the device cannot do better: no slot remark.
-        let w = pcie_limits_link(&nic(10_000, 2.5, 1, 2.5, 1)).unwrap();
-        assert!(!w.contains("slower slot"), "{w}");
-        // Gigabit on Gen1 x1 is fine.
-        assert_eq!(pcie_limits_link(&nic(1000, 2.5, 1, 2.5, 1)), None);
-        // Unknown bus or speed: no warning.
-        assert_eq!(pcie_limits_link(&Interface::default()), None);
-    }
-
-    /// A fake sysfs: a virtio NIC whose PCI function has PCIe link
-    /// attributes, under a PCIe bridge that has its own (which must not be
-    /// reported).
-    #[test]
-    fn pcie_link_found_by_walking_up_to_the_pci_function() {
-        use std::os::unix::fs::symlink;
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("devices");
-        let bus_pci = tmp.path().join("bus/pci");
-        let bus_virtio = tmp.path().join("bus/virtio");
-        let bridge = root.join("pci0000:00/0000:00:01.0");
-        let func = bridge.join("0000:01:00.0");
-        let virtio = func.join("virtio2");
-        let net = tmp.path().join("class/net/eth9");
-        for d in [&bus_pci, &bus_virtio, &virtio, &net] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        symlink(&bus_pci, bridge.join("subsystem")).unwrap();
-        symlink(&bus_pci, func.join("subsystem")).unwrap();
-        symlink(&bus_virtio, virtio.join("subsystem")).unwrap();
-        symlink(&virtio, net.join("device")).unwrap();
-        let write = |dir: &Path, f: &str, v: &str| std::fs::write(dir.join(f), v).unwrap();
-        write(&bridge, "current_link_speed", "16.0 GT/s PCIe\n");
-        write(&bridge, "current_link_width", "16\n");
-        write(&func, "current_link_speed", "2.5 GT/s PCIe\n");
-        write(&func, "current_link_width", "1\n");
-        write(&func, "max_link_speed", "8.0 GT/s PCIe\n");
-        write(&func, "max_link_width", "8\n");
-
-        let link = pcie_link(&net, &root).expect("PCIe link of the function");
-        assert_eq!(link.address, "0000:01:00.0");
-        assert_eq!(link.current_speed_gt_per_s, Some(2.5));
-        assert_eq!(link.current_width_lanes, Some(1));
-        assert_eq!(link.max_speed_gt_per_s, Some(8.0));
-        assert_eq!(link.max_width_lanes, Some(8));
-
-        // Conventional PCI: the function has no link attributes, and the
-        // bridge's are not borrowed.
-        for f in [
-            "current_link_speed",
-            "current_link_width",
-            "max_link_speed",
-            "max_link_width",
-        ] {
-            std::fs::remove_file(func.join(f)).unwrap();
-        }
-        assert_eq!(pcie_link(&net, &root), None);
-        // No device at all (a virtual interface).
-        assert_eq!(pcie_link(&tmp.path().join("class/net/none"), &root), None);
-    }
-
-    #[test]
-    fn loopback_is_found_and_described() {
-        assert_eq!(
-            interface_for_peer("127.0.0.1".parse().unwrap()).as_deref(),
-            Some("lo")
-        );
-        let lo = describe_interface("lo");
-        assert_eq!(lo.driver, None);
-        assert_eq!(lo.speed_mbit_per_s, None);
-        assert_eq!(lo.pcie, None);
-        assert_eq!(lo.is_virtual, Some(true));
-        assert!(lo.mtu_bytes.is_some());
-        assert_eq!(lo.framing(), Framing::Shaper);
-    }
-
-    #[test]
-    fn hostile_names_are_not_read() {
-        let i = describe_interface("../../../etc");
-        assert_eq!(i.mtu_bytes, None);
-        assert_eq!(describe_interface("no-such-if0").mtu_bytes, None);
-    }
-}
+#[path = "interface_tests.rs"]
+mod tests;

@@ -3,13 +3,16 @@
 //! per-thread CPU accounting, cache sizes).
 //!
 //! Everything here reads /proc and /sys or asks the kernel directly (the
-//! ethtool ioctl); nothing runs a subprocess. What cannot be read is reported
+//! ethtool ioctl, rtnetlink for queueing disciplines); nothing runs a
+//! subprocess. What cannot be read is reported
 //! as unknown (`None`), never as an error: a container without /sys must
 //! still be able to measure.
 //!
 //! * [`Host`]: CPU, caches, NUMA, memory, kernel, clock source, load, TCP
 //!   sysctls and the interfaces used; [`Host::describe_text`] for `wulf info`;
 //! * [`interface`]: which interface reaches a peer and what it is;
+//! * [`qdisc`]: the interface's root queueing discipline and shaping rate;
+//! * [`path`]: whether a peer is this machine (same kernel, loopback path);
 //! * [`link_limit`]: the theoretical TCP goodput of a link.
 
 mod cpu;
@@ -18,15 +21,18 @@ mod ethtool;
 mod host;
 pub mod interface;
 pub mod link_limit;
+pub mod path;
+pub mod qdisc;
 mod tcp_sysctl;
 mod topology;
 
 pub use cpu::{cpu_count, pin_current_thread, thread_cpu_time, CpuTime};
 pub use host::{last_level_cache_bytes, load_average, Host};
 pub use interface::{
-    describe_interface, interface_for_peer, pcie_limits_link, Coalesce, Interface, Offloads,
-    PcieLink,
+    describe_interface, interface_for_peer, pcie_limits_link, route_for_peer, Coalesce, Interface,
+    Offloads, PcieLink, Route,
 };
 pub use link_limit::{tcp_goodput_limit, Framing, IpVersion, LinkLimit};
+pub use path::{recorded_same_machine, same_machine};
 pub use tcp_sysctl::TcpSysctls;
 pub use topology::Cache;

@@ -15,6 +15,14 @@ use std::time::{Duration, Instant};
 
 use common::{run, wulf, wulf_bin};
 
+/// One lab test at a time: two vCPUs shared by concurrent labs would make
+/// the rate checks measure the machine instead of the links.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn can_run() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
@@ -95,6 +103,7 @@ fn assert_gone(lab: &str) {
 
 #[test]
 fn up_exec_status_down_leave_nothing_behind() {
+    let _serial = serial();
     if !can_run() {
         return;
     }
@@ -140,6 +149,7 @@ fn up_exec_status_down_leave_nothing_behind() {
 
 #[test]
 fn two_labs_coexist() {
+    let _serial = serial();
     if !can_run() {
         return;
     }
@@ -185,6 +195,7 @@ fn bad_input_is_exit_2_and_makes_nothing() {
         );
         assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     }
+    let _serial = serial();
     if !can_run() {
         return;
     }
@@ -214,6 +225,7 @@ fn bad_input_is_exit_2_and_makes_nothing() {
 
 #[test]
 fn mtu_is_what_the_lab_says() {
+    let _serial = serial();
     if !can_run() {
         return;
     }
@@ -258,6 +270,7 @@ fn mtu_is_what_the_lab_says() {
 /// than on the link, and the figure would measure the machine.)
 #[test]
 fn shaped_rate_matches_the_theoretical_goodput() {
+    let _serial = serial();
     if !can_run() {
         return;
     }
@@ -290,6 +303,7 @@ fn shaped_rate_matches_the_theoretical_goodput() {
 /// sizes crossed at twice the rate.
 #[test]
 fn the_link_never_runs_faster_than_its_rate() {
+    let _serial = serial();
     if !can_run() {
         return;
     }
@@ -330,6 +344,7 @@ fn the_link_never_runs_faster_than_its_rate() {
 /// the processes still inside it.
 #[test]
 fn down_after_kill_9_cleans_up() {
+    let _serial = serial();
     if !can_run() {
         return;
     }
@@ -369,6 +384,7 @@ fn has_processes(netns: &str) -> bool {
 /// needs netem, which this kernel may lack: then a clear exit 2, nothing made.
 #[test]
 fn impairments_are_real_or_refused() {
+    let _serial = serial();
     if !can_run() {
         return;
     }
@@ -407,6 +423,7 @@ fn impairments_are_real_or_refused() {
 /// incomplete, and the temporary lab is removed; the exit code is 130.
 #[test]
 fn an_interrupted_lab_run_saves_and_cleans_up() {
+    let _serial = serial();
     if !can_run() {
         return;
     }

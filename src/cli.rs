@@ -14,7 +14,8 @@ mod lab_args;
 mod npb_args;
 mod read_args;
 pub use lab_args::{
-    LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs,
+    LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs, StudyArg,
+    StudyArgs,
 };
 pub use npb_args::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs};
 pub use read_args::{CompareArgs, ReportArgs, ReportFormat};
@@ -56,6 +57,9 @@ pub enum Command {
     /// An emulated cluster on this machine: nodes in network namespaces
     /// joined by a switch, links shaped to Fast or Gigabit Ethernet.
     Lab(LabArgs),
+    /// The seeds' network studies in the link lab, one command each: MTU x
+    /// socket buffer, Fast against Gigabit Ethernet.
+    Study(StudyArgs),
     /// Internal: a process a transport's own launcher started (an MPI rank).
     #[command(hide = true)]
     Worker(WorkerArgs),

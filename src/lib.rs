@@ -16,6 +16,7 @@
 //! * [`sys`]: the machine fingerprint and OS services;
 //! * [`npb`]: NAS Parallel Benchmark kernels written for wulf;
 //! * [`lab`]: the link lab, emulated nodes and shaped links on one machine;
+//! * [`study`]: the seeds' network studies as plans of lab sweeps, and their tables;
 //! * [`tune`]: which settings make a transport fastest, and the advice;
 //! * [`commands`]: one file per subcommand, gluing the above together.
 
@@ -29,6 +30,7 @@ pub mod peer;
 pub mod report;
 pub mod result;
 pub mod stats;
+pub mod study;
 pub mod sweep;
 pub mod sys;
 pub mod transport;

@@ -19,6 +19,7 @@ fn main() {
         Command::Compare(a) => commands::compare::execute(a),
         Command::Npb(a) => commands::npb::execute(a),
         Command::Lab(a) => commands::lab::execute(a),
+        Command::Study(a) => commands::study::execute(a),
         Command::Worker(a) => commands::worker::execute(a),
         Command::NpbRank(a) => commands::npb::execute_rank(a),
     };

@@ -105,3 +105,42 @@ pub struct LabRshArgs {
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub words: Vec<OsString>,
 }
+
+/// The studies `wulf study` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StudyArg {
+    /// Peak throughput and latency by MTU (1500, 3000, 4500, 9000) and
+    /// socket buffer (default, 64 KiB ... 1 MiB): seed 000 Table 4.1, with
+    /// seed 002's graphs per MTU.
+    MtuBuffers,
+    /// Latency, peak and n_1/2 of tcp and each MPI's TCP path over Fast and
+    /// Gigabit Ethernet: seed 004 Table 2.
+    FeVsGe,
+}
+
+/// `wulf study`.
+#[derive(Debug, Clone, Args)]
+pub struct StudyArgs {
+    /// The study.
+    #[arg(value_enum)]
+    pub name: StudyArg,
+    /// The link of mtu-buffers: fe, ge, 10ge or a rate (600mbit).
+    #[arg(long, default_value = "ge")]
+    pub link: String,
+    /// Smaller budgets and fewer sizes (well under a minute for mtu-buffers).
+    #[arg(long, conflicts_with = "thorough")]
+    pub quick: bool,
+    /// Four times the default budgets.
+    #[arg(long)]
+    pub thorough: bool,
+    /// fe-vs-ge: only these transports (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub only: Option<Vec<String>>,
+    /// Directory under which a timestamped study directory is created.
+    #[arg(long, default_value = "wulf-results", value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    /// Print the study summary (study.json) on standard output; the tables
+    /// go to standard error.
+    #[arg(long)]
+    pub json: bool,
+}

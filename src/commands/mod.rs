@@ -9,6 +9,7 @@ pub mod npb;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod study;
 pub mod sweep;
 pub mod tune;
 pub mod worker;

@@ -13,8 +13,10 @@ use anyhow::Result;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report;
+use crate::report::study_html::LoadedStudy;
 use crate::result::{
-    is_npb_result, read_npb_result, read_result, write_atomically, NpbResult, SweepResult,
+    is_npb_result, is_study_result, read_npb_result, read_result, read_study_result,
+    write_atomically, NpbResult, SweepResult,
 };
 
 /// Read every result file, failing on the first that is unreadable or not a
@@ -47,6 +49,32 @@ pub fn read_any(paths: &[PathBuf]) -> Result<(Vec<SweepResult>, Vec<NpbResult>)>
         }
     }
     Ok((sweeps, npb))
+}
+
+/// Read every result file: sweeps, NPB results and study summaries (each
+/// with the sweep files it names, relative to its own directory; one that
+/// is missing is left out of the charts, its table cells stay).
+pub fn read_all(paths: &[PathBuf]) -> Result<(Vec<SweepResult>, Vec<NpbResult>, Vec<LoadedStudy>)> {
+    let (mut plain, mut studies) = (Vec::new(), Vec::new());
+    for p in paths {
+        if is_study_result(p) {
+            let summary = read_study_result(p)?;
+            let dir = p.parent().unwrap_or(Path::new("."));
+            let sweeps = summary
+                .cases
+                .iter()
+                .filter_map(|c| {
+                    let f = c.file.as_ref()?;
+                    read_result(&dir.join(f)).ok().map(|r| (c.label.clone(), r))
+                })
+                .collect();
+            studies.push(LoadedStudy { summary, sweeps });
+        } else {
+            plain.push(p.clone());
+        }
+    }
+    let (sweeps, npb) = read_any(&plain)?;
+    Ok((sweeps, npb, studies))
 }
 
 /// The format an output path implies by its extension.
@@ -90,8 +118,33 @@ pub fn render_all(
     npb: &[NpbResult],
     format: ReportFormat,
 ) -> Result<Vec<u8>> {
+    render_with_studies(sweeps, npb, &[], format)
+}
+
+/// [`render_all`] with study summaries: HTML draws their sections,
+/// Markdown appends their tables; the other formats take sweeps only.
+pub fn render_with_studies(
+    sweeps: &[SweepResult],
+    npb: &[NpbResult],
+    studies: &[LoadedStudy],
+    format: ReportFormat,
+) -> Result<Vec<u8>> {
+    if !studies.is_empty() && matches!(format, ReportFormat::Markdown) {
+        let mut out = if sweeps.is_empty() && npb.is_empty() {
+            Vec::new()
+        } else {
+            render_with_studies(sweeps, npb, &[], format)?
+        };
+        for s in studies {
+            out.extend(format!("## Study: {}\n\n", s.summary.study).into_bytes());
+            out.extend(crate::study::tables::markdown(&s.summary.tables).into_bytes());
+        }
+        return Ok(out);
+    }
     match format {
-        ReportFormat::Html => Ok(report::html::to_html_all(sweeps, npb)?.into_bytes()),
+        ReportFormat::Html => {
+            Ok(report::html::to_html_with_studies(sweeps, npb, studies)?.into_bytes())
+        }
         ReportFormat::Markdown if !npb.is_empty() => {
             let mut parts: Vec<String> = Vec::new();
             if !sweeps.is_empty() {
@@ -126,10 +179,14 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         format,
         ReportFormat::Csv | ReportFormat::Dat | ReportFormat::Npout
     ) {
-        if let Some(p) = args.results.iter().find(|p| is_npb_result(p)) {
+        if let Some(p) = args
+            .results
+            .iter()
+            .find(|p| is_npb_result(p) || is_study_result(p))
+        {
             return Err(crate::error::usage(format!(
-                "{} is an NPB result: the {} format holds the points of sweep results only; \
-                 NPB results go into the html or markdown formats",
+                "{} is an NPB result or a study summary: the {} format holds the points of sweep \
+                 results only; they go into the html or markdown formats",
                 p.display(),
                 format_name(format)
             )));
@@ -141,8 +198,8 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
             args.results.len()
         )));
     }
-    let (sweeps, npb) = read_any(&args.results)?;
-    let bytes = render_all(&sweeps, &npb, format)?;
+    let (sweeps, npb, studies) = read_all(&args.results)?;
+    let bytes = render_with_studies(&sweeps, &npb, &studies, format)?;
     let out = match (&args.output, format) {
         (Some(p), _) => p.clone(),
         (None, ReportFormat::Html) => PathBuf::from("report.html"),

@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 pub use spec::{LabSpec, LinkOptions, LinkRate};
 pub use state::LabState;
+pub use system::check_can_build;
 
 /// Environment variable naming the lab a process runs in.
 pub const ENV_LAB: &str = "WULF_LAB";
@@ -120,6 +121,35 @@ pub fn placement(peer: Option<IpAddr>) -> Option<LabPlacement> {
         server_node: server.map(|s| s.name.clone()),
         links,
     })
+}
+
+/// The warning for a result measured in a lab whose points ran faster
+/// than the path's TCP goodput `limit_bits_per_s`: a token bucket lets an
+/// idle link's first frames through without their serialization time, and
+/// no queueing discipline of a kernel without netem, fq or hfsc can delay
+/// them. `None` when no point beat the link.
+pub fn free_burst_warning(
+    lab: &LabPlacement,
+    points: &[crate::result::Point],
+    limit_bits_per_s: f64,
+) -> Option<String> {
+    let above: Vec<&crate::result::Point> = points
+        .iter()
+        .filter(|p| p.bits_per_s > limit_bits_per_s)
+        .collect();
+    let largest = above.iter().map(|p| p.bytes).max()?;
+    let free = lab
+        .links
+        .iter()
+        .map(|l| l.free_burst_bytes)
+        .max()
+        .unwrap_or(0);
+    Some(format!(
+        "{} of {} points ran faster than the link's {:.1} Mbit/s (largest {largest} B): after an idle link the shaper lets up to {free} B (two frames) through without their serialization time, and this kernel has no queueing discipline that can delay a frame by it (netem is missing); read the link's rate from the larger sizes",
+        above.len(),
+        points.len(),
+        limit_bits_per_s / 1e6
+    ))
 }
 
 /// A lab made for one command and removed when dropped: at the end of the

@@ -19,6 +19,7 @@ use anyhow::Result;
 use super::charts::{self, color_hex, Series};
 use super::html_details::{anomalies, esc, machines};
 use super::npb_html::{npb_labels, npb_machines, npb_sections};
+use super::study_html::{study_sections, LoadedStudy};
 use super::summary::{labels, num_or_dash, physical_limit, size_or_dash, summary_row, SummaryRow};
 use crate::analysis::Analysis;
 use crate::result::{NpbResult, SweepResult};
@@ -33,6 +34,17 @@ pub fn to_html(results: &[SweepResult]) -> Result<String> {
 /// document: the sweep sections first, when there are sweeps, then a
 /// section per NPB result, then the machines and command lines of all.
 pub fn to_html_all(sweeps: &[SweepResult], npb: &[NpbResult]) -> Result<String> {
+    to_html_with_studies(sweeps, npb, &[])
+}
+
+/// The report for sweep, NPB and study results: the sweep sections, a
+/// section per NPB result, a section per study ([`super::study_html`]),
+/// then the machines and command lines.
+pub fn to_html_with_studies(
+    sweeps: &[SweepResult],
+    npb: &[NpbResult],
+    studies: &[LoadedStudy],
+) -> Result<String> {
     let results = sweeps;
     let names = labels(results);
     let npb_names = npb_labels(npb);
@@ -68,10 +80,10 @@ pub fn to_html_all(sweeps: &[SweepResult], npb: &[NpbResult]) -> Result<String> 
         esc(&title(&all_names))
     );
     h.push_str(ERROR_TRAP);
-    header(&mut h, results, npb);
-    // A report of NPB results only has no sweep sections: empty tables and
-    // charts without data would only say "nothing here" five times.
-    if !results.is_empty() || npb.is_empty() {
+    header(&mut h, results, npb, studies);
+    // A report of NPB results (or studies) only has no sweep sections: empty
+    // tables and charts without data would only say "nothing here" five times.
+    if !results.is_empty() || (npb.is_empty() && studies.is_empty()) {
         highlights(&mut h, &rows, &analyses);
         summary_table(&mut h, &rows);
         warnings(&mut h, results, &names);
@@ -79,6 +91,7 @@ pub fn to_html_all(sweeps: &[SweepResult], npb: &[NpbResult]) -> Result<String> 
         anomalies(&mut h, &series);
     }
     npb_sections(&mut h, npb, &npb_names)?;
+    study_sections(&mut h, studies)?;
     h.push_str("<section id=machines><h2>Machines and command lines</h2>\n");
     machines(&mut h, results, &names);
     npb_machines(&mut h, npb, &npb_names);
@@ -95,17 +108,19 @@ fn title(names: &[String]) -> String {
     }
 }
 
-fn header(h: &mut String, results: &[SweepResult], npb: &[NpbResult]) {
+fn header(h: &mut String, results: &[SweepResult], npb: &[NpbResult], studies: &[LoadedStudy]) {
     let mut hosts: Vec<&str> = results
         .iter()
         .map(|r| r.host.hostname.as_str())
         .chain(npb.iter().map(|r| r.host.hostname.as_str()))
+        .chain(studies.iter().map(|s| s.summary.host.hostname.as_str()))
         .collect();
     hosts.dedup();
     let mut started: Vec<&str> = results
         .iter()
         .map(|r| r.started_at.as_str())
         .chain(npb.iter().map(|r| r.started_at.as_str()))
+        .chain(studies.iter().map(|s| s.summary.started_at.as_str()))
         .collect();
     started.sort();
     let when = match (started.first(), started.last()) {
@@ -116,6 +131,7 @@ fn header(h: &mut String, results: &[SweepResult], npb: &[NpbResult]) {
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let what = match (results.len(), npb.len()) {
+        (0, 0) if !studies.is_empty() => plural(studies.len(), "study", "studies"),
         (n, 0) => plural(n, "result", "results"),
         (0, m) => plural(m, "NPB result", "NPB results"),
         (n, m) => format!(

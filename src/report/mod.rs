@@ -5,7 +5,8 @@
 //! Formats: [`html`] (the report, with [`charts`]), [`csv`], [`dat`]
 //! (gnuplot), [`npout`] (NetPIPE 3.7 columns), [`markdown`] (summary
 //! table), [`table`] (terminal), [`npb_table`] (NAS kernel tables), [`npb_html`] and
-//! [`npb_charts`] (NAS results in the HTML report), and [`compare`] (the rendering of
+//! [`npb_charts`] (NAS results in the HTML report), [`study_html`] (a study's
+//! section), and [`compare`] (the rendering of
 //! `wulf compare`); [`summary`] holds what several of them share.
 
 pub mod chart_frame;
@@ -20,5 +21,6 @@ pub mod npb_charts;
 pub mod npb_html;
 pub mod npb_table;
 pub mod npout;
+pub mod study_html;
 pub mod summary;
 pub mod table;

@@ -15,8 +15,13 @@ mod write;
 
 pub use link::{LinkEfficiency, LinkEnd};
 pub use mpi_info::MpiInfo;
+pub mod study;
 pub use npb::{fill_speedups, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
 pub use schema::*;
+pub use study::{
+    is_study_result, read_study_result, StudyCaseResult, StudyResult, StudyRow, StudyTable,
+    STUDY_KIND, STUDY_SCHEMA_VERSION,
+};
 pub use write::{
     is_npb_result, read_npb_result, read_result, write_atomically, write_json, write_result,
 };

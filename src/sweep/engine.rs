@@ -194,6 +194,14 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         timestamps,
         peak_bits_per_s,
     );
+    // In a lab, say why sizes within the shaper's free burst beat the link.
+    if let (Some(lab), Some(l)) = (crate::lab::placement(Some(addr.ip())), link.as_ref()) {
+        warnings.extend(crate::lab::free_burst_warning(
+            &lab,
+            &points,
+            l.limit_bits_per_s,
+        ));
+    }
     let placement = Placement {
         client_host: host.hostname.clone(),
         client_cpu,

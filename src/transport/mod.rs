@@ -287,3 +287,20 @@ pub fn find(name: &str) -> Option<Box<dyn Transport>> {
 pub fn names() -> Vec<&'static str> {
     registry().iter().map(|t| t.name()).collect()
 }
+
+/// The transports available here that cross a network, one per stack:
+/// every transport that is not local-only, each MPI by its TCP-forced
+/// variant only (between hosts its default path is TCP too, so both would
+/// measure the same stack). What a study across lab nodes compares.
+pub fn network_paths() -> Vec<String> {
+    let all: Vec<Box<dyn Transport>> = registry()
+        .into_iter()
+        .filter(|t| !t.local_only() && t.availability().is_ok())
+        .collect();
+    let names: Vec<&str> = all.iter().map(|t| t.name()).collect();
+    names
+        .iter()
+        .filter(|n| !names.contains(&format!("{n}(tcp)").as_str()))
+        .map(|n| n.to_string())
+        .collect()
+}

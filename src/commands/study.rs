@@ -1,0 +1,216 @@
+//! `wulf study NAME`: a seed's network study as one command. Each case of
+//! the plan ([`crate::study::plan`]) is an ordinary `wulf sweep --lab`
+//! run as a child process in a temporary lab of its own (so a case that
+//! fails or hangs ends alone, and every case's result is a normal sweep
+//! file); then the summary (`study.json`, kind `study`), the tables, and a
+//! report of the study are written beside the sweeps.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Instant, SystemTime};
+
+use anyhow::{Context, Result};
+
+use crate::cli::{StudyArg, StudyArgs};
+use crate::error::{usage, WulfError};
+use crate::lab::between::{exit_code, run_forwarding_interrupt};
+use crate::lab::LinkRate;
+use crate::report::study_html::LoadedStudy;
+use crate::result::{
+    read_result, write_atomically, write_json, StudyResult, SweepResult, STUDY_KIND,
+    STUDY_SCHEMA_VERSION,
+};
+use crate::study::{self, tables, Effort, StudyCase, StudyName, StudyOptions};
+use crate::units::{format_bits_per_s, format_bytes, format_ns};
+
+/// Run `wulf study`.
+pub fn execute(a: &StudyArgs) -> Result<()> {
+    crate::lab::check_can_build()?;
+    let name = match a.name {
+        StudyArg::MtuBuffers => StudyName::MtuBuffers,
+        StudyArg::FeVsGe => StudyName::FeVsGe,
+    };
+    let link = LinkRate::parse(&a.link).map_err(|e| usage(format!("--link: {e}")))?;
+    let effort = if a.quick {
+        Effort::Quick
+    } else if a.thorough {
+        Effort::Thorough
+    } else {
+        Effort::Default
+    };
+    let transports = match name {
+        StudyName::MtuBuffers => vec!["tcp".to_string()],
+        StudyName::FeVsGe => transports(a.only.as_deref())?,
+    };
+    let cases = study::plan(
+        name,
+        &StudyOptions {
+            link,
+            effort,
+            transports,
+        },
+    );
+    let started = Instant::now();
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let stamp = started_at
+        .replace(':', "-")
+        .trim_end_matches('Z')
+        .to_string();
+    let dir = a.out.join(format!("study-{}-{stamp}", name.as_str()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let budget: f64 = cases.iter().map(|c| c.budget_s).sum();
+    eprintln!(
+        "wulf study {}: {} sweeps, each in a temporary lab, about {:.0} s of measuring; results in {}",
+        name.as_str(),
+        cases.len(),
+        budget,
+        dir.display()
+    );
+    let mut results = Vec::with_capacity(cases.len());
+    let mut loaded = Vec::new();
+    let mut interrupted = false;
+    for (i, c) in cases.iter().enumerate() {
+        if crate::sweep::INTERRUPTED.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let file = format!("{}.json", c.label);
+        let outcome = run_case(c, &dir.join(&file));
+        let line = match &outcome {
+            Ok(r) => {
+                let s = crate::result::Summary::from_points(&r.points);
+                format!(
+                    "latency {}, peak {} at {}",
+                    s.latency_ns.map_or("-".into(), format_ns),
+                    s.peak_bits_per_s.map_or("-".into(), format_bits_per_s),
+                    s.peak_bytes.map_or("-".into(), format_bytes)
+                )
+            }
+            Err(e) => format!("failed: {e:#}"),
+        };
+        eprintln!("[{:>2}/{}] {:<24} {line}", i + 1, cases.len(), c.label);
+        match outcome {
+            Ok(r) => {
+                results.push(tables::case_result(c, Ok((&r, file))));
+                loaded.push((c.label.clone(), r));
+            }
+            Err(e) => {
+                let stopped = e
+                    .downcast_ref::<WulfError>()
+                    .is_some_and(|w| matches!(w, WulfError::Interrupted));
+                results.push(tables::case_result(c, Err(format!("{e:#}"))));
+                if stopped {
+                    interrupted = true;
+                    break;
+                }
+            }
+        }
+    }
+    let summary = StudyResult {
+        kind: STUDY_KIND.into(),
+        schema_version: STUDY_SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        complete: !interrupted,
+        incomplete_reason: interrupted.then(|| "interrupted".to_string()),
+        command_line: std::env::args().collect(),
+        started_at,
+        wall_s: started.elapsed().as_secs_f64(),
+        host: crate::sys::Host::probe(),
+        study: name.as_str().into(),
+        about: name.about().into(),
+        effort: effort.as_str().into(),
+        tables: tables::tables(name, &results),
+        cases: results,
+        warnings: Vec::new(),
+    };
+    write_json(&dir.join("study.json"), &summary)?;
+    let text = tables::text(&summary.tables);
+    let study = LoadedStudy {
+        summary,
+        sweeps: loaded,
+    };
+    let html = crate::report::html::to_html_with_studies(&[], &[], std::slice::from_ref(&study))?;
+    write_atomically(&dir.join("report.html"), html.as_bytes())?;
+    if a.json {
+        eprint!("{text}");
+        write_json(Path::new("-"), &study.summary)?;
+    } else {
+        print!("{text}");
+        println!(
+            "results: {}\nreport:  {}",
+            dir.display(),
+            dir.join("report.html").display()
+        );
+    }
+    if interrupted {
+        return Err(WulfError::Interrupted.into());
+    }
+    Ok(())
+}
+
+/// The transports of fe-vs-ge: `--only`'s (each must cross a network), or
+/// every network path found here.
+fn transports(only: Option<&[String]>) -> Result<Vec<String>> {
+    let found = crate::transport::network_paths();
+    match only {
+        None => Ok(found),
+        Some(list) => {
+            for t in list {
+                if !found.contains(t) {
+                    return Err(usage(format!(
+                        "--only: '{t}' is not a transport that crosses a network here (found: {})",
+                        found.join(", ")
+                    )));
+                }
+            }
+            Ok(list.to_vec())
+        }
+    }
+}
+
+/// One case: `wulf sweep` in a temporary lab, its result read back. Its
+/// standard error goes to a file beside the result, whose last line is the
+/// error when the sweep fails.
+fn run_case(c: &StudyCase, json: &Path) -> Result<SweepResult> {
+    let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
+    let log = json.with_extension("log");
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "sweep",
+        &c.transport,
+        "--lab",
+        &c.lab_spec(),
+        "--mode",
+        &c.mode.to_string(),
+    ])
+    .args(["--sizes", &c.sizes, "--no-perturb", "--quiet"])
+    .arg("--budget")
+    .arg(format!("{}ms", (c.budget_s * 1000.0).round() as u64))
+    .arg("--json")
+    .arg(json);
+    if let Some(b) = c.socket_buffer_bytes {
+        cmd.args(["--sndbuf", &b.to_string(), "--rcvbuf", &b.to_string()]);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
+        std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?,
+    );
+    let status = run_forwarding_interrupt(&mut cmd).context("cannot run wulf sweep")?;
+    let code = exit_code(status);
+    if code == 0 {
+        let _ = std::fs::remove_file(&log);
+        return read_result(json);
+    }
+    if code == 130 {
+        return Err(WulfError::Interrupted.into());
+    }
+    let why = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no message")
+        .trim_start_matches("wulf: error: ")
+        .to_string();
+    anyhow::bail!("the sweep exited with code {code}: {why}")
+}

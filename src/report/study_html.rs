@@ -1,0 +1,138 @@
+//! The report's section for a study (`wulf study`): what it reproduces,
+//! the lab it ran in, its tables, and one chart family per factor drawn
+//! from the study's full sweeps with the report's own chart functions
+//! (throughput vs size, signature, saturation): per MTU for
+//! `mtu-buffers`, per transport and link for `fe-vs-ge`.
+
+use std::fmt::Write;
+
+use anyhow::Result;
+
+use super::charts::{self, Series};
+use super::html_details::esc;
+use crate::analysis::Analysis;
+use crate::result::{StudyResult, StudyTable, SweepResult};
+
+/// A study summary with the sweep results it names, as read from disk.
+pub struct LoadedStudy {
+    /// The summary.
+    pub summary: StudyResult,
+    /// (case label, result) of each case whose file could be read.
+    pub sweeps: Vec<(String, SweepResult)>,
+}
+
+/// One section per study.
+pub fn study_sections(h: &mut String, studies: &[LoadedStudy]) -> Result<()> {
+    for (i, s) in studies.iter().enumerate() {
+        section(h, s, &format!("study{}", i + 1))?;
+    }
+    Ok(())
+}
+
+fn section(h: &mut String, s: &LoadedStudy, id: &str) -> Result<()> {
+    let r = &s.summary;
+    let _ = write!(
+        h,
+        "<section id={id} class=study><h2>Study: {}{}</h2>\n<p class=sub>{} &middot; {} effort, {} sweeps in the link lab, {:.0} s</p>\n",
+        esc(&r.study),
+        if r.complete { "" } else { " <span class=bad>incomplete</span>" },
+        esc(&r.about),
+        esc(&r.effort),
+        r.cases.len(),
+        r.wall_s
+    );
+    for t in &r.tables {
+        table(h, t);
+    }
+    let failed: Vec<String> = r
+        .cases
+        .iter()
+        .filter_map(|c| {
+            c.error
+                .as_ref()
+                .map(|e| format!("{}: {}", esc(&c.label), esc(e)))
+        })
+        .collect();
+    if !failed.is_empty() || !r.warnings.is_empty() {
+        h.push_str("<ul class=warnings>\n");
+        for w in failed
+            .iter()
+            .chain(r.warnings.iter().map(|w| esc(w)).collect::<Vec<_>>().iter())
+        {
+            let _ = writeln!(h, "<li>{w}</li>");
+        }
+        h.push_str("</ul>\n");
+    }
+    let curves: Vec<&(String, SweepResult)> = s
+        .sweeps
+        .iter()
+        .filter(|(label, _)| {
+            r.cases
+                .iter()
+                .any(|c| &c.label == label && c.role == "curve")
+        })
+        .collect();
+    if curves.is_empty() {
+        h.push_str("</section>\n");
+        return Ok(());
+    }
+    let analyses: Vec<Analysis> = curves.iter().map(|(_, r)| Analysis::of(r)).collect();
+    let labels: Vec<String> = curves.iter().map(|(l, _)| curve_label(r, l)).collect();
+    let series: Vec<Series> = curves
+        .iter()
+        .enumerate()
+        .map(|(i, (_, res))| Series {
+            label: &labels[i],
+            color: i,
+            result: res,
+            analysis: &analyses[i],
+            first_dropout_no: 1,
+            first_switchover_no: 1,
+            limit_bits_per_s: None,
+        })
+        .collect();
+    h.push_str("<div class=grid>\n");
+    for (name, svg, caption) in [
+        ("Throughput vs message size", charts::throughput_vs_size(&series)?, "Median ping-pong throughput of each size, one line per factor level."),
+        ("Network signature", charts::signature(&series)?, "Throughput against the time one message takes: the first point's time is the latency."),
+        ("Saturation", charts::saturation(&series)?, "Message size against time, both logarithmic: from the saturation point on, time grows linearly with size."),
+    ] {
+        let _ = write!(
+            h,
+            "<figure class=study-chart><h3>{name}</h3>\n{svg}\n<figcaption>{caption}</figcaption></figure>\n"
+        );
+    }
+    h.push_str("</div>\n</section>\n");
+    Ok(())
+}
+
+/// `MTU 9000` for mtu-buffers curves, `tcp over fe` for fe-vs-ge.
+fn curve_label(r: &StudyResult, label: &str) -> String {
+    match r.cases.iter().find(|c| c.label == label) {
+        Some(c) if r.study == "mtu-buffers" => format!("MTU {}", c.mtu_bytes),
+        Some(c) => format!("{} over {}", c.transport, c.link),
+        None => label.to_string(),
+    }
+}
+
+fn table(h: &mut String, t: &StudyTable) {
+    let _ = write!(
+        h,
+        "<table class=study-table><caption>{}</caption>\n<thead><tr><th>{}</th>",
+        esc(&t.title),
+        esc(&t.row_header)
+    );
+    for c in &t.columns {
+        let _ = write!(h, "<th class=num>{}</th>", esc(c));
+    }
+    h.push_str("</tr></thead>\n<tbody>\n");
+    for r in &t.rows {
+        let _ = write!(h, "<tr><td>{}</td>", esc(&r.label));
+        for v in &r.cells {
+            let cell = v.map_or("-".to_string(), |v| format!("{v:.*}", t.decimals));
+            let _ = write!(h, "<td class=num>{cell}</td>");
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</tbody></table>\n");
+}

@@ -1,0 +1,151 @@
+//! The summary file of `wulf study` (kind `study`): which sweeps a study
+//! ran, in which lab, the figures its tables need, and the tables.
+//!
+//! Each sweep of a study is an ordinary sweep result saved beside the
+//! summary (`cases[].file`, relative to the summary's directory), so every
+//! tool that reads sweep results reads a study's sweeps too. The summary
+//! shares the conventions of the other kinds (version, tool version,
+//! `complete`, command line, machine, atomic writing, unknown fields
+//! rejected) and is told apart by its `kind`. The tables are stored as
+//! plain rows and cells so a report draws them without recomputing.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the study summary schema.
+pub const STUDY_SCHEMA_VERSION: u32 = 1;
+
+/// The value of [`StudyResult::kind`].
+pub const STUDY_KIND: &str = "study";
+
+/// One `wulf study` invocation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyResult {
+    /// Always [`STUDY_KIND`].
+    pub kind: String,
+    /// [`STUDY_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Version of the wulf that ran it.
+    pub tool_version: String,
+    /// False when cut short (Ctrl-C): the cases present are complete.
+    pub complete: bool,
+    /// Why it is incomplete, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
+    /// The command line, argument by argument.
+    pub command_line: Vec<String>,
+    /// Start time, RFC 3339 in UTC.
+    pub started_at: String,
+    /// Wall time of the whole study, seconds.
+    pub wall_s: f64,
+    /// The machine the lab ran on.
+    pub host: crate::sys::Host,
+    /// The study (`mtu-buffers`, `fe-vs-ge`).
+    pub study: String,
+    /// What it reproduces, in words (the seed's table and figures).
+    pub about: String,
+    /// Budget scale: `quick`, `default` or `thorough`.
+    pub effort: String,
+    /// Every sweep the study ran (or tried), in the order run.
+    pub cases: Vec<StudyCaseResult>,
+    /// The study's tables.
+    pub tables: Vec<StudyTable>,
+    /// Non-fatal observations (a transport that could not run, noise).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// One sweep of a study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyCaseResult {
+    /// Short label (`mtu 9000, buf 64KiB`).
+    pub label: String,
+    /// What the case is for: `cell` (one table cell) or `curve` (a full
+    /// sweep for the graph families).
+    pub role: String,
+    /// Transport measured.
+    pub transport: String,
+    /// The lab link as named (`ge`, `fe`, `600mbit`).
+    pub link: String,
+    /// Its rate, bits/s.
+    pub link_bits_per_s: u64,
+    /// MTU of both nodes.
+    pub mtu_bytes: u32,
+    /// SO_SNDBUF and SO_RCVBUF requested; None = the kernel's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_buffer_bytes: Option<u64>,
+    /// Communication pattern.
+    pub mode: crate::result::Mode,
+    /// The sweep result file, relative to the summary's directory; None
+    /// when the sweep failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Why there are no figures, when the sweep failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Median one-way time at the smallest size, ns.
+    pub latency_ns: Option<f64>,
+    /// Highest median throughput, bits/s.
+    pub peak_bits_per_s: Option<f64>,
+    /// Size of the peak.
+    pub peak_bytes: Option<u64>,
+    /// Smallest size reaching half the peak (Hockney's n_1/2).
+    pub n_half_bytes: Option<u64>,
+    /// Theoretical TCP goodput of the emulated link (shaper framing), bits/s.
+    pub goodput_bits_per_s: f64,
+    /// `peak_bits_per_s / goodput_bits_per_s`.
+    pub peak_fraction: Option<f64>,
+}
+
+/// A table of figures: rows by one factor, columns by another.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyTable {
+    /// Title (`Peak throughput, Mbit/s, by socket buffer and MTU`).
+    pub title: String,
+    /// Header of the row labels (`socket buffer`).
+    pub row_header: String,
+    /// Column headers (`MTU 1500` ...).
+    pub columns: Vec<String>,
+    /// The rows.
+    pub rows: Vec<StudyRow>,
+    /// Decimals to print the cells with.
+    pub decimals: usize,
+}
+
+/// One row of a [`StudyTable`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyRow {
+    /// Row label.
+    pub label: String,
+    /// One cell per column; None where the case failed or was not run.
+    pub cells: Vec<Option<f64>>,
+}
+
+/// Whether `path` holds a study summary (by its `kind`).
+pub fn is_study_result(path: &std::path::Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some(STUDY_KIND))
+}
+
+/// Read and validate a study summary.
+pub fn read_study_result(path: &std::path::Path) -> anyhow::Result<StudyResult> {
+    use anyhow::Context;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    match value.get("schema_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == STUDY_SCHEMA_VERSION as u64 => {}
+        v => anyhow::bail!(
+            "{} has study schema version {v:?}; this wulf reads version {STUDY_SCHEMA_VERSION}",
+            path.display()
+        ),
+    }
+    serde_json::from_value(value)
+        .with_context(|| format!("{} is not a valid wulf study summary", path.display()))
+}

@@ -1,0 +1,258 @@
+//! The seeds' network studies as plans of sweeps in the link lab, and the
+//! tables they produce. Pure: what to run ([`plan`]) and what the runs
+//! mean ([`summarize`]); running them is `wulf study`'s job
+//! (`commands::study`), which measures each case as an ordinary
+//! `wulf sweep --lab` in a lab of its own.
+//!
+//! * `mtu-buffers` (seed 000, Table 4.1; seed 002, Figs. 7-14): peak
+//!   throughput and small-message latency for MTU 1500, 3000, 4500 and
+//!   9000 crossed with socket buffers default, 64 KiB ... 1 MiB, over one
+//!   link (ge by default); plus one full sweep per MTU with default buffers
+//!   for the throughput, signature and saturation graphs. Cells are
+//!   ping-pong sweeps, as NetPIPE measured the seeds' tables: the peak
+//!   includes what latency costs at each size, which is what the socket
+//!   buffer and MTU change.
+//! * `fe-vs-ge` (seed 004, Table 2): every transport that crosses a network
+//!   (tcp and each MPI on its TCP path), over Fast and Gigabit Ethernet:
+//!   latency, peak and n_1/2, from one full ping-pong sweep each.
+
+pub mod tables;
+
+use serde::{Deserialize, Serialize};
+
+use crate::lab::LinkRate;
+use crate::result::Mode;
+
+/// The studies wulf knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StudyName {
+    /// MTU x socket buffer (seed 000 Table 4.1, seed 002).
+    MtuBuffers,
+    /// Fast against Gigabit Ethernet per transport (seed 004 Table 2).
+    FeVsGe,
+}
+
+impl StudyName {
+    /// The name on the command line and in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StudyName::MtuBuffers => "mtu-buffers",
+            StudyName::FeVsGe => "fe-vs-ge",
+        }
+    }
+
+    /// What the study reproduces.
+    pub fn about(self) -> &'static str {
+        match self {
+            StudyName::MtuBuffers => "TCP peak throughput and latency by MTU and socket buffer (seed 000 Table 4.1), with one sweep per MTU for the throughput, signature and saturation graphs (seed 002 Figs. 7-14)",
+            StudyName::FeVsGe => "latency, peak and n_1/2 of every transport that crosses a network, over Fast and Gigabit Ethernet (seed 004 Table 2)",
+        }
+    }
+}
+
+/// MTUs of `mtu-buffers`.
+pub const MTUS_BYTES: [u32; 4] = [1500, 3000, 4500, 9000];
+/// Socket buffers of `mtu-buffers` (None: the kernel's default).
+pub const SOCKET_BUFFERS_BYTES: [Option<u64>; 6] = [
+    None,
+    Some(64 << 10),
+    Some(128 << 10),
+    Some(256 << 10),
+    Some(512 << 10),
+    Some(1 << 20),
+];
+
+/// How long a study may take: budgets scale with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effort {
+    /// Few sizes, small budgets: well under a minute per study.
+    Quick,
+    /// A few minutes.
+    Default,
+    /// Four times the default budgets.
+    Thorough,
+}
+
+impl Effort {
+    /// Its name in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Quick => "quick",
+            Effort::Default => "default",
+            Effort::Thorough => "thorough",
+        }
+    }
+
+    fn scale(self) -> f64 {
+        match self {
+            Effort::Quick => 0.3,
+            Effort::Default => 1.0,
+            Effort::Thorough => 4.0,
+        }
+    }
+}
+
+/// One sweep to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StudyCase {
+    /// Short label, unique in the study (also the file name's stem).
+    pub label: String,
+    /// `cell` (one table cell) or `curve` (a full sweep for the graphs).
+    pub role: &'static str,
+    /// Transport.
+    pub transport: String,
+    /// The link.
+    pub link: LinkRate,
+    /// MTU of both nodes.
+    pub mtu_bytes: u32,
+    /// Socket buffers; None for the default.
+    pub socket_buffer_bytes: Option<u64>,
+    /// Pattern.
+    pub mode: Mode,
+    /// `--sizes` of the sweep.
+    pub sizes: String,
+    /// Budget of the sweep, seconds.
+    pub budget_s: f64,
+}
+
+impl StudyCase {
+    /// The `--lab` spec of its lab.
+    pub fn lab_spec(&self) -> String {
+        format!("{},mtu={}", self.link.name, self.mtu_bytes)
+    }
+}
+
+/// What a study is run with.
+#[derive(Debug, Clone)]
+pub struct StudyOptions {
+    /// The link of `mtu-buffers` (default ge).
+    pub link: LinkRate,
+    /// The effort.
+    pub effort: Effort,
+    /// Transports for `fe-vs-ge` (tcp and the MPIs' TCP paths found here).
+    pub transports: Vec<String>,
+}
+
+/// `64 KiB` style label of a socket buffer.
+pub fn buffer_label(b: Option<u64>) -> String {
+    b.map_or("default".into(), |b| {
+        crate::units::format_bytes(b).replace(' ', "")
+    })
+}
+
+/// The sweeps of study `name`.
+pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
+    let s = o.effort.scale();
+    let quick = o.effort == Effort::Quick;
+    // NetPIPE's schedule, without the +-3 perturbations in the cells (a
+    // table needs the peak, not the drop-outs).
+    let curve_sizes = if quick { "1:1Mi" } else { "1:4Mi" };
+    match name {
+        StudyName::MtuBuffers => {
+            let mut v = Vec::new();
+            for &mtu in &MTUS_BYTES {
+                for &buf in &SOCKET_BUFFERS_BYTES {
+                    v.push(StudyCase {
+                        label: format!("mtu{mtu}-buf{}", buffer_label(buf)),
+                        role: "cell",
+                        transport: "tcp".into(),
+                        link: o.link.clone(),
+                        mtu_bytes: mtu,
+                        socket_buffer_bytes: buf,
+                        mode: Mode::Pingpong,
+                        sizes: if quick {
+                            "1,1Mi".into()
+                        } else {
+                            "1,64Ki,256Ki,1Mi,4Mi".into()
+                        },
+                        budget_s: 2.5 * s,
+                    });
+                }
+            }
+            for &mtu in &MTUS_BYTES {
+                v.push(StudyCase {
+                    label: format!("mtu{mtu}-curve"),
+                    role: "curve",
+                    transport: "tcp".into(),
+                    link: o.link.clone(),
+                    mtu_bytes: mtu,
+                    socket_buffer_bytes: None,
+                    mode: Mode::Pingpong,
+                    sizes: curve_sizes.into(),
+                    budget_s: 8.0 * s,
+                });
+            }
+            v
+        }
+        StudyName::FeVsGe => {
+            let mut v = Vec::new();
+            for t in &o.transports {
+                for link in ["fe", "ge"] {
+                    v.push(StudyCase {
+                        label: format!("{}-{link}", file_safe(t)),
+                        role: "curve",
+                        transport: t.clone(),
+                        link: LinkRate::parse(link).expect("fe and ge parse"),
+                        mtu_bytes: 1500,
+                        socket_buffer_bytes: None,
+                        mode: Mode::Pingpong,
+                        sizes: curve_sizes.into(),
+                        budget_s: 10.0 * s,
+                    });
+                }
+            }
+            v
+        }
+    }
+}
+
+/// `mpi:openmpi(tcp)` -> `mpi-openmpi-tcp`.
+pub fn file_safe(t: &str) -> String {
+    let s: String = t
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    s.trim_matches('-').replace("--", "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(effort: Effort) -> StudyOptions {
+        StudyOptions {
+            link: LinkRate::parse("ge").unwrap(),
+            effort,
+            transports: vec!["tcp".into(), "mpi:openmpi(tcp)".into()],
+        }
+    }
+
+    #[test]
+    fn mtu_buffers_is_the_seeds_grid_plus_one_curve_per_mtu() {
+        let p = plan(StudyName::MtuBuffers, &opts(Effort::Default));
+        assert_eq!(p.len(), 4 * 6 + 4);
+        assert_eq!(p.iter().filter(|c| c.role == "curve").count(), 4);
+        assert!(p.iter().any(|c| c.label == "mtu9000-buf64KiB"));
+        assert_eq!(p[0].lab_spec(), "ge,mtu=1500");
+        let labels: std::collections::HashSet<_> = p.iter().map(|c| &c.label).collect();
+        assert_eq!(labels.len(), p.len(), "labels are unique");
+        // Quick is cheaper than default, thorough dearer.
+        let total = |e| {
+            plan(StudyName::MtuBuffers, &opts(e))
+                .iter()
+                .map(|c| c.budget_s)
+                .sum::<f64>()
+        };
+        assert!(total(Effort::Quick) < total(Effort::Default));
+        assert!(total(Effort::Thorough) > total(Effort::Default));
+    }
+
+    #[test]
+    fn fe_vs_ge_runs_each_transport_on_both_links() {
+        let p = plan(StudyName::FeVsGe, &opts(Effort::Quick));
+        assert_eq!(p.len(), 4);
+        assert_eq!(p[2].label, "mpi-openmpi-tcp-fe");
+        assert_eq!(p[3].link.bits_per_s, 1_000_000_000);
+    }
+}

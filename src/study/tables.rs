@@ -1,0 +1,278 @@
+//! What a study's sweeps mean: each case's figures (from the same
+//! [`Analysis`] the report uses) and the study's tables, in the seeds'
+//! forms; and those tables as terminal text and Markdown. Pure functions.
+
+use std::fmt::Write;
+
+use super::{buffer_label, StudyCase, StudyName, MTUS_BYTES, SOCKET_BUFFERS_BYTES};
+use crate::analysis::Analysis;
+use crate::result::{StudyCaseResult, StudyRow, StudyTable, SweepResult};
+use crate::sys::{tcp_goodput_limit, IpVersion};
+
+/// The figures of one case from its sweep (or its error).
+pub fn case_result(
+    case: &StudyCase,
+    outcome: Result<(&SweepResult, String), String>,
+) -> StudyCaseResult {
+    let goodput = tcp_goodput_limit(
+        case.link.bits_per_s as f64 / 1e6,
+        case.mtu_bytes,
+        IpVersion::V4,
+        true,
+    )
+    .map_or(0.0, |l| l.goodput_shaped_mbit_per_s * 1e6);
+    let mut c = StudyCaseResult {
+        label: case.label.clone(),
+        role: case.role.to_string(),
+        transport: case.transport.clone(),
+        link: case.link.name.clone(),
+        link_bits_per_s: case.link.bits_per_s,
+        mtu_bytes: case.mtu_bytes,
+        socket_buffer_bytes: case.socket_buffer_bytes,
+        mode: case.mode,
+        file: None,
+        error: None,
+        latency_ns: None,
+        peak_bits_per_s: None,
+        peak_bytes: None,
+        n_half_bytes: None,
+        goodput_bits_per_s: goodput,
+        peak_fraction: None,
+    };
+    match outcome {
+        Err(e) => c.error = Some(e),
+        Ok((r, file)) => {
+            let a = Analysis::of(r);
+            c.file = Some(file);
+            c.latency_ns = a.latency_ns;
+            c.peak_bits_per_s = a.peak_bits_per_s;
+            c.peak_bytes = a.peak_bytes;
+            c.n_half_bytes = a.n_half_bytes;
+            c.peak_fraction = a
+                .peak_bits_per_s
+                .filter(|_| goodput > 0.0)
+                .map(|p| p / goodput);
+        }
+    }
+    c
+}
+
+/// The tables of study `name` from its cases' figures.
+pub fn tables(name: StudyName, cases: &[StudyCaseResult]) -> Vec<StudyTable> {
+    match name {
+        StudyName::MtuBuffers => mtu_buffer_tables(cases),
+        StudyName::FeVsGe => vec![fe_vs_ge_table(cases)],
+    }
+}
+
+fn mtu_buffer_tables(cases: &[StudyCaseResult]) -> Vec<StudyTable> {
+    let link = cases.first().map_or(String::new(), |c| c.link.clone());
+    let cell = |mtu: u32, buf: Option<u64>| {
+        cases
+            .iter()
+            .find(|c| c.role == "cell" && c.mtu_bytes == mtu && c.socket_buffer_bytes == buf)
+    };
+    let columns: Vec<String> = MTUS_BYTES.iter().map(|m| format!("MTU {m}")).collect();
+    let grid = |f: &dyn Fn(&StudyCaseResult) -> Option<f64>| -> Vec<StudyRow> {
+        SOCKET_BUFFERS_BYTES
+            .iter()
+            .map(|&buf| StudyRow {
+                label: buffer_label(buf),
+                cells: MTUS_BYTES
+                    .iter()
+                    .map(|&m| cell(m, buf).and_then(f))
+                    .collect(),
+            })
+            .collect()
+    };
+    vec![
+        StudyTable {
+            title: format!("Peak TCP throughput over {link}, Mbit/s, by socket buffer and MTU (ping-pong, as NetPIPE)"),
+            row_header: "socket buffer".into(),
+            columns: columns.clone(),
+            rows: grid(&|c| c.peak_bits_per_s.map(|b| b / 1e6)),
+            decimals: 1,
+        },
+        StudyTable {
+            title: format!("Peak as a fraction of the emulated link's TCP goodput ({link})"),
+            row_header: "socket buffer".into(),
+            columns: columns.clone(),
+            rows: grid(&|c| c.peak_fraction),
+            decimals: 3,
+        },
+        StudyTable {
+            title: format!("Latency of a 1-byte message over {link}, us (half the round trip)"),
+            row_header: "socket buffer".into(),
+            columns,
+            rows: grid(&|c| c.latency_ns.map(|n| n / 1e3)),
+            decimals: 1,
+        },
+    ]
+}
+
+fn fe_vs_ge_table(cases: &[StudyCaseResult]) -> StudyTable {
+    let mut transports: Vec<&str> = Vec::new();
+    for c in cases {
+        if !transports.contains(&c.transport.as_str()) {
+            transports.push(&c.transport);
+        }
+    }
+    let get = |t: &str, link: &str| cases.iter().find(|c| c.transport == t && c.link == link);
+    let rows = transports
+        .iter()
+        .map(|t| {
+            let (fe, ge) = (get(t, "fe"), get(t, "ge"));
+            let lat = |c: Option<&StudyCaseResult>| c.and_then(|c| c.latency_ns).map(|n| n / 1e3);
+            let peak =
+                |c: Option<&StudyCaseResult>| c.and_then(|c| c.peak_bits_per_s).map(|b| b / 1e6);
+            let half =
+                |c: Option<&StudyCaseResult>| c.and_then(|c| c.n_half_bytes).map(|b| b as f64);
+            StudyRow {
+                label: t.to_string(),
+                cells: vec![lat(fe), lat(ge), peak(fe), peak(ge), half(fe), half(ge)],
+            }
+        })
+        .collect();
+    StudyTable {
+        title: "Latency, peak and n_1/2 over Fast and Gigabit Ethernet (MTU 1500, ping-pong)"
+            .into(),
+        row_header: "transport".into(),
+        columns: [
+            "latency FE, us",
+            "latency GE, us",
+            "peak FE, Mbit/s",
+            "peak GE, Mbit/s",
+            "n_1/2 FE, B",
+            "n_1/2 GE, B",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows,
+        decimals: 1,
+    }
+}
+
+fn cell_text(v: Option<f64>, decimals: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.decimals$}"))
+}
+
+/// The tables as aligned terminal text.
+pub fn text(tables: &[StudyTable]) -> String {
+    let mut s = String::new();
+    for t in tables {
+        let _ = writeln!(s, "{}\n", t.title);
+        let first = t
+            .rows
+            .iter()
+            .map(|r| r.label.len())
+            .chain([t.row_header.len()])
+            .max()
+            .unwrap_or(0);
+        let widths: Vec<usize> = t.columns.iter().map(|c| c.len().max(8)).collect();
+        let _ = write!(s, "{:<first$}", t.row_header);
+        for (c, w) in t.columns.iter().zip(&widths) {
+            let _ = write!(s, "  {c:>w$}");
+        }
+        s.push('\n');
+        for r in &t.rows {
+            let _ = write!(s, "{:<first$}", r.label);
+            for (v, w) in r.cells.iter().zip(&widths) {
+                let _ = write!(s, "  {:>w$}", cell_text(*v, t.decimals));
+            }
+            s.push('\n');
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// The tables as Markdown.
+pub fn markdown(tables: &[StudyTable]) -> String {
+    let mut s = String::new();
+    for t in tables {
+        let _ = writeln!(s, "**{}**\n", t.title);
+        let _ = writeln!(s, "| {} | {} |", t.row_header, t.columns.join(" | "));
+        let _ = writeln!(s, "|---|{}", "---:|".repeat(t.columns.len()));
+        for r in &t.rows {
+            let cells: Vec<String> = r.cells.iter().map(|v| cell_text(*v, t.decimals)).collect();
+            let _ = writeln!(s, "| {} | {} |", r.label, cells.join(" | "));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::Mode;
+
+    fn case(
+        t: &str,
+        link: &str,
+        mtu: u32,
+        buf: Option<u64>,
+        role: &str,
+        peak: f64,
+    ) -> StudyCaseResult {
+        StudyCaseResult {
+            label: format!("{t}-{link}-{mtu}-{buf:?}"),
+            role: role.into(),
+            transport: t.into(),
+            link: link.into(),
+            link_bits_per_s: 1_000_000_000,
+            mtu_bytes: mtu,
+            socket_buffer_bytes: buf,
+            mode: Mode::Pingpong,
+            file: None,
+            error: None,
+            latency_ns: Some(30_000.0),
+            peak_bits_per_s: Some(peak),
+            peak_bytes: Some(1 << 20),
+            n_half_bytes: Some(4096),
+            goodput_bits_per_s: 956.4e6,
+            peak_fraction: Some(peak / 956.4e6),
+        }
+    }
+
+    #[test]
+    fn mtu_buffer_grid_puts_each_case_in_its_cell() {
+        let cases = vec![
+            case("tcp", "ge", 9000, Some(65536), "cell", 500e6),
+            case("tcp", "ge", 1500, None, "cell", 900e6),
+            case("tcp", "ge", 1500, None, "curve", 1.0),
+        ];
+        let t = tables(StudyName::MtuBuffers, &cases);
+        assert_eq!(t.len(), 3);
+        assert_eq!(t[0].rows.len(), 6);
+        assert_eq!(
+            t[0].rows[0].cells[0],
+            Some(900.0),
+            "the curve is not a cell"
+        );
+        assert_eq!(t[0].rows[1].label, "64KiB");
+        assert_eq!(t[0].rows[1].cells[3], Some(500.0));
+        assert_eq!(t[0].rows[1].cells[0], None);
+        let txt = text(&t);
+        assert!(
+            txt.contains("MTU 9000") && txt.contains("500.0") && txt.contains(" -"),
+            "{txt}"
+        );
+        assert!(markdown(&t).contains("| socket buffer | MTU 1500 |"));
+    }
+
+    #[test]
+    fn fe_vs_ge_has_one_row_per_transport() {
+        let cases = vec![
+            case("tcp", "fe", 1500, None, "curve", 90e6),
+            case("tcp", "ge", 1500, None, "curve", 900e6),
+            case("mpi:mpich(tcp)", "fe", 1500, None, "curve", 80e6),
+        ];
+        let t = &tables(StudyName::FeVsGe, &cases)[0];
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[0].cells[2], Some(90.0));
+        assert_eq!(t.rows[0].cells[3], Some(900.0));
+        assert_eq!(t.rows[1].cells[3], None);
+    }
+}

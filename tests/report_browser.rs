@@ -280,3 +280,72 @@ fn report_renders_in_a_real_browser() {
     assert!(png.starts_with(b"\x89PNG"), "not a PNG");
     eprintln!("screenshot: {}", shot.display());
 }
+
+/// A study's report (`wulf study`, here the quick mtu-buffers fixture: its
+/// summary and its four per-MTU sweeps): loads without errors, shows the
+/// study's three tables and its three chart families with labelled axes.
+#[test]
+fn study_report_renders_in_a_real_browser() {
+    let Some(browser) = chromium() else {
+        if std::env::var("WULF_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
+            panic!(
+                "chromium is not installed (WULF_REQUIRE_BROWSER=1): run scripts/install-test-deps"
+            );
+        }
+        eprintln!(
+            "skipped: chromium is not installed (set WULF_REQUIRE_BROWSER=1 to fail instead)"
+        );
+        return;
+    };
+    let dir = tempdir();
+    let report = file(&dir, "study.html");
+    let summary =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/study-mtu-buffers/study.json");
+    let o = run(&[
+        "report",
+        summary.to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let url = format!("file://{}", report.display());
+    let (dom, log) = headless(&browser, dir.path(), &url, &["--dump-dom"]);
+    assert!(
+        dom.contains("data-ready=\"yes\""),
+        "the page's script did not run; log:\n{log}"
+    );
+    let errors = console_errors(&log);
+    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+    assert!(dom.contains("Study: mtu-buffers"));
+    assert_eq!(
+        dom.matches("<table class=\"study-table\"").count(),
+        3,
+        "peak, fraction and latency tables"
+    );
+    assert!(dom.contains(">MTU 9000</th>") && dom.contains(">64KiB</td>"));
+    let figures: Vec<&str> = dom.split("<figure class=\"study-chart\"").skip(1).collect();
+    assert_eq!(figures.len(), 3);
+    for (fig, axis) in figures.iter().zip([
+        "message size [bytes, log scale]",
+        "one-way time [µs, log scale]",
+        "message size [bytes, log scale]",
+    ]) {
+        let fig = &fig[..fig.find("</figure>").unwrap()];
+        assert!(fig.contains("<svg"), "no svg");
+        assert!(fig.contains(axis), "axis label {axis:?} missing");
+        // One legend entry per MTU's sweep.
+        for m in ["MTU 1500", "MTU 9000"] {
+            assert!(fig.contains(m), "{m} missing from a chart");
+        }
+    }
+    let shot = artifacts_dir().join("report-study.png");
+    let arg = format!("--screenshot={}", shot.display());
+    let _ = headless(
+        &browser,
+        dir.path(),
+        &url,
+        &[&arg, "--window-size=1280,2400"],
+    );
+    let png = std::fs::read(&shot).expect("screenshot");
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 50_000);
+}

@@ -86,11 +86,15 @@ pub struct StudyCaseResult {
     pub error: Option<String>,
     /// Median one-way time at the smallest size, ns.
     pub latency_ns: Option<f64>,
-    /// Highest median throughput, bits/s.
+    /// Smallest size the peak is taken from: 16 times the emulated link's
+    /// free burst (the bytes an idle token bucket lets through without
+    /// their serialization time), beyond which that burst adds under 7%.
+    pub peak_min_bytes: u64,
+    /// Highest median throughput at sizes from `peak_min_bytes`, bits/s.
     pub peak_bits_per_s: Option<f64>,
     /// Size of the peak.
     pub peak_bytes: Option<u64>,
-    /// Smallest size reaching half the peak (Hockney's n_1/2).
+    /// Smallest size reaching half of `peak_bits_per_s` (Hockney's n_1/2).
     pub n_half_bytes: Option<u64>,
     /// Theoretical TCP goodput of the emulated link (shaper framing), bits/s.
     pub goodput_bits_per_s: f64,

@@ -77,30 +77,26 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         }
         let file = format!("{}.json", c.label);
         let outcome = run_case(c, &dir.join(&file));
-        let line = match &outcome {
-            Ok(r) => {
-                let s = crate::result::Summary::from_points(&r.points);
-                format!(
-                    "latency {}, peak {} at {}",
-                    s.latency_ns.map_or("-".into(), format_ns),
-                    s.peak_bits_per_s.map_or("-".into(), format_bits_per_s),
-                    s.peak_bytes.map_or("-".into(), format_bytes)
-                )
-            }
-            Err(e) => format!("failed: {e:#}"),
+        let result = match &outcome {
+            Ok(r) => tables::case_result(c, Ok((r, file.clone()))),
+            Err(e) => tables::case_result(c, Err(format!("{e:#}"))),
+        };
+        let line = match &result.error {
+            None => format!(
+                "latency {}, peak {} at {} ({:.2} of the link)",
+                result.latency_ns.map_or("-".into(), format_ns),
+                result.peak_bits_per_s.map_or("-".into(), format_bits_per_s),
+                result.peak_bytes.map_or("-".into(), format_bytes),
+                result.peak_fraction.unwrap_or(f64::NAN)
+            ),
+            Some(e) => format!("failed: {e}"),
         };
         eprintln!("[{:>2}/{}] {:<24} {line}", i + 1, cases.len(), c.label);
+        results.push(result);
         match outcome {
-            Ok(r) => {
-                results.push(tables::case_result(c, Ok((&r, file))));
-                loaded.push((c.label.clone(), r));
-            }
+            Ok(r) => loaded.push((c.label.clone(), r)),
             Err(e) => {
-                let stopped = e
-                    .downcast_ref::<WulfError>()
-                    .is_some_and(|w| matches!(w, WulfError::Interrupted));
-                results.push(tables::case_result(c, Err(format!("{e:#}"))));
-                if stopped {
+                if e.downcast_ref::<WulfError>().is_some_and(|w| matches!(w, WulfError::Interrupted)) {
                     interrupted = true;
                     break;
                 }

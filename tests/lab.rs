@@ -76,6 +76,13 @@ fn ok(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `wulf sweep tcp --lab SPEC --quiet --json - EXTRA...`, its result.
+fn lab_sweep(spec: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["sweep", "tcp", "--lab", spec, "--quiet", "--json", "-"];
+    args.extend_from_slice(extra);
+    serde_json::from_str(&ok(&wulf(&args).output().unwrap())).unwrap()
+}
+
 fn netns_of(lab: &str) -> Vec<String> {
     let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
@@ -275,13 +282,10 @@ fn shaped_rate_matches_the_theoretical_goodput() {
         return;
     }
     for (spec, rate, mtu) in [("fe", 100e6, 1500.0), ("ge,mtu=9000", 1e9, 9000.0)] {
-        let out = wulf(&[
-            "sweep", "tcp", "--lab", spec, "--mode", "stream", "--sizes", "256Ki", "--budget",
-            "3s", "--quiet", "--json", "-",
-        ])
-        .output()
-        .unwrap();
-        let v: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+        let v = lab_sweep(
+            spec,
+            &["--mode", "stream", "--sizes", "256Ki", "--budget", "3s"],
+        );
         let got = v["points"][0]["bits_per_s"].as_f64().unwrap();
         let goodput = rate * (mtu - 52.0) / (mtu + 14.0);
         let ratio = got / goodput;
@@ -307,23 +311,16 @@ fn the_link_never_runs_faster_than_its_rate() {
     if !can_run() {
         return;
     }
-    let out = wulf(&[
-        "sweep",
-        "tcp",
-        "--lab",
+    let v = lab_sweep(
         "ge",
-        "--sizes",
-        "64Ki,128Ki,192Ki,256Ki",
-        "--no-perturb",
-        "--budget",
-        "2s",
-        "--quiet",
-        "--json",
-        "-",
-    ])
-    .output()
-    .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+        &[
+            "--sizes",
+            "64Ki,128Ki,192Ki,256Ki",
+            "--no-perturb",
+            "--budget",
+            "2s",
+        ],
+    );
     let lab = &v["placement"]["lab"];
     let free = lab["links"][0]["free_burst_bytes"]
         .as_f64()

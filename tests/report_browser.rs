@@ -28,6 +28,23 @@ fn chromium() -> Option<PathBuf> {
     })
 }
 
+/// The browser, or None after saying the test is skipped; a missing
+/// browser fails instead when WULF_REQUIRE_BROWSER=1 (scripts/test).
+fn chromium_or_skip() -> Option<PathBuf> {
+    let found = chromium();
+    if found.is_none() {
+        if std::env::var("WULF_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
+            panic!(
+                "chromium is not installed (WULF_REQUIRE_BROWSER=1): run scripts/install-test-deps"
+            );
+        }
+        eprintln!(
+            "skipped: chromium is not installed (set WULF_REQUIRE_BROWSER=1 to fail instead)"
+        );
+    }
+    found
+}
+
 /// Where test artifacts go: target/test-artifacts (beside the build).
 fn artifacts_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -128,15 +145,7 @@ fn results(dir: &Path) -> Vec<String> {
 
 #[test]
 fn report_renders_in_a_real_browser() {
-    let Some(browser) = chromium() else {
-        if std::env::var("WULF_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
-            panic!(
-                "chromium is not installed (WULF_REQUIRE_BROWSER=1): run scripts/install-test-deps"
-            );
-        }
-        eprintln!(
-            "skipped: chromium is not installed (set WULF_REQUIRE_BROWSER=1 to fail instead)"
-        );
+    let Some(browser) = chromium_or_skip() else {
         return;
     };
     let dir = tempdir();
@@ -286,15 +295,7 @@ fn report_renders_in_a_real_browser() {
 /// study's three tables and its three chart families with labelled axes.
 #[test]
 fn study_report_renders_in_a_real_browser() {
-    let Some(browser) = chromium() else {
-        if std::env::var("WULF_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
-            panic!(
-                "chromium is not installed (WULF_REQUIRE_BROWSER=1): run scripts/install-test-deps"
-            );
-        }
-        eprintln!(
-            "skipped: chromium is not installed (set WULF_REQUIRE_BROWSER=1 to fail instead)"
-        );
+    let Some(browser) = chromium_or_skip() else {
         return;
     };
     let dir = tempdir();

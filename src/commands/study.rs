@@ -96,7 +96,9 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         match outcome {
             Ok(r) => loaded.push((c.label.clone(), r)),
             Err(e) => {
-                if e.downcast_ref::<WulfError>().is_some_and(|w| matches!(w, WulfError::Interrupted)) {
+                if e.downcast_ref::<WulfError>()
+                    .is_some_and(|w| matches!(w, WulfError::Interrupted))
+                {
                     interrupted = true;
                     break;
                 }

@@ -200,6 +200,10 @@ pub struct SweepArgs {
     /// loss=PCT, comma-separated (e.g. ge,mtu=9000).
     #[arg(long, value_name = "SPEC", conflicts_with = "peer")]
     pub lab: Option<String>,
+    /// Internal (`--lab` gives it to the command it runs in node1): spread
+    /// the processes over the nodes of the lab this one runs in.
+    #[arg(long, hide = true, conflicts_with = "lab")]
+    pub in_lab: bool,
     /// Measurement options.
     #[command(flatten)]
     pub measure: MeasureArgs,
@@ -256,6 +260,18 @@ pub struct RunArgs {
     /// transport; class W with --thorough).
     #[arg(long)]
     pub no_npb: bool,
+    /// Measure what crosses the network between two nodes of a temporary
+    /// lab with these links (as `wulf sweep --lab`): tcp, each MPI on its
+    /// TCP path, and NAS MG with one process per node.
+    #[arg(long, value_name = "SPEC")]
+    pub lab: Option<String>,
+    /// Internal (`--lab` gives it to the command it runs in node1): spread
+    /// over the nodes of the lab this one runs in.
+    #[arg(long, hide = true, conflicts_with = "lab")]
+    pub in_lab: bool,
+    /// Internal (with --in-lab): the `wulf serve` in node2, HOST:PORT.
+    #[arg(long, hide = true, requires = "in_lab", value_name = "HOST[:PORT]")]
+    pub peer: Option<String>,
     /// Measurement options.
     #[command(flatten)]
     pub measure: MeasureArgs,
@@ -321,6 +337,10 @@ pub struct TuneTcpArgs {
     /// No progress bars.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Tune between two nodes of a temporary lab with these links (as
+    /// `wulf sweep --lab`, e.g. ge,mtu=9000).
+    #[arg(long, value_name = "SPEC", conflicts_with = "peer")]
+    pub lab: Option<String>,
 }
 
 fn parse_precision(s: &str) -> Result<f64, String> {

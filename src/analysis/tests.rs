@@ -422,6 +422,7 @@ fn analysis_of_a_sweep_result() {
             client_cpu: None,
             server_host: "h".into(),
             server_cpu: None,
+            lab: None,
         },
         timer_overhead_ns: 0.0,
         summary: Sum::from_points(&points),

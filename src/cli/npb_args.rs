@@ -62,6 +62,16 @@ pub struct NpbMgArgs {
     /// Arguments for the MPI launcher, split at spaces; repeatable.
     #[arg(long = "mpi-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub mpi_arg: Vec<String>,
+    /// Run with one process per node of a temporary lab with these links
+    /// (as many nodes as the largest process count; as `wulf sweep --lab`,
+    /// e.g. fe). Transports that cannot cross nodes (unix, shm, cma) are
+    /// skipped.
+    #[arg(long, value_name = "SPEC")]
+    pub lab: Option<String>,
+    /// Internal (`--lab` gives it to the command it runs in node1): spread
+    /// the ranks over the nodes of the lab this one runs in.
+    #[arg(long, hide = true, conflicts_with = "lab")]
+    pub in_lab: bool,
 }
 
 /// `wulf npb-rank` (internal).

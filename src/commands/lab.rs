@@ -2,6 +2,7 @@
 //! [`crate::lab`] for how a lab is built).
 
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
 
 use anyhow::{Context, Result};
 
@@ -155,7 +156,19 @@ fn rsh(a: &LabRshArgs) -> Result<()> {
         .collect::<Vec<_>>()
         .join(" ");
     let argv: Vec<OsString> = vec!["sh".into(), "-c".into(), script.into()];
-    let status = lab::command_in(&st, &node.name, &argv)?
+    let mut cmd = lab::command_in(&st, &node.name, &argv)?;
+    // A launcher ends its remote processes by ending their remote shells
+    // (as ssh's end hangs up a remote session): end at once on a signal,
+    // and take the remote command along.
+    crate::EXIT_ON_SIGNAL.store(true, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let status = cmd
         .status()
         .context("cannot start the remote command in the lab")?;
     relay(exit_code(status))

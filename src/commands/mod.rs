@@ -165,3 +165,30 @@ pub fn lab_relay(code: i32) -> anyhow::Result<()> {
         Err(crate::error::WulfError::Relayed(code).into())
     }
 }
+
+/// With `--in-lab` (given by `--lab` to the command it runs in node1):
+/// hand the transports the nodes of the lab this process runs in, so
+/// those that start their own processes place one on each node.
+pub fn spread_in_lab(in_lab: bool) -> anyhow::Result<()> {
+    if in_lab {
+        let (lab, node) = crate::lab::current()?;
+        transport::cluster::set(Some(crate::lab::cluster(&lab, &node)?));
+    }
+    Ok(())
+}
+
+/// Whether this command spreads over a lab's nodes (see [`spread_in_lab`]).
+pub fn spread() -> bool {
+    transport::cluster::get().is_some()
+}
+
+/// The one-line note for transports left out because they cannot cross
+/// from one node to another.
+pub fn local_only_note(skipped: &[&str]) -> Option<String> {
+    (!skipped.is_empty()).then(|| {
+        format!(
+            "wulf: in the lab: not run: {} (they do not cross a network)",
+            skipped.join(", ")
+        )
+    })
+}

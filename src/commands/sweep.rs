@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::cli::SweepArgs;
+use crate::lab::between::Across;
 use crate::report;
 use crate::result::{write_atomically, write_result, SweepResult};
 use crate::sweep::engine::run_sweep;
@@ -14,17 +15,36 @@ use crate::units::format_bytes;
 
 /// Run `wulf sweep`.
 pub fn execute(args: &SweepArgs) -> Result<()> {
+    super::configure_transports(&args.measure);
     if let Some(lab) = &args.lab {
-        if crate::transport::find(&args.transport).is_some_and(|t| t.local_only()) {
+        let t = crate::transport::find(&args.transport).ok_or_else(|| {
+            crate::error::usage(format!(
+                "unknown transport '{}' (known: {})",
+                args.transport,
+                crate::transport::names().join(", ")
+            ))
+        })?;
+        if t.local_only() {
             return Err(crate::error::usage(format!(
                 "--lab: {} does not cross a network; measure tcp or an MPI between lab nodes",
                 args.transport
             )));
         }
-        let code = crate::lab::between::run_against_peer_node(lab, true)?;
+        // A transport that starts both ends places them on node1 and node2
+        // itself; the others measure against a `wulf serve` in node2.
+        let code = if t.starts_both_ends() {
+            let across = Across {
+                nodes: 2,
+                serve: None,
+                spread: true,
+            };
+            crate::lab::between::run_in_node1(lab, across)?
+        } else {
+            crate::lab::between::run_against_peer_node(lab, true)?
+        };
         return super::lab_relay(code);
     }
-    super::configure_transports(&args.measure);
+    super::spread_in_lab(args.in_lab)?;
     let spec = super::sweep_spec(
         &args.measure,
         &args.transport,

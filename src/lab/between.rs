@@ -1,12 +1,22 @@
-//! `--lab`: one measuring command between two nodes of a temporary lab.
+//! `--lab`: one measuring command between the nodes of a temporary lab.
 //!
-//! The command line is run again inside node1, without `--lab` and with
-//! `--peer` pointing at a `wulf serve` started in node2, so the measurement
-//! is exactly the one `--peer` makes between two machines: the same code,
-//! the same result file, the same fingerprint (read inside node1, where the
-//! shaped eth0 is the interface on the route). The lab is removed when the
-//! command ends, however it ends; a Ctrl-C reaches the inner command (it
-//! shares the terminal's process group), which saves what it measured.
+//! The command line is run again inside node1, without `--lab`, and with
+//! what it needs to reach the other nodes ([`Across`]):
+//!
+//! * `--peer` pointing at a `wulf serve` started in node2, for transports
+//!   measured against a peer (tcp): the measurement is exactly the one
+//!   `--peer` makes between two machines, the same code, the same result
+//!   file, the same fingerprint (read inside node1, where the shaped eth0
+//!   is the interface on the route);
+//! * [`IN_LAB`], for commands whose processes are placed one per node by
+//!   a launcher (MPI) or by wulf itself (NPB ranks): they read the lab from
+//!   the environment ([`super::current`]) and spread over its nodes
+//!   ([`super::cluster`]). The launcher runs in node1 because the root
+//!   namespace has no route to the lab's addresses, and must never get one.
+//!
+//! The lab is removed when the command ends, however it ends; an interrupt
+//! is handed on to the inner command exactly once
+//! ([`run_forwarding_interrupt`]), which saves what it measured.
 
 use std::ffi::OsString;
 use std::net::IpAddr;
@@ -20,18 +30,73 @@ use crate::peer::local::LocalPeer;
 /// How long a server in a fresh node may take to listen.
 const SERVE_START_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// The hidden option that tells a command run in node1 to spread its
+/// processes over the nodes of the lab it runs in.
+pub const IN_LAB: &str = "--in-lab";
+
+/// How the command run in node1 reaches the other nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Across {
+    /// Nodes of the lab (at least 2).
+    pub nodes: usize,
+    /// Start `wulf serve` in node2 and give the command `--peer` to it;
+    /// `Some(true)`: the server serves one session and exits.
+    pub serve: Option<bool>,
+    /// Give the command [`IN_LAB`].
+    pub spread: bool,
+}
+
 /// Run this process's command line (without `--lab`) in node1 of a
 /// temporary two-node lab made from `lab` (the compact syntax), against a
 /// `wulf serve` in node2. Returns the inner command's exit code.
 pub fn run_against_peer_node(lab: &str, serve_once: bool) -> Result<i32> {
+    run_in_node1(
+        lab,
+        Across {
+            nodes: 2,
+            serve: Some(serve_once),
+            spread: false,
+        },
+    )
+}
+
+/// Run this process's command line (without `--lab`) in node1 of a
+/// temporary lab made from `lab` (the compact syntax), reaching the other
+/// nodes as `across` says. Returns the inner command's exit code.
+pub fn run_in_node1(lab: &str, across: Across) -> Result<i32> {
     let options =
         LinkOptions::parse_compact(lab).map_err(|e| crate::error::usage(format!("--lab: {e}")))?;
-    let argv = own_args_without_lab();
-    let temp = TempLab::up(2, &options)?;
+    let mut inner: Vec<OsString> = vec![std::env::current_exe()
+        .context("cannot find wulf's own executable")?
+        .into()];
+    inner.extend(own_args_without_lab());
+    let temp = TempLab::up(across.nodes.max(2), &options)?;
+    let peer = match across.serve {
+        Some(once) => Some(serve_in_node2(&temp, once)?),
+        None => None,
+    };
+    if let Some(p) = &peer {
+        inner.push("--peer".into());
+        inner.push(p.addr.to_string().into());
+    }
+    if across.spread {
+        inner.push(IN_LAB.into());
+    }
+    let mut cmd = command_in(&temp.state, "node1", &inner)?;
+    let status =
+        run_forwarding_interrupt(&mut cmd).context("cannot run the command in node1 of the lab");
+    if let Some(p) = peer {
+        p.finish(Duration::from_secs(2));
+    }
+    drop(temp);
+    Ok(exit_code(status?))
+}
+
+fn serve_in_node2(temp: &TempLab, once: bool) -> Result<LocalPeer> {
     let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
     let server = &temp.state.nodes[1];
-    let mut serve: Vec<OsString> = vec![exe.clone().into(), "serve".into(), "--announce".into()];
-    if serve_once {
+    let mut serve: Vec<OsString> = vec![exe.into(), "serve".into(), "--announce".into()];
+    if once {
         serve.push("--once".into());
     }
     serve.extend([
@@ -40,22 +105,12 @@ pub fn run_against_peer_node(lab: &str, serve_once: bool) -> Result<i32> {
         "--bind".into(),
         server.address.to_string().into(),
     ]);
-    let peer = LocalPeer::spawn(
+    LocalPeer::spawn(
         command_in(&temp.state, &server.name, &serve)?,
         IpAddr::V4(server.address),
         SERVE_START_TIMEOUT,
     )
-    .context("cannot start wulf serve in node2 of the lab")?;
-    let mut inner: Vec<OsString> = vec![exe.into()];
-    inner.extend(argv);
-    inner.push("--peer".into());
-    inner.push(peer.addr.to_string().into());
-    let mut cmd = command_in(&temp.state, "node1", &inner)?;
-    let status =
-        run_forwarding_interrupt(&mut cmd).context("cannot run the command in node1 of the lab")?;
-    peer.finish(Duration::from_secs(2));
-    drop(temp);
-    Ok(exit_code(status))
+    .context("cannot start wulf serve in node2 of the lab")
 }
 
 /// Run `cmd` to its end in a process group of its own, handing it one

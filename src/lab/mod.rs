@@ -29,17 +29,21 @@ use std::ffi::OsString;
 use std::net::IpAddr;
 use std::process::Command;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 pub use spec::{LabSpec, LinkOptions, LinkRate};
 pub use state::LabState;
 pub use system::check_can_build;
 
+use crate::transport::{Cluster, ClusterHost};
+
 /// Environment variable naming the lab a process runs in.
 pub const ENV_LAB: &str = "WULF_LAB";
 /// Environment variable naming the node a process runs in.
 pub const ENV_NODE: &str = "WULF_LAB_NODE";
+/// A node's interface to the switch (see [`build`]).
+pub const NODE_INTERFACE: &str = "eth0";
 
 /// A command that runs `argv` inside `node` of lab `st`: in the node's
 /// network namespace (with /sys and /etc/hosts of the node, as `ip netns
@@ -71,6 +75,30 @@ pub struct LabPlacement {
     pub links: Vec<LabLink>,
 }
 
+impl LabPlacement {
+    /// One line for tables and reports: `lab t42: node1 (fe, MTU 1500)
+    /// -> node2 (fe, MTU 1500)`; a group lists its nodes with commas.
+    pub fn describe(&self) -> String {
+        let link = |name: &str| {
+            self.links
+                .iter()
+                .find(|l| l.node == name)
+                .map(|l| format!("{name} ({}, MTU {})", l.link, l.mtu_bytes))
+                .unwrap_or_else(|| name.to_string())
+        };
+        let nodes = match &self.server_node {
+            Some(s) => format!("{} -> {}", link(&self.client_node), link(s)),
+            None => self
+                .links
+                .iter()
+                .map(|l| link(&l.node))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        format!("lab {}: {nodes}", self.name)
+    }
+}
+
 /// One node's link in a [`LabPlacement`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -95,31 +123,104 @@ pub struct LabLink {
 /// [`ENV_NODE`]), with the node holding `peer` as the server node. `None`
 /// outside a lab.
 pub fn placement(peer: Option<IpAddr>) -> Option<LabPlacement> {
-    let name = std::env::var(ENV_LAB).ok()?;
-    let node = std::env::var(ENV_NODE).ok()?;
-    let st = state::load(&name).ok()?;
+    let (st, node) = here()?;
     let server = peer.and_then(|ip| st.nodes.iter().find(|n| IpAddr::V4(n.address) == ip));
-    let link = |n: &state::NodeState| LabLink {
-        node: n.name.clone(),
-        link: n.link.rate.name.clone(),
-        rate_bits_per_s: n.link.rate.bits_per_s,
-        mtu_bytes: n.link.mtu_bytes,
-        shaper: n.shaper.qdisc.clone(),
-        burst_bytes: n.shaper.burst_bytes,
-        free_burst_bytes: n.shaper.free_burst_bytes,
-    };
-    let mut links: Vec<LabLink> = st
-        .nodes
-        .iter()
-        .filter(|n| n.name == node)
-        .map(link)
-        .collect();
-    links.extend(server.filter(|s| s.name != node).map(link));
+    let mut names = vec![node.clone()];
+    names.extend(server.filter(|s| s.name != node).map(|s| s.name.clone()));
     Some(LabPlacement {
-        name,
+        links: links_of(&st, &names),
+        name: st.name,
         client_node: node,
         server_node: server.map(|s| s.name.clone()),
-        links,
+    })
+}
+
+/// The placement of a group of processes spread over the first `nodes`
+/// nodes of [`cluster`]'s order by a process in a lab node: this node as
+/// the client node, no server node, the links of every node used. `None`
+/// outside a lab.
+pub fn group_placement(nodes: usize) -> Option<LabPlacement> {
+    let (st, node) = here()?;
+    let names: Vec<String> = in_cluster_order(&st, &node)
+        .take(nodes)
+        .map(|n| n.name.clone())
+        .collect();
+    Some(LabPlacement {
+        links: links_of(&st, &names),
+        name: st.name,
+        client_node: node,
+        server_node: None,
+    })
+}
+
+/// The lab and node this process runs in, from the environment.
+fn here() -> Option<(LabState, String)> {
+    let name = std::env::var(ENV_LAB).ok()?;
+    let node = std::env::var(ENV_NODE).ok()?;
+    Some((state::load(&name).ok()?, node))
+}
+
+fn links_of(st: &LabState, names: &[String]) -> Vec<LabLink> {
+    names
+        .iter()
+        .filter_map(|name| st.nodes.iter().find(|n| &n.name == name))
+        .map(|n| LabLink {
+            node: n.name.clone(),
+            link: n.link.rate.name.clone(),
+            rate_bits_per_s: n.link.rate.bits_per_s,
+            mtu_bytes: n.link.mtu_bytes,
+            shaper: n.shaper.qdisc.clone(),
+            burst_bytes: n.shaper.burst_bytes,
+            free_burst_bytes: n.shaper.free_burst_bytes,
+        })
+        .collect()
+}
+
+/// The lab this process runs in, and its node: what `--in-lab` spreads
+/// over. An error outside a lab node.
+pub fn current() -> Result<(LabState, String)> {
+    let name = std::env::var(ENV_LAB).map_err(|_| {
+        crate::error::usage(
+            "--in-lab: this process is not in a lab node (run it with `wulf lab exec`, or give --lab)",
+        )
+    })?;
+    let st = state::load(&name)?;
+    let node = std::env::var(ENV_NODE).unwrap_or_else(|_| "node1".into());
+    st.node(&node)?;
+    Ok((st, node))
+}
+
+/// The nodes starting with `first` and going round in order (node2,
+/// node3, node1 for node2 of three).
+fn in_cluster_order<'a>(
+    st: &'a LabState,
+    first: &str,
+) -> impl Iterator<Item = &'a state::NodeState> {
+    let start = st.nodes.iter().position(|n| n.name == first).unwrap_or(0);
+    st.nodes.iter().cycle().skip(start).take(st.nodes.len())
+}
+
+/// Lab `st` seen from its node `here` as a [`Cluster`]: its nodes, `here`
+/// first, reached through `wulf lab rsh` (which runs a command in a node),
+/// talking over the lab subnet on [`NODE_INTERFACE`].
+pub fn cluster(st: &LabState, here: &str) -> Result<Cluster> {
+    let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
+    Ok(Cluster {
+        hosts: in_cluster_order(st, here)
+            .map(|n| ClusterHost {
+                name: n.name.clone(),
+                address: IpAddr::V4(n.address),
+            })
+            .collect(),
+        rsh: vec![
+            exe.display().to_string(),
+            "lab".into(),
+            "rsh".into(),
+            "--name".into(),
+            st.name.clone(),
+        ],
+        subnet: st.subnet.clone(),
+        interface: NODE_INTERFACE.into(),
     })
 }
 

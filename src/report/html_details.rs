@@ -145,6 +145,9 @@ pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]
             r.options.offset_bytes,
             esc(&transport_options(&r.options.transport))
         );
+        if let Some(lab) = &r.placement.lab {
+            let _ = writeln!(h, "<p><b>Lab</b>: {}</p>", esc(&lab.describe()));
+        }
         if let Some(l) = &r.link {
             let _ = writeln!(
                 h,

@@ -37,6 +37,9 @@ fn render(r: &NpbResult, markdown: bool) -> String {
         r.repetitions,
         if r.complete { "" } else { " (INCOMPLETE)" }
     );
+    if let Some(lab) = &r.lab {
+        let _ = writeln!(s, "one process per node of {}", lab.describe());
+    }
     let tables: [(&str, Figure, usize); 4] = [
         ("total Mop/s", |x| x.best_mop_s, 1),
         ("Mop/s per process", |x| x.best_mop_s_per_process, 1),

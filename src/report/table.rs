@@ -132,6 +132,9 @@ pub fn summary_lines(r: &SweepResult) -> String {
         r.summary.noisy_points,
         r.points.len()
     );
+    if let Some(lab) = &r.placement.lab {
+        let _ = writeln!(s, "  placed   {}", lab.describe());
+    }
     if let Some(m) = &r.mpi {
         let version = m.library_version.lines().next().unwrap_or("");
         let _ = writeln!(s, "  mpi      {version}");

@@ -54,6 +54,10 @@ pub struct NpbResult {
     /// Non-fatal observations (more ranks than CPUs...).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The lab whose nodes the ranks ran in, one per node (`--lab`);
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<crate::lab::LabPlacement>,
 }
 
 /// One transport at one process count.

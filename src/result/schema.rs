@@ -181,6 +181,10 @@ pub struct Placement {
     pub server_host: String,
     /// CPU the peer was pinned to, if pinned.
     pub server_cpu: Option<usize>,
+    /// The lab nodes and links the two ends ran in, when measured in a
+    /// lab (`--lab`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<crate::lab::LabPlacement>,
 }
 
 /// CPU time spent by one end during a point's trials (getrusage of that

@@ -207,6 +207,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         client_cpu,
         server_host: session.host.hostname.clone(),
         server_cpu: session.cpu,
+        lab: crate::lab::placement(Some(addr.ip())),
     };
     let peer_host = Some(session.host.clone());
     if error.is_none() {

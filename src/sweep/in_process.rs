@@ -123,6 +123,7 @@ pub(super) fn run_baseline(
                 client_cpu,
                 server_host: hostname,
                 server_cpu: helper_cpu,
+                lab: crate::lab::placement(None),
             },
             timer_overhead_ns,
             points,

@@ -11,6 +11,8 @@
 //!
 //! A transport whose two ends must be started by a launcher of its own (MPI)
 //! runs the whole sweep in processes it starts: [`Transport::launch_sweep`].
+//! Across hosts (a lab's nodes) such a transport is handed a [`Cluster`]
+//! and places its processes itself; the others measure against a peer.
 //!
 //! The in-process baselines (`memcpy`, `cacheline`, see [`baseline`]) are
 //! registered here too, so that `wulf sweep` and `wulf run` treat them like
@@ -25,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod baseline;
 pub mod cacheline;
+pub mod cluster;
 pub mod cma;
 pub mod memcpy;
 pub mod mpi;
@@ -37,6 +40,7 @@ pub mod tcp;
 pub mod unix;
 pub mod wait;
 
+pub use cluster::{Cluster, ClusterHost};
 pub use wait::WaitMode;
 
 use crate::result::Mode;
@@ -211,6 +215,14 @@ pub trait Transport: Send + Sync {
     /// are quick references and get less).
     fn run_budget_fraction(&self) -> f64 {
         1.0
+    }
+
+    /// Whether this transport starts the processes of both ends itself
+    /// ([`Transport::launch_sweep`]): a sweep across hosts then gives it a
+    /// [`Cluster`] to place them on ([`cluster::set`]) instead of a
+    /// `wulf serve` peer to measure against. False (the default).
+    fn starts_both_ends(&self) -> bool {
+        false
     }
 
     /// Run the whole sweep in processes this transport starts itself, when

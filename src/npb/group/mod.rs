@@ -11,6 +11,11 @@
 //! The ranks then run the job over [`crate::npb::comm::EndpointComm`]
 //! and report. Nothing here depends on which transport it is.
 //!
+//! Given a [`Cluster`] (`wulf npb --lab`), rank i is started on host i
+//! through the cluster's remote shell, its channels bound to that host's
+//! address, and the coordinator listens on the first host's address (it
+//! runs there): every byte between ranks crosses the hosts' network.
+//!
 //! Faults: every set-up step is bounded by a timeout; a rank that fails
 //! reports why, a rank that dies is noticed at once (its exit status is
 //! named), Ctrl-C ends the ranks; in each case the other ranks are killed,
@@ -21,7 +26,7 @@ mod wire;
 
 pub use rank::run as run_rank_process;
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
@@ -35,7 +40,7 @@ use crate::error::{peer, usage, WulfError};
 use crate::npb::mg::MgOutcome;
 use crate::npb::RankJob;
 use crate::peer::protocol::ControlChannel;
-use crate::transport::{ChannelOptions, Transport};
+use crate::transport::{ChannelOptions, Cluster, Transport};
 
 /// How long set-up (ranks starting, linking up) may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -56,8 +61,13 @@ pub fn run_group(
     if let Some(outcome) = transport.launch_group(np, job) {
         return outcome;
     }
-    let mut group = Group::start(np)?;
-    let result = group.drive(transport.name(), job, channel);
+    let cluster = crate::transport::cluster::get();
+    let addresses: Vec<IpAddr> = match &cluster {
+        Some(c) => c.first(np)?.iter().map(|h| h.address).collect(),
+        None => vec![IpAddr::V4(Ipv4Addr::LOCALHOST); np],
+    };
+    let mut group = Group::start(np, cluster.as_ref(), addresses[0])?;
+    let result = group.drive(transport.name(), job, channel, &addresses);
     group.kill();
     result
 }
@@ -69,8 +79,10 @@ struct Group {
 }
 
 impl Group {
-    fn start(np: usize) -> Result<Group> {
-        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+    /// Start `np` ranks, on the hosts of `cluster` if given, reporting to a
+    /// coordinator listening on `here`.
+    fn start(np: usize, cluster: Option<&Cluster>, here: IpAddr) -> Result<Group> {
+        let listener = TcpListener::bind(SocketAddr::new(here, 0))
             .context("cannot open the coordinator's control port")?;
         let addr = listener.local_addr()?;
         let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
@@ -79,15 +91,28 @@ impl Group {
             listener,
         };
         for rank in 0..np {
-            let mut cmd = Command::new(&exe);
-            cmd.args(["npb-rank", "--control"])
-                .arg(addr.to_string())
-                .args(["--rank", &rank.to_string()])
-                .stdin(Stdio::null())
+            let argv: Vec<String> = vec![
+                exe.display().to_string(),
+                "npb-rank".into(),
+                "--control".into(),
+                addr.to_string(),
+                "--rank".into(),
+                rank.to_string(),
+            ];
+            let mut cmd = match cluster {
+                Some(c) => c.command_on(rank, &argv)?,
+                None => {
+                    let mut c = Command::new(&argv[0]);
+                    c.args(&argv[1..]);
+                    c
+                }
+            };
+            cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
                 // Their own process group: a terminal's Ctrl-C reaches the
-                // coordinator, which ends them.
+                // coordinator, which ends them; and a remote shell's whole
+                // chain down to the rank ends with one kill.
                 .process_group(0);
             // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
             unsafe {
@@ -153,6 +178,7 @@ impl Group {
         transport: &str,
         job: &RankJob,
         channel: &ChannelOptions,
+        addresses: &[IpAddr],
     ) -> Result<Vec<MgOutcome>> {
         let np = self.children.len();
         let mut ctls = self.accept_all()?;
@@ -162,6 +188,7 @@ impl Group {
                 size: np,
                 channel: channel.clone(),
                 job: job.clone(),
+                addresses: addresses.to_vec(),
             })?;
         }
         // prepared[i]: channels rank i prepared for ranks above it.
@@ -258,6 +285,10 @@ impl Group {
 
     fn kill(&mut self) {
         for child in &mut self.children {
+            // The whole group: a rank started through a remote shell is a
+            // grandchild. A group id is not reused while any member lives.
+            // SAFETY: killpg only sends a signal.
+            unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
             let _ = child.kill();
             let _ = child.wait();
         }

@@ -48,13 +48,20 @@ fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<Vec<crate::npb:
         size,
         channel,
         job,
+        addresses,
     } = ctl.recv()?
     else {
         bail!("the coordinator did not send the set-up first");
     };
     ensure!(rank < size, "rank {rank} outside a group of {size}");
     let t = transport::find(&name).with_context(|| format!("no transport {name:?}"))?;
-    let links = link(ctl, t.as_ref(), rank, size, &channel)?;
+    let address = |r: usize| {
+        addresses
+            .get(r)
+            .copied()
+            .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+    };
+    let links = link(ctl, t.as_ref(), rank, size, &channel, &address)?;
     let comm = EndpointComm::new(rank, &name, links)?;
     // From here on the control connection only carries the final report;
     // the run itself may take long.
@@ -62,21 +69,21 @@ fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<Vec<crate::npb:
     run_rank(&job, &comm)
 }
 
-/// Builds the full mesh: a channel prepared for each higher rank, a
-/// connection to each lower one.
+/// Builds the full mesh: a channel prepared for each higher rank on this
+/// rank's address, a connection to each lower one at its address.
 fn link(
     ctl: &mut ControlChannel,
     t: &dyn Transport,
     rank: usize,
     size: usize,
     opts: &ChannelOptions,
+    address: &dyn Fn(usize) -> IpAddr,
 ) -> Result<Vec<Option<Box<dyn Endpoint>>>> {
-    let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let mut listeners = Vec::new();
     let mut prepared = Vec::new();
     for to in rank + 1..size {
         let l = t
-            .listen(opts, ip)
+            .listen(opts, address(rank))
             .with_context(|| format!("rank {rank}: {} cannot prepare a channel", t.name()))?;
         prepared.push((to, l.describe()));
         listeners.push((to, l));
@@ -107,7 +114,7 @@ fn link(
         });
         for (from, description) in &channels {
             let c = t
-                .connect(description, opts, ip)
+                .connect(description, opts, address(*from))
                 .with_context(|| format!("rank {rank}: cannot connect to rank {from}"))?;
             links[*from] = Some(c.endpoint);
         }

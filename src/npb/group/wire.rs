@@ -10,6 +10,8 @@
 //!    ranks prepared for it;
 //! 5. rank → coordinator: [`ToCoordinator::Done`] or [`ToCoordinator::Failed`].
 
+use std::net::IpAddr;
+
 use serde::{Deserialize, Serialize};
 
 use crate::npb::mg::MgOutcome;
@@ -60,6 +62,11 @@ pub enum ToRank {
         channel: ChannelOptions,
         /// The work.
         job: RankJob,
+        /// Each rank's address, in rank order: a rank binds its channels
+        /// to its own and connects to the lower ranks' (all loopback when
+        /// the ranks share this host).
+        #[serde(default)]
+        addresses: Vec<IpAddr>,
     },
     /// The channels the lower ranks prepared for this one.
     Connect {

@@ -47,6 +47,70 @@ impl Flavor {
         }
     }
 
+    /// Launcher options that place one rank on each of `hosts`
+    /// (comma-separated), started through the remote shell `agent` (one
+    /// executable), and hold every byte between them to TCP on `subnet`
+    /// through `interface`; None for a flavor wulf cannot spread.
+    ///
+    /// Why each: hosts of a lab share one kernel, so a library that looks
+    /// past host names would use shared memory and bypass the emulated
+    /// link. Open MPI: the TCP BTL under the ob1 PML (the UCX PML would
+    /// bypass the BTL list), its data and run-time connections on the lab
+    /// subnet only, and no binding (each daemon would pin its rank to core
+    /// 0, and both share the machine's two CPUs). MPICH (ch4:ucx): UCX's
+    /// TCP transport on the lab interface only, and Hydra's own
+    /// connections on that interface too.
+    pub fn cluster_args(
+        self,
+        hosts: &str,
+        agent: &Path,
+        subnet: &str,
+        interface: &str,
+    ) -> Option<Vec<String>> {
+        let agent = agent.display().to_string();
+        let args: Vec<&str> = match self {
+            Flavor::OpenMpi => vec![
+                "--host",
+                hosts,
+                "--mca",
+                "plm_rsh_agent",
+                &agent,
+                "--bind-to",
+                "none",
+                "--mca",
+                "pml",
+                "ob1",
+                "--mca",
+                "btl",
+                "self,tcp",
+                "--mca",
+                "btl_tcp_if_include",
+                subnet,
+                "--mca",
+                "oob_tcp_if_include",
+                subnet,
+            ],
+            Flavor::Mpich => vec![
+                "-hosts",
+                hosts,
+                "-launcher",
+                "rsh",
+                "-launcher-exec",
+                &agent,
+                "-iface",
+                interface,
+                "-genv",
+                "UCX_TLS",
+                "tcp,self",
+                "-genv",
+                "UCX_NET_DEVICES",
+                interface,
+            ],
+            Flavor::Other => return None,
+        };
+        Some(args.into_iter().map(str::to_string).collect())
+    }
+
     /// Launcher options always given: Open MPI refuses more ranks than
     /// cores without --oversubscribe (MPICH's Hydra allows it).
     pub fn base_args(self) -> &'static [&'static str] {

@@ -27,7 +27,7 @@ use super::job::{self, Job, JobKind, Report};
 use crate::error::{peer, usage, WulfError};
 use crate::result::{MpiInfo, Point};
 use crate::sweep::engine::{SweepOutcome, SweepSpec};
-use crate::transport::ExtraOptions;
+use crate::transport::{Cluster, ExtraOptions};
 
 /// Prefixes of environment variables that steer MPI libraries, recorded.
 pub const STEERING_PREFIXES: &[&str] = &[
@@ -62,6 +62,8 @@ pub struct Plan<'a> {
     pub variant_args: &'a [&'static str],
     /// Command-line options.
     pub options: ExtraOptions,
+    /// Hosts to place the ranks on, one each (`--lab`); None: all here.
+    pub cluster: Option<Cluster>,
 }
 
 /// Run the sweep `spec` as an MPI job; see the module documentation.
@@ -72,7 +74,7 @@ pub fn run(
 ) -> Result<SweepOutcome> {
     if spec.peer.is_some() {
         return Err(usage(format!(
-            "{} takes no --peer: the MPI launcher places both ranks (give it hosts with --mpi-arg, e.g. --mpi-arg '--host a,b')",
+            "{} takes no --peer: the MPI launcher places both ranks (between lab nodes use --lab; or give it hosts with --mpi-arg, e.g. --mpi-arg '--host a,b')",
             plan.name
         )));
     }
@@ -186,16 +188,43 @@ fn worker_exe() -> Result<PathBuf> {
 }
 
 /// The launcher's command line for a job of `np` ranks described by
-/// `job_path` (`LAUNCHER -np N BASE... --mpi-arg... VARIANT... wulf worker
-/// JOB`), and the launcher arguments it holds beyond the base ones.
+/// `job_path` (`LAUNCHER -np N BASE... CLUSTER... --mpi-arg... VARIANT...
+/// wulf worker JOB`), and the launcher arguments it holds beyond the base
+/// ones. With a cluster, the ranks go one per host, started through the
+/// cluster's remote shell (written as a script beside the job file), and
+/// the cluster's arguments already force TCP, so the variant's are left out.
 pub(super) fn command(
     plan: &Plan,
     np: usize,
     job_path: &Path,
 ) -> Result<(Vec<String>, Vec<String>)> {
     let exe = worker_exe()?;
-    let mut launcher_args = plan.options.mpi_launcher_args.clone();
-    launcher_args.extend(plan.variant_args.iter().map(|s| s.to_string()));
+    let mut launcher_args = Vec::new();
+    if let Some(cluster) = &plan.cluster {
+        let dir = job_path.parent().unwrap_or(Path::new("."));
+        let agent = cluster.rsh_script(dir)?;
+        let args = plan
+            .install
+            .flavor
+            .cluster_args(
+                &cluster.host_list(np)?,
+                &agent,
+                &cluster.subnet,
+                &cluster.interface,
+            )
+            .ok_or_else(|| {
+                usage(format!(
+                    "{}: wulf does not know how to give this MPI's launcher hosts and a remote shell \
+                     (it knows Open MPI and MPICH); its ranks cannot be spread over nodes",
+                    plan.name
+                ))
+            })?;
+        launcher_args.extend(args);
+    }
+    launcher_args.extend(plan.options.mpi_launcher_args.iter().cloned());
+    if plan.cluster.is_none() {
+        launcher_args.extend(plan.variant_args.iter().map(|s| s.to_string()));
+    }
     let mut argv: Vec<String> = vec![
         plan.install.launcher.display().to_string(),
         "-np".into(),

@@ -21,6 +21,11 @@
 //! MPI found a `mpi:NAME(tcp)` variant forced onto TCP (Open MPI
 //! `--mca btl self,tcp`, MPICH `-genv UCX_TLS tcp,self`), so `wulf run`
 //! shows shared memory and TCP side by side.
+//!
+//! Given a [`super::Cluster`] (`--lab`), the launcher places one rank per
+//! host through the cluster's remote shell and every variant is held to
+//! TCP on the cluster's subnet ([`discover::Flavor::cluster_args`]): the
+//! hosts of a lab share one kernel, and shared memory would bypass the link.
 
 pub mod build;
 pub mod discover;
@@ -229,6 +234,10 @@ impl Transport for MpiTransport {
         false
     }
 
+    fn starts_both_ends(&self) -> bool {
+        matches!(self.side, Side::Launcher { .. })
+    }
+
     fn listen(&self, _opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
         match self.side {
             Side::Worker { window } => Ok(Box::new(endpoint::MpiListener::new(window))),
@@ -300,6 +309,7 @@ impl MpiTransport {
             variant: tcp.then_some(TCP_VARIANT),
             variant_args,
             options: config(),
+            cluster: super::cluster::get(),
         };
         f(&plan)
     }

@@ -1,0 +1,177 @@
+//! Hosts to spread processes over, one process per host: what `--lab`
+//! hands the transports (the lab's nodes, its remote shell and subnet) so
+//! that MPI launchers and wulf's own NPB ranks place their processes on
+//! separate nodes, and their traffic crosses the emulated links.
+//!
+//! Nothing here knows about labs: a [`Cluster`] is a list of hosts, an
+//! rsh-compatible remote shell that reaches them, and the network they
+//! must talk over. Each transport turns it into what it needs (MPI:
+//! launcher arguments; wulf's own transports: rank processes started
+//! through the remote shell, bound to the hosts' addresses).
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::RwLock;
+
+use anyhow::{Context, Result};
+
+/// One host of a [`Cluster`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterHost {
+    /// Its name, as the remote shell and the other hosts resolve it.
+    pub name: String,
+    /// Its address on the cluster's network.
+    pub address: IpAddr,
+}
+
+/// Hosts to spread processes over, in rank order: process i runs on host
+/// i. The first host is the one this process runs on (launchers and
+/// coordinators run there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cluster {
+    /// The hosts.
+    pub hosts: Vec<ClusterHost>,
+    /// An rsh-compatible remote shell, program and leading arguments:
+    /// `RSH... HOST WORDS...` runs `sh -c "WORDS..."` on HOST.
+    pub rsh: Vec<String>,
+    /// The network every process must talk over, as CIDR (198.18.3.0/24):
+    /// libraries that would pick any interface are held to it.
+    pub subnet: String,
+    /// The interface on that network, named the same on every host.
+    pub interface: String,
+}
+
+/// The cluster of this command, if any (see [`set`]).
+static CLUSTER: RwLock<Option<Cluster>> = RwLock::new(None);
+
+/// Spread the processes of every later sweep or NPB run over `cluster`
+/// (None: everything on this host, the default).
+pub fn set(cluster: Option<Cluster>) {
+    *CLUSTER.write().unwrap_or_else(|e| e.into_inner()) = cluster;
+}
+
+/// The cluster set for this command, if any.
+pub fn get() -> Option<Cluster> {
+    CLUSTER.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+impl Cluster {
+    /// The first `n` hosts, or an error when there are fewer.
+    pub fn first(&self, n: usize) -> Result<&[ClusterHost]> {
+        self.hosts.get(..n).with_context(|| {
+            format!(
+                "{n} processes need {n} hosts, one each, but only {} were given",
+                self.hosts.len()
+            )
+        })
+    }
+
+    /// The names of the first `n` hosts, comma-separated (`node1,node2`).
+    pub fn host_list(&self, n: usize) -> Result<String> {
+        Ok(self
+            .first(n)?
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect::<Vec<_>>()
+            .join(","))
+    }
+
+    /// A command that runs `argv` on host `i` through the remote shell.
+    pub fn command_on(&self, i: usize, argv: &[String]) -> Result<Command> {
+        let host = &self.first(i + 1)?[i];
+        let (program, lead) = self
+            .rsh
+            .split_first()
+            .context("the cluster has no remote shell")?;
+        let mut c = Command::new(program);
+        c.args(lead).arg(&host.name);
+        // The remote side joins the words and hands them to `sh -c`, as
+        // rsh and ssh do: quote each so paths with spaces stay one word.
+        c.arg(
+            argv.iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        Ok(c)
+    }
+
+    /// Write the remote shell as one executable script in `dir` and return
+    /// its path: some launchers (MPICH's Hydra) take the path of a program,
+    /// not a command line.
+    pub fn rsh_script(&self, dir: &Path) -> Result<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let words: Vec<String> = self.rsh.iter().map(|w| shell_quote(w)).collect();
+        let path = dir.join("rsh");
+        let text = format!("#!/bin/sh\nexec {} \"$@\"\n", words.join(" "));
+        std::fs::write(&path, text)
+            .with_context(|| format!("cannot write the remote shell {}", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+        Ok(path)
+    }
+}
+
+/// `s` as one word of a POSIX shell command line.
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-=:,@%+".contains(&b));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two() -> Cluster {
+        Cluster {
+            hosts: ["node1", "node2"]
+                .iter()
+                .enumerate()
+                .map(|(i, n)| ClusterHost {
+                    name: n.to_string(),
+                    address: format!("198.18.0.{}", i + 1).parse().unwrap(),
+                })
+                .collect(),
+            rsh: vec!["/x y/wulf".into(), "lab".into(), "rsh".into()],
+            subnet: "198.18.0.0/24".into(),
+            interface: "eth0".into(),
+        }
+    }
+
+    #[test]
+    fn quoting_keeps_words_whole() {
+        assert_eq!(shell_quote("/usr/bin/wulf"), "/usr/bin/wulf");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("$HOME;rm"), "'$HOME;rm'");
+    }
+
+    #[test]
+    fn hosts_and_commands() {
+        let c = two();
+        assert_eq!(c.host_list(2).unwrap(), "node1,node2");
+        assert!(c.first(3).is_err());
+        let cmd = c
+            .command_on(1, &["/a b/wulf".into(), "npb-rank".into()])
+            .unwrap();
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(cmd.get_program(), "/x y/wulf");
+        assert_eq!(args, ["lab", "rsh", "node2", "'/a b/wulf' npb-rank"]);
+        let dir = tempfile::tempdir().unwrap();
+        let script = std::fs::read_to_string(c.rsh_script(dir.path()).unwrap()).unwrap();
+        assert!(
+            script.contains("exec '/x y/wulf' lab rsh \"$@\""),
+            "{script}"
+        );
+    }
+}

@@ -37,7 +37,11 @@ const MIN_CONFIG_BUDGET: Duration = Duration::from_millis(200);
 /// Run `wulf tune`.
 pub fn execute(args: &TuneArgs) -> Result<()> {
     match &args.target {
-        TuneTarget::Tcp(a) => tune_tcp(a),
+        TuneTarget::Tcp(a) => match &a.lab {
+            // Against `wulf serve` in node2, serving every configuration.
+            Some(lab) => super::lab_relay(crate::lab::between::run_against_peer_node(lab, false)?),
+            None => tune_tcp(a),
+        },
     }
 }
 

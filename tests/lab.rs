@@ -192,6 +192,7 @@ fn bad_input_is_exit_2_and_makes_nothing() {
         vec!["lab", "up", "--nodes", "2", "--link", "node3=fe"],
         vec!["lab", "up", "--nodes", "0"],
         vec!["sweep", "tcp", "--lab", "ge,speed=3"],
+        vec!["run", "--lab", "fe"],
     ] {
         let out = run(&args);
         assert_eq!(

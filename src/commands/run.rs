@@ -21,6 +21,14 @@ pub const DEFAULT_BUDGET: Duration = Duration::from_secs(50);
 
 /// Run `wulf run`.
 pub fn execute(args: &RunArgs) -> Result<()> {
+    if args.lab.is_some() || args.in_lab {
+        // Not silently local: say what works today.
+        return Err(crate::error::usage(
+            "wulf run --lab is not available yet: measure across lab nodes with \
+             `wulf sweep TRANSPORT --lab SPEC`, `wulf npb mg --lab SPEC`, `wulf tune tcp --lab SPEC` \
+             or `wulf study NAME`",
+        ));
+    }
     super::configure_transports(&args.measure);
     let budget = args.budget.unwrap_or(if args.quick {
         DEFAULT_BUDGET / 4

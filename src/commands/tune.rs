@@ -208,6 +208,11 @@ fn measure(
 }
 
 fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
+    if let Some(lab) = &a.lab {
+        // The same session between node1 and a `wulf serve` in node2; the
+        // server stays for every configuration's sweep.
+        return super::lab_relay(crate::lab::between::run_against_peer_node(lab, false)?);
+    }
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let base = super::sweep_spec(

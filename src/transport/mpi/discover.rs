@@ -405,6 +405,39 @@ mod tests {
     }
 
     #[test]
+    fn cluster_arguments_place_ranks_and_force_tcp() {
+        let agent = Path::new("/tmp/j/rsh");
+        let o = Flavor::OpenMpi
+            .cluster_args("node1,node2", agent, "198.18.0.0/24", "eth0")
+            .unwrap()
+            .join(" ");
+        for want in [
+            "--host node1,node2",
+            "--mca plm_rsh_agent /tmp/j/rsh",
+            "--bind-to none",
+            "--mca btl self,tcp",
+            "--mca btl_tcp_if_include 198.18.0.0/24",
+        ] {
+            assert!(o.contains(want), "{o}");
+        }
+        let m = Flavor::Mpich
+            .cluster_args("node1,node2", agent, "198.18.0.0/24", "eth0")
+            .unwrap()
+            .join(" ");
+        for want in [
+            "-hosts node1,node2",
+            "-launcher rsh -launcher-exec /tmp/j/rsh",
+            "-genv UCX_TLS tcp,self",
+            "-genv UCX_NET_DEVICES eth0",
+        ] {
+            assert!(m.contains(want), "{m}");
+        }
+        assert!(Flavor::Other
+            .cluster_args("a", agent, "198.18.0.0/24", "eth0")
+            .is_none());
+    }
+
+    #[test]
     fn launchers_beside_a_suffixed_wrapper() {
         let c = beside_wrapper(Path::new("/opt/x/bin/mpicc.foo"), Some("foo".into()));
         assert_eq!(c[0], Path::new("/opt/x/bin/mpiexec.foo"));

@@ -91,7 +91,12 @@ impl Cluster {
         c.args(lead).arg(&host.name);
         // The remote side joins the words and hands them to `sh -c`, as
         // rsh and ssh do: quote each so paths with spaces stay one word.
-        c.arg(argv.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "));
+        c.arg(
+            argv.iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
         Ok(c)
     }
 
@@ -157,7 +162,9 @@ mod tests {
         let c = two();
         assert_eq!(c.host_list(2).unwrap(), "node1,node2");
         assert!(c.first(3).is_err());
-        let cmd = c.command_on(1, &["/a b/wulf".into(), "npb-rank".into()]).unwrap();
+        let cmd = c
+            .command_on(1, &["/a b/wulf".into(), "npb-rank".into()])
+            .unwrap();
         let args: Vec<String> = cmd
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
@@ -166,6 +173,9 @@ mod tests {
         assert_eq!(args, ["lab", "rsh", "node2", "'/a b/wulf' npb-rank"]);
         let dir = tempfile::tempdir().unwrap();
         let script = std::fs::read_to_string(c.rsh_script(dir.path()).unwrap()).unwrap();
-        assert!(script.contains("exec '/x y/wulf' lab rsh \"$@\""), "{script}");
+        assert!(
+            script.contains("exec '/x y/wulf' lab rsh \"$@\""),
+            "{script}"
+        );
     }
 }

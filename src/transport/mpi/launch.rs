@@ -252,6 +252,10 @@ pub(super) fn command(
                 ))
             })?;
         launcher_args.extend(args);
+        if np > crate::sys::cpu_count() {
+            let over = plan.install.flavor.oversubscribed_args();
+            launcher_args.extend(over.iter().map(|s| s.to_string()));
+        }
     }
     launcher_args.extend(plan.options.mpi_launcher_args.iter().cloned());
     if plan.cluster.is_none() {

@@ -187,7 +187,7 @@ pub fn spread() -> bool {
 pub fn local_only_note(skipped: &[&str]) -> Option<String> {
     (!skipped.is_empty()).then(|| {
         format!(
-            "wulf: in the lab: not run: {} (they do not cross a network)",
+            "wulf: in the lab, not run (local only, they cannot cross from node to node): {}",
             skipped.join(", ")
         )
     })

@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use crate::cli::RunArgs;
 use crate::error::WulfError;
+use crate::lab::between::Across;
 use crate::npb::Class;
 use crate::report;
 use crate::result::{write_atomically, write_json, write_result, NpbResult, SweepResult};
@@ -21,15 +22,18 @@ pub const DEFAULT_BUDGET: Duration = Duration::from_secs(50);
 
 /// Run `wulf run`.
 pub fn execute(args: &RunArgs) -> Result<()> {
-    if args.lab.is_some() || args.in_lab {
-        // Not silently local: say what works today.
-        return Err(crate::error::usage(
-            "wulf run --lab is not available yet: measure across lab nodes with \
-             `wulf sweep TRANSPORT --lab SPEC`, `wulf npb mg --lab SPEC`, `wulf tune tcp --lab SPEC` \
-             or `wulf study NAME`",
-        ));
-    }
     super::configure_transports(&args.measure);
+    if let Some(lab) = &args.lab {
+        // In node1: tcp against a `wulf serve` in node2; MPI ranks and NAS
+        // MG ranks one per node.
+        let across = Across {
+            nodes: 2,
+            serve: Some(false),
+            spread: true,
+        };
+        return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
+    }
+    super::spread_in_lab(args.in_lab)?;
     let budget = args.budget.unwrap_or(if args.quick {
         DEFAULT_BUDGET / 4
     } else if args.thorough {
@@ -44,6 +48,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     let mut failures = Vec::new();
     let mut stop: Option<anyhow::Error> = None;
     let mut chosen = Vec::new();
+    let mut local = Vec::new();
     for t in transport::registry() {
         let name = t.name();
         if args
@@ -53,18 +58,34 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         {
             continue;
         }
+        // Between lab nodes only what crosses the network is measured,
+        // each path once.
+        if super::spread() && t.local_only() {
+            local.push(name);
+            continue;
+        }
+        if super::spread() && t.duplicate_across_hosts() {
+            continue;
+        }
         match t.availability() {
             Ok(()) => chosen.push(t),
             Err(why) => eprintln!("wulf: skipping {name}: {why}"),
         }
     }
+    if let Some(note) = super::local_only_note(&local) {
+        eprintln!("{note}");
+    }
     // The total budget is shared in proportion to each transport's weight
     // (baselines are quick references and weigh less).
     let weights: f64 = chosen.iter().map(|t| t.run_budget_fraction()).sum();
+    let measured: Vec<&'static str> = chosen.iter().map(|t| t.name()).collect();
     for t in chosen {
         let name = t.name();
         let share = budget.mul_f64(t.run_budget_fraction() / weights.max(1e-9));
-        let spec = super::sweep_spec(&measure, name, t.default_mode(), share, None)?;
+        // In a lab, transports that start both ends place them on the
+        // nodes; the others measure against the server in node2.
+        let peer = args.peer.clone().filter(|_| !t.starts_both_ends());
+        let spec = super::sweep_spec(&measure, name, t.default_mode(), share, peer)?;
         let pb = super::progress_bar(spec.sizes.len() as u64, measure.quiet, name);
         let outcome = run_sweep(&spec, &mut |p| {
             pb.set_message(format_bytes(p.bytes));
@@ -97,7 +118,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     // The applications' view: NAS MG over the same transports.
     let mut npb_results = Vec::new();
     if stop.is_none() && !args.no_npb {
-        match run_npb(args, &dir) {
+        match run_npb(args, &dir, &measured) {
             Ok((r, interrupted)) => {
                 if r.runs.iter().any(|x| x.error.is_some()) {
                     failures.push("npb mg");
@@ -144,12 +165,19 @@ pub fn execute(args: &RunArgs) -> Result<()> {
 }
 
 /// NAS MG class S (W with --thorough) on 1 and 2 processes over every
-/// transport that links processes and was not left out by --only; saved as
+/// transport that links processes and was not left out by --only (in a
+/// lab: of those `measured`, one process per node); saved as
 /// `npb-mg-CLASS.json`. Returns the result and the interruption, if any.
-fn run_npb(args: &RunArgs, dir: &std::path::Path) -> Result<(NpbResult, Option<anyhow::Error>)> {
+fn run_npb(
+    args: &RunArgs,
+    dir: &std::path::Path,
+    measured: &[&'static str],
+) -> Result<(NpbResult, Option<anyhow::Error>)> {
     let via: Vec<String> = super::npb::available_transports()
         .into_iter()
         .filter(|n| args.only.as_ref().is_none_or(|o| o.iter().any(|x| x == n)))
+        // In a lab, the paths the sweeps measured (left-out ones noted).
+        .filter(|n| !super::spread() || measured.iter().any(|m| m == n))
         .collect();
     let plan = super::npb::NpbPlan {
         class: if args.thorough { Class::W } else { Class::S },

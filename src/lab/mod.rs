@@ -221,6 +221,7 @@ pub fn cluster(st: &LabState, here: &str) -> Result<Cluster> {
         ],
         subnet: st.subnet.clone(),
         interface: NODE_INTERFACE.into(),
+        link_bits_per_s: st.nodes.iter().map(|n| n.link.rate.bits_per_s).min(),
     })
 }
 
@@ -280,5 +281,41 @@ impl TempLab {
 impl Drop for TempLab {
     fn drop(&mut self) {
         build::remove(&self.state.name, Some(&self.state));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(node: &str, name: &str, mtu: u32) -> LabLink {
+        LabLink {
+            node: node.into(),
+            link: name.into(),
+            rate_bits_per_s: 100_000_000,
+            mtu_bytes: mtu,
+            shaper: "htb".into(),
+            burst_bytes: 1514,
+            free_burst_bytes: 1514,
+        }
+    }
+
+    #[test]
+    fn placements_describe_themselves() {
+        let mut p = LabPlacement {
+            name: "t1".into(),
+            client_node: "node1".into(),
+            server_node: Some("node2".into()),
+            links: vec![link("node1", "fe", 1500), link("node2", "ge", 9000)],
+        };
+        assert_eq!(
+            p.describe(),
+            "lab t1: node1 (fe, MTU 1500) -> node2 (ge, MTU 9000)"
+        );
+        p.server_node = None;
+        assert_eq!(
+            p.describe(),
+            "lab t1: node1 (fe, MTU 1500), node2 (ge, MTU 9000)"
+        );
     }
 }

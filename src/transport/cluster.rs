@@ -40,6 +40,9 @@ pub struct Cluster {
     pub subnet: String,
     /// The interface on that network, named the same on every host.
     pub interface: String,
+    /// The slowest host's link rate, bits/s, when known (a lab's shaped
+    /// links): what bounds how long a given amount of traffic must take.
+    pub link_bits_per_s: Option<u64>,
 }
 
 /// The cluster of this command, if any (see [`set`]).
@@ -141,6 +144,7 @@ mod tests {
             rsh: vec!["/x y/wulf".into(), "lab".into(), "rsh".into()],
             subnet: "198.18.0.0/24".into(),
             interface: "eth0".into(),
+            link_bits_per_s: Some(100_000_000),
         }
     }
 

@@ -225,6 +225,14 @@ pub trait Transport: Send + Sync {
         false
     }
 
+    /// Whether, spread over a [`Cluster`]'s hosts, this transport takes the
+    /// same path as another one listed (an MPI's default path is held to
+    /// TCP there, as its `(tcp)` variant is): `wulf run` measures that path
+    /// once. False (the default).
+    fn duplicate_across_hosts(&self) -> bool {
+        false
+    }
+
     /// Run the whole sweep in processes this transport starts itself, when
     /// its two ends cannot be an ordinary local or remote peer (MPI ranks
     /// must be started by the MPI's own launcher). None (the default): the

@@ -102,10 +102,17 @@ pub fn run(
     let started = Instant::now();
     let mut child = spawn(&argv, dir.path())?;
     let timeout = spec.channel.timeout();
+    // On a slow link the fewest trials of the large sizes can outlast any
+    // budget: allow four times what they must take on the wire.
+    let wire = plan
+        .cluster
+        .as_ref()
+        .and_then(|c| c.link_bits_per_s)
+        .map_or(Duration::ZERO, |rate| least_wire_time(spec, rate));
     let limits = Limits {
         startup: (3 * timeout).max(Duration::from_secs(5)),
         stale: timeout + Duration::from_secs(5),
-        run: 3 * spec.budget + Duration::from_secs(120),
+        run: 3 * spec.budget + Duration::from_secs(120) + 4 * wire,
         graceful_stop: true,
     };
     let waited = wait(&mut child, dir.path(), &limits, on_point);
@@ -174,6 +181,31 @@ pub fn run(
     }
 }
 
+/// Least tail-pass samples per size (`--tails`), as the engine takes them.
+const TAILS_MIN_SAMPLES: u64 = 1_000;
+
+/// The least time `spec` keeps a link of `bits_per_s` busy, whatever its
+/// budget: per size two calibration blocks and the fewest trials the
+/// policy keeps, of one round trip each (both directions of a ping-pong
+/// cross the link), plus the tail and integrity passes when asked for.
+fn least_wire_time(spec: &SweepSpec, bits_per_s: u64) -> Duration {
+    let blocks = 2 + crate::sweep::policy::MIN_TRIALS_ON_BUDGET as u64;
+    let bytes: u64 = spec
+        .sizes
+        .iter()
+        .map(|&b| {
+            let tails = if spec.tails && b <= crate::sweep::engine::TAILS_MAX_BYTES {
+                TAILS_MIN_SAMPLES
+            } else {
+                0
+            };
+            let integrity = if spec.integrity { 3 } else { 0 };
+            2 * b * (blocks + tails + integrity)
+        })
+        .sum();
+    Duration::from_secs_f64(bytes as f64 * 8.0 / bits_per_s.max(1) as f64)
+}
+
 /// Environment variable naming the wulf executable to start as `wulf
 /// worker`, for programs that drive wulf's library from another executable
 /// (its integration tests): by default the ranks run this very executable.
@@ -220,6 +252,10 @@ pub(super) fn command(
                 ))
             })?;
         launcher_args.extend(args);
+        if np > crate::sys::cpu_count() {
+            let over = plan.install.flavor.oversubscribed_args();
+            launcher_args.extend(over.iter().map(|s| s.to_string()));
+        }
     }
     launcher_args.extend(plan.options.mpi_launcher_args.iter().cloned());
     if plan.cluster.is_none() {
@@ -488,5 +524,33 @@ mod tests {
             Some("self")
         );
         assert!(!env.contains_key("WULF_UNRELATED_TEST_VAR"));
+    }
+
+    #[test]
+    fn least_wire_time_counts_the_fewest_round_trips() {
+        let mut spec = SweepSpec {
+            transport: "mpi:openmpi".into(),
+            mode: crate::result::Mode::Pingpong,
+            sizes: vec![1 << 20],
+            budget: Duration::from_secs(1),
+            precision: 0.02,
+            nocache: false,
+            offset_bytes: 0,
+            integrity: false,
+            tails: false,
+            channel: crate::transport::ChannelOptions::local_for_tests(
+                crate::transport::WaitMode::Spin,
+            ),
+            cpus: (None, None),
+            peer: None,
+            command_line: vec![],
+        };
+        // 8 round trips of 1 MiB each way at 100 Mbit/s.
+        let t = least_wire_time(&spec, 100_000_000).as_secs_f64();
+        assert!((t - 16.0 * 1048576.0 * 8.0 / 1e8).abs() < 1e-6, "{t}");
+        spec.tails = true;
+        spec.sizes = vec![64 << 10];
+        let t = least_wire_time(&spec, 100_000_000).as_secs_f64();
+        assert!((t - 2.0 * 1008.0 * 65536.0 * 8.0 / 1e8).abs() < 1e-6, "{t}");
     }
 }

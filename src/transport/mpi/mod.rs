@@ -164,12 +164,17 @@ pub(super) fn transports() -> Vec<Box<dyn Transport>> {
             side: Side::Launcher {
                 entry: Arc::clone(&entry),
                 tcp: false,
+                has_tcp,
             },
         }));
         if has_tcp {
             out.push(Box::new(MpiTransport {
                 name: leak(format!("{}({TCP_VARIANT})", entry.name)),
-                side: Side::Launcher { entry, tcp: true },
+                side: Side::Launcher {
+                    entry,
+                    tcp: true,
+                    has_tcp,
+                },
             }));
         }
     }
@@ -184,8 +189,13 @@ struct MpiTransport {
 }
 
 enum Side {
-    /// The user's `wulf sweep` / `wulf run`: launches the job.
-    Launcher { entry: Arc<Entry>, tcp: bool },
+    /// The user's `wulf sweep` / `wulf run`: launches the job. `tcp`: this
+    /// is the TCP variant; `has_tcp`: the library has one.
+    Launcher {
+        entry: Arc<Entry>,
+        tcp: bool,
+        has_tcp: bool,
+    },
     /// A rank of the job.
     Worker { window: u64 },
 }
@@ -238,6 +248,19 @@ impl Transport for MpiTransport {
         matches!(self.side, Side::Launcher { .. })
     }
 
+    fn duplicate_across_hosts(&self) -> bool {
+        // Across hosts every variant is held to TCP (see the module
+        // documentation): the default one repeats the TCP variant.
+        matches!(
+            self.side,
+            Side::Launcher {
+                tcp: false,
+                has_tcp: true,
+                ..
+            }
+        )
+    }
+
     fn listen(&self, _opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
         match self.side {
             Side::Worker { window } => Ok(Box::new(endpoint::MpiListener::new(window))),
@@ -263,7 +286,7 @@ impl Transport for MpiTransport {
         on_point: &mut dyn FnMut(&Point),
     ) -> Option<Result<SweepOutcome>> {
         match &self.side {
-            Side::Launcher { entry, tcp } => {
+            Side::Launcher { entry, tcp, .. } => {
                 Some(self.with_plan(entry, *tcp, |plan| launch::run(plan, spec, on_point)))
             }
             Side::Worker { .. } => None,
@@ -276,7 +299,7 @@ impl Transport for MpiTransport {
         job: &crate::npb::RankJob,
     ) -> Option<Result<Vec<crate::npb::mg::MgOutcome>>> {
         match &self.side {
-            Side::Launcher { entry, tcp } => {
+            Side::Launcher { entry, tcp, .. } => {
                 Some(self.with_plan(entry, *tcp, |plan| group::launch(plan, np, job)))
             }
             Side::Worker { .. } => None,

@@ -10,9 +10,11 @@ use crate::units::{parse_bytes, parse_duration};
 
 // `wulf report` and `wulf compare` read results rather than measure: their
 // arguments live in their own file.
+mod cluster_args;
 mod lab_args;
 mod npb_args;
 mod read_args;
+pub use cluster_args::{AgentArgs, MatrixArgs};
 pub use lab_args::{
     LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs, StudyArg,
     StudyArgs,
@@ -60,6 +62,13 @@ pub enum Command {
     /// The seeds' network studies in the link lab, one command each: MTU x
     /// socket buffer, Fast against Gigabit Ethernet.
     Study(StudyArgs),
+    /// Latency and bandwidth between every pair of nodes (the all-pairs
+    /// link matrix), naming slow nodes and links and the fingerprint
+    /// differences behind them.
+    Matrix(MatrixArgs),
+    /// Internal: a node's agent, started by `wulf matrix`.
+    #[command(hide = true)]
+    Agent(AgentArgs),
     /// Internal: a process a transport's own launcher started (an MPI rank).
     #[command(hide = true)]
     Worker(WorkerArgs),

@@ -15,6 +15,8 @@
 //! * [`result`]: the versioned result schema and atomic file writing;
 //! * [`sys`]: the machine fingerprint and OS services;
 //! * [`npb`]: NAS Parallel Benchmark kernels written for wulf;
+//! * [`cluster`]: wulf across many nodes: node lists, launchers, agents,
+//!   the coordinator of the all-pairs matrix;
 //! * [`lab`]: the link lab, emulated nodes and shaped links on one machine;
 //! * [`study`]: the seeds' network studies as plans of lab sweeps, and their tables;
 //! * [`tune`]: which settings make a transport fastest, and the advice;
@@ -22,6 +24,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod error;
 pub mod lab;

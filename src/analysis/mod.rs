@@ -56,6 +56,7 @@ pub mod causes;
 pub mod compare;
 pub mod dropout;
 pub mod hockney;
+pub mod matrix;
 
 #[cfg(test)]
 mod synth;

@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod info;
 pub mod lab;
+pub mod matrix;
 pub mod npb;
 pub mod report;
 pub mod run;

@@ -92,6 +92,22 @@ pub fn run_in_node1(lab: &str, across: Across) -> Result<i32> {
     Ok(exit_code(status?))
 }
 
+/// Run this process's command line, with [`IN_LAB`], in node1 of the
+/// existing lab `name` (made with `wulf lab up`), which stays up after.
+/// Returns the inner command's exit code.
+pub fn run_in_named_lab(name: &str) -> Result<i32> {
+    let st = super::state::load(name)?;
+    let mut inner: Vec<OsString> = vec![std::env::current_exe()
+        .context("cannot find wulf's own executable")?
+        .into()];
+    inner.extend(std::env::args_os().skip(1));
+    inner.push(IN_LAB.into());
+    let mut cmd = command_in(&st, "node1", &inner)?;
+    let status =
+        run_forwarding_interrupt(&mut cmd).context("cannot run the command in node1 of the lab")?;
+    Ok(exit_code(status))
+}
+
 fn serve_in_node2(temp: &TempLab, once: bool) -> Result<LocalPeer> {
     let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
     let server = &temp.state.nodes[1];

@@ -17,6 +17,8 @@ pub mod dat;
 pub mod html;
 mod html_details;
 pub mod markdown;
+pub mod matrix_csv;
+pub mod matrix_text;
 pub mod npb_charts;
 pub mod npb_html;
 pub mod npb_table;

@@ -14,6 +14,7 @@ mod schema;
 mod write;
 
 pub use link::{LinkEfficiency, LinkEnd};
+pub mod matrix;
 pub use mpi_info::MpiInfo;
 pub mod study;
 pub use npb::{fill_speedups, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
@@ -23,5 +24,6 @@ pub use study::{
     STUDY_KIND, STUDY_SCHEMA_VERSION,
 };
 pub use write::{
-    is_npb_result, read_npb_result, read_result, write_atomically, write_json, write_result,
+    is_npb_result, kind_of, read_npb_result, read_result, read_versioned, write_atomically,
+    write_json, write_result,
 };

@@ -103,3 +103,33 @@ pub fn read_result(path: &Path) -> Result<SweepResult> {
     serde_json::from_value(value)
         .with_context(|| format!("{} does not match the result schema", path.display()))
 }
+
+/// Read a result file of a kind whose schema version must be exactly
+/// `version`, rejecting unknown fields (`what` names the kind in errors).
+pub fn read_versioned<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+    version: u32,
+) -> Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    match value.get("schema_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == version as u64 => {}
+        v => anyhow::bail!(
+            "{} has {what} schema version {v:?}; this wulf reads version {version}",
+            path.display()
+        ),
+    }
+    serde_json::from_value(value)
+        .with_context(|| format!("{} is not a valid wulf {what} result", path.display()))
+}
+
+/// The `kind` field of a JSON result file, if it has one.
+pub fn kind_of(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
+}

@@ -117,6 +117,19 @@ impl Host {
         }
         self
     }
+
+    /// Add the description of the interface holding `local`, one of this
+    /// machine's own addresses (where an agent serves): unlike
+    /// [`Host::with_interface_for_peer`], an own address is not taken for a
+    /// loopback path.
+    pub fn with_interface_holding(mut self, local: IpAddr) -> Host {
+        if let Some(name) = super::interface::interface_holding(local) {
+            if !self.interfaces.iter().any(|i| i.name == name) {
+                self.interfaces.push(describe_interface(&name));
+            }
+        }
+        self
+    }
 }
 
 /// The kernel's boot id: a random UUID drawn at every boot.

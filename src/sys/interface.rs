@@ -233,6 +233,17 @@ pub fn interface_for_peer(addr: IpAddr) -> Option<String> {
 /// when there is no route, or for an IPv6 link-local peer (which needs a
 /// scope this signature cannot carry).
 pub fn route_for_peer(addr: IpAddr) -> Option<Route> {
+    route_for(addr, true)
+}
+
+/// The interface that holds `addr`, one of this network namespace's own
+/// addresses (an agent's address on a cluster network); loopback only
+/// when `addr` is a loopback address.
+pub fn interface_holding(addr: IpAddr) -> Option<String> {
+    route_for(addr, false).map(|r| r.interface)
+}
+
+fn route_for(addr: IpAddr, own_is_loopback: bool) -> Option<Route> {
     let bind: SocketAddr = match addr {
         IpAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
         IpAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
@@ -254,7 +265,7 @@ pub fn route_for_peer(addr: IpAddr) -> Option<Route> {
         })
         .collect();
     let is_loopback = |f: &InterfaceFlags| f.contains(InterfaceFlags::IFF_LOOPBACK);
-    if addrs.iter().any(|(_, _, ip)| *ip == addr) {
+    if own_is_loopback && addrs.iter().any(|(_, _, ip)| *ip == addr) {
         if let Some((name, _, _)) = addrs.iter().find(|(_, f, _)| is_loopback(f)) {
             return Some(Route {
                 interface: name.clone(),

@@ -1,0 +1,292 @@
+//! What a link matrix says: the slow nodes, the slow single links, the
+//! asymmetric pairs, and the fingerprint fields that differ between nodes
+//! (the usual cause). Pure functions of the cells and the nodes.
+//!
+//! # Rules
+//!
+//! Each metric is judged so that larger is worse: latency as measured,
+//! bandwidth by its shortfall. Statistics are the median and scaled MAD,
+//! and a value counts as outlying when its modified z score exceeds 3.5
+//! ([`crate::stats::robust`]) *and* it is more than [`MIN_RELATIVE`] worse
+//! than the median (the MAD of near-identical links can be tiny; a few
+//! percent is not a bad link).
+//!
+//! * **Slow node**: with every cell touching node k in one set and every
+//!   other cell in the reference set, node k is slow when the median of
+//!   its cells is outlying against the reference and at least
+//!   [`SLOW_NODE_SHARE`] of its cells are. A global median cannot do this
+//!   on a small cluster: one slow node of four touches half the cells.
+//! * **Outlying cell**: outlying against the cells that touch no slow node;
+//!   a cell touching a slow node is marked as explained by it, the others
+//!   are slow single links.
+//! * **Asymmetric pair**: both directions measured and the larger over the
+//!   smaller beyond [`ASYMMETRY_RATIO`] (latency: twice that, as a
+//!   ping-pong's two directions share one round trip and differ only by
+//!   noise and the ends' load).
+//! * **Fingerprint differences**: every field of the nodes' fingerprints,
+//!   flattened to dotted paths, whose value is not the same on all nodes,
+//!   leaving out what always differs (host name, load, boot id).
+
+use std::collections::BTreeMap;
+
+use crate::result::matrix::{
+    AsymmetricPair, FieldValue, FingerprintDifference, MatrixAnalysis, MatrixCell, MatrixNode,
+    NodeSummary, OutlierCell, SlowNode, Spread,
+};
+use crate::stats::robust::{median_mad, z_score, OUTLIER_Z};
+
+/// Least relative shortfall of an outlying value.
+pub const MIN_RELATIVE: f64 = 0.10;
+/// Share of a node's cells that must be outlying for the node to be slow.
+pub const SLOW_NODE_SHARE: f64 = 0.75;
+/// Bandwidth ratio between a pair's directions that makes it asymmetric.
+pub const ASYMMETRY_RATIO: f64 = 1.3;
+/// Fingerprint fields that differ on every machine by nature.
+const NOT_COMPARED: &[&str] = &[
+    "hostname",
+    "load_before",
+    "load_after",
+    "boot_id",
+    "path_crosses_interface",
+];
+
+/// A metric of the cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Metric {
+    Latency,
+    Bandwidth,
+}
+
+impl Metric {
+    fn name(self) -> &'static str {
+        match self {
+            Metric::Latency => "latency",
+            Metric::Bandwidth => "bandwidth",
+        }
+    }
+
+    fn value(self, c: &MatrixCell) -> Option<f64> {
+        match self {
+            Metric::Latency => c.latency_ns(),
+            Metric::Bandwidth => c.bits_per_s(),
+        }
+    }
+
+    /// Signed so that positive is worse.
+    fn badness(self, value: f64, median: f64, mad: f64) -> f64 {
+        let z = z_score(value, median, mad, MIN_RELATIVE / OUTLIER_Z);
+        match self {
+            Metric::Latency => z,
+            Metric::Bandwidth => -z,
+        }
+    }
+
+    fn outlying(self, value: f64, median: f64, mad: f64) -> bool {
+        let relative = match self {
+            Metric::Latency => value / median - 1.0,
+            Metric::Bandwidth => 1.0 - value / median,
+        };
+        relative > MIN_RELATIVE && self.badness(value, median, mad) > OUTLIER_Z
+    }
+}
+
+/// Analyse a matrix.
+pub fn analyse(nodes: &[MatrixNode], cells: &[MatrixCell]) -> MatrixAnalysis {
+    let mut a = MatrixAnalysis {
+        fingerprint_differences: fingerprint_differences(nodes),
+        ..MatrixAnalysis::default()
+    };
+    for metric in [Metric::Latency, Metric::Bandwidth] {
+        let values: Vec<f64> = cells.iter().filter_map(|c| metric.value(c)).collect();
+        let spread = median_mad(&values).map(|(median, mad)| Spread {
+            median,
+            mad,
+            cells: values.len(),
+        });
+        match metric {
+            Metric::Latency => a.latency = spread,
+            Metric::Bandwidth => a.bandwidth = spread,
+        }
+        let slow = slow_nodes(nodes.len(), cells, metric);
+        a.outlier_cells.extend(outlier_cells(cells, metric, &slow));
+        a.slow_nodes.extend(slow);
+        a.asymmetric_pairs.extend(asymmetric_pairs(cells, metric));
+    }
+    a.outlier_cells.sort_by(|x, y| y.score.total_cmp(&x.score));
+    a.node_summary = (0..nodes.len())
+        .map(|k| {
+            let touching: Vec<&MatrixCell> =
+                cells.iter().filter(|c| c.from == k || c.to == k).collect();
+            let med = |m: Metric| {
+                let v: Vec<f64> = touching.iter().filter_map(|c| m.value(c)).collect();
+                median_mad(&v).map(|x| x.0)
+            };
+            NodeSummary {
+                node: k,
+                latency_ns: med(Metric::Latency),
+                bits_per_s: med(Metric::Bandwidth),
+                failed_cells: touching.iter().filter(|c| c.error.is_some()).count(),
+            }
+        })
+        .collect();
+    a
+}
+
+fn slow_nodes(n: usize, cells: &[MatrixCell], metric: Metric) -> Vec<SlowNode> {
+    // Three nodes at least: with two, every cell touches both.
+    if n < 3 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for k in 0..n {
+        let (mine, others): (Vec<&MatrixCell>, Vec<&MatrixCell>) =
+            cells.iter().partition(|c| c.from == k || c.to == k);
+        let mine: Vec<f64> = mine.iter().filter_map(|c| metric.value(c)).collect();
+        let others: Vec<f64> = others.iter().filter_map(|c| metric.value(c)).collect();
+        let (Some((m_mine, _)), Some((median, mad))) = (median_mad(&mine), median_mad(&others))
+        else {
+            continue;
+        };
+        let outlying = mine
+            .iter()
+            .filter(|&&v| metric.outlying(v, median, mad))
+            .count();
+        let share = outlying as f64 / mine.len() as f64;
+        if metric.outlying(m_mine, median, mad) && share >= SLOW_NODE_SHARE {
+            out.push(SlowNode {
+                node: k,
+                metric: metric.name().into(),
+                value: m_mine,
+                median,
+                share_outlying: share,
+            });
+        }
+    }
+    out
+}
+
+fn outlier_cells(cells: &[MatrixCell], metric: Metric, slow: &[SlowNode]) -> Vec<OutlierCell> {
+    let touches_slow = |c: &MatrixCell| slow.iter().any(|s| s.node == c.from || s.node == c.to);
+    let reference: Vec<f64> = cells
+        .iter()
+        .filter(|c| !touches_slow(c))
+        .filter_map(|c| metric.value(c))
+        .collect();
+    // Too few healthy cells to tell a bad one from the rest.
+    if reference.len() < 3 {
+        return Vec::new();
+    }
+    let Some((median, mad)) = median_mad(&reference) else {
+        return Vec::new();
+    };
+    cells
+        .iter()
+        .filter_map(|c| {
+            let v = metric.value(c)?;
+            metric.outlying(v, median, mad).then(|| OutlierCell {
+                from: c.from,
+                to: c.to,
+                metric: metric.name().into(),
+                value: v,
+                median,
+                score: metric.badness(v, median, mad),
+                explained_by_node: touches_slow(c),
+            })
+        })
+        .collect()
+}
+
+fn asymmetric_pairs(cells: &[MatrixCell], metric: Metric) -> Vec<AsymmetricPair> {
+    let mut by_pair: BTreeMap<(usize, usize), [Option<f64>; 2]> = BTreeMap::new();
+    for c in cells {
+        let Some(v) = metric.value(c) else { continue };
+        let key = (c.from.min(c.to), c.from.max(c.to));
+        by_pair.entry(key).or_default()[usize::from(c.from > c.to)] = Some(v);
+    }
+    let limit = match metric {
+        Metric::Latency => 2.0 * ASYMMETRY_RATIO,
+        Metric::Bandwidth => ASYMMETRY_RATIO,
+    };
+    by_pair
+        .into_iter()
+        .filter_map(|((a, b), [ab, ba])| {
+            let (ab, ba) = (ab?, ba?);
+            let ratio = ab.max(ba) / ab.min(ba);
+            (ratio > limit).then(|| AsymmetricPair {
+                a,
+                b,
+                metric: metric.name().into(),
+                a_to_b: ab,
+                b_to_a: ba,
+                ratio,
+            })
+        })
+        .collect()
+}
+
+/// Fields of the nodes' fingerprints that are not the same everywhere.
+pub fn fingerprint_differences(nodes: &[MatrixNode]) -> Vec<FingerprintDifference> {
+    let mut fields: BTreeMap<String, BTreeMap<String, Vec<usize>>> = BTreeMap::new();
+    let with_host: Vec<(usize, serde_json::Value)> = nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| Some((i, serde_json::to_value(n.host.as_ref()?).ok()?)))
+        .collect();
+    for (i, v) in &with_host {
+        let mut flat = Vec::new();
+        flatten("", v, &mut flat);
+        for (path, value) in flat {
+            fields
+                .entry(path)
+                .or_default()
+                .entry(value)
+                .or_default()
+                .push(*i);
+        }
+    }
+    fields
+        .into_iter()
+        .filter_map(|(field, values)| {
+            // A field some nodes lack counts as differing too.
+            let present: usize = values.values().map(Vec::len).sum();
+            if values.len() < 2 && present == with_host.len() {
+                return None;
+            }
+            let mut values: Vec<FieldValue> = values
+                .into_iter()
+                .map(|(value, nodes)| FieldValue { value, nodes })
+                .collect();
+            values.sort_by_key(|v| std::cmp::Reverse(v.nodes.len()));
+            Some(FingerprintDifference { field, values })
+        })
+        .collect()
+}
+
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, x) in map {
+                if prefix.is_empty() && NOT_COMPARED.contains(&k.as_str()) {
+                    continue;
+                }
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&path, x, out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                flatten(&format!("{prefix}[{i}]"), x, out);
+            }
+        }
+        serde_json::Value::Null => {}
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+#[cfg(test)]
+#[path = "matrix_tests.rs"]
+mod tests;

@@ -1,0 +1,84 @@
+//! Arguments of the commands that span nodes: `wulf matrix` and the
+//! hidden `wulf agent` it starts on each node.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::units::{parse_bytes, parse_duration};
+
+/// `wulf matrix`.
+#[derive(Debug, Clone, Args)]
+pub struct MatrixArgs {
+    /// The nodes, comma-separated; Slurm's compact syntax works
+    /// (`node[01-16,20]`).
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["hostfile", "lab"])]
+    pub hosts: Option<String>,
+    /// A file naming the nodes, one per line (MPI hostfiles' `slots=` is
+    /// accepted and ignored).
+    #[arg(long, value_name = "FILE", conflicts_with = "lab")]
+    pub hostfile: Option<PathBuf>,
+    /// How agents are started on the nodes: ssh, slurm, local (simulated
+    /// nodes on this machine, over loopback) or lab[:NAME]. Default: srun
+    /// inside a Slurm allocation, the lab's remote shell in a lab, else
+    /// ssh.
+    #[arg(long, value_name = "HOW")]
+    pub launch: Option<String>,
+    /// A temporary lab to measure in (the compact syntax of `--lab`
+    /// elsewhere: `ge,node3=fe`), with `--nodes` nodes.
+    #[arg(long, value_name = "SPEC")]
+    pub lab: Option<String>,
+    /// Nodes of the `--lab` lab.
+    #[arg(long, default_value = "4", value_name = "N")]
+    pub nodes: usize,
+    /// Transport between the nodes.
+    #[arg(long, default_value = "tcp", value_name = "TRANSPORT")]
+    pub via: String,
+    /// Ping-pong size of the latency matrix.
+    #[arg(long, default_value = "8", value_parser = parse_bytes, value_name = "BYTES")]
+    pub latency_size: u64,
+    /// Stream size of the bandwidth matrix.
+    #[arg(long, default_value = "4Mi", value_parser = parse_bytes, value_name = "BYTES")]
+    pub bandwidth_size: u64,
+    /// Measure one pair at a time (no contention in the switch) instead of
+    /// a whole round of disjoint pairs at once.
+    #[arg(long)]
+    pub serial: bool,
+    /// Time budget of all the measuring rounds together.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub budget: Duration,
+    /// Bound of every blocking step; agents that have not joined by then
+    /// are named as missing.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Where wulf is on the nodes (default: this wulf's own path; clusters
+    /// share their file systems).
+    #[arg(long, value_name = "PATH")]
+    pub remote_wulf: Option<String>,
+    /// Write the result (JSON) here; `-` for standard output.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write both matrices as CSV here.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// No progress on standard error.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Internal: run inside node1 of the lab (given by `--lab`).
+    #[arg(long, hide = true)]
+    pub in_lab: bool,
+}
+
+/// `wulf agent` (internal).
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// The coordinator's control address.
+    #[arg(long, value_name = "IP:PORT")]
+    pub coordinator: SocketAddr,
+    /// The node this agent stands for (default: SLURMD_NODENAME, else the
+    /// host name).
+    #[arg(long)]
+    pub name: Option<String>,
+}

@@ -1,0 +1,241 @@
+//! `wulf agent` (hidden): one per node, started by a launcher for a
+//! coordinator. It connects back, proves it knows the run's secret, sends
+//! its fingerprint, serves measurements from the other agents (the same
+//! server session as `wulf serve`) and measures against them when told.
+//!
+//! An agent never outlives its run: it exits as soon as its control
+//! connection closes or fails (the coordinator ended, was killed, or its
+//! machine vanished: TCP keepalive notices within a minute), and it never
+//! waits for anything without a bound.
+
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use super::protocol::{prove, CellReport, ControlChannel, Hello, Join, Order, SECRET_ENV};
+use crate::result::Mode;
+use crate::sweep::engine::{run_sweep, SweepSpec};
+use crate::transport::{ChannelOptions, WaitMode};
+
+/// Longest message an agent's server accepts (the matrix's largest size is
+/// chosen by the coordinator; this bounds what any client may ask).
+const MAX_SERVE_BYTES: u64 = 1 << 30;
+
+/// How long the handshake with the coordinator may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What an agent needs to start.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// The coordinator's control address.
+    pub coordinator: SocketAddr,
+    /// The node name this agent stands for (its host name by default).
+    pub name: String,
+    /// The run's secret (from [`SECRET_ENV`] or stdin).
+    pub secret: String,
+}
+
+/// The secret from the environment, or else the first line of stdin (how
+/// remote shells hand it over: never on a command line, where `ps` on the
+/// node would show it).
+pub fn read_secret() -> Result<String> {
+    if let Ok(s) = std::env::var(SECRET_ENV) {
+        // Not passed on to anything this agent starts.
+        std::env::remove_var(SECRET_ENV);
+        return Ok(s);
+    }
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .context("cannot read the run's secret from stdin")?;
+    let s = line.trim().to_string();
+    if s.is_empty() {
+        bail!("no secret: wulf agent is started by `wulf matrix`, which hands it one");
+    }
+    Ok(s)
+}
+
+/// Run the agent to the end of its run.
+pub fn run(opts: &AgentOptions) -> Result<()> {
+    let stream = TcpStream::connect_timeout(&opts.coordinator, HANDSHAKE_TIMEOUT)
+        .with_context(|| format!("cannot reach the coordinator at {}", opts.coordinator))?;
+    keepalive(&stream)?;
+    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    // Serve on the address the coordinator reached us from: the node's
+    // address on the cluster network.
+    let here = stream.local_addr()?.ip();
+    let listener = TcpListener::bind(SocketAddr::new(here, 0))
+        .with_context(|| format!("cannot listen on {here}"))?;
+    let serve_address = listener.local_addr()?;
+    let mut ch = ControlChannel::new(stream)?;
+    ch.send(&Hello::ours())?;
+    let hello: Hello = ch.recv()?;
+    if hello.tool_version != Hello::ours().tool_version {
+        bail!(
+            "the coordinator runs wulf {}, this agent runs wulf {}",
+            hello.tool_version,
+            Hello::ours().tool_version
+        );
+    }
+    let nonce = match ch.recv::<Order>()? {
+        Order::Challenge { nonce } => nonce,
+        Order::Refused { message } => bail!("the coordinator refused: {message}"),
+        other => bail!("expected a challenge, got {other:?}"),
+    };
+    let host = crate::sys::Host::probe().with_interface_holding(here);
+    ch.send(&Join {
+        name: opts.name.clone(),
+        proof: prove(&opts.secret, &nonce, &opts.name),
+        serve_address: serve_address.to_string(),
+        host,
+    })?;
+    match ch.recv::<Order>()? {
+        Order::Welcome => {}
+        Order::Refused { message } => bail!("the coordinator refused this agent: {message}"),
+        other => bail!("expected a welcome, got {other:?}"),
+    }
+    std::thread::spawn(move || serve(listener));
+    // Orders may be far apart (other pairs' rounds); keepalive, not a read
+    // timeout, tells a dead coordinator from a busy one.
+    ch.stream().set_read_timeout(None)?;
+    loop {
+        let order: Order = match ch.recv() {
+            Ok(o) => o,
+            // The coordinator is gone: so is the run.
+            Err(_) => return Ok(()),
+        };
+        let report = match order {
+            Order::Measure {
+                peer,
+                via,
+                latency_bytes,
+                bandwidth_bytes,
+                budget_ms,
+                timeout_ms,
+            } => measure(
+                &peer,
+                &via,
+                latency_bytes,
+                bandwidth_bytes,
+                budget_ms,
+                timeout_ms,
+            ),
+            Order::Ping => CellReport::default(),
+            Order::Bye | Order::Refused { .. } => return Ok(()),
+            Order::Welcome | Order::Challenge { .. } => continue,
+        };
+        if ch.send(&report).is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// Accept the other agents' measuring sessions, one thread each (the
+/// coordinator's schedule sends one at a time).
+fn serve(listener: TcpListener) {
+    for stream in listener.incoming().flatten() {
+        std::thread::spawn(move || {
+            let _ = crate::peer::server::session(stream, MAX_SERVE_BYTES);
+        });
+    }
+}
+
+/// One directed cell: a ping-pong at `latency_bytes`, then a stream at
+/// `bandwidth_bytes`, each an ordinary sweep of one size against the
+/// agent at `peer`, with a third and two thirds of the budget.
+fn measure(
+    peer: &str,
+    via: &str,
+    latency_bytes: u64,
+    bandwidth_bytes: u64,
+    budget_ms: u64,
+    timeout_ms: u64,
+) -> CellReport {
+    let mut report = CellReport::default();
+    let run = |mode: Mode, bytes: u64, share: f64| -> Result<crate::result::Point> {
+        let spec = cell_spec(peer, via, mode, bytes, budget_ms as f64 * share, timeout_ms);
+        let outcome = run_sweep(&spec, &mut |_| {})?;
+        if let Some(e) = outcome.error {
+            return Err(e);
+        }
+        outcome
+            .result
+            .points
+            .into_iter()
+            .next()
+            .context("the sweep measured nothing")
+    };
+    match run(Mode::Pingpong, latency_bytes, 1.0 / 3.0) {
+        Ok(p) => report.latency = Some(p),
+        Err(e) => report.error = Some(format!("latency: {e:#}")),
+    }
+    if report.error.is_none() {
+        match run(Mode::Stream, bandwidth_bytes, 2.0 / 3.0) {
+            Ok(p) => report.bandwidth = Some(p),
+            Err(e) => report.error = Some(format!("bandwidth: {e:#}")),
+        }
+    }
+    report
+}
+
+fn cell_spec(
+    peer: &str,
+    via: &str,
+    mode: Mode,
+    bytes: u64,
+    budget_ms: f64,
+    timeout_ms: u64,
+) -> SweepSpec {
+    SweepSpec {
+        transport: via.to_string(),
+        mode,
+        sizes: vec![bytes],
+        budget: Duration::from_secs_f64(budget_ms.max(1.0) / 1e3),
+        precision: 0.02,
+        nocache: false,
+        offset_bytes: 0,
+        integrity: false,
+        tails: false,
+        channel: ChannelOptions {
+            sndbuf_bytes: None,
+            rcvbuf_bytes: None,
+            nodelay: true,
+            mss_bytes: None,
+            ipv6: peer.starts_with('['),
+            timeout_ms,
+            // Agents share nodes' CPUs with the system; nothing is pinned.
+            wait: WaitMode::Block,
+            busy_poll: false,
+        },
+        cpus: (None, None),
+        peer: Some(peer.to_string()),
+        command_line: std::env::args().collect(),
+    }
+}
+
+/// TCP keepalive on the control connection: a coordinator whose machine
+/// vanished (no FIN ever comes) is noticed within about a minute.
+pub(super) fn keepalive(stream: &TcpStream) -> Result<()> {
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(15))
+        .with_interval(Duration::from_secs(5))
+        .with_retries(6);
+    socket2::SockRef::from(stream).set_tcp_keepalive(&ka)?;
+    Ok(())
+}
+
+/// The local address this machine uses to reach `host` (no packet is
+/// sent: a UDP socket's connect only picks a route).
+pub fn local_address_toward(target: IpAddr) -> Result<IpAddr> {
+    let bind: SocketAddr = if target.is_ipv6() {
+        "[::]:0".parse().expect("valid")
+    } else {
+        "0.0.0.0:0".parse().expect("valid")
+    };
+    let s = std::net::UdpSocket::bind(bind)?;
+    s.connect(SocketAddr::new(target, 9))
+        .with_context(|| format!("no route to {target}"))?;
+    Ok(s.local_addr()?.ip())
+}

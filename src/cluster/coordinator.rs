@@ -1,0 +1,389 @@
+//! The coordinator of a matrix: starts agents through a [`Launcher`],
+//! lets in only those that prove the run's secret, runs the tournament's
+//! rounds, and collects every cell as it arrives.
+//!
+//! Agents are accepted and authenticated on threads of their own (a slow
+//! or hostile connection delays only itself, and every read is bounded);
+//! the rounds then run on this thread alone: a round's orders go out to
+//! all its measuring agents, then their reports are read one after the
+//! other. Since the pairs of a round measure at the same time, reading in
+//! order costs nothing, and the coordinator holds one connection and one
+//! row of state per node: memory and work per round grow linearly with
+//! the number of nodes.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::launch::{Agents, Launcher};
+use super::protocol::{random_hex, verify, CellReport, ControlChannel, Hello, Join, Order};
+use super::schedule;
+use crate::result::matrix::{MatrixCell, MatrixNode};
+
+/// What a matrix measures and how.
+#[derive(Debug, Clone)]
+pub struct MatrixPlan {
+    /// The nodes.
+    pub hosts: Vec<String>,
+    /// Transport between agents.
+    pub via: String,
+    /// Ping-pong size, bytes.
+    pub latency_bytes: u64,
+    /// Stream size, bytes.
+    pub bandwidth_bytes: u64,
+    /// Total time budget of the measuring rounds.
+    pub budget: Duration,
+    /// Bound of every blocking step, and of how long agents may take to join.
+    pub timeout: Duration,
+    /// One pair at a time instead of a whole round at once.
+    pub serial: bool,
+}
+
+/// What the coordinator gathered.
+pub struct Gathered {
+    /// One per host, in order.
+    pub nodes: Vec<MatrixNode>,
+    /// Every cell measured or tried.
+    pub cells: Vec<MatrixCell>,
+    /// Rounds of the tournament.
+    pub rounds: usize,
+    /// Time spent in the rounds.
+    pub rounds_time: Duration,
+    /// Why the matrix is incomplete, when it is.
+    pub incomplete: Option<String>,
+    /// Whether some node could not be reached or was lost (exit code 3).
+    pub node_trouble: bool,
+}
+
+struct Member {
+    ch: Option<ControlChannel>,
+    serve_address: String,
+}
+
+/// Start the agents with `launcher`, run the matrix, end the agents.
+pub fn run(plan: &MatrixPlan, launcher: &dyn Launcher) -> Result<Gathered> {
+    let n = plan.hosts.len();
+    let ip = launcher.coordinator_ip(&plan.hosts)?;
+    let listener = TcpListener::bind(SocketAddr::new(ip, 0))
+        .with_context(|| format!("cannot listen for agents on {ip}"))?;
+    let addr = listener.local_addr()?;
+    let secret = random_hex().context("cannot make the run's secret")?;
+    let mut agents = launcher.start(&plan.hosts, addr, &secret)?;
+    let mut nodes: Vec<MatrixNode> = plan
+        .hosts
+        .iter()
+        .map(|h| MatrixNode {
+            name: h.clone(),
+            address: None,
+            host: None,
+            error: None,
+        })
+        .collect();
+    let mut members: Vec<Member> = (0..n)
+        .map(|_| Member {
+            ch: None,
+            serve_address: String::new(),
+        })
+        .collect();
+    admit(
+        plan,
+        listener,
+        &secret,
+        &mut agents,
+        &mut nodes,
+        &mut members,
+    )?;
+    let mut trouble = nodes.iter().any(|x| x.error.is_some());
+    let started = Instant::now();
+    let rounds = schedule::rounds(n);
+    let mut cells = Vec::new();
+    let mut interrupted = false;
+    'rounds: for r in 0..rounds {
+        let pairs = schedule::round(n, r);
+        for forward in [true, false] {
+            let directed: Vec<(usize, usize)> = pairs
+                .iter()
+                .map(|&(a, b)| if forward { (a, b) } else { (b, a) })
+                .collect();
+            let groups: Vec<Vec<(usize, usize)>> = if plan.serial {
+                directed.iter().map(|&p| vec![p]).collect()
+            } else {
+                vec![directed]
+            };
+            for group in groups {
+                if crate::sweep::interrupted() {
+                    interrupted = true;
+                    break 'rounds;
+                }
+                trouble |= measure_group(plan, r, &group, &mut members, &mut nodes, &mut cells);
+            }
+        }
+    }
+    let rounds_time = started.elapsed();
+    for m in &mut members {
+        if let Some(ch) = m.ch.as_mut() {
+            let _ = ch.send(&Order::Bye);
+        }
+    }
+    drop(members);
+    agents.finish(Duration::from_secs(5));
+    let lost: Vec<&str> = nodes
+        .iter()
+        .filter(|x| x.error.is_some())
+        .map(|x| x.name.as_str())
+        .collect();
+    let incomplete = if interrupted {
+        Some("interrupted".to_string())
+    } else if !lost.is_empty() {
+        Some(format!("nodes missing or lost: {}", lost.join(", ")))
+    } else {
+        None
+    };
+    Ok(Gathered {
+        nodes,
+        cells,
+        rounds,
+        rounds_time,
+        incomplete,
+        node_trouble: trouble,
+    })
+}
+
+/// How long a cell may take before its measuring agent counts as lost.
+fn cell_deadline(plan: &MatrixPlan, cell_budget: Duration) -> Duration {
+    // Two sweeps, each with its connection set-up and fingerprints, every
+    // step bounded by the timeout; the engine may overrun its budget to
+    // reach its fewest trials.
+    cell_budget * 3 + plan.timeout * 4 + Duration::from_secs(20)
+}
+
+/// The budget of one cell.
+fn cell_budget(plan: &MatrixPlan) -> Duration {
+    let n = plan.hosts.len();
+    let steps = if plan.serial {
+        n * n.saturating_sub(1)
+    } else {
+        2 * schedule::rounds(n)
+    };
+    plan.budget / steps.max(1) as u32
+}
+
+/// Measure one group of directed pairs at once; true when a node was lost.
+fn measure_group(
+    plan: &MatrixPlan,
+    round: usize,
+    group: &[(usize, usize)],
+    members: &mut [Member],
+    nodes: &mut [MatrixNode],
+    cells: &mut Vec<MatrixCell>,
+) -> bool {
+    let budget = cell_budget(plan);
+    let mut lost = false;
+    let mut sent = Vec::with_capacity(group.len());
+    for &(from, to) in group {
+        let mut cell = MatrixCell {
+            from,
+            to,
+            round,
+            latency: None,
+            bandwidth: None,
+            error: None,
+        };
+        let peer = members[to].serve_address.clone();
+        let alive = members[to].ch.is_some();
+        match members[from].ch.as_mut() {
+            Some(ch) if alive => {
+                let order = Order::Measure {
+                    peer,
+                    via: plan.via.clone(),
+                    latency_bytes: plan.latency_bytes,
+                    bandwidth_bytes: plan.bandwidth_bytes,
+                    budget_ms: budget.as_millis() as u64,
+                    timeout_ms: plan.timeout.as_millis() as u64,
+                };
+                if let Err(e) = ch.send(&order) {
+                    lose(members, nodes, from, round, &e);
+                    lost = true;
+                    cell.error = Some(format!("{} was lost", nodes[from].name));
+                } else {
+                    sent.push(cells.len());
+                }
+            }
+            _ => {
+                let gone = if alive { from } else { to };
+                cell.error = Some(format!("{} is not part of the run", nodes[gone].name));
+            }
+        }
+        cells.push(cell);
+    }
+    let deadline = cell_deadline(plan, budget);
+    for i in sent {
+        let (from, to) = (cells[i].from, cells[i].to);
+        let Some(ch) = members[from].ch.as_mut() else {
+            cells[i].error = Some(format!("{} was lost", nodes[from].name));
+            continue;
+        };
+        let _ = ch.stream().set_read_timeout(Some(deadline));
+        match ch.recv::<CellReport>() {
+            Ok(report) => {
+                cells[i].latency = report.latency;
+                cells[i].bandwidth = report.bandwidth;
+                if let Some(e) = report.error {
+                    cells[i].error = Some(e);
+                    // A failed cell may mean its peer died: ask.
+                    if !ping(members, to, plan.timeout) {
+                        let e = anyhow::anyhow!("no answer after a failed cell");
+                        lose(members, nodes, to, round, &e);
+                        lost = true;
+                    }
+                }
+            }
+            Err(e) => {
+                cells[i].error = Some(format!("{} was lost: {e:#}", nodes[from].name));
+                lose(members, nodes, from, round, &e);
+                lost = true;
+            }
+        }
+    }
+    lost
+}
+
+fn ping(members: &mut [Member], who: usize, timeout: Duration) -> bool {
+    let Some(ch) = members[who].ch.as_mut() else {
+        return false;
+    };
+    let _ = ch.stream().set_read_timeout(Some(timeout));
+    ch.send(&Order::Ping).is_ok() && ch.recv::<CellReport>().is_ok()
+}
+
+fn lose(
+    members: &mut [Member],
+    nodes: &mut [MatrixNode],
+    who: usize,
+    round: usize,
+    e: &anyhow::Error,
+) {
+    members[who].ch = None;
+    if nodes[who].error.is_none() {
+        nodes[who].error = Some(format!("lost in round {}: {e:#}", round + 1));
+    }
+}
+
+/// Accept and authenticate agents until every host has joined, every
+/// launch has exited, or the timeout passes; name the missing hosts.
+fn admit(
+    plan: &MatrixPlan,
+    listener: TcpListener,
+    secret: &str,
+    agents: &mut Agents,
+    nodes: &mut [MatrixNode],
+    members: &mut [Member],
+) -> Result<()> {
+    let n = plan.hosts.len();
+    // Starting a thousand remote shells takes time of its own.
+    let wait = plan.timeout.max(Duration::from_secs(10)) + Duration::from_millis(20 * n as u64);
+    let deadline = Instant::now() + wait;
+    listener.set_nonblocking(true)?;
+    let (tx, rx) = mpsc::channel::<(Join, ControlChannel)>();
+    let mut joined = 0;
+    let mut exited_since: Option<Instant> = None;
+    while joined < n && Instant::now() < deadline {
+        if crate::sweep::interrupted() {
+            break;
+        }
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let tx = tx.clone();
+                let nonce = random_hex()?;
+                let timeout = plan.timeout.max(Duration::from_secs(30));
+                let secret = secret.to_string();
+                std::thread::spawn(move || {
+                    if let Ok((join, ch)) = handshake(&stream, &secret, &nonce, timeout) {
+                        let _ = tx.send((join, ch));
+                    }
+                });
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e).context("cannot accept agents"),
+        }
+        while let Ok((join, mut ch)) = rx.try_recv() {
+            let Some(i) = plan.hosts.iter().position(|h| *h == join.name) else {
+                let _ = ch.send(&Order::Refused {
+                    message: format!("'{}' is not a node of this run", join.name),
+                });
+                continue;
+            };
+            if members[i].ch.is_some() {
+                let _ = ch.send(&Order::Refused {
+                    message: format!("{} has already joined", join.name),
+                });
+                continue;
+            }
+            let _ = ch.send(&Order::Welcome);
+            members[i] = Member {
+                ch: Some(ch),
+                serve_address: join.serve_address.clone(),
+            };
+            nodes[i].address = Some(join.serve_address);
+            nodes[i].host = Some(join.host);
+            joined += 1;
+        }
+        // Every launch has ended: nobody else can join (after a moment
+        // for connections already made).
+        if agents.all_exited() {
+            let since = *exited_since.get_or_insert_with(Instant::now);
+            if since.elapsed() > Duration::from_secs(1) {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for (i, m) in members.iter().enumerate() {
+        if m.ch.is_none() {
+            let why = agents.why_missing(&plan.hosts[i]);
+            nodes[i].error = Some(format!("did not join within {}s: {why}", wait.as_secs()));
+        }
+    }
+    Ok(())
+}
+
+/// The coordinator's side of an agent's handshake: Hellos, the challenge,
+/// the join and its proof (a wrong proof is refused here).
+fn handshake(
+    stream: &TcpStream,
+    secret: &str,
+    nonce: &str,
+    timeout: Duration,
+) -> Result<(Join, ControlChannel)> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    super::agent::keepalive(stream)?;
+    let mut ch = ControlChannel::new(stream.try_clone()?)?;
+    ch.send(&Hello::ours())?;
+    let hello: Hello = ch.recv()?;
+    if hello.tool_version != Hello::ours().tool_version {
+        let _ = ch.send(&Order::Refused {
+            message: format!(
+                "the coordinator runs wulf {}, this agent runs wulf {}",
+                Hello::ours().tool_version,
+                hello.tool_version
+            ),
+        });
+        anyhow::bail!("agent of wulf {}", hello.tool_version);
+    }
+    ch.send(&Order::Challenge {
+        nonce: nonce.to_string(),
+    })?;
+    let join: Join = ch.recv()?;
+    if !verify(secret, nonce, &join.name, &join.proof) {
+        let _ = ch.send(&Order::Refused {
+            message: "wrong secret".into(),
+        });
+        anyhow::bail!("{} sent a wrong proof", join.name);
+    }
+    Ok((join, ch))
+}

@@ -1,0 +1,27 @@
+//! wulf across many nodes: node lists, the launchers that start agents on
+//! them, the agents, and the coordinator that runs the all-pairs matrix.
+//!
+//! # Design
+//!
+//! One coordinator (the `wulf matrix` process) and one agent per node. The
+//! coordinator listens on an ephemeral port and makes a one-time secret;
+//! a [`launch::Launcher`] (processes on this machine, ssh, a lab's remote
+//! shell, srun) starts `wulf agent` on every node and hands it the secret
+//! without a command line seeing it. Each agent connects back, proves it
+//! knows the secret ([`protocol`]), sends its fingerprint, and serves
+//! measurements to the other agents with the same server session as
+//! `wulf serve`. The coordinator then walks the round-robin tournament
+//! ([`schedule`]): in each round it orders the first node of every pair to
+//! sweep against the second (and then the other way round), and each
+//! agent runs an ordinary one-size sweep (ping-pong, then stream) against
+//! its peer's server, so a matrix cell is measured by exactly the code and
+//! statistics of `wulf sweep --peer`. Cells stream back one message each.
+//!
+//! Agents end with their control connection, so none outlives a run.
+
+pub mod agent;
+pub mod coordinator;
+pub mod hostlist;
+pub mod launch;
+pub mod protocol;
+pub mod schedule;

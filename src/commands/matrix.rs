@@ -1,0 +1,229 @@
+//! `wulf matrix`: latency and bandwidth between every pair of nodes, and
+//! `wulf agent`, what it starts on each node.
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use anyhow::{Context, Result};
+
+use crate::cli::{AgentArgs, MatrixArgs};
+use crate::cluster::agent::{self, AgentOptions};
+use crate::cluster::coordinator::{self, MatrixPlan};
+use crate::cluster::hostlist;
+use crate::cluster::launch::{Launcher, Local, RemoteShell, Slurm};
+use crate::error::{usage, WulfError};
+use crate::lab::between::Across;
+use crate::result::matrix::{MatrixResult, MATRIX_KIND, MATRIX_SCHEMA_VERSION};
+use crate::result::{write_atomically, write_json};
+
+/// Run `wulf matrix`.
+pub fn execute(args: &MatrixArgs) -> Result<()> {
+    if let Some(lab) = &args.lab {
+        if args.nodes < 2 {
+            return Err(usage("--nodes: a matrix needs at least 2 nodes"));
+        }
+        let across = Across {
+            nodes: args.nodes,
+            serve: None,
+            spread: true,
+        };
+        return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
+    }
+    let launch = args.launch.as_deref();
+    if let Some(name) = launch.and_then(|l| l.strip_prefix("lab:")) {
+        if !args.in_lab {
+            return super::lab_relay(crate::lab::between::run_in_named_lab(name)?);
+        }
+    }
+    super::spread_in_lab(args.in_lab)?;
+    if crate::transport::find(&args.via).is_none_or(|t| t.local_only()) {
+        return Err(usage(format!(
+            "--via {}: a matrix runs over a transport that crosses between nodes (tcp)",
+            args.via
+        )));
+    }
+    if crate::transport::find(&args.via).is_some_and(|t| t.starts_both_ends()) {
+        return Err(usage(format!(
+            "--via {}: MPI matrices are not built yet; use --via tcp",
+            args.via
+        )));
+    }
+    let hosts = hosts(args)?;
+    if hosts.len() < 2 {
+        return Err(usage(format!(
+            "a matrix needs at least 2 nodes, got {}",
+            hosts.len()
+        )));
+    }
+    let launcher = launcher(args)?;
+    let plan = MatrixPlan {
+        hosts,
+        via: args.via.clone(),
+        latency_bytes: args.latency_size,
+        bandwidth_bytes: args.bandwidth_size,
+        budget: args.budget,
+        timeout: args.timeout,
+        serial: args.serial,
+    };
+    let started = Instant::now();
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    if !args.quiet {
+        eprintln!(
+            "wulf matrix: {} nodes, {} rounds, agents by {}",
+            plan.hosts.len(),
+            crate::cluster::schedule::rounds(plan.hosts.len()),
+            launcher.name()
+        );
+    }
+    let g = coordinator::run(&plan, launcher.as_ref())?;
+    let analysis = crate::analysis::matrix::analyse(&g.nodes, &g.cells);
+    let result = MatrixResult {
+        kind: MATRIX_KIND.into(),
+        schema_version: MATRIX_SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        complete: g.incomplete.is_none(),
+        incomplete_reason: g.incomplete.clone(),
+        command_line: std::env::args().collect(),
+        started_at,
+        wall_s: started.elapsed().as_secs_f64(),
+        rounds_s: g.rounds_time.as_secs_f64(),
+        coordinator_cpu_s: own_cpu_s(),
+        via: plan.via.clone(),
+        launch: launcher.name(),
+        latency_bytes: plan.latency_bytes,
+        bandwidth_bytes: plan.bandwidth_bytes,
+        serial: plan.serial,
+        rounds: g.rounds,
+        nodes: g.nodes,
+        cells: g.cells,
+        analysis,
+        warnings: Vec::new(),
+    };
+    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    let text = crate::report::matrix_text::to_text(&result);
+    if to_stdout {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    let path = args.json.clone().unwrap_or_else(default_path);
+    write_json(&path, &result)?;
+    if !to_stdout {
+        println!("saved {}", path.display());
+    }
+    if let Some(csv) = &args.csv {
+        write_atomically(csv, &crate::report::matrix_csv::to_csv(&result)?)?;
+    }
+    if g.incomplete.as_deref() == Some("interrupted") {
+        return Err(WulfError::Interrupted.into());
+    }
+    if g.node_trouble {
+        return Err(crate::error::peer(
+            g.incomplete
+                .unwrap_or_else(|| "some cells failed".to_string()),
+        ));
+    }
+    Ok(())
+}
+
+/// Run `wulf agent`.
+pub fn execute_agent(args: &AgentArgs) -> Result<()> {
+    // Agents run in process groups of their own; a signal sent to one
+    // ends it at once (its coordinator notices).
+    crate::EXIT_ON_SIGNAL.store(true, std::sync::atomic::Ordering::Relaxed);
+    let name = match &args.name {
+        Some(n) => n.clone(),
+        None => std::env::var("SLURMD_NODENAME").or_else(|_| {
+            nix::unistd::gethostname()
+                .context("cannot read the host name")
+                .map(|h| h.to_string_lossy().into_owned())
+        })?,
+    };
+    agent::run(&AgentOptions {
+        coordinator: args.coordinator,
+        name,
+        secret: agent::read_secret()?,
+    })
+}
+
+fn hosts(args: &MatrixArgs) -> Result<Vec<String>> {
+    let bad = |e: anyhow::Error| usage(format!("{e:#}"));
+    if let Some(list) = &args.hosts {
+        return hostlist::expand(list).map_err(bad);
+    }
+    if let Some(file) = &args.hostfile {
+        return hostlist::read_hostfile(file).map_err(bad);
+    }
+    if let Some(c) = crate::transport::cluster::get() {
+        return Ok(c.hosts.iter().map(|h| h.name.clone()).collect());
+    }
+    if let Ok(list) = std::env::var("SLURM_JOB_NODELIST") {
+        return hostlist::expand(&list).map_err(bad);
+    }
+    Err(usage(
+        "no nodes: give --hosts, --hostfile or --lab (or run inside a Slurm allocation)",
+    ))
+}
+
+fn launcher(args: &MatrixArgs) -> Result<Box<dyn Launcher>> {
+    let remote_wulf = match &args.remote_wulf {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()
+            .context("cannot find wulf's own executable")?
+            .display()
+            .to_string(),
+    };
+    let in_lab = crate::transport::cluster::get();
+    let how = match args.launch.as_deref() {
+        Some(h) => h.to_string(),
+        None if in_lab.is_some() => "lab".into(),
+        None if std::env::var_os("SLURM_JOB_ID").is_some() => "slurm".into(),
+        None => "ssh".into(),
+    };
+    Ok(match how.as_str() {
+        "local" => Box::new(Local),
+        "ssh" => Box::new(RemoteShell::ssh(remote_wulf, args.timeout)),
+        "slurm" => Box::new(Slurm { remote_wulf }),
+        h if h == "lab" || h.starts_with("lab:") => {
+            let c = in_lab.ok_or_else(|| {
+                usage(
+                    "--launch lab: give --lab SPEC, or lab:NAME for a lab made with `wulf lab up`",
+                )
+            })?;
+            let (lab, _) = crate::lab::current()?;
+            Box::new(RemoteShell {
+                label: format!("lab:{}", lab.name),
+                rsh: c.rsh.clone(),
+                remote_wulf,
+            })
+        }
+        h if h.starts_with("mpi:") => {
+            return Err(usage(
+                "--launch mpi:NAME is not built yet: use ssh, slurm, local or lab",
+            ))
+        }
+        other => {
+            return Err(usage(format!(
+                "--launch {other}: use ssh, slurm, local, lab or lab:NAME"
+            )))
+        }
+    })
+}
+
+fn default_path() -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .replace(':', "-");
+    PathBuf::from("wulf-results").join(format!("matrix-{stamp}.json"))
+}
+
+/// CPU time this process has used, seconds.
+fn own_cpu_s() -> f64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_SELF)
+        .map(|u| {
+            let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+            t(u.user_time()) + t(u.system_time())
+        })
+        .unwrap_or(0.0)
+}

@@ -1,0 +1,187 @@
+//! The terminal view of a matrix: both matrices (or the worst cells when
+//! there are too many nodes to print), the node table and the findings.
+//! A pure function from the result to text.
+
+use std::fmt::Write;
+
+use crate::result::matrix::MatrixResult;
+use crate::units::format_bytes;
+
+/// Most nodes whose full matrices are printed.
+const FULL_MATRIX_NODES: usize = 12;
+/// Worst cells listed when the matrices are not printed in full.
+const WORST_CELLS: usize = 10;
+
+/// The matrix result as text for a terminal.
+pub fn to_text(r: &MatrixResult) -> String {
+    let mut s = String::new();
+    let n = r.nodes.len();
+    let _ = writeln!(
+        s,
+        "wulf matrix: {n} nodes over {} ({}), {} rounds, {}; {:.1} s ({:.1} s measuring)",
+        r.via,
+        r.launch,
+        r.rounds,
+        if r.serial {
+            "one pair at a time"
+        } else {
+            "pairs of a round at once"
+        },
+        r.wall_s,
+        r.rounds_s
+    );
+    let name = |i: usize| r.nodes[i].name.as_str();
+    let mut lat = vec![vec![None; n]; n];
+    let mut bw = vec![vec![None; n]; n];
+    for c in &r.cells {
+        lat[c.from][c.to] = c.latency_ns();
+        bw[c.from][c.to] = c.bits_per_s();
+    }
+    if n <= FULL_MATRIX_NODES {
+        let title = format!(
+            "latency, {} ping-pong, one-way us (row: measuring node)",
+            format_bytes(r.latency_bytes)
+        );
+        table(&mut s, &title, r, &lat, |v| format!("{:.1}", v / 1e3));
+        let title = format!(
+            "bandwidth, {} stream, Mbit/s (row: sender)",
+            format_bytes(r.bandwidth_bytes)
+        );
+        table(&mut s, &title, r, &bw, |v| format!("{:.1}", v / 1e6));
+    } else {
+        let mut worst: Vec<(usize, usize, f64)> = r
+            .cells
+            .iter()
+            .filter_map(|c| Some((c.from, c.to, c.bits_per_s()?)))
+            .collect();
+        worst.sort_by(|a, b| a.2.total_cmp(&b.2));
+        let _ = writeln!(s, "\nlowest bandwidth cells:");
+        for (a, b, v) in worst.iter().take(WORST_CELLS) {
+            let _ = writeln!(s, "  {} -> {}: {:.1} Mbit/s", name(*a), name(*b), v / 1e6);
+        }
+    }
+    let a = &r.analysis;
+    if let (Some(l), Some(b)) = (&a.latency, &a.bandwidth) {
+        let _ = writeln!(
+            s,
+            "\nall cells: latency median {:.1} us (MAD {:.1}), bandwidth median {:.1} Mbit/s (MAD {:.1})",
+            l.median / 1e3,
+            l.mad / 1e3,
+            b.median / 1e6,
+            b.mad / 1e6
+        );
+    }
+    let mut findings = Vec::new();
+    for sn in &a.slow_nodes {
+        findings.push(format!(
+            "slow node: {} ({} {} against {} between the other nodes; {:.0}% of its cells)",
+            name(sn.node),
+            sn.metric,
+            show(&sn.metric, sn.value),
+            show(&sn.metric, sn.median),
+            100.0 * sn.share_outlying
+        ));
+    }
+    for c in a.outlier_cells.iter().filter(|c| !c.explained_by_node) {
+        findings.push(format!(
+            "slow link: {} -> {} {} {} (median {})",
+            name(c.from),
+            name(c.to),
+            c.metric,
+            show(&c.metric, c.value),
+            show(&c.metric, c.median)
+        ));
+    }
+    for p in &a.asymmetric_pairs {
+        findings.push(format!(
+            "asymmetric: {} <-> {} {} {} one way, {} the other",
+            name(p.a),
+            name(p.b),
+            p.metric,
+            show(&p.metric, p.a_to_b),
+            show(&p.metric, p.b_to_a)
+        ));
+    }
+    for d in &a.fingerprint_differences {
+        let values: Vec<String> = d
+            .values
+            .iter()
+            .map(|v| {
+                let who: Vec<&str> = v.nodes.iter().map(|&i| name(i)).collect();
+                format!("{} on {}", v.value, who.join(","))
+            })
+            .collect();
+        findings.push(format!(
+            "fingerprints differ: {}: {}",
+            d.field,
+            values.join("; ")
+        ));
+    }
+    for node in r.nodes.iter().filter(|x| x.error.is_some()) {
+        findings.push(format!(
+            "missing: {}: {}",
+            node.name,
+            node.error.as_deref().unwrap_or("")
+        ));
+    }
+    let failed = r.cells.iter().filter(|c| c.error.is_some()).count();
+    if failed > 0 {
+        findings.push(format!(
+            "{failed} cells failed (see the result's cells[].error)"
+        ));
+    }
+    if findings.is_empty() {
+        let _ = writeln!(
+            s,
+            "no slow node, slow link, asymmetry or fingerprint difference found"
+        );
+    } else {
+        let _ = writeln!(s);
+        for f in findings {
+            let _ = writeln!(s, "{f}");
+        }
+    }
+    s
+}
+
+fn show(metric: &str, v: f64) -> String {
+    if metric == "latency" {
+        format!("{:.1} us", v / 1e3)
+    } else {
+        format!("{:.1} Mbit/s", v / 1e6)
+    }
+}
+
+fn table(
+    s: &mut String,
+    title: &str,
+    r: &MatrixResult,
+    values: &[Vec<Option<f64>>],
+    fmt: impl Fn(f64) -> String,
+) {
+    let width = r
+        .nodes
+        .iter()
+        .map(|x| x.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(8);
+    let _ = writeln!(s, "\n{title}");
+    let _ = write!(s, "{:>width$}", "");
+    for node in &r.nodes {
+        let _ = write!(s, " {:>width$}", node.name);
+    }
+    let _ = writeln!(s);
+    for (i, row) in values.iter().enumerate() {
+        let _ = write!(s, "{:>width$}", r.nodes[i].name);
+        for (j, v) in row.iter().enumerate() {
+            let cell = match v {
+                _ if i == j => "-".to_string(),
+                Some(v) => fmt(*v),
+                None => "?".to_string(),
+            };
+            let _ = write!(s, " {cell:>width$}");
+        }
+        let _ = writeln!(s);
+    }
+}

@@ -1,0 +1,257 @@
+//! The result of `wulf matrix` (kind `matrix`): every pair of nodes
+//! measured in both directions, latency and bandwidth, with every trial.
+//!
+//! Cells are directed: `from` measured against a server on `to` (the
+//! ping-pong's one-way time is symmetric by construction; the stream's
+//! bandwidth is `from` sending to `to`). Each node's fingerprint is stored
+//! once, not per cell, so the file grows with the number of cells and the
+//! trials they keep, not with N² fingerprints. The analysis (outliers,
+//! slow nodes, asymmetric pairs, fingerprint differences) is stored too,
+//! so a report draws it without recomputing; it is a pure function of the
+//! cells and nodes ([`crate::analysis::matrix`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::Point;
+use crate::sys::Host;
+
+/// Version of the matrix schema.
+pub const MATRIX_SCHEMA_VERSION: u32 = 1;
+
+/// The value of [`MatrixResult::kind`].
+pub const MATRIX_KIND: &str = "matrix";
+
+/// One `wulf matrix` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixResult {
+    /// Always [`MATRIX_KIND`].
+    pub kind: String,
+    /// [`MATRIX_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Version of the wulf that ran it (every agent runs the same).
+    pub tool_version: String,
+    /// False when cut short (Ctrl-C, a node lost): the cells present are
+    /// complete, the missing ones are listed in `cells` with an error or
+    /// absent.
+    pub complete: bool,
+    /// Why it is incomplete, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
+    /// The command line, argument by argument.
+    pub command_line: Vec<String>,
+    /// Start time, RFC 3339 in UTC.
+    pub started_at: String,
+    /// Wall time of the whole matrix, seconds.
+    pub wall_s: f64,
+    /// Time spent in the measuring rounds alone, seconds (wall time less
+    /// start-up and analysis): `wall_s - rounds_s` is coordination.
+    pub rounds_s: f64,
+    /// CPU time the coordinating process used, seconds (user + system).
+    pub coordinator_cpu_s: f64,
+    /// Transport between the nodes (`tcp`).
+    pub via: String,
+    /// How the agents were started (`ssh`, `lab:NAME`, `slurm`, `local`).
+    pub launch: String,
+    /// Ping-pong size of the latency matrix, bytes.
+    pub latency_bytes: u64,
+    /// Stream size of the bandwidth matrix, bytes.
+    pub bandwidth_bytes: u64,
+    /// Pairs measured one at a time (`--serial`) rather than a whole round
+    /// at once.
+    pub serial: bool,
+    /// Rounds of the tournament.
+    pub rounds: usize,
+    /// The nodes, in the order given; cells refer to them by index.
+    pub nodes: Vec<MatrixNode>,
+    /// Every directed cell measured or tried.
+    pub cells: Vec<MatrixCell>,
+    /// What the cells say (see [`crate::analysis::matrix`]).
+    pub analysis: MatrixAnalysis,
+    /// Non-fatal observations.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// One node of a matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixNode {
+    /// The name it was given as (`--hosts`).
+    pub name: String,
+    /// The address its agent served on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Its fingerprint, as its agent read it (interfaces toward the
+    /// coordinator).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Host>,
+    /// Why the node is missing or was lost, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One directed cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixCell {
+    /// Index of the measuring node.
+    pub from: usize,
+    /// Index of the node it measured against.
+    pub to: usize,
+    /// Tournament round (0-based).
+    pub round: usize,
+    /// The ping-pong point at `latency_bytes` (one-way time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Point>,
+    /// The stream point at `bandwidth_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<Point>,
+    /// Why the cell failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl MatrixCell {
+    /// Median one-way latency, ns.
+    pub fn latency_ns(&self) -> Option<f64> {
+        self.latency.as_ref().map(|p| p.median_ns)
+    }
+
+    /// Median bandwidth, bits/s.
+    pub fn bits_per_s(&self) -> Option<f64> {
+        self.bandwidth.as_ref().map(|p| p.bits_per_s)
+    }
+}
+
+/// The findings of a matrix.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixAnalysis {
+    /// Median and spread of all cells, per metric.
+    pub latency: Option<Spread>,
+    /// Bandwidth over all cells.
+    pub bandwidth: Option<Spread>,
+    /// Cells far from the rest, worst first.
+    pub outlier_cells: Vec<OutlierCell>,
+    /// Nodes whose every link is slow: the node, not one link, is the cause.
+    pub slow_nodes: Vec<SlowNode>,
+    /// Pairs whose two directions differ much more than cells do.
+    pub asymmetric_pairs: Vec<AsymmetricPair>,
+    /// Fingerprint fields that are not the same on every node.
+    pub fingerprint_differences: Vec<FingerprintDifference>,
+    /// Per-node medians of its cells (both directions), in node order.
+    pub node_summary: Vec<NodeSummary>,
+}
+
+/// Median and median absolute deviation of a set of cells.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// Median absolute deviation, scaled by 1.4826 to estimate a standard
+    /// deviation under normality.
+    pub mad: f64,
+    /// Cells counted.
+    pub cells: usize,
+}
+
+/// A cell far from the rest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutlierCell {
+    /// Measuring node index.
+    pub from: usize,
+    /// Peer node index.
+    pub to: usize,
+    /// `latency` or `bandwidth`.
+    pub metric: String,
+    /// The cell's value (ns or bits/s).
+    pub value: f64,
+    /// The median of all cells.
+    pub median: f64,
+    /// Robust z score: (value - median) / MAD, signed so that positive is
+    /// worse (slower latency, lower bandwidth).
+    pub score: f64,
+    /// Whether a slow node explains it (the cell touches one).
+    pub explained_by_node: bool,
+}
+
+/// A node whose links are slow as a whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlowNode {
+    /// Node index.
+    pub node: usize,
+    /// `latency` or `bandwidth`.
+    pub metric: String,
+    /// Median of the node's cells.
+    pub value: f64,
+    /// Median of all cells.
+    pub median: f64,
+    /// Share of the node's cells that are outliers in the same direction.
+    pub share_outlying: f64,
+}
+
+/// A pair whose directions disagree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AsymmetricPair {
+    /// The lower node index.
+    pub a: usize,
+    /// The higher node index.
+    pub b: usize,
+    /// `latency` or `bandwidth`.
+    pub metric: String,
+    /// a→b value.
+    pub a_to_b: f64,
+    /// b→a value.
+    pub b_to_a: f64,
+    /// Larger over smaller.
+    pub ratio: f64,
+}
+
+/// One fingerprint field that differs between nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FingerprintDifference {
+    /// Dotted path of the field (`interfaces[0].mtu_bytes`).
+    pub field: String,
+    /// Each distinct value and the nodes that have it, most common first.
+    pub values: Vec<FieldValue>,
+}
+
+/// A value of a fingerprint field and who has it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldValue {
+    /// The value, as JSON text.
+    pub value: String,
+    /// Node indices with it.
+    pub nodes: Vec<usize>,
+}
+
+/// One node's medians.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSummary {
+    /// Node index.
+    pub node: usize,
+    /// Median latency of its cells, ns.
+    pub latency_ns: Option<f64>,
+    /// Median bandwidth of its cells, bits/s.
+    pub bits_per_s: Option<f64>,
+    /// Cells that failed.
+    pub failed_cells: usize,
+}
+
+/// Whether the file at `path` is a matrix result.
+pub fn is_matrix_result(path: &std::path::Path) -> bool {
+    super::write::kind_of(path).as_deref() == Some(MATRIX_KIND)
+}
+
+/// Read and validate a matrix result.
+pub fn read_matrix_result(path: &std::path::Path) -> anyhow::Result<MatrixResult> {
+    super::write::read_versioned(path, "matrix", MATRIX_SCHEMA_VERSION)
+}

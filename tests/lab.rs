@@ -13,7 +13,7 @@ mod common;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{run, wulf, wulf_bin};
+use common::{labs_possible, run, wulf, wulf_bin, LabGuard};
 
 /// One lab test at a time: two vCPUs shared by concurrent labs would make
 /// the rate checks measure the machine instead of the links.
@@ -21,44 +21,6 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn can_run() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let tools = ["ip", "tc", "ethtool", "nsenter", "unshare"]
-        .iter()
-        .all(|t| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {t}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-    if root && tools {
-        return true;
-    }
-    let why = if root {
-        "ip, tc, ethtool or util-linux missing"
-    } else {
-        "not root"
-    };
-    if std::env::var_os("WULF_REQUIRE_LAB").is_some() {
-        panic!("lab tests required but cannot run: {why}");
-    }
-    eprintln!("SKIPPED: lab tests need root and iproute2/ethtool ({why})");
-    false
-}
-
-/// Removes lab `name` when dropped.
-struct Guard(String);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = wulf(&["lab", "down", "--name", &self.0])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
 }
 
 fn name(test: &str) -> String {
@@ -111,11 +73,11 @@ fn assert_gone(lab: &str) {
 #[test]
 fn up_exec_status_down_leave_nothing_behind() {
     let _serial = serial();
-    if !can_run() {
+    if !labs_possible() {
         return;
     }
     let lab = name("life");
-    let _g = Guard(lab.clone());
+    let _g = LabGuard(lab.clone());
     let up = ok(&run(&[
         "lab", "up", "--name", &lab, "--nodes", "3", "--link", "ge", "--link", "node3=fe",
     ]));
@@ -157,11 +119,11 @@ fn up_exec_status_down_leave_nothing_behind() {
 #[test]
 fn two_labs_coexist() {
     let _serial = serial();
-    if !can_run() {
+    if !labs_possible() {
         return;
     }
     let (a, b) = (name("twoa"), name("twob"));
-    let (_ga, _gb) = (Guard(a.clone()), Guard(b.clone()));
+    let (_ga, _gb) = (LabGuard(a.clone()), LabGuard(b.clone()));
     ok(&run(&["lab", "up", "--name", &a, "--link", "fe"]));
     ok(&run(&["lab", "up", "--name", &b, "--link", "ge"]));
     let all = ok(&run(&["lab", "status"]));
@@ -204,12 +166,12 @@ fn bad_input_is_exit_2_and_makes_nothing() {
         assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     }
     let _serial = serial();
-    if !can_run() {
+    if !labs_possible() {
         return;
     }
     // Without the capabilities: a clear exit 2, nothing half-made.
     let lab = name("nocap");
-    let _g = Guard(lab.clone());
+    let _g = LabGuard(lab.clone());
     let out = Command::new("setpriv")
         .args([
             "--bounding-set=-net_admin,-sys_admin",
@@ -234,11 +196,11 @@ fn bad_input_is_exit_2_and_makes_nothing() {
 #[test]
 fn mtu_is_what_the_lab_says() {
     let _serial = serial();
-    if !can_run() {
+    if !labs_possible() {
         return;
     }
     let lab = name("mtu");
-    let _g = Guard(lab.clone());
+    let _g = LabGuard(lab.clone());
     ok(&run(&[
         "lab",
         "up",
@@ -279,7 +241,7 @@ fn mtu_is_what_the_lab_says() {
 #[test]
 fn shaped_rate_matches_the_theoretical_goodput() {
     let _serial = serial();
-    if !can_run() {
+    if !labs_possible() {
         return;
     }
     for (spec, rate, mtu) in [("fe", 100e6, 1500.0), ("ge,mtu=9000", 1e9, 9000.0)] {
@@ -309,7 +271,7 @@ fn shaped_rate_matches_the_theoretical_goodput() {
 #[test]
 fn the_link_never_runs_faster_than_its_rate() {
     let _serial = serial();
-    if !can_run() {
+    if !labs_possible() {
         return;
     }
     let v = lab_sweep(
@@ -343,7 +305,7 @@ fn the_link_never_runs_faster_than_its_rate() {
 #[test]
 fn down_after_kill_9_cleans_up() {
     let _serial = serial();
-    if !can_run() {
+    if !labs_possible() {
         return;
     }
     let mut child = wulf(&[
@@ -354,7 +316,7 @@ fn down_after_kill_9_cleans_up() {
     .spawn()
     .unwrap();
     let lab = format!("t{}", child.id());
-    let _g = Guard(lab.clone());
+    let _g = LabGuard(lab.clone());
     let deadline = Instant::now() + Duration::from_secs(20);
     while netns_of(&lab).len() < 3 || !has_processes(&format!("wlab-{lab}-node1")) {
         assert!(
@@ -383,11 +345,11 @@ fn has_processes(netns: &str) -> bool {
 #[test]
 fn impairments_are_real_or_refused() {
     let _serial = serial();
-    if !can_run() {
+    if !labs_possible() {
         return;
     }
     let lab = name("loss");
-    let _g = Guard(lab.clone());
+    let _g = LabGuard(lab.clone());
     ok(&run(&["lab", "up", "--name", &lab, "--loss", "50"]));
     let js = ok(&run(&["lab", "status", "--name", &lab, "--json"]));
     let v: serde_json::Value = serde_json::from_str(&js).unwrap();
@@ -406,7 +368,7 @@ fn impairments_are_real_or_refused() {
     assert_gone(&lab);
 
     let lab = name("delay");
-    let _g = Guard(lab.clone());
+    let _g = LabGuard(lab.clone());
     let out = run(&["lab", "up", "--name", &lab, "--delay", "1ms"]);
     if !out.status.success() {
         assert_eq!(out.status.code(), Some(2));
@@ -422,7 +384,7 @@ fn impairments_are_real_or_refused() {
 #[test]
 fn an_interrupted_lab_run_saves_and_cleans_up() {
     let _serial = serial();
-    if !can_run() {
+    if !labs_possible() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -445,7 +407,7 @@ fn an_interrupted_lab_run_saves_and_cleans_up() {
     .spawn()
     .unwrap();
     let lab = format!("t{}", child.id());
-    let _g = Guard(lab.clone());
+    let _g = LabGuard(lab.clone());
     // Wait until the first point is done (64 KiB over fe takes well under
     // the first few seconds), then interrupt.
     std::thread::sleep(Duration::from_secs(4));

@@ -19,8 +19,9 @@
 //! * **Outlying cell**: outlying against the cells that touch no slow node;
 //!   a cell touching a slow node is marked as explained by it, the others
 //!   are slow single links.
-//! * **Asymmetric pair**: both directions measured and the larger over the
-//!   smaller beyond [`ASYMMETRY_RATIO`] (latency: twice that, as a
+//! * **Asymmetric pair**: both directions measured, their medians'
+//!   confidence intervals apart, and the larger over the smaller beyond
+//!   [`ASYMMETRY_RATIO`] (latency: twice that, as a
 //!   ping-pong's two directions share one round trip and differ only by
 //!   noise and the ends' load).
 //! * **Fingerprint differences**: every field of the nodes' fingerprints,
@@ -197,11 +198,20 @@ fn outlier_cells(cells: &[MatrixCell], metric: Metric, slow: &[SlowNode]) -> Vec
 }
 
 fn asymmetric_pairs(cells: &[MatrixCell], metric: Metric) -> Vec<AsymmetricPair> {
-    let mut by_pair: BTreeMap<(usize, usize), [Option<f64>; 2]> = BTreeMap::new();
+    // Value and confidence interval of the median's time, per direction.
+    type Seen = Option<(f64, f64, f64)>;
+    let mut by_pair: BTreeMap<(usize, usize), [Seen; 2]> = BTreeMap::new();
     for c in cells {
-        let Some(v) = metric.value(c) else { continue };
+        let point = match metric {
+            Metric::Latency => c.latency.as_ref(),
+            Metric::Bandwidth => c.bandwidth.as_ref(),
+        };
+        let (Some(v), Some(p)) = (metric.value(c), point) else {
+            continue;
+        };
         let key = (c.from.min(c.to), c.from.max(c.to));
-        by_pair.entry(key).or_default()[usize::from(c.from > c.to)] = Some(v);
+        by_pair.entry(key).or_default()[usize::from(c.from > c.to)] =
+            Some((v, p.ci_low_ns, p.ci_high_ns));
     }
     let limit = match metric {
         Metric::Latency => 2.0 * ASYMMETRY_RATIO,
@@ -210,9 +220,11 @@ fn asymmetric_pairs(cells: &[MatrixCell], metric: Metric) -> Vec<AsymmetricPair>
     by_pair
         .into_iter()
         .filter_map(|((a, b), [ab, ba])| {
-            let (ab, ba) = (ab?, ba?);
+            let ((ab, ab_lo, ab_hi), (ba, ba_lo, ba_hi)) = (ab?, ba?);
             let ratio = ab.max(ba) / ab.min(ba);
-            (ratio > limit).then(|| AsymmetricPair {
+            // Overlapping intervals: the difference may be noise.
+            let apart = ab_hi < ba_lo || ba_hi < ab_lo;
+            (ratio > limit && apart).then(|| AsymmetricPair {
                 a,
                 b,
                 metric: metric.name().into(),

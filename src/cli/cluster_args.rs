@@ -54,10 +54,17 @@ pub struct MatrixArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Where wulf is on the nodes (default: this wulf's own path; clusters
-    /// share their file systems).
+    /// share their file systems). With `--launch local`, the wulf the
+    /// simulated nodes run.
     #[arg(long, value_name = "PATH")]
     pub remote_wulf: Option<String>,
-    /// Write the result (JSON) here; `-` for standard output.
+    /// The ssh program and its options for `--launch ssh` (`ssh -i KEY -p
+    /// 2222`); BatchMode, a connect timeout and accept-new host keys are
+    /// always added.
+    #[arg(long, default_value = "ssh", value_name = "COMMAND")]
+    pub rsh: String,
+    /// Write the result (JSON) here; `-` for standard output (default:
+    /// wulf-results/matrix-TIME.json).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write both matrices as CSV here.

@@ -96,8 +96,10 @@ pub fn run(plan: &MatrixPlan, launcher: &dyn Launcher) -> Result<Gathered> {
         &mut members,
     )?;
     let mut trouble = nodes.iter().any(|x| x.error.is_some());
+    let joined = members.iter().filter(|m| m.ch.is_some()).count();
     let started = Instant::now();
-    let rounds = schedule::rounds(n);
+    // With fewer than two agents there is no pair to measure.
+    let rounds = if joined < 2 { 0 } else { schedule::rounds(n) };
     let mut cells = Vec::new();
     let mut interrupted = false;
     'rounds: for r in 0..rounds {
@@ -183,6 +185,23 @@ fn measure_group(
     let mut lost = false;
     let mut sent = Vec::with_capacity(group.len());
     for &(from, to) in group {
+        // Pairs with a node that never joined or was lost are not tried;
+        // the node's own error says why.
+        if members[to].ch.is_none() {
+            continue;
+        }
+        let Some(ch) = members[from].ch.as_mut() else {
+            continue;
+        };
+        let order = Order::Measure {
+            peer: members[to].serve_address.clone(),
+            via: plan.via.clone(),
+            latency_bytes: plan.latency_bytes,
+            bandwidth_bytes: plan.bandwidth_bytes,
+            budget_ms: budget.as_millis() as u64,
+            timeout_ms: plan.timeout.as_millis() as u64,
+        };
+        let sent_ok = ch.send(&order);
         let mut cell = MatrixCell {
             from,
             to,
@@ -191,29 +210,12 @@ fn measure_group(
             bandwidth: None,
             error: None,
         };
-        let peer = members[to].serve_address.clone();
-        let alive = members[to].ch.is_some();
-        match members[from].ch.as_mut() {
-            Some(ch) if alive => {
-                let order = Order::Measure {
-                    peer,
-                    via: plan.via.clone(),
-                    latency_bytes: plan.latency_bytes,
-                    bandwidth_bytes: plan.bandwidth_bytes,
-                    budget_ms: budget.as_millis() as u64,
-                    timeout_ms: plan.timeout.as_millis() as u64,
-                };
-                if let Err(e) = ch.send(&order) {
-                    lose(members, nodes, from, round, &e);
-                    lost = true;
-                    cell.error = Some(format!("{} was lost", nodes[from].name));
-                } else {
-                    sent.push(cells.len());
-                }
-            }
-            _ => {
-                let gone = if alive { from } else { to };
-                cell.error = Some(format!("{} is not part of the run", nodes[gone].name));
+        match sent_ok {
+            Ok(()) => sent.push(cells.len()),
+            Err(e) => {
+                cell.error = Some(format!("{} was lost", nodes[from].name));
+                lose(members, nodes, from, round, &e);
+                lost = true;
             }
         }
         cells.push(cell);

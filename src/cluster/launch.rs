@@ -172,7 +172,10 @@ fn agent_args(coordinator: SocketAddr, name: Option<&str>) -> Vec<String> {
 
 /// Agents as processes on this machine, over loopback: simulated nodes
 /// for testing the coordinator at scale (`--launch local`).
-pub struct Local;
+pub struct Local {
+    /// The wulf to start (this one unless `--remote-wulf` says otherwise).
+    pub wulf: String,
+}
 
 impl Launcher for Local {
     fn name(&self) -> String {
@@ -184,10 +187,9 @@ impl Launcher for Local {
     }
 
     fn start(&self, hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents> {
-        let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
         let mut procs = Vec::with_capacity(hosts.len());
         for h in hosts {
-            let mut cmd = Command::new(&exe);
+            let mut cmd = Command::new(&self.wulf);
             cmd.args(agent_args(coordinator, Some(h)))
                 .env(SECRET_ENV, secret);
             procs.push(spawn(cmd, Some(h.clone()), None)?);
@@ -209,19 +211,25 @@ pub struct RemoteShell {
 }
 
 impl RemoteShell {
-    /// ssh with options that never wait for a person.
-    pub fn ssh(remote_wulf: String, connect_timeout: Duration) -> RemoteShell {
+    /// ssh with options that never wait for a person, after `program`
+    /// (`ssh`, or a user's own `ssh -i KEY -p 2222 ...`).
+    pub fn ssh(
+        program: Vec<String>,
+        remote_wulf: String,
+        connect_timeout: Duration,
+    ) -> RemoteShell {
+        let mut rsh = program;
+        rsh.extend([
+            "-o".into(),
+            "BatchMode=yes".into(),
+            "-o".into(),
+            format!("ConnectTimeout={}", connect_timeout.as_secs().max(1)),
+            "-o".into(),
+            "StrictHostKeyChecking=accept-new".into(),
+        ]);
         RemoteShell {
             label: "ssh".into(),
-            rsh: vec![
-                "ssh".into(),
-                "-o".into(),
-                "BatchMode=yes".into(),
-                "-o".into(),
-                format!("ConnectTimeout={}", connect_timeout.as_secs().max(1)),
-                "-o".into(),
-                "StrictHostKeyChecking=accept-new".into(),
-            ],
+            rsh,
             remote_wulf,
         }
     }
@@ -239,7 +247,6 @@ impl Launcher for RemoteShell {
     }
 
     fn start(&self, hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents> {
-        check_remote_path(&self.remote_wulf)?;
         let mut procs = Vec::with_capacity(hosts.len());
         for h in hosts {
             let mut cmd = Command::new(&self.rsh[0]);
@@ -292,15 +299,15 @@ pub fn resolve_host(host: &str) -> Result<IpAddr> {
     use std::net::ToSocketAddrs;
     (host, 0)
         .to_socket_addrs()
-        .with_context(|| format!("cannot resolve host {host}"))?
+        .map_err(|e| crate::error::peer(format!("cannot resolve host {host}: {e}")))?
         .map(|a| a.ip())
         .next()
-        .with_context(|| format!("host {host} has no address"))
+        .ok_or_else(|| crate::error::peer(format!("host {host} has no address")))
 }
 
 /// A remote path goes through the remote shell's `sh -c`: allow only
 /// characters that need no quoting.
-fn check_remote_path(path: &str) -> Result<()> {
+pub fn check_remote_path(path: &str) -> Result<()> {
     if path.is_empty()
         || !path
             .bytes()

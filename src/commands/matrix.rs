@@ -173,6 +173,7 @@ fn launcher(args: &MatrixArgs) -> Result<Box<dyn Launcher>> {
             .display()
             .to_string(),
     };
+    crate::cluster::launch::check_remote_path(&remote_wulf).map_err(|e| usage(format!("{e:#}")))?;
     let in_lab = crate::transport::cluster::get();
     let how = match args.launch.as_deref() {
         Some(h) => h.to_string(),
@@ -181,8 +182,14 @@ fn launcher(args: &MatrixArgs) -> Result<Box<dyn Launcher>> {
         None => "ssh".into(),
     };
     Ok(match how.as_str() {
-        "local" => Box::new(Local),
-        "ssh" => Box::new(RemoteShell::ssh(remote_wulf, args.timeout)),
+        "local" => Box::new(Local { wulf: remote_wulf }),
+        "ssh" => {
+            let program: Vec<String> = args.rsh.split_whitespace().map(str::to_string).collect();
+            if program.is_empty() {
+                return Err(usage("--rsh: give a program (ssh)"));
+            }
+            Box::new(RemoteShell::ssh(program, remote_wulf, args.timeout))
+        }
         "slurm" => Box::new(Slurm { remote_wulf }),
         h if h == "lab" || h.starts_with("lab:") => {
             let c = in_lab.ok_or_else(|| {

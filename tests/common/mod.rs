@@ -119,3 +119,44 @@ pub fn libraries() -> Vec<&'static str> {
         .filter(|l| have(l))
         .collect()
 }
+
+/// Whether link labs can be built here (root, iproute2, ethtool,
+/// util-linux); says why not when they cannot, and fails when
+/// WULF_REQUIRE_LAB is set (CI), so a lab test never passes by skipping.
+pub fn labs_possible() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let tools = ["ip", "tc", "ethtool", "nsenter", "unshare"]
+        .iter()
+        .all(|t| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {t}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    if root && tools {
+        return true;
+    }
+    let why = if root {
+        "ip, tc, ethtool or util-linux missing"
+    } else {
+        "not root"
+    };
+    if std::env::var_os("WULF_REQUIRE_LAB").is_some() {
+        panic!("lab tests required but cannot run: {why}");
+    }
+    eprintln!("SKIPPED: lab tests need root and iproute2/ethtool ({why})");
+    false
+}
+
+/// Removes lab `name` when dropped.
+pub struct LabGuard(pub String);
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let _ = wulf(&["lab", "down", "--name", &self.0])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}

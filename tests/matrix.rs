@@ -1,0 +1,373 @@
+//! `wulf matrix` with simulated nodes (agents as processes on this machine,
+//! over loopback): every directed pair measured, the result file, 64
+//! agents, and the faults: a node killed mid-matrix, Ctrl-C, a node of
+//! another wulf version, a wrong secret, an unreachable host, bad input.
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{stderr, tempdir, wulf};
+
+/// Agents whose command line names `tag` (test host names are unique).
+fn agents_named(tag: &str) -> usize {
+    let out = Command::new("pgrep")
+        .args(["-f", &format!("agent --coordinator .* --name {tag}")])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// A host-name prefix unique to this test run.
+fn tag(test: &str) -> String {
+    format!("{test}{}x", std::process::id())
+}
+
+/// Start a local matrix of `hosts` in the background and wait until its
+/// `count` agents run (named with `tag`), plus `settle` into the rounds.
+fn start_matrix(
+    hosts: &str,
+    tag: &str,
+    count: usize,
+    extra: &[&str],
+    json: &std::path::Path,
+    settle: Duration,
+) -> std::process::Child {
+    let mut args = vec![
+        "matrix",
+        "--launch",
+        "local",
+        "--hosts",
+        hosts,
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let child = wulf(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while agents_named(tag) < count && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(settle);
+    child
+}
+
+fn matrix(hosts: &str, extra: &[&str], json: &std::path::Path) -> Output {
+    let mut args = vec![
+        "matrix",
+        "--launch",
+        "local",
+        "--hosts",
+        hosts,
+        "--bandwidth-size",
+        "64Ki",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    wulf(&args).output().unwrap()
+}
+
+#[test]
+fn every_directed_pair_is_measured_and_saved() {
+    let dir = tempdir();
+    let json = dir.path().join("m.json");
+    let csv = dir.path().join("m.csv");
+    let t = tag("pairs");
+    let out = matrix(
+        &format!("{t}[1-4]"),
+        &["--budget", "2s", "--csv", csv.to_str().unwrap()],
+        &json,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("latency, 8 B ping-pong"), "{text}");
+    assert!(text.contains("bandwidth, 64 KiB stream"), "{text}");
+    let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
+    assert!(r.complete);
+    assert_eq!((r.nodes.len(), r.rounds, r.cells.len()), (4, 3, 12));
+    let mut pairs: Vec<(usize, usize)> = r.cells.iter().map(|c| (c.from, c.to)).collect();
+    pairs.sort();
+    pairs.dedup();
+    assert_eq!(pairs.len(), 12, "every directed pair once");
+    for c in &r.cells {
+        assert!(c.error.is_none(), "{:?}", c.error);
+        let l = c.latency.as_ref().unwrap();
+        let b = c.bandwidth.as_ref().unwrap();
+        assert_eq!((l.bytes, b.bytes), (8, 64 << 10));
+        assert!(!l.trials_ns.is_empty() && !b.trials_ns.is_empty());
+        assert!(l.median_ns > 0.0 && b.bits_per_s > 0.0);
+    }
+    for n in &r.nodes {
+        let host = n.host.as_ref().expect("every agent sends its fingerprint");
+        assert_eq!(host.interfaces.len(), 1, "the interface it serves on");
+        assert!(n.address.as_deref().unwrap().starts_with("127.0.0.1:"));
+    }
+    assert_eq!(r.analysis.node_summary.len(), 4);
+    assert!(r.coordinator_cpu_s > 0.0 && r.rounds_s <= r.wall_s);
+    let lines = std::fs::read_to_string(&csv).unwrap().lines().count();
+    assert_eq!(lines, 13, "a header and one row per cell");
+    assert_eq!(agents_named(&t), 0, "no agent outlives the run");
+}
+
+#[test]
+fn unknown_fields_and_other_versions_are_rejected() {
+    let dir = tempdir();
+    let json = dir.path().join("m.json");
+    let out = matrix(
+        &format!("{}[1-2]", tag("schema")),
+        &["--budget", "1s"],
+        &json,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["kind"], "matrix");
+    v["cells"][0]["surprise"] = 1.into();
+    std::fs::write(&json, v.to_string()).unwrap();
+    let e = wulf::result::matrix::read_matrix_result(&json).unwrap_err();
+    assert!(format!("{e:#}").contains("surprise"), "{e:#}");
+    v["cells"][0].as_object_mut().unwrap().remove("surprise");
+    v["schema_version"] = 99.into();
+    std::fs::write(&json, v.to_string()).unwrap();
+    let e = wulf::result::matrix::read_matrix_result(&json).unwrap_err();
+    assert!(format!("{e:#}").contains("schema version"), "{e:#}");
+}
+
+#[test]
+fn sixty_four_simulated_agents_complete_a_quick_matrix() {
+    let dir = tempdir();
+    let json = dir.path().join("m.json");
+    let t = tag("many");
+    let out = matrix(&format!("{t}[1-64]"), &["--budget", "8s"], &json);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
+    assert!(r.complete);
+    assert_eq!((r.rounds, r.cells.len()), (63, 64 * 63));
+    assert!(r
+        .cells
+        .iter()
+        .all(|c| c.error.is_none() && c.bandwidth.is_some()));
+    assert_eq!(agents_named(&t), 0);
+}
+
+#[test]
+fn a_node_killed_mid_matrix_is_named_and_the_rest_saved() {
+    let dir = tempdir();
+    let json = dir.path().join("m.json");
+    let t = tag("kill");
+    let hosts = format!("{t}[1-6]");
+    let child = start_matrix(
+        &hosts,
+        &t,
+        6,
+        &[
+            "--bandwidth-size",
+            "64Ki",
+            "--budget",
+            "10s",
+            "--timeout",
+            "3s",
+        ],
+        &json,
+        Duration::from_millis(1500),
+    );
+    let victim = format!("agent --coordinator .* --name {t}4$");
+    assert!(Command::new("pkill")
+        .args(["-KILL", "-f", &victim])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("missing: {t}4: lost in round")),
+        "{text}"
+    );
+    let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
+    assert!(!r.complete);
+    assert!(r
+        .incomplete_reason
+        .as_deref()
+        .unwrap()
+        .contains(&format!("{t}4")));
+    assert!(r.nodes[3].error.is_some());
+    assert!(r
+        .nodes
+        .iter()
+        .enumerate()
+        .all(|(i, n)| i == 3 || n.error.is_none()));
+    // The other nodes' pairs were all measured.
+    let good = r
+        .cells
+        .iter()
+        .filter(|c| c.from != 3 && c.to != 3 && c.error.is_none())
+        .count();
+    assert_eq!(good, 5 * 4, "{:?}", r.cells);
+    assert_eq!(agents_named(&t), 0);
+}
+
+#[test]
+fn ctrl_c_saves_a_partial_matrix_and_ends_the_agents() {
+    let dir = tempdir();
+    let json = dir.path().join("m.json");
+    let t = tag("int");
+    let hosts = format!("{t}[1-4]");
+    let child = start_matrix(
+        &hosts,
+        &t,
+        4,
+        &["--budget", "20s"],
+        &json,
+        Duration::from_millis(2500),
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
+    assert!(!r.complete);
+    assert_eq!(r.incomplete_reason.as_deref(), Some("interrupted"));
+    assert!(
+        !r.cells.is_empty() && r.cells.len() < 12,
+        "{}",
+        r.cells.len()
+    );
+    assert_eq!(agents_named(&t), 0);
+}
+
+#[test]
+fn nodes_of_another_version_or_without_the_secret_are_named() {
+    let dir = tempdir();
+    let json = dir.path().join("m.json");
+    let fake = dir.path().join("wulf-mixed");
+    let py = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/matrix/fake_agent.py"
+    );
+    // The real wulf for most nodes; the fake agent for two of them.
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ncase \"$5\" in\n  *old) exec python3 {py} \"$3\" \"$5\" old {w} ;;\n  *bad) exec python3 {py} \"$3\" \"$5\" badsecret {w} ;;\n  *) exec {w} \"$@\" ;;\nesac\n",
+            w = common::wulf_bin()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let t = tag("ver");
+    let hosts = format!("{t}1,{t}2,{t}3,{t}old,{t}bad");
+    let out = matrix(
+        &hosts,
+        &[
+            "--budget",
+            "2s",
+            "--timeout",
+            "5s",
+            "--remote-wulf",
+            fake.to_str().unwrap(),
+        ],
+        &json,
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("missing: {t}old: did not join"))
+            && text.contains("this agent runs wulf 0.0.1"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("missing: {t}bad: did not join")) && text.contains("wrong secret"),
+        "{text}"
+    );
+    let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
+    assert!(!r.complete);
+    assert_eq!(r.cells.len(), 6, "the three good nodes' pairs");
+    assert!(r.cells.iter().all(|c| c.error.is_none()));
+}
+
+#[test]
+fn an_unreachable_host_is_named_within_the_timeout() {
+    let dir = tempdir();
+    let json = dir.path().join("m.json");
+    let start = Instant::now();
+    // Nothing listens on port 1 of loopback: ssh is refused at once.
+    let out = wulf(&[
+        "matrix",
+        "--launch",
+        "ssh",
+        "--rsh",
+        "ssh -p 1",
+        "--hosts",
+        "127.0.0.1,127.0.0.2",
+        "--timeout",
+        "3s",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for h in ["127.0.0.1", "127.0.0.2"] {
+        assert!(
+            text.contains(&format!("missing: {h}: did not join")),
+            "{text}"
+        );
+    }
+    assert!(text.contains("exit status: 255"), "{text}");
+    let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
+    assert!(!r.complete && r.cells.is_empty());
+}
+
+#[test]
+fn bad_input_is_exit_2() {
+    for args in [
+        vec!["matrix", "--launch", "local", "--hosts", "a,a"],
+        vec!["matrix", "--launch", "local", "--hosts", "n[3-1]"],
+        vec!["matrix", "--launch", "local", "--hosts", "a"],
+        vec![
+            "matrix", "--launch", "local", "--hosts", "a,b", "--via", "shm",
+        ],
+        vec![
+            "matrix", "--launch", "local", "--hosts", "a,b", "--via", "nope",
+        ],
+        vec!["matrix", "--launch", "bogus", "--hosts", "a,b"],
+        vec!["matrix", "--launch", "lab", "--hosts", "a,b"],
+        vec![
+            "matrix",
+            "--hosts",
+            "a,b",
+            "--remote-wulf",
+            "x;y",
+            "--launch",
+            "ssh",
+        ],
+        vec!["matrix", "--lab", "ge", "--nodes", "1"],
+    ] {
+        let out = wulf(&args).env_remove("SLURM_JOB_ID").output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let out = wulf(&["matrix"])
+        .env_remove("SLURM_JOB_NODELIST")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no nodes"), "{}", stderr(&out));
+}

@@ -1,0 +1,224 @@
+//! `wulf matrix` across the nodes of a link lab: the slow node is named
+//! exactly, the MTU difference is found in the fingerprints, and agents
+//! start through real ssh (an sshd in every node, keys made here).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use common::{labs_possible, stderr, tempdir, wulf, LabGuard};
+use wulf::result::matrix::{read_matrix_result, MatrixResult};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn lab_matrix(spec: &str, nodes: &str, json: &Path) -> MatrixResult {
+    let out = wulf(&[
+        "matrix",
+        "--lab",
+        spec,
+        "--nodes",
+        nodes,
+        "--budget",
+        "6s",
+        "--bandwidth-size",
+        "1Mi",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    read_matrix_result(json).unwrap()
+}
+
+fn names(r: &MatrixResult, idx: &[usize]) -> Vec<String> {
+    idx.iter().map(|&i| r.nodes[i].name.clone()).collect()
+}
+
+#[test]
+fn the_node_on_a_fast_ethernet_link_is_named_exactly() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let dir = tempdir();
+    let r = lab_matrix("ge,node3=fe", "4", &dir.path().join("m.json"));
+    assert!(r.complete);
+    assert!(r.launch.starts_with("lab:"), "{}", r.launch);
+    assert_eq!(r.cells.len(), 12);
+    let slow: Vec<usize> = r
+        .analysis
+        .slow_nodes
+        .iter()
+        .filter(|s| s.metric == "bandwidth")
+        .map(|s| s.node)
+        .collect();
+    assert_eq!(names(&r, &slow), ["node3"], "{:?}", r.analysis);
+    // Every cell of node3 is explained by it, not called a bad link.
+    assert!(r
+        .analysis
+        .outlier_cells
+        .iter()
+        .filter(|c| c.metric == "bandwidth")
+        .all(|c| c.explained_by_node));
+    // And the fingerprints say why: its shaper's rate.
+    let d = r
+        .analysis
+        .fingerprint_differences
+        .iter()
+        .find(|d| d.field == "interfaces[0].shaped_rate_bits_per_s")
+        .unwrap_or_else(|| panic!("{:?}", r.analysis.fingerprint_differences));
+    assert_eq!(names(&r, &d.values[1].nodes), ["node3"]);
+    assert_eq!(d.values[1].value, "100000000");
+}
+
+#[test]
+fn one_node_at_mtu_1500_among_9000_is_a_fingerprint_difference() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let dir = tempdir();
+    let r = lab_matrix(
+        "ge,mtu=9000,mtu.node2=1500",
+        "3",
+        &dir.path().join("m.json"),
+    );
+    let d = r
+        .analysis
+        .fingerprint_differences
+        .iter()
+        .find(|d| d.field == "interfaces[0].mtu_bytes")
+        .unwrap_or_else(|| panic!("{:?}", r.analysis.fingerprint_differences));
+    assert_eq!(d.values[0].value, "9000");
+    assert_eq!(names(&r, &d.values[0].nodes), ["node1", "node3"]);
+    assert_eq!(names(&r, &d.values[1].nodes), ["node2"]);
+}
+
+/// sshd in every node of a lab, with keys made for the test; stopped on drop.
+struct Sshd {
+    children: Vec<Child>,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn keygen(path: &Path) {
+    let ok = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
+
+#[test]
+fn agents_start_through_ssh_between_lab_nodes() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let sshd = Path::new("/usr/sbin/sshd");
+    if !sshd.exists() || !common::in_path("ssh") {
+        if std::env::var_os("WULF_REQUIRE_LAB").is_some() {
+            panic!("openssh-server and openssh-client are required (scripts/install-test-deps)");
+        }
+        eprintln!("SKIPPED: no sshd/ssh");
+        return;
+    }
+    let lab = format!("s{}", std::process::id() % 100_000);
+    let _guard = LabGuard(lab.clone());
+    let up = wulf(&["lab", "up", "--name", &lab, "--nodes", "3", "--link", "ge"])
+        .output()
+        .unwrap();
+    assert!(up.status.success(), "{}", stderr(&up));
+    let dir = tempdir();
+    let d = dir.path();
+    keygen(&d.join("host_key"));
+    keygen(&d.join("id"));
+    std::fs::copy(d.join("id.pub"), d.join("authorized_keys")).unwrap();
+    // sshd insists on its privilege-separation directory.
+    std::fs::create_dir_all("/run/sshd").unwrap();
+    let config = d.join("sshd_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Port 22\nHostKey {k}\nAuthorizedKeysFile {a}\nPermitRootLogin prohibit-password\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n",
+            k = d.join("host_key").display(),
+            a = d.join("authorized_keys").display()
+        ),
+    )
+    .unwrap();
+    let mut daemons = Sshd {
+        children: Vec::new(),
+    };
+    for node in ["node1", "node2", "node3"] {
+        let pid = d.join(format!("{node}.pid"));
+        let child = wulf(&["lab", "exec", "--name", &lab, node, "--"])
+            .arg(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(&config)
+            .arg("-o")
+            .arg(format!("PidFile={}", pid.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        daemons.children.push(child);
+    }
+    let rsh = format!(
+        "ssh -i {} -o UserKnownHostsFile={}",
+        d.join("id").display(),
+        d.join("known_hosts").display()
+    );
+    let json = d.join("m.json");
+    // sshd takes a moment to listen: a first attempt may find it not yet.
+    let start = Instant::now();
+    let out = loop {
+        let out = wulf(&["lab", "exec", "--name", &lab, "node1", "--"])
+            .arg(common::wulf_bin())
+            .args(["matrix", "--launch", "ssh", "--rsh", &rsh])
+            .args(["--hosts", "node1,node2,node3", "--budget", "3s"])
+            .args(["--bandwidth-size", "256Ki", "--quiet", "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        if out.status.success() || start.elapsed() > Duration::from_secs(20) {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+    let r = read_matrix_result(&json).unwrap();
+    assert_eq!(r.launch, "ssh");
+    assert!(r.complete);
+    assert_eq!(r.cells.len(), 6);
+    for n in &r.nodes {
+        // Each agent ran in its own node: its own host name and address.
+        assert_eq!(n.host.as_ref().unwrap().hostname, n.name);
+        assert!(n.address.as_deref().unwrap().starts_with("198.1"), "{n:?}");
+    }
+    drop(daemons);
+}

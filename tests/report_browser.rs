@@ -350,3 +350,67 @@ fn study_report_renders_in_a_real_browser() {
     let png = std::fs::read(&shot).expect("screenshot");
     assert!(png.starts_with(b"\x89PNG") && png.len() > 50_000);
 }
+
+/// A link matrix's report (the fixture: a 4-node ge lab with node3 on fe):
+/// loads without errors, names the slow node and the fingerprint field,
+/// and draws both heatmaps (one square per directed cell, node3's row and
+/// column red in the bandwidth map) and both distributions.
+#[test]
+fn matrix_report_renders_in_a_real_browser() {
+    let Some(browser) = chromium_or_skip() else {
+        return;
+    };
+    let dir = tempdir();
+    let report = file(&dir, "matrix.html");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/matrix/lab-fe-node3.json");
+    let o = run(&[
+        "report",
+        fixture.to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let url = format!("file://{}", report.display());
+    let (dom, log) = headless(&browser, dir.path(), &url, &["--dump-dom"]);
+    assert!(
+        dom.contains("data-ready=\"yes\""),
+        "the page's script did not run; log:\n{log}"
+    );
+    let errors = console_errors(&log);
+    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+    assert!(dom.contains("Link matrix: 4 nodes over tcp"));
+    assert!(
+        dom.contains("<b>Slow node node3</b>"),
+        "slow node not named"
+    );
+    assert!(dom.contains("interfaces[0].shaped_rate_bits_per_s"));
+    let maps: Vec<&str> = dom.split("<figure class=\"heatmap\"").skip(1).collect();
+    assert_eq!(maps.len(), 2, "latency and bandwidth heatmaps");
+    for m in &maps {
+        let m = &m[..m.find("</figure>").unwrap()];
+        assert_eq!(
+            m.matches("<rect").count(),
+            12,
+            "one square per directed cell"
+        );
+    }
+    // node3 (index 2) sends slowly: its squares in the bandwidth map are red.
+    let bw = &maps[1][..maps[1].find("</figure>").unwrap()];
+    let red = bw
+        .split("<rect")
+        .filter(|r| r.contains("<title>node3 →") && r.contains("fill=\"#ff3737\""))
+        .count();
+    assert_eq!(red, 3, "node3's row");
+    assert_eq!(dom.matches("<figure class=\"histogram\"").count(), 2);
+    let shot = artifacts_dir().join("report-matrix.png");
+    let arg = format!("--screenshot={}", shot.display());
+    let _ = headless(
+        &browser,
+        dir.path(),
+        &url,
+        &[&arg, "--window-size=1280,1800"],
+    );
+    let png = std::fs::read(&shot).expect("screenshot");
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000);
+}

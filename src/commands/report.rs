@@ -14,6 +14,7 @@ use anyhow::Result;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report;
 use crate::report::study_html::LoadedStudy;
+use crate::result::matrix::{is_matrix_result, read_matrix_result, MatrixResult};
 use crate::result::{
     is_npb_result, is_study_result, read_npb_result, read_result, read_study_result,
     write_atomically, NpbResult, SweepResult,
@@ -54,10 +55,12 @@ pub fn read_any(paths: &[PathBuf]) -> Result<(Vec<SweepResult>, Vec<NpbResult>)>
 /// Read every result file: sweeps, NPB results and study summaries (each
 /// with the sweep files it names, relative to its own directory; one that
 /// is missing is left out of the charts, its table cells stay).
-pub fn read_all(paths: &[PathBuf]) -> Result<(Vec<SweepResult>, Vec<NpbResult>, Vec<LoadedStudy>)> {
-    let (mut plain, mut studies) = (Vec::new(), Vec::new());
+pub fn read_all(paths: &[PathBuf]) -> Result<Loaded> {
+    let (mut plain, mut studies, mut matrices) = (Vec::new(), Vec::new(), Vec::new());
     for p in paths {
-        if is_study_result(p) {
+        if is_matrix_result(p) {
+            matrices.push(read_matrix_result(p)?);
+        } else if is_study_result(p) {
             let summary = read_study_result(p)?;
             let dir = p.parent().unwrap_or(Path::new("."));
             let sweeps = summary
@@ -74,7 +77,24 @@ pub fn read_all(paths: &[PathBuf]) -> Result<(Vec<SweepResult>, Vec<NpbResult>, 
         }
     }
     let (sweeps, npb) = read_any(&plain)?;
-    Ok((sweeps, npb, studies))
+    Ok(Loaded {
+        sweeps,
+        npb,
+        studies,
+        matrices,
+    })
+}
+
+/// Every result `wulf report` was given, by kind.
+pub struct Loaded {
+    /// Sweep results.
+    pub sweeps: Vec<SweepResult>,
+    /// NPB results.
+    pub npb: Vec<NpbResult>,
+    /// Study summaries with their sweeps.
+    pub studies: Vec<LoadedStudy>,
+    /// Link matrices.
+    pub matrices: Vec<MatrixResult>,
 }
 
 /// The format an output path implies by its extension.
@@ -182,10 +202,10 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         if let Some(p) = args
             .results
             .iter()
-            .find(|p| is_npb_result(p) || is_study_result(p))
+            .find(|p| is_npb_result(p) || is_study_result(p) || is_matrix_result(p))
         {
             return Err(crate::error::usage(format!(
-                "{} is an NPB result or a study summary: the {} format holds the points of sweep \
+                "{} is an NPB result, a study summary or a link matrix: the {} format holds the points of sweep \
                  results only; they go into the html or markdown formats",
                 p.display(),
                 format_name(format)
@@ -198,8 +218,22 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
             args.results.len()
         )));
     }
-    let (sweeps, npb, studies) = read_all(&args.results)?;
-    let bytes = render_with_studies(&sweeps, &npb, &studies, format)?;
+    let all = read_all(&args.results)?;
+    let bytes = if format == ReportFormat::Html {
+        report::html::to_html_full(&all.sweeps, &all.npb, &all.studies, &all.matrices)?.into_bytes()
+    } else {
+        let mut b = if all.sweeps.is_empty() && all.npb.is_empty() && all.studies.is_empty() {
+            Vec::new()
+        } else {
+            render_with_studies(&all.sweeps, &all.npb, &all.studies, format)?
+        };
+        // Markdown only: the other formats refused matrices above.
+        for m in &all.matrices {
+            let text = report::matrix_text::to_text(m);
+            b.extend(format!("\n## Link matrix\n\n```\n{text}```\n").into_bytes());
+        }
+        b
+    };
     let out = match (&args.output, format) {
         (Some(p), _) => p.clone(),
         (None, ReportFormat::Html) => PathBuf::from("report.html"),

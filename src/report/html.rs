@@ -22,6 +22,7 @@ use super::npb_html::{npb_labels, npb_machines, npb_sections};
 use super::study_html::{study_sections, LoadedStudy};
 use super::summary::{labels, num_or_dash, physical_limit, size_or_dash, summary_row, SummaryRow};
 use crate::analysis::Analysis;
+use crate::result::matrix::MatrixResult;
 use crate::result::{NpbResult, SweepResult};
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
 
@@ -44,6 +45,17 @@ pub fn to_html_with_studies(
     sweeps: &[SweepResult],
     npb: &[NpbResult],
     studies: &[LoadedStudy],
+) -> Result<String> {
+    to_html_full(sweeps, npb, studies, &[])
+}
+
+/// The report for every kind of result: [`to_html_with_studies`] and a
+/// section per link matrix ([`super::matrix_html`]) after the studies.
+pub fn to_html_full(
+    sweeps: &[SweepResult],
+    npb: &[NpbResult],
+    studies: &[LoadedStudy],
+    matrices: &[MatrixResult],
 ) -> Result<String> {
     let results = sweeps;
     let names = labels(results);
@@ -80,10 +92,10 @@ pub fn to_html_with_studies(
         esc(&title(&all_names))
     );
     h.push_str(ERROR_TRAP);
-    header(&mut h, results, npb, studies);
+    header(&mut h, results, npb, studies, matrices);
     // A report of NPB results (or studies) only has no sweep sections: empty
     // tables and charts without data would only say "nothing here" five times.
-    if !results.is_empty() || (npb.is_empty() && studies.is_empty()) {
+    if !results.is_empty() || (npb.is_empty() && studies.is_empty() && matrices.is_empty()) {
         highlights(&mut h, &rows, &analyses);
         summary_table(&mut h, &rows);
         warnings(&mut h, results, &names);
@@ -92,6 +104,7 @@ pub fn to_html_with_studies(
     }
     npb_sections(&mut h, npb, &npb_names)?;
     study_sections(&mut h, studies)?;
+    super::matrix_html::matrix_sections(&mut h, matrices);
     h.push_str("<section id=machines><h2>Machines and command lines</h2>\n");
     machines(&mut h, results, &names);
     npb_machines(&mut h, npb, &npb_names);
@@ -108,12 +121,23 @@ fn title(names: &[String]) -> String {
     }
 }
 
-fn header(h: &mut String, results: &[SweepResult], npb: &[NpbResult], studies: &[LoadedStudy]) {
+fn header(
+    h: &mut String,
+    results: &[SweepResult],
+    npb: &[NpbResult],
+    studies: &[LoadedStudy],
+    matrices: &[MatrixResult],
+) {
     let mut hosts: Vec<&str> = results
         .iter()
         .map(|r| r.host.hostname.as_str())
         .chain(npb.iter().map(|r| r.host.hostname.as_str()))
         .chain(studies.iter().map(|s| s.summary.host.hostname.as_str()))
+        .chain(
+            matrices
+                .iter()
+                .flat_map(|m| m.nodes.first().map(|n| n.name.as_str())),
+        )
         .collect();
     hosts.dedup();
     let mut started: Vec<&str> = results
@@ -121,6 +145,7 @@ fn header(h: &mut String, results: &[SweepResult], npb: &[NpbResult], studies: &
         .map(|r| r.started_at.as_str())
         .chain(npb.iter().map(|r| r.started_at.as_str()))
         .chain(studies.iter().map(|s| s.summary.started_at.as_str()))
+        .chain(matrices.iter().map(|m| m.started_at.as_str()))
         .collect();
     started.sort();
     let when = match (started.first(), started.last()) {
@@ -131,6 +156,9 @@ fn header(h: &mut String, results: &[SweepResult], npb: &[NpbResult], studies: &
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let what = match (results.len(), npb.len()) {
+        (0, 0) if !matrices.is_empty() && studies.is_empty() => {
+            plural(matrices.len(), "link matrix", "link matrices")
+        }
         (0, 0) if !studies.is_empty() => plural(studies.len(), "study", "studies"),
         (n, 0) => plural(n, "result", "results"),
         (0, m) => plural(m, "NPB result", "NPB results"),

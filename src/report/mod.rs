@@ -18,6 +18,7 @@ pub mod html;
 mod html_details;
 pub mod markdown;
 pub mod matrix_csv;
+pub mod matrix_html;
 pub mod matrix_text;
 pub mod npb_charts;
 pub mod npb_html;

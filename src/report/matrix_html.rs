@@ -1,0 +1,339 @@
+//! The report's section for a link matrix (`wulf matrix`): the findings
+//! first (slow nodes, slow links, asymmetric pairs, fingerprint
+//! differences, missing nodes), then latency and bandwidth heatmaps, the
+//! distribution of the cells, and the node table.
+//!
+//! Heatmaps are inline SVG, one square per directed cell (row: measuring
+//! node or sender), coloured by how far the cell is from the median of
+//! all cells on a diverging scale (blue better, red worse, saturating at
+//! half or twice the median), each with a tooltip. Beyond
+//! [`HEATMAP_MAX_NODES`] nodes the squares would be too many to draw and
+//! too small to see; the node table and the findings remain.
+
+use std::fmt::Write;
+
+use super::html_details::esc;
+use crate::result::matrix::{MatrixCell, MatrixResult};
+use crate::units::format_bytes;
+
+/// Most nodes drawn as a heatmap.
+pub const HEATMAP_MAX_NODES: usize = 128;
+/// Bins of the cell histograms.
+const BINS: usize = 24;
+
+/// One section per matrix.
+pub fn matrix_sections(h: &mut String, matrices: &[MatrixResult]) {
+    for (i, m) in matrices.iter().enumerate() {
+        section(h, m, i + 1);
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Metric {
+    Latency,
+    Bandwidth,
+}
+
+impl Metric {
+    fn value(self, c: &MatrixCell) -> Option<f64> {
+        match self {
+            Metric::Latency => c.latency_ns(),
+            Metric::Bandwidth => c.bits_per_s(),
+        }
+    }
+
+    fn show(self, v: f64) -> String {
+        match self {
+            Metric::Latency => format!("{:.1} us", v / 1e3),
+            Metric::Bandwidth => format!("{:.1} Mbit/s", v / 1e6),
+        }
+    }
+
+    /// log2 of how much worse than the median, clamped to [-1, 1].
+    fn badness(self, v: f64, median: f64) -> f64 {
+        let r = match self {
+            Metric::Latency => v / median,
+            Metric::Bandwidth => median / v,
+        };
+        r.log2().clamp(-1.0, 1.0)
+    }
+}
+
+fn section(h: &mut String, m: &MatrixResult, no: usize) {
+    let _ = write!(
+        h,
+        "<section id=matrix{no} class=matrix><h2>Link matrix: {} nodes over {}{}</h2>\n\
+         <p class=sub>agents by {} &middot; {} rounds, {} &middot; latency: {} ping-pong, one-way; \
+         bandwidth: {} stream &middot; {:.1} s ({:.1} s measuring, coordinator CPU {:.2} s)</p>\n",
+        m.nodes.len(),
+        esc(&m.via),
+        if m.complete {
+            ""
+        } else {
+            " <span class=bad>incomplete</span>"
+        },
+        esc(&m.launch),
+        m.rounds,
+        if m.serial {
+            "one pair at a time"
+        } else {
+            "pairs of a round at once"
+        },
+        format_bytes(m.latency_bytes),
+        format_bytes(m.bandwidth_bytes),
+        m.wall_s,
+        m.rounds_s,
+        m.coordinator_cpu_s
+    );
+    findings(h, m);
+    h.push_str("<div class=charts>\n");
+    for (metric, title) in [
+        (Metric::Latency, "Latency (row: measuring node)"),
+        (Metric::Bandwidth, "Bandwidth (row: sender)"),
+    ] {
+        let median = match metric {
+            Metric::Latency => m.analysis.latency.map(|s| s.median),
+            Metric::Bandwidth => m.analysis.bandwidth.map(|s| s.median),
+        };
+        let Some(median) = median else { continue };
+        if m.nodes.len() <= HEATMAP_MAX_NODES {
+            heatmap(h, m, metric, median, title);
+        }
+        histogram(h, m, metric, title);
+    }
+    h.push_str("</div>\n");
+    node_table(h, m);
+    h.push_str("</section>\n");
+}
+
+fn findings(h: &mut String, m: &MatrixResult) {
+    let name = |i: usize| esc(&m.nodes[i].name);
+    let a = &m.analysis;
+    let mut items = Vec::new();
+    let metric = |s: &str| {
+        if s == "latency" {
+            Metric::Latency
+        } else {
+            Metric::Bandwidth
+        }
+    };
+    for s in &a.slow_nodes {
+        let k = metric(&s.metric);
+        items.push(format!(
+            "<b>Slow node {}</b>: {} {} against {} between the other nodes ({:.0}% of its cells)",
+            name(s.node),
+            esc(&s.metric),
+            k.show(s.value),
+            k.show(s.median),
+            100.0 * s.share_outlying
+        ));
+    }
+    for c in a.outlier_cells.iter().filter(|c| !c.explained_by_node) {
+        let k = metric(&c.metric);
+        items.push(format!(
+            "<b>Slow link {} &rarr; {}</b>: {} {} (median {}, score {:.1})",
+            name(c.from),
+            name(c.to),
+            esc(&c.metric),
+            k.show(c.value),
+            k.show(c.median),
+            c.score
+        ));
+    }
+    for p in &a.asymmetric_pairs {
+        let k = metric(&p.metric);
+        items.push(format!(
+            "<b>Asymmetric pair {} &harr; {}</b>: {} {} one way, {} the other",
+            name(p.a),
+            name(p.b),
+            esc(&p.metric),
+            k.show(p.a_to_b),
+            k.show(p.b_to_a)
+        ));
+    }
+    for d in &a.fingerprint_differences {
+        let values: Vec<String> = d
+            .values
+            .iter()
+            .map(|v| {
+                let who: Vec<String> = v.nodes.iter().map(|&i| name(i)).collect();
+                format!("<code>{}</code> on {}", esc(&v.value), who.join(", "))
+            })
+            .collect();
+        items.push(format!(
+            "<b>Fingerprints differ</b> in <code>{}</code>: {}",
+            esc(&d.field),
+            values.join("; ")
+        ));
+    }
+    for n in m.nodes.iter().filter(|n| n.error.is_some()) {
+        items.push(format!(
+            "<b>Missing {}</b>: {}",
+            esc(&n.name),
+            esc(n.error.as_deref().unwrap_or(""))
+        ));
+    }
+    if items.is_empty() {
+        h.push_str("<p class=findings>No slow node, slow link, asymmetric pair or fingerprint difference.</p>\n");
+        return;
+    }
+    h.push_str("<ul class=findings>\n");
+    for i in items {
+        let _ = writeln!(h, "<li>{i}</li>");
+    }
+    h.push_str("</ul>\n");
+}
+
+fn heatmap(h: &mut String, m: &MatrixResult, metric: Metric, median: f64, title: &str) {
+    let n = m.nodes.len();
+    let cell = (480 / n.max(1)).clamp(3, 40);
+    let label = if n <= 32 { 70 } else { 0 };
+    let size = label + cell * n;
+    let _ = write!(
+        h,
+        "<figure class=heatmap><figcaption>{} &middot; median {}</figcaption>\n\
+         <svg xmlns='http://www.w3.org/2000/svg' width={size} height={size} role=img>\n",
+        esc(title),
+        metric.show(median)
+    );
+    if label > 0 {
+        for (i, node) in m.nodes.iter().enumerate() {
+            let mid = label + i * cell + cell / 2;
+            let _ = write!(
+                h,
+                "<text x={} y={mid} font-size=10 text-anchor=end dominant-baseline=middle>{}</text>\
+                 <text x={mid} y={} font-size=10 text-anchor=start transform='rotate(-90 {mid} {})'>{}</text>\n",
+                label - 4,
+                esc(&node.name),
+                label - 4,
+                label - 4,
+                esc(&node.name)
+            );
+        }
+    }
+    for c in &m.cells {
+        let (x, y) = (label + c.to * cell, label + c.from * cell);
+        let (fill, tip) = match metric.value(c) {
+            Some(v) => (
+                color(metric.badness(v, median)),
+                format!(
+                    "{} → {}: {}",
+                    m.nodes[c.from].name,
+                    m.nodes[c.to].name,
+                    metric.show(v)
+                ),
+            ),
+            None => (
+                "#999".to_string(),
+                format!(
+                    "{} → {}: {}",
+                    m.nodes[c.from].name,
+                    m.nodes[c.to].name,
+                    c.error.as_deref().unwrap_or("not measured")
+                ),
+            ),
+        };
+        let _ = writeln!(
+            h,
+            "<rect x={x} y={y} width={cell} height={cell} fill='{fill}' stroke='#fff' stroke-width=0.5><title>{}</title></rect>",
+            esc(&tip)
+        );
+    }
+    h.push_str("</svg></figure>\n");
+}
+
+/// Diverging colour: -1 (twice as good) blue, 0 white, 1 (twice as bad) red.
+fn color(badness: f64) -> String {
+    let t = badness.abs();
+    let (r, g, b) = if badness > 0.0 {
+        (255.0, 255.0 - 200.0 * t, 255.0 - 200.0 * t)
+    } else {
+        (255.0 - 200.0 * t, 255.0 - 120.0 * t, 255.0)
+    };
+    format!("#{:02x}{:02x}{:02x}", r as u8, g as u8, b as u8)
+}
+
+fn histogram(h: &mut String, m: &MatrixResult, metric: Metric, title: &str) {
+    let values: Vec<f64> = m.cells.iter().filter_map(|c| metric.value(c)).collect();
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    if values.is_empty() || !lo.is_finite() {
+        return;
+    }
+    let width = (hi - lo).max(hi.abs() * 1e-9).max(f64::MIN_POSITIVE);
+    let mut counts = [0usize; BINS];
+    for v in &values {
+        let i = (((v - lo) / width) * BINS as f64) as usize;
+        counts[i.min(BINS - 1)] += 1;
+    }
+    let top = counts.iter().copied().max().unwrap_or(1).max(1);
+    let (w, ht, bar) = (BINS * 14 + 20, 140, 14);
+    let _ = write!(
+        h,
+        "<figure class=histogram><figcaption>{}: distribution of {} cells, {} to {}</figcaption>\n\
+         <svg xmlns='http://www.w3.org/2000/svg' width={w} height={} role=img>\n",
+        esc(title),
+        values.len(),
+        metric.show(lo),
+        metric.show(hi),
+        ht + 20
+    );
+    for (i, &c) in counts.iter().enumerate() {
+        let bh = (c as f64 / top as f64 * ht as f64).round() as usize;
+        let from = lo + width * i as f64 / BINS as f64;
+        let to = lo + width * (i + 1) as f64 / BINS as f64;
+        let _ = writeln!(
+            h,
+            "<rect x={} y={} width={} height={bh} fill='#4a7ab5'><title>{c} cells, {} to {}</title></rect>",
+            10 + i * bar,
+            ht - bh,
+            bar - 2,
+            esc(&metric.show(from)),
+            esc(&metric.show(to))
+        );
+    }
+    let _ = write!(
+        h,
+        "<line x1=10 y1={ht} x2={} y2={ht} stroke='#333'/></svg></figure>\n",
+        10 + BINS * bar
+    );
+}
+
+fn node_table(h: &mut String, m: &MatrixResult) {
+    h.push_str(
+        "<table class=nodes><caption>Nodes: medians of every cell each takes part in</caption>\n\
+         <tr><th>node</th><th>address</th><th>latency</th><th>bandwidth</th><th>failed cells</th><th>kernel</th><th>interface</th><th>note</th></tr>\n",
+    );
+    for (i, node) in m.nodes.iter().enumerate() {
+        let s = m.analysis.node_summary.get(i);
+        let iface = node
+            .host
+            .as_ref()
+            .and_then(|h| h.interfaces.first())
+            .map(|x| {
+                format!(
+                    "{} {} mtu {}",
+                    x.name,
+                    x.driver.as_deref().unwrap_or("?"),
+                    x.mtu_bytes.map_or("?".into(), |v| v.to_string())
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=bad>{}</td></tr>",
+            esc(&node.name),
+            esc(node.address.as_deref().unwrap_or("-")),
+            s.and_then(|s| s.latency_ns).map_or("-".into(), |v| Metric::Latency.show(v)),
+            s.and_then(|s| s.bits_per_s).map_or("-".into(), |v| Metric::Bandwidth.show(v)),
+            s.map_or(0, |s| s.failed_cells),
+            esc(node.host.as_ref().map_or("-", |h| h.kernel.as_str())),
+            esc(&iface),
+            esc(node.error.as_deref().unwrap_or(""))
+        );
+    }
+    h.push_str("</table>\n");
+}

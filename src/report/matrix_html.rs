@@ -199,10 +199,10 @@ fn heatmap(h: &mut String, m: &MatrixResult, metric: Metric, median: f64, title:
     if label > 0 {
         for (i, node) in m.nodes.iter().enumerate() {
             let mid = label + i * cell + cell / 2;
-            let _ = write!(
+            let _ = writeln!(
                 h,
                 "<text x={} y={mid} font-size=10 text-anchor=end dominant-baseline=middle>{}</text>\
-                 <text x={mid} y={} font-size=10 text-anchor=start transform='rotate(-90 {mid} {})'>{}</text>\n",
+                 <text x={mid} y={} font-size=10 text-anchor=start transform='rotate(-90 {mid} {})'>{}</text>",
                 label - 4,
                 esc(&node.name),
                 label - 4,
@@ -295,9 +295,9 @@ fn histogram(h: &mut String, m: &MatrixResult, metric: Metric, title: &str) {
             esc(&metric.show(to))
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<line x1=10 y1={ht} x2={} y2={ht} stroke='#333'/></svg></figure>\n",
+        "<line x1=10 y1={ht} x2={} y2={ht} stroke='#333'/></svg></figure>",
         10 + BINS * bar
     );
 }

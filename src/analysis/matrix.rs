@@ -37,7 +37,7 @@ use crate::result::matrix::{
 use crate::stats::robust::{median_mad, z_score, OUTLIER_Z};
 
 /// Least relative shortfall of an outlying value.
-pub const MIN_RELATIVE: f64 = 0.10;
+pub const MIN_RELATIVE: f64 = 0.15;
 /// Share of a node's cells that must be outlying for the node to be slow.
 pub const SLOW_NODE_SHARE: f64 = 0.75;
 /// Bandwidth ratio between a pair's directions that makes it asymmetric.

@@ -28,8 +28,8 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// What an agent needs to start.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
-    /// The coordinator's control address.
-    pub coordinator: SocketAddr,
+    /// The coordinator's control addresses, tried in order.
+    pub coordinator: Vec<SocketAddr>,
     /// The node name this agent stands for (its host name by default).
     pub name: String,
     /// The run's secret (from [`SECRET_ENV`] or stdin).
@@ -58,8 +58,7 @@ pub fn read_secret() -> Result<String> {
 
 /// Run the agent to the end of its run.
 pub fn run(opts: &AgentOptions) -> Result<()> {
-    let stream = TcpStream::connect_timeout(&opts.coordinator, HANDSHAKE_TIMEOUT)
-        .with_context(|| format!("cannot reach the coordinator at {}", opts.coordinator))?;
+    let stream = connect_any(&opts.coordinator)?;
     keepalive(&stream)?;
     stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
     stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
@@ -130,6 +129,27 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
             return Ok(());
         }
     }
+}
+
+/// The first of `addrs` that answers (each tried for a few seconds: one
+/// published address may be on a network this node cannot reach).
+fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream> {
+    let each = if addrs.len() > 1 {
+        Duration::from_secs(3)
+    } else {
+        HANDSHAKE_TIMEOUT
+    };
+    let mut last = None;
+    for a in addrs {
+        match TcpStream::connect_timeout(a, each) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(format!("{a}: {e}")),
+        }
+    }
+    bail!(
+        "cannot reach the coordinator ({})",
+        last.unwrap_or_else(|| "no address".into())
+    )
 }
 
 /// Accept the other agents' measuring sessions, one thread each (the

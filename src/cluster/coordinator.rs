@@ -25,8 +25,12 @@ use crate::result::matrix::{MatrixCell, MatrixNode};
 /// What a matrix measures and how.
 #[derive(Debug, Clone)]
 pub struct MatrixPlan {
-    /// The nodes.
+    /// The nodes; empty when the agents were started by a launcher that
+    /// ran this command on every node (`srun wulf matrix`): they are then
+    /// named by the agents as they join.
     pub hosts: Vec<String>,
+    /// Agents expected (the number of hosts, or the launcher's task count).
+    pub expected: usize,
     /// Transport between agents.
     pub via: String,
     /// Ping-pong size, bytes.
@@ -64,7 +68,6 @@ struct Member {
 
 /// Start the agents with `launcher`, run the matrix, end the agents.
 pub fn run(plan: &MatrixPlan, launcher: &dyn Launcher) -> Result<Gathered> {
-    let n = plan.hosts.len();
     let ip = launcher.coordinator_ip(&plan.hosts)?;
     let listener = TcpListener::bind(SocketAddr::new(ip, 0))
         .with_context(|| format!("cannot listen for agents on {ip}"))?;
@@ -81,7 +84,7 @@ pub fn run(plan: &MatrixPlan, launcher: &dyn Launcher) -> Result<Gathered> {
             error: None,
         })
         .collect();
-    let mut members: Vec<Member> = (0..n)
+    let mut members: Vec<Member> = (0..plan.hosts.len())
         .map(|_| Member {
             ch: None,
             serve_address: String::new(),
@@ -95,6 +98,7 @@ pub fn run(plan: &MatrixPlan, launcher: &dyn Launcher) -> Result<Gathered> {
         &mut nodes,
         &mut members,
     )?;
+    let n = nodes.len();
     let mut trouble = nodes.iter().any(|x| x.error.is_some());
     let joined = members.iter().filter(|m| m.ch.is_some()).count();
     let started = Instant::now();
@@ -119,7 +123,9 @@ pub fn run(plan: &MatrixPlan, launcher: &dyn Launcher) -> Result<Gathered> {
                     interrupted = true;
                     break 'rounds;
                 }
-                trouble |= measure_group(plan, r, &group, &mut members, &mut nodes, &mut cells);
+                let budget = cell_budget(plan, n);
+                trouble |=
+                    measure_group(plan, budget, r, &group, &mut members, &mut nodes, &mut cells);
             }
         }
     }
@@ -136,10 +142,14 @@ pub fn run(plan: &MatrixPlan, launcher: &dyn Launcher) -> Result<Gathered> {
         .filter(|x| x.error.is_some())
         .map(|x| x.name.as_str())
         .collect();
+    let failed = cells.iter().filter(|c| c.error.is_some()).count();
     let incomplete = if interrupted {
         Some("interrupted".to_string())
     } else if !lost.is_empty() {
         Some(format!("nodes missing or lost: {}", lost.join(", ")))
+    } else if failed > 0 {
+        trouble = true;
+        Some(format!("{failed} cells failed"))
     } else {
         None
     };
@@ -161,9 +171,8 @@ fn cell_deadline(plan: &MatrixPlan, cell_budget: Duration) -> Duration {
     cell_budget * 3 + plan.timeout * 4 + Duration::from_secs(20)
 }
 
-/// The budget of one cell.
-fn cell_budget(plan: &MatrixPlan) -> Duration {
-    let n = plan.hosts.len();
+/// The budget of one cell among `n` nodes.
+fn cell_budget(plan: &MatrixPlan, n: usize) -> Duration {
     let steps = if plan.serial {
         n * n.saturating_sub(1)
     } else {
@@ -175,13 +184,13 @@ fn cell_budget(plan: &MatrixPlan) -> Duration {
 /// Measure one group of directed pairs at once; true when a node was lost.
 fn measure_group(
     plan: &MatrixPlan,
+    budget: Duration,
     round: usize,
     group: &[(usize, usize)],
     members: &mut [Member],
     nodes: &mut [MatrixNode],
     cells: &mut Vec<MatrixCell>,
 ) -> bool {
-    let budget = cell_budget(plan);
     let mut lost = false;
     let mut sent = Vec::with_capacity(group.len());
     for &(from, to) in group {
@@ -280,10 +289,11 @@ fn admit(
     listener: TcpListener,
     secret: &str,
     agents: &mut Agents,
-    nodes: &mut [MatrixNode],
-    members: &mut [Member],
+    nodes: &mut Vec<MatrixNode>,
+    members: &mut Vec<Member>,
 ) -> Result<()> {
-    let n = plan.hosts.len();
+    let n = plan.expected;
+    let named_by_agents = plan.hosts.is_empty();
     // Starting a thousand remote shells takes time of its own.
     let wait = plan.timeout.max(Duration::from_secs(10)) + Duration::from_millis(20 * n as u64);
     let deadline = Instant::now() + wait;
@@ -312,15 +322,36 @@ fn admit(
             Err(e) => return Err(e).context("cannot accept agents"),
         }
         while let Ok((join, mut ch)) = rx.try_recv() {
-            let Some(i) = plan.hosts.iter().position(|h| *h == join.name) else {
-                let _ = ch.send(&Order::Refused {
-                    message: format!("'{}' is not a node of this run", join.name),
-                });
-                continue;
+            let known = nodes.iter().position(|x| x.name == join.name);
+            let i = match known {
+                Some(i) => i,
+                None if named_by_agents && nodes.len() < n => {
+                    nodes.push(MatrixNode {
+                        name: join.name.clone(),
+                        address: None,
+                        host: None,
+                        error: None,
+                    });
+                    members.push(Member {
+                        ch: None,
+                        serve_address: String::new(),
+                    });
+                    nodes.len() - 1
+                }
+                None => {
+                    let _ = ch.send(&Order::Refused {
+                        message: format!("'{}' is not a node of this run", join.name),
+                    });
+                    continue;
+                }
             };
             if members[i].ch.is_some() {
                 let _ = ch.send(&Order::Refused {
-                    message: format!("{} has already joined", join.name),
+                    message: format!(
+                        "{} has already joined: run one task per node (srun \
+                         --ntasks-per-node=1, mpirun --map-by ppr:1:node)",
+                        join.name
+                    ),
                 });
                 continue;
             }
@@ -347,6 +378,24 @@ fn admit(
         if m.ch.is_none() {
             let why = agents.why_missing(&plan.hosts[i]);
             nodes[i].error = Some(format!("did not join within {}s: {why}", wait.as_secs()));
+        }
+    }
+    if named_by_agents {
+        if joined < n {
+            anyhow::ensure!(
+                joined >= 2,
+                crate::error::peer(format!(
+                    "only {joined} of {n} agents joined within {}s",
+                    wait.as_secs()
+                ))
+            );
+        }
+        // Node order by name, as a host list would give it.
+        let mut both: Vec<(MatrixNode, Member)> = nodes.drain(..).zip(members.drain(..)).collect();
+        both.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        for (node, member) in both {
+            nodes.push(node);
+            members.push(member);
         }
     }
     Ok(())

@@ -46,6 +46,11 @@ struct Launched {
 }
 
 impl Agents {
+    /// No processes (the launcher that started wulf started the agents).
+    pub fn none() -> Agents {
+        Agents { procs: Vec::new() }
+    }
+
     /// For a host that never joined: what its launch printed, or that it
     /// is still running.
     pub fn why_missing(&mut self, host: &str) -> String {

@@ -23,5 +23,6 @@ pub mod agent;
 pub mod coordinator;
 pub mod hostlist;
 pub mod launch;
+pub mod launched;
 pub mod protocol;
 pub mod schedule;

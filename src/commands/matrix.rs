@@ -48,6 +48,24 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
             args.via
         )));
     }
+    // Started on every node by srun or mpirun: rank 0 coordinates.
+    let task = (args.hosts.is_none() && args.hostfile.is_none() && args.launch.is_none())
+        .then(crate::cluster::launched::task)
+        .flatten();
+    if let Some(t) = &task {
+        let file = crate::cluster::launched::rendezvous_path(&std::env::current_dir()?, t);
+        if t.rank != 0 {
+            crate::EXIT_ON_SIGNAL.store(true, std::sync::atomic::Ordering::Relaxed);
+            return crate::cluster::launched::join(&file, node_name(None)?, args.timeout);
+        }
+        let launcher = crate::cluster::launched::FromLauncher {
+            task: t.clone(),
+            file,
+            name: node_name(None)?,
+        };
+        let plan = plan(args, Vec::new(), t.size);
+        return measure(args, &plan, &launcher);
+    }
     let hosts = hosts(args)?;
     if hosts.len() < 2 {
         return Err(usage(format!(
@@ -56,7 +74,13 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
         )));
     }
     let launcher = launcher(args)?;
-    let plan = MatrixPlan {
+    let expected = hosts.len();
+    measure(args, &plan(args, hosts, expected), launcher.as_ref())
+}
+
+fn plan(args: &MatrixArgs, hosts: Vec<String>, expected: usize) -> MatrixPlan {
+    MatrixPlan {
+        expected,
         hosts,
         via: args.via.clone(),
         latency_bytes: args.latency_size,
@@ -64,18 +88,22 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
         budget: args.budget,
         timeout: args.timeout,
         serial: args.serial,
-    };
+    }
+}
+
+/// Run the matrix, print it, save it; the exit code says what went wrong.
+fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Result<()> {
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     if !args.quiet {
         eprintln!(
             "wulf matrix: {} nodes, {} rounds, agents by {}",
-            plan.hosts.len(),
-            crate::cluster::schedule::rounds(plan.hosts.len()),
+            plan.expected,
+            crate::cluster::schedule::rounds(plan.expected),
             launcher.name()
         );
     }
-    let g = coordinator::run(&plan, launcher.as_ref())?;
+    let g = coordinator::run(plan, launcher)?;
     let analysis = crate::analysis::matrix::analyse(&g.nodes, &g.cells);
     let result = MatrixResult {
         kind: MATRIX_KIND.into(),
@@ -131,19 +159,25 @@ pub fn execute_agent(args: &AgentArgs) -> Result<()> {
     // Agents run in process groups of their own; a signal sent to one
     // ends it at once (its coordinator notices).
     crate::EXIT_ON_SIGNAL.store(true, std::sync::atomic::Ordering::Relaxed);
-    let name = match &args.name {
-        Some(n) => n.clone(),
-        None => std::env::var("SLURMD_NODENAME").or_else(|_| {
-            nix::unistd::gethostname()
-                .context("cannot read the host name")
-                .map(|h| h.to_string_lossy().into_owned())
-        })?,
-    };
     agent::run(&AgentOptions {
-        coordinator: args.coordinator,
-        name,
+        coordinator: vec![args.coordinator],
+        name: node_name(args.name.as_deref())?,
         secret: agent::read_secret()?,
     })
+}
+
+/// The name an agent goes by: given, else Slurm's node name, else the
+/// host name.
+fn node_name(given: Option<&str>) -> Result<String> {
+    if let Some(n) = given {
+        return Ok(n.to_string());
+    }
+    if let Ok(n) = std::env::var("SLURMD_NODENAME") {
+        return Ok(n);
+    }
+    nix::unistd::gethostname()
+        .context("cannot read the host name")
+        .map(|h| h.to_string_lossy().into_owned())
 }
 
 fn hosts(args: &MatrixArgs) -> Result<Vec<String>> {

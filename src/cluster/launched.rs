@@ -1,0 +1,267 @@
+//! The other way round: `srun -N 8 wulf matrix` or `mpirun -np 8 --map-by
+//! ppr:1:node wulf matrix`. The launcher starts wulf on every node; each
+//! task reads its rank and the task count from the launcher's environment
+//! (Slurm, Open MPI, or any PMI launcher such as MPICH's Hydra), rank 0
+//! coordinates and measures as one of the nodes, the others become agents.
+//!
+//! Rank 0 tells the others where it listens through a rendezvous file in
+//! the working directory (launchers start every task there, and clusters
+//! share it): its addresses, its port and the run's secret, readable by
+//! the user alone, written atomically and removed at the end. The file is
+//! named after the job where the launcher says which job it is (Slurm's
+//! job and step, Open MPI's namespace); an agent takes only a file written
+//! since shortly before it started, so a stale one from an earlier run is
+//! never used.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::agent::{self, AgentOptions};
+use super::launch::{Agents, Launcher};
+
+/// How far before an agent's start a rendezvous file may have been written
+/// (tasks of one launch start within moments of each other).
+const FRESHNESS: Duration = Duration::from_secs(60);
+
+/// This process's place in a launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// 0-based rank.
+    pub rank: usize,
+    /// Tasks in the launch.
+    pub size: usize,
+    /// `srun`, `mpirun` or `pmi`.
+    pub launcher: &'static str,
+    /// What names this launch, when the launcher says.
+    pub job: Option<String>,
+}
+
+/// The launch this process is a task of, from the environment; None when
+/// not started by a launcher or as its only task.
+pub fn task() -> Option<Task> {
+    task_from(|k| std::env::var(k).ok())
+}
+
+/// [`task`] over any environment lookup (for tests).
+pub fn task_from(env: impl Fn(&str) -> Option<String>) -> Option<Task> {
+    let num = |k: &str| env(k).and_then(|v| v.trim().parse::<usize>().ok());
+    let t = if let (Some(rank), Some(size)) = (num("SLURM_PROCID"), num("SLURM_NTASKS")) {
+        // Only a task of a step (srun), not a shell in an allocation.
+        env("SLURM_STEP_ID")?;
+        Task {
+            rank,
+            size,
+            launcher: "srun",
+            job: Some(format!(
+                "slurm-{}.{}",
+                env("SLURM_JOB_ID")?,
+                env("SLURM_STEP_ID")?
+            )),
+        }
+    } else if let (Some(rank), Some(size)) =
+        (num("OMPI_COMM_WORLD_RANK"), num("OMPI_COMM_WORLD_SIZE"))
+    {
+        Task {
+            rank,
+            size,
+            launcher: "mpirun",
+            job: env("PMIX_NAMESPACE")
+                .or_else(|| env("OMPI_MCA_ess_base_jobid"))
+                .map(|j| format!("ompi-{j}")),
+        }
+    } else if let (Some(rank), Some(size)) = (num("PMI_RANK"), num("PMI_SIZE")) {
+        Task {
+            rank,
+            size,
+            launcher: "pmi",
+            job: env("PMI_KVSNAME").map(|j| format!("pmi-{j}")),
+        }
+    } else {
+        return None;
+    };
+    (t.size > 1 && t.rank < t.size).then_some(t)
+}
+
+/// What rank 0 publishes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Meeting {
+    addresses: Vec<SocketAddr>,
+    secret: String,
+}
+
+/// The rendezvous file of `task` in `dir`.
+pub fn rendezvous_path(dir: &Path, task: &Task) -> PathBuf {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let job = task
+        .job
+        .clone()
+        .unwrap_or_else(|| format!("{}-{uid}", task.launcher));
+    let safe: String = job
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+        .collect();
+    dir.join(format!(".wulf-matrix-{safe}.json"))
+}
+
+/// Rank 0's launcher: nothing to start (the launcher did), the rendezvous
+/// file to write, and this node's own agent to run beside the coordinator.
+pub struct FromLauncher {
+    /// The launch.
+    pub task: Task,
+    /// Where the rendezvous file goes.
+    pub file: PathBuf,
+    /// This node's name.
+    pub name: String,
+}
+
+impl Launcher for FromLauncher {
+    fn name(&self) -> String {
+        format!("{} (tasks)", self.task.launcher)
+    }
+
+    fn coordinator_ip(&self, _hosts: &[String]) -> Result<IpAddr> {
+        // Which of its addresses the others reach is not known here: all
+        // of them are published, the secret keeps strangers out.
+        Ok(IpAddr::from([0, 0, 0, 0]))
+    }
+
+    fn start(&self, _hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents> {
+        let mut addresses: Vec<SocketAddr> = own_addresses()
+            .into_iter()
+            .map(|ip| SocketAddr::new(ip, coordinator.port()))
+            .collect();
+        addresses.push(SocketAddr::new(IpAddr::from([127, 0, 0, 1]), coordinator.port()));
+        let meeting = Meeting {
+            addresses: addresses.clone(),
+            secret: secret.to_string(),
+        };
+        write_private(&self.file, &serde_json::to_vec(&meeting)?)?;
+        // This node's agent serves where it reaches the coordinator: on its
+        // first network address, where the other nodes can reach it too.
+        let opts = AgentOptions {
+            coordinator: addresses.clone(),
+            name: self.name.clone(),
+            secret: secret.to_string(),
+        };
+        std::thread::spawn(move || {
+            if let Err(e) = agent::run(&opts) {
+                eprintln!("wulf matrix: this node's agent failed: {e:#}");
+            }
+        });
+        Ok(Agents::none())
+    }
+}
+
+impl Drop for FromLauncher {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// A task of rank above 0: wait for rank 0's rendezvous file, then serve
+/// as this node's agent until the run ends.
+pub fn join(file: &Path, name: String, timeout: Duration) -> Result<()> {
+    let started = SystemTime::now();
+    let deadline = Instant::now() + timeout.max(Duration::from_secs(10));
+    let meeting = loop {
+        if let Some(m) = read_fresh(file, started) {
+            break m;
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "rank 0 did not publish {} within {}s (do all tasks share this directory?)",
+                file.display(),
+                timeout.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    agent::run(&AgentOptions {
+        coordinator: meeting.addresses,
+        name,
+        secret: meeting.secret,
+    })
+}
+
+fn read_fresh(file: &Path, started: SystemTime) -> Option<Meeting> {
+    let written = std::fs::metadata(file).ok()?.modified().ok()?;
+    if written + FRESHNESS < started {
+        return None;
+    }
+    serde_json::from_slice(&std::fs::read(file).ok()?).ok()
+}
+
+/// Write `bytes` to `path` readable by the owner alone, atomically.
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// This machine's non-loopback IPv4 addresses.
+fn own_addresses() -> Vec<IpAddr> {
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
+    };
+    let mut out: Vec<IpAddr> = addrs
+        .filter_map(|i| i.address?.as_sockaddr_in().map(|a| IpAddr::V4(a.ip())))
+        .filter(|ip| !ip.is_loopback())
+        .collect();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn launchers_are_read_from_the_environment() {
+        let t = task_from(env(&[
+            ("SLURM_PROCID", "2"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_JOB_ID", "17"),
+            ("SLURM_STEP_ID", "0"),
+        ]))
+        .unwrap();
+        assert_eq!((t.rank, t.size, t.launcher), (2, 4, "srun"));
+        assert_eq!(t.job.as_deref(), Some("slurm-17.0"));
+        // A shell in an allocation is not a task.
+        assert!(task_from(env(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "4")])).is_none());
+        let t = task_from(env(&[
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("OMPI_COMM_WORLD_SIZE", "3"),
+            ("PMIX_NAMESPACE", "99@1"),
+        ]))
+        .unwrap();
+        assert_eq!((t.rank, t.launcher), (0, "mpirun"));
+        assert!(rendezvous_path(Path::new("/d"), &t).ends_with(".wulf-matrix-ompi-99_1.json"));
+        let t = task_from(env(&[("PMI_RANK", "1"), ("PMI_SIZE", "2")])).unwrap();
+        assert_eq!((t.launcher, t.job.as_deref()), ("pmi", None));
+        // One task alone measures nothing between nodes.
+        assert!(task_from(env(&[("PMI_RANK", "0"), ("PMI_SIZE", "1")])).is_none());
+        assert!(task_from(env(&[])).is_none());
+    }
+}

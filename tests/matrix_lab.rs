@@ -222,3 +222,105 @@ fn agents_start_through_ssh_between_lab_nodes() {
     }
     drop(daemons);
 }
+
+/// `mpirun -np 3 wulf matrix` across lab nodes, with each MPI's own
+/// launcher reaching the nodes through the lab's remote shell: the tasks
+/// find each other, rank 0 coordinates and every node is measured.
+#[test]
+fn mpi_launchers_start_the_matrix_on_every_node() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let lab = format!("p{}", std::process::id() % 100_000);
+    let _guard = LabGuard(lab.clone());
+    let up = wulf(&["lab", "up", "--name", &lab, "--nodes", "3", "--link", "ge"])
+        .output()
+        .unwrap();
+    assert!(up.status.success(), "{}", stderr(&up));
+    let dir = tempdir();
+    let d = dir.path();
+    let w = common::wulf_bin();
+    // Hydra wants its remote shell as one executable.
+    let rsh = d.join("rsh");
+    std::fs::write(
+        &rsh,
+        format!("#!/bin/sh\nexec {w} lab rsh --name {lab} \"$@\"\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&rsh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rsh = rsh.to_str().unwrap();
+    let hosts = "node1,node2,node3";
+    for (lib, launch, launcher) in [
+        (
+            "openmpi",
+            "mpirun (tasks)",
+            vec![
+                "mpirun.openmpi",
+                "--allow-run-as-root",
+                "--host",
+                hosts,
+                "-np",
+                "3",
+                "--map-by",
+                "ppr:1:node",
+                "--mca",
+                "plm_rsh_agent",
+                rsh,
+            ],
+        ),
+        (
+            "mpich",
+            "pmi (tasks)",
+            vec![
+                "mpirun.mpich",
+                "-launcher",
+                "rsh",
+                "-launcher-exec",
+                rsh,
+                "-hosts",
+                hosts,
+                "-np",
+                "3",
+                "-ppn",
+                "1",
+            ],
+        ),
+    ] {
+        if !common::have(lib) {
+            continue;
+        }
+        let json = d.join(format!("{lib}.json"));
+        let out = wulf(&["lab", "exec", "--name", &lab, "node1", "--"])
+            .args(&launcher)
+            .args([
+                w,
+                "matrix",
+                "--budget",
+                "2s",
+                "--bandwidth-size",
+                "256Ki",
+                "--quiet",
+            ])
+            .arg("--json")
+            .arg(&json)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{lib}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(&out)
+        );
+        let r = read_matrix_result(&json).unwrap();
+        assert_eq!(r.launch, launch);
+        assert!(r.complete, "{lib}: {:?}", r.incomplete_reason);
+        assert_eq!(r.cells.len(), 6);
+        for n in &r.nodes {
+            assert_eq!(n.host.as_ref().unwrap().hostname, n.name);
+            assert!(n.address.as_deref().unwrap().starts_with("198.1"), "{n:?}");
+        }
+    }
+}

@@ -124,8 +124,15 @@ pub fn run(plan: &MatrixPlan, launcher: &dyn Launcher) -> Result<Gathered> {
                     break 'rounds;
                 }
                 let budget = cell_budget(plan, n);
-                trouble |=
-                    measure_group(plan, budget, r, &group, &mut members, &mut nodes, &mut cells);
+                trouble |= measure_group(
+                    plan,
+                    budget,
+                    r,
+                    &group,
+                    &mut members,
+                    &mut nodes,
+                    &mut cells,
+                );
             }
         }
     }

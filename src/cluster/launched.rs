@@ -104,7 +104,13 @@ pub fn rendezvous_path(dir: &Path, task: &Task) -> PathBuf {
         .unwrap_or_else(|| format!("{}-{uid}", task.launcher));
     let safe: String = job
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     dir.join(format!(".wulf-matrix-{safe}.json"))
 }
@@ -136,7 +142,10 @@ impl Launcher for FromLauncher {
             .into_iter()
             .map(|ip| SocketAddr::new(ip, coordinator.port()))
             .collect();
-        addresses.push(SocketAddr::new(IpAddr::from([127, 0, 0, 1]), coordinator.port()));
+        addresses.push(SocketAddr::new(
+            IpAddr::from([127, 0, 0, 1]),
+            coordinator.port(),
+        ));
         let meeting = Meeting {
             addresses: addresses.clone(),
             secret: secret.to_string(),
@@ -201,7 +210,10 @@ fn read_fresh(file: &Path, started: SystemTime) -> Option<Meeting> {
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot write in {}", dir.display()))?;
     tmp.as_file()
@@ -232,8 +244,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let m: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |k| m.get(k).cloned()
     }
 

@@ -15,6 +15,7 @@ fn cell(from: usize, to: usize, latency_ns: f64, bits_per_s: f64) -> MatrixCell 
         latency: Some(test_point(8, latency_ns)),
         bandwidth: Some(test_point(BW_BYTES, one_way_ns)),
         error: None,
+        measure_s: 0.0,
     }
 }
 

@@ -173,6 +173,7 @@ fn measure(
     budget_ms: u64,
     timeout_ms: u64,
 ) -> CellReport {
+    let started = std::time::Instant::now();
     let mut report = CellReport::default();
     let run = |mode: Mode, bytes: u64, share: f64| -> Result<crate::result::Point> {
         let spec = cell_spec(peer, via, mode, bytes, budget_ms as f64 * share, timeout_ms);
@@ -197,6 +198,7 @@ fn measure(
             Err(e) => report.error = Some(format!("bandwidth: {e:#}")),
         }
     }
+    report.measure_s = started.elapsed().as_secs_f64();
     report
 }
 

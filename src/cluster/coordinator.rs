@@ -225,6 +225,7 @@ fn measure_group(
             latency: None,
             bandwidth: None,
             error: None,
+            measure_s: 0.0,
         };
         match sent_ok {
             Ok(()) => sent.push(cells.len()),
@@ -248,6 +249,7 @@ fn measure_group(
             Ok(report) => {
                 cells[i].latency = report.latency;
                 cells[i].bandwidth = report.bandwidth;
+                cells[i].measure_s = report.measure_s;
                 if let Some(e) = report.error {
                     cells[i].error = Some(e);
                     // A failed cell may mean its peer died: ask.

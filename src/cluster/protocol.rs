@@ -90,6 +90,10 @@ pub struct CellReport {
     pub bandwidth: Option<Point>,
     /// What failed, if anything.
     pub error: Option<String>,
+    /// Time the agent spent on the cell, seconds (both sweeps, with their
+    /// connection set-up).
+    #[serde(default)]
+    pub measure_s: f64,
 }
 
 /// A fresh random value, hex (secrets and challenges).

@@ -110,6 +110,11 @@ pub struct MatrixCell {
     /// Why the cell failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Time the measuring agent spent on the cell (both sweeps with their
+    /// set-up), seconds: a round lasts as long as its slowest cell, and
+    /// what the rounds took beyond that is coordination.
+    #[serde(default)]
+    pub measure_s: f64,
 }
 
 impl MatrixCell {

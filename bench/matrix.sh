@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): how faithful and how cheap `wulf matrix` is.
+#
+# 1. Cells against plain sweeps (issue 11 target: bandwidth within 5%,
+#    latency within the cells' confidence intervals). On a 4-node ge lab,
+#    interleaved ROUNDS times: a serial matrix (one pair at a time, as a
+#    lone `wulf sweep --peer` is), then for every directed pair the same
+#    two one-size sweeps with `wulf sweep --peer` from the measuring node
+#    against a `wulf serve` on the other. Printed per pair: the medians of
+#    both over the rounds and their ratio.
+# 2. Coordination overhead (target: at most 5% of wall time): the rounds'
+#    time beyond their slowest cells (a round lasts as long as its slowest
+#    cell; serial: the sum of cells), and start-up (agents joining) beside.
+# 3. Scale: 8, 16, 32 and 64 simulated agents (processes on this machine,
+#    over loopback) with the same per-cell budget: wall time, coordinator
+#    CPU, and the coordinator's peak memory.
+# Usage: bench/matrix.sh [ROUNDS]   (default 3; needs root for the lab)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-3}
+cargo build --release --quiet
+WULF=$(pwd)/target/release/wulf
+LAB=bm$$
+work=$(mktemp -d)
+trap 'pkill -f "wulf serve --bind 198.18" 2>/dev/null || true; rm -rf "$work"; "$WULF" lab down --name "$LAB" >/dev/null 2>&1 || true' EXIT
+"$WULF" lab up --name "$LAB" --nodes 4 --link ge >/dev/null
+addr() { "$WULF" lab status --name "$LAB" --json | python3 -c "import json,sys; print([n['address'].split('/')[0] for n in json.load(sys.stdin)[0]['nodes'] if n['name']=='$1'][0])"; }
+for n in 1 2 3 4; do
+  ip=$(addr node$n)
+  "$WULF" lab exec --name "$LAB" node$n -- "$WULF" serve --bind "$ip" --port 9137 >/dev/null 2>&1 &
+done
+sleep 1
+for r in $(seq "$ROUNDS"); do
+  "$WULF" matrix --launch "lab:$LAB" --serial --budget 24s --quiet --json "$work/matrix-$r.json" >/dev/null
+  for a in 1 2 3 4; do for b in 1 2 3 4; do
+    [ "$a" = "$b" ] && continue
+    peer=$(addr node$b)
+    "$WULF" lab exec --name "$LAB" node$a -- "$WULF" sweep tcp --peer "$peer" --sizes 8 --budget 0.67s --no-pin --quiet --json "$work/lat-$a-$b-$r.json" >/dev/null
+    "$WULF" lab exec --name "$LAB" node$a -- "$WULF" sweep tcp --peer "$peer" --mode stream --sizes 4Mi --budget 1.33s --no-pin --quiet --json "$work/bw-$a-$b-$r.json" >/dev/null
+  done; done
+done
+python3 - "$work" "$ROUNDS" <<'PY'
+import json, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+m = [json.load(open(f"{work}/matrix-{r}.json")) for r in range(1, rounds + 1)]
+names = [n["name"] for n in m[0]["nodes"]]
+print(f"{'pair':<14}{'cell lat us':>12}{'sweep lat us':>13}{'in CI':>7}{'cell Mbit/s':>13}{'sweep Mbit/s':>13}{'ratio':>7}")
+worst = 1.0
+for a in range(4):
+    for b in range(4):
+        if a == b:
+            continue
+        cells = [c for mm in m for c in mm["cells"] if c["from"] == a and c["to"] == b]
+        lat = statistics.median(c["latency"]["median_ns"] for c in cells) / 1e3
+        lo = min(c["latency"]["ci_low_ns"] for c in cells) / 1e3
+        hi = max(c["latency"]["ci_high_ns"] for c in cells) / 1e3
+        bw = statistics.median(c["bandwidth"]["bits_per_s"] for c in cells) / 1e6
+        sl = statistics.median(json.load(open(f"{work}/lat-{a+1}-{b+1}-{r}.json"))["points"][0]["median_ns"] for r in range(1, rounds + 1)) / 1e3
+        sb = statistics.median(json.load(open(f"{work}/bw-{a+1}-{b+1}-{r}.json"))["points"][0]["bits_per_s"] for r in range(1, rounds + 1)) / 1e6
+        worst = min(worst, min(bw, sb) / max(bw, sb))
+        print(f"{names[a]+'->'+names[b]:<14}{lat:>12.1f}{sl:>13.1f}{('yes' if lo <= sl <= hi else 'no'):>7}{bw:>13.1f}{sb:>13.1f}{bw/sb:>7.3f}")
+print(f"worst bandwidth agreement: {worst:.3f} (target >= 0.95)")
+for mm in m:
+    cells = sum(c.get("measure_s", 0) for c in mm["cells"])
+    over = mm["rounds_s"] - cells
+    print(f"serial matrix: wall {mm['wall_s']:.2f} s, rounds {mm['rounds_s']:.2f} s, cells {cells:.2f} s, "
+          f"coordination {over:.3f} s = {100*over/mm['wall_s']:.1f}% of wall, start-up {mm['wall_s']-mm['rounds_s']:.2f} s")
+PY
+echo
+printf "%7s %8s %8s %10s %14s %12s %10s\n" agents cells wall_s rounds_s "coord cpu_s" "cpu us/cell" "peak KiB"
+for n in 8 16 32 64; do
+  rounds=$(( n - 1 ))
+  budget=$(python3 -c "print(f'{2*$rounds*0.06:.2f}s')")
+  /usr/bin/time -f "%M" -o "$work/rss-$n" "$WULF" matrix --launch local --hosts "sim[1-$n]" --bandwidth-size 64Ki \
+      --budget "$budget" --quiet --json "$work/sim-$n.json" >/dev/null
+  python3 - "$work/sim-$n.json" "$(cat "$work/rss-$n")" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+cells = len(r["cells"])
+busy = 0.0
+for rnd in range(r["rounds"]):
+    # Both directions of a round: each lasts as long as its slowest cell.
+    for fwd in (True, False):
+        g = [c["measure_s"] for c in r["cells"] if c["round"] == rnd and (c["from"] < c["to"]) == fwd]
+        busy += max(g, default=0)
+print(f"{len(r['nodes']):>7} {cells:>8} {r['wall_s']:>8.2f} {r['rounds_s']:>10.2f} {r['coordinator_cpu_s']:>14.3f} "
+      f"{1e6*r['coordinator_cpu_s']/cells:>12.1f} {sys.argv[2]:>10}   coordination {100*(r['rounds_s']-busy)/r['wall_s']:.1f}% of wall")
+PY
+done

@@ -324,3 +324,47 @@ fn mpi_launchers_start_the_matrix_on_every_node() {
         }
     }
 }
+
+/// `wulf matrix --launch mpi:NAME`: wulf runs itself under the MPI's
+/// launcher, one task per lab node.
+#[test]
+fn launch_through_each_mpi() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    for (lib, launch) in [("openmpi", "mpirun (tasks)"), ("mpich", "pmi (tasks)")] {
+        if !common::have(lib) {
+            continue;
+        }
+        let dir = tempdir();
+        let json = dir.path().join("m.json");
+        let out = wulf(&[
+            "matrix",
+            "--lab",
+            "ge",
+            "--nodes",
+            "3",
+            "--launch",
+            &format!("mpi:{lib}"),
+            "--budget",
+            "2s",
+            "--bandwidth-size",
+            "256Ki",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{lib}: {}", stderr(&out));
+        let r = read_matrix_result(&json).unwrap();
+        assert_eq!((r.launch.as_str(), r.cells.len()), (launch, 6));
+        assert!(r.complete);
+    }
+    let out = wulf(&["matrix", "--launch", "mpi:nosuch", "--hosts", "a,b"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

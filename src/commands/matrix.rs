@@ -73,6 +73,9 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
             hosts.len()
         )));
     }
+    if let Some(name) = args.launch.as_deref().and_then(|l| l.strip_prefix("mpi:")) {
+        return through_mpi(name, &hosts);
+    }
     let launcher = launcher(args)?;
     let expected = hosts.len();
     measure(args, &plan(args, hosts, expected), launcher.as_ref())
@@ -238,17 +241,49 @@ fn launcher(args: &MatrixArgs) -> Result<Box<dyn Launcher>> {
                 remote_wulf,
             })
         }
-        h if h.starts_with("mpi:") => {
-            return Err(usage(
-                "--launch mpi:NAME is not built yet: use ssh, slurm, local or lab",
-            ))
-        }
         other => {
             return Err(usage(format!(
-                "--launch {other}: use ssh, slurm, local, lab or lab:NAME"
+                "--launch {other}: use ssh, slurm, mpi:NAME, local, lab or lab:NAME"
             )))
         }
     })
+}
+
+/// `--launch mpi:NAME`: run this same matrix command once on every host
+/// under the MPI's launcher; the tasks meet as under a launcher the user
+/// ran (rank 0 coordinates and prints). Returns with the job's exit code.
+fn through_mpi(name: &str, hosts: &[String]) -> Result<()> {
+    let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
+    let mut program = vec![exe.display().to_string()];
+    program.extend(without_options(
+        std::env::args().skip(1),
+        &["--launch", "--hosts", "--hostfile"],
+    ));
+    let dir = tempfile::tempdir().context("cannot make a directory for the launcher")?;
+    let (argv, env) =
+        crate::transport::mpi::launch_once_per_host(name, hosts, dir.path(), &program)?;
+    let mut cmd = std::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..]).envs(env);
+    let status = crate::lab::between::run_forwarding_interrupt(&mut cmd)
+        .with_context(|| format!("cannot start {}", argv[0]))?;
+    super::lab_relay(crate::lab::between::exit_code(status))
+}
+
+/// `args` without the given options and their values (`--x V`, `--x=V`).
+fn without_options(args: impl Iterator<Item = String>, drop: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if drop.contains(&a.as_str()) {
+            skip = true;
+        } else if !drop.iter().any(|d| a.starts_with(&format!("{d}="))) {
+            out.push(a);
+        }
+    }
+    out
 }
 
 fn default_path() -> PathBuf {

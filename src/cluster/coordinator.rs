@@ -67,7 +67,12 @@ struct Member {
 }
 
 /// Start the agents with `launcher`, run the matrix, end the agents.
-pub fn run(plan: &MatrixPlan, launcher: &dyn Launcher) -> Result<Gathered> {
+/// `on_round` hears of each finished round (done, of how many).
+pub fn run(
+    plan: &MatrixPlan,
+    launcher: &dyn Launcher,
+    on_round: &mut dyn FnMut(usize, usize),
+) -> Result<Gathered> {
     let ip = launcher.coordinator_ip(&plan.hosts)?;
     let listener = TcpListener::bind(SocketAddr::new(ip, 0))
         .with_context(|| format!("cannot listen for agents on {ip}"))?;
@@ -135,6 +140,7 @@ pub fn run(plan: &MatrixPlan, launcher: &dyn Launcher) -> Result<Gathered> {
                 );
             }
         }
+        on_round(r + 1, rounds);
     }
     let rounds_time = started.elapsed();
     for m in &mut members {

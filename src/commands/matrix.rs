@@ -106,7 +106,21 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
             launcher.name()
         );
     }
-    let g = coordinator::run(plan, launcher)?;
+    let pb = super::progress_bar(
+        crate::cluster::schedule::rounds(plan.expected) as u64,
+        args.quiet,
+        "matrix",
+    );
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix:>12} [{bar:30}] {pos}/{len} rounds  {elapsed}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    let g = coordinator::run(plan, launcher, &mut |done, _| pb.set_position(done as u64));
+    pb.finish_and_clear();
+    let g = g?;
     let analysis = crate::analysis::matrix::analyse(&g.nodes, &g.cells);
     let result = MatrixResult {
         kind: MATRIX_KIND.into(),

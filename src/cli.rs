@@ -14,7 +14,7 @@ mod cluster_args;
 mod lab_args;
 mod npb_args;
 mod read_args;
-pub use cluster_args::{AgentArgs, MatrixArgs};
+pub use cluster_args::{AgentArgs, MatrixArgs, PatternArg};
 pub use lab_args::{
     LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs, StudyArg,
     StudyArgs,

@@ -371,3 +371,54 @@ fn bad_input_is_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no nodes"), "{}", stderr(&out));
 }
+
+#[test]
+fn load_patterns_measure_their_pairs_at_once() {
+    let dir = tempdir();
+    // (pattern, steps, cells) among 6 nodes.
+    for (pattern, steps, cells) in [("shift", 5, 30), ("bisection", 2, 6), ("multipair", 3, 6)] {
+        let json = dir.path().join(format!("{pattern}.json"));
+        let t = tag(pattern);
+        let out = matrix(
+            &format!("{t}[1-6]"),
+            &["--pattern", pattern, "--budget", "2s"],
+            &json,
+        );
+        assert_eq!(out.status.code(), Some(0), "{pattern}: {}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("{steps} steps of the {pattern} pattern")),
+            "{text}"
+        );
+        let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
+        assert_eq!((r.rounds, r.cells.len()), (steps, cells), "{pattern}");
+        assert_eq!(r.analysis.steps.len(), steps);
+        for st in &r.analysis.steps {
+            let of_step: Vec<_> = r.cells.iter().filter(|c| c.round == st.step).collect();
+            assert_eq!(st.pairs, of_step.len());
+            let sum: f64 = of_step.iter().map(|c| c.bits_per_s().unwrap()).sum();
+            assert!((st.aggregate_bits_per_s - sum).abs() < 1e-6 * sum);
+            // A step's pairs are disjoint senders.
+            let mut senders: Vec<usize> = of_step.iter().map(|c| c.from).collect();
+            senders.dedup();
+            assert_eq!(senders.len(), of_step.len());
+        }
+        if pattern == "multipair" {
+            let pairs: Vec<usize> = r.analysis.steps.iter().map(|s| s.pairs).collect();
+            assert_eq!(pairs, [1, 2, 3]);
+        }
+    }
+    let out = wulf(&[
+        "matrix",
+        "--launch",
+        "local",
+        "--hosts",
+        "a,b",
+        "--pattern",
+        "shift",
+        "--serial",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

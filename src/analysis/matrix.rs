@@ -30,9 +30,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::cluster::schedule::Pattern;
 use crate::result::matrix::{
     AsymmetricPair, FieldValue, FingerprintDifference, MatrixAnalysis, MatrixCell, MatrixNode,
-    NodeSummary, OutlierCell, SlowNode, Spread,
+    NodeSummary, OutlierCell, SlowNode, Spread, StepSummary,
 };
 use crate::stats::robust::{median_mad, z_score, OUTLIER_Z};
 
@@ -89,6 +90,58 @@ impl Metric {
         };
         relative > MIN_RELATIVE && self.badness(value, median, mad) > OUTLIER_Z
     }
+}
+
+/// Analyse a matrix measured with `pattern`: the rules above, and for the
+/// load patterns the per-step aggregates ([`step_summaries`]). Multipair
+/// steps repeat the same few pairs, so they are summarised per step only.
+pub fn analyse_pattern(
+    pattern: Pattern,
+    nodes: &[MatrixNode],
+    cells: &[MatrixCell],
+) -> MatrixAnalysis {
+    match pattern {
+        Pattern::Pairs => analyse(nodes, cells),
+        Pattern::Multipair => MatrixAnalysis {
+            fingerprint_differences: fingerprint_differences(nodes),
+            steps: step_summaries(cells),
+            ..MatrixAnalysis::default()
+        },
+        Pattern::Shift | Pattern::Bisection => MatrixAnalysis {
+            steps: step_summaries(cells),
+            ..analyse(nodes, cells)
+        },
+    }
+}
+
+/// What the cells of each step achieved together.
+pub fn step_summaries(cells: &[MatrixCell]) -> Vec<StepSummary> {
+    let mut by_step: BTreeMap<usize, Vec<&MatrixCell>> = BTreeMap::new();
+    for c in cells {
+        by_step.entry(c.round).or_default().push(c);
+    }
+    by_step
+        .into_iter()
+        .map(|(step, cs)| {
+            let bw: Vec<f64> = cs.iter().filter_map(|c| c.bits_per_s()).collect();
+            StepSummary {
+                step,
+                pairs: cs.len(),
+                aggregate_bits_per_s: bw.iter().sum(),
+                min_bits_per_s: bw
+                    .iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min)
+                    .min(f64::MAX),
+                median_bits_per_s: median_mad(&bw).map_or(0.0, |m| m.0),
+                pingpong_rate_per_s: cs
+                    .iter()
+                    .filter_map(|c| c.latency_ns())
+                    .map(|ns| 1e9 / (2.0 * ns))
+                    .sum(),
+            }
+        })
+        .collect()
 }
 
 /// Analyse a matrix.

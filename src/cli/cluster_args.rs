@@ -43,9 +43,15 @@ pub struct MatrixArgs {
     #[arg(long, default_value = "4Mi", value_parser = parse_bytes, value_name = "BYTES")]
     pub bandwidth_size: u64,
     /// Measure one pair at a time (no contention in the switch) instead of
-    /// a whole round of disjoint pairs at once.
+    /// a whole round of disjoint pairs at once (`--pattern pairs` only).
     #[arg(long)]
     pub serial: bool,
+    /// What to measure at once: pairs (every pair, both ways, in the
+    /// tournament's rounds), shift (step k: every node i to i+k, mpiGraph),
+    /// bisection (the first half of the nodes to the second, then back),
+    /// multipair (1, 2 ... N/2 pairs streaming at once, osu_mbw_mr).
+    #[arg(long, value_enum, default_value = "pairs")]
+    pub pattern: PatternArg,
     /// Time budget of all the measuring rounds together.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub budget: Duration,
@@ -76,6 +82,19 @@ pub struct MatrixArgs {
     /// Internal: run inside node1 of the lab (given by `--lab`).
     #[arg(long, hide = true)]
     pub in_lab: bool,
+}
+
+/// `--pattern` of `wulf matrix`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PatternArg {
+    /// Every pair, both directions (the tournament).
+    Pairs,
+    /// Every node to the node k further, for each k.
+    Shift,
+    /// Half the nodes to the other half.
+    Bisection,
+    /// 1 to N/2 pairs at once.
+    Multipair,
 }
 
 /// `wulf agent` (internal).

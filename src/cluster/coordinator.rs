@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 
 use super::launch::{Agents, Launcher};
 use super::protocol::{random_hex, verify, CellReport, ControlChannel, Hello, Join, Order};
-use super::schedule;
+use super::schedule::{self, Pattern};
 use crate::result::matrix::{MatrixCell, MatrixNode};
 
 /// What a matrix measures and how.
@@ -43,6 +43,8 @@ pub struct MatrixPlan {
     pub timeout: Duration,
     /// One pair at a time instead of a whole round at once.
     pub serial: bool,
+    /// What is measured at once.
+    pub pattern: Pattern,
 }
 
 /// What the coordinator gathered.
@@ -108,39 +110,47 @@ pub fn run(
     let joined = members.iter().filter(|m| m.ch.is_some()).count();
     let started = Instant::now();
     // With fewer than two agents there is no pair to measure.
-    let rounds = if joined < 2 { 0 } else { schedule::rounds(n) };
+    let steps = if joined < 2 {
+        0
+    } else {
+        schedule::steps(plan.pattern, n)
+    };
+    let rounds = if joined < 2 {
+        0
+    } else if plan.pattern == Pattern::Pairs {
+        schedule::rounds(n)
+    } else {
+        steps
+    };
     let mut cells = Vec::new();
     let mut interrupted = false;
-    'rounds: for r in 0..rounds {
-        let pairs = schedule::round(n, r);
-        for forward in [true, false] {
-            let directed: Vec<(usize, usize)> = pairs
-                .iter()
-                .map(|&(a, b)| if forward { (a, b) } else { (b, a) })
-                .collect();
-            let groups: Vec<Vec<(usize, usize)>> = if plan.serial {
-                directed.iter().map(|&p| vec![p]).collect()
-            } else {
-                vec![directed]
-            };
-            for group in groups {
-                if crate::sweep::interrupted() {
-                    interrupted = true;
-                    break 'rounds;
-                }
-                let budget = cell_budget(plan, n);
-                trouble |= measure_group(
-                    plan,
-                    budget,
-                    r,
-                    &group,
-                    &mut members,
-                    &mut nodes,
-                    &mut cells,
-                );
+    let budget = cell_budget(plan, n);
+    'steps: for st in 0..steps {
+        let directed = schedule::step(plan.pattern, n, st);
+        let round = schedule::round_of(plan.pattern, st);
+        let groups: Vec<Vec<(usize, usize)>> = if plan.serial {
+            directed.iter().map(|&p| vec![p]).collect()
+        } else {
+            vec![directed]
+        };
+        for group in groups {
+            if crate::sweep::interrupted() {
+                interrupted = true;
+                break 'steps;
             }
+            trouble |= measure_group(
+                plan,
+                budget,
+                round,
+                &group,
+                &mut members,
+                &mut nodes,
+                &mut cells,
+            );
         }
-        on_round(r + 1, rounds);
+        if plan.pattern != Pattern::Pairs || st % 2 == 1 {
+            on_round(round + 1, rounds);
+        }
     }
     let rounds_time = started.elapsed();
     for m in &mut members {
@@ -184,8 +194,13 @@ fn cell_deadline(plan: &MatrixPlan, cell_budget: Duration) -> Duration {
     cell_budget * 3 + plan.timeout * 4 + Duration::from_secs(20)
 }
 
-/// The budget of one cell among `n` nodes.
+/// The budget of one cell among `n` nodes: the budget over the steps
+/// (each lasts as long as one cell, its cells running at once), or over
+/// every cell with `--serial`.
 fn cell_budget(plan: &MatrixPlan, n: usize) -> Duration {
+    if plan.pattern != Pattern::Pairs {
+        return plan.budget / schedule::steps(plan.pattern, n).max(1) as u32;
+    }
     let steps = if plan.serial {
         n * n.saturating_sub(1)
     } else {

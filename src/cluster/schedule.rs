@@ -67,3 +67,88 @@ mod tests {
         }
     }
 }
+
+/// What a matrix run measures at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// Every pair, both directions: the tournament's rounds (LinkTest).
+    Pairs,
+    /// Step k: every node i sends to node i+k (mod N) at once (mpiGraph).
+    Shift,
+    /// The first half of the nodes to the second half at once, then back.
+    Bisection,
+    /// Step k: k disjoint pairs stream at once, k = 1 .. N/2 (OSU's
+    /// osu_mbw_mr): how the aggregate grows with the pairs.
+    Multipair,
+}
+
+/// Steps of `pattern` among `n` nodes (0 for fewer than two).
+pub fn steps(pattern: Pattern, n: usize) -> usize {
+    if n < 2 {
+        return 0;
+    }
+    match pattern {
+        Pattern::Pairs => 2 * rounds(n),
+        Pattern::Shift => n - 1,
+        Pattern::Bisection => 2,
+        Pattern::Multipair => n / 2,
+    }
+}
+
+/// The directed pairs (measuring node or sender first) of step `s` of
+/// `pattern` among `n` nodes, all measured at the same time.
+pub fn step(pattern: Pattern, n: usize, s: usize) -> Vec<Pair> {
+    let half = n / 2;
+    match pattern {
+        Pattern::Pairs => round(n, s / 2)
+            .into_iter()
+            .map(|(a, b)| if s % 2 == 0 { (a, b) } else { (b, a) })
+            .collect(),
+        Pattern::Shift => (0..n).map(|i| (i, (i + s + 1) % n)).collect(),
+        Pattern::Bisection => (0..half)
+            .map(|i| if s == 0 { (i, i + half) } else { (i + half, i) })
+            .collect(),
+        Pattern::Multipair => (0..=s.min(half.saturating_sub(1)))
+            .map(|i| (i, i + half))
+            .collect(),
+    }
+}
+
+/// The tournament round a step of [`Pattern::Pairs`] belongs to; for the
+/// other patterns, the step itself.
+pub fn round_of(pattern: Pattern, s: usize) -> usize {
+    if pattern == Pattern::Pairs {
+        s / 2
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod pattern_tests {
+    use super::*;
+
+    #[test]
+    fn patterns_have_their_shapes() {
+        assert_eq!(steps(Pattern::Pairs, 4), 6);
+        assert_eq!(step(Pattern::Pairs, 4, 1).len(), 2);
+        assert!(step(Pattern::Pairs, 4, 1).iter().all(|&(a, b)| a > b));
+        assert_eq!(step(Pattern::Shift, 4, 0), [(0, 1), (1, 2), (2, 3), (3, 0)]);
+        assert_eq!(step(Pattern::Shift, 4, 2), [(0, 3), (1, 0), (2, 1), (3, 2)]);
+        assert_eq!(steps(Pattern::Shift, 4), 3);
+        assert_eq!(step(Pattern::Bisection, 5, 0), [(0, 2), (1, 3)]);
+        assert_eq!(step(Pattern::Bisection, 4, 1), [(2, 0), (3, 1)]);
+        assert_eq!(steps(Pattern::Multipair, 6), 3);
+        assert_eq!(step(Pattern::Multipair, 6, 0), [(0, 3)]);
+        assert_eq!(step(Pattern::Multipair, 6, 2), [(0, 3), (1, 4), (2, 5)]);
+        for p in [
+            Pattern::Pairs,
+            Pattern::Shift,
+            Pattern::Bisection,
+            Pattern::Multipair,
+        ] {
+            assert_eq!(steps(p, 1), 0);
+        }
+    }
+}

@@ -6,11 +6,12 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
 
-use crate::cli::{AgentArgs, MatrixArgs};
+use crate::cli::{AgentArgs, MatrixArgs, PatternArg};
 use crate::cluster::agent::{self, AgentOptions};
 use crate::cluster::coordinator::{self, MatrixPlan};
 use crate::cluster::hostlist;
 use crate::cluster::launch::{Launcher, Local, RemoteShell, Slurm};
+use crate::cluster::schedule::Pattern;
 use crate::error::{usage, WulfError};
 use crate::lab::between::Across;
 use crate::result::matrix::{MatrixResult, MATRIX_KIND, MATRIX_SCHEMA_VERSION};
@@ -34,6 +35,11 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
         if !args.in_lab {
             return super::lab_relay(crate::lab::between::run_in_named_lab(name)?);
         }
+    }
+    if args.serial && args.pattern != PatternArg::Pairs {
+        return Err(usage(
+            "--serial measures one pair at a time: it goes with --pattern pairs only",
+        ));
     }
     super::spread_in_lab(args.in_lab)?;
     if crate::transport::find(&args.via).is_none_or(|t| t.local_only()) {
@@ -91,6 +97,12 @@ fn plan(args: &MatrixArgs, hosts: Vec<String>, expected: usize) -> MatrixPlan {
         budget: args.budget,
         timeout: args.timeout,
         serial: args.serial,
+        pattern: match args.pattern {
+            PatternArg::Pairs => Pattern::Pairs,
+            PatternArg::Shift => Pattern::Shift,
+            PatternArg::Bisection => Pattern::Bisection,
+            PatternArg::Multipair => Pattern::Multipair,
+        },
     }
 }
 
@@ -100,14 +112,18 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     if !args.quiet {
         eprintln!(
-            "wulf matrix: {} nodes, {} rounds, agents by {}",
+            "wulf matrix: {} nodes, {} steps of the {} pattern, agents by {}",
             plan.expected,
-            crate::cluster::schedule::rounds(plan.expected),
+            crate::cluster::schedule::steps(plan.pattern, plan.expected),
+            crate::report::matrix_text::pattern_name(plan.pattern),
             launcher.name()
         );
     }
     let pb = super::progress_bar(
-        crate::cluster::schedule::rounds(plan.expected) as u64,
+        match plan.pattern {
+            Pattern::Pairs => crate::cluster::schedule::rounds(plan.expected),
+            p => crate::cluster::schedule::steps(p, plan.expected),
+        } as u64,
         args.quiet,
         "matrix",
     );
@@ -121,7 +137,7 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
     let g = coordinator::run(plan, launcher, &mut |done, _| pb.set_position(done as u64));
     pb.finish_and_clear();
     let g = g?;
-    let analysis = crate::analysis::matrix::analyse(&g.nodes, &g.cells);
+    let analysis = crate::analysis::matrix::analyse_pattern(plan.pattern, &g.nodes, &g.cells);
     let result = MatrixResult {
         kind: MATRIX_KIND.into(),
         schema_version: MATRIX_SCHEMA_VERSION,
@@ -138,6 +154,7 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
         latency_bytes: plan.latency_bytes,
         bandwidth_bytes: plan.bandwidth_bytes,
         serial: plan.serial,
+        pattern: plan.pattern,
         rounds: g.rounds,
         nodes: g.nodes,
         cells: g.cells,

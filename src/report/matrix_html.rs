@@ -13,6 +13,8 @@
 use std::fmt::Write;
 
 use super::html_details::esc;
+use super::matrix_text::pattern_name;
+use crate::cluster::schedule::Pattern;
 use crate::result::matrix::{MatrixCell, MatrixResult};
 use crate::units::format_bytes;
 
@@ -63,7 +65,7 @@ fn section(h: &mut String, m: &MatrixResult, no: usize) {
     let _ = write!(
         h,
         "<section id=matrix{no} class=matrix><h2>Link matrix: {} nodes over {}{}</h2>\n\
-         <p class=sub>agents by {} &middot; {} rounds, {} &middot; latency: {} ping-pong, one-way; \
+         <p class=sub>agents by {} &middot; {} pattern, {} {} &middot; latency: {} ping-pong, one-way; \
          bandwidth: {} stream &middot; {:.1} s ({:.1} s measuring, coordinator CPU {:.2} s)</p>\n",
         m.nodes.len(),
         esc(&m.via),
@@ -73,11 +75,12 @@ fn section(h: &mut String, m: &MatrixResult, no: usize) {
             " <span class=bad>incomplete</span>"
         },
         esc(&m.launch),
+        pattern_name(m.pattern),
         m.rounds,
-        if m.serial {
-            "one pair at a time"
-        } else {
-            "pairs of a round at once"
+        match (m.pattern, m.serial) {
+            (Pattern::Pairs, true) => "rounds, one pair at a time",
+            (Pattern::Pairs, false) => "rounds, pairs of a round at once",
+            _ => "steps, the pairs of a step at once",
         },
         format_bytes(m.latency_bytes),
         format_bytes(m.bandwidth_bytes),
@@ -86,6 +89,7 @@ fn section(h: &mut String, m: &MatrixResult, no: usize) {
         m.coordinator_cpu_s
     );
     findings(h, m);
+    steps_table(h, m);
     h.push_str("<div class=charts>\n");
     for (metric, title) in [
         (Metric::Latency, "Latency (row: measuring node)"),
@@ -96,7 +100,8 @@ fn section(h: &mut String, m: &MatrixResult, no: usize) {
             Metric::Bandwidth => m.analysis.bandwidth.map(|s| s.median),
         };
         let Some(median) = median else { continue };
-        if m.nodes.len() <= HEATMAP_MAX_NODES {
+        // Multipair steps repeat the same pairs: no map to draw.
+        if m.nodes.len() <= HEATMAP_MAX_NODES && m.pattern != Pattern::Multipair {
             heatmap(h, m, metric, median, title);
         }
         histogram(h, m, metric, title);
@@ -300,6 +305,29 @@ fn histogram(h: &mut String, m: &MatrixResult, metric: Metric, title: &str) {
         "<line x1=10 y1={ht} x2={} y2={ht} stroke='#333'/></svg></figure>",
         10 + BINS * bar
     );
+}
+
+fn steps_table(h: &mut String, m: &MatrixResult) {
+    if m.analysis.steps.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<table class=steps><caption>Steps: the pairs of each step measured at the same time</caption>\n\
+         <tr><th>step</th><th>pairs</th><th>aggregate</th><th>slowest pair</th><th>median pair</th><th>ping-pongs/s</th></tr>\n",
+    );
+    for st in &m.analysis.steps {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td></tr>",
+            st.step + 1,
+            st.pairs,
+            Metric::Bandwidth.show(st.aggregate_bits_per_s),
+            Metric::Bandwidth.show(st.min_bits_per_s),
+            Metric::Bandwidth.show(st.median_bits_per_s),
+            st.pingpong_rate_per_s
+        );
+    }
+    h.push_str("</table>\n");
 }
 
 fn node_table(h: &mut String, m: &MatrixResult) {

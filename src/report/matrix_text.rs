@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use crate::cluster::schedule::Pattern;
 use crate::result::matrix::MatrixResult;
 use crate::units::format_bytes;
 
@@ -16,19 +17,22 @@ const WORST_CELLS: usize = 10;
 pub fn to_text(r: &MatrixResult) -> String {
     let mut s = String::new();
     let n = r.nodes.len();
+    let how = match r.pattern {
+        Pattern::Pairs => format!(
+            "{} rounds, {}",
+            r.rounds,
+            if r.serial {
+                "one pair at a time"
+            } else {
+                "pairs of a round at once"
+            }
+        ),
+        p => format!("{} steps of the {} pattern", r.rounds, pattern_name(p)),
+    };
     let _ = writeln!(
         s,
-        "wulf matrix: {n} nodes over {} ({}), {} rounds, {}; {:.1} s ({:.1} s measuring)",
-        r.via,
-        r.launch,
-        r.rounds,
-        if r.serial {
-            "one pair at a time"
-        } else {
-            "pairs of a round at once"
-        },
-        r.wall_s,
-        r.rounds_s
+        "wulf matrix: {n} nodes over {} ({}), {how}; {:.1} s ({:.1} s measuring)",
+        r.via, r.launch, r.wall_s, r.rounds_s
     );
     let name = |i: usize| r.nodes[i].name.as_str();
     let mut lat = vec![vec![None; n]; n];
@@ -37,7 +41,12 @@ pub fn to_text(r: &MatrixResult) -> String {
         lat[c.from][c.to] = c.latency_ns();
         bw[c.from][c.to] = c.bits_per_s();
     }
-    if n <= FULL_MATRIX_NODES {
+    if !r.analysis.steps.is_empty() {
+        steps_table(&mut s, r);
+    }
+    if r.pattern == Pattern::Multipair {
+        // Its cells repeat the same pairs: the steps say it all.
+    } else if n <= FULL_MATRIX_NODES {
         let title = format!(
             "latency, {} ping-pong, one-way us (row: measuring node)",
             format_bytes(r.latency_bytes)
@@ -142,6 +151,36 @@ pub fn to_text(r: &MatrixResult) -> String {
         }
     }
     s
+}
+
+/// The pattern's name as on the command line.
+pub fn pattern_name(p: Pattern) -> &'static str {
+    match p {
+        Pattern::Pairs => "pairs",
+        Pattern::Shift => "shift",
+        Pattern::Bisection => "bisection",
+        Pattern::Multipair => "multipair",
+    }
+}
+
+fn steps_table(s: &mut String, r: &MatrixResult) {
+    let _ = writeln!(
+        s,
+        "\n{:>5} {:>6} {:>16} {:>14} {:>16} {:>18}",
+        "step", "pairs", "aggregate Mbit/s", "slowest Mbit/s", "median Mbit/s", "ping-pongs/s"
+    );
+    for st in &r.analysis.steps {
+        let _ = writeln!(
+            s,
+            "{:>5} {:>6} {:>16.1} {:>14.1} {:>16.1} {:>18.0}",
+            st.step + 1,
+            st.pairs,
+            st.aggregate_bits_per_s / 1e6,
+            st.min_bits_per_s / 1e6,
+            st.median_bits_per_s / 1e6,
+            st.pingpong_rate_per_s
+        );
+    }
 }
 
 fn show(metric: &str, v: f64) -> String {

@@ -60,7 +60,12 @@ pub struct MatrixResult {
     /// Pairs measured one at a time (`--serial`) rather than a whole round
     /// at once.
     pub serial: bool,
-    /// Rounds of the tournament.
+    /// What was measured at once: `pairs` (the tournament), `shift`,
+    /// `bisection` or `multipair`.
+    #[serde(default = "pairs")]
+    pub pattern: crate::cluster::schedule::Pattern,
+    /// Rounds of the tournament (pairs), or steps of the other patterns;
+    /// cells name theirs in `round`.
     pub rounds: usize,
     /// The nodes, in the order given; cells refer to them by index.
     pub nodes: Vec<MatrixNode>,
@@ -71,6 +76,10 @@ pub struct MatrixResult {
     /// Non-fatal observations.
     #[serde(default)]
     pub warnings: Vec<String>,
+}
+
+fn pairs() -> crate::cluster::schedule::Pattern {
+    crate::cluster::schedule::Pattern::Pairs
 }
 
 /// One node of a matrix.
@@ -147,6 +156,29 @@ pub struct MatrixAnalysis {
     pub fingerprint_differences: Vec<FingerprintDifference>,
     /// Per-node medians of its cells (both directions), in node order.
     pub node_summary: Vec<NodeSummary>,
+    /// Per step of a load pattern (shift, bisection, multipair): what the
+    /// pairs measuring at once achieved together. Empty for `pairs`.
+    #[serde(default)]
+    pub steps: Vec<StepSummary>,
+}
+
+/// The cells of one step of a load pattern, measured at the same time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepSummary {
+    /// Step (the cells' `round`).
+    pub step: usize,
+    /// Pairs measuring at once.
+    pub pairs: usize,
+    /// Sum of the pairs' stream bandwidths, bits/s.
+    pub aggregate_bits_per_s: f64,
+    /// The slowest pair's bandwidth, bits/s.
+    pub min_bits_per_s: f64,
+    /// The median pair's bandwidth, bits/s.
+    pub median_bits_per_s: f64,
+    /// Ping-pong round trips per second of all pairs together (each pair:
+    /// 1 / (2 x one-way time)); the small-message rate under this load.
+    pub pingpong_rate_per_s: f64,
 }
 
 /// Median and median absolute deviation of a set of cells.

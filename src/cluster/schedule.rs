@@ -103,7 +103,7 @@ pub fn step(pattern: Pattern, n: usize, s: usize) -> Vec<Pair> {
     match pattern {
         Pattern::Pairs => round(n, s / 2)
             .into_iter()
-            .map(|(a, b)| if s % 2 == 0 { (a, b) } else { (b, a) })
+            .map(|(a, b)| if s.is_multiple_of(2) { (a, b) } else { (b, a) })
             .collect(),
         Pattern::Shift => (0..n).map(|i| (i, (i + s + 1) % n)).collect(),
         Pattern::Bisection => (0..half)

@@ -11,7 +11,7 @@
 //! (`t<pid>` of the wulf it ran) left no namespace and no state behind.
 
 mod common;
-use common::{have, in_path, libraries, wulf};
+use common::{have, libraries, wulf};
 
 use std::path::Path;
 use std::process::{Child, Output, Stdio};
@@ -24,26 +24,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Whether labs can be built here; says why not when they cannot.
-fn labs_possible() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: labs need root (network namespaces)");
-        return false;
-    }
-    for tool in ["ip", "tc", "ethtool", "nsenter"] {
-        if !["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
-            .iter()
-            .any(|d| Path::new(d).join(tool).is_file())
-            && !in_path(tool)
-        {
-            eprintln!("skipped: labs need {tool}");
-            return false;
-        }
-    }
-    true
 }
 
 /// A wulf command whose temporary lab is `t<pid>`: removed by the guard
@@ -153,7 +133,7 @@ fn check_below_fe(r: &Value) {
 #[test]
 fn mpi_sweeps_cross_the_lab_link() {
     let _s = serial();
-    if !labs_possible() {
+    if !common::labs_possible() {
         return;
     }
     for lib in libraries() {
@@ -189,7 +169,7 @@ fn mpi_sweeps_cross_the_lab_link() {
 #[test]
 fn tcp_sweep_records_the_lab() {
     let _s = serial();
-    if !labs_possible() {
+    if !common::labs_possible() {
         return;
     }
     let (out, lab) = LabRun::start(&[
@@ -204,7 +184,7 @@ fn tcp_sweep_records_the_lab() {
 #[test]
 fn npb_mg_runs_one_rank_per_node() {
     let _s = serial();
-    if !labs_possible() {
+    if !common::labs_possible() {
         return;
     }
     let mut via = vec!["tcp"];
@@ -239,7 +219,7 @@ fn npb_mg_runs_one_rank_per_node() {
 #[test]
 fn tune_tcp_between_lab_nodes() {
     let _s = serial();
-    if !labs_possible() {
+    if !common::labs_possible() {
         return;
     }
     let dir = common::tempdir();
@@ -275,7 +255,7 @@ fn tune_tcp_between_lab_nodes() {
 #[test]
 fn run_measures_what_crosses_the_lab() {
     let _s = serial();
-    if !labs_possible() || !have("openmpi") {
+    if !common::labs_possible() || !have("openmpi") {
         return;
     }
     let dir = common::tempdir();

@@ -14,18 +14,6 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/study-mtu-buffers/study.json")
 }
 
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var_os("WULF_REQUIRE_LAB").is_some() {
-        panic!("study tests required but not root");
-    }
-    eprintln!("SKIPPED: wulf study needs root for its labs");
-    false
-}
-
 /// The one directory `wulf study` made under `out`.
 fn study_dir(out: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(out)
@@ -60,7 +48,7 @@ fn no_labs_left() {
 
 #[test]
 fn mtu_buffers_quick_runs_end_to_end() {
-    if !root() {
+    if !common::labs_possible() {
         return;
     }
     let out = tempfile::tempdir().unwrap();
@@ -116,7 +104,7 @@ fn mtu_buffers_quick_runs_end_to_end() {
 
 #[test]
 fn fe_vs_ge_quick_runs_end_to_end() {
-    if !root() {
+    if !common::labs_possible() {
         return;
     }
     let out = tempfile::tempdir().unwrap();

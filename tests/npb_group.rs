@@ -180,7 +180,7 @@ fn the_result_file_rejects_unknown_fields_and_other_kinds() {
 #[test]
 fn bad_options_are_usage_errors() {
     for (args, needle) in [
-        (vec!["--np", "3"], "power of two"),
+        (vec!["--np", "3"], "power-of-two"),
         (vec!["--class", "Q"], "unknown NPB class"),
         (vec!["--via", "nosuch"], "unknown transport"),
         (vec!["--via", "memcpy"], "baseline"),

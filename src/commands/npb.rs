@@ -1,16 +1,16 @@
-//! `wulf npb mg`: the NAS MG kernel over each transport and process count,
-//! printed as the seeds' tables and saved as an NPB result.
+//! `wulf npb cg|ep|is|mg`: a NAS kernel over each transport and process
+//! count, printed as the seeds' tables and saved as an NPB result.
 
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 
-use crate::cli::{NpbArgs, NpbKernel, NpbRankArgs};
+use crate::cli::{NpbArgs, NpbRankArgs};
 use crate::error::{usage, WulfError};
 use crate::lab::between::Across;
 use crate::npb::group::run_group;
-use crate::npb::{Class, RankJob};
+use crate::npb::{Class, Kernel, RankJob};
 use crate::report::npb_table::npb_tables;
 use crate::result::{fill_speedups, write_json, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
 use crate::sys::{cpu_count, Host};
@@ -19,6 +19,8 @@ use crate::transport::{self, ChannelOptions, WaitMode};
 /// What to run: one kernel and class over transports and process counts.
 #[derive(Debug, Clone)]
 pub struct NpbPlan {
+    /// The kernel.
+    pub kernel: Kernel,
     /// The problem class.
     pub class: Class,
     /// Process counts.
@@ -37,7 +39,7 @@ pub struct NpbPlan {
 
 /// Run `wulf npb`.
 pub fn execute(args: &NpbArgs) -> Result<()> {
-    let NpbKernel::Mg(a) = &args.kernel;
+    let (kernel, a) = args.kernel.parts();
     super::configure_mpi(&a.mpi, &a.mpi_arg, crate::transport::mpi::DEFAULT_WINDOW);
     if let Some(lab) = &a.lab {
         // Unknown names fail here, before a lab is built for nothing.
@@ -53,6 +55,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
     }
     super::spread_in_lab(a.in_lab)?;
     let plan = NpbPlan {
+        kernel,
         class: a.class,
         nprocs: a.np.clone(),
         via: match &a.via {
@@ -145,6 +148,10 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
             "--lab: none of the transports crosses a network (give --via tcp or an MPI)",
         ));
     }
+    // Counts the kernel cannot use are refused before anything starts.
+    for &np in &plan.nprocs {
+        plan.kernel.check_process_count(plan.class, np)?;
+    }
     let most = plan.nprocs.iter().copied().max().unwrap_or(1);
     if let Some(c) = transport::cluster::get() {
         c.first(most).map_err(|e| usage(format!("{e:#}")))?;
@@ -159,6 +166,7 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
         ));
     }
     let job = RankJob {
+        kernel: plan.kernel,
         class: plan.class,
         repetitions: plan.repetitions,
         timeout_ms: plan.timeout.as_millis() as u64,
@@ -203,12 +211,14 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
             if plan.progress {
                 match (&run.error, run.best_mop_s) {
                     (Some(e), _) => eprintln!(
-                        "wulf: mg class {} {} np={np}: FAILED: {e}",
+                        "wulf: {} class {} {} np={np}: FAILED: {e}",
+                        plan.kernel,
                         plan.class,
                         t.name()
                     ),
                     (None, Some(m)) => eprintln!(
-                        "wulf: mg class {} {} np={np}: {m:.1} Mop/s",
+                        "wulf: {} class {} {} np={np}: {m:.1} Mop/s",
+                        plan.kernel,
                         plan.class,
                         t.name()
                     ),
@@ -229,7 +239,7 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
         started_at,
         wall_s: started.elapsed().as_secs_f64(),
         host: Host::probe(),
-        kernel: "mg".to_string(),
+        kernel: plan.kernel.name().to_string(),
         class: plan.class,
         repetitions: plan.repetitions,
         runs,

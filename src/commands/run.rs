@@ -180,6 +180,7 @@ fn run_npb(
         .filter(|n| !super::spread() || measured.iter().any(|m| m == n))
         .collect();
     let plan = super::npb::NpbPlan {
+        kernel: crate::npb::Kernel::Mg,
         class: if args.thorough { Class::W } else { Class::S },
         nprocs: vec![1, 2],
         via,

@@ -20,14 +20,18 @@ pub fn npb_markdown(r: &NpbResult) -> String {
     render(r, true)
 }
 
+/// The problem of the result's kernel and class in a few words (empty
+/// for a kernel this wulf does not know).
+pub fn problem(r: &NpbResult) -> String {
+    r.kernel
+        .parse::<crate::npb::Kernel>()
+        .map(|k| k.problem(r.class))
+        .unwrap_or_default()
+}
+
 fn render(r: &NpbResult, markdown: bool) -> String {
     let mut s = String::new();
-    let grid = r
-        .runs
-        .iter()
-        .find_map(|run| run.outcomes.first())
-        .map(|o| format!("{0}^3 grid, {1} iterations", o.grid_points, o.iterations))
-        .unwrap_or_default();
+    let grid = problem(r);
     let _ = writeln!(
         s,
         "{}NAS {} class {} ({grid}): best of {} verified runs{}",

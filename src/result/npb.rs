@@ -10,8 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::npb::mg::MgOutcome;
 use crate::npb::Class;
+use crate::npb::NpbOutcome;
 
 /// Version of the NPB result schema.
 pub const NPB_SCHEMA_VERSION: u32 = 1;
@@ -77,7 +77,7 @@ pub struct NpbRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Every verified repetition, in the order run.
-    pub outcomes: Vec<MgOutcome>,
+    pub outcomes: Vec<NpbOutcome>,
     /// Highest Mop/s over the repetitions (NPB reports one run; the best
     /// is the figure least disturbed by other load).
     pub best_mop_s: Option<f64>,
@@ -95,7 +95,7 @@ pub struct NpbRun {
 impl NpbRun {
     /// A run from its outcomes (or its error), with the best and median
     /// rates derived; the speedup is filled in by [`fill_speedups`].
-    pub fn new(via: &str, nprocs: usize, outcome: Result<Vec<MgOutcome>, String>) -> NpbRun {
+    pub fn new(via: &str, nprocs: usize, outcome: Result<Vec<NpbOutcome>, String>) -> NpbRun {
         let (outcomes, error) = match outcome {
             Ok(o) => (o, None),
             Err(e) => (Vec::new(), Some(e)),

@@ -255,7 +255,7 @@ pub trait Transport: Send + Sync {
         &self,
         _np: usize,
         _job: &crate::npb::RankJob,
-    ) -> Option<anyhow::Result<Vec<crate::npb::mg::MgOutcome>>> {
+    ) -> Option<anyhow::Result<Vec<crate::npb::NpbOutcome>>> {
         None
     }
 }

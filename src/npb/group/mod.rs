@@ -37,7 +37,7 @@ use anyhow::{bail, ensure, Context, Result};
 
 use self::wire::{ToCoordinator, ToRank};
 use crate::error::{peer, usage, WulfError};
-use crate::npb::mg::MgOutcome;
+use crate::npb::NpbOutcome;
 use crate::npb::RankJob;
 use crate::peer::protocol::ControlChannel;
 use crate::transport::{ChannelOptions, Cluster, Transport};
@@ -52,7 +52,7 @@ pub fn run_group(
     np: usize,
     job: &RankJob,
     channel: &ChannelOptions,
-) -> Result<Vec<MgOutcome>> {
+) -> Result<Vec<NpbOutcome>> {
     ensure!(np >= 1, usage("a run needs at least one process"));
     transport
         .availability()
@@ -179,7 +179,7 @@ impl Group {
         job: &RankJob,
         channel: &ChannelOptions,
         addresses: &[IpAddr],
-    ) -> Result<Vec<MgOutcome>> {
+    ) -> Result<Vec<NpbOutcome>> {
         let np = self.children.len();
         let mut ctls = self.accept_all()?;
         for ctl in &mut ctls {
@@ -221,7 +221,7 @@ impl Group {
 
     /// Waits for every rank's final report; the first failure, death or
     /// interruption ends the run.
-    fn collect(&mut self, ctls: Vec<ControlChannel>) -> Result<Vec<MgOutcome>> {
+    fn collect(&mut self, ctls: Vec<ControlChannel>) -> Result<Vec<NpbOutcome>> {
         let np = ctls.len();
         let (tx, rx) = mpsc::channel();
         for (rank, mut ctl) in ctls.into_iter().enumerate() {
@@ -234,7 +234,7 @@ impl Group {
             });
         }
         drop(tx);
-        let mut outcomes: Vec<Option<Vec<MgOutcome>>> = (0..np).map(|_| None).collect();
+        let mut outcomes: Vec<Option<Vec<NpbOutcome>>> = (0..np).map(|_| None).collect();
         let mut done = 0;
         while done < np {
             check_interrupted()?;

@@ -32,7 +32,8 @@ use super::launch::{self, Limits, Plan};
 use super::worker::{report_failure, watchdog};
 use crate::error::{exit_code_of, peer, usage, WulfError};
 use crate::npb::comm::MpiComm;
-use crate::npb::mg::{Decomposition, MgOutcome};
+use crate::npb::mg::Decomposition;
+use crate::npb::NpbOutcome;
 use crate::npb::{run_rank, RankJob};
 use crate::transport::mpi::ffi::Mpi;
 
@@ -48,7 +49,7 @@ fn timeout_of(job: &RankJob) -> Duration {
 
 /// Run `rank_job` on `np` ranks as a job of the MPI in `plan`; rank 0's
 /// outcomes, or a clear error (see the module documentation).
-pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<Vec<MgOutcome>> {
+pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<Vec<NpbOutcome>> {
     // Checked here, not in the ranks: a bad count fails at once, without
     // starting MPI.
     if np == 0 {

@@ -1,0 +1,158 @@
+//! `wulf npb ep|is|cg` end to end: the real binary starting real rank
+//! processes over shm and tcp (and each installed MPI), every run verified
+//! against NPB's references; process counts a kernel cannot use refused
+//! with exit 2 before anything starts; a corrupted IS exchange reported as
+//! a failure, never as a speed.
+//!
+//! No test asserts a speed. MPI libraries that are not installed are
+//! skipped, unless WULF_REQUIRE_MPI=1 (CI), where that fails.
+
+mod common;
+use common::*;
+
+use std::sync::{Mutex, MutexGuard};
+
+use wulf::result::{read_npb_result, NpbResult};
+
+/// Ranks spin while each has a CPU: two runs at once on a 2-CPU machine
+/// would starve each other, so the runs of this file take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `wulf npb KERNEL --class CLASS --np NPS --via VIAS`, which must succeed;
+/// its result file.
+fn npb(kernel: &str, class: &str, nps: &str, vias: &str) -> NpbResult {
+    let dir = tempdir();
+    let out = file(&dir, "r.json");
+    let args = [
+        "npb",
+        kernel,
+        "--class",
+        class,
+        "--np",
+        nps,
+        "--via",
+        vias,
+        "--repetitions",
+        "1",
+        "--json",
+        out.to_str().unwrap(),
+    ];
+    let o = run(&args);
+    assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let heading = format!("NAS {} class {class}", kernel.to_uppercase());
+    for needle in [heading.as_str(), "total Mop/s", "speedup", "verified"] {
+        assert!(text.contains(needle), "no {needle:?} in:\n{text}");
+    }
+    read_npb_result(&out).unwrap()
+}
+
+/// Every transport and process count of `r` ran and verified.
+fn check_verified(r: &NpbResult, kernel: &str, runs: usize) {
+    assert_eq!(r.kernel, kernel);
+    assert!(r.complete);
+    assert_eq!(r.runs.len(), runs);
+    for run in &r.runs {
+        let label = format!("{kernel} {} np={}", run.via, run.nprocs);
+        assert!(run.error.is_none(), "{label}: {:?}", run.error);
+        let o = &run.outcomes[0];
+        assert!(o.verified, "{label}");
+        assert!(!o.checks.is_empty(), "{label}");
+        assert_eq!(o.nprocs, run.nprocs, "{label}");
+        assert_eq!(o.proc_grid.iter().product::<usize>(), run.nprocs);
+        assert!(o.mop_s > 0.0 && run.speedup.is_some(), "{label}");
+        eprintln!("{label}: {:.1} Mop/s", o.mop_s);
+    }
+}
+
+#[test]
+fn ep_class_s_verifies_on_1_2_3_processes_over_shm_and_tcp() {
+    let _s = serial();
+    let r = npb("ep", "S", "1,2,3", "shm,tcp");
+    check_verified(&r, "ep", 6);
+}
+
+#[test]
+fn is_class_s_and_w_verify_on_1_2_4_processes_over_shm_and_tcp() {
+    let _s = serial();
+    let r = npb("is", "S", "1,2,4", "shm,tcp");
+    check_verified(&r, "is", 6);
+    let r = npb("is", "W", "1,2,4", "shm,tcp");
+    check_verified(&r, "is", 6);
+}
+
+#[test]
+fn cg_class_s_and_w_verify_on_1_2_4_processes_over_shm_and_tcp() {
+    let _s = serial();
+    let r = npb("cg", "S", "1,2,4", "shm,tcp");
+    check_verified(&r, "cg", 6);
+    let grids: Vec<[usize; 3]> = r.runs.iter().map(|x| x.outcomes[0].proc_grid).collect();
+    // NPB's grids: 2 processes are 2 columns of 1 row, 4 are 2 x 2.
+    assert!(
+        grids.contains(&[2, 1, 1]) && grids.contains(&[2, 2, 1]),
+        "{grids:?}"
+    );
+    let r = npb("cg", "W", "1,2,4", "shm,tcp");
+    check_verified(&r, "cg", 6);
+}
+
+#[test]
+fn each_kernel_verifies_on_2_processes_of_each_mpi() {
+    let _s = serial();
+    std::env::set_var(wulf::transport::mpi::EXE_VAR, env!("CARGO_BIN_EXE_wulf"));
+    for lib in libraries() {
+        let via = format!("mpi:{lib}");
+        for kernel in ["ep", "is", "cg"] {
+            let r = npb(kernel, "S", "2", &via);
+            check_verified(&r, kernel, 1);
+        }
+    }
+}
+
+#[test]
+fn counts_a_kernel_cannot_use_are_refused_before_anything_starts() {
+    for (kernel, np, needle) in [
+        ("is", "3", "power-of-two"),
+        ("cg", "6", "power-of-two"),
+        ("mg", "3", "1, 2, 4, 8"),
+        ("ep", "0", "process count from 1"),
+    ] {
+        let o = run(&["npb", kernel, "--np", np, "--via", "tcp"]);
+        assert_eq!(o.status.code(), Some(2), "{kernel} {np}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{kernel} {np}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    }
+    let o = run(&["npb", "cg", "--class", "Q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn a_corrupted_is_exchange_fails_verification_and_shows_no_speed() {
+    let _s = serial();
+    let dir = tempdir();
+    let out = file(&dir, "r.json");
+    let o = wulf(&[
+        "npb",
+        "is",
+        "--np",
+        "2",
+        "--via",
+        "tcp",
+        "--repetitions",
+        "1",
+        "--json",
+        out.to_str().unwrap(),
+    ])
+    .env("WULF_NPB_FAULT", "is-key")
+    .output()
+    .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("failed verification"), "{}", stderr(&o));
+    let r = read_npb_result(&out).unwrap();
+    assert!(r.runs[0].error.is_some());
+    assert!(r.runs[0].best_mop_s.is_none() && r.runs[0].outcomes.is_empty());
+}

@@ -18,6 +18,7 @@
 pub mod cg;
 pub mod comm;
 pub mod ep;
+pub mod fault;
 pub mod group;
 pub mod is;
 mod kernel;

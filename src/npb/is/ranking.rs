@@ -8,14 +8,6 @@ use anyhow::Result;
 use super::params::IsParams;
 use crate::npb::comm::Communicator;
 
-/// Environment variable that makes rank 0 change one received key at
-/// every ranking, to show that verification catches a corrupted exchange.
-/// A test hook; the only value acted on is [`FAULT_ONE_KEY`].
-pub const FAULT_VAR: &str = "WULF_NPB_FAULT";
-
-/// The value of [`FAULT_VAR`] that corrupts one key of IS's exchange.
-pub const FAULT_ONE_KEY: &str = "is-key";
-
 /// The state of the rankings of one rank.
 pub struct Ranker {
     shift: u32,
@@ -45,7 +37,7 @@ pub struct Ranker {
     lesser: usize,
     /// Received keys outside this rank's buckets (a corrupted exchange).
     misplaced: usize,
-    /// [`FAULT_VAR`] asked for a corrupted key.
+    /// The test hook asked for a corrupted key ([`crate::npb::fault`]).
     corrupt: bool,
 }
 
@@ -71,7 +63,7 @@ impl Ranker {
             at_most: vec![0; params.max_key()],
             lesser: 0,
             misplaced: 0,
-            corrupt: comm.rank() == 0 && std::env::var(FAULT_VAR).is_ok_and(|v| v == FAULT_ONE_KEY),
+            corrupt: crate::npb::fault::injected(comm, "is-key"),
         }
     }
 

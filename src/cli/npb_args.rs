@@ -35,17 +35,23 @@ pub enum NpbKernel {
     /// neighbour ghost exchanges of every size plus small reductions.
     /// Powers of two of processes.
     Mg(NpbMgArgs),
+    /// Every kernel (CG, EP, IS, MG) in turn, each kernel's tables, then one
+    /// table of Mop/s with a row per kernel and a column per transport.
+    /// Process counts a kernel cannot use are skipped for it; --json FILE
+    /// writes one file per kernel, FILE with -KERNEL before its extension.
+    All(NpbMgArgs),
 }
 
 impl NpbKernel {
-    /// Which kernel, and its options.
-    pub fn parts(&self) -> (crate::npb::Kernel, &NpbMgArgs) {
+    /// Which kernels, and their options.
+    pub fn parts(&self) -> (Vec<crate::npb::Kernel>, &NpbMgArgs) {
         use crate::npb::Kernel;
         match self {
-            NpbKernel::Cg(a) => (Kernel::Cg, a),
-            NpbKernel::Ep(a) => (Kernel::Ep, a),
-            NpbKernel::Is(a) => (Kernel::Is, a),
-            NpbKernel::Mg(a) => (Kernel::Mg, a),
+            NpbKernel::Cg(a) => (vec![Kernel::Cg], a),
+            NpbKernel::Ep(a) => (vec![Kernel::Ep], a),
+            NpbKernel::Is(a) => (vec![Kernel::Is], a),
+            NpbKernel::Mg(a) => (vec![Kernel::Mg], a),
+            NpbKernel::All(a) => (Kernel::ALL.to_vec(), a),
         }
     }
 }

@@ -13,8 +13,14 @@ use serde::{Deserialize, Serialize};
 use crate::npb::Class;
 use crate::npb::NpbOutcome;
 
-/// Version of the NPB result schema.
-pub const NPB_SCHEMA_VERSION: u32 = 1;
+/// Version of the NPB result schema. Version 2 added the kernels EP, IS
+/// and CG: an outcome's MG-only fields became optional and `checks` lists
+/// what the other kernels verified. Version 1 files (MG only) read as
+/// version 2 files with the MG fields present.
+pub const NPB_SCHEMA_VERSION: u32 = 2;
+
+/// The oldest NPB result schema version this wulf still reads.
+pub const NPB_OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// The value of [`NpbResult::kind`].
 pub const NPB_KIND: &str = "npb";
@@ -43,7 +49,7 @@ pub struct NpbResult {
     pub wall_s: f64,
     /// The machine.
     pub host: crate::sys::Host,
-    /// The kernel (`mg`).
+    /// The kernel (`cg`, `ep`, `is` or `mg`).
     pub kernel: String,
     /// The problem class.
     pub class: Class,
@@ -73,7 +79,7 @@ pub struct NpbRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<crate::transport::WaitMode>,
     /// Why this combination has no figures (failed, or impossible such as
-    /// a process count MG cannot use); None when it ran.
+    /// a process count the kernel cannot use); None when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Every verified repetition, in the order run.

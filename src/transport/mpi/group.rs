@@ -32,7 +32,6 @@ use super::launch::{self, Limits, Plan};
 use super::worker::{report_failure, watchdog};
 use crate::error::{exit_code_of, peer, usage, WulfError};
 use crate::npb::comm::MpiComm;
-use crate::npb::mg::Decomposition;
 use crate::npb::NpbOutcome;
 use crate::npb::{run_rank, RankJob};
 use crate::transport::mpi::ffi::Mpi;
@@ -58,7 +57,9 @@ pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<Vec<NpbOutco
             plan.name
         )));
     }
-    Decomposition::proc_grid(np).map_err(|e| usage(format!("{}: {e}", plan.name)))?;
+    rank_job
+        .check_process_count(np)
+        .map_err(|e| usage(format!("{}: {e:#}", plan.name)))?;
     let dir = tempfile::Builder::new()
         .prefix("wulf-npb-mpi-")
         .tempdir()

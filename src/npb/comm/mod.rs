@@ -147,7 +147,7 @@ where
 }
 
 /// Checks that `counts` has one entry per rank and covers `len` values.
-fn check_counts(size: usize, counts: &[usize], len: usize, what: &str) -> Result<()> {
+pub(crate) fn check_counts(size: usize, counts: &[usize], len: usize, what: &str) -> Result<()> {
     ensure!(
         counts.len() == size,
         "alltoallv: {} {what} counts for {size} ranks",

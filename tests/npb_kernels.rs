@@ -166,6 +166,13 @@ fn each_kernel_verifies_on_2_processes_of_each_mpi() {
         for kernel in ["ep", "is", "cg"] {
             let r = npb(kernel, "S", "2", &via);
             check_verified(&r, kernel, 1);
+            // The library block, as sweep results carry it.
+            let mpi = r.runs[0]
+                .mpi
+                .as_ref()
+                .expect("an MPI run records its library");
+            assert_eq!(mpi.implementation, lib);
+            assert!(!mpi.launcher_command.is_empty());
         }
     }
 }

@@ -46,6 +46,12 @@ fn group(transport: &str, np: usize, class: Class) -> anyhow::Result<Vec<NpbOutc
     }
     t.launch_group(np, &job(class))
         .unwrap_or_else(|| panic!("{transport} has no launch_group"))
+        .map(|g| {
+            // The library block comes with every MPI run, as in sweeps.
+            let mpi = g.mpi.expect("an MPI run describes its library");
+            assert!(!mpi.library_version.is_empty() && !mpi.launcher_command.is_empty());
+            g.outcomes
+        })
 }
 
 /// Run and check MG of class S on `np` ranks of `transport`.
@@ -231,7 +237,7 @@ fn timings() {
                     repetitions: 5,
                     timeout_ms: 60_000,
                 };
-                let o = t.launch_group(np, &job).unwrap().unwrap();
+                let o = t.launch_group(np, &job).unwrap().unwrap().outcomes;
                 assert!(o.iter().all(|o| o.verified));
                 let mut times: Vec<f64> = o.iter().map(|o| o.time_s).collect();
                 times.sort_by(f64::total_cmp);

@@ -256,7 +256,12 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
                     break 'all;
                 }
             }
-            let mut run = NpbRun::new(t.name(), np, outcome.map_err(|e| format!("{e:#}")));
+            let (outcome, mpi) = match outcome {
+                Ok(group) => (Ok(group.outcomes), group.mpi),
+                Err(e) => (Err(format!("{e:#}")), None),
+            };
+            let mut run = NpbRun::new(t.name(), np, outcome);
+            run.mpi = mpi;
             run.wait = Some(wait);
             if plan.progress {
                 match (&run.error, run.best_mop_s) {

@@ -36,6 +36,16 @@ impl RankJob {
     }
 }
 
+/// What a parallel run of a [`RankJob`] brings back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupRun {
+    /// Rank 0's outcomes, one per repetition, all verified.
+    pub outcomes: Vec<NpbOutcome>,
+    /// For a run under an MPI launcher: the library, its launcher line
+    /// and the environment that steered it, as sweep results record them.
+    pub mpi: Option<crate::result::MpiInfo>,
+}
+
 /// Runs `job` on this rank of `comm`. Every rank must call it; every rank
 /// gets the same outcomes (one per repetition), or the first error.
 pub fn run_rank(job: &RankJob, comm: &dyn Communicator) -> Result<Vec<NpbOutcome>> {

@@ -96,6 +96,10 @@ pub struct NpbRun {
     pub speedup: Option<f64>,
     /// `speedup / nprocs`: 1 is perfect scaling.
     pub parallel_efficiency: Option<f64>,
+    /// For an MPI transport: the library, its launcher line and the
+    /// environment that steered it (as in sweep results); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi: Option<crate::result::MpiInfo>,
 }
 
 impl NpbRun {
@@ -121,6 +125,7 @@ impl NpbRun {
             best_mop_s_per_process: best.map(|b| b / nprocs as f64),
             speedup: None,
             parallel_efficiency: None,
+            mpi: None,
         }
     }
 

@@ -38,7 +38,7 @@ use anyhow::{bail, ensure, Context, Result};
 use self::wire::{ToCoordinator, ToRank};
 use crate::error::{peer, usage, WulfError};
 use crate::npb::NpbOutcome;
-use crate::npb::RankJob;
+use crate::npb::{GroupRun, RankJob};
 use crate::peer::protocol::ControlChannel;
 use crate::transport::{ChannelOptions, Cluster, Transport};
 
@@ -46,13 +46,14 @@ use crate::transport::{ChannelOptions, Cluster, Transport};
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `job` on `np` ranks linked by `transport` and returns rank 0's
-/// outcomes (one per repetition, all verified).
+/// outcomes (one per repetition, all verified), with the MPI library's
+/// description when an MPI launched the ranks.
 pub fn run_group(
     transport: &dyn Transport,
     np: usize,
     job: &RankJob,
     channel: &ChannelOptions,
-) -> Result<Vec<NpbOutcome>> {
+) -> Result<GroupRun> {
     ensure!(np >= 1, usage("a run needs at least one process"));
     transport
         .availability()
@@ -69,7 +70,10 @@ pub fn run_group(
     let mut group = Group::start(np, cluster.as_ref(), addresses[0])?;
     let result = group.drive(transport.name(), job, channel, &addresses);
     group.kill();
-    result
+    Ok(GroupRun {
+        outcomes: result?,
+        mpi: None,
+    })
 }
 
 /// The ranks' processes, killed when the group is dropped.

@@ -297,6 +297,9 @@ fn run_measures_what_crosses_the_lab() {
         files,
         [
             "mpi:openmpi(tcp)-pingpong.json",
+            "npb-cg-S.json",
+            "npb-ep-S.json",
+            "npb-is-S.json",
             "npb-mg-S.json",
             "points.csv",
             "report.html",

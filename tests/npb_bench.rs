@@ -56,7 +56,7 @@ fn report(class: Class, nprocs: usize) {
         outcome.mop_s,
         outcome.cpu_time_s,
         outcome.mop_s * outcome.time_s / outcome.cpu_time_s,
-        outcome.norm,
+        outcome.norm.unwrap_or(f64::NAN),
         outcome.verified
     );
 }

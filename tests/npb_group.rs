@@ -180,7 +180,7 @@ fn the_result_file_rejects_unknown_fields_and_other_kinds() {
 #[test]
 fn bad_options_are_usage_errors() {
     for (args, needle) in [
-        (vec!["--np", "3"], "power of two"),
+        (vec!["--np", "3"], "power-of-two"),
         (vec!["--class", "Q"], "unknown NPB class"),
         (vec!["--via", "nosuch"], "unknown transport"),
         (vec!["--via", "memcpy"], "baseline"),
@@ -310,7 +310,7 @@ fn ctrl_c_saves_the_runs_done_marked_incomplete() {
 }
 
 #[test]
-fn wulf_run_includes_nas_mg_class_s_unless_told_not_to() {
+fn wulf_run_includes_every_nas_kernel_class_s_unless_told_not_to() {
     let dir = tempdir();
     let out = dir.path().to_str().unwrap();
     let quick = ["--budget", "300ms", "--sizes", "1:4Ki", "--quiet"];
@@ -326,6 +326,13 @@ fn wulf_run_includes_nas_mg_class_s_unless_told_not_to() {
     assert_eq!(results.len(), 1);
     let r = read_npb_result(&results[0].join("npb-mg-S.json")).unwrap();
     check_verified(&r, &["unix", "shm"], &[1, 2], 3);
+    // The other kernels follow MG, with fewer repetitions to keep the run
+    // short.
+    for (kernel, reps) in [("cg", 2), ("ep", 1), ("is", 2)] {
+        let r = read_npb_result(&results[0].join(format!("npb-{kernel}-S.json"))).unwrap();
+        assert_eq!(r.kernel, kernel);
+        check_verified(&r, &["unix", "shm"], &[1, 2], reps);
+    }
 
     let dir = tempdir();
     let out = dir.path().to_str().unwrap();
@@ -338,4 +345,5 @@ fn wulf_run_includes_nas_mg_class_s_unless_told_not_to() {
         .map(|e| e.unwrap().path())
         .collect();
     assert!(!results[0].join("npb-mg-S.json").exists());
+    assert!(!results[0].join("npb-cg-S.json").exists());
 }

@@ -13,7 +13,7 @@ use common::{have, libraries};
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
-use wulf::npb::mg::MgOutcome;
+use wulf::npb::NpbOutcome;
 use wulf::npb::{Class, RankJob};
 
 /// MPI ranks busy-poll: two jobs at once on two CPUs would starve each
@@ -30,6 +30,7 @@ fn serial() -> MutexGuard<'static, ()> {
 
 fn job(class: Class) -> RankJob {
     RankJob {
+        kernel: wulf::npb::Kernel::Mg,
         class,
         repetitions: 1,
         timeout_ms: 60_000,
@@ -37,7 +38,7 @@ fn job(class: Class) -> RankJob {
 }
 
 /// Run MG of `class` on `np` ranks of `transport`.
-fn group(transport: &str, np: usize, class: Class) -> anyhow::Result<Vec<MgOutcome>> {
+fn group(transport: &str, np: usize, class: Class) -> anyhow::Result<Vec<NpbOutcome>> {
     let t = wulf::transport::find(transport)
         .unwrap_or_else(|| panic!("{transport} is not listed: {:?}", wulf::transport::names()));
     if let Err(why) = t.availability() {
@@ -45,6 +46,12 @@ fn group(transport: &str, np: usize, class: Class) -> anyhow::Result<Vec<MgOutco
     }
     t.launch_group(np, &job(class))
         .unwrap_or_else(|| panic!("{transport} has no launch_group"))
+        .map(|g| {
+            // The library block comes with every MPI run, as in sweeps.
+            let mpi = g.mpi.expect("an MPI run describes its library");
+            assert!(!mpi.library_version.is_empty() && !mpi.launcher_command.is_empty());
+            g.outcomes
+        })
 }
 
 /// Run and check MG of class S on `np` ranks of `transport`.
@@ -169,6 +176,7 @@ fn rank_pid(rank: usize) -> Option<i32> {
 /// `signal` to rank 1 once it runs; the error and how long it took.
 fn signal_rank_1(transport: &str, signal: i32) -> (String, Duration) {
     let long = RankJob {
+        kernel: wulf::npb::Kernel::Mg,
         class: Class::W,
         repetitions: 1000,
         timeout_ms: 3000,
@@ -224,11 +232,12 @@ fn timings() {
                 let transport = format!("mpi:{lib}");
                 let t = wulf::transport::find(&transport).unwrap();
                 let job = RankJob {
+                    kernel: wulf::npb::Kernel::Mg,
                     class,
                     repetitions: 5,
                     timeout_ms: 60_000,
                 };
-                let o = t.launch_group(np, &job).unwrap().unwrap();
+                let o = t.launch_group(np, &job).unwrap().unwrap().outcomes;
                 assert!(o.iter().all(|o| o.verified));
                 let mut times: Vec<f64> = o.iter().map(|o| o.time_s).collect();
                 times.sort_by(f64::total_cmp);

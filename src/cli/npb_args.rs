@@ -21,18 +21,50 @@ pub struct NpbArgs {
 /// The NAS kernels wulf has.
 #[derive(Debug, Clone, Subcommand)]
 pub enum NpbKernel {
+    /// CG: conjugate gradient on a random sparse matrix over a 2-D process
+    /// grid; small, latency-bound reductions along process rows and a
+    /// transpose exchange. Powers of two of processes.
+    Cg(NpbMgArgs),
+    /// EP: Gaussian pairs; computation only, one reduction at the end. Any
+    /// process count.
+    Ep(NpbMgArgs),
+    /// IS: integer bucket sort; one large all-to-all of keys per iteration.
+    /// Powers of two of processes.
+    Is(NpbMgArgs),
     /// MG: multigrid V-cycles on a periodic 3-D Poisson problem; nearest
     /// neighbour ghost exchanges of every size plus small reductions.
+    /// Powers of two of processes.
     Mg(NpbMgArgs),
+    /// Every kernel (CG, EP, IS, MG) in turn, each kernel's tables, then one
+    /// table of Mop/s with a row per kernel and a column per transport.
+    /// Process counts a kernel cannot use are skipped for it; --json FILE
+    /// writes one file per kernel, FILE with -KERNEL before its extension.
+    All(NpbMgArgs),
 }
 
-/// `wulf npb mg`.
+impl NpbKernel {
+    /// Which kernels, and their options.
+    pub fn parts(&self) -> (Vec<crate::npb::Kernel>, &NpbMgArgs) {
+        use crate::npb::Kernel;
+        match self {
+            NpbKernel::Cg(a) => (vec![Kernel::Cg], a),
+            NpbKernel::Ep(a) => (vec![Kernel::Ep], a),
+            NpbKernel::Is(a) => (vec![Kernel::Is], a),
+            NpbKernel::Mg(a) => (vec![Kernel::Mg], a),
+            NpbKernel::All(a) => (Kernel::ALL.to_vec(), a),
+        }
+    }
+}
+
+/// `wulf npb mg|cg|ep|is`: the options every kernel shares.
 #[derive(Debug, Clone, Args)]
 pub struct NpbMgArgs {
-    /// Problem class: S (seconds), W, A, B, C (grows 8x or more per class).
+    /// Problem class: S (seconds), W, A, B, C (grows 4x or more per class).
     #[arg(long, default_value = "S", value_parser = parse_class)]
     pub class: Class,
-    /// Process counts (powers of two), comma-separated.
+    /// Process counts, comma-separated (MG, CG and IS take powers of two,
+    /// EP any count; a count the kernel cannot use is refused before
+    /// anything starts).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4", value_name = "LIST", value_parser = parse_np)]
     pub np: Vec<usize>,
     /// Transports linking the processes, comma-separated: tcp, unix, shm,
@@ -90,10 +122,10 @@ fn parse_class(s: &str) -> Result<Class, String> {
 }
 
 fn parse_np(s: &str) -> Result<usize, String> {
+    let most = crate::npb::MAX_PROCESSES;
     match s.trim().parse::<usize>() {
-        Ok(n) if n.is_power_of_two() && n <= 1024 => Ok(n),
-        _ => Err(format!(
-            "'{s}': MG runs on a power of two of processes (1, 2, 4, ... 1024)"
-        )),
+        // Which counts a kernel can use is its own rule, checked later.
+        Ok(n) if (1..=most).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}': give a process count from 1 to {most}")),
     }
 }

@@ -1,16 +1,16 @@
-//! `wulf npb mg`: the NAS MG kernel over each transport and process count,
-//! printed as the seeds' tables and saved as an NPB result.
+//! `wulf npb cg|ep|is|mg`: a NAS kernel over each transport and process
+//! count, printed as the seeds' tables and saved as an NPB result.
 
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 
-use crate::cli::{NpbArgs, NpbKernel, NpbRankArgs};
+use crate::cli::{NpbArgs, NpbRankArgs};
 use crate::error::{usage, WulfError};
 use crate::lab::between::Across;
 use crate::npb::group::run_group;
-use crate::npb::{Class, RankJob};
+use crate::npb::{Class, Kernel, RankJob};
 use crate::report::npb_table::npb_tables;
 use crate::result::{fill_speedups, write_json, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
 use crate::sys::{cpu_count, Host};
@@ -19,6 +19,8 @@ use crate::transport::{self, ChannelOptions, WaitMode};
 /// What to run: one kernel and class over transports and process counts.
 #[derive(Debug, Clone)]
 pub struct NpbPlan {
+    /// The kernel.
+    pub kernel: Kernel,
     /// The problem class.
     pub class: Class,
     /// Process counts.
@@ -37,7 +39,7 @@ pub struct NpbPlan {
 
 /// Run `wulf npb`.
 pub fn execute(args: &NpbArgs) -> Result<()> {
-    let NpbKernel::Mg(a) = &args.kernel;
+    let (kernels, a) = args.kernel.parts();
     super::configure_mpi(&a.mpi, &a.mpi_arg, crate::transport::mpi::DEFAULT_WINDOW);
     if let Some(lab) = &a.lab {
         // Unknown names fail here, before a lab is built for nothing.
@@ -52,42 +54,93 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
     }
     super::spread_in_lab(a.in_lab)?;
-    let plan = NpbPlan {
-        class: a.class,
-        nprocs: a.np.clone(),
-        via: match &a.via {
-            Some(v) => v.clone(),
-            None => available_transports(),
-        },
-        repetitions: a.repetitions as usize,
-        timeout: a.timeout,
-        wait: a.wait.map(Into::into),
-        progress: true,
-    };
-    let (result, stop) = run_plan(&plan)?;
-    let tables = npb_tables(&result);
-    if a.json.as_deref() == Some(std::path::Path::new("-")) {
-        eprint!("{tables}");
-    } else {
-        print!("{tables}");
-        std::io::stdout().flush()?;
+    let several = kernels.len() > 1;
+    let to_stdout = a.json.as_deref() == Some(std::path::Path::new("-"));
+    if several && to_stdout {
+        return Err(usage(
+            "wulf npb all writes one file per kernel: give --json a file name, not '-'",
+        ));
     }
-    if let Some(path) = &a.json {
-        write_json(path, &result)?;
+    let mut results = Vec::new();
+    let mut failed = Vec::new();
+    for kernel in kernels {
+        let plan = NpbPlan {
+            kernel,
+            class: a.class,
+            nprocs: counts_for(kernel, a.class, &a.np, several)?,
+            via: match &a.via {
+                Some(v) => v.clone(),
+                None => available_transports(),
+            },
+            repetitions: a.repetitions as usize,
+            timeout: a.timeout,
+            wait: a.wait.map(Into::into),
+            progress: true,
+        };
+        let (result, stop) = run_plan(&plan)?;
+        let tables = npb_tables(&result);
+        if to_stdout {
+            eprint!("{tables}");
+        } else {
+            print!("{tables}");
+            std::io::stdout().flush()?;
+        }
+        if let Some(path) = &a.json {
+            let path = if several {
+                path_for_kernel(path, kernel)
+            } else {
+                path.clone()
+            };
+            write_json(&path, &result)?;
+        }
+        if let Some(e) = stop {
+            return Err(e);
+        }
+        failed.extend(
+            result
+                .runs
+                .iter()
+                .filter(|r| r.error.is_some())
+                .map(|r| format!("{kernel} {} np={}", r.via, r.nprocs)),
+        );
+        results.push(result);
     }
-    if let Some(e) = stop {
-        return Err(e);
+    if several {
+        print!("\n{}", crate::report::npb_table::kernels_table(&results));
     }
-    let failed: Vec<String> = result
-        .runs
-        .iter()
-        .filter(|r| r.error.is_some())
-        .map(|r| format!("{} np={}", r.via, r.nprocs))
-        .collect();
     if !failed.is_empty() {
         anyhow::bail!("some runs failed: {}", failed.join(", "));
     }
     Ok(())
+}
+
+/// The process counts of `nps` that `kernel` can use. Alone, a kernel
+/// refuses the others (usage error); within `all`, it skips them, saying so.
+fn counts_for(kernel: Kernel, class: Class, nps: &[usize], skip: bool) -> Result<Vec<usize>> {
+    let mut usable = Vec::new();
+    for &np in nps {
+        match kernel.check_process_count(class, np) {
+            Ok(()) => usable.push(np),
+            Err(e) if skip => eprintln!("wulf: {kernel}: skipping np={np}: {e:#}"),
+            Err(e) => return Err(e),
+        }
+    }
+    if usable.is_empty() {
+        return Err(usage(format!(
+            "NPB {kernel} can use none of the process counts given"
+        )));
+    }
+    Ok(usable)
+}
+
+/// `dir/r.json` becomes `dir/r-cg.json` for CG.
+fn path_for_kernel(path: &std::path::Path, kernel: Kernel) -> std::path::PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{kernel}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{kernel}"),
+    };
+    path.with_file_name(name)
 }
 
 /// Run a rank process (`wulf npb-rank`, started by [`run_group`]).
@@ -145,6 +198,10 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
             "--lab: none of the transports crosses a network (give --via tcp or an MPI)",
         ));
     }
+    // Counts the kernel cannot use are refused before anything starts.
+    for &np in &plan.nprocs {
+        plan.kernel.check_process_count(plan.class, np)?;
+    }
     let most = plan.nprocs.iter().copied().max().unwrap_or(1);
     if let Some(c) = transport::cluster::get() {
         c.first(most).map_err(|e| usage(format!("{e:#}")))?;
@@ -159,6 +216,7 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
         ));
     }
     let job = RankJob {
+        kernel: plan.kernel,
         class: plan.class,
         repetitions: plan.repetitions,
         timeout_ms: plan.timeout.as_millis() as u64,
@@ -198,17 +256,24 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
                     break 'all;
                 }
             }
-            let mut run = NpbRun::new(t.name(), np, outcome.map_err(|e| format!("{e:#}")));
+            let (outcome, mpi) = match outcome {
+                Ok(group) => (Ok(group.outcomes), group.mpi),
+                Err(e) => (Err(format!("{e:#}")), None),
+            };
+            let mut run = NpbRun::new(t.name(), np, outcome);
+            run.mpi = mpi;
             run.wait = Some(wait);
             if plan.progress {
                 match (&run.error, run.best_mop_s) {
                     (Some(e), _) => eprintln!(
-                        "wulf: mg class {} {} np={np}: FAILED: {e}",
+                        "wulf: {} class {} {} np={np}: FAILED: {e}",
+                        plan.kernel,
                         plan.class,
                         t.name()
                     ),
                     (None, Some(m)) => eprintln!(
-                        "wulf: mg class {} {} np={np}: {m:.1} Mop/s",
+                        "wulf: {} class {} {} np={np}: {m:.1} Mop/s",
+                        plan.kernel,
                         plan.class,
                         t.name()
                     ),
@@ -229,7 +294,7 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
         started_at,
         wall_s: started.elapsed().as_secs_f64(),
         host: Host::probe(),
-        kernel: "mg".to_string(),
+        kernel: plan.kernel.name().to_string(),
         class: plan.class,
         repetitions: plan.repetitions,
         runs,

@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::cli::RunArgs;
 use crate::error::WulfError;
 use crate::lab::between::Across;
-use crate::npb::Class;
+use crate::npb::{Class, Kernel};
 use crate::report;
 use crate::result::{write_atomically, write_json, write_result, NpbResult, SweepResult};
 use crate::sweep::engine::run_sweep;
@@ -115,20 +115,25 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             }
         }
     }
-    // The applications' view: NAS MG over the same transports.
+    // The applications' view: the NAS kernels over the same transports.
     let mut npb_results = Vec::new();
     if stop.is_none() && !args.no_npb {
-        match run_npb(args, &dir, &measured) {
-            Ok((r, interrupted)) => {
-                if r.runs.iter().any(|x| x.error.is_some()) {
-                    failures.push("npb mg");
+        for kernel in NPB_KERNELS {
+            match run_npb(args, &dir, &measured, kernel) {
+                Ok((r, interrupted)) => {
+                    if r.runs.iter().any(|x| x.error.is_some()) {
+                        failures.push(npb_label(kernel));
+                    }
+                    npb_results.push(r);
+                    stop = interrupted;
                 }
-                npb_results.push(r);
-                stop = interrupted;
+                Err(e) => {
+                    eprintln!("wulf: npb {kernel} failed: {e:#}");
+                    failures.push(npb_label(kernel));
+                }
             }
-            Err(e) => {
-                eprintln!("wulf: npb mg failed: {e:#}");
-                failures.push("npb mg");
+            if stop.is_some() {
+                break;
             }
         }
     }
@@ -164,14 +169,40 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// NAS MG class S (W with --thorough) on 1 and 2 processes over every
-/// transport that links processes and was not left out by --only (in a
-/// lab: of those `measured`, one process per node); saved as
-/// `npb-mg-CLASS.json`. Returns the result and the interruption, if any.
+/// The NAS kernels `wulf run` ends with, MG first (as before the others
+/// existed), and the verified runs of each per combination: MG keeps its
+/// three; the others, added later, take fewer so that they add at most
+/// about 30 s to a run (EP, pure computation, one; CG and IS two).
+const NPB_KERNELS: [Kernel; 4] = [Kernel::Mg, Kernel::Cg, Kernel::Ep, Kernel::Is];
+
+/// How a failed kernel is named among the failed transports.
+fn npb_label(kernel: Kernel) -> &'static str {
+    match kernel {
+        Kernel::Cg => "npb cg",
+        Kernel::Ep => "npb ep",
+        Kernel::Is => "npb is",
+        Kernel::Mg => "npb mg",
+    }
+}
+
+fn npb_repetitions(kernel: Kernel) -> usize {
+    match kernel {
+        Kernel::Mg => 3,
+        Kernel::Cg | Kernel::Is => 2,
+        Kernel::Ep => 1,
+    }
+}
+
+/// NAS `kernel` class S (W with --thorough) on 1 and 2 processes over
+/// every transport that links processes and was not left out by --only
+/// (in a lab: of those `measured`, one process per node); saved as
+/// `npb-KERNEL-CLASS.json`. Returns the result and the interruption, if
+/// any.
 fn run_npb(
     args: &RunArgs,
     dir: &std::path::Path,
     measured: &[&'static str],
+    kernel: Kernel,
 ) -> Result<(NpbResult, Option<anyhow::Error>)> {
     let via: Vec<String> = super::npb::available_transports()
         .into_iter()
@@ -180,16 +211,17 @@ fn run_npb(
         .filter(|n| !super::spread() || measured.iter().any(|m| m == n))
         .collect();
     let plan = super::npb::NpbPlan {
+        kernel,
         class: if args.thorough { Class::W } else { Class::S },
         nprocs: vec![1, 2],
         via,
-        repetitions: 3,
+        repetitions: npb_repetitions(kernel),
         timeout: args.measure.timeout,
         wait: args.measure.wait.map(Into::into),
         progress: !args.measure.quiet,
     };
     let (result, stop) = super::npb::run_plan(&plan)?;
-    let path = dir.join(format!("npb-mg-{}.json", plan.class));
+    let path = dir.join(format!("npb-{kernel}-{}.json", plan.class));
     write_json(&path, &result)?;
     Ok((result, stop))
 }

@@ -8,16 +8,28 @@
 //! * [`comm`]: the [`comm::Communicator`] trait the kernels run over, with
 //!   serial and in-process (threads) backends;
 //! * [`mg`]: the MG multigrid kernel, serial and parallel;
+//! * [`ep`], [`is`], [`cg`]: the EP, IS and CG kernels, likewise;
+//! * [`Kernel`]: which kernel a run is, its process-count rule;
+//! * [`outcome`]: the verified outcome every kernel reports, and the
+//!   timing every kernel shares;
 //! * [`group`]: parallel runs of separate processes over a transport;
 //! * [`RankJob`] / [`run_rank`]: what each rank of such a run executes.
 
+pub mod cg;
 pub mod comm;
+pub mod ep;
+pub mod fault;
 pub mod group;
+pub mod is;
+mod kernel;
 pub mod mg;
+pub mod outcome;
 mod rank_job;
 pub mod rng;
 
-pub use rank_job::{run_rank, RankJob};
+pub use kernel::{Kernel, MAX_PROCESSES};
+pub use outcome::NpbOutcome;
+pub use rank_job::{run_rank, GroupRun, RankJob};
 
 use std::fmt;
 use std::str::FromStr;

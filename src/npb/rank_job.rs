@@ -11,13 +11,15 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::comm::Communicator;
-use super::mg::{run_mg, Decomposition, MgOutcome, MgParams};
-use super::Class;
+use super::{Class, Kernel, NpbOutcome};
 
-/// The work of one rank: `repetitions` verified runs of MG of `class`.
+/// The work of one rank: `repetitions` verified runs of `kernel` of `class`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RankJob {
+    /// The kernel (MG when absent, as before there were others).
+    #[serde(default)]
+    pub kernel: Kernel,
     /// The problem class.
     pub class: Class,
     /// Runs, one after another, in the same processes.
@@ -27,20 +29,28 @@ pub struct RankJob {
 }
 
 impl RankJob {
-    /// Fails, before any process starts, when the job cannot run on `np`
-    /// ranks (not a power of two, or too many to split the grid).
+    /// Fails with a usage error, before any process starts, when the job
+    /// cannot run on `np` ranks (see [`Kernel::check_process_count`]).
     pub fn check_process_count(&self, np: usize) -> Result<()> {
-        let levels = MgParams::of(self.class).levels;
-        Decomposition::new(np, 0)?.lowest_distributed_level(levels)?;
-        Ok(())
+        self.kernel.check_process_count(self.class, np)
     }
+}
+
+/// What a parallel run of a [`RankJob`] brings back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupRun {
+    /// Rank 0's outcomes, one per repetition, all verified.
+    pub outcomes: Vec<NpbOutcome>,
+    /// For a run under an MPI launcher: the library, its launcher line
+    /// and the environment that steered it, as sweep results record them.
+    pub mpi: Option<crate::result::MpiInfo>,
 }
 
 /// Runs `job` on this rank of `comm`. Every rank must call it; every rank
 /// gets the same outcomes (one per repetition), or the first error.
-pub fn run_rank(job: &RankJob, comm: &dyn Communicator) -> Result<Vec<MgOutcome>> {
+pub fn run_rank(job: &RankJob, comm: &dyn Communicator) -> Result<Vec<NpbOutcome>> {
     (0..job.repetitions.max(1))
-        .map(|_| run_mg(job.class, comm))
+        .map(|_| job.kernel.run(job.class, comm))
         .collect()
 }
 
@@ -50,6 +60,7 @@ mod tests {
 
     fn job(class: Class) -> RankJob {
         RankJob {
+            kernel: Kernel::Mg,
             class,
             repetitions: 1,
             timeout_ms: 1000,

@@ -43,6 +43,24 @@ pub fn npb_labels(results: &[NpbResult]) -> Vec<String> {
         .collect()
 }
 
+/// `32^3` as `32<sup>3</sup>`: every caret followed by digits.
+fn superscripts(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '^' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push_str("<sup>");
+            while let Some(d) = chars.next_if(char::is_ascii_digit) {
+                out.push(d);
+            }
+            out.push_str("</sup>");
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// One section per NPB result.
 pub(super) fn npb_sections(h: &mut String, results: &[NpbResult], names: &[String]) -> Result<()> {
     for (i, (r, name)) in results.iter().zip(names).enumerate() {
@@ -52,17 +70,10 @@ pub(super) fn npb_sections(h: &mut String, results: &[NpbResult], names: &[Strin
 }
 
 fn section(h: &mut String, r: &NpbResult, name: &str, id: &str) -> Result<()> {
-    let grid = r
-        .runs
-        .iter()
-        .find_map(|run| run.outcomes.first())
-        .map(|o| {
-            format!(
-                "{0}<sup>3</sup> grid, {1} iterations; ",
-                o.grid_points, o.iterations
-            )
-        })
-        .unwrap_or_default();
+    let grid = match crate::report::npb_table::problem(r) {
+        p if p.is_empty() => p,
+        p => format!("{}; ", superscripts(&esc(&p))),
+    };
     let _ = write!(
         h,
         "<section id={id} class=npb><h2>{}{}</h2>\n<p class=sub>{grid}best of {} verified repetition{} per run; \

@@ -20,14 +20,18 @@ pub fn npb_markdown(r: &NpbResult) -> String {
     render(r, true)
 }
 
+/// The problem of the result's kernel and class in a few words (empty
+/// for a kernel this wulf does not know).
+pub fn problem(r: &NpbResult) -> String {
+    r.kernel
+        .parse::<crate::npb::Kernel>()
+        .map(|k| k.problem(r.class))
+        .unwrap_or_default()
+}
+
 fn render(r: &NpbResult, markdown: bool) -> String {
     let mut s = String::new();
-    let grid = r
-        .runs
-        .iter()
-        .find_map(|run| run.outcomes.first())
-        .map(|o| format!("{0}^3 grid, {1} iterations", o.grid_points, o.iterations))
-        .unwrap_or_default();
+    let grid = problem(r);
     let _ = writeln!(
         s,
         "{}NAS {} class {} ({grid}): best of {} verified runs{}",
@@ -152,4 +156,47 @@ fn runs_list(s: &mut String, r: &NpbResult, md: bool) {
             }
         }
     }
+}
+
+/// Seed 001's Table 1: one row per kernel, one column per transport, the
+/// best Mop/s at the largest process count every kernel ran (which shows
+/// at a glance which applications a transport helps and which it does not).
+pub fn kernels_table(results: &[NpbResult]) -> String {
+    let mut s = String::new();
+    let np = results
+        .iter()
+        .map(|r| r.runs.iter().map(|x| x.nprocs).max().unwrap_or(1))
+        .min()
+        .unwrap_or(1);
+    let mut vias: Vec<&str> = Vec::new();
+    for run in results.iter().flat_map(|r| &r.runs) {
+        if !vias.contains(&run.via.as_str()) {
+            vias.push(&run.via);
+        }
+    }
+    let class = results
+        .first()
+        .map(|r| r.class.to_string())
+        .unwrap_or_default();
+    let _ = writeln!(s, "total Mop/s by kernel, class {class}, np={np}:");
+    let mut header = vec![format!("{:<6}", "kernel")];
+    header.extend(vias.iter().map(|v| format!("{v:>12}")));
+    row(&mut s, &header, false);
+    for r in results {
+        let mut cells = vec![format!("{:<6}", r.kernel.to_uppercase())];
+        for via in &vias {
+            let run = r.runs.iter().find(|x| x.via == *via && x.nprocs == np);
+            let cell = match run {
+                None => String::new(),
+                Some(x) if x.error.is_some() => "failed".to_string(),
+                Some(x) => x
+                    .best_mop_s
+                    .map(|m| format!("{m:.1}"))
+                    .unwrap_or_else(|| "-".to_string()),
+            };
+            cells.push(format!("{cell:>12}"));
+        }
+        row(&mut s, &cells, false);
+    }
+    s
 }

@@ -10,11 +10,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::npb::mg::MgOutcome;
 use crate::npb::Class;
+use crate::npb::NpbOutcome;
 
-/// Version of the NPB result schema.
-pub const NPB_SCHEMA_VERSION: u32 = 1;
+/// Version of the NPB result schema. Version 2 added the kernels EP, IS
+/// and CG: an outcome's MG-only fields became optional and `checks` lists
+/// what the other kernels verified. Version 1 files (MG only) read as
+/// version 2 files with the MG fields present.
+pub const NPB_SCHEMA_VERSION: u32 = 2;
+
+/// The oldest NPB result schema version this wulf still reads.
+pub const NPB_OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// The value of [`NpbResult::kind`].
 pub const NPB_KIND: &str = "npb";
@@ -43,7 +49,7 @@ pub struct NpbResult {
     pub wall_s: f64,
     /// The machine.
     pub host: crate::sys::Host,
-    /// The kernel (`mg`).
+    /// The kernel (`cg`, `ep`, `is` or `mg`).
     pub kernel: String,
     /// The problem class.
     pub class: Class,
@@ -73,11 +79,11 @@ pub struct NpbRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<crate::transport::WaitMode>,
     /// Why this combination has no figures (failed, or impossible such as
-    /// a process count MG cannot use); None when it ran.
+    /// a process count the kernel cannot use); None when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Every verified repetition, in the order run.
-    pub outcomes: Vec<MgOutcome>,
+    pub outcomes: Vec<NpbOutcome>,
     /// Highest Mop/s over the repetitions (NPB reports one run; the best
     /// is the figure least disturbed by other load).
     pub best_mop_s: Option<f64>,
@@ -90,12 +96,16 @@ pub struct NpbRun {
     pub speedup: Option<f64>,
     /// `speedup / nprocs`: 1 is perfect scaling.
     pub parallel_efficiency: Option<f64>,
+    /// For an MPI transport: the library, its launcher line and the
+    /// environment that steered it (as in sweep results); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi: Option<crate::result::MpiInfo>,
 }
 
 impl NpbRun {
     /// A run from its outcomes (or its error), with the best and median
     /// rates derived; the speedup is filled in by [`fill_speedups`].
-    pub fn new(via: &str, nprocs: usize, outcome: Result<Vec<MgOutcome>, String>) -> NpbRun {
+    pub fn new(via: &str, nprocs: usize, outcome: Result<Vec<NpbOutcome>, String>) -> NpbRun {
         let (outcomes, error) = match outcome {
             Ok(o) => (o, None),
             Err(e) => (Vec::new(), Some(e)),
@@ -115,6 +125,7 @@ impl NpbRun {
             best_mop_s_per_process: best.map(|b| b / nprocs as f64),
             speedup: None,
             parallel_efficiency: None,
+            mpi: None,
         }
     }
 

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+use super::npb::NPB_OLDEST_SCHEMA_VERSION;
 use super::{NpbResult, SweepResult, NPB_KIND, NPB_SCHEMA_VERSION, SCHEMA_VERSION};
 
 /// Write `bytes` to `path` atomically: a temporary file beside it, synced,
@@ -64,9 +65,10 @@ pub fn read_npb_result(path: &Path) -> Result<NpbResult> {
         );
     }
     match value.get("schema_version").and_then(|v| v.as_u64()) {
-        Some(v) if v == NPB_SCHEMA_VERSION as u64 => {}
+        Some(v) if (NPB_OLDEST_SCHEMA_VERSION as u64..=NPB_SCHEMA_VERSION as u64).contains(&v) => {}
         v => bail!(
-            "{} has NPB result schema version {v:?}; this wulf reads version {NPB_SCHEMA_VERSION}",
+            "{} has NPB result schema version {v:?}; this wulf reads versions \
+             {NPB_OLDEST_SCHEMA_VERSION} to {NPB_SCHEMA_VERSION}",
             path.display()
         ),
     }

@@ -248,14 +248,14 @@ pub trait Transport: Send + Sync {
     /// Run a parallel NPB job of `np` ranks with this transport's own
     /// launcher and communicator (MPI: `mpirun -np N wulf worker JOB`, each
     /// rank calling [`crate::npb::run_rank`] over MPI). Returns rank 0's
-    /// outcomes. None (the default): the transport has no launcher of its
+    /// outcomes and the MPI library's description. None (the default): the transport has no launcher of its
     /// own, and wulf starts the ranks itself and links every pair of them
     /// with [`Transport::listen`] and [`Transport::connect`].
     fn launch_group(
         &self,
         _np: usize,
         _job: &crate::npb::RankJob,
-    ) -> Option<anyhow::Result<Vec<crate::npb::mg::MgOutcome>>> {
+    ) -> Option<anyhow::Result<crate::npb::GroupRun>> {
         None
     }
 }

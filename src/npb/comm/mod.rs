@@ -3,7 +3,7 @@
 //! A kernel sees its peers only through [`Communicator`]: point-to-point
 //! messages of `f64` slices between ranks `0..size`, plus the few
 //! collectives the kernels need (sum and max reductions, an allgather of
-//! small arrays, a barrier). The trait is object safe so a kernel takes
+//! small arrays, an all-to-all with varying counts, a barrier). The trait is object safe so a kernel takes
 //! `&dyn Communicator` and runs unchanged over every backend:
 //!
 //! * [`SerialComm`]: one rank, no messages;
@@ -95,6 +95,21 @@ pub trait Communicator {
         allgather_via_root(self, mine, all)
     }
 
+    /// All-to-all with varying counts: `send` holds, in rank order, a
+    /// block of `send_counts[j]` values for each rank `j`; on return `recv`
+    /// holds, in rank order, the block every rank `j` sent us, which must be
+    /// `recv_counts[j]` long. Both count lists have one entry per rank, and
+    /// each buffer is exactly as long as its counts add up to.
+    fn alltoallv_f64(
+        &self,
+        send: &[f64],
+        send_counts: &[usize],
+        recv: &mut [f64],
+        recv_counts: &[usize],
+    ) -> Result<()> {
+        alltoallv_pairwise(self, send, send_counts, recv, recv_counts)
+    }
+
     /// Returns once every rank has entered the barrier.
     fn barrier(&self) -> Result<()> {
         let mut token = [0.0];
@@ -129,6 +144,71 @@ where
         comm.send(0, values)?;
         comm.recv(0, values)
     }
+}
+
+/// Checks that `counts` has one entry per rank and covers `len` values.
+pub(crate) fn check_counts(size: usize, counts: &[usize], len: usize, what: &str) -> Result<()> {
+    ensure!(
+        counts.len() == size,
+        "alltoallv: {} {what} counts for {size} ranks",
+        counts.len()
+    );
+    let total: usize = counts.iter().sum();
+    ensure!(
+        total == len,
+        "alltoallv: {what} counts add up to {total}, the buffer holds {len}"
+    );
+    Ok(())
+}
+
+/// Default all-to-all: `size - 1` rounds in which every rank sends to the
+/// rank `step` above it and receives from the one `step` below, so each
+/// round is a permutation (every rank sends once and receives once) and a
+/// `sendrecv` that cannot deadlock carries it.
+fn alltoallv_pairwise<C>(
+    comm: &C,
+    send: &[f64],
+    send_counts: &[usize],
+    recv: &mut [f64],
+    recv_counts: &[usize],
+) -> Result<()>
+where
+    C: Communicator + ?Sized,
+{
+    let (size, rank) = (comm.size(), comm.rank());
+    check_counts(size, send_counts, send.len(), "send")?;
+    check_counts(size, recv_counts, recv.len(), "receive")?;
+    let offsets = |counts: &[usize]| -> Vec<usize> {
+        counts
+            .iter()
+            .scan(0, |at, &n| {
+                let start = *at;
+                *at += n;
+                Some(start)
+            })
+            .collect()
+    };
+    let (send_at, recv_at) = (offsets(send_counts), offsets(recv_counts));
+    let block = |at: &[usize], counts: &[usize], j: usize| at[j]..at[j] + counts[j];
+    ensure!(
+        send_counts[rank] == recv_counts[rank],
+        "alltoallv: rank {rank} sends itself {} values but expects {}",
+        send_counts[rank],
+        recv_counts[rank]
+    );
+    recv[block(&recv_at, recv_counts, rank)]
+        .copy_from_slice(&send[block(&send_at, send_counts, rank)]);
+    for step in 1..size {
+        let to = (rank + step) % size;
+        let from = (rank + size - step) % size;
+        comm.sendrecv(
+            to,
+            &send[block(&send_at, send_counts, to)],
+            from,
+            &mut recv[block(&recv_at, recv_counts, from)],
+        )?;
+    }
+    Ok(())
 }
 
 /// Default allgather: rank 0 assembles the blocks in rank order and

@@ -4,8 +4,9 @@
 //! tag of MPI_COMM_WORLD (MPI's non-overtaking rule gives the per-pair
 //! ordering the kernels rely on); [`Communicator::sendrecv`] is a native
 //! MPI_Sendrecv, so two ranks shifting towards each other never deadlock,
-//! whatever the message size; the reductions and the barrier are MPI's own
-//! collectives. The allgather keeps the trait's default: the kernels gather
+//! whatever the message size; the reductions, the all-to-all and the
+//! barrier are MPI's own collectives (MPI_Allreduce, MPI_Alltoallv,
+//! MPI_Barrier). The allgather keeps the trait's default: the kernels gather
 //! only small arrays, rarely.
 //!
 //! Messages a rank sends to itself never touch MPI: a blocking MPI_Send to
@@ -36,6 +37,9 @@ pub struct MpiComm {
     name: String,
     /// Messages to this rank itself, oldest first.
     to_self: RefCell<VecDeque<Vec<f64>>>,
+    /// Counts and displacements of the last all-to-all, kept so that the
+    /// next one of the same size does not allocate.
+    layout: RefCell<Vec<std::os::raw::c_int>>,
 }
 
 impl MpiComm {
@@ -46,6 +50,7 @@ impl MpiComm {
             mpi,
             name: backend_name.into(),
             to_self: RefCell::new(VecDeque::new()),
+            layout: RefCell::new(Vec::new()),
         }
     }
 
@@ -170,6 +175,40 @@ impl Communicator for MpiComm {
     fn allreduce_max_f64(&self, values: &mut [f64]) -> Result<()> {
         self.mpi
             .allreduce_f64(values, ReduceOp::Max)
+            .map_err(|e| self.failed(e))
+    }
+
+    fn alltoallv_f64(
+        &self,
+        send: &[f64],
+        send_counts: &[usize],
+        recv: &mut [f64],
+        recv_counts: &[usize],
+    ) -> Result<()> {
+        let size = self.size();
+        // The same contract as the other backends: a count per rank, and
+        // counts that add up to the buffers' lengths.
+        super::check_counts(size, send_counts, send.len(), "send")?;
+        super::check_counts(size, recv_counts, recv.len(), "receive")?;
+        let mut layout = self.layout.borrow_mut();
+        layout.clear();
+        for counts in [send_counts, recv_counts] {
+            let as_int = |n: usize| {
+                std::os::raw::c_int::try_from(n).map_err(|_| {
+                    anyhow!("{}: alltoallv block of {n} values is too long", self.name)
+                })
+            };
+            for &n in counts {
+                layout.push(as_int(n)?);
+            }
+            let mut at = 0;
+            for &n in counts {
+                layout.push(as_int(at)?);
+                at += n;
+            }
+        }
+        self.mpi
+            .alltoallv_f64(send, recv, &layout)
             .map_err(|e| self.failed(e))
     }
 

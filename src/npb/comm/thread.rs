@@ -212,6 +212,34 @@ mod tests {
     }
 
     #[test]
+    fn alltoallv_delivers_every_block_in_rank_order() {
+        // Rank r sends j + 1 copies of 10 r + j to rank j, itself included.
+        let got = ThreadComm::run(3, |comm| {
+            let (me, n) = (comm.rank(), comm.size());
+            let send_counts: Vec<usize> = (0..n).map(|j| j + 1).collect();
+            let send: Vec<f64> = (0..n)
+                .flat_map(|j| std::iter::repeat_n((10 * me + j) as f64, j + 1))
+                .collect();
+            let recv_counts = vec![me + 1; n];
+            let mut recv = vec![0.0; n * (me + 1)];
+            comm.alltoallv_f64(&send, &send_counts, &mut recv, &recv_counts)?;
+            // Wrong counts are an error, not a panic.
+            let mut short = vec![0.0; 1];
+            assert!(comm
+                .alltoallv_f64(&send, &send_counts, &mut short, &recv_counts)
+                .is_err());
+            Ok(recv)
+        })
+        .unwrap();
+        for (me, recv) in got.into_iter().enumerate() {
+            let want: Vec<f64> = (0..3)
+                .flat_map(|r| std::iter::repeat_n((10 * r + me) as f64, me + 1))
+                .collect();
+            assert_eq!(recv, want, "rank {me}");
+        }
+    }
+
+    #[test]
     fn ring_exchange_keeps_pair_order() {
         let got = ThreadComm::run(3, |comm| {
             let (me, n) = (comm.rank(), comm.size());

@@ -37,8 +37,8 @@ use anyhow::{bail, ensure, Context, Result};
 
 use self::wire::{ToCoordinator, ToRank};
 use crate::error::{peer, usage, WulfError};
-use crate::npb::mg::MgOutcome;
-use crate::npb::RankJob;
+use crate::npb::NpbOutcome;
+use crate::npb::{GroupRun, RankJob};
 use crate::peer::protocol::ControlChannel;
 use crate::transport::{ChannelOptions, Cluster, Transport};
 
@@ -46,13 +46,14 @@ use crate::transport::{ChannelOptions, Cluster, Transport};
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `job` on `np` ranks linked by `transport` and returns rank 0's
-/// outcomes (one per repetition, all verified).
+/// outcomes (one per repetition, all verified), with the MPI library's
+/// description when an MPI launched the ranks.
 pub fn run_group(
     transport: &dyn Transport,
     np: usize,
     job: &RankJob,
     channel: &ChannelOptions,
-) -> Result<Vec<MgOutcome>> {
+) -> Result<GroupRun> {
     ensure!(np >= 1, usage("a run needs at least one process"));
     transport
         .availability()
@@ -69,7 +70,10 @@ pub fn run_group(
     let mut group = Group::start(np, cluster.as_ref(), addresses[0])?;
     let result = group.drive(transport.name(), job, channel, &addresses);
     group.kill();
-    result
+    Ok(GroupRun {
+        outcomes: result?,
+        mpi: None,
+    })
 }
 
 /// The ranks' processes, killed when the group is dropped.
@@ -179,7 +183,7 @@ impl Group {
         job: &RankJob,
         channel: &ChannelOptions,
         addresses: &[IpAddr],
-    ) -> Result<Vec<MgOutcome>> {
+    ) -> Result<Vec<NpbOutcome>> {
         let np = self.children.len();
         let mut ctls = self.accept_all()?;
         for ctl in &mut ctls {
@@ -221,7 +225,7 @@ impl Group {
 
     /// Waits for every rank's final report; the first failure, death or
     /// interruption ends the run.
-    fn collect(&mut self, ctls: Vec<ControlChannel>) -> Result<Vec<MgOutcome>> {
+    fn collect(&mut self, ctls: Vec<ControlChannel>) -> Result<Vec<NpbOutcome>> {
         let np = ctls.len();
         let (tx, rx) = mpsc::channel();
         for (rank, mut ctl) in ctls.into_iter().enumerate() {
@@ -234,7 +238,7 @@ impl Group {
             });
         }
         drop(tx);
-        let mut outcomes: Vec<Option<Vec<MgOutcome>>> = (0..np).map(|_| None).collect();
+        let mut outcomes: Vec<Option<Vec<NpbOutcome>>> = (0..np).map(|_| None).collect();
         let mut done = 0;
         while done < np {
             check_interrupted()?;

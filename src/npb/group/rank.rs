@@ -42,7 +42,7 @@ pub fn run(control: SocketAddr, rank: usize) -> Result<()> {
     ctl.send(&last)
 }
 
-fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<Vec<crate::npb::mg::MgOutcome>> {
+fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<Vec<crate::npb::NpbOutcome>> {
     let ToRank::Setup {
         transport: name,
         size,

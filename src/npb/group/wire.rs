@@ -14,7 +14,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::npb::mg::MgOutcome;
+use crate::npb::NpbOutcome;
 use crate::npb::RankJob;
 use crate::transport::ChannelOptions;
 
@@ -37,7 +37,7 @@ pub enum ToCoordinator {
     /// Every run verified: the outcomes, one per repetition.
     Done {
         /// As [`crate::npb::run_rank`] returned them.
-        outcomes: Vec<MgOutcome>,
+        outcomes: Vec<NpbOutcome>,
     },
     /// The rank failed.
     Failed {

@@ -239,4 +239,14 @@ int wulf_allreduce_f64(double *data, long long n, int op)
     return MPI_Allreduce(MPI_IN_PLACE, data, (int)n, MPI_DOUBLE, o, MPI_COMM_WORLD);
 }
 
+/* MPI_Alltoallv of doubles: counts and displacements in values, one entry
+ * per rank (the caller checks that every block lies inside its buffer). */
+int wulf_alltoallv_f64(const double *send, const int *send_counts, const int *send_displs,
+                       double *recv, const int *recv_counts, const int *recv_displs)
+{
+    return MPI_Alltoallv((void *)send, (int *)send_counts, (int *)send_displs, MPI_DOUBLE,
+                         recv, (int *)recv_counts, (int *)recv_displs, MPI_DOUBLE,
+                         MPI_COMM_WORLD);
+}
+
 int wulf_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }

@@ -5,7 +5,8 @@
 //! module (the NAS kernels' `Communicator`) needs: initialise, rank and size,
 //! send and receive bytes, `f64` slices (length-checked receives, and
 //! MPI_Sendrecv with distinct peers for shifts), windows of non-blocking
-//! sends, allreduce of `f64` (sum, max, min), barrier, finalise.
+//! sends, allreduce of `f64` (sum, max, min), alltoallv of `f64`,
+//! barrier, finalise.
 //!
 //! Rules this type system enforces:
 //!
@@ -410,6 +411,51 @@ impl Mpi {
             unsafe { (self.api.allreduce_f64)(data.as_mut_ptr(), data.len() as c_longlong, op) };
         bump();
         self.check(rc, "MPI_Allreduce")
+    }
+
+    /// MPI_Alltoallv of doubles over all ranks. `layout` holds four lists
+    /// of one entry per rank, one after another: send counts, send
+    /// displacements, receive counts, receive displacements (in values).
+    /// Fails, without calling MPI, unless every block lies inside its
+    /// buffer.
+    pub fn alltoallv_f64(
+        &self,
+        send: &[f64],
+        recv: &mut [f64],
+        layout: &[c_int],
+    ) -> io::Result<()> {
+        let size = self.size();
+        let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidInput, what.to_string());
+        if layout.len() != 4 * size {
+            return Err(invalid(
+                "MPI_Alltoallv: the layout needs four entries per rank",
+            ));
+        }
+        let (send_layout, recv_layout) = layout.split_at(2 * size);
+        for (counts_displs, len) in [(send_layout, send.len()), (recv_layout, recv.len())] {
+            let (counts, displs) = counts_displs.split_at(size);
+            let inside = counts.iter().zip(displs).all(|(&n, &at)| {
+                n >= 0 && at >= 0 && (at as usize).saturating_add(n as usize) <= len
+            });
+            if !inside {
+                return Err(invalid("MPI_Alltoallv: a block lies outside its buffer"));
+            }
+        }
+        bump();
+        // SAFETY: every block lies inside its buffer (checked above), the
+        // buffers and the layout are valid for the call.
+        let rc = unsafe {
+            (self.api.alltoallv_f64)(
+                send.as_ptr(),
+                send_layout.as_ptr(),
+                send_layout[size..].as_ptr(),
+                recv.as_mut_ptr(),
+                recv_layout.as_ptr(),
+                recv_layout[size..].as_ptr(),
+            )
+        };
+        bump();
+        self.check(rc, "MPI_Alltoallv")
     }
 
     /// MPI_Barrier over all ranks.

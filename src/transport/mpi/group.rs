@@ -32,8 +32,7 @@ use super::launch::{self, Limits, Plan};
 use super::worker::{report_failure, watchdog};
 use crate::error::{exit_code_of, peer, usage, WulfError};
 use crate::npb::comm::MpiComm;
-use crate::npb::mg::{Decomposition, MgOutcome};
-use crate::npb::{run_rank, RankJob};
+use crate::npb::{run_rank, GroupRun, RankJob};
 use crate::transport::mpi::ffi::Mpi;
 
 /// Least time allowed for the ranks to start, whatever the job's timeout.
@@ -48,7 +47,7 @@ fn timeout_of(job: &RankJob) -> Duration {
 
 /// Run `rank_job` on `np` ranks as a job of the MPI in `plan`; rank 0's
 /// outcomes, or a clear error (see the module documentation).
-pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<Vec<MgOutcome>> {
+pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<GroupRun> {
     // Checked here, not in the ranks: a bad count fails at once, without
     // starting MPI.
     if np == 0 {
@@ -57,7 +56,9 @@ pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<Vec<MgOutcom
             plan.name
         )));
     }
-    Decomposition::proc_grid(np).map_err(|e| usage(format!("{}: {e}", plan.name)))?;
+    rank_job
+        .check_process_count(np)
+        .map_err(|e| usage(format!("{}: {e:#}", plan.name)))?;
     let dir = tempfile::Builder::new()
         .prefix("wulf-npb-mpi-")
         .tempdir()
@@ -71,7 +72,7 @@ pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<Vec<MgOutcom
     };
     let job_path = dir.path().join(job::JOB);
     job::write(&job_path, &JobKind::NpbGroup(job))?;
-    let (argv, _) = launch::command(plan, np, &job_path)?;
+    let (argv, launcher_args) = launch::command(plan, np, &job_path)?;
     let timeout = timeout_of(rank_job);
     let repetitions = rank_job.repetitions.max(1) as u32;
     let limits = Limits {
@@ -81,6 +82,7 @@ pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<Vec<MgOutcom
         // MG has no point to stop at: an interrupted run is simply ended.
         graceful_stop: false,
     };
+    let started = std::time::Instant::now();
     let mut child = launch::spawn(&argv, dir.path())?;
     let waited = launch::wait(&mut child, dir.path(), &limits, &mut |_| {});
     let shown = argv.join(" ");
@@ -95,9 +97,17 @@ pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<Vec<MgOutcom
             // only repeat it.
             return Err(e.context(format!("the MPI job `{shown}` failed")));
         }
-        if let Some(outcomes) = report.outcomes {
+        if let Some(outcomes) = report.outcomes.clone() {
             // Verified results stand even if the job was slow to exit.
-            return Ok(outcomes);
+            let startup_s = waited
+                .ready_after
+                .unwrap_or_else(|| started.elapsed())
+                .as_secs_f64();
+            let mpi = launch::mpi_info(plan, &report, &argv, &launcher_args, startup_s);
+            return Ok(GroupRun {
+                outcomes,
+                mpi: Some(mpi),
+            });
         }
     }
     let how = match (&waited.killed, waited.status) {

@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{peer, usage, WulfError};
-use crate::npb::mg::MgOutcome;
+use crate::npb::NpbOutcome;
 use crate::npb::RankJob;
 use crate::result::SweepResult;
 use crate::sweep::engine::SweepSpec;
@@ -93,7 +93,7 @@ pub struct Report {
     /// An NPB group job's outcomes, one per repetition; None on failure
     /// (and for sweeps, whose reports therefore need not mention it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcomes: Option<Vec<MgOutcome>>,
+    pub outcomes: Option<Vec<NpbOutcome>>,
     /// Why the sweep stopped or failed.
     pub error: Option<String>,
     /// wulf's exit code for that error (0 without one).

@@ -116,25 +116,11 @@ pub fn run(
         graceful_stop: true,
     };
     let waited = wait(&mut child, dir.path(), &limits, on_point);
-    let info = |report: &Report| MpiInfo {
-        implementation: plan.install.name.clone(),
-        flavor: plan.install.flavor.name().into(),
-        variant: plan.variant.map(str::to_string),
-        library_version: report.library_version.clone(),
-        standard_version: report.standard_version.clone(),
-        thread_level: report.thread_level.clone(),
-        compiler_wrapper: plan.install.wrapper.display().to_string(),
-        compiler_show: plan.adapter.show.clone(),
-        launcher_command: argv.clone(),
-        launcher_args: launcher_args.clone(),
-        env: steering_env(),
-        window: plan.options.window,
-        processors: report.processors.clone(),
-        startup_s: waited
-            .ready_after
-            .map(|d| d.as_secs_f64())
-            .unwrap_or_else(|| started.elapsed().as_secs_f64()),
-    };
+    let startup_s = waited
+        .ready_after
+        .unwrap_or_else(|| started.elapsed())
+        .as_secs_f64();
+    let info = |report: &Report| mpi_info(plan, report, &argv, &launcher_args, startup_s);
     let report: Option<Report> = dir
         .path()
         .join(job::REPORT)
@@ -463,6 +449,33 @@ pub(super) fn output_tail(dir: &Path) -> String {
     }
     let start = lines.len().saturating_sub(15);
     format!("; its output ends:\n  {}", lines[start..].join("\n  "))
+}
+
+/// The `mpi` block of a result: the library `plan` ran, as rank 0's
+/// `report` describes it, the launcher line, and what steered it.
+pub(super) fn mpi_info(
+    plan: &Plan,
+    report: &Report,
+    argv: &[String],
+    launcher_args: &[String],
+    startup_s: f64,
+) -> MpiInfo {
+    MpiInfo {
+        implementation: plan.install.name.clone(),
+        flavor: plan.install.flavor.name().into(),
+        variant: plan.variant.map(str::to_string),
+        library_version: report.library_version.clone(),
+        standard_version: report.standard_version.clone(),
+        thread_level: report.thread_level.clone(),
+        compiler_wrapper: plan.install.wrapper.display().to_string(),
+        compiler_show: plan.adapter.show.clone(),
+        launcher_command: argv.to_vec(),
+        launcher_args: launcher_args.to_vec(),
+        env: steering_env(),
+        window: plan.options.window,
+        processors: report.processors.clone(),
+        startup_s,
+    }
 }
 
 /// The environment variables that steer MPI libraries, as the launcher got them.

@@ -48,6 +48,14 @@ pub(super) struct Api {
     pub(super) recv_window:
         unsafe extern "C" fn(*mut c_void, c_longlong, c_longlong, c_int, c_int, c_int) -> c_int,
     pub(super) allreduce_f64: unsafe extern "C" fn(*mut f64, c_longlong, c_int) -> c_int,
+    pub(super) alltoallv_f64: unsafe extern "C" fn(
+        *const f64,
+        *const c_int,
+        *const c_int,
+        *mut f64,
+        *const c_int,
+        *const c_int,
+    ) -> c_int,
     pub(super) barrier: unsafe extern "C" fn() -> c_int,
 }
 
@@ -110,6 +118,7 @@ pub(super) fn load(path: &Path) -> Result<&'static Api, String> {
         send_window: symbol(handle, "wulf_send_window")?,
         recv_window: symbol(handle, "wulf_recv_window")?,
         allreduce_f64: symbol(handle, "wulf_allreduce_f64")?,
+        alltoallv_f64: symbol(handle, "wulf_alltoallv_f64")?,
         barrier: symbol(handle, "wulf_barrier")?,
     };
     // SAFETY: a plain C function of no arguments.

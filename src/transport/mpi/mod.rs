@@ -298,7 +298,7 @@ impl Transport for MpiTransport {
         &self,
         np: usize,
         job: &crate::npb::RankJob,
-    ) -> Option<Result<Vec<crate::npb::mg::MgOutcome>>> {
+    ) -> Option<Result<crate::npb::GroupRun>> {
         match &self.side {
             Side::Launcher { entry, tcp, .. } => {
                 Some(self.with_plan(entry, *tcp, |plan| group::launch(plan, np, job)))

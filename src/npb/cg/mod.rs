@@ -1,0 +1,266 @@
+//! NAS CG: inverse power iteration for the smallest eigenvalue of a random
+//! sparse symmetric matrix, each step solving `A z = x` with 25 conjugate
+//! gradient iterations; written from the specification
+//! (`shared/spec/npb.md`, "CG").
+//!
+//! * `makea`: the matrix, generated exactly as NPB does;
+//! * `grid`: the 2-D process grid, the row sums and the transpose
+//!   exchange;
+//! * here: the class table, the CG solve and the timed outer iterations,
+//!   verified by zeta.
+
+mod grid;
+mod makea;
+
+pub use grid::Grid;
+pub use makea::{make_matrix, Csr, RCOND};
+
+use anyhow::Result;
+
+use super::comm::Communicator;
+use super::outcome::{CheckedValue, NpbOutcome, RunShape, Timer};
+use super::Class;
+use crate::error::usage;
+
+/// CG iterations of each solve (NPB's `cgitmax`).
+pub const CG_STEPS: usize = 25;
+
+/// Largest relative error of zeta that still verifies.
+pub const VERIFY_TOLERANCE: f64 = 1.0e-10;
+
+/// What distinguishes one CG class from another.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CgParams {
+    /// The class.
+    pub class: Class,
+    /// Order of the matrix (NPB's `NA`).
+    pub na: usize,
+    /// Random positions per generated vector (NPB's `NONZER`).
+    pub nonzer: usize,
+    /// Outer (inverse power) iterations timed (NPB's `NITER`).
+    pub iterations: usize,
+    /// Diagonal shift (NPB's `SHIFT`).
+    pub shift: f64,
+    /// NPB's reference zeta.
+    pub zeta: f64,
+}
+
+impl CgParams {
+    /// The parameters of `class`.
+    pub fn of(class: Class) -> Self {
+        let (na, nonzer, iterations, shift, zeta) = match class {
+            Class::S => (1400, 7, 15, 10.0, 8.597_177_507_864_8),
+            Class::W => (7000, 8, 15, 12.0, 10.362_595_087_124),
+            Class::A => (14000, 11, 15, 20.0, 17.130_235_054_029),
+            Class::B => (75000, 13, 75, 60.0, 22.712_745_482_631),
+            Class::C => (150_000, 15, 75, 110.0, 28.973_605_592_845),
+        };
+        CgParams {
+            class,
+            na,
+            nonzer,
+            iterations,
+            shift,
+            zeta,
+        }
+    }
+
+    /// NPB's operation count of the timed section.
+    pub fn operation_count(&self) -> f64 {
+        let nz = self.nonzer as f64;
+        let per_row = nz * (nz + 1.0);
+        2.0 * self.iterations as f64
+            * self.na as f64
+            * (3.0 + per_row + CG_STEPS as f64 * (5.0 + per_row) + 3.0)
+    }
+
+    /// The problem in a few words.
+    pub fn describe(&self) -> String {
+        format!(
+            "order {}, {} random nonzeros a vector, {} iterations",
+            self.na, self.nonzer, self.iterations
+        )
+    }
+}
+
+/// Fails with a usage error when the grid of `np` processes has more
+/// columns than the matrix of `class` has rows to share.
+pub fn check_process_count(class: Class, np: usize) -> Result<()> {
+    let na = CgParams::of(class).na;
+    let [_, npcols] = Grid::shape(np);
+    if npcols > na {
+        return Err(usage(format!(
+            "NPB CG class {class}: {np} processes are too many for a matrix of order {na}"
+        )));
+    }
+    Ok(())
+}
+
+/// The distributed operator: this rank's matrix block, its place in the
+/// grid, and the scratch of the row sums.
+struct Operator<'a> {
+    comm: &'a dyn Communicator,
+    grid: Grid,
+    a: Csr,
+    /// Partial products over this rank's row block.
+    w: Vec<f64>,
+    /// The other half of each step of their row sum.
+    w_in: Vec<f64>,
+}
+
+impl Operator<'_> {
+    /// `out = A v`, both over this rank's column block.
+    fn apply(&mut self, v: &[f64], out: &mut [f64]) -> Result<()> {
+        for (r, w) in self.w.iter_mut().enumerate() {
+            let (from, to) = (self.a.starts[r], self.a.starts[r + 1]);
+            *w = self.a.cols[from..to]
+                .iter()
+                .zip(&self.a.values[from..to])
+                .map(|(&c, &value)| value * v[c as usize])
+                .sum();
+        }
+        self.grid.row_sum(self.comm, &mut self.w, &mut self.w_in)?;
+        self.grid.transpose(self.comm, &self.w, out)
+    }
+
+    /// The dot products of the pairs, summed over the whole vectors.
+    fn dots<const N: usize>(&self, pairs: [(&[f64], &[f64]); N]) -> Result<[f64; N]> {
+        let mut sums = pairs.map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).sum());
+        let mut scratch = [0.0; N];
+        self.grid.row_sum(self.comm, &mut sums, &mut scratch)?;
+        Ok(sums)
+    }
+}
+
+/// One rank's operator and vectors (each over its column block).
+struct Solver<'a> {
+    op: Operator<'a>,
+    x: Vec<f64>,
+    z: Vec<f64>,
+    p: Vec<f64>,
+    q: Vec<f64>,
+    r: Vec<f64>,
+}
+
+impl Solver<'_> {
+    /// NPB's `conj_grad`: 25 CG iterations on `A z = x` from `z = 0`;
+    /// returns the residual norm `|x - A z|`.
+    fn conj_grad(&mut self) -> Result<f64> {
+        self.z.fill(0.0);
+        self.r.copy_from_slice(&self.x);
+        self.p.copy_from_slice(&self.x);
+        let [mut rho] = self.op.dots([(&self.r, &self.r)])?;
+        for _ in 0..CG_STEPS {
+            self.op.apply(&self.p, &mut self.q)?;
+            let [d] = self.op.dots([(&self.p, &self.q)])?;
+            let alpha = rho / d;
+            for (z, p) in self.z.iter_mut().zip(&self.p) {
+                *z += alpha * p;
+            }
+            for (r, q) in self.r.iter_mut().zip(&self.q) {
+                *r -= alpha * q;
+            }
+            let rho0 = rho;
+            [rho] = self.op.dots([(&self.r, &self.r)])?;
+            let beta = rho / rho0;
+            for (p, r) in self.p.iter_mut().zip(&self.r) {
+                *p = r + beta * *p;
+            }
+        }
+        self.op.apply(&self.z, &mut self.r)?;
+        for (r, x) in self.r.iter_mut().zip(&self.x) {
+            *r = x - *r;
+        }
+        let [sum] = self.op.dots([(&self.r, &self.r)])?;
+        Ok(sum.sqrt())
+    }
+
+    /// One outer iteration: solve, then zeta and the normalised new x.
+    fn iterate(&mut self, shift: f64) -> Result<f64> {
+        self.conj_grad()?;
+        let [xz, zz] = self.op.dots([(&self.x, &self.z), (&self.z, &self.z)])?;
+        let scale = 1.0 / zz.sqrt();
+        for (x, z) in self.x.iter_mut().zip(&self.z) {
+            *x = scale * z;
+        }
+        Ok(shift + 1.0 / xz)
+    }
+}
+
+/// Runs NPB CG of `class` on this rank of `comm` (every rank must call
+/// it; a power-of-two count) and verifies zeta; an unverified run is an
+/// error.
+pub fn run_cg(class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
+    let params = CgParams::of(class);
+    let np = comm.size();
+    if !np.is_power_of_two() {
+        return Err(usage(format!(
+            "NPB CG runs on a power-of-two number of processes (1, 2, 4, 8, ...), not {np}"
+        )));
+    }
+    check_process_count(class, np)?;
+    let corrupt = crate::npb::fault::injected(comm, "cg-value");
+    let grid = Grid::with_fault(params.na, np, comm.rank(), corrupt);
+    let a = make_matrix(
+        params.na,
+        params.nonzer,
+        params.shift,
+        grid.rows.clone(),
+        grid.cols.clone(),
+    );
+    let (n_cols, n_rows) = (grid.cols.len(), grid.rows.len());
+    let mut s = Solver {
+        op: Operator {
+            comm,
+            grid,
+            a,
+            w: vec![0.0; n_rows],
+            w_in: vec![0.0; n_rows],
+        },
+        x: vec![1.0; n_cols],
+        z: vec![0.0; n_cols],
+        p: vec![0.0; n_cols],
+        q: vec![0.0; n_cols],
+        r: vec![0.0; n_cols],
+    };
+    // Untimed: one outer iteration touches everything, then x starts over.
+    s.iterate(params.shift)?;
+    s.x.fill(1.0);
+
+    let timer = Timer::start(comm)?;
+    let mut zeta = 0.0;
+    for _ in 0..params.iterations {
+        zeta = s.iterate(params.shift)?;
+    }
+    let elapsed = timer.stop(comm)?;
+
+    let checks = vec![CheckedValue::new("zeta", zeta, params.zeta)];
+    let shape = RunShape {
+        proc_grid: s.op.grid.proc_grid(),
+        iterations: params.iterations,
+        elapsed,
+        operations: params.operation_count(),
+    };
+    NpbOutcome::checked("CG", class, comm, checks, VERIFY_TOLERANCE, shape)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_count_follows_the_spec_formula() {
+        // 2 * 15 * 1400 * (3 + 56 + 25 * (5 + 56) + 3)
+        assert_eq!(
+            CgParams::of(Class::S).operation_count(),
+            2.0 * 15.0 * 1400.0 * 1587.0
+        );
+    }
+
+    #[test]
+    fn too_many_columns_are_refused() {
+        assert!(check_process_count(Class::S, 1024).is_ok());
+        let e = check_process_count(Class::S, 1 << 24).unwrap_err();
+        assert_eq!(crate::error::exit_code_of(&e), 2);
+    }
+}

@@ -1,0 +1,230 @@
+//! NAS EP: Gaussian pairs by the acceptance-rejection (polar) method,
+//! written from the specification (`shared/spec/npb.md`, "EP").
+//!
+//! `2^m` pairs of uniforms are drawn in batches of `2^16` pairs. Batch `k`
+//! starts at state `seed * a^(2^17 k)` (a jump over the `2 * 2^16` numbers
+//! of every earlier batch), so a rank computes any batch without the
+//! others; ranks take contiguous runs of batches, as evenly as they go, so
+//! any process count works. The only message is one reduction of the two
+//! sums and ten counts at the end: EP measures computation, and how much
+//! a noisy machine takes from it.
+
+use anyhow::Result;
+
+use super::comm::Communicator;
+use super::outcome::{CheckedValue, NpbOutcome, RunShape, Timer};
+use super::rng::{mul_mod, pow_mod, vranlc, MULTIPLIER, SEED_EP};
+use super::Class;
+
+/// log2 of the pairs per batch (NPB's `MK`).
+const BATCH_PAIRS_LOG2: u32 = 16;
+
+/// Pairs per batch.
+const BATCH_PAIRS: usize = 1 << BATCH_PAIRS_LOG2;
+
+/// Number of annuli counted (NPB's `NQ`): bin `l` holds the pairs with
+/// `l <= max(|X|, |Y|) < l + 1`.
+pub const ANNULI: usize = 10;
+
+/// Largest relative error of `sx` and `sy` that still verifies.
+pub const VERIFY_TOLERANCE: f64 = 1.0e-8;
+
+/// What distinguishes one EP class from another.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EpParams {
+    /// The class.
+    pub class: Class,
+    /// log2 of the number of pairs (NPB's `M`).
+    pub pairs_log2: u32,
+    /// NPB's reference sums of the X and Y deviates.
+    pub reference: [f64; 2],
+}
+
+impl EpParams {
+    /// The parameters of `class`.
+    pub fn of(class: Class) -> Self {
+        let (pairs_log2, reference) = match class {
+            Class::S => (24, [-3.247_834_652_034_74e3, -6.958_407_078_382_297e3]),
+            Class::W => (25, [-2.863_319_731_645_753e3, -6.320_053_679_109_499e3]),
+            Class::A => (28, [-4.295_875_165_629_892e3, -1.580_732_573_678_431e4]),
+            Class::B => (30, [4.033_815_542_441_498e4, -2.660_669_192_809_235e4]),
+            Class::C => (32, [4.764_367_927_995_374e4, -8.084_072_988_043_731e4]),
+        };
+        EpParams {
+            class,
+            pairs_log2,
+            reference,
+        }
+    }
+
+    /// Number of batches of [`BATCH_PAIRS`] pairs.
+    pub fn batches(&self) -> u64 {
+        1 << (self.pairs_log2 - BATCH_PAIRS_LOG2)
+    }
+
+    /// NPB's operation count: the `2^(m+1)` random numbers drawn.
+    pub fn operation_count(&self) -> f64 {
+        2f64.powi(self.pairs_log2 as i32 + 1)
+    }
+
+    /// The problem in a few words.
+    pub fn describe(&self) -> String {
+        format!("2^{} Gaussian pairs", self.pairs_log2)
+    }
+}
+
+/// The batches `[first, first + count)` rank `rank` of `nprocs` computes:
+/// contiguous, the first `batches % nprocs` ranks one more than the rest.
+pub fn batches_of(batches: u64, nprocs: usize, rank: usize) -> (u64, u64) {
+    let (p, r) = (nprocs as u64, rank as u64);
+    let (base, extra) = (batches / p, batches % p);
+    let count = base + u64::from(r < extra);
+    (r * base + r.min(extra), count)
+}
+
+/// The generator state batch `batch` starts from: the seed advanced over
+/// the `2 * BATCH_PAIRS` numbers of each earlier batch.
+pub fn batch_seed(batch: u64) -> u64 {
+    let per_batch = pow_mod(MULTIPLIER, 2 * BATCH_PAIRS as u64);
+    mul_mod(SEED_EP, pow_mod(per_batch, batch))
+}
+
+/// Sums of the deviates and counts per annulus of some batches.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Tally {
+    /// Sum of the X deviates.
+    pub sx: f64,
+    /// Sum of the Y deviates.
+    pub sy: f64,
+    /// Accepted pairs per annulus.
+    pub counts: [f64; ANNULI],
+}
+
+impl Tally {
+    /// Adds the pairs of one batch of uniforms (`x[2i]`, `x[2i + 1]`).
+    pub fn add_batch(&mut self, x: &[f64]) {
+        for pair in x.chunks_exact(2) {
+            let x1 = 2.0 * pair[0] - 1.0;
+            let x2 = 2.0 * pair[1] - 1.0;
+            let t = x1 * x1 + x2 * x2;
+            if t <= 1.0 {
+                let factor = (-2.0 * t.ln() / t).sqrt();
+                let (gx, gy) = (x1 * factor, x2 * factor);
+                // A deviate of 10 or more has probability near e^-50; it
+                // joins the last annulus rather than leave the table.
+                let annulus = (gx.abs().max(gy.abs()) as usize).min(ANNULI - 1);
+                self.counts[annulus] += 1.0;
+                self.sx += gx;
+                self.sy += gy;
+            }
+        }
+    }
+
+    /// The tally as one vector, for a single reduction.
+    fn to_array(self) -> [f64; 2 + ANNULI] {
+        let mut all = [0.0; 2 + ANNULI];
+        all[0] = self.sx;
+        all[1] = self.sy;
+        all[2..].copy_from_slice(&self.counts);
+        all
+    }
+
+    fn from_array(all: &[f64; 2 + ANNULI]) -> Tally {
+        let mut counts = [0.0; ANNULI];
+        counts.copy_from_slice(&all[2..]);
+        Tally {
+            sx: all[0],
+            sy: all[1],
+            counts,
+        }
+    }
+}
+
+/// Runs NPB EP of `class` on this rank of `comm` (every rank must call it)
+/// and verifies the sums; an unverified run is an error.
+pub fn run_ep(class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
+    let params = EpParams::of(class);
+    let (first, count) = batches_of(params.batches(), comm.size(), comm.rank());
+    let mut uniforms = vec![0.0; 2 * BATCH_PAIRS];
+    // Untimed: touch the buffer and warm the generator, as NPB does.
+    let mut warm = SEED_EP;
+    vranlc(&mut warm, MULTIPLIER, &mut uniforms);
+
+    let timer = Timer::start(comm)?;
+    let per_batch = pow_mod(MULTIPLIER, 2 * BATCH_PAIRS as u64);
+    let mut state = batch_seed(first);
+    let mut tally = Tally::default();
+    for _ in 0..count {
+        let mut x = state;
+        vranlc(&mut x, MULTIPLIER, &mut uniforms);
+        tally.add_batch(&uniforms);
+        state = mul_mod(state, per_batch);
+    }
+    let mut all = tally.to_array();
+    comm.allreduce_sum_f64(&mut all)?;
+    let elapsed = timer.stop(comm)?;
+
+    let total = Tally::from_array(&all);
+    let checks = vec![
+        CheckedValue::new("sx", total.sx, params.reference[0]),
+        CheckedValue::new("sy", total.sy, params.reference[1]),
+    ];
+    let shape = RunShape {
+        proc_grid: [comm.size(), 1, 1],
+        iterations: 1,
+        elapsed,
+        operations: params.operation_count(),
+    };
+    NpbOutcome::checked("EP", class, comm, checks, VERIFY_TOLERANCE, shape)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::npb::rng::randlc;
+
+    #[test]
+    fn batch_seeds_equal_stepping_the_generator() {
+        let mut x = SEED_EP;
+        for batch in 0..3 {
+            assert_eq!(batch_seed(batch), x, "batch {batch}");
+            for _ in 0..2 * BATCH_PAIRS {
+                randlc(&mut x, MULTIPLIER);
+            }
+        }
+    }
+
+    #[test]
+    fn batches_are_dealt_out_whole_and_in_order() {
+        for nprocs in 1..=7 {
+            let mut next = 0;
+            for rank in 0..nprocs {
+                let (first, count) = batches_of(256, nprocs, rank);
+                assert_eq!(first, next);
+                next += count;
+            }
+            assert_eq!(next, 256);
+        }
+    }
+
+    #[test]
+    fn accepted_pairs_land_in_their_annulus() {
+        // (0.75, 0.5) -> (0.5, 0): t = 0.25, factor sqrt(8 ln 4) = 3.33,
+        // so X = 1.67 lands in annulus 1.
+        let mut t = Tally::default();
+        t.add_batch(&[0.75, 0.5, 1.0, 1.0]);
+        let f = (-2.0 * 0.25f64.ln() / 0.25).sqrt();
+        assert_eq!(t.sx, 0.5 * f);
+        assert_eq!(t.sy, 0.0);
+        // (1, 1) maps to (1, 1): t = 2, rejected.
+        assert_eq!(t.counts.iter().sum::<f64>(), 1.0);
+        assert_eq!(t.counts[1], 1.0);
+    }
+
+    #[test]
+    fn operation_counts_follow_the_class_sizes() {
+        assert_eq!(EpParams::of(Class::S).operation_count(), 2f64.powi(25));
+        assert_eq!(EpParams::of(Class::S).batches(), 256);
+        assert_eq!(EpParams::of(Class::C).batches(), 65_536);
+    }
+}

@@ -1,0 +1,268 @@
+//! What a verified run of any NPB kernel reports, and the timing and
+//! verification steps every kernel shares.
+//!
+//! Every kernel times its section the same way (a barrier, wall and thread
+//! CPU clocks, the maximum over ranks) and turns its figures into one
+//! [`NpbOutcome`], so the result file, the tables and the rank protocol do
+//! not depend on the kernel. Fields only MG has (the grid, the residual
+//! norm) are optional; the other kernels list what they verified in
+//! [`NpbOutcome::checks`].
+
+use std::time::Instant;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use super::comm::Communicator;
+use super::Class;
+
+/// A verified run of an NPB kernel, as seen by every rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NpbOutcome {
+    /// The problem class.
+    pub class: Class,
+    /// Number of ranks.
+    pub nprocs: usize,
+    /// Ranks along each axis of the kernel's process grid (MG: x, y, z;
+    /// CG: columns, rows, 1; EP and IS: nprocs, 1, 1).
+    pub proc_grid: [usize; 3],
+    /// The communicator backend's name.
+    pub backend: String,
+    /// MG only: grid points per side of the finest grid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid_points: Option<usize>,
+    /// Iterations timed (MG V-cycles, CG outer iterations, IS rankings;
+    /// 1 for EP).
+    pub iterations: usize,
+    /// Wall time of the timed section, the maximum over ranks.
+    pub time_s: f64,
+    /// CPU time a rank's thread spent in the timed section, the maximum over
+    /// ranks. Well below `time_s` means ranks waited: for messages, or for a
+    /// CPU on a loaded machine (then `time_s` says more about the load than
+    /// about the code). NaN where the platform has no thread CPU clock.
+    pub cpu_time_s: f64,
+    /// NPB's rate for the kernel, millions of operations per second.
+    pub mop_s: f64,
+    /// `mop_s` divided by the number of ranks.
+    pub mop_s_per_process: f64,
+    /// MG only: L2 norm of the final residual.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub norm: Option<f64>,
+    /// MG only: NPB's reference value for `norm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_norm: Option<f64>,
+    /// Largest relative error of a verified value against its reference
+    /// (0 for IS, whose checks are exact).
+    pub relative_error: f64,
+    /// MG only: largest |r| of the final residual (NPB's uniform norm,
+    /// reported only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_abs_residual: Option<f64>,
+    /// EP, IS, CG: the values verified against NPB's references.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckedValue>,
+    /// Whether the run verified: always true in an outcome (an unverified
+    /// run is an error), kept so that saved results say so.
+    pub verified: bool,
+}
+
+/// One value a kernel verified and NPB's reference for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckedValue {
+    /// NPB's name of the value (`sx`, `zeta`, `partial checks`...).
+    pub name: String,
+    /// What the run produced.
+    pub value: f64,
+    /// NPB's reference.
+    pub reference: f64,
+}
+
+impl CheckedValue {
+    /// A checked value.
+    pub fn new(name: &str, value: f64, reference: f64) -> Self {
+        CheckedValue {
+            name: name.to_string(),
+            value,
+            reference,
+        }
+    }
+
+    /// `|value - reference| / |reference|` (NaN when the value is NaN).
+    pub fn relative_error(&self) -> f64 {
+        (self.value - self.reference).abs() / self.reference.abs()
+    }
+}
+
+/// A run of EP, IS or CG whose results missed NPB's references.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("NPB {kernel} class {class} failed verification: {}", describe(.checks, *.tolerance))]
+pub struct KernelVerificationFailed {
+    /// The kernel (`EP`, `IS`, `CG`).
+    pub kernel: &'static str,
+    /// The problem class.
+    pub class: Class,
+    /// The values compared.
+    pub checks: Vec<CheckedValue>,
+    /// Largest relative error allowed.
+    pub tolerance: f64,
+}
+
+fn describe(checks: &[CheckedValue], tolerance: f64) -> String {
+    checks
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {:.13e}, reference {:.13e} (relative error {:.3e}, allowed {tolerance:e})",
+                c.name,
+                c.value,
+                c.reference,
+                c.relative_error()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Fails with [`KernelVerificationFailed`] unless every check is within
+/// `tolerance` (a NaN never is).
+fn verify(
+    kernel: &'static str,
+    class: Class,
+    checks: &[CheckedValue],
+    tolerance: f64,
+) -> Result<()> {
+    // Written so that a NaN error compares false and fails.
+    let all_pass = checks.iter().all(|c| c.relative_error() <= tolerance);
+    if !all_pass {
+        return Err(KernelVerificationFailed {
+            kernel,
+            class,
+            checks: checks.to_vec(),
+            tolerance,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The clocks of a timed section, started on every rank at once.
+pub struct Timer {
+    wall: Instant,
+    cpu_s: f64,
+}
+
+/// Wall and CPU time of a timed section, each the maximum over ranks.
+#[derive(Debug, Clone, Copy)]
+pub struct Elapsed {
+    /// Wall time, seconds.
+    pub wall_s: f64,
+    /// Thread CPU time, seconds (NaN without a thread CPU clock).
+    pub cpu_s: f64,
+}
+
+impl Timer {
+    /// Waits for every rank (so the section starts together, as NPB's
+    /// barrier before its timer does), then starts the clocks.
+    pub fn start(comm: &dyn Communicator) -> Result<Timer> {
+        comm.barrier()?;
+        Ok(Timer {
+            wall: Instant::now(),
+            cpu_s: thread_cpu_time_s(),
+        })
+    }
+
+    /// Stops the clocks and takes the maximum over ranks (a collective).
+    pub fn stop(self, comm: &dyn Communicator) -> Result<Elapsed> {
+        let mut times_s = [
+            self.wall.elapsed().as_secs_f64(),
+            thread_cpu_time_s() - self.cpu_s,
+        ];
+        comm.allreduce_max_f64(&mut times_s)?;
+        Ok(Elapsed {
+            wall_s: times_s[0],
+            cpu_s: times_s[1],
+        })
+    }
+}
+
+/// How a kernel's run went, besides its checks: what [`NpbOutcome::checked`]
+/// needs to compute the rates.
+#[derive(Debug, Clone, Copy)]
+pub struct RunShape {
+    /// Ranks along each axis of the process grid.
+    pub proc_grid: [usize; 3],
+    /// Iterations timed.
+    pub iterations: usize,
+    /// The timed section's duration.
+    pub elapsed: Elapsed,
+    /// NPB's operation count of the timed section.
+    pub operations: f64,
+}
+
+impl NpbOutcome {
+    /// Verifies an EP, IS or CG run (every check within `tolerance`, else
+    /// [`KernelVerificationFailed`]) and builds its outcome, with Mop/s
+    /// from the operation count.
+    pub fn checked(
+        kernel: &'static str,
+        class: Class,
+        comm: &dyn Communicator,
+        checks: Vec<CheckedValue>,
+        tolerance: f64,
+        shape: RunShape,
+    ) -> Result<NpbOutcome> {
+        verify(kernel, class, &checks, tolerance)?;
+        let nprocs = comm.size();
+        let relative_error = checks
+            .iter()
+            .map(CheckedValue::relative_error)
+            .fold(0.0, f64::max);
+        let mop_s = shape.operations / shape.elapsed.wall_s * 1e-6;
+        Ok(NpbOutcome {
+            class,
+            nprocs,
+            proc_grid: shape.proc_grid,
+            backend: comm.backend_name().to_string(),
+            grid_points: None,
+            iterations: shape.iterations,
+            time_s: shape.elapsed.wall_s,
+            cpu_time_s: shape.elapsed.cpu_s,
+            mop_s,
+            mop_s_per_process: mop_s / nprocs as f64,
+            norm: None,
+            reference_norm: None,
+            relative_error,
+            max_abs_residual: None,
+            checks,
+            verified: true,
+        })
+    }
+}
+
+/// CPU time consumed so far by the calling thread, in seconds (NaN if the
+/// clock is unavailable).
+pub fn thread_cpu_time_s() -> f64 {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|t| t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
+        .unwrap_or(f64::NAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verification_rejects_nan_and_far_values() {
+        let ok = [CheckedValue::new("sx", 1.0 + 0.5e-8, 1.0)];
+        verify("EP", Class::S, &ok, 1e-8).unwrap();
+        let far = [CheckedValue::new("sx", 1.1, 1.0)];
+        let e = verify("EP", Class::S, &far, 1e-8).unwrap_err();
+        assert!(e.downcast_ref::<KernelVerificationFailed>().is_some());
+        assert!(e.to_string().contains("failed verification"), "{e}");
+        let nan = [CheckedValue::new("zeta", f64::NAN, 1.0)];
+        assert!(verify("CG", Class::S, &nan, 1e-10).is_err());
+    }
+}

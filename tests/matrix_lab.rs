@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use common::{labs_possible, stderr, tempdir, wulf, LabGuard};
+use common::{labs_possible, stderr, tempdir, wulf};
 use wulf::result::matrix::{read_matrix_result, MatrixResult};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -142,11 +142,7 @@ fn agents_start_through_ssh_between_lab_nodes() {
         return;
     }
     let lab = format!("s{}", std::process::id() % 100_000);
-    let _guard = LabGuard(lab.clone());
-    let up = wulf(&["lab", "up", "--name", &lab, "--nodes", "3", "--link", "ge"])
-        .output()
-        .unwrap();
-    assert!(up.status.success(), "{}", stderr(&up));
+    let _guard = common::lab_up(&lab, 3);
     let dir = tempdir();
     let d = dir.path();
     keygen(&d.join("host_key"));
@@ -204,22 +200,7 @@ fn agents_start_through_ssh_between_lab_nodes() {
         }
         std::thread::sleep(Duration::from_millis(500));
     };
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr(&out)
-    );
-    let r = read_matrix_result(&json).unwrap();
-    assert_eq!(r.launch, "ssh");
-    assert!(r.complete);
-    assert_eq!(r.cells.len(), 6);
-    for n in &r.nodes {
-        // Each agent ran in its own node: its own host name and address.
-        assert_eq!(n.host.as_ref().unwrap().hostname, n.name);
-        assert!(n.address.as_deref().unwrap().starts_with("198.1"), "{n:?}");
-    }
+    common::lab_matrix_result(&out, &json, "ssh", 6);
     drop(daemons);
 }
 
@@ -233,11 +214,7 @@ fn mpi_launchers_start_the_matrix_on_every_node() {
         return;
     }
     let lab = format!("p{}", std::process::id() % 100_000);
-    let _guard = LabGuard(lab.clone());
-    let up = wulf(&["lab", "up", "--name", &lab, "--nodes", "3", "--link", "ge"])
-        .output()
-        .unwrap();
-    assert!(up.status.success(), "{}", stderr(&up));
+    let _guard = common::lab_up(&lab, 3);
     let dir = tempdir();
     let d = dir.path();
     let w = common::wulf_bin();
@@ -308,20 +285,7 @@ fn mpi_launchers_start_the_matrix_on_every_node() {
             .current_dir(d)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{lib}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            stderr(&out)
-        );
-        let r = read_matrix_result(&json).unwrap();
-        assert_eq!(r.launch, launch);
-        assert!(r.complete, "{lib}: {:?}", r.incomplete_reason);
-        assert_eq!(r.cells.len(), 6);
-        for n in &r.nodes {
-            assert_eq!(n.host.as_ref().unwrap().hostname, n.name);
-            assert!(n.address.as_deref().unwrap().starts_with("198.1"), "{n:?}");
-        }
+        common::lab_matrix_result(&out, &json, launch, 6);
     }
 }
 

@@ -290,6 +290,44 @@ fn report_renders_in_a_real_browser() {
     eprintln!("screenshot: {}", shot.display());
 }
 
+/// `wulf report FIXTURE` (a file under tests/fixtures) opened in the
+/// browser: the page's script ran and the console is clean. Returns the
+/// directory (kept alive by the caller), the page's URL and its DOM.
+fn fixture_report_in_browser(browser: &Path, fixture: &str) -> (tempfile::TempDir, String, String) {
+    let dir = tempdir();
+    let report = file(&dir, "report.html");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(fixture);
+    let o = run(&[
+        "report",
+        fixture.to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let url = format!("file://{}", report.display());
+    let (dom, log) = headless(browser, dir.path(), &url, &["--dump-dom"]);
+    assert!(
+        dom.contains("data-ready=\"yes\""),
+        "the page's script did not run; log:\n{log}"
+    );
+    let errors = console_errors(&log);
+    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+    (dir, url, dom)
+}
+
+/// A screenshot of `url` saved as the artifact `name`, checked to be a
+/// PNG of at least `min_bytes`.
+fn screenshot(browser: &Path, dir: &Path, url: &str, name: &str, height: u32, min_bytes: usize) {
+    let shot = artifacts_dir().join(name);
+    let arg = format!("--screenshot={}", shot.display());
+    let size = format!("--window-size=1280,{height}");
+    let _ = headless(browser, dir, url, &[&arg, &size]);
+    let png = std::fs::read(&shot).expect("screenshot");
+    assert!(png.starts_with(b"\x89PNG") && png.len() > min_bytes);
+}
+
 /// A study's report (`wulf study`, here the quick mtu-buffers fixture: its
 /// summary and its four per-MTU sweeps): loads without errors, shows the
 /// study's three tables and its three chart families with labelled axes.
@@ -298,25 +336,7 @@ fn study_report_renders_in_a_real_browser() {
     let Some(browser) = chromium_or_skip() else {
         return;
     };
-    let dir = tempdir();
-    let report = file(&dir, "study.html");
-    let summary =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/study-mtu-buffers/study.json");
-    let o = run(&[
-        "report",
-        summary.to_str().unwrap(),
-        "-o",
-        report.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let url = format!("file://{}", report.display());
-    let (dom, log) = headless(&browser, dir.path(), &url, &["--dump-dom"]);
-    assert!(
-        dom.contains("data-ready=\"yes\""),
-        "the page's script did not run; log:\n{log}"
-    );
-    let errors = console_errors(&log);
-    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+    let (dir, url, dom) = fixture_report_in_browser(&browser, "study-mtu-buffers/study.json");
     assert!(dom.contains("Study: mtu-buffers"));
     assert_eq!(
         dom.matches("<table class=\"study-table\"").count(),
@@ -339,16 +359,7 @@ fn study_report_renders_in_a_real_browser() {
             assert!(fig.contains(m), "{m} missing from a chart");
         }
     }
-    let shot = artifacts_dir().join("report-study.png");
-    let arg = format!("--screenshot={}", shot.display());
-    let _ = headless(
-        &browser,
-        dir.path(),
-        &url,
-        &[&arg, "--window-size=1280,2400"],
-    );
-    let png = std::fs::read(&shot).expect("screenshot");
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 50_000);
+    screenshot(&browser, dir.path(), &url, "report-study.png", 2400, 50_000);
 }
 
 /// A link matrix's report (the fixture: a 4-node ge lab with node3 on fe):
@@ -360,25 +371,7 @@ fn matrix_report_renders_in_a_real_browser() {
     let Some(browser) = chromium_or_skip() else {
         return;
     };
-    let dir = tempdir();
-    let report = file(&dir, "matrix.html");
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/matrix/lab-fe-node3.json");
-    let o = run(&[
-        "report",
-        fixture.to_str().unwrap(),
-        "-o",
-        report.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let url = format!("file://{}", report.display());
-    let (dom, log) = headless(&browser, dir.path(), &url, &["--dump-dom"]);
-    assert!(
-        dom.contains("data-ready=\"yes\""),
-        "the page's script did not run; log:\n{log}"
-    );
-    let errors = console_errors(&log);
-    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+    let (dir, url, dom) = fixture_report_in_browser(&browser, "matrix/lab-fe-node3.json");
     assert!(dom.contains("Link matrix: 4 nodes over tcp"));
     assert!(
         dom.contains("<b>Slow node node3</b>"),
@@ -403,14 +396,12 @@ fn matrix_report_renders_in_a_real_browser() {
         .count();
     assert_eq!(red, 3, "node3's row");
     assert_eq!(dom.matches("<figure class=\"histogram\"").count(), 2);
-    let shot = artifacts_dir().join("report-matrix.png");
-    let arg = format!("--screenshot={}", shot.display());
-    let _ = headless(
+    screenshot(
         &browser,
         dir.path(),
         &url,
-        &[&arg, "--window-size=1280,1800"],
+        "report-matrix.png",
+        1800,
+        20_000,
     );
-    let png = std::fs::read(&shot).expect("screenshot");
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000);
 }

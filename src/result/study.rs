@@ -130,26 +130,10 @@ pub struct StudyRow {
 
 /// Whether `path` holds a study summary (by its `kind`).
 pub fn is_study_result(path: &std::path::Path) -> bool {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some(STUDY_KIND))
+    super::write::kind_of(path).as_deref() == Some(STUDY_KIND)
 }
 
 /// Read and validate a study summary.
 pub fn read_study_result(path: &std::path::Path) -> anyhow::Result<StudyResult> {
-    use anyhow::Context;
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
-    match value.get("schema_version").and_then(|v| v.as_u64()) {
-        Some(v) if v == STUDY_SCHEMA_VERSION as u64 => {}
-        v => anyhow::bail!(
-            "{} has study schema version {v:?}; this wulf reads version {STUDY_SCHEMA_VERSION}",
-            path.display()
-        ),
-    }
-    serde_json::from_value(value)
-        .with_context(|| format!("{} is not a valid wulf study summary", path.display()))
+    super::write::read_versioned(path, "study", STUDY_SCHEMA_VERSION)
 }

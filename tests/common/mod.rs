@@ -160,3 +160,41 @@ impl Drop for LabGuard {
             .status();
     }
 }
+
+/// `wulf lab up --name NAME --nodes N --link ge`; the lab is removed when
+/// the returned guard drops.
+pub fn lab_up(name: &str, nodes: usize) -> LabGuard {
+    let guard = LabGuard(name.to_string());
+    let n = nodes.to_string();
+    let up = wulf(&["lab", "up", "--name", name, "--nodes", &n, "--link", "ge"])
+        .output()
+        .unwrap();
+    assert!(up.status.success(), "{}", stderr(&up));
+    guard
+}
+
+/// The matrix `out` wrote to `json`, checked: the command succeeded, the
+/// agents were started by `launch`, the matrix is complete with `cells`
+/// cells, and every agent ran in its own lab node, on its lab address.
+pub fn lab_matrix_result(
+    out: &Output,
+    json: &Path,
+    launch: &str,
+    cells: usize,
+) -> wulf::result::matrix::MatrixResult {
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(out)
+    );
+    let r = wulf::result::matrix::read_matrix_result(json).unwrap();
+    assert_eq!(r.launch, launch);
+    assert!(r.complete, "{:?}", r.incomplete_reason);
+    assert_eq!(r.cells.len(), cells);
+    for n in &r.nodes {
+        assert_eq!(n.host.as_ref().unwrap().hostname, n.name);
+        assert!(n.address.as_deref().unwrap().starts_with("198.1"), "{n:?}");
+    }
+    r
+}

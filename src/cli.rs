@@ -14,6 +14,7 @@ mod cluster_args;
 mod lab_args;
 mod npb_args;
 mod read_args;
+mod serve_args;
 pub use cluster_args::{AgentArgs, MatrixArgs, PatternArg};
 pub use lab_args::{
     LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs, StudyArg,
@@ -21,6 +22,7 @@ pub use lab_args::{
 };
 pub use npb_args::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs};
 pub use read_args::{CompareArgs, ReportArgs, ReportFormat};
+pub use serve_args::ServeArgs;
 
 /// What an interconnect and message-passing stack really delivers.
 #[derive(Debug, Parser)]
@@ -165,6 +167,11 @@ pub struct MeasureArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// File holding the shared secret of a `wulf serve` started with one
+    /// (default: the WULF_SECRET environment variable). Both ends prove
+    /// they know it; it never crosses the network.
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
     /// Messages in flight at once in stream mode where a transport can
     /// overlap them (MPI: a window of non-blocking sends, as osu_bw).
     #[arg(long, default_value = "64", value_parser = parse_window, value_name = "N")]
@@ -216,26 +223,6 @@ pub struct SweepArgs {
     /// Measurement options.
     #[command(flatten)]
     pub measure: MeasureArgs,
-}
-
-/// `wulf serve`.
-#[derive(Debug, Clone, Args)]
-pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "0.0.0.0")]
-    pub bind: std::net::IpAddr,
-    /// Control port.
-    #[arg(long, default_value_t = crate::peer::DEFAULT_PORT)]
-    pub port: u16,
-    /// Largest message a client may request.
-    #[arg(long, default_value = "1Gi", value_parser = parse_bytes, value_name = "BYTES")]
-    pub max_size: u64,
-    /// Serve one client, then exit.
-    #[arg(long, hide = true)]
-    pub once: bool,
-    /// Print the port on stdout when listening (used for local peers).
-    #[arg(long, hide = true)]
-    pub announce: bool,
 }
 
 /// `wulf worker` (internal).
@@ -310,6 +297,9 @@ pub struct TuneTcpArgs {
     /// peer is started.
     #[arg(long, value_name = "HOST[:PORT]")]
     pub peer: Option<String>,
+    /// File holding the peer's shared secret (default: WULF_SECRET).
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
     /// Total time budget, shared by all configurations.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub budget: Duration,

@@ -415,6 +415,7 @@ fn analysis_of_a_sweep_result() {
             integrity: false,
             tails: false,
             peer: None,
+            authenticated: None,
             transport,
         },
         placement: Placement {

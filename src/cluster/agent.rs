@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use crate::peer::auth::Secret;
+use crate::peer::server::{serve_on, LocalTransports, ServeOptions, SessionPolicy};
 use super::protocol::{prove, CellReport, ControlChannel, Hello, Join, Order, SECRET_ENV};
 use crate::result::Mode;
 use crate::sweep::engine::{run_sweep, SweepSpec};
@@ -21,6 +23,9 @@ use crate::transport::{ChannelOptions, WaitMode};
 /// Longest message an agent's server accepts (the matrix's largest size is
 /// chosen by the coordinator; this bounds what any client may ask).
 const MAX_SERVE_BYTES: u64 = 1 << 30;
+
+/// Longest data-channel timeout and session another agent may ask for.
+const MAX_SERVE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// How long the handshake with the coordinator may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -95,7 +100,9 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
         Order::Refused { message } => bail!("the coordinator refused this agent: {message}"),
         other => bail!("expected a welcome, got {other:?}"),
     }
-    std::thread::spawn(move || serve(listener));
+    let secret = Secret::trusted(&opts.secret);
+    let served = serve_options(secret.clone());
+    std::thread::spawn(move || serve_on(listener, &served));
     // Orders may be far apart (other pairs' rounds); keepalive, not a read
     // timeout, tells a dead coordinator from a busy one.
     ch.stream().set_read_timeout(None)?;
@@ -114,6 +121,7 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
                 budget_ms,
                 timeout_ms,
             } => measure(
+                &secret,
                 &peer,
                 &via,
                 latency_bytes,
@@ -152,13 +160,28 @@ fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream> {
     )
 }
 
-/// Accept the other agents' measuring sessions, one thread each (the
-/// coordinator's schedule sends one at a time).
-fn serve(listener: TcpListener) {
-    for stream in listener.incoming().flatten() {
-        std::thread::spawn(move || {
-            let _ = crate::peer::server::session(stream, MAX_SERVE_BYTES);
-        });
+/// How an agent serves the other agents' measuring sessions: as `wulf
+/// serve` does, but only for clients that prove the run's one-time secret,
+/// and a few at once (the schedule sends one at a time, but one step's
+/// session may still be closing when the next begins).
+fn serve_options(secret: Secret) -> ServeOptions {
+    ServeOptions {
+        bind: std::net::Ipv4Addr::UNSPECIFIED.into(),
+        port: 0,
+        policy: SessionPolicy {
+            max_bytes: MAX_SERVE_BYTES,
+            max_timeout: MAX_SERVE_TIMEOUT,
+            max_session: MAX_SERVE_TIMEOUT,
+            handshake_limit: HANDSHAKE_TIMEOUT,
+            local_transports: LocalTransports::LoopbackClients,
+            allow_pinning: false,
+            secret: Some(secret),
+        },
+        allow: Vec::new(),
+        max_tests: 4,
+        once: false,
+        announce: false,
+        log: false,
     }
 }
 
@@ -166,6 +189,7 @@ fn serve(listener: TcpListener) {
 /// `bandwidth_bytes`, each an ordinary sweep of one size against the
 /// agent at `peer`, with a third and two thirds of the budget.
 fn measure(
+    secret: &Secret,
     peer: &str,
     via: &str,
     latency_bytes: u64,
@@ -176,7 +200,8 @@ fn measure(
     let started = std::time::Instant::now();
     let mut report = CellReport::default();
     let run = |mode: Mode, bytes: u64, share: f64| -> Result<crate::result::Point> {
-        let spec = cell_spec(peer, via, mode, bytes, budget_ms as f64 * share, timeout_ms);
+        let mut spec = cell_spec(peer, via, mode, bytes, budget_ms as f64 * share, timeout_ms);
+        spec.peer_secret = Some(secret.clone());
         let outcome = run_sweep(&spec, &mut |_| {})?;
         if let Some(e) = outcome.error {
             return Err(e);
@@ -233,6 +258,7 @@ fn cell_spec(
         },
         cpus: (None, None),
         peer: Some(peer.to_string()),
+        peer_secret: None,
         command_line: std::env::args().collect(),
     }
 }

@@ -13,20 +13,17 @@
 //! answers each with one [`CellReport`], so results stream back cell by
 //! cell instead of in one message at the end.
 
-use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
 
 use crate::result::Point;
 use crate::sys::Host;
 
+pub use crate::peer::auth::random_hex;
+use crate::peer::auth::Secret;
 pub use crate::peer::protocol::{ControlChannel, Hello};
 
 /// Environment variable that carries the run's secret to an agent.
 pub const SECRET_ENV: &str = "WULF_AGENT_SECRET";
-
-/// Bytes of randomness in a secret and in a challenge.
-const RANDOM_BYTES: usize = 32;
 
 /// Agent to coordinator: who it is, and its proof.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,51 +93,20 @@ pub struct CellReport {
     pub measure_s: f64,
 }
 
-/// A fresh random value, hex (secrets and challenges).
-pub fn random_hex() -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = [0u8; RANDOM_BYTES];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// The proof that an agent named `name` knows `secret`, for `nonce`:
-/// HMAC-SHA-256(secret, nonce ‖ 0 ‖ name), hex.
+/// The proof that an agent named `name` knows `secret`, for `nonce`
+/// ([`Secret::prove`] in the agent's role).
 pub fn prove(secret: &str, nonce: &str, name: &str) -> String {
-    mac(secret, nonce, name)
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Secret::trusted(secret).prove(AGENT_ROLE, nonce, name)
 }
 
 /// Whether `proof` is [`prove`]`(secret, nonce, name)`, compared in
 /// constant time.
 pub fn verify(secret: &str, nonce: &str, name: &str, proof: &str) -> bool {
-    let Some(bytes) = unhex(proof) else {
-        return false;
-    };
-    mac(secret, nonce, name).verify_slice(&bytes).is_ok()
+    Secret::trusted(secret).verify(AGENT_ROLE, nonce, name, proof)
 }
 
-fn mac(secret: &str, nonce: &str, name: &str) -> Hmac<Sha256> {
-    let mut m = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
-    m.update(nonce.as_bytes());
-    m.update(&[0]);
-    m.update(name.as_bytes());
-    m
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) || text.len() > 256 {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
+/// Role label in an agent's proof (see [`crate::peer::auth`]).
+const AGENT_ROLE: &str = "wulf-agent";
 
 #[cfg(test)]
 mod tests {

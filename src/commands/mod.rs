@@ -135,6 +135,12 @@ pub fn sweep_spec(
             busy_poll: m.wait == Some(WaitArg::Spin),
         },
         cpus,
+        // A local peer has no secret: only a remote one needs proving.
+        peer_secret: match &peer {
+            Some(_) => crate::peer::auth::Secret::from_file_or_env(m.secret_file.as_deref())
+                .map_err(|e| crate::error::usage(format!("{e:#}")))?,
+            None => None,
+        },
         peer,
         command_line: std::env::args().collect(),
     })

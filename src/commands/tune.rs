@@ -58,6 +58,7 @@ fn measure_args(a: &TuneTcpArgs) -> MeasureArgs {
         rcvbuf: None,
         no_nodelay: false,
         ipv6: a.ipv6,
+        secret_file: a.secret_file.clone(),
         nocache: false,
         offset: 0,
         integrity: false,

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use super::auth::{random_hex, Secret};
 use super::protocol::{BlockKind, ControlChannel, Hello, Reply, Request, Setup, MAGIC};
+use super::session::{CLIENT_ROLE, SERVER_ROLE};
 use crate::error::peer;
 use crate::result::Mode;
 use crate::sys::Host;
@@ -25,6 +27,8 @@ pub struct PeerSession {
     pub warnings: Vec<String>,
     /// CPU the peer pinned to.
     pub cpu: Option<usize>,
+    /// Whether both ends proved the shared secret to each other.
+    pub authenticated: bool,
 }
 
 /// What the peer reported for one block.
@@ -71,6 +75,7 @@ impl PeerSession {
         transport: &dyn Transport,
         setup: &Setup,
         timeout: Duration,
+        secret: Option<&Secret>,
     ) -> Result<(PeerSession, Connected)> {
         let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
             peer(format!(
@@ -95,15 +100,7 @@ impl PeerSession {
             )));
         }
         ch.send(&ours).map_err(as_peer)?;
-        match ch.recv::<Reply>().map_err(as_peer)? {
-            Reply::Welcome => {}
-            Reply::Busy => {
-                return Err(peer(format!(
-                    "the peer at {addr} is busy with another client; try again later"
-                )))
-            }
-            other => return Err(unexpected(addr, other)),
-        }
+        let authenticated = authenticate(&mut ch, addr, secret)?;
         ch.send(&Request::Setup(setup.clone())).map_err(as_peer)?;
         let (description, host) = match ch.recv::<Reply>().map_err(as_peer)? {
             Reply::Listening { description, host } => (description, host),
@@ -128,6 +125,7 @@ impl PeerSession {
                 settings,
                 warnings,
                 cpu,
+                authenticated,
             },
             connected,
         ))
@@ -181,6 +179,43 @@ impl PeerSession {
         self.ch
             .send(&Request::Bye)
             .context("cannot say goodbye to the peer")
+    }
+}
+
+/// The challenge-response after the Hellos (see [`super::auth`]); whether
+/// both ends proved the secret.
+fn authenticate(ch: &mut ControlChannel, addr: SocketAddr, secret: Option<&Secret>) -> Result<bool> {
+    let server_nonce = match ch.recv::<Reply>().map_err(as_peer)? {
+        Reply::Challenge { nonce, .. } => nonce,
+        other => return Err(unexpected(addr, other)),
+    };
+    let our_nonce = random_hex()?;
+    let proof = secret.map(|s| s.prove(CLIENT_ROLE, &our_nonce, &server_nonce));
+    ch.send(&Request::Auth {
+        nonce: our_nonce.clone(),
+        proof,
+    })
+    .map_err(as_peer)?;
+    let server_proof = match ch.recv::<Reply>().map_err(as_peer)? {
+        Reply::Welcome { proof } => proof,
+        Reply::Busy => {
+            return Err(peer(format!(
+                "the peer at {addr} is busy with another client; try again later"
+            )))
+        }
+        other => return Err(unexpected(addr, other)),
+    };
+    let Some(secret) = secret else {
+        return Ok(false);
+    };
+    match server_proof {
+        Some(p) if secret.verify(SERVER_ROLE, &server_nonce, &our_nonce, &p) => Ok(true),
+        Some(_) => Err(peer(format!(
+            "the server at {addr} does not know the shared secret: it is not the server you meant"
+        ))),
+        None => Err(peer(format!(
+            "the server at {addr} runs without a shared secret, so it cannot prove it is yours; start it with --secret-file (or WULF_SECRET), or run this client without one"
+        ))),
     }
 }
 

@@ -8,10 +8,13 @@
 //! where to listen, and a local sweep is the same code with a peer process
 //! the client starts itself.
 
+pub mod auth;
 pub mod client;
 pub mod local;
 pub mod protocol;
 pub mod server;
+mod session;
+pub mod watchdog;
 
 /// Default control port of `wulf serve`.
 pub const DEFAULT_PORT: u16 = 9137;

@@ -2,11 +2,19 @@
 //!
 //! The first message each way is [`Hello`], whose shape never changes, so
 //! that two different wulf versions can always tell each other apart and
-//! say so. Lines are capped at [`MAX_LINE_BYTES`]: a client sending garbage
-//! without newlines cannot make the server allocate without bound.
+//! say so. Lines are capped at [`MAX_LINE_BYTES`] (a server reads its
+//! clients' lines with the smaller [`MAX_REQUEST_BYTES`]): a client sending
+//! garbage without newlines cannot make the server allocate without bound.
+//!
+//! After the Hellos the server sends [`Reply::Challenge`] with a fresh
+//! nonce, the client answers [`Request::Auth`] with its own nonce and, when
+//! it has the shared secret, its proof; the server's [`Reply::Welcome`]
+//! carries the server's proof in turn (see [`super::auth`]). Only then is
+//! the server's one test slot taken (or [`Reply::Busy`] sent).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
@@ -16,10 +24,15 @@ use crate::transport::ChannelOptions;
 
 /// Version of the control protocol. Peers must agree on the tool version
 /// exactly; this number only lets a future wulf explain a mismatch better.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
-/// Longest control line accepted, in bytes.
+/// Longest control line accepted, in bytes (the server's replies carry a
+/// whole machine fingerprint).
 pub const MAX_LINE_BYTES: u64 = 1 << 20;
+
+/// Longest line a server accepts from a client: requests are a few hundred
+/// bytes, so a connection costs the server at most this much memory.
+pub const MAX_REQUEST_BYTES: u64 = 16 << 10;
 
 /// Identifies this magic in every Hello.
 pub const MAGIC: &str = "wulf";
@@ -80,6 +93,15 @@ pub enum BlockKind {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Request {
+    /// Answer to [`Reply::Challenge`]: the client's nonce and, when it has
+    /// the shared secret, its proof.
+    Auth {
+        /// Fresh random nonce of the client, hex.
+        nonce: String,
+        /// [`super::auth::Secret::prove`] as the client, or None without a
+        /// secret.
+        proof: Option<String>,
+    },
     /// Prepare the data channel.
     Setup(Setup),
     /// Run one block: `repeats` operations plus one untimed primer.
@@ -103,8 +125,19 @@ pub enum Request {
 // Control messages are few and off the timing loops: their size does not matter.
 #[allow(clippy::large_enum_variant)]
 pub enum Reply {
-    /// The server accepts this client (answer to its Hello).
-    Welcome,
+    /// Answer to the client's Hello: a nonce for the client's proof.
+    Challenge {
+        /// Fresh random nonce of the server, hex.
+        nonce: String,
+        /// Whether the server requires the client to prove the secret.
+        secret_required: bool,
+    },
+    /// The server accepts this client and will run its test.
+    Welcome {
+        /// The server's proof (when the client sent one and the server has
+        /// the secret).
+        proof: Option<String>,
+    },
     /// The data channel is listening; connect with this description.
     Listening {
         /// Transport-specific description (port, path...).
@@ -169,28 +202,84 @@ impl ControlChannel {
             .context("cannot write to the control connection")
     }
 
+    /// Receive one message of at most `max_line_bytes`, all of it by
+    /// `deadline`: a peer that trickles bytes cannot hold the connection
+    /// longer than that, however often it sends one.
+    pub fn recv_by<T: DeserializeOwned>(
+        &mut self,
+        deadline: Instant,
+        max_line_bytes: u64,
+    ) -> Result<T> {
+        let before = self.writer.read_timeout()?;
+        let got = self.read_line_by(deadline, max_line_bytes);
+        self.writer.set_read_timeout(before)?;
+        let line = got?;
+        parse_line(&line)
+    }
+
+    fn read_line_by(&mut self, deadline: Instant, max_line_bytes: u64) -> Result<String> {
+        let mut line = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                bail!("no complete control message in time (deadline)");
+            }
+            self.writer.set_read_timeout(Some(left))?;
+            let buf = match self.reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(read_error(e)),
+            };
+            if buf.is_empty() {
+                bail!("the other side closed the control connection");
+            }
+            let (taken, done) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (buf.len(), false),
+            };
+            line.extend_from_slice(&buf[..taken]);
+            self.reader.consume(taken);
+            if line.len() as u64 > max_line_bytes {
+                bail!("control message longer than {max_line_bytes} bytes");
+            }
+            if done {
+                return String::from_utf8(line).context("control message is not UTF-8");
+            }
+        }
+    }
+
     /// Receive one message.
     pub fn recv<T: DeserializeOwned>(&mut self) -> Result<T> {
         let mut line = String::new();
         let n = (&mut self.reader)
             .take(MAX_LINE_BYTES)
             .read_line(&mut line)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                    anyhow::anyhow!("no answer on the control connection (timeout)")
-                }
-                std::io::ErrorKind::InvalidData => anyhow::anyhow!("control message is not UTF-8"),
-                _ => anyhow::Error::new(e).context("control connection failed"),
-            })?;
+            .map_err(read_error)?;
         if n == 0 {
             bail!("the other side closed the control connection");
         }
         if !line.ends_with('\n') {
             bail!("control message longer than {MAX_LINE_BYTES} bytes");
         }
-        serde_json::from_str(&line).with_context(|| {
-            let shown: String = line.trim_end().chars().take(80).collect();
-            format!("not a wulf control message: {shown:?}")
-        })
+        parse_line(&line)
     }
+}
+
+fn read_error(e: std::io::Error) -> anyhow::Error {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            anyhow::anyhow!("no answer on the control connection (timeout)")
+        }
+        std::io::ErrorKind::InvalidData => anyhow::anyhow!("control message is not UTF-8"),
+        _ => anyhow::Error::new(e).context("control connection failed"),
+    }
+}
+
+/// Decode one control line (also the fuzzing entry point: any bytes give a
+/// message or an error, never a panic).
+pub fn parse_line<T: DeserializeOwned>(line: &str) -> Result<T> {
+    serde_json::from_str(line).with_context(|| {
+        let shown: String = line.trim_end().chars().take(80).collect();
+        format!("not a wulf control message: {shown:?}")
+    })
 }

@@ -1,26 +1,33 @@
-//! `wulf serve`: waits for clients and runs one test at a time.
+//! `wulf serve`: waits for clients and runs their tests, under limits the
+//! server sets itself.
 //!
-//! The accept loop never blocks on a client: each connection gets its own
-//! thread, and a connection that arrives while a test runs is told `busy`
-//! and closed. A client that disconnects, stalls (every read has a timeout)
-//! or sends garbage ends only its own session. Message sizes are checked
-//! against `--max-size` before anything is allocated.
+//! Admission happens before any work: an address outside `--allow` is
+//! closed at once, and so is any connection beyond [`MAX_PENDING`] still in
+//! their handshake, so a flood of idle or trickling connections costs a
+//! bounded number of threads and a few kilobytes each. Each admitted
+//! connection gets its own thread; its [`session`] does the handshake
+//! (version, authentication with the shared secret) by a deadline, and only
+//! then takes one of the server's test slots (one for `wulf serve`) or is
+//! told `busy`. A client that disconnects, stalls or sends garbage ends only
+//! its own session, and never holds the server longer than the server's own
+//! `--max-timeout` and `--max-session`.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
-use super::protocol::{ControlChannel, Hello, Reply, Request, Setup, MAGIC};
-use crate::sweep::loops::{server_block, Pools};
-use crate::sys::{pin_current_thread, Host};
-use crate::transport;
+pub use super::session::{session, LocalTransports, SessionPolicy, TestSlots};
 
-/// Longest wait for a client's next control message.
-const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections in their handshake at once; more are closed on arrival.
+pub const MAX_PENDING: usize = 8;
+
+/// Pause after a failed accept (out of file descriptors, say), so that a
+/// persistent failure does not spin the CPU or flood the log.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Settings of `wulf serve`.
 #[derive(Debug, Clone)]
@@ -29,198 +36,196 @@ pub struct ServeOptions {
     pub bind: IpAddr,
     /// Control port (0: any free port).
     pub port: u16,
-    /// Largest message a client may ask for, bytes.
-    pub max_bytes: u64,
+    /// What clients may do.
+    pub policy: SessionPolicy,
+    /// Addresses allowed to connect (`--allow`); empty: any.
+    pub allow: Vec<ipnet::IpNet>,
+    /// Tests at once (1 for `wulf serve`).
+    pub max_tests: usize,
     /// Serve one session, then exit (the local peer of a sweep).
     pub once: bool,
     /// Print `WULF-LISTENING <port>` on stdout once listening.
     pub announce: bool,
+    /// Print a line per refused or failed connection.
+    pub log: bool,
 }
 
-/// Run the server until killed (or after one session with `once`).
-pub fn serve(opts: &ServeOptions) -> Result<()> {
-    let addr = SocketAddr::new(opts.bind, opts.port);
-    let listener = TcpListener::bind(addr).map_err(|e| {
+/// Bind the control port of a server, with a clear error for a port in use.
+pub fn bind(bind: IpAddr, port: u16) -> Result<TcpListener> {
+    let addr = SocketAddr::new(bind, port);
+    TcpListener::bind(addr).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AddrInUse {
             crate::error::usage(format!(
-                "port {} on {} is in use (another wulf serve?); choose another with --port",
-                opts.port, opts.bind
+                "port {port} on {bind} is in use (another wulf serve?); choose another with --port"
             ))
         } else {
             anyhow::Error::new(e).context(format!("cannot listen on {addr}"))
         }
-    })?;
+    })
+}
+
+/// Run the server until killed (or after one session with `once`).
+pub fn serve(opts: &ServeOptions) -> Result<()> {
+    let listener = bind(opts.bind, opts.port)?;
     let port = listener.local_addr()?.port();
     if opts.announce {
         println!("WULF-LISTENING {port}");
         std::io::stdout().flush()?;
     } else {
         eprintln!(
-            "wulf {} serving on {}:{port} (max message {} B); Ctrl-C to stop",
+            "wulf {} serving on {}:{port} (max message {} B, max session {}{}); Ctrl-C to stop",
             env!("CARGO_PKG_VERSION"),
             opts.bind,
-            opts.max_bytes
+            opts.policy.max_bytes,
+            humantime::format_duration(opts.policy.max_session),
+            if opts.policy.secret.is_some() {
+                ", clients must prove the shared secret"
+            } else {
+                ""
+            }
         );
+        if let Some(w) = open_server_warning(opts) {
+            eprintln!("wulf serve: warning: {w}");
+        }
     }
-    let busy = Arc::new(AtomicBool::new(false));
+    if opts.once {
+        let (stream, who) = loop {
+            let (stream, who) = listener.accept()?;
+            if allowed(&opts.allow, who.ip()) {
+                break (stream, who);
+            }
+        };
+        return session(stream, &opts.policy, None, &mut || {})
+            .with_context(|| format!("session with {who} failed"));
+    }
+    serve_on(listener, opts);
+    Ok(())
+}
+
+/// The warning for a server anyone on the network can use, if it is one.
+pub fn open_server_warning(opts: &ServeOptions) -> Option<String> {
+    if opts.policy.secret.is_some() || opts.bind.is_loopback() {
+        return None;
+    }
+    let who = if opts.allow.is_empty() {
+        "anyone who can reach this port".to_string()
+    } else {
+        let nets: Vec<String> = opts.allow.iter().map(|n| n.to_string()).collect();
+        format!("anyone from {}", nets.join(", "))
+    };
+    Some(format!(
+        "no shared secret (--secret-file or WULF_SECRET): {who} can make this machine send and receive messages of up to {} bytes at full speed for up to {} per test, using its CPU and network",
+        opts.policy.max_bytes,
+        humantime::format_duration(opts.policy.max_session)
+    ))
+}
+
+/// Whether `ip` may connect under `--allow`.
+pub fn allowed(allow: &[ipnet::IpNet], ip: IpAddr) -> bool {
+    // An IPv4 client on a dual-stack socket shows as ::ffff:a.b.c.d.
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    };
+    allow.is_empty() || allow.iter().any(|n| n.contains(&ip))
+}
+
+/// Accept clients on `listener` forever (the accept loop of `wulf serve`
+/// and of a cluster agent).
+pub fn serve_on(listener: TcpListener, opts: &ServeOptions) {
+    let pending = Arc::new(AtomicUsize::new(0));
+    let slots = TestSlots::new(opts.max_tests.max(1));
+    let log = opts.log;
     for conn in listener.incoming() {
         let stream = match conn {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("wulf serve: accept failed: {e}");
+                if log {
+                    eprintln!("wulf serve: accept failed: {e}");
+                }
+                std::thread::sleep(ACCEPT_BACKOFF);
                 continue;
             }
         };
-        let who = stream
-            .peer_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_else(|_| "?".into());
-        if opts.once {
-            return session(stream, opts.max_bytes)
-                .with_context(|| format!("session with {who} failed"));
-        }
-        if busy.swap(true, Ordering::AcqRel) {
-            std::thread::spawn(move || refuse_busy(stream));
+        let who = match stream.peer_addr() {
+            Ok(a) => a,
+            Err(_) => continue,
+        };
+        if !allowed(&opts.allow, who.ip()) {
+            if log {
+                eprintln!("wulf serve: refused {who}: not in --allow");
+            }
             continue;
         }
-        let busy = Arc::clone(&busy);
-        let max_bytes = opts.max_bytes;
-        std::thread::spawn(move || {
-            if let Err(e) = session(stream, max_bytes) {
-                eprintln!("wulf serve: session with {who} ended: {e:#}");
+        if pending.fetch_add(1, Ordering::AcqRel) >= MAX_PENDING {
+            pending.fetch_sub(1, Ordering::AcqRel);
+            // Dropping the stream closes it: no thread, no allocation.
+            continue;
+        }
+        let admission = Admission(Some(Arc::clone(&pending)));
+        let policy = opts.policy.clone();
+        let slots = slots.clone();
+        let spawned = std::thread::Builder::new()
+            .name("wulf-session".into())
+            .spawn(move || client(stream, who, &policy, &slots, admission, log));
+        if let Err(e) = spawned {
+            // The closure (and with it the stream and the admission) is
+            // dropped: the connection closes and its place is free again.
+            if log {
+                eprintln!("wulf serve: cannot start a session for {who}: {e}");
             }
-            busy.store(false, Ordering::Release);
-        });
-    }
-    Ok(())
-}
-
-fn refuse_busy(stream: TcpStream) {
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    if let Ok(mut ch) = ControlChannel::new(stream) {
-        // Read the client's Hello first: closing with unread data would
-        // reset the connection and the client might never see "busy".
-        let _ = ch.send(&Hello::ours());
-        let _ = ch.recv::<Hello>();
-        let _ = ch.send(&Reply::Busy);
-    }
-}
-
-/// One client's test, start to end, on an accepted control connection
-/// (also the peer side of a job a transport launched itself).
-pub fn session(stream: TcpStream, max_bytes: u64) -> Result<()> {
-    stream.set_read_timeout(Some(CONTROL_TIMEOUT))?;
-    stream.set_write_timeout(Some(CONTROL_TIMEOUT))?;
-    let local_ip = stream.local_addr()?.ip();
-    let client_ip = stream.peer_addr()?.ip();
-    let mut ch = ControlChannel::new(stream)?;
-    ch.send(&Hello::ours())?;
-    let hello: Hello = ch.recv()?;
-    let ours = Hello::ours();
-    if hello.magic != MAGIC || hello.tool_version != ours.tool_version {
-        let message = format!(
-            "version mismatch: the client runs wulf {}, this server runs wulf {}",
-            hello.tool_version, ours.tool_version
-        );
-        ch.send(&Reply::Error {
-            message: message.clone(),
-        })?;
-        bail!(message);
-    }
-    ch.send(&Reply::Welcome)?;
-    let setup = match ch.recv::<Request>()? {
-        Request::Setup(s) => s,
-        other => bail!("expected a setup, got {other:?}"),
-    };
-    match run_test(&mut ch, &setup, max_bytes, local_ip, client_ip) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = ch.send(&Reply::Error {
-                message: format!("{e:#}"),
-            });
-            Err(e)
         }
     }
 }
 
-fn run_test(
-    ch: &mut ControlChannel,
-    setup: &Setup,
-    max_bytes: u64,
-    local_ip: IpAddr,
-    client_ip: IpAddr,
-) -> Result<()> {
-    if setup.max_bytes > max_bytes {
-        bail!(
-            "messages of {} bytes exceed this server's --max-size of {max_bytes} bytes",
-            setup.max_bytes
-        );
-    }
-    let transport = transport::find(&setup.transport).with_context(|| {
-        format!(
-            "this server does not know the transport '{}'",
-            setup.transport
-        )
-    })?;
-    if let Err(why) = transport.availability() {
-        bail!(
-            "transport {} is unavailable on the server: {why}",
-            setup.transport
-        );
-    }
-    let cpu = setup.cpu.filter(|&c| pin_current_thread(c).is_ok());
-    let listener = transport.listen(&setup.channel, local_ip)?;
-    ch.send(&Reply::Listening {
-        description: listener.describe(),
-        // With the interface towards the client: a shaper on this side may
-        // be the slower end of the path.
-        host: Host::probe().with_interface_for_peer(client_ip),
-    })?;
-    let mut conn = listener.accept(setup.channel.timeout())?;
-    let host = Host::probe();
-    let mut pools = Pools::new(
-        setup.max_bytes,
-        setup.offset_bytes,
-        setup.nocache,
-        host.llc_bytes,
-    );
-    ch.send(&Reply::Ready {
-        settings: conn.settings,
-        warnings: conn.warnings,
-        cpu,
-    })?;
-    loop {
-        match ch.recv::<Request>()? {
-            Request::Block {
-                mode,
-                kind,
-                bytes,
-                repeats,
-            } => {
-                if bytes > setup.max_bytes {
-                    bail!(
-                        "block of {bytes} bytes exceeds the announced maximum {}",
-                        setup.max_bytes
-                    );
-                }
-                let m = server_block(
-                    conn.endpoint.as_mut(),
-                    &mut pools,
-                    mode,
-                    kind,
-                    bytes,
-                    repeats,
-                )
-                .context("data channel failed")?;
-                ch.send(&Reply::Done {
-                    user_ns: m.cpu.user.as_nanos() as u64,
-                    sys_ns: m.cpu.system.as_nanos() as u64,
-                    elapsed_ns: m.elapsed_ns,
-                })?;
-            }
-            Request::Bye => return Ok(()),
-            Request::Setup(_) => bail!("a second setup in one session"),
+/// A connection's place among those in their handshake, given back once.
+struct Admission(Option<Arc<AtomicUsize>>);
+
+impl Admission {
+    fn release(&mut self) {
+        if let Some(p) = self.0.take() {
+            p.fetch_sub(1, Ordering::AcqRel);
         }
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+fn client(
+    stream: TcpStream,
+    who: SocketAddr,
+    policy: &SessionPolicy,
+    slots: &TestSlots,
+    mut admission: Admission,
+    log: bool,
+) {
+    let got = session(stream, policy, Some(slots), &mut || admission.release());
+    if let Err(e) = got {
+        if log {
+            eprintln!("wulf serve: session with {who} ended: {e:#}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_lists_match_networks_and_mapped_addresses() {
+        let allow: Vec<ipnet::IpNet> = vec![
+            "10.0.0.0/8".parse().unwrap(),
+            "192.168.1.5/32".parse().unwrap(),
+        ];
+        assert!(allowed(&allow, "10.1.2.3".parse().unwrap()));
+        assert!(allowed(&allow, "192.168.1.5".parse().unwrap()));
+        assert!(!allowed(&allow, "192.168.1.6".parse().unwrap()));
+        assert!(allowed(&allow, "::ffff:10.0.0.1".parse().unwrap()));
+        assert!(!allowed(&allow, "::1".parse().unwrap()));
+        assert!(allowed(&[], "203.0.113.9".parse().unwrap()));
     }
 }

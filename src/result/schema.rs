@@ -164,6 +164,11 @@ pub struct Options {
     pub tails: bool,
     /// Peer address when the peer was remote, `null` for a local peer.
     pub peer: Option<String>,
+    /// With a remote peer: whether both ends proved the shared secret to
+    /// each other (the secret itself is never recorded). Absent for a
+    /// local peer and in files from before authentication existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authenticated: Option<bool>,
     /// Transport-specific settings: requested and granted socket buffers,
     /// TCP_NODELAY, address family, socket path...
     pub transport: serde_json::Map<String, serde_json::Value>,

@@ -74,6 +74,10 @@ pub struct SweepSpec {
     pub cpus: (Option<usize>, Option<usize>),
     /// Remote peer `HOST[:PORT]`; None: start a local peer.
     pub peer: Option<String>,
+    /// The shared secret to prove to the remote peer (and it to us); never
+    /// written anywhere.
+    #[serde(skip)]
+    pub peer_secret: Option<crate::peer::auth::Secret>,
     /// The command line, for the record.
     pub command_line: Vec<String>,
 }
@@ -144,7 +148,14 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         cpu: spec.cpus.1,
     };
     host = host.with_interface_for_peer(addr.ip());
-    let (mut session, mut conn) = PeerSession::open(addr, transport.as_ref(), &setup, timeout)?;
+    let (mut session, mut conn) = PeerSession::open(
+        addr,
+        transport.as_ref(),
+        &setup,
+        timeout,
+        spec.peer_secret.as_ref(),
+    )?;
+    let authenticated = session.authenticated;
     let pinned = Pinned::new(spec.cpus.0);
     let client_cpu = pinned.cpu;
     let timer_overhead_ns = clock_read_cost_ns();
@@ -220,7 +231,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     if limits.is_some() {
         definitions.efficiency = Some(Definitions::efficiency_text());
     }
-    let result = assemble(
+    let mut result = assemble(
         spec,
         Start {
             started,
@@ -239,6 +250,9 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             error: error.as_ref(),
         },
     );
+    if spec.peer.is_some() {
+        result.options.authenticated = Some(authenticated);
+    }
     Ok(SweepOutcome { result, error })
 }
 
@@ -344,6 +358,7 @@ pub(super) fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepRe
             integrity: spec.integrity,
             tails: spec.tails,
             peer: spec.peer.clone(),
+            authenticated: None,
             transport: f.transport_settings,
         },
         placement: f.placement,

@@ -93,6 +93,33 @@ pub trait Endpoint: Send {
         }
         Ok(())
     }
+
+    /// A handle that ends this channel's blocking waits from another
+    /// thread (a server whose client went away); None (the default): the
+    /// channel's own timeout is the only bound.
+    fn abort_handle(&self) -> Option<AbortHandle> {
+        None
+    }
+}
+
+/// Ends a socket's blocking waits (accept, send, receive, poll) from another
+/// thread, by shutting down a duplicate of its descriptor: every waiter
+/// wakes with an error at once, while the owner still closes the socket.
+pub struct AbortHandle(socket2::Socket);
+
+impl AbortHandle {
+    /// A handle on `socket` (a duplicate of its descriptor).
+    pub fn of<S: std::os::fd::AsFd>(socket: &S) -> io::Result<AbortHandle> {
+        let fd = socket.as_fd().try_clone_to_owned()?;
+        Ok(AbortHandle(socket2::Socket::from(fd)))
+    }
+
+    /// Wake every blocked operation on the socket with an error.
+    pub fn abort(&self) {
+        // Errors mean the socket is closed or was never connected: either
+        // way nothing is left waiting on it.
+        let _ = self.0.shutdown(std::net::Shutdown::Both);
+    }
 }
 
 /// Options for a data channel. Each transport uses what applies to it and
@@ -164,6 +191,11 @@ pub trait Listener: Send {
     fn describe(&self) -> serde_json::Value;
     /// Wait for the measuring side to connect, at most `timeout`.
     fn accept(self: Box<Self>, timeout: Duration) -> anyhow::Result<Connected>;
+    /// A handle that ends [`Listener::accept`] early from another thread;
+    /// None (the default): only the timeout ends it.
+    fn abort_handle(&self) -> Option<AbortHandle> {
+        None
+    }
 }
 
 /// A kind of transport.

@@ -129,6 +129,10 @@ impl Endpoint for StreamEndpoint {
         (&self.socket).write_all(buf).map_err(timed_out)
     }
 
+    fn abort_handle(&self) -> Option<super::AbortHandle> {
+        super::AbortHandle::of(&self.socket).ok()
+    }
+
     fn send_parts(&mut self, parts: &[&[u8]]) -> io::Result<()> {
         // One writev for a few parts (a header and its payload): the
         // receiver reads them apart, as a byte stream allows.

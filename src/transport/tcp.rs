@@ -100,6 +100,10 @@ impl Listener for TcpListener {
         let (socket, _) = super::unix::accept_within(&self.socket, timeout)?;
         finish(socket, &self.opts, self.warnings)
     }
+
+    fn abort_handle(&self) -> Option<super::AbortHandle> {
+        super::AbortHandle::of(&self.socket).ok()
+    }
 }
 
 /// Set TCP_MAXSEG when `opts` asks for an MSS.

@@ -103,6 +103,10 @@ impl Listener for UnixListener {
         let path = self.path.display().to_string();
         finish(socket, &self.opts, self.warnings, &path)
     }
+
+    fn abort_handle(&self) -> Option<super::AbortHandle> {
+        super::AbortHandle::of(&self.socket).ok()
+    }
 }
 
 fn finish(

@@ -556,6 +556,7 @@ mod tests {
             ),
             cpus: (None, None),
             peer: None,
+            peer_secret: None,
             command_line: vec![],
         };
         // 8 round trips of 1 MiB each way at 100 Mbit/s.

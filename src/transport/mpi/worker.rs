@@ -190,7 +190,11 @@ fn rank1(mpi: Mpi, job: &Job, same_host: bool, timeout: Duration) -> Result<()> 
     let stream = accept_within(&listener, timeout)?;
     let max_bytes = job.spec.sizes.iter().copied().max().unwrap_or(1);
     park(mpi);
-    let served = crate::peer::server::session(stream, max_bytes);
+    let policy = crate::peer::server::SessionPolicy {
+        max_bytes,
+        ..crate::peer::server::SessionPolicy::local_peer()
+    };
+    let served = crate::peer::server::session(stream, &policy, None, &mut || {});
     let mpi = unpark().context("the MPI channel was not released")?;
     if let Err(e) = served {
         // Rank 0 reports the sweep's failure; this is the peer's view.

@@ -1,0 +1,387 @@
+//! One client's session on a server: handshake, authentication, the
+//! server's own limits, then the test, block by block.
+//!
+//! The server trusts nothing a client says about durations or sizes: every
+//! request is checked against the [`SessionPolicy`] before anything is
+//! allocated or waited on, the handshake must finish by a deadline however
+//! slowly the client trickles bytes, and a [`Watchdog`] ends the session at
+//! once when the client goes away or the session outlives `--max-session`.
+
+use std::net::{IpAddr, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::auth::{random_hex, Secret};
+use super::protocol::{ControlChannel, Hello, Reply, Request, Setup, MAGIC, MAX_REQUEST_BYTES};
+use super::watchdog::{Fired, Watchdog};
+use crate::sweep::loops::{server_block, Pools};
+use crate::sys::{pin_current_thread, Host};
+use crate::transport;
+
+/// Role labels of the two proofs (see [`super::auth`]).
+pub const CLIENT_ROLE: &str = "wulf-client";
+/// The server's role label.
+pub const SERVER_ROLE: &str = "wulf-server";
+
+/// Longest wait for a client's next control message during a test.
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Largest buffer misalignment a client may ask for, bytes.
+const MAX_OFFSET_BYTES: u64 = 1 << 20;
+
+/// Which clients may use transports that only work within one machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalTransports {
+    /// Clients on this machine's loopback addresses only.
+    LoopbackClients,
+    /// Every client (the local peer a sweep starts for itself).
+    Always,
+}
+
+/// What a server lets its clients do.
+#[derive(Debug, Clone)]
+pub struct SessionPolicy {
+    /// Largest message, bytes (`--max-size`).
+    pub max_bytes: u64,
+    /// Longest data-channel timeout a client may set (`--max-timeout`).
+    pub max_timeout: Duration,
+    /// Longest session, from the end of the handshake (`--max-session`).
+    pub max_session: Duration,
+    /// Time from connection to a complete set-up.
+    pub handshake_limit: Duration,
+    /// Who may ask for local-only transports.
+    pub local_transports: LocalTransports,
+    /// Whether clients may pin the server's measuring thread to a CPU.
+    pub allow_pinning: bool,
+    /// The shared secret clients must prove, if any.
+    pub secret: Option<Secret>,
+}
+
+impl SessionPolicy {
+    /// The peer a local sweep starts for itself (`--once`): its only client
+    /// is the process that started it, so the client's settings stand.
+    pub fn local_peer() -> SessionPolicy {
+        SessionPolicy {
+            max_bytes: u64::MAX,
+            max_timeout: Duration::MAX,
+            max_session: Duration::from_secs(100 * 365 * 24 * 3600),
+            handshake_limit: Duration::from_secs(60),
+            local_transports: LocalTransports::Always,
+            allow_pinning: true,
+            secret: None,
+        }
+    }
+}
+
+/// The server's slots for concurrent tests: taken after the handshake, so
+/// that a client that never finishes it never blocks anyone.
+#[derive(Debug, Clone)]
+pub struct TestSlots {
+    used: Arc<AtomicUsize>,
+    max: usize,
+}
+
+impl TestSlots {
+    /// At most `max` tests at once.
+    pub fn new(max: usize) -> TestSlots {
+        TestSlots {
+            used: Arc::new(AtomicUsize::new(0)),
+            max,
+        }
+    }
+
+    fn take(&self) -> Option<SlotGuard> {
+        let got = self
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .is_ok();
+        got.then(|| SlotGuard(Arc::clone(&self.used)))
+    }
+}
+
+struct SlotGuard(Arc<AtomicUsize>);
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Serve one client on an accepted control connection, start to end. `slots`
+/// None: no limit (a local peer). `admitted` is called once the handshake is
+/// over (the server counts connections still in their handshake).
+pub fn session(
+    stream: TcpStream,
+    policy: &SessionPolicy,
+    slots: Option<&TestSlots>,
+    admitted: &mut dyn FnMut(),
+) -> Result<()> {
+    let started = Instant::now();
+    stream.set_read_timeout(Some(CONTROL_TIMEOUT))?;
+    stream.set_write_timeout(Some(CONTROL_TIMEOUT))?;
+    let local_ip = stream.local_addr()?.ip();
+    let client_ip = stream.peer_addr()?.ip();
+    let deadline = started + policy.handshake_limit;
+    let dog = Watchdog::start(&stream, deadline, policy.max_session)?;
+    let mut ch = ControlChannel::new(stream)?;
+    let got = handshake(&mut ch, policy, slots, deadline);
+    admitted();
+    let (setup, _slot) = match got {
+        Ok(Some(s)) => s,
+        Ok(None) => return Ok(()),
+        Err(e) => return Err(explain(e, dog.fired(), policy)),
+    };
+    dog.handshake_done();
+    let test = Test {
+        policy,
+        setup: &setup,
+        local_ip,
+        client_ip,
+        dog: &dog,
+    };
+    match test.run(&mut ch) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let fired = dog.fired();
+            let e = explain(e, fired, policy);
+            if fired != Some(Fired::ClientGone) {
+                let _ = ch.send(&Reply::Error {
+                    message: format!("{e:#}"),
+                });
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The error to report when the watchdog ended the session.
+fn explain(e: anyhow::Error, fired: Option<Fired>, policy: &SessionPolicy) -> anyhow::Error {
+    match fired {
+        None => e,
+        Some(Fired::ClientGone) => anyhow::anyhow!("the client went away"),
+        Some(Fired::HandshakeDeadline) => anyhow::anyhow!(
+            "the client did not finish its handshake within {}",
+            humantime::format_duration(policy.handshake_limit)
+        ),
+        Some(Fired::SessionDeadline) => anyhow::anyhow!(
+            "the session reached this server's --max-session of {}",
+            humantime::format_duration(policy.max_session)
+        ),
+    }
+}
+
+/// Hellos, authentication, a test slot and the set-up. Ok(None): the client
+/// was told the server is busy.
+fn handshake(
+    ch: &mut ControlChannel,
+    policy: &SessionPolicy,
+    slots: Option<&TestSlots>,
+    deadline: Instant,
+) -> Result<Option<(Setup, Option<SlotGuard>)>> {
+    ch.send(&Hello::ours())?;
+    let hello: Hello = ch.recv_by(deadline, MAX_REQUEST_BYTES)?;
+    let ours = Hello::ours();
+    if hello.magic != MAGIC || hello.tool_version != ours.tool_version {
+        let message = format!(
+            "version mismatch: the client runs wulf {}, this server runs wulf {}",
+            hello.tool_version, ours.tool_version
+        );
+        ch.send(&Reply::Error {
+            message: message.clone(),
+        })?;
+        bail!(message);
+    }
+    let our_nonce = random_hex()?;
+    ch.send(&Reply::Challenge {
+        nonce: our_nonce.clone(),
+        secret_required: policy.secret.is_some(),
+    })?;
+    let (their_nonce, proof) = match ch.recv_by(deadline, MAX_REQUEST_BYTES)? {
+        Request::Auth { nonce, proof } => (nonce, proof),
+        other => bail!("expected the client's authentication, got {}", name(&other)),
+    };
+    let server_proof = match &policy.secret {
+        None => None,
+        Some(secret) => {
+            let refusal = match &proof {
+                None => Some("this server requires a shared secret: give the client --secret-file FILE or WULF_SECRET"),
+                Some(p) if !secret.verify(CLIENT_ROLE, &their_nonce, &our_nonce, p) => {
+                    Some("authentication failed: the client's secret is not this server's")
+                }
+                Some(_) => None,
+            };
+            if let Some(message) = refusal {
+                ch.send(&Reply::Error {
+                    message: message.into(),
+                })?;
+                bail!("refused: {message}");
+            }
+            Some(secret.prove(SERVER_ROLE, &our_nonce, &their_nonce))
+        }
+    };
+    let slot = match slots {
+        None => None,
+        Some(s) => match s.take() {
+            Some(g) => Some(g),
+            None => {
+                ch.send(&Reply::Busy)?;
+                return Ok(None);
+            }
+        },
+    };
+    ch.send(&Reply::Welcome {
+        proof: server_proof,
+    })?;
+    let setup = match ch.recv_by(deadline, MAX_REQUEST_BYTES)? {
+        Request::Setup(s) => s,
+        other => bail!("expected a setup, got {}", name(&other)),
+    };
+    Ok(Some((setup, slot)))
+}
+
+/// A request's name for error messages (never its contents, which a
+/// hostile client chose).
+fn name(r: &Request) -> &'static str {
+    match r {
+        Request::Auth { .. } => "an authentication",
+        Request::Setup(_) => "a setup",
+        Request::Block { .. } => "a block",
+        Request::Bye => "a goodbye",
+    }
+}
+
+/// A client's test, after the handshake.
+struct Test<'a> {
+    policy: &'a SessionPolicy,
+    setup: &'a Setup,
+    local_ip: IpAddr,
+    client_ip: IpAddr,
+    dog: &'a Watchdog,
+}
+
+impl Test<'_> {
+    /// Refuse what this server does not allow; the warnings for what it
+    /// quietly declines.
+    fn check(&self) -> Result<Vec<String>> {
+        let (setup, policy) = (self.setup, self.policy);
+        if setup.max_bytes > policy.max_bytes {
+            bail!(
+                "messages of {} bytes exceed this server's --max-size of {} bytes",
+                setup.max_bytes,
+                policy.max_bytes
+            );
+        }
+        if setup.channel.timeout() > policy.max_timeout {
+            bail!(
+                "a timeout of {} exceeds this server's --max-timeout of {}",
+                humantime::format_duration(setup.channel.timeout()),
+                humantime::format_duration(policy.max_timeout)
+            );
+        }
+        if setup.offset_bytes > MAX_OFFSET_BYTES {
+            bail!(
+                "a buffer offset of {} bytes exceeds the largest a server accepts ({MAX_OFFSET_BYTES} bytes)",
+                setup.offset_bytes
+            );
+        }
+        let mut warnings = Vec::new();
+        if setup.cpu.is_some() && !policy.allow_pinning {
+            warnings.push(
+                "this server does not let clients pin its threads (start it with --allow-pinning); not pinned"
+                    .to_string(),
+            );
+        }
+        Ok(warnings)
+    }
+
+    fn run(&self, ch: &mut ControlChannel) -> Result<()> {
+        let setup = self.setup;
+        let mut warnings = self.check()?;
+        let transport = transport::find(&setup.transport).with_context(|| {
+            format!(
+                "this server does not know the transport '{}'",
+                setup.transport
+            )
+        })?;
+        if transport.local_only()
+            && self.policy.local_transports == LocalTransports::LoopbackClients
+            && !self.client_ip.is_loopback()
+        {
+            bail!(
+                "transport {} works only between processes of one machine: this server offers it only to clients on its own loopback address",
+                setup.transport
+            );
+        }
+        if let Err(why) = transport.availability() {
+            bail!(
+                "transport {} is unavailable on the server: {why}",
+                setup.transport
+            );
+        }
+        let cpu = setup
+            .cpu
+            .filter(|_| self.policy.allow_pinning)
+            .filter(|&c| pin_current_thread(c).is_ok());
+        let listener = transport.listen(&setup.channel, self.local_ip)?;
+        self.dog.guard(listener.abort_handle());
+        ch.send(&Reply::Listening {
+            description: listener.describe(),
+            // With the interface towards the client: a shaper on this side
+            // may be the slower end of the path.
+            host: Host::probe().with_interface_for_peer(self.client_ip),
+        })?;
+        let mut conn = listener.accept(setup.channel.timeout())?;
+        self.dog.guard(conn.endpoint.abort_handle());
+        let host = Host::probe();
+        let mut pools = Pools::new(
+            setup.max_bytes,
+            setup.offset_bytes,
+            setup.nocache,
+            host.llc_bytes,
+        );
+        warnings.extend(conn.warnings);
+        ch.send(&Reply::Ready {
+            settings: conn.settings,
+            warnings,
+            cpu,
+        })?;
+        loop {
+            match ch.recv()? {
+                Request::Block {
+                    mode,
+                    kind,
+                    bytes,
+                    repeats,
+                } => {
+                    if bytes > setup.max_bytes {
+                        bail!(
+                            "block of {bytes} bytes exceeds the announced maximum {}",
+                            setup.max_bytes
+                        );
+                    }
+                    let m = server_block(
+                        conn.endpoint.as_mut(),
+                        &mut pools,
+                        mode,
+                        kind,
+                        bytes,
+                        repeats,
+                    )
+                    .context("data channel failed")?;
+                    ch.send(&Reply::Done {
+                        user_ns: m.cpu.user.as_nanos() as u64,
+                        sys_ns: m.cpu.system.as_nanos() as u64,
+                        elapsed_ns: m.elapsed_ns,
+                    })?;
+                }
+                Request::Bye => return Ok(()),
+                other => bail!("{} in the middle of a test", name(&other)),
+            }
+        }
+    }
+}

@@ -59,7 +59,9 @@ fn parse_net(text: &str) -> Result<ipnet::IpNet, String> {
     }
     text.parse::<std::net::IpAddr>()
         .map(ipnet::IpNet::from)
-        .map_err(|_| format!("'{text}' is neither an address nor a network (CIDR such as 10.0.0.0/8)"))
+        .map_err(|_| {
+            format!("'{text}' is neither an address nor a network (CIDR such as 10.0.0.0/8)")
+        })
 }
 
 #[cfg(test)]
@@ -69,7 +71,10 @@ mod tests {
     #[test]
     fn networks_and_hosts_parse() {
         assert_eq!(parse_net("10.0.0.0/8").unwrap().to_string(), "10.0.0.0/8");
-        assert_eq!(parse_net("192.168.1.5").unwrap().to_string(), "192.168.1.5/32");
+        assert_eq!(
+            parse_net("192.168.1.5").unwrap().to_string(),
+            "192.168.1.5/32"
+        );
         assert_eq!(parse_net("::1").unwrap().to_string(), "::1/128");
         assert!(parse_net("10.0.0.0/33").is_err());
         assert!(parse_net("example.org").is_err());

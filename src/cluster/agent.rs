@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use super::protocol::{prove, CellReport, ControlChannel, Hello, Join, Order, SECRET_ENV};
 use crate::peer::auth::Secret;
 use crate::peer::server::{serve_on, LocalTransports, ServeOptions, SessionPolicy};
-use super::protocol::{prove, CellReport, ControlChannel, Hello, Join, Order, SECRET_ENV};
 use crate::result::Mode;
 use crate::sweep::engine::{run_sweep, SweepSpec};
 use crate::transport::{ChannelOptions, WaitMode};

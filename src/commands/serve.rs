@@ -8,8 +8,7 @@ use crate::peer::server::{serve, LocalTransports, ServeOptions, SessionPolicy};
 pub fn execute(args: &ServeArgs) -> anyhow::Result<()> {
     // Ctrl-C ends a server at once: there is nothing of its own to save.
     crate::EXIT_ON_SIGNAL.store(true, std::sync::atomic::Ordering::Relaxed);
-    let secret =
-        Secret::from_file_or_env(args.secret_file.as_deref())
+    let secret = Secret::from_file_or_env(args.secret_file.as_deref())
         .map_err(|e| crate::error::usage(format!("{e:#}")))?;
     // The local peer a sweep starts for itself serves only its parent.
     let policy = if args.once {
@@ -37,6 +36,6 @@ pub fn execute(args: &ServeArgs) -> anyhow::Result<()> {
         max_tests: 1,
         once: args.once,
         announce: args.announce,
-        log: !args.announce,
+        log: !args.once,
     })
 }

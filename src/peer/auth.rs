@@ -169,7 +169,9 @@ mod tests {
         let s = Secret::new("s3cret\n").unwrap();
         let p = s.prove("client", "n1", "n2");
         assert!(s.verify("client", "n1", "n2", &p));
-        assert!(!Secret::new("other").unwrap().verify("client", "n1", "n2", &p));
+        assert!(!Secret::new("other")
+            .unwrap()
+            .verify("client", "n1", "n2", &p));
         assert!(!s.verify("server", "n1", "n2", &p), "reflected");
         assert!(!s.verify("client", "n2", "n1", &p), "nonces swapped");
         assert!(!s.verify("client", "n1", "n3", &p));

@@ -88,7 +88,13 @@ impl PeerSession {
         let mut ch = ControlChannel::new(stream)?;
         let hello: Hello = ch
             .recv()
-            .map_err(|e| peer(format!("the peer at {addr} did not greet as wulf: {e:#}")))?;
+            .map_err(|e| {
+                if format!("{e:#}").contains("closed the control connection") {
+                    peer(format!("the peer at {addr} closed the connection before greeting: it does not allow this address (--allow), is overloaded, or is not wulf"))
+                } else {
+                    peer(format!("the peer at {addr} did not greet as wulf: {e:#}"))
+                }
+            })?;
         let ours = Hello::ours();
         if hello.magic != MAGIC {
             return Err(peer(format!("the service at {addr} is not a wulf server")));
@@ -184,7 +190,11 @@ impl PeerSession {
 
 /// The challenge-response after the Hellos (see [`super::auth`]); whether
 /// both ends proved the secret.
-fn authenticate(ch: &mut ControlChannel, addr: SocketAddr, secret: Option<&Secret>) -> Result<bool> {
+fn authenticate(
+    ch: &mut ControlChannel,
+    addr: SocketAddr,
+    secret: Option<&Secret>,
+) -> Result<bool> {
     let server_nonce = match ch.recv::<Reply>().map_err(as_peer)? {
         Reply::Challenge { nonce, .. } => nonce,
         other => return Err(unexpected(addr, other)),

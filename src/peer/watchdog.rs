@@ -14,12 +14,10 @@
 //! once, and records why ([`Fired`]) for the session's error message.
 
 use std::net::TcpStream;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::transport::AbortHandle;
 
@@ -83,9 +81,16 @@ impl Watchdog {
 
     /// The handshake is over: from now the session's own limit applies.
     pub fn handshake_done(&self) {
-        let mut s = lock(&self.state);
-        s.deadline = Instant::now() + self.session_limit;
-        s.deadline_kind = Fired::SessionDeadline;
+        {
+            let mut s = lock(&self.state);
+            s.deadline = Instant::now() + self.session_limit;
+            s.deadline_kind = Fired::SessionDeadline;
+        }
+        // Wake the thread to sleep until the new deadline instead (a byte:
+        // "look again"; closing the pipe means "stop").
+        if let Some(w) = &self.stop {
+            let _ = nix::unistd::write(w, &[1]);
+        }
     }
 
     /// Guard the data channel too (its listener, then the connection).
@@ -137,29 +142,66 @@ fn watch(control: &TcpStream, stop: &OwnedFd, state: &Mutex<State>) {
             }
             continue;
         }
-        let mut fds = [
-            // POLLRDHUP (Linux): the other end closed; nix names no constant for it.
-            PollFd::new(
-                control.as_fd(),
-                PollFlags::from_bits_retain(libc::POLLRDHUP),
-            ),
-            PollFd::new(stop.as_fd(), PollFlags::POLLIN),
-        ];
-        let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
-        match poll(&mut fds, timeout) {
-            Ok(0) => continue,
-            Ok(_) => {
-                if fds[1].any().unwrap_or(true) {
-                    return;
-                }
-                if fds[0].any().unwrap_or(false) {
-                    fire(control, state, Fired::ClientGone);
+        match wait(control, stop, left) {
+            Woke::Timeout => continue,
+            Woke::LookAgain => {
+                let mut byte = [0u8; 1];
+                if !matches!(nix::unistd::read(stop.as_raw_fd(), &mut byte), Ok(1)) {
                     return;
                 }
             }
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => return,
+            Woke::Stop => return,
+            Woke::Hangup => {
+                fire(control, state, Fired::ClientGone);
+                return;
+            }
         }
+    }
+}
+
+enum Woke {
+    Timeout,
+    /// The stop pipe is readable: a byte (the deadline moved) or its end.
+    LookAgain,
+    Stop,
+    Hangup,
+}
+
+/// Sleep until the control connection hangs up, the stop pipe closes, or
+/// `left` passes. poll(2) is called directly: nix's `PollFlags` has no
+/// POLLRDHUP and would not report it.
+fn wait(control: &TcpStream, stop: &OwnedFd, left: Duration) -> Woke {
+    let mut fds = [
+        libc::pollfd {
+            fd: control.as_raw_fd(),
+            events: libc::POLLRDHUP,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: stop.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+    // SAFETY: `fds` is a valid array of two pollfd for the whole call, and
+    // both descriptors stay open (borrowed) until it returns.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if n < 0 {
+        return if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            Woke::Timeout
+        } else {
+            Woke::Stop
+        };
+    }
+    if fds[1].revents & libc::POLLIN != 0 {
+        Woke::LookAgain
+    } else if fds[1].revents != 0 {
+        Woke::Stop
+    } else if fds[0].revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+        Woke::Hangup
+    } else {
+        Woke::Timeout
     }
 }
 
@@ -252,6 +294,9 @@ mod tests {
         .unwrap();
         let started = Instant::now();
         drop(dog);
-        assert!(started.elapsed() < Duration::from_secs(5), "drop joins fast");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "drop joins fast"
+        );
     }
 }

@@ -34,11 +34,20 @@ pub struct Server {
 
 impl Server {
     pub fn start(extra: &[&str]) -> Server {
+        Server::start_with(extra, Stdio::null())
+    }
+
+    /// A server whose stderr (its log of refused clients) goes to `log`.
+    pub fn start_logged(extra: &[&str], log: &Path) -> Server {
+        Server::start_with(extra, std::fs::File::create(log).unwrap().into())
+    }
+
+    fn start_with(extra: &[&str], stderr: Stdio) -> Server {
         let mut args = vec!["serve", "--bind", "127.0.0.1", "--port", "0", "--announce"];
         args.extend_from_slice(extra);
         let mut child = wulf(&args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("start wulf serve");
         let mut line = String::new();

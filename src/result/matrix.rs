@@ -285,10 +285,10 @@ pub struct NodeSummary {
 
 /// Whether the file at `path` is a matrix result.
 pub fn is_matrix_result(path: &std::path::Path) -> bool {
-    super::write::kind_of(path).as_deref() == Some(MATRIX_KIND)
+    super::read::kind_of(path).as_deref() == Some(MATRIX_KIND)
 }
 
 /// Read and validate a matrix result.
 pub fn read_matrix_result(path: &std::path::Path) -> anyhow::Result<MatrixResult> {
-    super::write::read_versioned(path, "matrix", MATRIX_SCHEMA_VERSION)
+    super::read::read_versioned(path, "matrix", MATRIX_SCHEMA_VERSION)
 }

@@ -10,7 +10,9 @@
 mod link;
 mod mpi_info;
 mod npb;
+mod read;
 mod schema;
+mod validate;
 mod write;
 
 pub use link::{LinkEfficiency, LinkEnd};
@@ -18,12 +20,13 @@ pub mod matrix;
 pub use mpi_info::MpiInfo;
 pub mod study;
 pub use npb::{fill_speedups, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
+pub use read::{
+    is_npb_result, kind_of, parse_result, read_npb_result, read_result, read_text, read_versioned,
+    MAX_RESULT_BYTES,
+};
 pub use schema::*;
 pub use study::{
     is_study_result, read_study_result, StudyCaseResult, StudyResult, StudyRow, StudyTable,
     STUDY_KIND, STUDY_SCHEMA_VERSION,
 };
-pub use write::{
-    is_npb_result, kind_of, read_npb_result, read_result, read_versioned, write_atomically,
-    write_json, write_result,
-};
+pub use write::{write_atomically, write_json, write_result};

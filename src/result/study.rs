@@ -130,10 +130,10 @@ pub struct StudyRow {
 
 /// Whether `path` holds a study summary (by its `kind`).
 pub fn is_study_result(path: &std::path::Path) -> bool {
-    super::write::kind_of(path).as_deref() == Some(STUDY_KIND)
+    super::read::kind_of(path).as_deref() == Some(STUDY_KIND)
 }
 
 /// Read and validate a study summary.
 pub fn read_study_result(path: &std::path::Path) -> anyhow::Result<StudyResult> {
-    super::write::read_versioned(path, "study", STUDY_SCHEMA_VERSION)
+    super::read::read_versioned(path, "study", STUDY_SCHEMA_VERSION)
 }

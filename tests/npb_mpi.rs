@@ -359,6 +359,28 @@ fn comm_ranks(adapter: &std::path::Path) {
     let mut all = [0.0; 4];
     comm.allgather_f64(&[me as f64, 10.0], &mut all).unwrap();
     assert_eq!(all, [0.0, 10.0, 1.0, 10.0]);
+    // MPI_Alltoallv of MPI_DOUBLE and of MPI_INT (IS's keys): rank r sends
+    // r + 1 values to rank 0 and 2 to rank 1.
+    let counts_out = [me + 1, 2];
+    let counts_in = if me == 0 { [1, 2] } else { [2, 2] };
+    let ints: Vec<i32> = (0..me as i32 + 3)
+        .map(|i| i32::MAX - 10 * me as i32 - i)
+        .collect();
+    let mut ints_in = vec![0; counts_in.iter().sum()];
+    comm.alltoallv_i32(&ints, &counts_out, &mut ints_in, &counts_in)
+        .unwrap();
+    let want: Vec<i32> = if me == 0 {
+        vec![i32::MAX, i32::MAX - 10, i32::MAX - 11]
+    } else {
+        vec![i32::MAX - 1, i32::MAX - 2, i32::MAX - 12, i32::MAX - 13]
+    };
+    assert_eq!(ints_in, want);
+    let doubles: Vec<f64> = ints.iter().map(|&k| f64::from(k) + 0.5).collect();
+    let mut doubles_in = vec![0.0; ints_in.len()];
+    comm.alltoallv_f64(&doubles, &counts_out, &mut doubles_in, &counts_in)
+        .unwrap();
+    let want: Vec<f64> = want.iter().map(|&k| f64::from(k) + 0.5).collect();
+    assert_eq!(doubles_in, want);
     comm.barrier().unwrap();
     // Errors, never hangs: a wrong length, a receive from oneself with
     // nothing sent, a rank that does not exist.

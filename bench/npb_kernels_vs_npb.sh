@@ -20,6 +20,8 @@
 #            code; the second is wulf's own shared memory).
 #   MPI      Open MPI's compiler wrappers and launcher by suffix (default
 #            "openmpi": mpif90.openmpi, mpicc.openmpi, mpirun.openmpi).
+#   WULF     the wulf binary (default: the release build of this tree;
+#            build it first with cargo build --release).
 #
 # Each NPB binary is built once per kernel and class (NPB 3.4 takes the
 # process count at run time), then for every count the script alternates
@@ -49,7 +51,7 @@ for tool in "mpif90.$MPI" "mpicc.$MPI" "mpirun.$MPI" jq; do
 done
 
 BUILD=$PWD/target/npb-mpi
-WULF=${CARGO_TARGET_DIR:-$PWD/target}/release/wulf
+WULF=${WULF:-${CARGO_TARGET_DIR:-$PWD/target}/release/wulf}
 RESULTS=$(mktemp -d)
 trap 'rm -rf "$RESULTS"' EXIT
 # Open MPI refuses root unless told; the tests of this project run as root.

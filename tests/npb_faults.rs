@@ -5,13 +5,15 @@
 //! died or went silent, 130 for an interruption), within bounded time,
 //! with every rank process gone and no shared-memory region left behind;
 //! the result file records the failed run, or on Ctrl-C the runs already
-//! done, marked incomplete. MPI's faults are in tests/npb_mpi.rs.
+//! done, marked incomplete. Ctrl-C is also tried over one MPI; a rank of
+//! an MPI job killed or hung is in tests/npb_mpi.rs.
 //!
 //! No test asserts a speed.
 
 mod common;
 use common::*;
 
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -132,39 +134,79 @@ fn a_rank_that_hangs_is_caught_by_the_timeout() {
     }
 }
 
+/// Set on the leader of each Ctrl-C run, so that its processes (the
+/// ranks, an MPI launcher and its ranks) can be found by their environment.
+const TAG_VAR: &str = "WULF_NPB_FAULTS_TEST";
+
+/// The processes whose environment holds `TAG_VAR=tag`.
+fn tagged_processes(tag: &str) -> Vec<i32> {
+    let wanted = format!("{TAG_VAR}={tag}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|&pid| {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            !gone(pid) && env.split(|&b| b == 0).any(|v| v == wanted.as_bytes())
+        })
+        .collect()
+}
+
 #[test]
 fn ctrl_c_of_the_leader_saves_the_runs_done_marked_incomplete() {
     let _s = serial();
+    std::env::set_var(wulf::transport::mpi::EXE_VAR, env!("CARGO_BIN_EXE_wulf"));
+    let mut vias: Vec<String> = VIAS.iter().map(|v| v.to_string()).collect();
+    // And one MPI, whose ranks are the launcher's children, not wulf's.
+    vias.extend(libraries().first().map(|lib| format!("mpi:{lib}")));
     for kernel in KERNELS {
-        for via in VIAS {
+        for via in &vias {
             let label = format!("{kernel} over {via}");
             let dir = tempdir();
             let out = file(&dir, "i.json");
-            let child = spawn_npb(
+            let tag = format!("{}-{kernel}-{via}", std::process::id());
+            let mut child = wulf(&[
+                "npb",
                 kernel,
-                &[
-                    "--class",
-                    "S",
-                    "--np",
-                    "1,2",
-                    "--via",
-                    via,
-                    // Enough for the two-process run to last past the
-                    // signal, few enough for the one-process run to end
-                    // soon on a loaded machine.
-                    "--repetitions",
-                    "20",
-                ],
-                &out,
-            );
+                "--class",
+                "S",
+                "--np",
+                "1,2",
+                "--via",
+                via,
+                // Enough for the two-process run to last past the signal,
+                // few enough for the one-process run to end soon on a
+                // loaded machine.
+                "--repetitions",
+                "20",
+                "--json",
+                out.to_str().unwrap(),
+            ])
+            .env(TAG_VAR, &tag)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
             let leader = child.id() as i32;
-            // The one-process run is done once two ranks run.
-            let ranks = wait_for_ranks(&child, 2);
+            // Once the one-process run has printed its line, the
+            // two-process run starts.
+            let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+            let mut seen = String::new();
+            while !seen.contains("np=1:") {
+                let line = lines.next().unwrap_or_else(|| panic!("{label}: {seen}"));
+                seen.push_str(&line.unwrap());
+                seen.push('\n');
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            let pids = tagged_processes(&tag);
+            assert!(pids.len() >= 3, "{label}: leader and 2 ranks: {pids:?}");
             kill(Pid::from_raw(leader), Signal::SIGINT).unwrap();
             let started = Instant::now();
-            let o = child.wait_with_output().unwrap();
+            let status = child.wait().unwrap();
+            let rest: Vec<String> = lines.map_while(Result::ok).collect();
+            let err = format!("{seen}{}", rest.join("\n"));
             assert!(started.elapsed() < Duration::from_secs(15), "{label}");
-            assert_eq!(o.status.code(), Some(130), "{label}: {}", stderr(&o));
+            assert_eq!(status.code(), Some(130), "{label}: {err}");
             let r = read_npb_result(&out).unwrap();
             assert!(!r.complete, "{label}");
             assert!(r.incomplete_reason.is_some(), "{label}");
@@ -173,7 +215,12 @@ fn ctrl_c_of_the_leader_saves_the_runs_done_marked_incomplete() {
                 "{label}: the finished run was not saved"
             );
             assert!(r.runs.iter().all(|x| x.error.is_none() && x.nprocs == 1));
-            assert_nothing_left(&label, leader, &ranks);
+            assert!(
+                tagged_processes(&tag).is_empty(),
+                "{label}: processes left: {:?} of {pids:?}",
+                tagged_processes(&tag)
+            );
+            assert_nothing_left(&label, leader, &pids);
         }
     }
 }

@@ -172,11 +172,12 @@ fn rank_pid(rank: usize) -> Option<i32> {
     None
 }
 
-/// Run a long MG job on 2 ranks of `transport` with a 3 s timeout, send
-/// `signal` to rank 1 once it runs; the error and how long it took.
-fn signal_rank_1(transport: &str, signal: i32) -> (String, Duration) {
+/// Run a long job of `kernel` on 2 ranks of `transport` with a 3 s
+/// timeout, send `signal` to rank 1 once it runs; the error and how long
+/// it took. No rank of the job may be left.
+fn signal_rank_1(transport: &str, kernel: wulf::npb::Kernel, signal: i32) -> (String, Duration) {
     let long = RankJob {
-        kernel: wulf::npb::Kernel::Mg,
+        kernel,
         class: Class::W,
         repetitions: 1000,
         timeout_ms: 3000,
@@ -200,23 +201,48 @@ fn signal_rank_1(transport: &str, signal: i32) -> (String, Duration) {
     let took = t0.elapsed();
     assert!(signaller.join().unwrap(), "rank 1 of {transport} never ran");
     let e = r.expect_err("a rank was stopped or killed");
+    for rank in [0, 1] {
+        assert_eq!(rank_pid(rank), None, "rank {rank} of {transport} survived");
+    }
     (format!("{e:#}"), took)
+}
+
+/// Rank 1 of a `kernel` job over `transport` stopped, then killed: a clear
+/// error each time, within the timeout and the launcher's grace.
+fn check_rank_faults(transport: &str, kernel: wulf::npb::Kernel) {
+    let (msg, took) = signal_rank_1(transport, kernel, libc::SIGSTOP);
+    eprintln!("{transport} {kernel}, rank 1 stopped: {took:.2?}: {msg}");
+    assert!(msg.contains("made no progress for 3s"), "{msg}");
+    // The timeout, then at most the launcher's grace and kill delays.
+    assert!(took < Duration::from_secs(20), "{took:?}: {msg}");
+    let (msg, took) = signal_rank_1(transport, kernel, libc::SIGKILL);
+    eprintln!("{transport} {kernel}, rank 1 killed: {took:.2?}: {msg}");
+    assert!(msg.contains("the MPI job"), "{msg}");
+    assert!(took < Duration::from_secs(20), "{took:?}: {msg}");
 }
 
 #[test]
 fn a_rank_that_hangs_or_dies_is_a_clear_error_not_a_hang() {
     let _s = serial();
     for lib in libraries() {
-        let transport = format!("mpi:{lib}");
-        let (msg, took) = signal_rank_1(&transport, libc::SIGSTOP);
-        eprintln!("{transport}, rank 1 stopped: {took:.2?}: {msg}");
-        assert!(msg.contains("made no progress for 3s"), "{msg}");
-        // The timeout, then at most the launcher's grace and kill delays.
-        assert!(took < Duration::from_secs(20), "{took:?}: {msg}");
-        let (msg, took) = signal_rank_1(&transport, libc::SIGKILL);
-        eprintln!("{transport}, rank 1 killed: {took:.2?}: {msg}");
-        assert!(msg.contains("the MPI job"), "{msg}");
-        assert!(took < Duration::from_secs(20), "{took:?}: {msg}");
+        check_rank_faults(&format!("mpi:{lib}"), wulf::npb::Kernel::Mg);
+    }
+}
+
+#[test]
+fn ep_is_cg_ranks_that_hang_or_die_are_clear_errors_over_one_mpi() {
+    let _s = serial();
+    // One library is enough for the kernels' part: the fault path is the
+    // launcher's and the watchdog's, which MG's test covers for each.
+    let Some(lib) = libraries().first().copied() else {
+        return;
+    };
+    for kernel in [
+        wulf::npb::Kernel::Ep,
+        wulf::npb::Kernel::Is,
+        wulf::npb::Kernel::Cg,
+    ] {
+        check_rank_faults(&format!("mpi:{lib}"), kernel);
     }
 }
 

@@ -96,41 +96,48 @@ fn assert_nothing_left(label: &str, leader: i32, ranks: &[i32]) {
     assert_no_leaked_region(&pids);
 }
 
+/// Rank 1 of every kernel over every transport sent `signal`: each run
+/// must end with a peer error (exit 3) that names a rank, never a panic.
+/// The message and how long the leader took to end, per combination.
+fn each_run_with_rank_1_sent(signal: Signal) -> Vec<(String, String, Duration)> {
+    let mut ended = Vec::new();
+    for kernel in KERNELS {
+        for via in VIAS {
+            let label = format!("{kernel} over {via}");
+            let (o, _, took) = fault_rank_1(kernel, via, signal);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(3), "{label}: {err}");
+            assert!(err.contains("rank"), "{label}: {err}");
+            assert!(!err.contains("panicked"), "{label}: {err}");
+            ended.push((label, err, took));
+        }
+    }
+    ended
+}
+
 #[test]
 fn a_rank_killed_mid_run_is_a_peer_error_naming_it() {
     let _s = serial();
-    for kernel in KERNELS {
-        for via in VIAS {
-            let (o, _, took) = fault_rank_1(kernel, via, Signal::SIGKILL);
-            let err = stderr(&o);
-            assert_eq!(o.status.code(), Some(3), "{kernel} {via}: {err}");
-            assert!(err.contains("rank"), "{kernel} {via}: {err}");
-            assert!(!err.contains("panicked"), "{kernel} {via}: {err}");
-            // A dead peer is seen at once (a closed socket, a dead pid),
-            // well before the timeout adds up.
-            assert!(took < Duration::from_secs(15), "{kernel} {via}: {took:?}");
-        }
+    for (label, err, took) in each_run_with_rank_1_sent(Signal::SIGKILL) {
+        // A dead peer is seen at once (a closed socket, a dead pid), well
+        // before the timeout adds up.
+        assert!(took < Duration::from_secs(15), "{label}: {took:?}: {err}");
     }
 }
 
 #[test]
 fn a_rank_that_hangs_is_caught_by_the_timeout() {
     let _s = serial();
-    for kernel in KERNELS {
-        for via in VIAS {
-            let (o, _, took) = fault_rank_1(kernel, via, Signal::SIGSTOP);
-            let err = stderr(&o);
-            assert_eq!(o.status.code(), Some(3), "{kernel} {via}: {err}");
-            assert!(
-                err.contains("rank 0") && err.contains("stopped sending or receiving"),
-                "{kernel} {via}: {err}"
-            );
-            // The 3 s timeout, then the leader's reaction; never a hang.
-            assert!(
-                took >= Duration::from_secs(2) && took < Duration::from_secs(20),
-                "{kernel} {via}: {took:?}: {err}"
-            );
-        }
+    for (label, err, took) in each_run_with_rank_1_sent(Signal::SIGSTOP) {
+        assert!(
+            err.contains("rank 0") && err.contains("stopped sending or receiving"),
+            "{label}: {err}"
+        );
+        // The 3 s timeout, then the leader's reaction; never a hang.
+        assert!(
+            took >= Duration::from_secs(2) && took < Duration::from_secs(20),
+            "{label}: {took:?}: {err}"
+        );
     }
 }
 

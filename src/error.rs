@@ -55,6 +55,18 @@ pub fn exit_code_of(err: &anyhow::Error) -> i32 {
         .unwrap_or(1)
 }
 
+/// An error saying `msg` that exits with `code`, as far as the codes of
+/// usage (2) and peer (3) errors go; any other code exits with 1. For
+/// errors reported across a process boundary or summed up in one line,
+/// which keep the code of what went wrong.
+pub fn with_exit_code(code: i32, msg: impl Into<String>) -> anyhow::Error {
+    match code {
+        2 => usage(msg),
+        3 => peer(msg),
+        _ => anyhow::Error::msg(msg.into()),
+    }
+}
+
 /// Shorthand for a usage error.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     WulfError::Usage(msg.into()).into()

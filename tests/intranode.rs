@@ -115,37 +115,6 @@ fn every_wait_mode_with_integrity() {
     assert!(t.elapsed() < Duration::from_secs(30));
 }
 
-/// Region names are /dev/shm/wulf-<creator pid>-<tag>.
-fn regions() -> Vec<(i32, String)> {
-    std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let pid = name
-                .strip_prefix("wulf-")?
-                .split('-')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((pid, name))
-        })
-        .collect()
-}
-
-fn alive(pid: i32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
-/// No region may belong to `pids` or to a process that no longer exists.
-fn assert_no_leaked_region(pids: &[i32]) {
-    let leaked: Vec<_> = regions()
-        .into_iter()
-        .filter(|(p, _)| pids.contains(p) || !alive(*p))
-        .collect();
-    assert!(leaked.is_empty(), "leaked shared memory: {leaked:?}");
-}
-
 #[test]
 fn region_is_gone_after_the_peer_is_killed_mid_run() {
     for t in intranode() {

@@ -205,28 +205,6 @@ fn spawn_npb_mg(args: &[&str]) -> std::process::Child {
         .unwrap()
 }
 
-/// The processes whose parent is `pid`.
-fn children_of(pid: u32) -> Vec<i32> {
-    let path = format!("/proc/{pid}/task/{pid}/children");
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
-fn wait_for_ranks(child: &std::process::Child, n: usize) -> Vec<i32> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let ranks = children_of(child.id());
-        if ranks.len() >= n {
-            return ranks;
-        }
-        assert!(Instant::now() < deadline, "ranks never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_rank_killed_mid_run_is_an_error_naming_it_and_no_rank_survives() {
     let dir = tempdir();
@@ -266,11 +244,7 @@ fn a_rank_killed_mid_run_is_an_error_naming_it_and_no_rank_survives() {
     let r = read_npb_result(&out).unwrap();
     assert!(r.runs[0].error.is_some());
     for pid in ranks {
-        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists()
-            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .unwrap_or_default()
-                .contains(") Z");
-        assert!(!alive, "rank process {pid} survived");
+        assert!(gone(pid), "rank process {pid} survived");
     }
 }
 

@@ -172,11 +172,12 @@ fn rank_pid(rank: usize) -> Option<i32> {
     None
 }
 
-/// Run a long MG job on 2 ranks of `transport` with a 3 s timeout, send
-/// `signal` to rank 1 once it runs; the error and how long it took.
-fn signal_rank_1(transport: &str, signal: i32) -> (String, Duration) {
+/// Run a long job of `kernel` on 2 ranks of `transport` with a 3 s
+/// timeout, send `signal` to rank 1 once it runs; the error and how long
+/// it took. No rank of the job may be left.
+fn signal_rank_1(transport: &str, kernel: wulf::npb::Kernel, signal: i32) -> (String, Duration) {
     let long = RankJob {
-        kernel: wulf::npb::Kernel::Mg,
+        kernel,
         class: Class::W,
         repetitions: 1000,
         timeout_ms: 3000,
@@ -200,23 +201,48 @@ fn signal_rank_1(transport: &str, signal: i32) -> (String, Duration) {
     let took = t0.elapsed();
     assert!(signaller.join().unwrap(), "rank 1 of {transport} never ran");
     let e = r.expect_err("a rank was stopped or killed");
+    for rank in [0, 1] {
+        assert_eq!(rank_pid(rank), None, "rank {rank} of {transport} survived");
+    }
     (format!("{e:#}"), took)
+}
+
+/// Rank 1 of a `kernel` job over `transport` stopped, then killed: a clear
+/// error each time, within the timeout and the launcher's grace.
+fn check_rank_faults(transport: &str, kernel: wulf::npb::Kernel) {
+    let (msg, took) = signal_rank_1(transport, kernel, libc::SIGSTOP);
+    eprintln!("{transport} {kernel}, rank 1 stopped: {took:.2?}: {msg}");
+    assert!(msg.contains("made no progress for 3s"), "{msg}");
+    // The timeout, then at most the launcher's grace and kill delays.
+    assert!(took < Duration::from_secs(20), "{took:?}: {msg}");
+    let (msg, took) = signal_rank_1(transport, kernel, libc::SIGKILL);
+    eprintln!("{transport} {kernel}, rank 1 killed: {took:.2?}: {msg}");
+    assert!(msg.contains("the MPI job"), "{msg}");
+    assert!(took < Duration::from_secs(20), "{took:?}: {msg}");
 }
 
 #[test]
 fn a_rank_that_hangs_or_dies_is_a_clear_error_not_a_hang() {
     let _s = serial();
     for lib in libraries() {
-        let transport = format!("mpi:{lib}");
-        let (msg, took) = signal_rank_1(&transport, libc::SIGSTOP);
-        eprintln!("{transport}, rank 1 stopped: {took:.2?}: {msg}");
-        assert!(msg.contains("made no progress for 3s"), "{msg}");
-        // The timeout, then at most the launcher's grace and kill delays.
-        assert!(took < Duration::from_secs(20), "{took:?}: {msg}");
-        let (msg, took) = signal_rank_1(&transport, libc::SIGKILL);
-        eprintln!("{transport}, rank 1 killed: {took:.2?}: {msg}");
-        assert!(msg.contains("the MPI job"), "{msg}");
-        assert!(took < Duration::from_secs(20), "{took:?}: {msg}");
+        check_rank_faults(&format!("mpi:{lib}"), wulf::npb::Kernel::Mg);
+    }
+}
+
+#[test]
+fn ep_is_cg_ranks_that_hang_or_die_are_clear_errors_over_one_mpi() {
+    let _s = serial();
+    // One library is enough for the kernels' part: the fault path is the
+    // launcher's and the watchdog's, which MG's test covers for each.
+    let Some(lib) = libraries().first().copied() else {
+        return;
+    };
+    for kernel in [
+        wulf::npb::Kernel::Ep,
+        wulf::npb::Kernel::Is,
+        wulf::npb::Kernel::Cg,
+    ] {
+        check_rank_faults(&format!("mpi:{lib}"), kernel);
     }
 }
 
@@ -359,6 +385,28 @@ fn comm_ranks(adapter: &std::path::Path) {
     let mut all = [0.0; 4];
     comm.allgather_f64(&[me as f64, 10.0], &mut all).unwrap();
     assert_eq!(all, [0.0, 10.0, 1.0, 10.0]);
+    // MPI_Alltoallv of MPI_DOUBLE and of MPI_INT (IS's keys): rank r sends
+    // r + 1 values to rank 0 and 2 to rank 1.
+    let counts_out = [me + 1, 2];
+    let counts_in = if me == 0 { [1, 2] } else { [2, 2] };
+    let ints: Vec<i32> = (0..me as i32 + 3)
+        .map(|i| i32::MAX - 10 * me as i32 - i)
+        .collect();
+    let mut ints_in = vec![0; counts_in.iter().sum()];
+    comm.alltoallv_i32(&ints, &counts_out, &mut ints_in, &counts_in)
+        .unwrap();
+    let want: Vec<i32> = if me == 0 {
+        vec![i32::MAX, i32::MAX - 10, i32::MAX - 11]
+    } else {
+        vec![i32::MAX - 1, i32::MAX - 2, i32::MAX - 12, i32::MAX - 13]
+    };
+    assert_eq!(ints_in, want);
+    let doubles: Vec<f64> = ints.iter().map(|&k| f64::from(k) + 0.5).collect();
+    let mut doubles_in = vec![0.0; ints_in.len()];
+    comm.alltoallv_f64(&doubles, &counts_out, &mut doubles_in, &counts_in)
+        .unwrap();
+    let want: Vec<f64> = want.iter().map(|&k| f64::from(k) + 0.5).collect();
+    assert_eq!(doubles_in, want);
     comm.barrier().unwrap();
     // Errors, never hangs: a wrong length, a receive from oneself with
     // nothing sent, a rank that does not exist.

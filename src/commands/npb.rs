@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Result;
 
 use crate::cli::{NpbArgs, NpbRankArgs};
-use crate::error::{usage, WulfError};
+use crate::error::{exit_code_of, usage, with_exit_code, WulfError};
 use crate::lab::between::Across;
 use crate::npb::group::run_group;
 use crate::npb::{Class, Kernel, RankJob};
@@ -63,6 +63,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
     }
     let mut results = Vec::new();
     let mut failed = Vec::new();
+    let mut failed_code = None;
     for kernel in kernels {
         let plan = NpbPlan {
             kernel,
@@ -77,7 +78,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             wait: a.wait.map(Into::into),
             progress: true,
         };
-        let (result, stop) = run_plan(&plan)?;
+        let (result, stop, code) = run_plan_coded(&plan)?;
         let tables = npb_tables(&result);
         if to_stdout {
             eprint!("{tables}");
@@ -96,6 +97,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         if let Some(e) = stop {
             return Err(e);
         }
+        failed_code = failed_code.or(code);
         failed.extend(
             result
                 .runs
@@ -109,7 +111,12 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         print!("\n{}", crate::report::npb_table::kernels_table(&results));
     }
     if !failed.is_empty() {
-        anyhow::bail!("some runs failed: {}", failed.join(", "));
+        // The code of the first failure: 3 when a rank died or went silent
+        // (as the exit codes promise), 1 for a failed verification.
+        return Err(with_exit_code(
+            failed_code.unwrap_or(1),
+            format!("some runs failed: {}", failed.join(", ")),
+        ));
     }
     Ok(())
 }
@@ -171,6 +178,12 @@ fn find_transport(name: &str) -> Result<Box<dyn transport::Transport>> {
 /// with their error and the others go on; Ctrl-C stops the plan, and the
 /// result (marked incomplete) comes back with the interruption.
 pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
+    run_plan_coded(plan).map(|(result, stop, _)| (result, stop))
+}
+
+/// [`run_plan`], and the exit code of the first failed combination (see
+/// [`crate::error::exit_code_of`]), if one failed.
+fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, Option<i32>)> {
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut transports = Vec::new();
@@ -223,6 +236,7 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
     };
     let mut runs = Vec::new();
     let mut stop = None;
+    let mut first_code = None;
     'all: for t in &transports {
         for &np in &plan.nprocs {
             // Spinning ranks starve each other once they outnumber the CPUs.
@@ -258,7 +272,10 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
             }
             let (outcome, mpi) = match outcome {
                 Ok(group) => (Ok(group.outcomes), group.mpi),
-                Err(e) => (Err(format!("{e:#}")), None),
+                Err(e) => {
+                    first_code.get_or_insert(exit_code_of(&e));
+                    (Err(format!("{e:#}")), None)
+                }
             };
             let mut run = NpbRun::new(t.name(), np, outcome);
             run.mpi = mpi;
@@ -302,5 +319,5 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
         // Spread: one rank per node; else every rank in this node, if any.
         lab: crate::lab::group_placement(if super::spread() { most } else { 1 }),
     };
-    Ok((result, stop))
+    Ok((result, stop, first_code))
 }

@@ -207,3 +207,68 @@ pub fn lab_matrix_result(
     }
     r
 }
+
+/// Region names are /dev/shm/wulf-<creator pid>-<tag>.
+pub fn regions() -> Vec<(i32, String)> {
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix("wulf-")?
+                .split('-')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((pid, name))
+        })
+        .collect()
+}
+
+/// Whether process `pid` exists (a zombie counts: see [`gone`]).
+pub fn alive(pid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// No region may belong to `pids` or to a process that no longer exists.
+pub fn assert_no_leaked_region(pids: &[i32]) {
+    let leaked: Vec<_> = regions()
+        .into_iter()
+        .filter(|(p, _)| pids.contains(p) || !alive(*p))
+        .collect();
+    assert!(leaked.is_empty(), "leaked shared memory: {leaked:?}");
+}
+
+/// The processes whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<i32> {
+    let path = format!("/proc/{pid}/task/{pid}/children");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Whether process `pid` has ended: it no longer exists, or is a zombie
+/// waiting for its parent to reap it.
+pub fn gone(pid: i32) -> bool {
+    !alive(pid)
+        || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z")
+}
+
+/// The children of `child` (the rank processes of `wulf npb`), once there
+/// are at least `n` of them (at most 20 s).
+pub fn wait_for_ranks(child: &std::process::Child, n: usize) -> Vec<i32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let ranks = children_of(child.id());
+        if ranks.len() >= n {
+            return ranks;
+        }
+        assert!(std::time::Instant::now() < deadline, "ranks never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -3,7 +3,7 @@
 //!
 //! Every pair of ranks holds one endpoint (a full mesh, set up by
 //! [`crate::npb::group`]). A message is an 8-byte header carrying its
-//! length in values, then the values as raw bytes. The header is sent
+//! length in bytes, then its bytes (an `f64` value 8 of them, an IS key 4). The header is sent
 //! ([`Endpoint::send_parts`]: one writev on a socket) and received as a
 //! message of its own, so that endpoints that match a receive to a send
 //! (shared memory) and byte streams (sockets) both work,
@@ -12,7 +12,7 @@
 //!
 //! Why sends need care: an endpoint's `send` may block until the peer
 //! receives (a socket whose buffer is full, a full shared-memory ring). So
-//! [`Communicator::sendrecv`] towards one peer uses the endpoint's
+//! [`Communicator::sendrecv_bytes`] towards one peer uses the endpoint's
 //! `exchange`, which moves both directions together (header and values in
 //! one message each way, as both ends do the same), and towards two
 //! different peers sends from a scoped thread while this one receives.
@@ -41,7 +41,7 @@ pub struct EndpointComm {
     /// a `sendrecv` has lent it to its sending thread).
     links: RefCell<Vec<Option<Box<dyn Endpoint>>>>,
     /// Messages sent to ourselves and not yet received, oldest first.
-    to_self: RefCell<std::collections::VecDeque<Vec<f64>>>,
+    to_self: RefCell<std::collections::VecDeque<Vec<u8>>>,
     /// Header and values of an exchange, outgoing and incoming.
     out_scratch: RefCell<Vec<u8>>,
     in_scratch: RefCell<Vec<u8>>,
@@ -107,26 +107,6 @@ impl EndpointComm {
     }
 }
 
-/// The bytes of `values` as they lie in memory.
-fn as_bytes(values: &[f64]) -> &[u8] {
-    // SAFETY: f64 has no padding and every byte pattern is a valid u8; the
-    // slice covers exactly the values' memory and borrows it.
-    unsafe {
-        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
-    }
-}
-
-/// The bytes of `values`, writable.
-fn as_bytes_mut(values: &mut [f64]) -> &mut [u8] {
-    // SAFETY: as in `as_bytes`; every byte pattern is also a valid f64.
-    unsafe {
-        std::slice::from_raw_parts_mut(
-            values.as_mut_ptr().cast::<u8>(),
-            std::mem::size_of_val(values),
-        )
-    }
-}
-
 /// Turns a dead or silent peer into wulf's peer error (exit code 3).
 fn io_error(e: io::Error) -> anyhow::Error {
     peer(format!("{e}"))
@@ -136,22 +116,21 @@ fn check_header(header: [u8; HEADER_BYTES], expected: usize) -> Result<()> {
     let sent = u64::from_le_bytes(header);
     ensure!(
         sent == expected as u64,
-        "message of {sent} values where {expected} were expected"
+        "message of {sent} bytes where {expected} were expected"
     );
     Ok(())
 }
 
-fn send_on(link: &mut dyn Endpoint, data: &[f64]) -> Result<()> {
+fn send_on(link: &mut dyn Endpoint, data: &[u8]) -> Result<()> {
     let header = (data.len() as u64).to_le_bytes();
-    link.send_parts(&[&header, as_bytes(data)])
-        .map_err(io_error)
+    link.send_parts(&[&header, data]).map_err(io_error)
 }
 
-fn recv_on(link: &mut dyn Endpoint, buf: &mut [f64]) -> Result<()> {
+fn recv_on(link: &mut dyn Endpoint, buf: &mut [u8]) -> Result<()> {
     let mut header = [0u8; HEADER_BYTES];
     link.recv(&mut header).map_err(io_error)?;
     check_header(header, buf.len())?;
-    link.recv(as_bytes_mut(buf)).map_err(io_error)
+    link.recv(buf).map_err(io_error)
 }
 
 impl Communicator for EndpointComm {
@@ -167,7 +146,7 @@ impl Communicator for EndpointComm {
         &self.name
     }
 
-    fn send(&self, to: usize, data: &[f64]) -> Result<()> {
+    fn send_bytes(&self, to: usize, data: &[u8]) -> Result<()> {
         if to == self.rank {
             self.to_self.borrow_mut().push_back(data.to_vec());
             return Ok(());
@@ -175,7 +154,7 @@ impl Communicator for EndpointComm {
         self.with_link(to, "sending to", |link| send_on(link, data))
     }
 
-    fn recv(&self, from: usize, buf: &mut [f64]) -> Result<()> {
+    fn recv_bytes(&self, from: usize, buf: &mut [u8]) -> Result<()> {
         if from == self.rank {
             let message =
                 self.to_self.borrow_mut().pop_front().ok_or_else(|| {
@@ -183,7 +162,7 @@ impl Communicator for EndpointComm {
                 })?;
             ensure!(
                 message.len() == buf.len(),
-                "message of {} values to itself where {} were expected",
+                "message of {} bytes to itself where {} were expected",
                 message.len(),
                 buf.len()
             );
@@ -193,10 +172,10 @@ impl Communicator for EndpointComm {
         self.with_link(from, "receiving from", |link| recv_on(link, buf))
     }
 
-    fn sendrecv(&self, to: usize, data: &[f64], from: usize, buf: &mut [f64]) -> Result<()> {
+    fn sendrecv_bytes(&self, to: usize, data: &[u8], from: usize, buf: &mut [u8]) -> Result<()> {
         if to == self.rank || from == self.rank {
-            self.send(to, data)?;
-            return self.recv(from, buf);
+            self.send_bytes(to, data)?;
+            return self.recv_bytes(from, buf);
         }
         if to == from {
             return self.with_link(to, "exchanging with", |link| {
@@ -209,12 +188,12 @@ impl Communicator for EndpointComm {
                 let mut inp = self.in_scratch.borrow_mut();
                 out.clear();
                 out.extend_from_slice(&(data.len() as u64).to_le_bytes());
-                out.extend_from_slice(as_bytes(data));
-                inp.resize(HEADER_BYTES + std::mem::size_of_val(buf), 0);
+                out.extend_from_slice(data);
+                inp.resize(HEADER_BYTES + buf.len(), 0);
                 link.exchange(&out, &mut inp).map_err(io_error)?;
                 let (header, values) = inp.split_at(HEADER_BYTES);
                 check_header(header.try_into().expect("8 bytes"), buf.len())?;
-                as_bytes_mut(buf).copy_from_slice(values);
+                buf.copy_from_slice(values);
                 Ok(())
             });
         }
@@ -297,12 +276,48 @@ mod tests {
     }
 
     #[test]
+    fn integer_alltoallv_carries_each_key_as_4_bytes() {
+        let (a, b) = pair();
+        // Rank 1 sends rank 0 a block larger than a socket buffer.
+        let peer = std::thread::spawn(move || {
+            let send: Vec<i32> = (0..300_000).map(|i| i32::MIN + i).chain([7, 8]).collect();
+            let mut got = vec![0; 100_002];
+            b.alltoallv_i32(&send, &[300_000, 2], &mut got, &[100_000, 2])
+                .unwrap();
+            assert_eq!(got[..100_000], (0..100_000).map(|i| -i).collect::<Vec<_>>());
+            assert_eq!(got[100_000..], [7, 8]);
+            // Then 5 keys for rank 0 and 1 for itself.
+            b.alltoallv_i32(&[9; 6], &[5, 1], &mut [0; 2], &[1, 1])
+                .unwrap();
+        });
+        let send: Vec<i32> = [1, 2, 3]
+            .into_iter()
+            .chain((0..100_000).map(|i| -i))
+            .collect();
+        let mut got = vec![0; 300_003];
+        a.alltoallv_i32(&send, &[3, 100_000], &mut got, &[3, 300_000])
+            .unwrap();
+        assert_eq!(got[..3], [1, 2, 3]);
+        assert!(got[3..].iter().zip(0..).all(|(&k, i)| k == i32::MIN + i));
+        // Rank 1's 5 keys, read as bytes: 20 of them, not 40.
+        a.send_bytes(1, &3i32.to_ne_bytes()).unwrap();
+        let mut raw = [0u8; 20];
+        a.recv_bytes(1, &mut raw).unwrap();
+        let keys: Vec<i32> = raw
+            .chunks(4)
+            .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(keys, [9; 5]);
+        peer.join().unwrap();
+    }
+
+    #[test]
     fn a_wrong_length_is_an_error_naming_both_lengths() {
         let (a, b) = pair();
         b.send(0, &[1.0, 2.0, 3.0]).unwrap();
         let mut buf = [0.0; 2];
         let e = format!("{:#}", a.recv(1, &mut buf).unwrap_err());
-        assert!(e.contains("3 values where 2"), "{e}");
+        assert!(e.contains("24 bytes where 16"), "{e}");
     }
 
     #[test]

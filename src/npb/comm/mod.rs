@@ -1,10 +1,11 @@
 //! The communicator the NPB kernels run over.
 //!
 //! A kernel sees its peers only through [`Communicator`]: point-to-point
-//! messages of `f64` slices between ranks `0..size`, plus the few
-//! collectives the kernels need (sum and max reductions, an allgather of
-//! small arrays, an all-to-all with varying counts, a barrier). The trait is object safe so a kernel takes
-//! `&dyn Communicator` and runs unchanged over every backend:
+//! messages between ranks `0..size`, plus the few collectives the kernels
+//! need (sum and max reductions, an allgather of small arrays, all-to-alls
+//! with varying counts of `f64` and of `i32`, a barrier). The trait is
+//! object safe so a kernel takes `&dyn Communicator` and runs unchanged
+//! over every backend:
 //!
 //! * [`SerialComm`]: one rank, no messages;
 //! * [`ThreadComm`]: N ranks as threads of one process, over channels, so
@@ -17,17 +18,23 @@
 //! # What a backend must provide
 //!
 //! Only [`Communicator::rank`], [`Communicator::size`],
-//! [`Communicator::send`] and [`Communicator::recv`] are required. The
+//! [`Communicator::send_bytes`] and [`Communicator::recv_bytes`] are
+//! required. Messages are bytes underneath so that one path carries every
+//! element type a kernel exchanges: `f64` values (the typed
+//! [`Communicator::send`], [`Communicator::recv`] and
+//! [`Communicator::sendrecv`] view them as bytes, at no cost) and IS's
+//! 4-byte integer keys, which travel as 4 bytes each, as in NPB. The
 //! collectives have default implementations on top of them (gather to rank
-//! 0, combine in rank order, broadcast back), which every rank therefore
-//! sees bit for bit identical. A backend with native collectives (MPI)
-//! overrides them; it must still give every rank the same bits.
+//! 0, combine in rank order, broadcast back; pairwise rounds for the
+//! all-to-alls), which every rank therefore sees bit for bit identical. A
+//! backend with native collectives (MPI) overrides them; it must still give
+//! every rank the same bits.
 //!
 //! Rules the kernels rely on:
 //!
 //! * messages between one pair of ranks arrive in the order they were sent
 //!   (MPI's non-overtaking rule; a TCP stream gives it for free);
-//! * [`Communicator::sendrecv`] must not deadlock when two ranks call it
+//! * [`Communicator::sendrecv_bytes`] must not deadlock when two ranks call it
 //!   towards each other at the same time. The default (send, then receive)
 //!   is correct only when `send` buffers the message and returns without
 //!   waiting for the receiver, as [`ThreadComm`] does; a backend whose
@@ -48,11 +55,12 @@ pub use serial::SerialComm;
 pub use thread::{ThreadComm, DEFAULT_RECV_TIMEOUT};
 
 use anyhow::{ensure, Result};
+use bytemuck::{cast_slice, cast_slice_mut, Pod};
 
 /// Message passing between the ranks of one parallel run.
 ///
-/// Ranks are numbered `0..size()`. Buffers are `f64` slices; a receive must
-/// be given a buffer exactly as long as the message sent.
+/// Ranks are numbered `0..size()`. A message is a run of bytes; a receive
+/// must be given a buffer exactly as long as the message sent.
 pub trait Communicator {
     /// This process's rank, in `0..size()`.
     fn rank(&self) -> usize;
@@ -63,18 +71,34 @@ pub trait Communicator {
     /// A short name of the backend for reports (e.g. "serial", "threads").
     fn backend_name(&self) -> &str;
 
-    /// Sends `data` to rank `to` (which may be this rank).
-    fn send(&self, to: usize, data: &[f64]) -> Result<()>;
+    /// Sends `data` to rank `to` (which may be this rank) as one message.
+    fn send_bytes(&self, to: usize, data: &[u8]) -> Result<()>;
 
     /// Receives the next message from rank `from` into `buf`, whose length
     /// must equal the message's.
-    fn recv(&self, from: usize, buf: &mut [f64]) -> Result<()>;
+    fn recv_bytes(&self, from: usize, buf: &mut [u8]) -> Result<()>;
 
     /// Sends `data` to `to` and receives the next message from `from` into
     /// `buf`, without deadlocking against a peer doing the same towards us.
+    fn sendrecv_bytes(&self, to: usize, data: &[u8], from: usize, buf: &mut [u8]) -> Result<()> {
+        self.send_bytes(to, data)?;
+        self.recv_bytes(from, buf)
+    }
+
+    /// Sends the values `data` to rank `to` (see [`Self::send_bytes`]).
+    fn send(&self, to: usize, data: &[f64]) -> Result<()> {
+        self.send_bytes(to, cast_slice(data))
+    }
+
+    /// Receives values from rank `from` into `buf` (see
+    /// [`Self::recv_bytes`]).
+    fn recv(&self, from: usize, buf: &mut [f64]) -> Result<()> {
+        self.recv_bytes(from, cast_slice_mut(buf))
+    }
+
+    /// [`Self::sendrecv_bytes`] of values.
     fn sendrecv(&self, to: usize, data: &[f64], from: usize, buf: &mut [f64]) -> Result<()> {
-        self.send(to, data)?;
-        self.recv(from, buf)
+        self.sendrecv_bytes(to, cast_slice(data), from, cast_slice_mut(buf))
     }
 
     /// Element-wise sum of `values` over all ranks, left in `values` on
@@ -105,6 +129,19 @@ pub trait Communicator {
         send: &[f64],
         send_counts: &[usize],
         recv: &mut [f64],
+        recv_counts: &[usize],
+    ) -> Result<()> {
+        alltoallv_pairwise(self, send, send_counts, recv, recv_counts)
+    }
+
+    /// [`Self::alltoallv_f64`] of 4-byte integers (IS's keys and counts,
+    /// which NPB exchanges as MPI_INT): counts are in values, and every
+    /// value travels as its 4 bytes.
+    fn alltoallv_i32(
+        &self,
+        send: &[i32],
+        send_counts: &[usize],
+        recv: &mut [i32],
         recv_counts: &[usize],
     ) -> Result<()> {
         alltoallv_pairwise(self, send, send_counts, recv, recv_counts)
@@ -164,16 +201,19 @@ pub(crate) fn check_counts(size: usize, counts: &[usize], len: usize, what: &str
 /// Default all-to-all: `size - 1` rounds in which every rank sends to the
 /// rank `step` above it and receives from the one `step` below, so each
 /// round is a permutation (every rank sends once and receives once) and a
-/// `sendrecv` that cannot deadlock carries it.
-fn alltoallv_pairwise<C>(
+/// `sendrecv_bytes` that cannot deadlock carries it. Generic over the
+/// value type so `f64` and `i32` share one algorithm; blocks travel as
+/// their bytes.
+fn alltoallv_pairwise<C, T>(
     comm: &C,
-    send: &[f64],
+    send: &[T],
     send_counts: &[usize],
-    recv: &mut [f64],
+    recv: &mut [T],
     recv_counts: &[usize],
 ) -> Result<()>
 where
     C: Communicator + ?Sized,
+    T: Pod,
 {
     let (size, rank) = (comm.size(), comm.rank());
     check_counts(size, send_counts, send.len(), "send")?;
@@ -201,11 +241,11 @@ where
     for step in 1..size {
         let to = (rank + step) % size;
         let from = (rank + size - step) % size;
-        comm.sendrecv(
+        comm.sendrecv_bytes(
             to,
-            &send[block(&send_at, send_counts, to)],
+            cast_slice(&send[block(&send_at, send_counts, to)]),
             from,
-            &mut recv[block(&recv_at, recv_counts, from)],
+            cast_slice_mut(&mut recv[block(&recv_at, recv_counts, from)]),
         )?;
     }
     Ok(())

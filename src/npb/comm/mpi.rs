@@ -1,12 +1,12 @@
 //! The NPB communicator over MPI, through wulf's run-time loaded adapter.
 //!
-//! Point-to-point messages are MPI_Send / MPI_Recv of `f64` slices on one
-//! tag of MPI_COMM_WORLD (MPI's non-overtaking rule gives the per-pair
-//! ordering the kernels rely on); [`Communicator::sendrecv`] is a native
+//! Point-to-point messages are MPI_Send / MPI_Recv of bytes on one tag of
+//! MPI_COMM_WORLD (MPI's non-overtaking rule gives the per-pair ordering
+//! the kernels rely on); [`Communicator::sendrecv_bytes`] is a native
 //! MPI_Sendrecv, so two ranks shifting towards each other never deadlock,
-//! whatever the message size; the reductions, the all-to-all and the
-//! barrier are MPI's own collectives (MPI_Allreduce, MPI_Alltoallv,
-//! MPI_Barrier). The allgather keeps the trait's default: the kernels gather
+//! whatever the message size; the reductions, the all-to-alls and the
+//! barrier are MPI's own collectives (MPI_Allreduce, MPI_Alltoallv of
+//! MPI_DOUBLE or, for IS's keys as in NPB, MPI_INT; MPI_Barrier). The allgather keeps the trait's default: the kernels gather
 //! only small arrays, rarely.
 //!
 //! Messages a rank sends to itself never touch MPI: a blocking MPI_Send to
@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 use anyhow::{anyhow, ensure, Result};
 
 use super::Communicator;
-use crate::transport::mpi::ffi::{Mpi, ReduceOp};
+use crate::transport::mpi::ffi::{Mpi, MpiValue, ReduceOp};
 
 /// The MPI tag of every message of the kernels (the set-up messages of
 /// wulf's MPI worker use others).
@@ -36,7 +36,7 @@ pub struct MpiComm {
     mpi: Mpi,
     name: String,
     /// Messages to this rank itself, oldest first.
-    to_self: RefCell<VecDeque<Vec<f64>>>,
+    to_self: RefCell<VecDeque<Vec<u8>>>,
     /// Counts and displacements of the last all-to-all, kept so that the
     /// next one of the same size does not allocate.
     layout: RefCell<Vec<std::os::raw::c_int>>,
@@ -79,11 +79,11 @@ impl MpiComm {
         anyhow!("{} (rank {}): {e}", self.name, self.mpi.rank())
     }
 
-    fn push_self(&self, data: &[f64]) {
+    fn push_self(&self, data: &[u8]) {
         self.to_self.borrow_mut().push_back(data.to_vec());
     }
 
-    fn pop_self(&self, buf: &mut [f64]) -> Result<()> {
+    fn pop_self(&self, buf: &mut [u8]) -> Result<()> {
         let msg = self.to_self.borrow_mut().pop_front().ok_or_else(|| {
             // Nobody else can ever send it: waiting would hang forever.
             anyhow!(
@@ -94,7 +94,7 @@ impl MpiComm {
         })?;
         ensure!(
             msg.len() == buf.len(),
-            "{}: rank {} sent itself {} values where {} were expected",
+            "{}: rank {} sent itself {} bytes where {} were expected",
             self.name,
             self.mpi.rank(),
             msg.len(),
@@ -102,6 +102,39 @@ impl MpiComm {
         );
         buf.copy_from_slice(&msg);
         Ok(())
+    }
+    /// MPI_Alltoallv of `T`, with the contract of the other backends: a
+    /// count per rank, and counts that add up to the buffers' lengths.
+    fn alltoallv_native<T: MpiValue>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+    ) -> Result<()> {
+        let size = self.size();
+        super::check_counts(size, send_counts, send.len(), "send")?;
+        super::check_counts(size, recv_counts, recv.len(), "receive")?;
+        let mut layout = self.layout.borrow_mut();
+        layout.clear();
+        for counts in [send_counts, recv_counts] {
+            let as_int = |n: usize| {
+                std::os::raw::c_int::try_from(n).map_err(|_| {
+                    anyhow!("{}: alltoallv block of {n} values is too long", self.name)
+                })
+            };
+            for &n in counts {
+                layout.push(as_int(n)?);
+            }
+            let mut at = 0;
+            for &n in counts {
+                layout.push(as_int(at)?);
+                at += n;
+            }
+        }
+        self.mpi
+            .alltoallv(send, recv, &layout)
+            .map_err(|e| self.failed(e))
     }
 }
 
@@ -118,28 +151,26 @@ impl Communicator for MpiComm {
         &self.name
     }
 
-    fn send(&self, to: usize, data: &[f64]) -> Result<()> {
+    fn send_bytes(&self, to: usize, data: &[u8]) -> Result<()> {
         self.check_peer(to)?;
         if to == self.rank() {
             self.push_self(data);
             return Ok(());
         }
-        self.mpi
-            .send_f64(data, to, NPB_TAG)
-            .map_err(|e| self.failed(e))
+        self.mpi.send(data, to, NPB_TAG).map_err(|e| self.failed(e))
     }
 
-    fn recv(&self, from: usize, buf: &mut [f64]) -> Result<()> {
+    fn recv_bytes(&self, from: usize, buf: &mut [u8]) -> Result<()> {
         self.check_peer(from)?;
         if from == self.rank() {
             return self.pop_self(buf);
         }
         self.mpi
-            .recv_f64(buf, from, NPB_TAG)
+            .recv_exact(buf, from, NPB_TAG)
             .map_err(|e| self.failed(e))
     }
 
-    fn sendrecv(&self, to: usize, data: &[f64], from: usize, buf: &mut [f64]) -> Result<()> {
+    fn sendrecv_bytes(&self, to: usize, data: &[u8], from: usize, buf: &mut [u8]) -> Result<()> {
         self.check_peer(to)?;
         self.check_peer(from)?;
         let me = self.rank();
@@ -147,7 +178,7 @@ impl Communicator for MpiComm {
             // MPI_Sendrecv handles to == from (two ranks on an axis) too.
             (false, false) => self
                 .mpi
-                .sendrecv_f64(to, data, from, buf, NPB_TAG)
+                .sendrecv_exact(to, data, from, buf, NPB_TAG)
                 .map_err(|e| self.failed(e)),
             (true, true) => {
                 self.push_self(data);
@@ -157,11 +188,11 @@ impl Communicator for MpiComm {
             // wait on it.
             (true, false) => {
                 self.push_self(data);
-                self.recv(from, buf)
+                self.recv_bytes(from, buf)
             }
             (false, true) => {
                 self.pop_self(buf)?;
-                self.send(to, data)
+                self.send_bytes(to, data)
             }
         }
     }
@@ -185,31 +216,17 @@ impl Communicator for MpiComm {
         recv: &mut [f64],
         recv_counts: &[usize],
     ) -> Result<()> {
-        let size = self.size();
-        // The same contract as the other backends: a count per rank, and
-        // counts that add up to the buffers' lengths.
-        super::check_counts(size, send_counts, send.len(), "send")?;
-        super::check_counts(size, recv_counts, recv.len(), "receive")?;
-        let mut layout = self.layout.borrow_mut();
-        layout.clear();
-        for counts in [send_counts, recv_counts] {
-            let as_int = |n: usize| {
-                std::os::raw::c_int::try_from(n).map_err(|_| {
-                    anyhow!("{}: alltoallv block of {n} values is too long", self.name)
-                })
-            };
-            for &n in counts {
-                layout.push(as_int(n)?);
-            }
-            let mut at = 0;
-            for &n in counts {
-                layout.push(as_int(at)?);
-                at += n;
-            }
-        }
-        self.mpi
-            .alltoallv_f64(send, recv, &layout)
-            .map_err(|e| self.failed(e))
+        self.alltoallv_native(send, send_counts, recv, recv_counts)
+    }
+
+    fn alltoallv_i32(
+        &self,
+        send: &[i32],
+        send_counts: &[usize],
+        recv: &mut [i32],
+        recv_counts: &[usize],
+    ) -> Result<()> {
+        self.alltoallv_native(send, send_counts, recv, recv_counts)
     }
 
     fn barrier(&self) -> Result<()> {

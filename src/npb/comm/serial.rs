@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 #[derive(Debug, Default)]
 pub struct SerialComm {
     /// Messages sent to ourselves and not yet received, oldest first.
-    queue: RefCell<VecDeque<Vec<f64>>>,
+    queue: RefCell<VecDeque<Vec<u8>>>,
 }
 
 impl SerialComm {
@@ -33,13 +33,13 @@ impl Communicator for SerialComm {
         "serial"
     }
 
-    fn send(&self, to: usize, data: &[f64]) -> Result<()> {
+    fn send_bytes(&self, to: usize, data: &[u8]) -> Result<()> {
         ensure!(to == 0, "serial communicator: no rank {to}");
         self.queue.borrow_mut().push_back(data.to_vec());
         Ok(())
     }
 
-    fn recv(&self, from: usize, buf: &mut [f64]) -> Result<()> {
+    fn recv_bytes(&self, from: usize, buf: &mut [u8]) -> Result<()> {
         ensure!(from == 0, "serial communicator: no rank {from}");
         let Some(message) = self.queue.borrow_mut().pop_front() else {
             // Waiting would wait forever: nobody else can send.
@@ -47,7 +47,7 @@ impl Communicator for SerialComm {
         };
         ensure!(
             message.len() == buf.len(),
-            "serial communicator: message of {} values, buffer of {}",
+            "serial communicator: message of {} bytes, buffer of {}",
             message.len(),
             buf.len()
         );

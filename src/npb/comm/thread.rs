@@ -4,11 +4,12 @@
 //! per-pair ordering the kernels rely on; sends are buffered (unbounded
 //! channels), so the default send-then-receive `sendrecv` cannot deadlock.
 //!
-//! Why buffers come back: a message is a `Vec<f64>` moved through the
-//! channel. Once the receiver has copied it out, it hands the `Vec` back to
-//! the sender's pool, and the sender reuses it for its next message. After
-//! the first exchanges a run therefore sends without allocating, like a
-//! real transport writing into preallocated buffers.
+//! Why buffers come back: a message is a `Vec<u8>` (the bytes of its
+//! values) moved through the channel. Once the receiver has copied it out,
+//! it hands the `Vec` back to the sender's pool, and the sender reuses it
+//! for its next message. After the first exchanges a run therefore sends
+//! without allocating, like a real transport writing into preallocated
+//! buffers.
 
 use super::Communicator;
 use crate::error::peer;
@@ -27,13 +28,13 @@ pub struct ThreadComm {
     rank: usize,
     size: usize,
     /// `to[dst]`: the channel carrying our messages to `dst`.
-    to: Vec<Sender<Vec<f64>>>,
+    to: Vec<Sender<Vec<u8>>>,
     /// `from[src]`: the channel carrying `src`'s messages to us.
-    from: Vec<Receiver<Vec<f64>>>,
+    from: Vec<Receiver<Vec<u8>>>,
     /// `pool_of[src]`: where buffers of `src`'s messages go back once read.
-    pool_of: Vec<Sender<Vec<f64>>>,
+    pool_of: Vec<Sender<Vec<u8>>>,
     /// Spent buffers of our own messages, returned by their receivers.
-    pool: Receiver<Vec<f64>>,
+    pool: Receiver<Vec<u8>>,
     recv_timeout: Duration,
 }
 
@@ -44,8 +45,8 @@ impl ThreadComm {
         ensure!(size >= 1, "a group needs at least one rank");
         // senders[src][dst] / receivers[dst][src] are the two ends of the
         // channel from src to dst.
-        let mut senders: Vec<Vec<Sender<Vec<f64>>>> = (0..size).map(|_| Vec::new()).collect();
-        let mut receivers: Vec<Vec<Option<Receiver<Vec<f64>>>>> = (0..size)
+        let mut senders: Vec<Vec<Sender<Vec<u8>>>> = (0..size).map(|_| Vec::new()).collect();
+        let mut receivers: Vec<Vec<Option<Receiver<Vec<u8>>>>> = (0..size)
             .map(|_| (0..size).map(|_| None).collect())
             .collect();
         for (src, row) in senders.iter_mut().enumerate() {
@@ -136,7 +137,7 @@ impl Communicator for ThreadComm {
         "threads"
     }
 
-    fn send(&self, to: usize, data: &[f64]) -> Result<()> {
+    fn send_bytes(&self, to: usize, data: &[u8]) -> Result<()> {
         ensure!(
             to < self.size,
             "rank {to} does not exist (size {})",
@@ -150,7 +151,7 @@ impl Communicator for ThreadComm {
             .map_err(|_| peer(format!("rank {to} has gone (send from rank {})", self.rank)))
     }
 
-    fn recv(&self, from: usize, buf: &mut [f64]) -> Result<()> {
+    fn recv_bytes(&self, from: usize, buf: &mut [u8]) -> Result<()> {
         ensure!(
             from < self.size,
             "rank {from} does not exist (size {})",
@@ -173,7 +174,7 @@ impl Communicator for ThreadComm {
         };
         ensure!(
             message.len() == buf.len(),
-            "rank {}: message of {} values from rank {from}, buffer of {}",
+            "rank {}: message of {} bytes from rank {from}, buffer of {}",
             self.rank,
             message.len(),
             buf.len()
@@ -228,14 +229,25 @@ mod tests {
             assert!(comm
                 .alltoallv_f64(&send, &send_counts, &mut short, &recv_counts)
                 .is_err());
-            Ok(recv)
+            // The same blocks as 4-byte integers, near i32::MAX so that a
+            // trip through f64 or a lost byte would show.
+            let ints: Vec<i32> = send.iter().map(|&x| i32::MAX - x as i32).collect();
+            let mut ints_in = vec![0; recv.len()];
+            comm.alltoallv_i32(&ints, &send_counts, &mut ints_in, &recv_counts)?;
+            let mut short = vec![0; 1];
+            assert!(comm
+                .alltoallv_i32(&ints, &send_counts, &mut short, &recv_counts)
+                .is_err());
+            Ok((recv, ints_in))
         })
         .unwrap();
-        for (me, recv) in got.into_iter().enumerate() {
+        for (me, (recv, ints)) in got.into_iter().enumerate() {
             let want: Vec<f64> = (0..3)
                 .flat_map(|r| std::iter::repeat_n((10 * r + me) as f64, me + 1))
                 .collect();
             assert_eq!(recv, want, "rank {me}");
+            let want: Vec<i32> = want.iter().map(|&x| i32::MAX - x as i32).collect();
+            assert_eq!(ints, want, "rank {me}");
         }
     }
 

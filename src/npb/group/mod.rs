@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 
 use self::wire::{ToCoordinator, ToRank};
-use crate::error::{peer, usage, WulfError};
+use crate::error::{peer, usage, with_exit_code, WulfError};
 use crate::npb::NpbOutcome;
 use crate::npb::{GroupRun, RankJob};
 use crate::peer::protocol::ControlChannel;
@@ -321,10 +321,5 @@ fn check_interrupted() -> Result<()> {
 
 /// A rank's own error, keeping its exit code.
 fn rank_error(rank: usize, message: String, exit_code: i32) -> anyhow::Error {
-    let message = format!("rank {rank}: {message}");
-    match exit_code {
-        2 => usage(message),
-        3 => peer(message),
-        _ => anyhow::Error::msg(message),
-    }
+    with_exit_code(exit_code, format!("rank {rank}: {message}"))
 }

@@ -9,7 +9,8 @@
 //! 2. sums the bucket counts over all ranks, and gives each rank a
 //!    contiguous run of buckets holding about `N / P` keys (the same split
 //!    on every rank, from the same sums);
-//! 3. exchanges the counts, then the keys, with one all-to-all each;
+//! 3. exchanges the counts, then the keys, with one all-to-all each, as
+//!    4-byte integers (NPB's MPI_INT: half the bytes of an `f64`);
 //! 4. counts the received keys per value: with the keys of all lower
 //!    ranks' buckets added, that is every key's global rank.
 //!

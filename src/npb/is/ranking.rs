@@ -19,18 +19,19 @@ pub struct Ranker {
     bucket_totals: Vec<f64>,
     /// Where the next key of each bucket goes in `send`.
     bucket_at: Vec<usize>,
-    /// This rank's keys, bucket by bucket, as the exchange carries them.
-    send: Vec<f64>,
+    /// This rank's keys, bucket by bucket, as the exchange carries them:
+    /// 4-byte integers, as NPB sends them (keys are below 2^27).
+    send: Vec<i32>,
     /// `split[j]..split[j + 1]`: the buckets of rank `j`.
     split: Vec<usize>,
     send_counts: Vec<usize>,
     recv_counts: Vec<usize>,
     /// One value per rank: how the key counts are exchanged.
     ones: Vec<usize>,
-    counts_out: Vec<f64>,
-    counts_in: Vec<f64>,
+    counts_out: Vec<i32>,
+    counts_in: Vec<i32>,
     /// The keys of this rank's buckets, from every rank.
-    recv: Vec<f64>,
+    recv: Vec<i32>,
     /// Over this rank's values: how many received keys are at most each.
     at_most: Vec<u32>,
     /// Keys of all lower ranks' buckets.
@@ -52,13 +53,13 @@ impl Ranker {
             bucket_counts: vec![0; buckets],
             bucket_totals: vec![0.0; buckets],
             bucket_at: vec![0; buckets],
-            send: vec![0.0; local_keys],
+            send: vec![0; local_keys],
             split: vec![0; size + 1],
             send_counts: vec![0; size],
             recv_counts: vec![0; size],
             ones: vec![1; size],
-            counts_out: vec![0.0; size],
-            counts_in: vec![0.0; size],
+            counts_out: vec![0; size],
+            counts_in: vec![0; size],
             recv: Vec::new(),
             at_most: vec![0; params.max_key()],
             lesser: 0,
@@ -80,7 +81,7 @@ impl Ranker {
         }
         for &k in keys {
             let b = (k >> self.shift) as usize;
-            self.send[self.bucket_at[b]] = f64::from(k);
+            self.send[self.bucket_at[b]] = k as i32;
             self.bucket_at[b] += 1;
         }
         for (total, &n) in self.bucket_totals.iter_mut().zip(&self.bucket_counts) {
@@ -94,16 +95,16 @@ impl Ranker {
                 .iter()
                 .sum();
             self.send_counts[j] = n;
-            self.counts_out[j] = n as f64;
+            self.counts_out[j] = i32::try_from(n)?;
         }
-        comm.alltoallv_f64(
+        comm.alltoallv_i32(
             &self.counts_out,
             &self.ones,
             &mut self.counts_in,
             &self.ones,
         )?;
         for (n, &x) in self.recv_counts.iter_mut().zip(&self.counts_in) {
-            *n = x as usize;
+            *n = usize::try_from(x)?;
         }
         let need: usize = self.recv_counts.iter().sum();
         if need > self.recv.capacity() {
@@ -112,8 +113,8 @@ impl Ranker {
             self.recv
                 .reserve_exact(need + need / 8 + 64 - self.recv.len());
         }
-        self.recv.resize(need, 0.0);
-        comm.alltoallv_f64(
+        self.recv.resize(need, 0);
+        comm.alltoallv_i32(
             &self.send,
             &self.send_counts,
             &mut self.recv,
@@ -121,7 +122,7 @@ impl Ranker {
         )?;
         if self.corrupt {
             if let Some(k) = self.recv.first_mut() {
-                *k += 1.0;
+                *k += 1;
             }
         }
         self.count_values();
@@ -199,7 +200,7 @@ impl Ranker {
     /// or 0 when the keys received differ from the keys sent (count or sum).
     pub fn full_verification(&self, keys: &[u32], comm: &dyn Communicator) -> Result<f64> {
         let sent: f64 = keys.iter().map(|&k| f64::from(k)).sum();
-        let received: f64 = self.recv.iter().sum();
+        let received: f64 = self.recv.iter().map(|&k| f64::from(k)).sum();
         let mut tally = [
             sent,
             keys.len() as f64,

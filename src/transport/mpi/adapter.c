@@ -24,13 +24,15 @@
 #include <mpi.h>
 #include <string.h>
 
-#define WULF_ADAPTER_ABI 3
+#define WULF_ADAPTER_ABI 4
 /* Most messages one windowed call keeps in flight (osu_bw uses 64). */
 #define WULF_MAX_WINDOW 1024
 /* A message longer than an MPI count (int) can describe. */
 #define WULF_E_TOO_LONG -1
 /* A window outside 1..WULF_MAX_WINDOW. */
 #define WULF_E_WINDOW -2
+/* A value type code the adapter does not know. */
+#define WULF_E_TYPE -3
 
 /* Requests of the windowed calls: static, so nothing is allocated while
  * timing. Calls never overlap (the Rust handle serialises them), so one
@@ -110,6 +112,7 @@ void wulf_error_string(int code, char *out, int cap)
         return;
     const char *ours = code == WULF_E_TOO_LONG ? "message longer than an MPI count (2^31 - 1 bytes)"
                        : code == WULF_E_WINDOW ? "window outside 1..1024"
+                       : code == WULF_E_TYPE   ? "unknown value type"
                                                : NULL;
     if (ours) {
         strncpy(out, ours, (size_t)cap - 1);
@@ -239,14 +242,21 @@ int wulf_allreduce_f64(double *data, long long n, int op)
     return MPI_Allreduce(MPI_IN_PLACE, data, (int)n, MPI_DOUBLE, o, MPI_COMM_WORLD);
 }
 
-/* MPI_Alltoallv of doubles: counts and displacements in values, one entry
- * per rank (the caller checks that every block lies inside its buffer). */
-int wulf_alltoallv_f64(const double *send, const int *send_counts, const int *send_displs,
-                       double *recv, const int *recv_counts, const int *recv_displs)
+/* MPI_Alltoallv of doubles (type 0) or ints (type 1, IS's keys, as NPB
+ * sends them): counts and displacements in values, one entry per rank (the
+ * caller checks that every block lies inside its buffer). */
+int wulf_alltoallv(const void *send, const int *send_counts, const int *send_displs,
+                   void *recv, const int *recv_counts, const int *recv_displs, int type)
 {
-    return MPI_Alltoallv((void *)send, (int *)send_counts, (int *)send_displs, MPI_DOUBLE,
-                         recv, (int *)recv_counts, (int *)recv_displs, MPI_DOUBLE,
-                         MPI_COMM_WORLD);
+    MPI_Datatype t;
+    if (type == 0)
+        t = MPI_DOUBLE;
+    else if (type == 1)
+        t = MPI_INT;
+    else
+        return WULF_E_TYPE;
+    return MPI_Alltoallv((void *)send, (int *)send_counts, (int *)send_displs, t, recv,
+                         (int *)recv_counts, (int *)recv_displs, t, MPI_COMM_WORLD);
 }
 
 int wulf_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }

@@ -5,8 +5,8 @@
 //! module (the NAS kernels' `Communicator`) needs: initialise, rank and size,
 //! send and receive bytes, `f64` slices (length-checked receives, and
 //! MPI_Sendrecv with distinct peers for shifts), windows of non-blocking
-//! sends, allreduce of `f64` (sum, max, min), alltoallv of `f64`,
-//! barrier, finalise.
+//! sends, allreduce of `f64` (sum, max, min), alltoallv of `f64` or `i32`
+//! ([`MpiValue`]), barrier, finalise.
 //!
 //! Rules this type system enforces:
 //!
@@ -82,6 +82,29 @@ impl ThreadLevel {
             ThreadLevel::Multiple => "MPI_THREAD_MULTIPLE",
         }
     }
+}
+
+/// A value type the adapter's collectives carry natively: the code tells
+/// the adapter which MPI datatype to use (0 MPI_DOUBLE, 1 MPI_INT; the
+/// numbers of `wulf_alltoallv` in adapter.c). Sealed: only these two.
+pub trait MpiValue: bytemuck::Pod + sealed::Sealed {
+    /// The adapter's code of this type.
+    const TYPE_CODE: c_int;
+}
+
+impl MpiValue for f64 {
+    const TYPE_CODE: c_int = 0;
+}
+
+impl MpiValue for i32 {
+    const TYPE_CODE: c_int = 1;
+}
+
+mod sealed {
+    /// Keeps [`super::MpiValue`] to the types the adapter knows.
+    pub trait Sealed {}
+    impl Sealed for f64 {}
+    impl Sealed for i32 {}
 }
 
 /// A reduction for [`Mpi::allreduce_f64`].
@@ -338,21 +361,25 @@ impl Mpi {
     /// receive is posted when the message is too large to buffer: keep
     /// self-messages local.
     pub fn send_f64(&self, data: &[f64], to: usize, tag: i32) -> io::Result<()> {
-        self.send(f64_bytes(data), to, tag)
+        self.send(bytemuck::cast_slice(data), to, tag)
     }
 
     /// Receive exactly `data.len()` values of `f64`; a message of another
     /// length is an error.
     pub fn recv_f64(&self, data: &mut [f64], from: usize, tag: i32) -> io::Result<()> {
-        let want = 8 * data.len();
+        self.recv_exact(bytemuck::cast_slice_mut(data), from, tag)
+    }
+
+    /// Receive exactly `buf.len()` bytes; a message of another length is
+    /// an error (MPI_Recv alone accepts a shorter one).
+    pub fn recv_exact(&self, buf: &mut [u8], from: usize, tag: i32) -> io::Result<()> {
         let mut got: c_longlong = 0;
-        let bytes = f64_bytes_mut(data);
         bump();
-        // SAFETY: bytes is writable for its length; got is a valid out-pointer.
+        // SAFETY: buf is writable for its length; got is a valid out-pointer.
         let rc = unsafe {
             (self.api.recv_counted)(
-                bytes.as_mut_ptr().cast(),
-                bytes.len() as c_longlong,
+                buf.as_mut_ptr().cast(),
+                buf.len() as c_longlong,
                 from as c_int,
                 tag,
                 &mut got,
@@ -360,7 +387,7 @@ impl Mpi {
         };
         bump();
         self.check(rc, "MPI_Recv")?;
-        check_length(got, want, from)
+        check_length(got, buf.len(), from)
     }
 
     /// Send `data` to rank `to` and receive exactly `buf.len()` values from
@@ -374,9 +401,25 @@ impl Mpi {
         buf: &mut [f64],
         tag: i32,
     ) -> io::Result<()> {
-        let want = 8 * buf.len();
-        let out = f64_bytes(data);
-        let inp = f64_bytes_mut(buf);
+        self.sendrecv_exact(
+            to,
+            bytemuck::cast_slice(data),
+            from,
+            bytemuck::cast_slice_mut(buf),
+            tag,
+        )
+    }
+
+    /// [`Self::sendrecv_f64`] of bytes: `out` to `to`, exactly `inp.len()`
+    /// bytes from `from`.
+    pub fn sendrecv_exact(
+        &self,
+        to: usize,
+        out: &[u8],
+        from: usize,
+        inp: &mut [u8],
+        tag: i32,
+    ) -> io::Result<()> {
         let mut got: c_longlong = 0;
         bump();
         // SAFETY: both buffers are valid for their lengths during the call
@@ -395,7 +438,7 @@ impl Mpi {
         };
         bump();
         self.check(rc, "MPI_Sendrecv")?;
-        check_length(got, want, from)
+        check_length(got, inp.len(), from)
     }
 
     /// In-place MPI_Allreduce of `data` over all ranks.
@@ -413,15 +456,15 @@ impl Mpi {
         self.check(rc, "MPI_Allreduce")
     }
 
-    /// MPI_Alltoallv of doubles over all ranks. `layout` holds four lists
+    /// MPI_Alltoallv of `T` (MPI_DOUBLE or MPI_INT) over all ranks. `layout` holds four lists
     /// of one entry per rank, one after another: send counts, send
     /// displacements, receive counts, receive displacements (in values).
     /// Fails, without calling MPI, unless every block lies inside its
     /// buffer.
-    pub fn alltoallv_f64(
+    pub fn alltoallv<T: MpiValue>(
         &self,
-        send: &[f64],
-        recv: &mut [f64],
+        send: &[T],
+        recv: &mut [T],
         layout: &[c_int],
     ) -> io::Result<()> {
         let size = self.size();
@@ -445,13 +488,14 @@ impl Mpi {
         // SAFETY: every block lies inside its buffer (checked above), the
         // buffers and the layout are valid for the call.
         let rc = unsafe {
-            (self.api.alltoallv_f64)(
-                send.as_ptr(),
+            (self.api.alltoallv)(
+                send.as_ptr().cast(),
                 send_layout.as_ptr(),
                 send_layout[size..].as_ptr(),
-                recv.as_mut_ptr(),
+                recv.as_mut_ptr().cast(),
                 recv_layout.as_ptr(),
                 recv_layout[size..].as_ptr(),
+                T::TYPE_CODE,
             )
         };
         bump();
@@ -494,16 +538,6 @@ impl Mpi {
             )))
         }
     }
-}
-
-fn f64_bytes(data: &[f64]) -> &[u8] {
-    // SAFETY: any f64 slice is a valid byte slice of 8x its length.
-    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), 8 * data.len()) }
-}
-
-fn f64_bytes_mut(data: &mut [f64]) -> &mut [u8] {
-    // SAFETY: every bit pattern is a valid f64; the view covers the slice.
-    unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), 8 * data.len()) }
 }
 
 fn check_length(got: c_longlong, want_bytes: usize, from: usize) -> io::Result<()> {

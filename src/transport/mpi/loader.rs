@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 /// The adapter ABI this wulf expects (`WULF_ADAPTER_ABI` in adapter.c).
-pub const ADAPTER_ABI: i32 = 3;
+pub const ADAPTER_ABI: i32 = 4;
 
 /// Entry points of a loaded adapter.
 pub(super) struct Api {
@@ -48,13 +48,14 @@ pub(super) struct Api {
     pub(super) recv_window:
         unsafe extern "C" fn(*mut c_void, c_longlong, c_longlong, c_int, c_int, c_int) -> c_int,
     pub(super) allreduce_f64: unsafe extern "C" fn(*mut f64, c_longlong, c_int) -> c_int,
-    pub(super) alltoallv_f64: unsafe extern "C" fn(
-        *const f64,
+    pub(super) alltoallv: unsafe extern "C" fn(
+        *const c_void,
         *const c_int,
         *const c_int,
-        *mut f64,
+        *mut c_void,
         *const c_int,
         *const c_int,
+        c_int,
     ) -> c_int,
     pub(super) barrier: unsafe extern "C" fn() -> c_int,
 }
@@ -118,7 +119,7 @@ pub(super) fn load(path: &Path) -> Result<&'static Api, String> {
         send_window: symbol(handle, "wulf_send_window")?,
         recv_window: symbol(handle, "wulf_recv_window")?,
         allreduce_f64: symbol(handle, "wulf_allreduce_f64")?,
-        alltoallv_f64: symbol(handle, "wulf_alltoallv_f64")?,
+        alltoallv: symbol(handle, "wulf_alltoallv")?,
         barrier: symbol(handle, "wulf_barrier")?,
     };
     // SAFETY: a plain C function of no arguments.

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# wulf's NAS EP, IS and CG against NPB 3.4's own MPI codes, on this machine.
+#
+# Usage:
+#   NPB_DIR=/path/to/NPB3.4.x/NPB3.4-MPI bench/npb_kernels_vs_npb.sh [CLASS...]
+#
+#   NPB_DIR  an NPB 3.4 MPI tree (the directory holding CG/, EP/, IS/,
+#            common/, config/ and sys/). wulf does not ship NPB's source:
+#            get the NPB 3.4 release from NASA and unpack it. The tree is
+#            copied and built unmodified with NPB's own makefiles (MG has
+#            its own script, bench/npb_mg_vs_fortran.sh).
+#   CLASS    NPB classes to run (default: S A).
+#   NPS      process counts (default "1 2").
+#   KERNELS  kernels (default "ep is cg").
+#   REPS     runs of each side per kernel, class and count, interleaved
+#            (default 3).
+#   VIA      wulf transports to compare, each against the same NPB run
+#            (default "mpi:openmpi shm": the first links wulf's ranks by
+#            the same library as NPB's, so the ratio is that of the kernels'
+#            code; the second is wulf's own shared memory).
+#   MPI      Open MPI's compiler wrappers and launcher by suffix (default
+#            "openmpi": mpif90.openmpi, mpicc.openmpi, mpirun.openmpi).
+#   WULF     the wulf binary (default: the release build of this tree;
+#            build it first with cargo build --release).
+#
+# Each NPB binary is built once per kernel and class (NPB 3.4 takes the
+# process count at run time), then for every count the script alternates
+# an NPB run with one wulf run per transport, so that drift in the
+# machine's load hits both alike. Each side prints NPB's Mop/s total of
+# its timed section (wall time); only verified runs count (NPB's
+# "Verification = SUCCESSFUL", wulf's verified result: wulf exits non-zero
+# otherwise). Prints the median of each side and the ratio of medians
+# wulf/NPB, then a summary table.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+: "${NPB_DIR:?set NPB_DIR to an NPB 3.4 MPI tree (the directory holding CG/, EP/, IS/ and common/)}"
+MPI=${MPI:-openmpi}
+REPS=${REPS:-3}
+read -r -a NP_LIST <<<"${NPS:-1 2}"
+read -r -a KERNEL_LIST <<<"${KERNELS:-ep is cg}"
+read -r -a VIA_LIST <<<"${VIA:-mpi:$MPI shm}"
+CLASSES=("$@")
+[ ${#CLASSES[@]} -eq 0 ] && CLASSES=(S A)
+
+for d in CG EP IS common sys; do
+    [ -d "$NPB_DIR/$d" ] || { echo "missing $NPB_DIR/$d" >&2; exit 1; }
+done
+for tool in "mpif90.$MPI" "mpicc.$MPI" "mpirun.$MPI" jq; do
+    command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install openmpi-bin libopenmpi-dev gfortran jq)" >&2; exit 1; }
+done
+
+BUILD=$PWD/target/npb-mpi
+WULF=${WULF:-${CARGO_TARGET_DIR:-$PWD/target}/release/wulf}
+RESULTS=$(mktemp -d)
+trap 'rm -rf "$RESULTS"' EXIT
+# Open MPI refuses root unless told; the tests of this project run as root.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# A fresh copy of NPB's tree, built by its own makefiles with Open MPI's
+# wrappers; NPB's make.def.template as the configuration when the tree has
+# none (its flags: -O3 for both languages).
+prepare_tree() {
+    rm -rf "$BUILD"
+    mkdir -p "$BUILD"
+    cp -r "$NPB_DIR" "$BUILD/src"
+    [ -f "$BUILD/src/config/make.def" ] || cp "$BUILD/src/config/make.def.template" "$BUILD/src/config/make.def"
+    mkdir -p "$BUILD/src/bin"
+}
+
+build_npb() {
+    local kernel=$1 class=$2
+    (
+        cd "$BUILD/src/${kernel^^}"
+        make -s clean >/dev/null 2>&1 || true
+        cd ..
+        make -s "$kernel" CLASS="$class" MPIFC="mpif90.$MPI" MPICC="mpicc.$MPI" >"$BUILD/build-$kernel-$class.log" 2>&1
+    ) || { cat "$BUILD/build-$kernel-$class.log" >&2; echo "building NPB $kernel class $class failed" >&2; exit 1; }
+}
+
+# Mop/s total of one run of NPB's KERNEL.CLASS.x on NP ranks.
+run_npb() {
+    local kernel=$1 class=$2 np=$3 out
+    out=$(cd "$BUILD/src/bin" && "mpirun.$MPI" -np "$np" --oversubscribe "./$kernel.$class.x")
+    grep -q "Verification *= *SUCCESSFUL" <<<"$out" || { echo "$out" >&2; echo "NPB $kernel class $class np=$np did not verify" >&2; exit 1; }
+    awk '/Mop\/s total/ {print $NF}' <<<"$out"
+}
+
+# Mop/s of one verified run of wulf's KERNEL of CLASS on NP ranks over VIA.
+run_wulf() {
+    local kernel=$1 class=$2 np=$3 via=$4 json="$RESULTS/r.json"
+    "$WULF" npb "$kernel" --class "$class" --np "$np" --via "$via" --repetitions 1 \
+        --json "$json" >"$RESULTS/out" 2>&1 || { cat "$RESULTS/out" >&2; echo "wulf $kernel class $class np=$np over $via failed" >&2; exit 1; }
+    jq -r '.runs[0].outcomes[0] | select(.verified) | .mop_s' "$json"
+}
+
+median() {
+    sort -g | awk '{v[NR]=$1} END {printf "%.2f", (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'
+}
+
+echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs"
+echo "# NPB:  $NPB_DIR, $("mpif90.$MPI" --version | head -1), $("mpirun.$MPI" --version | head -1)"
+echo "# wulf: $("$WULF" --version 2>/dev/null || echo "$WULF"), $(rustc --version)"
+[ -x "$WULF" ] || { echo "build wulf first: cargo build --release" >&2; exit 1; }
+prepare_tree
+
+summary=()
+for kernel in "${KERNEL_LIST[@]}"; do
+    for class in "${CLASSES[@]}"; do
+        build_npb "$kernel" "$class"
+        for np in "${NP_LIST[@]}"; do
+            npb=()
+            declare -A wulf=()
+            for rep in $(seq 1 "$REPS"); do
+                n=$(run_npb "$kernel" "$class" "$np")
+                npb+=("$n")
+                line=$(printf '%s %s np=%s rep %d: NPB %9.2f' "${kernel^^}" "$class" "$np" "$rep" "$n")
+                for via in "${VIA_LIST[@]}"; do
+                    w=$(run_wulf "$kernel" "$class" "$np" "$via")
+                    wulf[$via]="${wulf[$via]:-} $w"
+                    line+=$(printf '   wulf %s %9.2f' "$via" "$w")
+                done
+                echo "$line"
+            done
+            n_med=$(printf '%s\n' "${npb[@]}" | median)
+            row=$(printf '%-3s %-2s %3s %10s' "${kernel^^}" "$class" "$np" "$n_med")
+            for via in "${VIA_LIST[@]}"; do
+                # shellcheck disable=SC2086 # the list of numbers, split
+                w_med=$(printf '%s\n' ${wulf[$via]} | median)
+                row+=$(printf ' %10s %6.2f' "$w_med" "$(awk -v w="$w_med" -v n="$n_med" 'BEGIN {print w / n}')")
+            done
+            summary+=("$row")
+            unset wulf
+        done
+    done
+done
+
+echo
+header=$(printf '%-3s %-2s %3s %10s' "" "" "np" "NPB Mop/s")
+for via in "${VIA_LIST[@]}"; do
+    header+=$(printf ' %10s %6s' "${via:0:10}" "ratio")
+done
+echo "# medians of $REPS interleaved runs; ratio = wulf / NPB"
+echo "$header"
+printf '%s\n' "${summary[@]}"

@@ -27,6 +27,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod error;
+pub mod fuzzing;
 pub mod lab;
 pub mod npb;
 pub mod peer;

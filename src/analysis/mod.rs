@@ -56,6 +56,7 @@ pub mod causes;
 pub mod compare;
 pub mod dropout;
 pub mod hockney;
+pub mod line_fit;
 pub mod matrix;
 
 #[cfg(test)]
@@ -107,13 +108,25 @@ pub struct Segment {
     pub to_bytes: u64,
     /// Points that shaped the line (drop-outs excluded).
     pub points: usize,
-    /// Intercept in ns: the line's time for an empty message. For a
-    /// segment of large sizes this is an extrapolation and may even be
-    /// negative (a bandwidth that falls with size).
+    /// Start-up time in ns: the line's time for an empty message, never
+    /// negative (the fit is constrained, see [`line_fit`]). For a segment
+    /// of large sizes this is an extrapolation.
     pub alpha_ns: f64,
+    /// 95% interval of `alpha_ns` (low, high), by
+    /// [`line_fit::INTERVAL_METHOD`]; `None` with fewer than three points.
+    #[serde(default)]
+    pub alpha_ci_ns: Option<(f64, f64)>,
     /// Asymptotic bandwidth of the line; `None` when time does not grow
     /// with size in this segment (latency-bound).
     pub beta_bits_per_s: Option<f64>,
+    /// 95% interval of `beta_bits_per_s` (low, high); high is `None` when
+    /// the data do not bound beta above.
+    #[serde(default)]
+    pub beta_ci_bits_per_s: Option<(f64, Option<f64>)>,
+    /// The segment wanted a negative start-up time and was fitted with
+    /// alpha = 0: its time grows in proportion to size.
+    #[serde(default)]
+    pub bandwidth_bound: bool,
     /// Root mean square of the relative residuals of the fitted points.
     pub rms_rel_residual: f64,
     /// For a segment after the first: the recorded threshold (eager limit,
@@ -214,7 +227,13 @@ fn analyse(
             to_bytes: size(f.last),
             points: f.line.points,
             alpha_ns: f.line.alpha_ns,
+            alpha_ci_ns: f.line.alpha_ci_ns,
             beta_bits_per_s: f.line.beta_bits_per_s().map(|b| b * directions),
+            beta_ci_bits_per_s: f
+                .line
+                .beta_ci_bits_per_s()
+                .map(|(lo, hi)| (lo * directions, hi.map(|h| h * directions))),
+            bandwidth_bound: f.line.bound == line_fit::Bound::BandwidthBound,
             rms_rel_residual: f.line.rms_rel(),
             // No good size after a switch-over to pin a page boundary on.
             likely_cause: match s {

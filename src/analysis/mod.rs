@@ -54,10 +54,12 @@
 
 pub mod causes;
 pub mod compare;
+pub mod confirm;
 pub mod dropout;
 pub mod hockney;
 pub mod line_fit;
 pub mod matrix;
+mod significance;
 
 #[cfg(test)]
 mod synth;
@@ -133,6 +135,10 @@ pub struct Segment {
     /// socket buffer, MSS...) its start most likely comes from, by the
     /// drop-out rules applied to the sizes either side of the switch-over.
     pub likely_cause: Option<String>,
+    /// For a segment after the first: whether the confirmation pass found
+    /// its switch-over again (`None`: no pass ran, e.g. an older result).
+    #[serde(default)]
+    pub confirmed: Option<bool>,
 }
 
 /// A run of sizes whose throughput falls below its neighbours'.
@@ -149,6 +155,10 @@ pub struct Dropout {
     pub depth_fraction: f64,
     /// Threshold the run most likely comes from, when one is recorded.
     pub likely_cause: Option<String>,
+    /// Whether the confirmation pass found the drop-out again (`None`: no
+    /// pass ran, e.g. an older result).
+    #[serde(default)]
+    pub confirmed: Option<bool>,
 }
 
 impl Analysis {
@@ -160,9 +170,64 @@ impl Analysis {
         let median: Vec<f64> = p.iter().map(|p| p.median_ns).collect();
         let low: Vec<f64> = p.iter().map(|p| p.ci_low_ns).collect();
         let high: Vec<f64> = p.iter().map(|p| p.ci_high_ns).collect();
+        let noisy: Vec<bool> = p.iter().map(|p| p.noisy).collect();
         let hints = CauseHints::from_transport(&result.options.transport);
         let directions = result.mode.bytes_per_op(1) as f64;
-        analyse(&bytes, &median, &low, &high, &hints, directions)
+        let first = analyse(&bytes, &median, &low, &high, &hints, directions, &[]);
+        let events = confirm::events(&first);
+        let verdicts = result
+            .confirmation
+            .as_ref()
+            .map(|c| confirm::judge(&bytes, &median, &low, &high, &c.points, &events));
+        // Noisy points alone never make an event: one resting only on
+        // noisy points stands only when the fresh trials confirmed it.
+        let veto: Vec<confirm::Event> = events
+            .iter()
+            .enumerate()
+            .filter(|&(k, e)| {
+                let confirmed = verdicts.as_ref().is_some_and(|v| v[k]);
+                !confirmed && confirm::window(&bytes, e).all(|i| noisy[i])
+            })
+            .map(|(_, e)| *e)
+            .collect();
+        let mut a = if veto.is_empty() {
+            first
+        } else {
+            analyse(&bytes, &median, &low, &high, &hints, directions, &veto)
+        };
+        if let Some(v) = verdicts {
+            let verdict = |e: confirm::Event| events.iter().position(|x| *x == e).map(|k| v[k]);
+            for d in &mut a.dropouts {
+                d.confirmed = verdict(confirm::Event {
+                    kind: confirm::EventKind::Dropout,
+                    from_bytes: d.from_bytes,
+                    to_bytes: d.to_bytes,
+                });
+            }
+            for s in a.segments.iter_mut().skip(1) {
+                s.confirmed = verdict(confirm::Event {
+                    kind: confirm::EventKind::Switchover,
+                    from_bytes: s.from_bytes,
+                    to_bytes: s.from_bytes,
+                });
+            }
+        }
+        a
+    }
+
+    /// The drop-outs the confirmation pass confirmed: the ones worth a mark
+    /// on a chart.
+    pub fn confirmed_dropouts(&self) -> impl Iterator<Item = &Dropout> {
+        self.dropouts.iter().filter(|d| d.confirmed == Some(true))
+    }
+
+    /// The segments after the first whose switch-over the confirmation
+    /// pass confirmed.
+    pub fn confirmed_switchovers(&self) -> impl Iterator<Item = &Segment> {
+        self.segments
+            .iter()
+            .skip(1)
+            .filter(|s| s.confirmed == Some(true))
     }
 }
 
@@ -182,10 +247,12 @@ pub fn analyse_curve(
     ci_high_ns: &[f64],
     hints: &CauseHints,
 ) -> Analysis {
-    analyse(bytes, median_ns, ci_low_ns, ci_high_ns, hints, 1.0)
+    analyse(bytes, median_ns, ci_low_ns, ci_high_ns, hints, 1.0, &[])
 }
 
-/// The analysis, with `directions` messages counted per operation.
+/// The analysis, with `directions` messages counted per operation, leaving
+/// out the events in `veto` (drop-outs are not excluded from the fit, and
+/// vetoed switch-overs join their two segments).
 fn analyse(
     bytes: &[u64],
     median_ns: &[f64],
@@ -193,6 +260,7 @@ fn analyse(
     ci_high_ns: &[f64],
     hints: &CauseHints,
     directions: f64,
+    veto: &[confirm::Event],
 ) -> Analysis {
     let curve = Curve::clean(bytes, median_ns, ci_low_ns, ci_high_ns);
     let len = curve.bytes.len();
@@ -206,7 +274,14 @@ fn analyse(
     });
     let n_half = peak.and_then(|p| (0..len).find(|&i| throughput[i] >= throughput[p] / 2.0));
 
-    let runs = dropout::find_dropouts(&curve.bytes, &curve.median, &curve.low, &curve.high);
+    let mut runs = dropout::find_dropouts(&curve.bytes, &curve.median, &curve.low, &curve.high);
+    runs.retain(|r| {
+        !veto.iter().any(|e| {
+            e.kind == confirm::EventKind::Dropout
+                && e.from_bytes == size(r.first)
+                && e.to_bytes == size(r.last)
+        })
+    });
     let mut include = vec![true; len];
     for r in &runs {
         include[r.first..=r.last]
@@ -217,6 +292,20 @@ fn analyse(
         .map(|i| (curve.high[i] - curve.low[i]) / (2.0 * curve.median[i]))
         .collect();
     let fits = hockney::fit_segments(&curve.bytes, &curve.median, &half_width_rel, &include);
+    let points = significance::Points {
+        bytes: &curve.bytes,
+        median: &curve.median,
+        low: &curve.low,
+        high: &curve.high,
+        include: &include,
+    };
+    let fits = significance::merge_insignificant(fits, &points);
+    let vetoed: Vec<u64> = veto
+        .iter()
+        .filter(|e| e.kind == confirm::EventKind::Switchover)
+        .map(|e| e.from_bytes)
+        .collect();
+    let fits = significance::merge_at(fits, &points, |first| vetoed.contains(&size(first)));
     let saturation = saturation_index(&curve.bytes, &fits, &include);
 
     let segments: Vec<Segment> = fits
@@ -240,6 +329,7 @@ fn analyse(
                 0 => None,
                 _ => hints.likely_cause(size(f.first - 1), size(f.first), size(f.first), u64::MAX),
             },
+            confirmed: None,
         })
         .collect();
     let dropouts = runs
@@ -255,6 +345,7 @@ fn analyse(
                 size(r.last),
                 size(r.last + 1),
             ),
+            confirmed: None,
         })
         .collect();
     Analysis {

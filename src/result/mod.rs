@@ -7,12 +7,14 @@
 //! misread. Files are written atomically: a temporary file in the target
 //! directory, flushed, then renamed over the destination.
 
+mod confirmation;
 mod link;
 mod mpi_info;
 mod npb;
 mod schema;
 mod write;
 
+pub use confirmation::{CheckedEvent, Confirmation, RemeasuredPoint};
 pub use link::{LinkEfficiency, LinkEnd};
 pub mod matrix;
 pub use mpi_info::MpiInfo;

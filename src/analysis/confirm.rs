@@ -26,11 +26,12 @@ use super::{analyse_curve, Analysis, CauseHints};
 use crate::result::RemeasuredPoint;
 
 /// Neighbours measured again on each side of a candidate event.
-pub const CONTEXT_POINTS: usize = 3;
+pub const CONTEXT_POINTS: usize = 2;
 
-/// Most sizes measured again in one sweep: a sweep of nothing but noise
-/// must not spend its budget re-measuring itself.
-pub const MAX_REMEASURED: usize = 48;
+/// Most sizes measured again in one sweep (about half of NetPIPE's
+/// schedule): a sweep of nothing but noise must not spend its budget
+/// re-measuring itself.
+pub const MAX_REMEASURED: usize = 64;
 
 /// The kind of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,9 +64,14 @@ pub struct Event {
     pub to_bytes: u64,
 }
 
-/// Every event of an analysis, drop-outs first, each in order of size.
+/// Every event of an analysis, most telling first (the order in which
+/// [`sizes_to_remeasure`] serves them): switch-overs, which the
+/// segmentation already weighed against the whole curve, then drop-outs,
+/// deepest first.
 pub fn events(a: &Analysis) -> Vec<Event> {
-    let dropouts = a.dropouts.iter().map(|d| Event {
+    let mut by_depth: Vec<&super::Dropout> = a.dropouts.iter().collect();
+    by_depth.sort_by(|x, y| y.depth_fraction.total_cmp(&x.depth_fraction));
+    let dropouts = by_depth.into_iter().map(|d| Event {
         kind: EventKind::Dropout,
         from_bytes: d.from_bytes,
         to_bytes: d.to_bytes,
@@ -75,7 +81,7 @@ pub fn events(a: &Analysis) -> Vec<Event> {
         from_bytes: s,
         to_bytes: s,
     });
-    dropouts.chain(switches).collect()
+    switches.chain(dropouts).collect()
 }
 
 /// Index range of `bytes` (ascending) to measure again for `e`.
@@ -163,7 +169,7 @@ mod tests {
             from_bytes: 10,
             to_bytes: 11,
         };
-        assert_eq!(sizes_to_remeasure(&b, &[e]), (7..=14).collect::<Vec<u64>>());
+        assert_eq!(sizes_to_remeasure(&b, &[e]), (8..=13).collect::<Vec<u64>>());
         let edge = Event {
             kind: EventKind::Switchover,
             from_bytes: 2,
@@ -171,7 +177,7 @@ mod tests {
         };
         assert_eq!(
             sizes_to_remeasure(&b, &[edge]),
-            (1..=5).collect::<Vec<u64>>()
+            (1..=4).collect::<Vec<u64>>()
         );
         // The cap keeps whole events only.
         let many: Vec<Event> = (0..20)

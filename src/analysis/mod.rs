@@ -62,6 +62,8 @@ pub mod matrix;
 mod significance;
 
 #[cfg(test)]
+mod detection_tests;
+#[cfg(test)]
 mod synth;
 #[cfg(test)]
 mod tests;
@@ -173,7 +175,7 @@ impl Analysis {
         let noisy: Vec<bool> = p.iter().map(|p| p.noisy).collect();
         let hints = CauseHints::from_transport(&result.options.transport);
         let directions = result.mode.bytes_per_op(1) as f64;
-        let first = analyse(&bytes, &median, &low, &high, &hints, directions, &[]);
+        let first = analyse(&bytes, &median, &low, &high, &hints, directions, &|_| false);
         let events = confirm::events(&first);
         let verdicts = result
             .confirmation
@@ -181,19 +183,15 @@ impl Analysis {
             .map(|c| confirm::judge(&bytes, &median, &low, &high, &c.points, &events));
         // Noisy points alone never make an event: one resting only on
         // noisy points stands only when the fresh trials confirmed it.
-        let veto: Vec<confirm::Event> = events
-            .iter()
-            .enumerate()
-            .filter(|&(k, e)| {
-                let confirmed = verdicts.as_ref().is_some_and(|v| v[k]);
-                !confirmed && confirm::window(&bytes, e).all(|i| noisy[i])
-            })
-            .map(|(_, e)| *e)
-            .collect();
-        let mut a = if veto.is_empty() {
-            first
-        } else {
+        let veto = |e: &confirm::Event| {
+            let k = events.iter().position(|x| x == e);
+            let confirmed = matches!((&verdicts, k), (Some(v), Some(k)) if v[k]);
+            !confirmed && confirm::window(&bytes, e).all(|i| noisy[i])
+        };
+        let mut a = if events.iter().any(veto) {
             analyse(&bytes, &median, &low, &high, &hints, directions, &veto)
+        } else {
+            first
         };
         if let Some(v) = verdicts {
             let verdict = |e: confirm::Event| events.iter().position(|x| *x == e).map(|k| v[k]);
@@ -247,12 +245,14 @@ pub fn analyse_curve(
     ci_high_ns: &[f64],
     hints: &CauseHints,
 ) -> Analysis {
-    analyse(bytes, median_ns, ci_low_ns, ci_high_ns, hints, 1.0, &[])
+    analyse(bytes, median_ns, ci_low_ns, ci_high_ns, hints, 1.0, &|_| {
+        false
+    })
 }
 
 /// The analysis, with `directions` messages counted per operation, leaving
-/// out the events in `veto` (drop-outs are not excluded from the fit, and
-/// vetoed switch-overs join their two segments).
+/// out the events `veto` rejects (such drop-outs are not excluded from the
+/// fit, and such switch-overs join their two segments).
 fn analyse(
     bytes: &[u64],
     median_ns: &[f64],
@@ -260,7 +260,7 @@ fn analyse(
     ci_high_ns: &[f64],
     hints: &CauseHints,
     directions: f64,
-    veto: &[confirm::Event],
+    veto: &dyn Fn(&confirm::Event) -> bool,
 ) -> Analysis {
     let curve = Curve::clean(bytes, median_ns, ci_low_ns, ci_high_ns);
     let len = curve.bytes.len();
@@ -276,10 +276,10 @@ fn analyse(
 
     let mut runs = dropout::find_dropouts(&curve.bytes, &curve.median, &curve.low, &curve.high);
     runs.retain(|r| {
-        !veto.iter().any(|e| {
-            e.kind == confirm::EventKind::Dropout
-                && e.from_bytes == size(r.first)
-                && e.to_bytes == size(r.last)
+        !veto(&confirm::Event {
+            kind: confirm::EventKind::Dropout,
+            from_bytes: size(r.first),
+            to_bytes: size(r.last),
         })
     });
     let mut include = vec![true; len];
@@ -300,12 +300,13 @@ fn analyse(
         include: &include,
     };
     let fits = significance::merge_insignificant(fits, &points);
-    let vetoed: Vec<u64> = veto
-        .iter()
-        .filter(|e| e.kind == confirm::EventKind::Switchover)
-        .map(|e| e.from_bytes)
-        .collect();
-    let fits = significance::merge_at(fits, &points, |first| vetoed.contains(&size(first)));
+    let fits = significance::merge_at(fits, &points, |first| {
+        veto(&confirm::Event {
+            kind: confirm::EventKind::Switchover,
+            from_bytes: size(first),
+            to_bytes: size(first),
+        })
+    });
     let saturation = saturation_index(&curve.bytes, &fits, &include);
 
     let segments: Vec<Segment> = fits

@@ -209,14 +209,9 @@ fn driver_dropouts_are_each_found() {
     for d in &a.dropouts {
         assert!((d.depth_fraction - 2.0 / 3.0).abs() < 0.03, "{d:?}");
     }
-    // 98307 and 786429 sit just off a page multiple with a good neighbour on
-    // the multiple: a page cause; the others are not pinned on one.
-    let causes: Vec<bool> = a
-        .dropouts
-        .iter()
-        .map(|d| d.likely_cause.is_some())
-        .collect();
-    assert_eq!(causes, vec![false, false, true, true]);
+    // Aligned buffers and nothing else recorded: no known threshold, even
+    // for the sizes just off a page multiple.
+    assert!(a.dropouts.iter().all(|d| d.likely_cause.is_none()));
     assert!(a.switchovers.is_empty(), "{:?}", a.segments);
 }
 

@@ -176,6 +176,26 @@ impl Baseline for MemcpyBench {
                 .map(|l| json!({ "level": l.name(), "bytes": l.bytes }))
                 .collect::<Vec<_>>()),
         );
+        // A copy touches source and destination: it leaves a cache once
+        // twice the message no longer fits.
+        let thresholds: Vec<(u64, String)> = self
+            .levels
+            .iter()
+            .map(|l| {
+                (
+                    l.bytes / 2,
+                    format!(
+                        "{} cache ({} B) full: source and destination no longer fit",
+                        l.name(),
+                        l.bytes
+                    ),
+                )
+            })
+            .collect();
+        m.insert(
+            super::THRESHOLDS_KEY.into(),
+            super::thresholds_value(&thresholds),
+        );
         m
     }
 

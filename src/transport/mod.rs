@@ -260,6 +260,21 @@ pub trait Transport: Send + Sync {
     }
 }
 
+/// Key of the list of thresholds in a transport's settings
+/// ([`Connected::settings`], a baseline's settings): the sizes at which
+/// the transport itself is known to change how it moves a message, each
+/// `{"bytes": N, "what": "..."}`. The analysis names a drop-out or
+/// switch-over after the one it matches, without knowing which transport
+/// spoke (see `analysis::causes`).
+pub const THRESHOLDS_KEY: &str = "thresholds";
+
+/// The thresholds list for [`THRESHOLDS_KEY`]: (size, what changes there).
+pub fn thresholds_value(list: &[(u64, String)]) -> serde_json::Value {
+    list.iter()
+        .map(|(bytes, what)| serde_json::json!({ "bytes": bytes, "what": what }))
+        .collect()
+}
+
 /// Options that only some transports use, given once per command before
 /// any sweep (the command line's `--mpi`, `--mpi-arg`, `--window`).
 #[derive(Debug, Clone, PartialEq)]

@@ -119,7 +119,11 @@ fn mark_dropouts(
 ) -> Result<()> {
     let color = s.rgb();
     let pts: Vec<(f64, f64, f64, bool)> = s.points().collect();
+    // Only confirmed drop-outs get a mark; the table lists them all.
     for (k, d) in s.analysis.dropouts.iter().enumerate() {
+        if d.confirmed != Some(true) {
+            continue;
+        }
         let run: Vec<(f64, f64)> = pts
             .iter()
             .filter(|p| p.0 >= d.from_bytes as f64 && p.0 <= d.to_bytes as f64)
@@ -218,8 +222,11 @@ pub fn throughput_vs_size(series: &[Series]) -> Result<String> {
                 .map(|p| (x.t(p.0), y.t(p.2 / y_unit(&y)), p.3))
                 .collect();
             line_with_dots(c, &pts, color, s.label)?;
-            for (k, &at) in s.analysis.switchovers.iter().enumerate() {
-                let px = x.t(at as f64);
+            for (k, seg) in s.analysis.segments.iter().skip(1).enumerate() {
+                if seg.confirmed != Some(true) {
+                    continue;
+                }
+                let px = x.t(seg.from_bytes as f64);
                 c.draw_series(DashedLineSeries::new(
                     [(px, y.lo), (px, y.hi)],
                     6,

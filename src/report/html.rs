@@ -96,7 +96,19 @@ pub fn to_html_full(
     // A report of NPB results (or studies) only has no sweep sections: empty
     // tables and charts without data would only say "nothing here" five times.
     if !results.is_empty() || (npb.is_empty() && studies.is_empty() && matrices.is_empty()) {
-        highlights(&mut h, &rows, &analyses);
+        // Highlights and "best" figures are about transports: the in-process
+        // baselines are references, not competitors.
+        let is_transport = |r: &SweepResult| {
+            crate::transport::find(&r.transport).is_none_or(|t| t.links_processes())
+        };
+        let (t_rows, t_analyses): (Vec<SummaryRow>, Vec<Analysis>) = rows
+            .iter()
+            .zip(&analyses)
+            .zip(results)
+            .filter(|(_, r)| is_transport(r))
+            .map(|((row, a), _)| (row.clone(), a.clone()))
+            .unzip();
+        highlights(&mut h, &t_rows, &t_analyses);
         summary_table(&mut h, &rows);
         warnings(&mut h, results, &names);
         charts_section(&mut h, &series)?;
@@ -224,8 +236,14 @@ fn highlights(h: &mut String, rows: &[SummaryRow], analyses: &[Analysis]) {
             size_or_dash(r.peak_bytes)
         ));
     }
-    let dropouts: usize = analyses.iter().map(|a| a.dropouts.len()).sum();
-    let switchovers: usize = analyses.iter().map(|a| a.switchovers.len()).sum();
+    let dropouts: usize = analyses
+        .iter()
+        .map(|a| a.confirmed_dropouts().count())
+        .sum();
+    let switchovers: usize = analyses
+        .iter()
+        .map(|a| a.confirmed_switchovers().count())
+        .sum();
     let named = analyses
         .iter()
         .flat_map(|a| {
@@ -238,8 +256,9 @@ fn highlights(h: &mut String, rows: &[SummaryRow], analyses: &[Analysis]) {
         .count();
     if dropouts + switchovers > 0 {
         items.push(format!(
-            "Found {dropouts} drop-out{} and {switchovers} switch-over{}, {named} with a likely cause: \
-             marked D and S on the charts, <a href=\"#anomalies\">listed below</a>.",
+            "Confirmed {dropouts} drop-out{} and {switchovers} switch-over{} (measured again after the sweep), \
+             {named} events with a likely cause: confirmed ones marked D and S on the charts, all \
+             <a href=\"#anomalies\">listed below</a>.",
             if dropouts == 1 { "" } else { "s" },
             if switchovers == 1 { "" } else { "s" },
         ));
@@ -339,8 +358,15 @@ fn warnings(h: &mut String, results: &[SweepResult], names: &[String]) {
                     .unwrap_or_default()
             );
         }
-        for w in &r.warnings {
-            let _ = writeln!(items, "<li><b>{}</b>: {}</li>", esc(name), esc(w));
+    }
+    for (who, w) in super::summary::grouped_warnings(results, names) {
+        match who {
+            Some(name) => {
+                let _ = writeln!(items, "<li><b>{}</b>: {}</li>", esc(&name), esc(&w));
+            }
+            None => {
+                let _ = writeln!(items, "<li>{}</li>", esc(&w));
+            }
         }
     }
     if !items.is_empty() {

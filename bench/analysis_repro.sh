@@ -11,8 +11,13 @@
 set -euo pipefail
 wulf=${1:-target/release/wulf}
 budget=${2:-10s}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+# KEEP=DIR keeps the six results there.
+if [ -n "${KEEP:-}" ]; then
+  dir=$KEEP; mkdir -p "$dir"
+else
+  dir=$(mktemp -d)
+  trap 'rm -rf "$dir"' EXIT
+fi
 for run in a b; do
   for t in tcp unix shm; do
     "$wulf" sweep "$t" --budget "$budget" --json "$dir/$run-$t.json" >/dev/null
@@ -37,6 +42,9 @@ for t in ("tcp", "unix", "shm"):
     ma = sum(any(same(x, y) for y in b) for x in a)
     mb = sum(any(same(y, x) for x in a) for y in b)
     print(f"{t}: run A {len(a)} events ({ma} also in B), run B {len(b)} events ({mb} also in A)")
+    for name, ev in (("A", a), ("B", b)):
+        for e in ev:
+            print(f"    {name}: {e['kind']} {e['from_bytes']}..{e['to_bytes']}")
     matched += ma + mb
     total += len(a) + len(b)
 share = matched / total if total else 1.0

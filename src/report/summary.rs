@@ -32,6 +32,9 @@ pub struct SummaryRow {
     pub points: usize,
     /// False when the run was cut short.
     pub complete: bool,
+    /// An in-process baseline: a limit of the machine to read the
+    /// transports against, not a transport (left out of the highlights).
+    pub reference: bool,
     /// The physical limit the result was measured against, and the peak as a
     /// fraction of it.
     pub limit: Option<PhysicalLimit>,
@@ -122,6 +125,7 @@ pub fn summary_row(label: &str, r: &SweepResult, a: &Analysis) -> SummaryRow {
         noisy_points: r.summary.noisy_points,
         points: r.points.len(),
         complete: r.complete,
+        reference: crate::transport::find(&r.transport).is_some_and(|t| t.limit_kind().is_some()),
         limit: physical_limit(r),
     }
 }

@@ -17,7 +17,7 @@ mod write;
 pub use confirmation::{CheckedEvent, Confirmation, RemeasuredPoint};
 pub use link::{LinkEfficiency, LinkEnd};
 pub mod matrix;
-pub use mpi_info::MpiInfo;
+pub use mpi_info::{MpiInfo, ProtocolLimit};
 pub mod study;
 pub use npb::{fill_speedups, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
 pub use schema::*;

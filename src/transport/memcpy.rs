@@ -75,6 +75,10 @@ impl Transport for Memcpy {
         Some(crate::sweep::schedule::netpipe(1, max, perturb))
     }
 
+    fn limit_kind(&self) -> Option<super::baseline::LimitKind> {
+        Some(super::baseline::LimitKind::MemcpyBandwidth)
+    }
+
     fn links_processes(&self) -> bool {
         false
     }

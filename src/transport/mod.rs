@@ -211,6 +211,12 @@ pub trait Transport: Send + Sync {
     fn links_processes(&self) -> bool {
         true
     }
+    /// For an in-process baseline: which physical limit of the machine it
+    /// measures, so that reports draw it as a limit on the transports'
+    /// charts rather than as one more curve. None (the default).
+    fn limit_kind(&self) -> Option<baseline::LimitKind> {
+        None
+    }
     /// Share of `wulf run`'s per-transport budget this one gets (baselines
     /// are quick references and get less).
     fn run_budget_fraction(&self) -> f64 {

@@ -277,8 +277,8 @@ pub fn throughput_vs_size(series: &[Series], limit: Option<&Series>, log: bool) 
     // small sizes' near-zero throughput.
     frame(&x, &y, SeriesLabelPosition::MiddleLeft, |c| {
         if let Some(m) = limit {
-            let top = y.t(y.hi);
-            super::limit_charts::memcpy_limit_line(c, m, top, |b| x.t(b), |r| y.t(r / unit))?;
+            let (xs, top) = ((x.t(x.lo), x.t(x.hi)), y.t(y.hi));
+            super::limit_charts::memcpy_limit_line(c, m, xs, top, |b| x.t(b), |r| y.t(r / unit))?;
         }
         for s in series {
             let color = s.rgb();

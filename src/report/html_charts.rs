@@ -179,8 +179,8 @@ fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> 
             "Throughput against memcpy",
             &svg,
             "Each intra-node transport's throughput as a share of memcpy's at the same size \
-             (points[].limits.memcpy_bits_per_s; dashed line: 100%). Bidirectional results count both \
-             directions and can exceed it.",
+             (points[].limits.memcpy_bits_per_s; the axis fits the curves, a dashed line marks 100% when \
+             reached). Bidirectional results count both directions and can exceed it.",
         );
     }
     if let Some(svg) = limit_charts::floor_multiple(series)? {

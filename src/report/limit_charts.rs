@@ -24,11 +24,13 @@ use super::charts::{line_with_dots, size_axis, time_word, Series};
 use crate::units::format_bytes;
 
 /// The memcpy curve of `s` drawn as a limit on a throughput chart: a grey
-/// dashed line without dots, points above the axis left out. `to_y` maps
-/// a rate in bit/s to the chart's y value, `to_x` a size.
+/// dashed line without dots, points outside the axes (`x_range` and
+/// `y_top`, in chart units) left out. `to_y` maps a rate in bit/s to the
+/// chart's y value, `to_x` a size.
 pub(super) fn memcpy_limit_line(
     c: &mut Ctx<'_>,
     s: &Series,
+    x_range: (f64, f64),
     y_top: f64,
     to_x: impl Fn(f64) -> f64,
     to_y: impl Fn(f64) -> f64,
@@ -38,9 +40,12 @@ pub(super) fn memcpy_limit_line(
     // across the chart.
     let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
     for p in s.points() {
-        let y = to_y(p.2);
+        let (x, y) = (to_x(p.0), to_y(p.2));
+        if x < x_range.0 || x > x_range.1 {
+            continue;
+        }
         match runs.last_mut() {
-            Some(run) if y <= y_top => run.push((to_x(p.0), y)),
+            Some(run) if y <= y_top => run.push((x, y)),
             Some(run) if !run.is_empty() => runs.push(Vec::new()),
             _ => {}
         }
@@ -85,14 +90,19 @@ pub fn memory_hierarchy(s: &Series) -> Result<String> {
     let max = s.points().map(|p| p.2 / 1e9).fold(0.0, f64::max);
     let y = Axis::linear("memcpy bandwidth [Gbit/s]", 0.0, max, num);
     let levels = cache_levels(s);
-    frame(&x, &y, SeriesLabelPosition::UpperRight, |c| {
+    // Upper left: bandwidth rises with size, so the small sizes leave the
+    // top left free, and the cache labels sit at the top further right.
+    frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
         let grey = BLACK.mix(0.55);
+        let right = x.t(x.lo) + 0.8 * (x.t(x.hi) - x.t(x.lo));
         for (k, (name, bytes)) in levels.iter().enumerate() {
             let b = *bytes as f64;
             if b < x.lo || b > x.hi {
                 continue;
             }
             let px = x.t(b);
+            // Labels near the right edge go to the left of their line.
+            let dx = if px > right { -78 } else { 4 };
             c.draw_series(DashedLineSeries::new(
                 [(px, y.lo), (px, y.hi)],
                 5,
@@ -104,7 +114,7 @@ pub fn memory_hierarchy(s: &Series) -> Result<String> {
                 EmptyElement::at((px, y.hi))
                     + Text::new(
                         format!("{name} {}", format_bytes(*bytes)),
-                        (4, 4 + 15 * (k as i32 % 3)),
+                        (dx, 4 + 16 * (k as i32 % 3)),
                         ("sans-serif", 12).into_font().color(&BLACK.mix(0.75)),
                     ),
             ))?;
@@ -143,19 +153,23 @@ pub fn memcpy_fraction(series: &[Series]) -> Result<Option<String>> {
     if curves.is_empty() {
         return Ok(None);
     }
+    // The axis fits the curves (transports often reach a tenth of memcpy,
+    // which a 0-100% axis would flatten); the 100% line shows when reached.
     let max = curves
         .iter()
         .flat_map(|(_, v)| v.iter().map(|p| 100.0 * p.1))
-        .fold(100.0, f64::max);
+        .fold(5.0, f64::max);
     let x = size_axis(series, u64::MAX);
     let y = Axis::linear("throughput / memcpy at that size [%]", 0.0, max, num);
     let svg = frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
-        c.draw_series(DashedLineSeries::new(
-            [(x.t(x.lo), 100.0), (x.t(x.hi), 100.0)],
-            8,
-            5,
-            BLACK.mix(0.6).stroke_width(1),
-        ))?;
+        if y.hi >= 100.0 {
+            c.draw_series(DashedLineSeries::new(
+                [(x.t(x.lo), 100.0), (x.t(x.hi), 100.0)],
+                8,
+                5,
+                BLACK.mix(0.6).stroke_width(1),
+            ))?;
+        }
         for (s, v) in &curves {
             let pts: Vec<_> = v.iter().map(|p| (x.t(p.0), 100.0 * p.1, p.2)).collect();
             line_with_dots(c, &pts, s.rgb(), s.label)?;

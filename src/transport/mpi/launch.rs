@@ -134,7 +134,11 @@ pub fn run(
             match report.result.clone() {
                 Some(mut result) => {
                     let mpi = info(&report);
-                    super::protocol::state_thresholds(&mut result, &mpi.protocol_limits);
+                    super::protocol::state_thresholds(
+                        &mut result,
+                        &mpi.protocol_limits,
+                        plan.variant == Some("tcp"),
+                    );
                     result.mpi = Some(mpi);
                     if let Some(why) = &waited.killed {
                         result

@@ -9,8 +9,8 @@
 //!   `*_eager_limit` (largest message sent without a handshake),
 //!   `*_rndv_eager_limit` (data sent with the rendezvous request) and
 //!   `*_max_send_size` (fragment size of a pipelined send) are kept for
-//!   the layers a two-rank job uses: `vader` / `sm` (shared memory),
-//!   `tcp` and `self`.
+//!   the layers a two-rank job uses: `vader` / `sm` (shared memory) and
+//!   `tcp` (`self` carries only a rank's messages to itself).
 //! * MPICH: `mpivars` prints every control variable through the MPI tool
 //!   information interface (MPI_T) as `NAME=VALUE`, with the
 //!   `MPIR_CVAR_*` environment applied. The eager limits
@@ -54,7 +54,7 @@ pub fn what(limit: &ProtocolLimit) -> String {
 
 /// Whether an Open MPI parameter name is one of the limits kept.
 fn open_mpi_kept(name: &str) -> bool {
-    let layer = ["btl_vader_", "btl_sm_", "btl_tcp_", "btl_self_"]
+    let layer = ["btl_vader_", "btl_sm_", "btl_tcp_"]
         .iter()
         .any(|p| name.starts_with(p));
     let limit = ["_eager_limit", "_max_send_size"]
@@ -161,12 +161,19 @@ pub fn protocol_limits(install: &MpiInstall, launcher_args: &[String]) -> Vec<Pr
 
 /// Add `limits` to the thresholds of the sweep `result` (see
 /// [`crate::transport::THRESHOLDS_KEY`]), so the analysis can name events
-/// after them.
-pub fn state_thresholds(result: &mut crate::result::SweepResult, limits: &[ProtocolLimit]) {
+/// after them: the data path's own first (TCP's when the sweep was forced
+/// onto TCP, the others' otherwise), as the first match is the one named.
+pub fn state_thresholds(
+    result: &mut crate::result::SweepResult,
+    limits: &[ProtocolLimit],
+    on_tcp: bool,
+) {
     if limits.is_empty() {
         return;
     }
-    let list: Vec<(u64, String)> = limits.iter().map(|l| (l.bytes, what(l))).collect();
+    let mut ordered: Vec<&ProtocolLimit> = limits.iter().collect();
+    ordered.sort_by_key(|l| l.name.contains("tcp") != on_tcp);
+    let list: Vec<(u64, String)> = ordered.iter().map(|l| (l.bytes, what(l))).collect();
     result.options.transport.insert(
         crate::transport::THRESHOLDS_KEY.into(),
         crate::transport::thresholds_value(&list),
@@ -185,6 +192,7 @@ mod tests {
                     mca:btl:tcp:param:btl_tcp_eager_limit:value:65536\n\
                     mca:btl:ofi:param:btl_ofi_eager_limit:value:0\n\
                     mca:btl:openib:param:btl_openib_eager_limit:value:12288\n\
+                    mca:btl:self:param:btl_self_eager_limit:value:1024\n\
                     mca:pml:ob1:param:pml_ob1_free_list_num:value:4\n";
         let got = parse_ompi_info(text);
         let names: Vec<(&str, u64)> = got.iter().map(|l| (l.name.as_str(), l.bytes)).collect();

@@ -13,7 +13,6 @@
 
 use super::confirm::{self, Event, EventKind};
 use super::synth::{hockney, measure_with, netpipe_sizes, Curve, Noise};
-use super::{analyse_curve, CauseHints};
 use crate::result::RemeasuredPoint;
 
 const MIB8: u64 = 8 << 20;
@@ -22,14 +21,7 @@ const MIB8: u64 = 8 << 20;
 fn reported(law: &dyn Fn(u64) -> f64, noise: Noise, seed: u64) -> Vec<Event> {
     let sizes = netpipe_sizes(MIB8);
     let c = measure_with(&sizes, law, noise, seed);
-    let a = analyse_curve(
-        &c.bytes,
-        &c.median_ns,
-        &c.ci_low_ns,
-        &c.ci_high_ns,
-        &CauseHints::default(),
-    );
-    let events = confirm::events(&a);
+    let events = confirm::events(&c.analyse());
     let again = confirm::sizes_to_remeasure(&c.bytes, &events);
     let fresh: Curve = measure_with(&again, law, noise, seed ^ 0x5eed_0f_f00d);
     let fresh: Vec<RemeasuredPoint> = (0..fresh.bytes.len())
@@ -176,14 +168,7 @@ fn the_first_pass_alone_would_cry_wolf() {
             Noise::this_machine(),
             seed,
         );
-        let a = analyse_curve(
-            &c.bytes,
-            &c.median_ns,
-            &c.ci_low_ns,
-            &c.ci_high_ns,
-            &CauseHints::default(),
-        );
-        first_pass += confirm::events(&a).len();
+        first_pass += confirm::events(&c.analyse()).len();
     }
     assert!(first_pass >= 10, "{first_pass}");
 }

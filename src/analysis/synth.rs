@@ -32,6 +32,38 @@ pub struct Curve {
     pub ci_high_ns: Vec<f64>,
 }
 
+impl Curve {
+    /// A curve with no points yet.
+    pub fn empty() -> Curve {
+        Curve {
+            bytes: Vec::new(),
+            median_ns: Vec::new(),
+            ci_low_ns: Vec::new(),
+            ci_high_ns: Vec::new(),
+        }
+    }
+
+    /// Add the point of size `bytes` summarising `samples`.
+    pub fn push(&mut self, bytes: u64, samples: &[f64]) {
+        let s = Summary::of(samples).expect("trials > 0");
+        self.bytes.push(bytes);
+        self.median_ns.push(s.median);
+        self.ci_low_ns.push(s.ci_low);
+        self.ci_high_ns.push(s.ci_high);
+    }
+
+    /// The analysis of this curve with no hints.
+    pub fn analyse(&self) -> super::Analysis {
+        super::analyse_curve(
+            &self.bytes,
+            &self.median_ns,
+            &self.ci_low_ns,
+            &self.ci_high_ns,
+            &super::CauseHints::default(),
+        )
+    }
+}
+
 /// xorshift64*: a small deterministic generator, so tests never flake.
 pub struct Rng(u64);
 
@@ -60,22 +92,13 @@ pub fn measure(
     seed: u64,
 ) -> Curve {
     let mut rng = Rng::new(seed);
-    let mut c = Curve {
-        bytes: Vec::new(),
-        median_ns: Vec::new(),
-        ci_low_ns: Vec::new(),
-        ci_high_ns: Vec::new(),
-    };
+    let mut c = Curve::empty();
     for &b in sizes {
         let t = law(b);
         let samples: Vec<f64> = (0..trials)
             .map(|_| t * (1.0 + noise_rel * rng.symmetric()))
             .collect();
-        let s = Summary::of(&samples).expect("trials > 0");
-        c.bytes.push(b);
-        c.median_ns.push(s.median);
-        c.ci_low_ns.push(s.ci_low);
-        c.ci_high_ns.push(s.ci_high);
+        c.push(b, &samples);
     }
     c
 }
@@ -128,12 +151,7 @@ impl Noise {
 pub fn measure_with(sizes: &[u64], law: impl Fn(u64) -> f64, noise: Noise, seed: u64) -> Curve {
     let mut rng = Rng::new(seed);
     let mut uniform = move || (rng.symmetric() + 1.0) / 2.0;
-    let mut c = Curve {
-        bytes: Vec::new(),
-        median_ns: Vec::new(),
-        ci_low_ns: Vec::new(),
-        ci_high_ns: Vec::new(),
-    };
+    let mut c = Curve::empty();
     for &b in sizes {
         let shift = if uniform() < noise.shift_prob {
             1.0 + noise.shift_max * (0.1 + 0.9 * uniform())
@@ -151,11 +169,7 @@ pub fn measure_with(sizes: &[u64], law: impl Fn(u64) -> f64, noise: Noise, seed:
                 t * extra * (1.0 + noise.trial_rel * (2.0 * uniform() - 1.0))
             })
             .collect();
-        let s = Summary::of(&samples).expect("trials > 0");
-        c.bytes.push(b);
-        c.median_ns.push(s.median);
-        c.ci_low_ns.push(s.ci_low);
-        c.ci_high_ns.push(s.ci_high);
+        c.push(b, &samples);
     }
     c
 }

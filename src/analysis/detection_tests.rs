@@ -23,7 +23,7 @@ fn reported(law: &dyn Fn(u64) -> f64, noise: Noise, seed: u64) -> Vec<Event> {
     let c = measure_with(&sizes, law, noise, seed);
     let events = confirm::events(&c.analyse());
     let again = confirm::sizes_to_remeasure(&c.bytes, &events);
-    let fresh: Curve = measure_with(&again, law, noise, seed ^ 0x5eed_0f_f00d);
+    let fresh: Curve = measure_with(&again, law, noise, seed ^ 0x5eed_f00d);
     let fresh: Vec<RemeasuredPoint> = (0..fresh.bytes.len())
         .map(|i| RemeasuredPoint {
             bytes: fresh.bytes[i],

@@ -28,9 +28,9 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
     let role = |s: &Series| s.limit_role;
     let transports: Vec<&Series> = all.iter().filter(|s| role(s).is_none()).collect();
     let series: Vec<Series> = if transports.is_empty() {
-        all.iter().map(Series::clone).collect()
+        all.to_vec()
     } else {
-        transports.into_iter().map(Series::clone).collect()
+        transports.into_iter().cloned().collect()
     };
     let series = &series[..];
     let memcpy = all

@@ -73,18 +73,19 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
             esc(s.label)
         );
         for seg in &s.analysis.segments {
+            let bound = if seg.bandwidth_bound {
+                "<br><span class=dim>bandwidth-bound: &alpha; held at 0</span>"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 h,
-                "<tr><td>{} to {}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{:.1}%</td></tr>",
+                "<tr><td>{} to {}</td><td class=num>{}</td><td class=num>{}{}{bound}</td><td class=num>{}</td><td class=num>{:.1}%</td></tr>",
                 format_bytes(seg.from_bytes),
                 format_bytes(seg.to_bytes),
                 seg.points,
-                format!(
-                    "{}{}{}",
-                    format_ns(seg.alpha_ns),
-                    interval(seg.alpha_ci_ns, format_ns),
-                    if seg.bandwidth_bound { "<br><span class=dim>bandwidth-bound: &alpha; held at 0</span>" } else { "" }
-                ),
+                format_ns(seg.alpha_ns),
+                interval(seg.alpha_ci_ns, format_ns),
                 seg.beta_bits_per_s
                     .map(|b| format!(
                         "{}{}",

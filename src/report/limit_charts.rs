@@ -124,6 +124,9 @@ pub fn memory_hierarchy(s: &Series) -> Result<String> {
     })
 }
 
+/// A series and its points against a limit: (size, value, noisy).
+type LimitCurve<'a> = (&'a Series<'a>, Vec<(f64, f64, bool)>);
+
 /// (size, value) of the points of `s` that carry the limit `get` reads.
 fn against_limit(
     s: &Series,
@@ -145,7 +148,7 @@ fn against_limit(
 /// Throughput as a percentage of memcpy's at the same size, for the
 /// transports whose points carry that limit; `None` when none do.
 pub fn memcpy_fraction(series: &[Series]) -> Result<Option<String>> {
-    let curves: Vec<(&Series, Vec<(f64, f64, bool)>)> = series
+    let curves: Vec<LimitCurve> = series
         .iter()
         .map(|s| (s, against_limit(s, |p| p.limits?.memcpy_bits_per_s)))
         .filter(|(_, v)| !v.is_empty())
@@ -182,7 +185,7 @@ pub fn memcpy_fraction(series: &[Series]) -> Result<Option<String>> {
 /// One-way time as a multiple of the cache-line floor (log y), for the
 /// transports whose points carry the floor; `None` when none do.
 pub fn floor_multiple(series: &[Series]) -> Result<Option<String>> {
-    let curves: Vec<(&Series, Vec<(f64, f64, bool)>)> = series
+    let curves: Vec<LimitCurve> = series
         .iter()
         .map(|s| {
             let v: Vec<(f64, f64, bool)> = s

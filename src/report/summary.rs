@@ -213,6 +213,56 @@ pub fn num_or_dash(v: Option<f64>, decimals: usize) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// Marker of the per-sweep warning about noisy points (see
+/// `sweep::engine::assemble`), which [`grouped_warnings`] folds into one.
+const NOISY_MARK: &str = "(marked noisy)";
+
+/// The warnings of `results` (labelled by `names`) for a reader: every
+/// warning as (label, text), except that the noisy-points warnings of all
+/// sweeps become one line naming the worst (the highest share of noisy
+/// points) first, so a run of ten transports does not print ten
+/// near-identical lines.
+pub fn grouped_warnings(
+    results: &[SweepResult],
+    names: &[String],
+) -> Vec<(Option<String>, String)> {
+    let mut out = Vec::new();
+    let mut noisy: Vec<(&str, u64, usize)> = Vec::new();
+    for (r, name) in results.iter().zip(names) {
+        for w in &r.warnings {
+            if w.contains(NOISY_MARK) {
+                noisy.push((name, r.summary.noisy_points, r.points.len()));
+            } else {
+                out.push((Some(name.clone()), w.clone()));
+            }
+        }
+    }
+    let share = |n: u64, of: usize| n as f64 / of.max(1) as f64;
+    noisy.sort_by(|a, b| share(b.1, b.2).total_cmp(&share(a.1, a.2)));
+    if let Some((worst, n, of)) = noisy.first() {
+        let others: Vec<String> = noisy[1..]
+            .iter()
+            .map(|(name, n, of)| format!("{name} {n}/{of}"))
+            .collect();
+        let rest = if others.is_empty() {
+            String::new()
+        } else {
+            format!("; also {}", others.join(", "))
+        };
+        out.insert(
+            0,
+            (
+                None,
+                format!(
+                    "noisy points (interval wider than the precision target within the budget): worst {worst}, \
+                     {n} of {of}{rest}; a larger --budget or a quieter machine helps"
+                ),
+            ),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,54 +359,4 @@ mod tests {
         );
         assert!((l.bits_per_s - 189.4e6).abs() < 0.1e6, "{l:?}");
     }
-}
-
-/// Marker of the per-sweep warning about noisy points (see
-/// `sweep::engine::assemble`), which [`grouped_warnings`] folds into one.
-const NOISY_MARK: &str = "(marked noisy)";
-
-/// The warnings of `results` (labelled by `names`) for a reader: every
-/// warning as (label, text), except that the noisy-points warnings of all
-/// sweeps become one line naming the worst (the highest share of noisy
-/// points) first, so a run of ten transports does not print ten
-/// near-identical lines.
-pub fn grouped_warnings(
-    results: &[SweepResult],
-    names: &[String],
-) -> Vec<(Option<String>, String)> {
-    let mut out = Vec::new();
-    let mut noisy: Vec<(&str, u64, usize)> = Vec::new();
-    for (r, name) in results.iter().zip(names) {
-        for w in &r.warnings {
-            if w.contains(NOISY_MARK) {
-                noisy.push((name, r.summary.noisy_points, r.points.len()));
-            } else {
-                out.push((Some(name.clone()), w.clone()));
-            }
-        }
-    }
-    let share = |n: u64, of: usize| n as f64 / of.max(1) as f64;
-    noisy.sort_by(|a, b| share(b.1, b.2).total_cmp(&share(a.1, a.2)));
-    if let Some((worst, n, of)) = noisy.first() {
-        let others: Vec<String> = noisy[1..]
-            .iter()
-            .map(|(name, n, of)| format!("{name} {n}/{of}"))
-            .collect();
-        let rest = if others.is_empty() {
-            String::new()
-        } else {
-            format!("; also {}", others.join(", "))
-        };
-        out.insert(
-            0,
-            (
-                None,
-                format!(
-                    "noisy points (interval wider than the precision target within the budget): worst {worst}, \
-                     {n} of {of}{rest}; a larger --budget or a quieter machine helps"
-                ),
-            ),
-        );
-    }
-    out
 }

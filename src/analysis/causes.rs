@@ -22,8 +22,13 @@
 //! 4. a multiple of the MTU, the same way;
 //! 5. a threshold the transport itself stated (its settings' `thresholds`
 //!    list, filled in `src/transport/`: wulf's shm inline, chunk and ring
-//!    sizes, cma's split threshold, the cache sizes a memcpy outgrows),
-//!    within 10% of `left..=last` as for the limits above;
+//!    sizes, cma's split threshold, each MPI's protocol limits, the cache
+//!    sizes a memcpy outgrows), within 10% of `left..=last` as for the
+//!    limits above; a threshold stated with `"every": true` repeats at
+//!    each multiple (Unix sockets' kernel buffers grow by pages) and
+//!    matches a drop-out that starts just past a multiple: kB in
+//!    `left..first` with `first` within 1% of kB (NetPIPE's +3 bytes), the
+//!    good size before it at or below the multiple;
 //! 6. the page size P only when the buffers are misaligned (`--offset`
 //!    o > 0): a buffer starting o bytes into a page spans one page more
 //!    from kP - o + 1 bytes on, so kP - o in `left..last` (the span narrower
@@ -35,6 +40,17 @@
 //! report says "no known threshold" rather than guess.
 
 use serde::{Deserialize, Serialize};
+
+/// A threshold a transport stated in its settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stated {
+    /// The size, bytes (for a repeating threshold: its period).
+    pub bytes: u64,
+    /// What changes there.
+    pub what: String,
+    /// Whether it repeats at every multiple of `bytes`.
+    pub every: bool,
+}
 
 /// Relative tolerance when matching a buffer or protocol limit to a dip.
 pub const NEAR: f64 = 0.10;
@@ -60,7 +76,7 @@ pub struct CauseHints {
     pub eager_limit_bytes: Option<u64>,
     /// Sizes where the transport itself changes behaviour, with what
     /// changes there (the settings' `thresholds` list).
-    pub thresholds: Vec<(u64, String)>,
+    pub thresholds: Vec<Stated>,
     /// Misalignment of the buffers (`--offset`); 0 when aligned.
     pub offset_bytes: u64,
 }
@@ -105,8 +121,11 @@ impl CauseHints {
                 .map(|list| {
                     list.iter()
                         .filter_map(|t| {
-                            let bytes = t.get("bytes")?.as_u64().filter(|&b| b > 0)?;
-                            Some((bytes, t.get("what")?.as_str()?.to_string()))
+                            Some(Stated {
+                                bytes: t.get("bytes")?.as_u64().filter(|&b| b > 0)?,
+                                what: t.get("what")?.as_str()?.to_string(),
+                                every: t.get("every").and_then(|e| e.as_bool()).unwrap_or(false),
+                            })
                         })
                         .collect()
                 })
@@ -126,7 +145,7 @@ impl CauseHints {
     /// The likely cause of a drop-out over sizes `first..=last` bounded by
     /// the good sizes `left` and `right`, as a sentence; `None` when no
     /// recorded threshold matches. See the module notes for the rules.
-    pub fn likely_cause(&self, left: u64, _first: u64, last: u64, _right: u64) -> Option<String> {
+    pub fn likely_cause(&self, left: u64, first: u64, last: u64, _right: u64) -> Option<String> {
         let near = |limit: u64| {
             let l = limit as f64;
             l >= left as f64 / (1.0 + NEAR) && l <= last as f64 * (1.0 + NEAR)
@@ -172,8 +191,16 @@ impl CauseHints {
                 ));
             }
         }
-        if let Some((at, what)) = self.thresholds.iter().find(|(b, _)| near(*b)) {
-            return Some(format!("{what} (at {at} B)"));
+        if let Some(t) = self.thresholds.iter().find(|t| !t.every && near(t.bytes)) {
+            return Some(format!("{} (at {} B)", t.what, t.bytes));
+        }
+        for t in self.thresholds.iter().filter(|t| t.every) {
+            let p = t.bytes;
+            let k = left.div_ceil(p).max(1);
+            let edge = k * p;
+            if edge >= left && edge < first && (first - edge) as f64 <= 0.01 * edge as f64 {
+                return Some(format!("{} (past {k} x {p} = {} B)", t.what, k * p));
+            }
         }
         let o = self.offset_bytes;
         if let Some(p) = self.page_bytes.filter(|&p| p > o && o > 0) {
@@ -276,7 +303,11 @@ mod tests {
         assert!(c.starts_with("cma split threshold"), "{c}");
         // memcpy: a cache level (stated as half its size) and nothing else.
         let l2 = CauseHints {
-            thresholds: vec![(1 << 20, "L2 cache (2097152 B) full".into())],
+            thresholds: vec![Stated {
+                bytes: 1 << 20,
+                what: "L2 cache (2097152 B) full".into(),
+                every: false,
+            }],
             ..CauseHints::default()
         };
         let c = l2
@@ -284,6 +315,22 @@ mod tests {
             .unwrap();
         assert!(c.starts_with("L2 cache"), "{c}");
         assert_eq!(l2.likely_cause(196_611, 262_141, 262_141, 393_213), None);
+        // unix: a message just past k pages needs one more page.
+        let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(
+            r#"{"thresholds": [{"bytes": 4096, "every": true, "what": "unix pages"}]}"#,
+        )
+        .unwrap();
+        let unix = CauseHints::from_transport(&map);
+        let c = unix.likely_cause(32768, 32771, 32771, 49149).unwrap();
+        assert_eq!(c, "unix pages (past 8 x 4096 = 32768 B)");
+        let c = unix.likely_cause(4096, 4099, 6147, 8189).unwrap();
+        assert!(c.contains("past 1 x 4096"), "{c}");
+        // A run over several pages that starts just past one.
+        let c = unix.likely_cause(8192, 8195, 12291, 16381).unwrap();
+        assert!(c.contains("past 2 x 4096"), "{c}");
+        // Not pinned: the dropped sizes do not start just past a multiple.
+        assert_eq!(unix.likely_cause(2051, 6141, 6147, 8189), None);
+        assert_eq!(unix.likely_cause(32771, 49149, 49149, 49152), None);
     }
 
     #[test]

@@ -25,15 +25,24 @@
 //!   interpolated along the Hockney chord between them, and which is not
 //!   one side of a step; each with a likely cause from [`CauseHints`]
 //!   ([`causes`]).
-//! * **Segments and switch-overs** ([`hockney`]): t = alpha + n / beta fitted
-//!   piecewise by least squares on relative residuals, the number of pieces
+//! * **Segments and switch-overs** ([`hockney`], [`line_fit`]): t = alpha +
+//!   n / beta fitted piecewise by least squares on relative residuals, each
+//!   line physical (alpha >= 0, beta > 0, with a 95% interval for each
+//!   parameter; a segment that wants a negative alpha is bandwidth-bound),
+//!   the number of pieces
 //!   chosen by BIC (Bai & Perron 2003) with at least [`MIN_SEGMENT_POINTS`]
 //!   points each and a floor on residuals of [`NOISE_FLOOR_REL`] or the
 //!   points' own confidence half-widths, whichever is larger. Drop-out
 //!   points are left out of the fit (a dip is not a regime) and then join
 //!   the neighbouring segment they fit best. The switch-overs are the first
 //!   sizes of the second and later segments; each gets a likely cause by
-//!   the drop-out rules, as if it were a drop-out starting there.
+//!   the drop-out rules, as if it were a drop-out starting there. A
+//!   switch-over stays only when each side's intervals lie apart from the
+//!   other side's line (`significance`).
+//! * **Confirmation** ([`confirm`]): a sweep measures the sizes around each
+//!   candidate event again; [`Analysis::of`] judges every event against
+//!   those fresh trials when the result carries them, and drops events
+//!   that rest on noisy points alone unless confirmed.
 //! * **Saturation point**: on the saturation graph (log t against log n)
 //!   time grows linearly with size once the slope reaches 1. Under a Hockney
 //!   line that slope is d ln t / d ln n = (n / beta) / t = x(n) / beta, and

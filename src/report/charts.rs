@@ -1,8 +1,12 @@
 //! The report's charts as SVG text, drawn with plotters' SVG backend.
 //!
-//! Six charts, the studies' graphs: throughput vs size, the network
-//! signature, saturation, small-message latency, CPU cost per byte and
-//! efficiency against the physical limit. Axes and frame: [`super::chart_frame`].
+//! Six charts, the studies' graphs: throughput vs size (linear or
+//! logarithmic throughput, with memcpy as a limit line), the network
+//! signature, saturation, small-message latency (with the cache-line floor
+//! as a limit line), CPU cost per byte and efficiency against the physical
+//! limit. Only confirmed events are marked. The charts of the machine's
+//! own limits: [`super::limit_charts`]. Axes and frame:
+//! [`super::chart_frame`].
 
 use anyhow::Result;
 use plotters::prelude::*;

@@ -3,11 +3,14 @@
 //!
 //! Layout, top to bottom: the summary table of the studies (configuration,
 //! latency, peak, size at peak, n_1/2, saturation point, CPU cost, noisy
-//! points); the charts (throughput vs size, signature, saturation,
-//! small-message latency, CPU cost per byte, efficiency against the
-//! physical limit when one is known), with the results overlaid; the
-//! switch-overs and drop-outs marked on them with their likely causes and
-//! the Hockney segments; then a section per NPB result (`wulf npb`: Mop/s
+//! points; baselines marked as limits); the warnings, the noisy points of
+//! all sweeps in one line; the charts ([`super::html_charts`]: the
+//! transports overlaid, the baselines as limits, memcpy's memory
+//! hierarchy, intra-node transports against memcpy and the cache-line
+//! floor, efficiency against a link when one is known); the switch-overs
+//! and drop-outs with their confirmation status and likely causes (only
+//! confirmed ones are marked on the charts) and the Hockney segments with
+//! their intervals; then a section per NPB result (`wulf npb`: Mop/s
 //! and speedup charts and tables, [`super::npb_html`]); and each result's
 //! machine, placement, options and command line. The output depends only on the results (no clock, no
 //! environment), so it can be snapshot-tested.

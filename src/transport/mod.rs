@@ -281,6 +281,12 @@ pub fn thresholds_value(list: &[(u64, String)]) -> serde_json::Value {
         .collect()
 }
 
+/// A threshold for [`THRESHOLDS_KEY`] that repeats at every multiple of
+/// `bytes` (what changes at each).
+pub fn periodic_threshold_value(bytes: u64, what: &str) -> serde_json::Value {
+    serde_json::json!([{ "bytes": bytes, "every": true, "what": what }])
+}
+
 /// Options that only some transports use, given once per command before
 /// any sweep (the command line's `--mpi`, `--mpi-arg`, `--window`).
 #[derive(Debug, Clone, PartialEq)]

@@ -1,8 +1,11 @@
 //! The HTML report opened in a real headless browser (Debian's chromium,
 //! installed by scripts/install-test-deps): it loads with no script or
 //! console errors, every chart (the sweeps' and an NPB result's) is present
-//! as SVG with labelled axes, and a screenshot is saved as a test artifact
-//! (target/test-artifacts/report.png, and report-npb.png for the NPB part).
+//! as SVG with labelled axes (the machine's limits among them: memcpy's
+//! memory hierarchy, the transports against memcpy and the cache-line
+//! floor), and screenshots are saved as test artifacts at a laptop width
+//! and a narrow one (target/test-artifacts/report-1300.png and
+//! report-800.png, and report-npb.png for the NPB part).
 //!
 //! Without chromium the test is skipped, unless WULF_REQUIRE_BROWSER=1 (as
 //! scripts/test sets it), which turns a missing browser into a failure.
@@ -15,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use wulf::result::{read_result, write_result, LinkEfficiency};
+use wulf::result::{read_result, write_result, Limits, LinkEfficiency};
 use wulf::sys::{tcp_goodput_limit, Framing, IpVersion};
 
 /// The browser's binary, if one is installed.
@@ -135,9 +138,26 @@ fn results(dir: &Path) -> Vec<String> {
     with_link.options.peer.replace("node2".into());
     let linked = dir.join("tcp-eth0.json");
     write_result(&linked, &with_link).unwrap();
+    // The unix sweep with the limits an intra-node sweep records: the
+    // memcpy fixture's bandwidth at each size and a 120 ns floor.
+    let memcpy = read_result(&fixtures.join("memcpy-stream.json")).unwrap();
+    let mut unix = read_result(&fixtures.join("unix-pingpong.json")).unwrap();
+    for p in &mut unix.points {
+        let at = memcpy
+            .points
+            .iter()
+            .min_by_key(|m| m.bytes.abs_diff(p.bytes));
+        p.limits = Some(Limits {
+            memcpy_bits_per_s: at.map(|m| m.bits_per_s),
+            floor_ns: Some(120.0),
+        });
+    }
+    let intranode = dir.join("unix-limits.json");
+    write_result(&intranode, &unix).unwrap();
     vec![
+        fixtures.join("memcpy-stream.json").display().to_string(),
         fixtures.join("tcp-pingpong.json").display().to_string(),
-        fixtures.join("unix-pingpong.json").display().to_string(),
+        intranode.display().to_string(),
         linked.display().to_string(),
         fixtures.join("npb-mg-S.json").display().to_string(),
     ]
@@ -212,6 +232,27 @@ fn report_renders_in_a_real_browser() {
             ],
         ),
         (
+            "memory",
+            [
+                "message size [bytes, log scale]",
+                "memcpy bandwidth [Gbit/s]",
+            ],
+        ),
+        (
+            "memcpy-fraction",
+            [
+                "message size [bytes, log scale]",
+                "throughput / memcpy at that size [%]",
+            ],
+        ),
+        (
+            "floor-multiple",
+            [
+                "message size [bytes, log scale]",
+                "one-way time / cache-line floor [×, log scale]",
+            ],
+        ),
+        (
             "npb1-mops",
             ["processes [log2 scale]", "total rate [Mop/s]"],
         ),
@@ -241,25 +282,30 @@ fn report_renders_in_a_real_browser() {
     assert!(dom.contains("NAS MG class S"));
     assert!(dom.contains(">parallel efficiency</th>"));
 
-    let shot = artifacts_dir().join("report.png");
-    let _ = std::fs::remove_file(&shot);
-    let arg = format!("--screenshot={}", shot.display());
-    let (_, log) = headless(
-        &browser,
-        dir.path(),
-        &url,
-        &[&arg, "--window-size=1280,2400"],
-    );
-    let errors = console_errors(&log);
-    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
-    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}); log:\n{log}"));
-    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
-    assert!(
-        png.len() > 50_000,
-        "screenshot suspiciously small: {} bytes",
-        png.len()
-    );
-    eprintln!("screenshot: {}", shot.display());
+    // A laptop's width (two charts side by side) and a narrow window (one
+    // chart per row): the page must read at both.
+    for (width, height) in [(1300, 4200), (800, 7000)] {
+        let shot = artifacts_dir().join(format!("report-{width}.png"));
+        let _ = std::fs::remove_file(&shot);
+        let arg = format!("--screenshot={}", shot.display());
+        let size = format!("--window-size={width},{height}");
+        let (_, log) = headless(&browser, dir.path(), &url, &[&arg, &size]);
+        let errors = console_errors(&log);
+        assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+        let png =
+            std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}); log:\n{log}"));
+        assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+        // The PNG header's width is the window's: the page did not force
+        // a wider canvas.
+        let png_width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+        assert_eq!(png_width, width);
+        assert!(
+            png.len() > 50_000,
+            "screenshot suspiciously small: {} bytes",
+            png.len()
+        );
+        eprintln!("screenshot: {}", shot.display());
+    }
 
     // The NPB section sits below the first screenful, and headless
     // chromium paints a blank screenshot when opened at an anchor: the

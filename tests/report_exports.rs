@@ -169,8 +169,8 @@ fn html_snapshot_and_structure() {
     }
     assert_eq!(
         svgs.len(),
-        5,
-        "throughput, signature, saturation, latency, CPU"
+        6,
+        "throughput (linear and log), signature, saturation, latency, CPU"
     );
     for id in ["summary", "charts", "anomalies", "machines"] {
         assert!(html.contains(&format!("<section id={id}>")), "{id}");
@@ -215,8 +215,12 @@ fn mixed_html_snapshot_and_structure() {
     let html = report::html::to_html_all(&fixtures(), &[npb_fixture()]).unwrap();
     assert_self_contained(&html);
     let (stripped, svgs) = strip_charts(&html);
-    assert_eq!(svgs.len(), 7, "five sweep charts and two NPB charts");
-    assert_npb_charts(&svgs[5..]);
+    assert_eq!(
+        svgs.len(),
+        8,
+        "six sweep charts (throughput twice) and two NPB charts"
+    );
+    assert_npb_charts(&svgs[6..]);
     let at = |id: &str| {
         html.find(&format!("<section id={id}"))
             .unwrap_or_else(|| panic!("no section {id}"))
@@ -314,7 +318,7 @@ fn report_command_takes_npb_results() {
     let o = run(&["report", npb, tcp, "-o", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(&out).unwrap();
-    assert!(html.contains("<section id=npb1") && html.matches("<svg").count() == 7);
+    assert!(html.contains("<section id=npb1") && html.matches("<svg").count() == 8);
     // Markdown: the sweeps' summary table, then the NPB tables.
     let o = run(&["report", tcp, npb, "--format", "markdown"]);
     assert!(o.status.success(), "{}", stderr(&o));

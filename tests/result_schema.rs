@@ -102,6 +102,39 @@ fn unknown_fields_are_rejected_at_every_level() {
 }
 
 #[test]
+fn the_confirmation_block_is_optional_and_strict() {
+    let base = fixture_value();
+    let mut with = base.clone();
+    with["confirmation"] = serde_json::json!({
+        "budget_s": 0.2,
+        "wall_s": 0.18,
+        "points": [{"bytes": 4096, "trials": 12, "median_ns": 5000.0,
+                    "ci_low_ns": 4900.0, "ci_high_ns": 5100.0, "noisy": false}],
+        "events": [{"kind": "dropout", "from_bytes": 4096, "to_bytes": 4096, "confirmed": true}]
+    });
+    let r = parse(&with).unwrap();
+    let c = r.confirmation.as_ref().unwrap();
+    assert_eq!((c.points.len(), c.events[0].confirmed), (1, true));
+    assert!(parse(&base).unwrap().confirmation.is_none());
+    for path in [
+        &["confirmation"][..],
+        &["confirmation", "points", "0"],
+        &["confirmation", "events", "0"],
+    ] {
+        let mut bad = with.clone();
+        let mut v = &mut bad;
+        for key in path {
+            v = match key.parse::<usize>() {
+                Ok(i) => &mut v[i],
+                Err(_) => &mut v[*key],
+            };
+        }
+        v["surprise"] = 1.into();
+        assert!(parse(&bad).is_err(), "{path:?}");
+    }
+}
+
+#[test]
 fn other_schema_versions_are_refused_with_a_message() {
     let mut v = fixture_value();
     v["schema_version"] = 99.into();

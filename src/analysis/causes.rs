@@ -20,13 +20,37 @@
 //!    MTU, i.e. past 2 x 1448 B). Without a recorded MSS, MTU - 52 (IPv4 and
 //!    TCP headers plus the timestamp option) is assumed;
 //! 4. a multiple of the MTU, the same way;
-//! 5. a multiple kP of the page size P when every dropped size lies within
-//!    1% of kP and so does `left` or `right`: the dip separates sizes a few
-//!    bytes apart on either side of a page boundary, which is what NetPIPE's
-//!    +-3 byte perturbations are there to expose. A dip covering all of the
-//!    sizes around kP is not pinned on the boundary and gets no page cause.
+//! 5. a threshold the transport itself stated (its settings' `thresholds`
+//!    list, filled in `src/transport/`: wulf's shm inline, chunk and ring
+//!    sizes, cma's split threshold, each MPI's protocol limits, the cache
+//!    sizes a memcpy outgrows), within 10% of `left..=last` as for the
+//!    limits above; a threshold stated with `"every": true` repeats at
+//!    each multiple (Unix sockets' kernel buffers grow by pages) and
+//!    matches a drop-out that starts just past a multiple: kB in
+//!    `left..first` with `first` within 1% of kB (NetPIPE's +3 bytes), the
+//!    good size before it at or below the multiple;
+//! 6. the page size P only when the buffers are misaligned (`--offset`
+//!    o > 0): a buffer starting o bytes into a page spans one page more
+//!    from kP - o + 1 bytes on, so kP - o in `left..last` (the span narrower
+//!    than a page) matches. With aligned buffers every size of NetPIPE's
+//!    schedule from 4 KiB on is within 3 bytes of a page multiple, so a
+//!    page boundary would explain everything and therefore nothing.
+//!
+//! Nothing matching within the schedule's resolution gives no cause: the
+//! report says "no known threshold" rather than guess.
 
 use serde::{Deserialize, Serialize};
+
+/// A threshold a transport stated in its settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stated {
+    /// The size, bytes (for a repeating threshold: its period).
+    pub bytes: u64,
+    /// What changes there.
+    pub what: String,
+    /// Whether it repeats at every multiple of `bytes`.
+    pub every: bool,
+}
 
 /// Relative tolerance when matching a buffer or protocol limit to a dip.
 pub const NEAR: f64 = 0.10;
@@ -50,6 +74,11 @@ pub struct CauseHints {
     pub page_bytes: Option<u64>,
     /// Message-passing library's eager (short-message) limit.
     pub eager_limit_bytes: Option<u64>,
+    /// Sizes where the transport itself changes behaviour, with what
+    /// changes there (the settings' `thresholds` list).
+    pub thresholds: Vec<Stated>,
+    /// Misalignment of the buffers (`--offset`); 0 when aligned.
+    pub offset_bytes: u64,
 }
 
 impl Default for CauseHints {
@@ -62,6 +91,8 @@ impl Default for CauseHints {
             mtu_bytes: None,
             page_bytes: Some(DEFAULT_PAGE_BYTES),
             eager_limit_bytes: None,
+            thresholds: Vec::new(),
+            offset_bytes: 0,
         }
     }
 }
@@ -84,13 +115,37 @@ impl CauseHints {
             mtu_bytes: get("mtu_bytes"),
             page_bytes: get("page_bytes").or(Some(DEFAULT_PAGE_BYTES)),
             eager_limit_bytes: get("eager_limit_bytes"),
+            thresholds: map
+                .get(crate::transport::THRESHOLDS_KEY)
+                .and_then(|v| v.as_array())
+                .map(|list| {
+                    list.iter()
+                        .filter_map(|t| {
+                            Some(Stated {
+                                bytes: t.get("bytes")?.as_u64().filter(|&b| b > 0)?,
+                                what: t.get("what")?.as_str()?.to_string(),
+                                every: t.get("every").and_then(|e| e.as_bool()).unwrap_or(false),
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            offset_bytes: 0,
+        }
+    }
+
+    /// The same hints for buffers misaligned by `offset_bytes`.
+    pub fn with_offset(self, offset_bytes: u64) -> CauseHints {
+        CauseHints {
+            offset_bytes,
+            ..self
         }
     }
 
     /// The likely cause of a drop-out over sizes `first..=last` bounded by
     /// the good sizes `left` and `right`, as a sentence; `None` when no
     /// recorded threshold matches. See the module notes for the rules.
-    pub fn likely_cause(&self, left: u64, first: u64, last: u64, right: u64) -> Option<String> {
+    pub fn likely_cause(&self, left: u64, first: u64, last: u64, _right: u64) -> Option<String> {
         let near = |limit: u64| {
             let l = limit as f64;
             l >= left as f64 / (1.0 + NEAR) && l <= last as f64 * (1.0 + NEAR)
@@ -136,15 +191,27 @@ impl CauseHints {
                 ));
             }
         }
-        if let Some(p) = self.page_bytes.filter(|&p| p > 0) {
-            let k = (first as f64 / p as f64).round() as u64;
-            let multiple = (k * p) as f64;
-            let close = |n: u64| (n as f64 - multiple).abs() <= 0.01 * multiple;
-            if k >= 1 && close(first) && close(last) && (close(left) || close(right)) {
-                return Some(format!(
-                    "{k} x page size = {} B: the buffers cross a page boundary",
-                    k * p
-                ));
+        if let Some(t) = self.thresholds.iter().find(|t| !t.every && near(t.bytes)) {
+            return Some(format!("{} (at {} B)", t.what, t.bytes));
+        }
+        for t in self.thresholds.iter().filter(|t| t.every) {
+            let p = t.bytes;
+            let k = left.div_ceil(p).max(1);
+            let edge = k * p;
+            if edge >= left && edge < first && (first - edge) as f64 <= 0.01 * edge as f64 {
+                return Some(format!("{} (past {k} x {p} = {} B)", t.what, k * p));
+            }
+        }
+        let o = self.offset_bytes;
+        if let Some(p) = self.page_bytes.filter(|&p| p > o && o > 0) {
+            if last - left < p {
+                let k = (left + o) / p + 1;
+                let edge = k * p - o;
+                if edge >= left && edge < last {
+                    return Some(format!(
+                        "{k} x page size - offset = {edge} B: buffers {o} B into a page span one page more from here"
+                    ));
+                }
             }
         }
         None
@@ -163,6 +230,8 @@ mod tests {
             mtu_bytes: Some(1500),
             page_bytes: Some(4096),
             eager_limit_bytes: None,
+            thresholds: Vec::new(),
+            offset_bytes: 0,
         }
     }
 
@@ -200,14 +269,68 @@ mod tests {
         };
         let c = mpi.likely_cause(131069, 131072, 131075, 196605).unwrap();
         assert!(c.starts_with("eager limit 131072 B"), "{c}");
-        let page = CauseHints::default();
-        let c = page.likely_cause(8192, 8195, 8195, 12285).unwrap();
-        assert!(c.starts_with("2 x page size = 8192 B"), "{c}");
-        assert!(page.likely_cause(6147, 8189, 8189, 8192).is_some());
-        // All the sizes around 8192 dropped: not pinned on the boundary.
-        assert_eq!(page.likely_cause(6147, 8189, 8195, 12285), None);
-        // A dip spanning several pages is not pinned on one boundary either.
+        // Aligned buffers: a page boundary explains nothing.
+        let aligned = CauseHints::default();
+        assert_eq!(aligned.likely_cause(8192, 8195, 8195, 12285), None);
+        // Buffers 100 B into a page span a third page from 8093 B on.
+        let page = CauseHints::default().with_offset(100);
+        let c = page.likely_cause(6147, 8189, 8189, 8192).unwrap();
+        assert!(c.starts_with("2 x page size - offset = 8092 B"), "{c}");
+        assert_eq!(page.likely_cause(8189, 8192, 8195, 12285), None);
+        // A dip spanning several pages is not pinned on one boundary.
         assert_eq!(page.likely_cause(12291, 16381, 24579, 24582), None);
+    }
+
+    #[test]
+    fn thresholds_the_transport_stated() {
+        let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(
+            r#"{"thresholds": [{"bytes": 56, "what": "shm inline size (56 B)"},
+                               {"bytes": 32768, "what": "shm chunk size (32768 B)"},
+                               {"bytes": 65536, "what": "cma split threshold (65536 B)"},
+                               {"bytes": 0, "what": "ignored"}, {"what": "no size"}]}"#,
+        )
+        .unwrap();
+        let h = CauseHints::from_transport(&map);
+        assert_eq!(h.thresholds.len(), 3);
+        // shm: the step past the inline size (48 B good, 64 B slower).
+        let c = h.likely_cause(48, 61, 61, u64::MAX).unwrap();
+        assert!(c.starts_with("shm inline size"), "{c}");
+        // shm: one chunk more from 32 KiB + 3 B.
+        let c = h.likely_cause(32768, 32771, 32771, 49149).unwrap();
+        assert!(c.starts_with("shm chunk size"), "{c}");
+        // cma: the split from 64 KiB on.
+        let c = h.likely_cause(49155, 65533, 65536, 65539).unwrap();
+        assert!(c.starts_with("cma split threshold"), "{c}");
+        // memcpy: a cache level (stated as half its size) and nothing else.
+        let l2 = CauseHints {
+            thresholds: vec![Stated {
+                bytes: 1 << 20,
+                what: "L2 cache (2097152 B) full".into(),
+                every: false,
+            }],
+            ..CauseHints::default()
+        };
+        let c = l2
+            .likely_cause(786_435, 1_048_573, 1_048_573, 1_572_861)
+            .unwrap();
+        assert!(c.starts_with("L2 cache"), "{c}");
+        assert_eq!(l2.likely_cause(196_611, 262_141, 262_141, 393_213), None);
+        // unix: a message just past k pages needs one more page.
+        let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(
+            r#"{"thresholds": [{"bytes": 4096, "every": true, "what": "unix pages"}]}"#,
+        )
+        .unwrap();
+        let unix = CauseHints::from_transport(&map);
+        let c = unix.likely_cause(32768, 32771, 32771, 49149).unwrap();
+        assert_eq!(c, "unix pages (past 8 x 4096 = 32768 B)");
+        let c = unix.likely_cause(4096, 4099, 6147, 8189).unwrap();
+        assert!(c.contains("past 1 x 4096"), "{c}");
+        // A run over several pages that starts just past one.
+        let c = unix.likely_cause(8192, 8195, 12291, 16381).unwrap();
+        assert!(c.contains("past 2 x 4096"), "{c}");
+        // Not pinned: the dropped sizes do not start just past a multiple.
+        assert_eq!(unix.likely_cause(2051, 6141, 6147, 8189), None);
+        assert_eq!(unix.likely_cause(32771, 49149, 49149, 49152), None);
     }
 
     #[test]

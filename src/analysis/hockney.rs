@@ -1,11 +1,12 @@
 //! Hockney fits t(n) = alpha + n / beta: one line, and a piecewise fit whose
 //! change points are the switch-overs.
 //!
-//! Lines are fitted by weighted least squares on the median times with
-//! weights 1 / t_i^2, i.e. on relative residuals (t_i - fit) / t_i. Timing
-//! noise is roughly proportional to the time, and the sizes span seven
-//! decades: unweighted least squares would let the megabyte messages decide
-//! everything and fit the latency of small ones with a 100% error.
+//! Each line is the physical fit of [`super::line_fit`]: weighted least
+//! squares on relative residuals, constrained to alpha >= 0 and
+//! 1 / beta >= 0, with an interval for each parameter. The segmentation
+//! below compares the residuals of the free lines, so that the switch-over
+//! of a curve bent by a cache size is found where the bend is; each
+//! segment it chooses is then fitted under the constraints.
 //!
 //! The piecewise fit is the global least-squares segmentation with the
 //! number of segments chosen by the Bayesian information criterion, as in
@@ -39,89 +40,8 @@ pub const MAX_SEGMENTS: usize = 8;
 /// whatever the confidence intervals say.
 pub const NOISE_FLOOR_REL: f64 = 0.01;
 
-/// A fitted line t = alpha_ns + ns_per_byte * n.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LineFit {
-    /// Intercept in ns: the latency the line extrapolates to at 0 bytes.
-    pub alpha_ns: f64,
-    /// Slope in ns per byte (1 / beta).
-    pub ns_per_byte: f64,
-    /// Sum of squared relative residuals of the fitted points.
-    pub rss_rel: f64,
-    /// Points fitted.
-    pub points: usize,
-}
-
-impl LineFit {
-    /// Fit a line to `(bytes, time_ns)` pairs; `None` for fewer than 2.
-    pub fn fit(bytes: &[f64], time_ns: &[f64]) -> Option<LineFit> {
-        let mut m = Moments::default();
-        for (&n, &t) in bytes.iter().zip(time_ns) {
-            m.push(n, t);
-        }
-        (m.count >= 2).then(|| m.fit())
-    }
-
-    /// Predicted time in ns for a message of `bytes`.
-    pub fn predict_ns(&self, bytes: f64) -> f64 {
-        self.alpha_ns + self.ns_per_byte * bytes
-    }
-
-    /// Asymptotic bandwidth beta in bit/s; `None` when time does not grow
-    /// with size on this line (a latency-bound stretch).
-    pub fn beta_bits_per_s(&self) -> Option<f64> {
-        (self.ns_per_byte > 0.0 && self.ns_per_byte.is_finite()).then(|| 8e9 / self.ns_per_byte)
-    }
-
-    /// Root mean square relative residual.
-    pub fn rms_rel(&self) -> f64 {
-        (self.rss_rel / self.points.max(1) as f64).sqrt()
-    }
-}
-
-/// Weighted first and second moments, updated one point at a time (West
-/// 1979, "Updating mean and variance estimates", CACM 22:532): centred
-/// co-moments avoid the cancellation of raw sums of n^2 over 8 MiB sizes.
-#[derive(Debug, Clone, Copy, Default)]
-struct Moments {
-    count: usize,
-    weight: f64,
-    mean_n: f64,
-    mean_t: f64,
-    c_nn: f64,
-    c_nt: f64,
-    c_tt: f64,
-}
-
-impl Moments {
-    fn push(&mut self, n: f64, t: f64) {
-        let w = 1.0 / (t * t);
-        self.count += 1;
-        self.weight += w;
-        let dn = n - self.mean_n;
-        let dt = t - self.mean_t;
-        self.mean_n += dn * w / self.weight;
-        self.mean_t += dt * w / self.weight;
-        self.c_nn += w * dn * (n - self.mean_n);
-        self.c_nt += w * dn * (t - self.mean_t);
-        self.c_tt += w * dt * (t - self.mean_t);
-    }
-
-    fn fit(&self) -> LineFit {
-        let (slope, rss) = if self.c_nn > 0.0 {
-            let s = self.c_nt / self.c_nn;
-            (s, (self.c_tt - s * self.c_nt).max(0.0))
-        } else {
-            (0.0, self.c_tt.max(0.0))
-        };
-        LineFit {
-            alpha_ns: self.mean_t - slope * self.mean_n,
-            ns_per_byte: slope,
-            rss_rel: rss,
-            points: self.count,
-        }
-    }
-}
+pub use super::line_fit::LineFit;
+use super::line_fit::Moments;
 
 /// One segment of a piecewise fit, by index into the curve's points.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -153,14 +73,14 @@ pub(crate) fn fit_segments(
     let kept: Vec<usize> = (0..bytes.len()).filter(|&i| include[i]).collect();
     let n: Vec<f64> = kept.iter().map(|&i| bytes[i]).collect();
     let t: Vec<f64> = kept.iter().map(|&i| time_ns[i]).collect();
-    let Some(whole) = LineFit::fit(&n, &t) else {
+    if n.len() < 2 {
         return Vec::new();
-    };
+    }
     let floor: f64 = kept
         .iter()
         .map(|&i| half_width_rel[i].max(NOISE_FLOOR_REL).powi(2))
         .sum();
-    let starts = best_partition(&n, &t, whole.rss_rel, floor);
+    let starts = best_partition(&n, &t, free_rss(&n, &t), floor);
     let mut segments: Vec<SegmentFit> = starts
         .iter()
         .enumerate()
@@ -215,6 +135,15 @@ fn best_gap_split(
     best.1
 }
 
+/// Residual sum of squares of the free line through `(n, t)`.
+fn free_rss(n: &[f64], t: &[f64]) -> f64 {
+    let mut m = Moments::default();
+    for (&x, &y) in n.iter().zip(t) {
+        m.push(x, y);
+    }
+    m.free_rss()
+}
+
 /// Start indices of the BIC-best segmentation of `(n, t)` (first is 0).
 /// `floor` is F of the module notes.
 fn best_partition(n: &[f64], t: &[f64], rss_one: f64, floor: f64) -> Vec<usize> {
@@ -233,7 +162,7 @@ fn best_partition(n: &[f64], t: &[f64], rss_one: f64, floor: f64) -> Vec<usize> 
     let mut prev: Vec<f64> = (0..m)
         .map(|j| {
             if j + 1 >= MIN_SEGMENT_POINTS {
-                LineFit::fit(&n[..=j], &t[..=j]).unwrap().rss_rel
+                free_rss(&n[..=j], &t[..=j])
             } else {
                 f64::INFINITY
             }
@@ -255,7 +184,7 @@ fn best_partition(n: &[f64], t: &[f64], rss_one: f64, floor: f64) -> Vec<usize> 
                 if i < (k - 1) * MIN_SEGMENT_POINTS {
                     break;
                 }
-                let total = prev[i - 1] + moments.fit().rss_rel;
+                let total = prev[i - 1] + moments.free_rss();
                 if total < cur[j] {
                     cur[j] = total;
                     arg[j] = i;
@@ -292,24 +221,6 @@ mod tests {
 
     fn sizes() -> Vec<f64> {
         (0..40).map(|i| 2f64.powf(i as f64 / 2.0)).collect()
-    }
-
-    #[test]
-    fn exact_line_is_recovered() {
-        let n = sizes();
-        let t: Vec<f64> = n.iter().map(|&b| 5000.0 + b / 1.25).collect();
-        let f = LineFit::fit(&n, &t).unwrap();
-        assert!((f.alpha_ns - 5000.0).abs() < 1e-6);
-        assert!((f.ns_per_byte - 0.8).abs() < 1e-12);
-        assert!(f.rss_rel < 1e-20);
-        assert!((f.beta_bits_per_s().unwrap() - 10e9).abs() < 1.0);
-    }
-
-    #[test]
-    fn flat_line_has_no_beta() {
-        let f = LineFit::fit(&[1.0, 2.0, 4.0], &[100.0, 100.0, 100.0]).unwrap();
-        assert_eq!(f.beta_bits_per_s(), None);
-        assert!(LineFit::fit(&[1.0], &[1.0]).is_none());
     }
 
     #[test]
@@ -356,6 +267,51 @@ mod tests {
         assert_eq!(segs.len(), 2);
         assert_eq!(segs[1].first, at);
         assert_eq!(segs[0].last, at - 1);
+    }
+
+    #[test]
+    fn noiseless_physical_pieces_are_recovered_exactly() {
+        // Three regimes, each a physical line: eager, rendezvous (a
+        // handshake added), then a faster zero-copy path with less start-up.
+        let laws = [(1000.0, 0.5), (40_000.0, 0.5), (5000.0, 0.25)];
+        let law = |b: f64| {
+            let (a, s) = if b < 8192.0 {
+                laws[0]
+            } else if b < 262_144.0 {
+                laws[1]
+            } else {
+                laws[2]
+            };
+            a + s * b
+        };
+        let n: Vec<f64> = (0..60).map(|i| 2f64.powf(i as f64 / 2.5)).collect();
+        let t: Vec<f64> = n.iter().map(|&b| law(b)).collect();
+        let segs = fit_segments(&n, &t, &vec![0.0; n.len()], &vec![true; n.len()]);
+        assert_eq!(segs.len(), 3, "{segs:?}");
+        for (seg, &(a, s)) in segs.iter().zip(&laws) {
+            assert!((seg.line.alpha_ns - a).abs() < 1e-6 * a, "{seg:?}");
+            assert!((seg.line.ns_per_byte - s).abs() < 1e-9, "{seg:?}");
+            assert!(seg.line.rss_rel < 1e-20);
+        }
+        assert_eq!(
+            n[segs[1].first],
+            n.iter().copied().find(|&b| b >= 8192.0).unwrap()
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, failure_persistence: None, ..Default::default() })]
+
+        /// Whatever the curve (falling times, knees, wild points), no
+        /// segment has a negative start-up time or a negative slope.
+        #[test]
+        fn no_segment_is_unphysical(times in proptest::collection::vec(1.0f64..1e8, 10..60)) {
+            let n: Vec<f64> = (0..times.len()).map(|i| 2f64.powf(i as f64 / 3.0)).collect();
+            let segs = fit_segments(&n, &times, &vec![0.0; n.len()], &vec![true; n.len()]);
+            for s in &segs {
+                proptest::prop_assert!(s.line.alpha_ns >= 0.0 && s.line.ns_per_byte >= 0.0, "{:?}", s);
+            }
+        }
     }
 
     #[test]

@@ -25,15 +25,24 @@
 //!   interpolated along the Hockney chord between them, and which is not
 //!   one side of a step; each with a likely cause from [`CauseHints`]
 //!   ([`causes`]).
-//! * **Segments and switch-overs** ([`hockney`]): t = alpha + n / beta fitted
-//!   piecewise by least squares on relative residuals, the number of pieces
+//! * **Segments and switch-overs** ([`hockney`], [`line_fit`]): t = alpha +
+//!   n / beta fitted piecewise by least squares on relative residuals, each
+//!   line physical (alpha >= 0, beta > 0, with a 95% interval for each
+//!   parameter; a segment that wants a negative alpha is bandwidth-bound),
+//!   the number of pieces
 //!   chosen by BIC (Bai & Perron 2003) with at least [`MIN_SEGMENT_POINTS`]
 //!   points each and a floor on residuals of [`NOISE_FLOOR_REL`] or the
 //!   points' own confidence half-widths, whichever is larger. Drop-out
 //!   points are left out of the fit (a dip is not a regime) and then join
 //!   the neighbouring segment they fit best. The switch-overs are the first
 //!   sizes of the second and later segments; each gets a likely cause by
-//!   the drop-out rules, as if it were a drop-out starting there.
+//!   the drop-out rules, as if it were a drop-out starting there. A
+//!   switch-over stays only when each side's intervals lie apart from the
+//!   other side's line (`significance`).
+//! * **Confirmation** ([`confirm`]): a sweep measures the sizes around each
+//!   candidate event again; [`Analysis::of`] judges every event against
+//!   those fresh trials when the result carries them, and drops events
+//!   that rest on noisy points alone unless confirmed.
 //! * **Saturation point**: on the saturation graph (log t against log n)
 //!   time grows linearly with size once the slope reaches 1. Under a Hockney
 //!   line that slope is d ln t / d ln n = (n / beta) / t = x(n) / beta, and
@@ -54,10 +63,15 @@
 
 pub mod causes;
 pub mod compare;
+pub mod confirm;
 pub mod dropout;
 pub mod hockney;
+pub mod line_fit;
 pub mod matrix;
+mod significance;
 
+#[cfg(test)]
+mod detection_tests;
 #[cfg(test)]
 mod synth;
 #[cfg(test)]
@@ -107,19 +121,35 @@ pub struct Segment {
     pub to_bytes: u64,
     /// Points that shaped the line (drop-outs excluded).
     pub points: usize,
-    /// Intercept in ns: the line's time for an empty message. For a
-    /// segment of large sizes this is an extrapolation and may even be
-    /// negative (a bandwidth that falls with size).
+    /// Start-up time in ns: the line's time for an empty message, never
+    /// negative (the fit is constrained, see [`line_fit`]). For a segment
+    /// of large sizes this is an extrapolation.
     pub alpha_ns: f64,
+    /// 95% interval of `alpha_ns` (low, high), by
+    /// [`line_fit::INTERVAL_METHOD`]; `None` with fewer than three points.
+    #[serde(default)]
+    pub alpha_ci_ns: Option<(f64, f64)>,
     /// Asymptotic bandwidth of the line; `None` when time does not grow
     /// with size in this segment (latency-bound).
     pub beta_bits_per_s: Option<f64>,
+    /// 95% interval of `beta_bits_per_s` (low, high); high is `None` when
+    /// the data do not bound beta above.
+    #[serde(default)]
+    pub beta_ci_bits_per_s: Option<(f64, Option<f64>)>,
+    /// The segment wanted a negative start-up time and was fitted with
+    /// alpha = 0: its time grows in proportion to size.
+    #[serde(default)]
+    pub bandwidth_bound: bool,
     /// Root mean square of the relative residuals of the fitted points.
     pub rms_rel_residual: f64,
     /// For a segment after the first: the recorded threshold (eager limit,
     /// socket buffer, MSS...) its start most likely comes from, by the
     /// drop-out rules applied to the sizes either side of the switch-over.
     pub likely_cause: Option<String>,
+    /// For a segment after the first: whether the confirmation pass found
+    /// its switch-over again (`None`: no pass ran, e.g. an older result).
+    #[serde(default)]
+    pub confirmed: Option<bool>,
 }
 
 /// A run of sizes whose throughput falls below its neighbours'.
@@ -136,6 +166,10 @@ pub struct Dropout {
     pub depth_fraction: f64,
     /// Threshold the run most likely comes from, when one is recorded.
     pub likely_cause: Option<String>,
+    /// Whether the confirmation pass found the drop-out again (`None`: no
+    /// pass ran, e.g. an older result).
+    #[serde(default)]
+    pub confirmed: Option<bool>,
 }
 
 impl Analysis {
@@ -147,9 +181,61 @@ impl Analysis {
         let median: Vec<f64> = p.iter().map(|p| p.median_ns).collect();
         let low: Vec<f64> = p.iter().map(|p| p.ci_low_ns).collect();
         let high: Vec<f64> = p.iter().map(|p| p.ci_high_ns).collect();
-        let hints = CauseHints::from_transport(&result.options.transport);
+        let noisy: Vec<bool> = p.iter().map(|p| p.noisy).collect();
+        let hints = CauseHints::from_transport(&result.options.transport)
+            .with_offset(result.options.offset_bytes);
         let directions = result.mode.bytes_per_op(1) as f64;
-        analyse(&bytes, &median, &low, &high, &hints, directions)
+        let first = analyse(&bytes, &median, &low, &high, &hints, directions, &|_| false);
+        let events = confirm::events(&first);
+        let verdicts = result
+            .confirmation
+            .as_ref()
+            .map(|c| confirm::judge(&bytes, &median, &low, &high, &c.points, &events));
+        // Noisy points alone never make an event: one resting only on
+        // noisy points stands only when the fresh trials confirmed it.
+        let veto = |e: &confirm::Event| {
+            let k = events.iter().position(|x| x == e);
+            let confirmed = matches!((&verdicts, k), (Some(v), Some(k)) if v[k]);
+            !confirmed && confirm::window(&bytes, e).all(|i| noisy[i])
+        };
+        let mut a = if events.iter().any(veto) {
+            analyse(&bytes, &median, &low, &high, &hints, directions, &veto)
+        } else {
+            first
+        };
+        if let Some(v) = verdicts {
+            let verdict = |e: confirm::Event| events.iter().position(|x| *x == e).map(|k| v[k]);
+            for d in &mut a.dropouts {
+                d.confirmed = verdict(confirm::Event {
+                    kind: confirm::EventKind::Dropout,
+                    from_bytes: d.from_bytes,
+                    to_bytes: d.to_bytes,
+                });
+            }
+            for s in a.segments.iter_mut().skip(1) {
+                s.confirmed = verdict(confirm::Event {
+                    kind: confirm::EventKind::Switchover,
+                    from_bytes: s.from_bytes,
+                    to_bytes: s.from_bytes,
+                });
+            }
+        }
+        a
+    }
+
+    /// The drop-outs the confirmation pass confirmed: the ones worth a mark
+    /// on a chart.
+    pub fn confirmed_dropouts(&self) -> impl Iterator<Item = &Dropout> {
+        self.dropouts.iter().filter(|d| d.confirmed == Some(true))
+    }
+
+    /// The segments after the first whose switch-over the confirmation
+    /// pass confirmed.
+    pub fn confirmed_switchovers(&self) -> impl Iterator<Item = &Segment> {
+        self.segments
+            .iter()
+            .skip(1)
+            .filter(|s| s.confirmed == Some(true))
     }
 }
 
@@ -169,10 +255,14 @@ pub fn analyse_curve(
     ci_high_ns: &[f64],
     hints: &CauseHints,
 ) -> Analysis {
-    analyse(bytes, median_ns, ci_low_ns, ci_high_ns, hints, 1.0)
+    analyse(bytes, median_ns, ci_low_ns, ci_high_ns, hints, 1.0, &|_| {
+        false
+    })
 }
 
-/// The analysis, with `directions` messages counted per operation.
+/// The analysis, with `directions` messages counted per operation, leaving
+/// out the events `veto` rejects (such drop-outs are not excluded from the
+/// fit, and such switch-overs join their two segments).
 fn analyse(
     bytes: &[u64],
     median_ns: &[f64],
@@ -180,6 +270,7 @@ fn analyse(
     ci_high_ns: &[f64],
     hints: &CauseHints,
     directions: f64,
+    veto: &dyn Fn(&confirm::Event) -> bool,
 ) -> Analysis {
     let curve = Curve::clean(bytes, median_ns, ci_low_ns, ci_high_ns);
     let len = curve.bytes.len();
@@ -193,7 +284,14 @@ fn analyse(
     });
     let n_half = peak.and_then(|p| (0..len).find(|&i| throughput[i] >= throughput[p] / 2.0));
 
-    let runs = dropout::find_dropouts(&curve.bytes, &curve.median, &curve.low, &curve.high);
+    let mut runs = dropout::find_dropouts(&curve.bytes, &curve.median, &curve.low, &curve.high);
+    runs.retain(|r| {
+        !veto(&confirm::Event {
+            kind: confirm::EventKind::Dropout,
+            from_bytes: size(r.first),
+            to_bytes: size(r.last),
+        })
+    });
     let mut include = vec![true; len];
     for r in &runs {
         include[r.first..=r.last]
@@ -204,6 +302,21 @@ fn analyse(
         .map(|i| (curve.high[i] - curve.low[i]) / (2.0 * curve.median[i]))
         .collect();
     let fits = hockney::fit_segments(&curve.bytes, &curve.median, &half_width_rel, &include);
+    let points = significance::Points {
+        bytes: &curve.bytes,
+        median: &curve.median,
+        low: &curve.low,
+        high: &curve.high,
+        include: &include,
+    };
+    let fits = significance::merge_insignificant(fits, &points);
+    let fits = significance::merge_at(fits, &points, |first| {
+        veto(&confirm::Event {
+            kind: confirm::EventKind::Switchover,
+            from_bytes: size(first),
+            to_bytes: size(first),
+        })
+    });
     let saturation = saturation_index(&curve.bytes, &fits, &include);
 
     let segments: Vec<Segment> = fits
@@ -214,13 +327,20 @@ fn analyse(
             to_bytes: size(f.last),
             points: f.line.points,
             alpha_ns: f.line.alpha_ns,
+            alpha_ci_ns: f.line.alpha_ci_ns,
             beta_bits_per_s: f.line.beta_bits_per_s().map(|b| b * directions),
+            beta_ci_bits_per_s: f
+                .line
+                .beta_ci_bits_per_s()
+                .map(|(lo, hi)| (lo * directions, hi.map(|h| h * directions))),
+            bandwidth_bound: f.line.bound == line_fit::Bound::BandwidthBound,
             rms_rel_residual: f.line.rms_rel(),
             // No good size after a switch-over to pin a page boundary on.
             likely_cause: match s {
                 0 => None,
                 _ => hints.likely_cause(size(f.first - 1), size(f.first), size(f.first), u64::MAX),
             },
+            confirmed: None,
         })
         .collect();
     let dropouts = runs
@@ -236,6 +356,7 @@ fn analyse(
                 size(r.last),
                 size(r.last + 1),
             ),
+            confirmed: None,
         })
         .collect();
     Analysis {

@@ -32,6 +32,38 @@ pub struct Curve {
     pub ci_high_ns: Vec<f64>,
 }
 
+impl Curve {
+    /// A curve with no points yet.
+    pub fn empty() -> Curve {
+        Curve {
+            bytes: Vec::new(),
+            median_ns: Vec::new(),
+            ci_low_ns: Vec::new(),
+            ci_high_ns: Vec::new(),
+        }
+    }
+
+    /// Add the point of size `bytes` summarising `samples`.
+    pub fn push(&mut self, bytes: u64, samples: &[f64]) {
+        let s = Summary::of(samples).expect("trials > 0");
+        self.bytes.push(bytes);
+        self.median_ns.push(s.median);
+        self.ci_low_ns.push(s.ci_low);
+        self.ci_high_ns.push(s.ci_high);
+    }
+
+    /// The analysis of this curve with no hints.
+    pub fn analyse(&self) -> super::Analysis {
+        super::analyse_curve(
+            &self.bytes,
+            &self.median_ns,
+            &self.ci_low_ns,
+            &self.ci_high_ns,
+            &super::CauseHints::default(),
+        )
+    }
+}
+
 /// xorshift64*: a small deterministic generator, so tests never flake.
 pub struct Rng(u64);
 
@@ -60,22 +92,13 @@ pub fn measure(
     seed: u64,
 ) -> Curve {
     let mut rng = Rng::new(seed);
-    let mut c = Curve {
-        bytes: Vec::new(),
-        median_ns: Vec::new(),
-        ci_low_ns: Vec::new(),
-        ci_high_ns: Vec::new(),
-    };
+    let mut c = Curve::empty();
     for &b in sizes {
         let t = law(b);
         let samples: Vec<f64> = (0..trials)
             .map(|_| t * (1.0 + noise_rel * rng.symmetric()))
             .collect();
-        let s = Summary::of(&samples).expect("trials > 0");
-        c.bytes.push(b);
-        c.median_ns.push(s.median);
-        c.ci_low_ns.push(s.ci_low);
-        c.ci_high_ns.push(s.ci_high);
+        c.push(b, &samples);
     }
     c
 }
@@ -83,4 +106,70 @@ pub fn measure(
 /// Hockney time in ns: alpha_ns + bytes * 8 / beta (bits per second).
 pub fn hockney(alpha_ns: f64, beta_bits_per_s: f64) -> impl Fn(u64) -> f64 {
     move |b| alpha_ns + b as f64 * 8e9 / beta_bits_per_s
+}
+
+/// Noise as real runs on a small shared machine show it: each trial off by
+/// a factor uniform in [1 - trial_rel, 1 + trial_rel], a share of trials
+/// slowed further (preempted blocks), and a share of whole points slowed
+/// together (a burst of other work during that point's trials, which the
+/// point's own interval cannot see).
+#[derive(Debug, Clone, Copy)]
+pub struct Noise {
+    /// Half-width of each trial's uniform relative noise.
+    pub trial_rel: f64,
+    /// Trials per point.
+    pub trials: usize,
+    /// Probability that a trial is slowed by up to `outlier_max` more.
+    pub outlier_prob: f64,
+    /// Largest extra slowdown of such a trial.
+    pub outlier_max: f64,
+    /// Probability that a whole point is slowed together.
+    pub shift_prob: f64,
+    /// Largest slowdown of such a point (at least a tenth of it).
+    pub shift_max: f64,
+}
+
+impl Noise {
+    /// The noise of loopback sweeps on the 2-vCPU machine the tests were
+    /// written on (tcp and unix fixtures: median CV of the trials 5-7%,
+    /// median interval width 4-5%, about 25 trials a point, a few points
+    /// per sweep far off their neighbours and not so on the next run).
+    pub fn this_machine() -> Noise {
+        Noise {
+            trial_rel: 0.08,
+            trials: 25,
+            outlier_prob: 0.05,
+            outlier_max: 0.5,
+            shift_prob: 0.06,
+            shift_max: 0.6,
+        }
+    }
+}
+
+/// Measure `law(bytes)` at each of `sizes` under `noise`: (size, median,
+/// interval) of each point.
+pub fn measure_with(sizes: &[u64], law: impl Fn(u64) -> f64, noise: Noise, seed: u64) -> Curve {
+    let mut rng = Rng::new(seed);
+    let mut uniform = move || (rng.symmetric() + 1.0) / 2.0;
+    let mut c = Curve::empty();
+    for &b in sizes {
+        let shift = if uniform() < noise.shift_prob {
+            1.0 + noise.shift_max * (0.1 + 0.9 * uniform())
+        } else {
+            1.0
+        };
+        let t = law(b) * shift;
+        let samples: Vec<f64> = (0..noise.trials)
+            .map(|_| {
+                let extra = if uniform() < noise.outlier_prob {
+                    1.0 + noise.outlier_max * uniform()
+                } else {
+                    1.0
+                };
+                t * extra * (1.0 + noise.trial_rel * (2.0 * uniform() - 1.0))
+            })
+            .collect();
+        c.push(b, &samples);
+    }
+    c
 }

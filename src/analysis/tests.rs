@@ -209,14 +209,9 @@ fn driver_dropouts_are_each_found() {
     for d in &a.dropouts {
         assert!((d.depth_fraction - 2.0 / 3.0).abs() < 0.03, "{d:?}");
     }
-    // 98307 and 786429 sit just off a page multiple with a good neighbour on
-    // the multiple: a page cause; the others are not pinned on one.
-    let causes: Vec<bool> = a
-        .dropouts
-        .iter()
-        .map(|d| d.likely_cause.is_some())
-        .collect();
-    assert_eq!(causes, vec![false, false, true, true]);
+    // Aligned buffers and nothing else recorded: no known threshold, even
+    // for the sizes just off a page multiple.
+    assert!(a.dropouts.iter().all(|d| d.likely_cause.is_none()));
     assert!(a.switchovers.is_empty(), "{:?}", a.segments);
 }
 
@@ -352,16 +347,16 @@ proptest! {
     }
 }
 
-/// `Analysis::of` on a full result: hints from the transport options and
-/// both directions counted in the bidirectional mode.
-#[test]
-fn analysis_of_a_sweep_result() {
+/// A result holding the curve `c` (one trial per point, the curve's
+/// interval as recorded), each point marked `noisy` as given.
+fn result_of(
+    c: &Curve,
+    transport: serde_json::Map<String, serde_json::Value>,
+    noisy: bool,
+) -> crate::result::SweepResult {
     use crate::result::{
         CpuCost, Definitions, Mode, Options, Placement, Point, Summary as Sum, SweepResult,
     };
-    let base = hockney(100_000.0, 330e6);
-    let law = |b: u64| base(b) * if b > 32768 && b < 65536 { 5.0 } else { 1.0 };
-    let c = measure(&netpipe_sizes(1 << 20), law, 0.01, 25, 41);
     let cpu = CpuCost {
         user_ns: 0,
         sys_ns: 0,
@@ -384,15 +379,14 @@ fn analysis_of_a_sweep_result() {
             ci_low_ns: c.ci_low_ns[i],
             ci_high_ns: c.ci_high_ns[i],
             bits_per_s: 8e9 * c.bytes[i] as f64 / c.median_ns[i],
-            noisy: false,
+            noisy,
             cpu_client: cpu,
             cpu_server: cpu,
             tails: None,
             limits: None,
         })
         .collect();
-    let transport = serde_json::from_str(r#"{"sndbuf_granted_bytes": 32768}"#).unwrap();
-    let mut result = SweepResult {
+    SweepResult {
         link: None,
         schema_version: crate::result::SCHEMA_VERSION,
         tool_version: "test".into(),
@@ -430,7 +424,20 @@ fn analysis_of_a_sweep_result() {
         points,
         warnings: Vec::new(),
         mpi: None,
-    };
+        confirmation: None,
+    }
+}
+
+/// `Analysis::of` on a full result: hints from the transport options and
+/// both directions counted in the bidirectional mode.
+#[test]
+fn analysis_of_a_sweep_result() {
+    use crate::result::Mode;
+    let base = hockney(100_000.0, 330e6);
+    let law = |b: u64| base(b) * if b > 32768 && b < 65536 { 5.0 } else { 1.0 };
+    let c = measure(&netpipe_sizes(1 << 20), law, 0.01, 25, 41);
+    let transport = serde_json::from_str(r#"{"sndbuf_granted_bytes": 32768}"#).unwrap();
+    let mut result = result_of(&c, transport, false);
     let a = Analysis::of(&result);
     assert_eq!(a.peak_bits_per_s, result.summary.peak_bits_per_s);
     assert_eq!(a.dropouts.len(), 1);
@@ -446,4 +453,32 @@ fn analysis_of_a_sweep_result() {
     let beta = |x: &Analysis| x.segments[0].beta_bits_per_s.unwrap();
     assert!((beta(&b) - 2.0 * beta(&a)).abs() < 1e-6 * beta(&b));
     assert_eq!(b.saturation_bytes, a.saturation_bytes);
+}
+
+/// Noisy points alone never make an event: a sweep whose points are all
+/// marked noisy, under this machine's noise with whole points slowed now
+/// and then, reports nothing unless a confirmation pass confirmed it.
+#[test]
+fn a_run_of_only_noisy_points_reports_no_events() {
+    use super::synth::{measure_with, Noise};
+    let noise = Noise {
+        shift_prob: 0.15,
+        ..Noise::this_machine()
+    };
+    let mut candidates = 0;
+    for seed in 1..=10 {
+        let c = measure_with(&netpipe_sizes(MIB8), hockney(10_000.0, 20e9), noise, seed);
+        let mut r = result_of(&c, serde_json::Map::new(), true);
+        let a = Analysis::of(&r);
+        assert!(a.dropouts.is_empty(), "{:?}", a.dropouts);
+        assert!(a.switchovers.is_empty(), "{:?}", a.segments);
+        // The same points marked good: the noise does make candidates.
+        for p in &mut r.points {
+            p.noisy = false;
+        }
+        let b = Analysis::of(&r);
+        candidates += b.dropouts.len() + b.switchovers.len();
+        assert!(b.dropouts.iter().all(|d| d.confirmed.is_none()));
+    }
+    assert!(candidates > 0);
 }

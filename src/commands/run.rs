@@ -140,9 +140,11 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     if !results.is_empty() {
         write_atomically(&dir.join("points.csv"), &report::csv::to_csv(&results)?)?;
         println!("{}", report::table::comparison_table(&results));
-        for r in &results {
-            for w in &r.warnings {
-                println!("  {} warning: {w}", r.transport);
+        let names: Vec<String> = results.iter().map(|r| r.transport.clone()).collect();
+        for (who, w) in report::summary::grouped_warnings(&results, &names) {
+            match who {
+                Some(name) => println!("  {name} warning: {w}"),
+                None => println!("  warning: {w}"),
             }
         }
         for r in &npb_results {

@@ -1,8 +1,12 @@
 //! The report's charts as SVG text, drawn with plotters' SVG backend.
 //!
-//! Six charts, the studies' graphs: throughput vs size, the network
-//! signature, saturation, small-message latency, CPU cost per byte and
-//! efficiency against the physical limit. Axes and frame: [`super::chart_frame`].
+//! Six charts, the studies' graphs: throughput vs size (linear or
+//! logarithmic throughput, with memcpy as a limit line), the network
+//! signature, saturation, small-message latency (with the cache-line floor
+//! as a limit line), CPU cost per byte and efficiency against the physical
+//! limit. Only confirmed events are marked. The charts of the machine's
+//! own limits: [`super::limit_charts`]. Axes and frame:
+//! [`super::chart_frame`].
 
 use anyhow::Result;
 use plotters::prelude::*;
@@ -40,6 +44,7 @@ pub fn color_hex(i: usize) -> String {
 /// One result as drawn: label, colour index, data and analysis, and the
 /// numbers its first drop-out and switch-over markers carry (D1, S1...,
 /// numbered across all results so the list under the charts can name them).
+#[derive(Clone)]
 pub struct Series<'a> {
     /// Legend text.
     pub label: &'a str,
@@ -55,16 +60,19 @@ pub struct Series<'a> {
     pub first_switchover_no: usize,
     /// The physical limit to draw efficiency against, bit/s.
     pub limit_bits_per_s: Option<f64>,
+    /// For an in-process baseline, the machine limit it measures: drawn
+    /// as a limit, not as a competitor ([`super::limit_charts`]).
+    pub limit_role: Option<crate::transport::baseline::LimitKind>,
 }
 
 impl Series<'_> {
-    fn rgb(&self) -> RGBColor {
+    pub(super) fn rgb(&self) -> RGBColor {
         let (r, g, b) = PALETTE[self.color % PALETTE.len()];
         RGBColor(r, g, b)
     }
 
     /// (size, median time ns, throughput bit/s, noisy) of the plottable points.
-    fn points(&self) -> impl Iterator<Item = (f64, f64, f64, bool)> + '_ {
+    pub(super) fn points(&self) -> impl Iterator<Item = (f64, f64, f64, bool)> + '_ {
         let dirs = self.result.mode.bytes_per_op(1) as f64;
         self.result
             .points
@@ -79,7 +87,7 @@ impl Series<'_> {
 
 /// A line through `pts` (already transformed), filled dots where `solid`,
 /// hollow ones elsewhere (noisy points), with a legend entry.
-fn line_with_dots(
+pub(super) fn line_with_dots(
     c: &mut Ctx<'_>,
     pts: &[(f64, f64, bool)],
     color: RGBColor,
@@ -119,7 +127,11 @@ fn mark_dropouts(
 ) -> Result<()> {
     let color = s.rgb();
     let pts: Vec<(f64, f64, f64, bool)> = s.points().collect();
+    // Only confirmed drop-outs get a mark; the table lists them all.
     for (k, d) in s.analysis.dropouts.iter().enumerate() {
+        if d.confirmed != Some(true) {
+            continue;
+        }
         let run: Vec<(f64, f64)> = pts
             .iter()
             .filter(|p| p.0 >= d.from_bytes as f64 && p.0 <= d.to_bytes as f64)
@@ -170,7 +182,56 @@ fn throughput_axis(series: &[Series]) -> Axis {
     }
 }
 
-fn size_axis(series: &[Series], max_bytes: u64) -> Axis {
+/// A logarithmic throughput axis over every positive point of `series`
+/// and of the `limit` curve.
+fn log_throughput_axis(series: &[Series], limit: Option<&Series>) -> Axis {
+    let (lo, hi) = series
+        .iter()
+        .chain(limit)
+        .flat_map(|s| s.points().map(|p| p.2))
+        .filter(|v| *v > 0.0)
+        .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = if hi > 0.0 { (lo, hi) } else { (1e6, 1e6) };
+    if hi >= 2e9 {
+        Axis::log(
+            "throughput [Gbit/s, log scale]",
+            lo / 1e9,
+            hi / 1e9,
+            10.0,
+            num,
+        )
+    } else {
+        Axis::log(
+            "throughput [Mbit/s, log scale]",
+            lo / 1e6,
+            hi / 1e6,
+            10.0,
+            num,
+        )
+    }
+}
+
+/// Peaks spanning more than this factor (two decades) make the
+/// throughput chart logarithmic by default: on a linear axis the slower
+/// curves would lie flat along the bottom.
+pub const LOG_THROUGHPUT_SPAN: f64 = 100.0;
+
+/// Whether the throughput chart of `series` and the `limit` curve reads
+/// better with a logarithmic axis: their peaks span more than
+/// [`LOG_THROUGHPUT_SPAN`].
+pub fn throughput_wants_log(series: &[Series], limit: Option<&Series>) -> bool {
+    let peaks: Vec<f64> = series
+        .iter()
+        .chain(limit)
+        .filter_map(|s| s.points().map(|p| p.2).reduce(f64::max))
+        .filter(|p| *p > 0.0)
+        .collect();
+    let hi = peaks.iter().copied().fold(0.0, f64::max);
+    let lo = peaks.iter().copied().fold(f64::MAX, f64::min);
+    hi > 0.0 && hi / lo > LOG_THROUGHPUT_SPAN
+}
+
+pub(super) fn size_axis(series: &[Series], max_bytes: u64) -> Axis {
     let (lo, hi) = series
         .iter()
         .flat_map(|s| s.points().map(|p| p.0))
@@ -182,7 +243,7 @@ fn size_axis(series: &[Series], max_bytes: u64) -> Axis {
 
 /// What the times are: one-way (ping-pong, stream), the exchange of both
 /// directions (bidir), or either when results of both kinds are overlaid.
-fn time_word(series: &[Series]) -> &'static str {
+pub(super) fn time_word(series: &[Series]) -> &'static str {
     let bidir = series
         .iter()
         .filter(|s| s.result.mode == Mode::Bidir)
@@ -203,25 +264,40 @@ fn time_axis(series: &[Series], desc: &str) -> Axis {
     Axis::log(desc, lo, hi, 10.0, num)
 }
 
-/// Throughput against message size (log x), with switch-overs as dashed
-/// lines (S1...) and drop-outs ringed (D1...).
-pub fn throughput_vs_size(series: &[Series]) -> Result<String> {
+/// Throughput against message size (log x; log y when `log`), with the
+/// `limit` curve (memcpy) as a grey dashed limit line, confirmed
+/// switch-overs as dashed lines (S1...) and confirmed drop-outs ringed
+/// (D1...). On the linear axis the limit is cut off at the top of the
+/// transports' range.
+pub fn throughput_vs_size(series: &[Series], limit: Option<&Series>, log: bool) -> Result<String> {
     let x = size_axis(series, u64::MAX);
-    let y = throughput_axis(series);
+    let y = if log {
+        log_throughput_axis(series, limit)
+    } else {
+        throughput_axis(series)
+    };
+    let unit = y_unit(&y);
     // Middle left: the top carries the switch-over labels, the bottom the
     // small sizes' near-zero throughput.
     frame(&x, &y, SeriesLabelPosition::MiddleLeft, |c| {
+        if let Some(m) = limit {
+            let (xs, top) = ((x.t(x.lo), x.t(x.hi)), y.t(y.hi));
+            super::limit_charts::memcpy_limit_line(c, m, xs, top, |b| x.t(b), |r| y.t(r / unit))?;
+        }
         for s in series {
             let color = s.rgb();
             let pts: Vec<_> = s
                 .points()
-                .map(|p| (x.t(p.0), y.t(p.2 / y_unit(&y)), p.3))
+                .map(|p| (x.t(p.0), y.t(p.2 / unit), p.3))
                 .collect();
             line_with_dots(c, &pts, color, s.label)?;
-            for (k, &at) in s.analysis.switchovers.iter().enumerate() {
-                let px = x.t(at as f64);
+            for (k, seg) in s.analysis.segments.iter().skip(1).enumerate() {
+                if seg.confirmed != Some(true) {
+                    continue;
+                }
+                let px = x.t(seg.from_bytes as f64);
                 c.draw_series(DashedLineSeries::new(
-                    [(px, y.lo), (px, y.hi)],
+                    [(px, y.t(y.lo)), (px, y.t(y.hi))],
                     6,
                     5,
                     color.mix(0.6).stroke_width(1),
@@ -238,7 +314,6 @@ pub fn throughput_vs_size(series: &[Series]) -> Result<String> {
                         ),
                 ))?;
             }
-            let unit = y_unit(&y);
             mark_dropouts(c, s, |b, _, bps| Some((x.t(b), y.t(bps / unit))))?;
         }
         Ok(())
@@ -297,8 +372,9 @@ pub fn saturation(series: &[Series]) -> Result<String> {
 }
 
 /// One-way time of small messages (up to [`SMALL_MESSAGE_MAX_BYTES`]) with
-/// the 95% confidence interval of each median as an error bar.
-pub fn small_message_latency(series: &[Series]) -> Result<String> {
+/// the 95% confidence interval of each median as an error bar, and the
+/// cache-line floor (ns) as a grey dashed limit line when known.
+pub fn small_message_latency(series: &[Series], floor_ns: Option<f64>) -> Result<String> {
     let x = size_axis(series, SMALL_MESSAGE_MAX_BYTES);
     let small = |s: &Series| {
         s.result
@@ -308,17 +384,36 @@ pub fn small_message_latency(series: &[Series]) -> Result<String> {
             .cloned()
             .collect::<Vec<_>>()
     };
-    let max_us = series
-        .iter()
-        .flat_map(|s| {
-            small(s)
-                .into_iter()
-                .map(|p| p.ci_high_ns.max(p.median_ns) / 1e3)
-        })
-        .fold(0.0, f64::max);
+    // The axis shows every median with room above, and the intervals as
+    // far as that: one noisy point's interval reaching a hundred times the
+    // latency would otherwise flatten every curve (bars are cut at the top).
+    let fold_max = |f: fn(&crate::result::Point) -> f64| {
+        series
+            .iter()
+            .flat_map(|s| small(s).into_iter().map(|p| f(&p) / 1e3))
+            .fold(0.0, f64::max)
+    };
+    let max_us = fold_max(|p| p.ci_high_ns.max(p.median_ns))
+        .min(1.5 * fold_max(|p| p.median_ns))
+        .max(floor_ns.unwrap_or(0.0) / 1e3);
+    let top_us = max_us * 1.08;
     let y = Axis::linear(&format!("{} [µs]", time_word(series)), 0.0, max_us, num);
     // Lower right: the axis starts at zero, so below the latency is empty.
     frame(&x, &y, SeriesLabelPosition::LowerRight, |c| {
+        if let Some(f) = floor_ns {
+            let grey = RGBColor(110, 110, 110);
+            let us = f / 1e3;
+            c.draw_series(DashedLineSeries::new(
+                [(x.t(x.lo), us), (x.t(x.hi), us)],
+                7,
+                4,
+                grey.stroke_width(2),
+            ))?
+            .label(format!("cache-line floor ({f:.0} ns, limit)"))
+            .legend(move |(lx, ly)| {
+                PathElement::new(vec![(lx, ly), (lx + 22, ly)], grey.stroke_width(2))
+            });
+        }
         for s in series {
             let color = s.rgb();
             let pts = small(s);
@@ -329,15 +424,21 @@ pub fn small_message_latency(series: &[Series]) -> Result<String> {
             line_with_dots(c, &line, color, s.label)?;
             c.draw_series(pts.iter().map(|p| {
                 let px = x.t(p.bytes as f64);
-                let (lo, hi) = (p.ci_low_ns / 1e3, p.ci_high_ns / 1e3);
+                let (lo, hi) = (p.ci_low_ns / 1e3, (p.ci_high_ns / 1e3).min(top_us));
                 PathElement::new(vec![(px, lo), (px, hi)], color.mix(0.7).stroke_width(1))
             }))?;
             c.draw_series(pts.iter().flat_map(|p| {
                 let px = x.t(p.bytes as f64);
-                [p.ci_low_ns, p.ci_high_ns].map(|v| {
-                    EmptyElement::at((px, v / 1e3))
-                        + PathElement::new(vec![(-3, 0), (3, 0)], color.mix(0.7).stroke_width(1))
-                })
+                [p.ci_low_ns, p.ci_high_ns]
+                    .into_iter()
+                    .filter(|v| v / 1e3 <= top_us)
+                    .map(move |v| {
+                        EmptyElement::at((px, v / 1e3))
+                            + PathElement::new(
+                                vec![(-3, 0), (3, 0)],
+                                color.mix(0.7).stroke_width(1),
+                            )
+                    })
             }))?;
             // Drop-outs among small messages show here far better than on
             // the throughput chart, where small sizes sit near zero.

@@ -3,11 +3,14 @@
 //!
 //! Layout, top to bottom: the summary table of the studies (configuration,
 //! latency, peak, size at peak, n_1/2, saturation point, CPU cost, noisy
-//! points); the charts (throughput vs size, signature, saturation,
-//! small-message latency, CPU cost per byte, efficiency against the
-//! physical limit when one is known), with the results overlaid; the
-//! switch-overs and drop-outs marked on them with their likely causes and
-//! the Hockney segments; then a section per NPB result (`wulf npb`: Mop/s
+//! points; baselines marked as limits); the warnings, the noisy points of
+//! all sweeps in one line; the charts ([`super::html_charts`]: the
+//! transports overlaid, the baselines as limits, memcpy's memory
+//! hierarchy, intra-node transports against memcpy and the cache-line
+//! floor, efficiency against a link when one is known); the switch-overs
+//! and drop-outs with their confirmation status and likely causes (only
+//! confirmed ones are marked on the charts) and the Hockney segments with
+//! their intervals; then a section per NPB result (`wulf npb`: Mop/s
 //! and speedup charts and tables, [`super::npb_html`]); and each result's
 //! machine, placement, options and command line. The output depends only on the results (no clock, no
 //! environment), so it can be snapshot-tested.
@@ -16,7 +19,8 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
-use super::charts::{self, color_hex, Series};
+use super::charts::{color_hex, Series};
+use super::html_charts::charts_section;
 use super::html_details::{anomalies, esc, machines};
 use super::npb_html::{npb_labels, npb_machines, npb_sections};
 use super::study_html::{study_sections, LoadedStudy};
@@ -78,6 +82,7 @@ pub fn to_html_full(
             first_dropout_no: d_no,
             first_switchover_no: s_no,
             limit_bits_per_s: physical_limit(r).map(|l| l.bits_per_s),
+            limit_role: crate::transport::find(&r.transport).and_then(|t| t.limit_kind()),
         });
         d_no += analyses[i].dropouts.len();
         s_no += analyses[i].switchovers.len();
@@ -96,7 +101,15 @@ pub fn to_html_full(
     // A report of NPB results (or studies) only has no sweep sections: empty
     // tables and charts without data would only say "nothing here" five times.
     if !results.is_empty() || (npb.is_empty() && studies.is_empty() && matrices.is_empty()) {
-        highlights(&mut h, &rows, &analyses);
+        // Highlights and "best" figures are about transports: the in-process
+        // baselines are references, not competitors.
+        let (t_rows, t_analyses): (Vec<SummaryRow>, Vec<Analysis>) = rows
+            .iter()
+            .zip(&analyses)
+            .filter(|(row, _)| !row.reference)
+            .map(|(row, a)| (row.clone(), a.clone()))
+            .unzip();
+        highlights(&mut h, &t_rows, &t_analyses);
         summary_table(&mut h, &rows);
         warnings(&mut h, results, &names);
         charts_section(&mut h, &series)?;
@@ -224,22 +237,28 @@ fn highlights(h: &mut String, rows: &[SummaryRow], analyses: &[Analysis]) {
             size_or_dash(r.peak_bytes)
         ));
     }
-    let dropouts: usize = analyses.iter().map(|a| a.dropouts.len()).sum();
-    let switchovers: usize = analyses.iter().map(|a| a.switchovers.len()).sum();
+    let dropouts: usize = analyses
+        .iter()
+        .map(|a| a.confirmed_dropouts().count())
+        .sum();
+    let switchovers: usize = analyses
+        .iter()
+        .map(|a| a.confirmed_switchovers().count())
+        .sum();
     let named = analyses
         .iter()
         .flat_map(|a| {
-            a.dropouts
-                .iter()
+            a.confirmed_dropouts()
                 .map(|d| &d.likely_cause)
-                .chain(a.segments.iter().map(|s| &s.likely_cause))
+                .chain(a.confirmed_switchovers().map(|s| &s.likely_cause))
         })
         .filter(|c| c.is_some())
         .count();
     if dropouts + switchovers > 0 {
         items.push(format!(
-            "Found {dropouts} drop-out{} and {switchovers} switch-over{}, {named} with a likely cause: \
-             marked D and S on the charts, <a href=\"#anomalies\">listed below</a>.",
+            "Confirmed {dropouts} drop-out{} and {switchovers} switch-over{} (measured again after the sweep), \
+             {named} events with a likely cause: confirmed ones marked D and S on the charts, all \
+             <a href=\"#anomalies\">listed below</a>.",
             if dropouts == 1 { "" } else { "s" },
             if switchovers == 1 { "" } else { "s" },
         ));
@@ -286,10 +305,12 @@ fn summary_table(h: &mut String, rows: &[SummaryRow]) {
             "<tr><td><span class=swatch style=\"background:{}\"></span>{}{}</td>",
             color_hex(i),
             esc(&r.label),
-            if r.complete {
-                ""
-            } else {
+            if !r.complete {
                 " <span class=bad>incomplete</span>"
+            } else if r.reference {
+                " <span class=dim title=\"an in-process baseline: a limit of the machine, not a transport\">(limit)</span>"
+            } else {
+                ""
             }
         );
         let cells = [
@@ -339,8 +360,15 @@ fn warnings(h: &mut String, results: &[SweepResult], names: &[String]) {
                     .unwrap_or_default()
             );
         }
-        for w in &r.warnings {
-            let _ = writeln!(items, "<li><b>{}</b>: {}</li>", esc(name), esc(w));
+    }
+    for (who, w) in super::summary::grouped_warnings(results, names) {
+        match who {
+            Some(name) => {
+                let _ = writeln!(items, "<li><b>{}</b>: {}</li>", esc(&name), esc(&w));
+            }
+            None => {
+                let _ = writeln!(items, "<li>{}</li>", esc(&w));
+            }
         }
     }
     if !items.is_empty() {
@@ -349,99 +377,6 @@ fn warnings(h: &mut String, results: &[SweepResult], names: &[String]) {
             "<section id=warnings><h2>Warnings</h2><ul class=warn>\n{items}</ul></section>\n"
         );
     }
-}
-
-fn charts_section(h: &mut String, series: &[Series]) -> Result<()> {
-    h.push_str("<section id=charts><h2>Charts</h2>\n");
-    if series.len() > 1 {
-        h.push_str("<p class=toggles>Show: ");
-        for s in series {
-            let c = color_hex(s.color);
-            let _ = write!(
-                h,
-                "<label><input type=checkbox checked data-color=\"{c}\"><span class=swatch style=\"background:{c}\"></span>{}</label> ",
-                esc(s.label)
-            );
-        }
-        h.push_str("</p>\n");
-    }
-    h.push_str("<div class=grid>\n");
-    let unsaturated: Vec<String> = series
-        .iter()
-        .filter(|s| s.analysis.saturation_bytes.is_none())
-        .map(|s| esc(s.label))
-        .collect();
-    let mut saturation_caption = String::from(
-        "Message size against time, both logarithmic. From the saturation point (ringed) on, time \
-         grows linearly with size: larger blocks add little throughput.",
-    );
-    if !unsaturated.is_empty() {
-        let _ = write!(
-            saturation_caption,
-            " Not reached (the largest sizes are still latency-bound) by: {}.",
-            unsaturated.join(", ")
-        );
-    }
-    let figures: [(&str, &str, String, &str); 5] = [
-        ("throughput", "Throughput vs message size", charts::throughput_vs_size(series)?,
-         "Median throughput of each size (8 &times; size / one-way time). Hollow dots: noisy points. \
-          Dashed lines S1&hellip;: switch-overs between Hockney segments; rings D1&hellip;: drop-outs \
-          (both listed below with their likely causes)."),
-        ("signature", "Network signature", charts::signature(series)?,
-         "Throughput against the time one message takes (log time). The first point's time is the \
-          latency; the slope shows how fast the path &ldquo;accelerates&rdquo; to its peak."),
-        ("saturation", "Saturation", charts::saturation(series)?,
-         &saturation_caption),
-        ("latency", "Small-message latency", charts::small_message_latency(series)?,
-         "One-way time of messages up to 4 KiB; error bars: the 95% confidence interval of each median \
-          (distribution-free, from the kept trials)."),
-        ("cpu", "CPU cost per byte", charts::cpu_cost(series)?,
-         "CPU time (user + system) per byte moved, from getrusage of each end's own measuring thread: \
-          solid, the measuring end (A); dashed, the peer (B)."),
-    ];
-    for (id, name, svg, caption) in &figures {
-        figure(h, id, name, svg, caption);
-    }
-    match charts::efficiency(series)? {
-        Some(svg) => {
-            let limits: Vec<String> = series
-                .iter()
-                .filter_map(|s| {
-                    physical_limit(s.result).map(|l| format!("{}: {}", esc(s.label), esc(&l.name)))
-                })
-                .collect();
-            let caption = format!(
-                "Throughput as a share of the physical limit (dashed line: 100%). {}.",
-                limits.join("; ")
-            );
-            figure(
-                h,
-                "efficiency",
-                "Efficiency against the physical limit",
-                &svg,
-                &caption,
-            );
-        }
-        None => {
-            h.push_str("</div>\n");
-            h.push_str(
-                "<p class=note id=efficiency>No efficiency chart: no result carries a physical limit \
-                 (the link speed or MTU of the interface was unknown, or the data never crossed a \
-                 network link: loopback, Unix sockets).</p></section>\n",
-            );
-            return Ok(());
-        }
-    }
-    h.push_str("</div></section>\n");
-    Ok(())
-}
-
-fn figure(h: &mut String, id: &str, name: &str, svg: &str, caption: &str) {
-    let _ = write!(
-        h,
-        "<figure id={id}><h3>{name}</h3>\n{}\n<figcaption>{caption}</figcaption></figure>\n",
-        svg.trim()
-    );
 }
 
 const HEAD: &str = r#"<!DOCTYPE html>
@@ -478,6 +413,9 @@ p{overflow-wrap:anywhere}
 .highlights li.w{color:#8a4b00}
 figure{margin:0;padding:10px;border:1px solid #e3e3e3;border-radius:6px;background:#fff}
 figure svg{display:block;max-width:100%;height:auto}
+figure[data-scale=lin] .ylog,figure[data-scale=log] .ylin{display:none}
+.scale{margin:0 0 4px;font-size:13px;color:#555}
+.scale label{margin-right:12px;cursor:pointer}
 figure.empty p{color:#666}
 figcaption{color:#555;font-size:13px;margin-top:4px}
 pre{background:#f7f7f7;padding:8px 10px;border-radius:4px;overflow-x:auto;font-size:13px}
@@ -508,6 +446,11 @@ document.querySelectorAll("input[data-color]").forEach(function(cb){
     });
   });
 });
+document.querySelectorAll("input[name=tscale]").forEach(function(r){
+  r.addEventListener("change",function(){
+    document.getElementById("throughput").setAttribute("data-scale",r.value);
+  });
+});
 document.body.setAttribute("data-ready","yes");
 </script>
 </body>
@@ -535,7 +478,8 @@ mod tests {
             b.mode = crate::result::Mode::Bidir;
             let html = to_html(&[r, b]).unwrap();
             assert!(html.contains("incomplete run (interrupted)"));
-            assert_eq!(html.matches("<svg").count(), 5, "{keep} points");
+            // Five charts, the throughput chart twice (linear and log).
+            assert_eq!(html.matches("<svg").count(), 6, "{keep} points");
             assert!(html.contains("time per message (bidir: exchange)"));
         }
     }

@@ -28,11 +28,12 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
             any = true;
             let _ = writeln!(
                 h,
-                "<tr><td>S{}</td><td class=nw>{}</td><td class=nw>from {}</td><td>switch-over: a new Hockney segment, {}</td><td>{}</td></tr>",
+                "<tr><td>S{}</td><td class=nw>{}</td><td class=nw>from {}</td><td>switch-over: a new Hockney segment, {}; {}</td><td>{}</td></tr>",
                 s.first_switchover_no + k,
                 who,
                 format_bytes(seg.from_bytes),
                 segment_text(seg),
+                status(seg.confirmed),
                 cause(&seg.likely_cause)
             );
         }
@@ -50,11 +51,12 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
             };
             let _ = writeln!(
                 h,
-                "<tr><td>D{}</td><td class=nw>{}</td><td class=nw>{}</td><td>drop-out: throughput {:.0}% below its neighbours</td><td>{}</td></tr>",
+                "<tr><td>D{}</td><td class=nw>{}</td><td class=nw>{}</td><td>drop-out: throughput {:.0}% below its neighbours; {}</td><td>{}</td></tr>",
                 s.first_dropout_no + k,
                 who,
                 sizes,
                 100.0 * d.depth_fraction,
+                status(d.confirmed),
                 cause(&d.likely_cause)
             );
         }
@@ -71,25 +73,44 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
             esc(s.label)
         );
         for seg in &s.analysis.segments {
+            let bound = if seg.bandwidth_bound {
+                "<br><span class=dim>bandwidth-bound: &alpha; held at 0</span>"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 h,
-                "<tr><td>{} to {}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{:.1}%</td></tr>",
+                "<tr><td>{} to {}</td><td class=num>{}</td><td class=num>{}{}{bound}</td><td class=num>{}</td><td class=num>{:.1}%</td></tr>",
                 format_bytes(seg.from_bytes),
                 format_bytes(seg.to_bytes),
                 seg.points,
                 format_ns(seg.alpha_ns),
+                interval(seg.alpha_ci_ns, format_ns),
                 seg.beta_bits_per_s
-                    .map(format_bits_per_s)
+                    .map(|b| format!(
+                        "{}{}",
+                        format_bits_per_s(b),
+                        match seg.beta_ci_bits_per_s {
+                            Some((lo, Some(hi))) => interval(Some((lo, hi)), format_bits_per_s),
+                            Some((lo, None)) => format!(" <span class=dim>[{}, unbounded]</span>", format_bits_per_s(lo)),
+                            None => String::new(),
+                        }
+                    ))
                     .unwrap_or_else(|| "latency-bound".into()),
                 100.0 * seg.rms_rel_residual
             );
         }
         h.push_str("</tbody></table></details>\n");
     }
-    h.push_str(
+    let _ = write!(
+        h,
         "<p class=note>A drop-out is a run of sizes whose throughput bound lies below its neighbours' by more than \
          their confidence intervals allow; a switch-over is where the piecewise Hockney fit starts a new segment. \
-         Causes are matched against what the result recorded: eager limit, socket buffers granted, MSS, MTU, page size.</p>\n</section>\n",
+         Only events the confirmation pass found again in fresh trials are marked on the charts. \
+         Causes are matched against what the result recorded: eager limit, socket buffers granted, MSS, MTU, \
+         the transport's own thresholds, page size with misaligned buffers. \
+         Hockney parameters are physical (&alpha; &ge; 0, &beta; &gt; 0) with {}.</p>\n</section>\n",
+        esc(crate::analysis::line_fit::INTERVAL_METHOD)
     );
 }
 
@@ -107,8 +128,27 @@ fn segment_text(seg: &crate::analysis::Segment) -> String {
 fn cause(c: &Option<String>) -> String {
     match c {
         Some(c) => esc(c),
-        None => "<span class=dim>no recorded threshold matches</span>".into(),
+        None => "<span class=dim>no known threshold</span>".into(),
     }
+}
+
+/// Whether the confirmation pass found the event again.
+fn status(confirmed: Option<bool>) -> &'static str {
+    match confirmed {
+        Some(true) => "<b>confirmed</b> by fresh trials",
+        Some(false) => {
+            "<span class=dim>not confirmed by fresh trials (not marked on the charts)</span>"
+        }
+        None => {
+            "<span class=dim>no confirmation pass in this result (not marked on the charts)</span>"
+        }
+    }
+}
+
+/// A 95% interval as "[low, high]" in the unit `fmt` writes.
+fn interval(ci: Option<(f64, f64)>, fmt: fn(f64) -> String) -> String {
+    ci.map(|(lo, hi)| format!(" <span class=dim>[{}, {}]</span>", fmt(lo), fmt(hi)))
+        .unwrap_or_default()
 }
 
 /// Each sweep result's entry under "Machines and command lines" (the

@@ -46,10 +46,11 @@ pub fn to_markdown(results: &[SweepResult]) -> String {
         for seg in a.segments.iter().skip(1) {
             let _ = writeln!(
                 notes,
-                "- {}: switch-over at {}{}",
+                "- {}: switch-over at {}{}{}",
                 cell(name),
                 format_bytes(seg.from_bytes),
-                because(&seg.likely_cause)
+                because(&seg.likely_cause),
+                status(seg.confirmed)
             );
         }
         for d in &a.dropouts {
@@ -64,10 +65,11 @@ pub fn to_markdown(results: &[SweepResult]) -> String {
             };
             let _ = writeln!(
                 notes,
-                "- {}: drop-out at {sizes}, {:.0}% below its neighbours{}",
+                "- {}: drop-out at {sizes}, {:.0}% below its neighbours{}{}",
                 cell(name),
                 100.0 * d.depth_fraction,
-                because(&d.likely_cause)
+                because(&d.likely_cause),
+                status(d.confirmed)
             );
         }
     }
@@ -87,4 +89,14 @@ fn because(c: &Option<String>) -> String {
 /// Text safe inside a table cell.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|")
+}
+
+/// Whether the confirmation pass found the event again; nothing when no
+/// pass ran (older results).
+fn status(confirmed: Option<bool>) -> &'static str {
+    match confirmed {
+        Some(true) => " [confirmed by fresh trials]",
+        Some(false) => " [not confirmed by fresh trials]",
+        None => "",
+    }
 }

@@ -6,7 +6,8 @@
 //! (gnuplot), [`npout`] (NetPIPE 3.7 columns), [`markdown`] (summary
 //! table), [`table`] (terminal), [`npb_table`] (NAS kernel tables), [`npb_html`] and
 //! [`npb_charts`] (NAS results in the HTML report), [`study_html`] (a study's
-//! section), and [`compare`] (the rendering of
+//! section), [`limit_charts`] (memcpy's memory hierarchy and the
+//! transports against the machine's limits), and [`compare`] (the rendering of
 //! `wulf compare`); [`summary`] holds what several of them share.
 
 pub mod chart_frame;
@@ -15,7 +16,9 @@ pub mod compare;
 pub mod csv;
 pub mod dat;
 pub mod html;
+mod html_charts;
 mod html_details;
+pub mod limit_charts;
 pub mod markdown;
 pub mod matrix_csv;
 pub mod matrix_html;

@@ -89,11 +89,12 @@ fn section(h: &mut String, s: &LoadedStudy, id: &str) -> Result<()> {
             first_dropout_no: 1,
             first_switchover_no: 1,
             limit_bits_per_s: None,
+            limit_role: None,
         })
         .collect();
     h.push_str("<div class=grid>\n");
     for (name, svg, caption) in [
-        ("Throughput vs message size", charts::throughput_vs_size(&series)?, "Median ping-pong throughput of each size, one line per factor level."),
+        ("Throughput vs message size", charts::throughput_vs_size(&series, None, charts::throughput_wants_log(&series, None))?, "Median ping-pong throughput of each size, one line per factor level."),
         ("Network signature", charts::signature(&series)?, "Throughput against the time one message takes: the first point's time is the latency."),
         ("Saturation", charts::saturation(&series)?, "Message size against time, both logarithmic: from the saturation point on, time grows linearly with size."),
     ] {

@@ -32,6 +32,9 @@ pub struct SummaryRow {
     pub points: usize,
     /// False when the run was cut short.
     pub complete: bool,
+    /// An in-process baseline: a limit of the machine to read the
+    /// transports against, not a transport (left out of the highlights).
+    pub reference: bool,
     /// The physical limit the result was measured against, and the peak as a
     /// fraction of it.
     pub limit: Option<PhysicalLimit>,
@@ -122,6 +125,7 @@ pub fn summary_row(label: &str, r: &SweepResult, a: &Analysis) -> SummaryRow {
         noisy_points: r.summary.noisy_points,
         points: r.points.len(),
         complete: r.complete,
+        reference: crate::transport::find(&r.transport).is_some_and(|t| t.limit_kind().is_some()),
         limit: physical_limit(r),
     }
 }
@@ -207,6 +211,56 @@ pub fn size_or_dash(b: Option<u64>) -> String {
 pub fn num_or_dash(v: Option<f64>, decimals: usize) -> String {
     v.map(|v| format!("{v:.decimals$}"))
         .unwrap_or_else(|| "-".into())
+}
+
+/// Marker of the per-sweep warning about noisy points (see
+/// `sweep::engine::assemble`), which [`grouped_warnings`] folds into one.
+const NOISY_MARK: &str = "(marked noisy)";
+
+/// The warnings of `results` (labelled by `names`) for a reader: every
+/// warning as (label, text), except that the noisy-points warnings of all
+/// sweeps become one line naming the worst (the highest share of noisy
+/// points) first, so a run of ten transports does not print ten
+/// near-identical lines.
+pub fn grouped_warnings(
+    results: &[SweepResult],
+    names: &[String],
+) -> Vec<(Option<String>, String)> {
+    let mut out = Vec::new();
+    let mut noisy: Vec<(&str, u64, usize)> = Vec::new();
+    for (r, name) in results.iter().zip(names) {
+        for w in &r.warnings {
+            if w.contains(NOISY_MARK) {
+                noisy.push((name, r.summary.noisy_points, r.points.len()));
+            } else {
+                out.push((Some(name.clone()), w.clone()));
+            }
+        }
+    }
+    let share = |n: u64, of: usize| n as f64 / of.max(1) as f64;
+    noisy.sort_by(|a, b| share(b.1, b.2).total_cmp(&share(a.1, a.2)));
+    if let Some((worst, n, of)) = noisy.first() {
+        let others: Vec<String> = noisy[1..]
+            .iter()
+            .map(|(name, n, of)| format!("{name} {n}/{of}"))
+            .collect();
+        let rest = if others.is_empty() {
+            String::new()
+        } else {
+            format!("; also {}", others.join(", "))
+        };
+        out.insert(
+            0,
+            (
+                None,
+                format!(
+                    "noisy points (interval wider than the precision target within the budget): worst {worst}, \
+                     {n} of {of}{rest}; a larger --budget or a quieter machine helps"
+                ),
+            ),
+        );
+    }
+    out
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! misread. Files are written atomically: a temporary file in the target
 //! directory, flushed, then renamed over the destination.
 
+mod confirmation;
 mod link;
 mod mpi_info;
 mod npb;
@@ -15,9 +16,10 @@ mod schema;
 mod validate;
 mod write;
 
+pub use confirmation::{CheckedEvent, Confirmation, RemeasuredPoint};
 pub use link::{LinkEfficiency, LinkEnd};
 pub mod matrix;
-pub use mpi_info::MpiInfo;
+pub use mpi_info::{MpiInfo, ProtocolLimit};
 pub mod study;
 pub use npb::{fill_speedups, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
 pub use read::{

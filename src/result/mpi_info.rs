@@ -40,4 +40,20 @@ pub struct MpiInfo {
     pub processors: Vec<String>,
     /// Seconds from starting the launcher until both ranks were connected.
     pub startup_s: f64,
+    /// The library's protocol limits (eager limits, fragment and cell
+    /// sizes) as it reported them at run time, launcher overrides applied;
+    /// empty when they could not be read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocol_limits: Vec<ProtocolLimit>,
+}
+
+/// One protocol limit of an MPI library.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolLimit {
+    /// The parameter's name (`btl_vader_eager_limit`,
+    /// `MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE`).
+    pub name: String,
+    /// Its value in bytes.
+    pub bytes: u64,
 }

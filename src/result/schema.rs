@@ -59,6 +59,10 @@ pub struct SweepResult {
     /// The MPI library and launch of an `mpi:` transport; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi: Option<super::MpiInfo>,
+    /// The confirmation pass: candidate events measured again with fresh
+    /// trials after the sweep; absent in older files and cut-short runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<super::Confirmation>,
 }
 
 /// Communication pattern of a sweep.

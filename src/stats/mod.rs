@@ -19,6 +19,7 @@
 mod median_ci;
 pub mod rank_test;
 pub mod robust;
+pub mod student_t;
 
 pub use median_ci::{median_ci, MedianCi};
 pub use rank_test::{holm_reject, mann_whitney, RankTest};

@@ -181,7 +181,13 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         overhead_ns: timer_overhead_ns,
         samples: Vec::new(),
     };
-    let error = measure_all(spec, &mut runner, limits.as_ref(), &mut points, on_point).err();
+    let (error, confirmation) = super::confirm::split(measure_all(
+        spec,
+        &mut runner,
+        limits.as_ref(),
+        &mut points,
+        on_point,
+    ));
 
     let mut options_transport = conn.settings.clone();
     options_transport.insert(
@@ -248,6 +254,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             warnings,
             link,
             error: error.as_ref(),
+            confirmation,
         },
     );
     if spec.peer.is_some() {
@@ -315,6 +322,8 @@ pub(super) struct Finish<'a> {
     pub link: Option<LinkEfficiency>,
     /// Why the sweep stopped early, if it did.
     pub error: Option<&'a anyhow::Error>,
+    /// The confirmation pass, when the sweep got that far.
+    pub confirmation: Option<result::Confirmation>,
 }
 
 /// Build the result document of a sweep (shared by peers and baselines).
@@ -368,6 +377,7 @@ pub(super) fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepRe
         warnings,
         link: f.link,
         mpi: None,
+        confirmation: f.confirmation,
     }
 }
 
@@ -391,20 +401,20 @@ pub(super) fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -
     }
 }
 
-/// Integrity pass, warm-up, then every size in turn.
+/// Integrity pass, warm-up, every size in turn, then the confirmation pass.
 pub(super) fn measure_all(
     spec: &SweepSpec,
     runner: &mut dyn SweepRunner,
     limits: Option<&Limits>,
     points: &mut Vec<Point>,
     on_point: &mut dyn FnMut(&Point),
-) -> Result<()> {
+) -> Result<Option<result::Confirmation>> {
     if spec.integrity {
         for &bytes in &spec.sizes {
             runner.integrity(bytes)?;
         }
     }
-    let budget_ns = spec.budget.as_nanos() as u64;
+    let budget_ns = super::confirm::main_budget_ns(spec.budget);
     // The budget is wall time from here, so statistics, control messages
     // and tail passes all count and the sweep ends when the user was told.
     let t0 = Instant::now();
@@ -442,7 +452,7 @@ pub(super) fn measure_all(
         on_point(&point);
         points.push(point);
     }
-    Ok(())
+    super::confirm::confirmation_pass(spec, runner, points, &stop)
 }
 
 /// Build a result point from the policy's outcome.

@@ -103,7 +103,8 @@ pub(super) fn run_baseline(
     }
     let mut points = Vec::with_capacity(spec.sizes.len());
     let mut runner = BaselineRunner::new(bench.as_mut(), spec.mode, timer_overhead_ns);
-    let error = measure_all(spec, &mut runner, None, &mut points, on_point).err();
+    let (error, confirmation) =
+        super::confirm::split(measure_all(spec, &mut runner, None, &mut points, on_point));
 
     let helper_cpu = bench.helper_cpu();
     limits::remember(bench.limit_kind(), spec, (client_cpu, helper_cpu), &points);
@@ -130,6 +131,7 @@ pub(super) fn run_baseline(
             warnings,
             link: None,
             error: error.as_ref(),
+            confirmation,
         },
     );
     result.summary.plateaus = plateaus;

@@ -11,10 +11,14 @@
 //! * [`timer`]: the cost of reading the clock, measured and subtracted;
 //! * [`engine`]: drives a whole sweep against a peer and assembles the result;
 //! * [`in_process`]: the same for the in-process baselines (no peer);
+//! * [`confirm`]: the confirmation pass that measures the sizes around
+//!   each candidate drop-out and switch-over again before the result is
+//!   written;
 //! * [`limits`]: the physical limits (memcpy bandwidth, cache-line floor)
 //!   intra-node sweeps are measured against.
 
 pub mod buffers;
+pub mod confirm;
 pub mod engine;
 pub mod in_process;
 pub mod limits;

@@ -90,6 +90,10 @@ impl Transport for Cacheline {
         Some(s)
     }
 
+    fn limit_kind(&self) -> Option<super::baseline::LimitKind> {
+        Some(super::baseline::LimitKind::CachelineFloor)
+    }
+
     fn links_processes(&self) -> bool {
         false
     }

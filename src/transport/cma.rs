@@ -233,6 +233,13 @@ fn finish(
     settings.insert("split_min_bytes".into(), json!(SPLIT_MIN_BYTES));
     settings.insert("ptracer_set".into(), json!(ptracer));
     settings.insert("wait".into(), json!(opts.wait.name()));
+    settings.insert(
+        super::THRESHOLDS_KEY.into(),
+        super::thresholds_value(&[(
+            SPLIT_MIN_BYTES as u64,
+            format!("cma split threshold ({SPLIT_MIN_BYTES} B): from here the sender writes half with process_vm_writev while the receiver reads"),
+        )]),
+    );
     Ok(Connected {
         endpoint: Box::new(CmaEndpoint {
             peer: Pid::from_raw(peer as i32),

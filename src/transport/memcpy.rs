@@ -75,6 +75,10 @@ impl Transport for Memcpy {
         Some(crate::sweep::schedule::netpipe(1, max, perturb))
     }
 
+    fn limit_kind(&self) -> Option<super::baseline::LimitKind> {
+        Some(super::baseline::LimitKind::MemcpyBandwidth)
+    }
+
     fn links_processes(&self) -> bool {
         false
     }
@@ -175,6 +179,26 @@ impl Baseline for MemcpyBench {
                 .iter()
                 .map(|l| json!({ "level": l.name(), "bytes": l.bytes }))
                 .collect::<Vec<_>>()),
+        );
+        // A copy touches source and destination: it leaves a cache once
+        // twice the message no longer fits.
+        let thresholds: Vec<(u64, String)> = self
+            .levels
+            .iter()
+            .map(|l| {
+                (
+                    l.bytes / 2,
+                    format!(
+                        "{} cache ({} B) full: source and destination no longer fit",
+                        l.name(),
+                        l.bytes
+                    ),
+                )
+            })
+            .collect();
+        m.insert(
+            super::THRESHOLDS_KEY.into(),
+            super::thresholds_value(&thresholds),
         );
         m
     }

@@ -243,6 +243,12 @@ pub trait Transport: Send + Sync {
     fn links_processes(&self) -> bool {
         true
     }
+    /// For an in-process baseline: which physical limit of the machine it
+    /// measures, so that reports draw it as a limit on the transports'
+    /// charts rather than as one more curve. None (the default).
+    fn limit_kind(&self) -> Option<baseline::LimitKind> {
+        None
+    }
     /// Share of `wulf run`'s per-transport budget this one gets (baselines
     /// are quick references and get less).
     fn run_budget_fraction(&self) -> f64 {
@@ -290,6 +296,27 @@ pub trait Transport: Send + Sync {
     ) -> Option<anyhow::Result<crate::npb::GroupRun>> {
         None
     }
+}
+
+/// Key of the list of thresholds in a transport's settings
+/// ([`Connected::settings`], a baseline's settings): the sizes at which
+/// the transport itself is known to change how it moves a message, each
+/// `{"bytes": N, "what": "..."}`. The analysis names a drop-out or
+/// switch-over after the one it matches, without knowing which transport
+/// spoke (see `analysis::causes`).
+pub const THRESHOLDS_KEY: &str = "thresholds";
+
+/// The thresholds list for [`THRESHOLDS_KEY`]: (size, what changes there).
+pub fn thresholds_value(list: &[(u64, String)]) -> serde_json::Value {
+    list.iter()
+        .map(|(bytes, what)| serde_json::json!({ "bytes": bytes, "what": what }))
+        .collect()
+}
+
+/// A threshold for [`THRESHOLDS_KEY`] that repeats at every multiple of
+/// `bytes` (what changes at each).
+pub fn periodic_threshold_value(bytes: u64, what: &str) -> serde_json::Value {
+    serde_json::json!([{ "bytes": bytes, "every": true, "what": what }])
 }
 
 /// Options that only some transports use, given once per command before

@@ -205,6 +205,15 @@ fn finish(region: Region, layout: Layout, opts: &ChannelOptions, side: Side) -> 
     settings.insert("slots".into(), json!(layout.geo.slots));
     settings.insert("inline_bytes".into(), json!(INLINE_BYTES));
     settings.insert("wait".into(), json!(opts.wait.name()));
+    let (chunk, slots) = (layout.geo.chunk_bytes as u64, layout.geo.slots as u64);
+    settings.insert(
+        super::THRESHOLDS_KEY.into(),
+        super::thresholds_value(&[
+            (INLINE_BYTES as u64, format!("shm inline size ({INLINE_BYTES} B): larger messages leave the slot's header line for its data area")),
+            (chunk, format!("shm chunk size ({chunk} B): larger messages are copied in several chunks, one slot each")),
+            (chunk * slots, format!("shm ring size ({slots} slots x {chunk} B): larger messages wait for the reader to free slots")),
+        ]),
+    );
     Ok(Connected {
         endpoint: Box::new(ShmEndpoint {
             tx,

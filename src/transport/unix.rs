@@ -118,6 +118,21 @@ fn finish(
     let mut settings = buffer_settings(&socket, opts);
     settings.insert("path".into(), json!(path));
     settings.insert("busy_poll".into(), json!(opts.busy_poll));
+    // The kernel builds a Unix socket's buffers from page-sized pieces
+    // (slab size classes, then page fragments): a message a few bytes past
+    // k pages takes one more, and measures slower than k pages exactly.
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .filter(|&p| p > 0)
+        .unwrap_or(4096) as u64;
+    settings.insert(
+        super::THRESHOLDS_KEY.into(),
+        super::periodic_threshold_value(
+            page,
+            &format!("unix socket buffers come in {page} B pages: a larger message needs one more"),
+        ),
+    );
     Ok(Connected {
         endpoint: Box::new(StreamEndpoint::new(socket, opts.timeout(), opts.busy_poll)?),
         settings,

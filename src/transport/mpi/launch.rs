@@ -133,7 +133,13 @@ pub fn run(
             let error = report.error();
             match report.result.clone() {
                 Some(mut result) => {
-                    result.mpi = Some(info(&report));
+                    let mpi = info(&report);
+                    super::protocol::state_thresholds(
+                        &mut result,
+                        &mpi.protocol_limits,
+                        plan.variant == Some("tcp"),
+                    );
+                    result.mpi = Some(mpi);
                     if let Some(why) = &waited.killed {
                         result
                             .warnings
@@ -475,6 +481,7 @@ pub(super) fn mpi_info(
         window: plan.options.window,
         processors: report.processors.clone(),
         startup_s,
+        protocol_limits: super::protocol::protocol_limits(plan.install, launcher_args),
     }
 }
 

@@ -35,6 +35,7 @@ mod group;
 mod job;
 mod launch;
 mod loader;
+pub mod protocol;
 pub mod spread;
 mod worker;
 

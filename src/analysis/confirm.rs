@@ -1,0 +1,226 @@
+//! The confirmation rule: which sizes to measure again after a sweep, and
+//! whether the fresh trials confirm each candidate event.
+//!
+//! Trials within one point share that point's conditions: a burst of
+//! other work on the machine slows all of them together, so their interval
+//! is narrow and wrong, and the point looks like a drop-out or the start
+//! of a regime that is not there on the next run. Only a second,
+//! independent measurement tells such a point from a real one, so after
+//! the sweep the engine ([`crate::sweep::confirm`]) measures again the
+//! sizes around every candidate event ([`sizes_to_remeasure`]: the event's
+//! own sizes and [`CONTEXT_POINTS`] neighbours each side, which give the
+//! baseline a drop-out is judged against), with fresh trials.
+//!
+//! An event is **confirmed** ([`judge`]) when the analysis of the curve
+//! with the fresh medians and intervals in place of the first ones finds
+//! the same event again: a drop-out overlapping the same sizes, or a
+//! switch-over among the sizes measured again around it. An independent
+//! fluke has to strike the same sizes twice to survive, so the false
+//! events of a sweep fall from the rate of one pass to about its square,
+//! while a real event, which the fresh trials show as clearly as the first
+//! ones, stays.
+
+use serde::{Deserialize, Serialize};
+
+use super::{analyse_curve, Analysis, CauseHints};
+use crate::result::RemeasuredPoint;
+
+/// Neighbours measured again on each side of a candidate event.
+pub const CONTEXT_POINTS: usize = 2;
+
+/// Most sizes measured again in one sweep (about half of NetPIPE's
+/// schedule): a sweep of nothing but noise must not spend its budget
+/// re-measuring itself.
+pub const MAX_REMEASURED: usize = 64;
+
+/// The kind of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    /// A run of sizes below its neighbours ([`super::Dropout`]).
+    Dropout,
+    /// The start of a new Hockney segment ([`super::Segment`]).
+    Switchover,
+}
+
+impl EventKind {
+    /// The name used in result files (`dropout`, `switchover`).
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Dropout => "dropout",
+            EventKind::Switchover => "switchover",
+        }
+    }
+}
+
+/// A candidate event, by size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    /// Drop-out or switch-over.
+    pub kind: EventKind,
+    /// First size (a switch-over: the first size of the new segment).
+    pub from_bytes: u64,
+    /// Last size (a switch-over: `from_bytes`).
+    pub to_bytes: u64,
+}
+
+/// Every event of an analysis, most telling first (the order in which
+/// [`sizes_to_remeasure`] serves them): switch-overs, which the
+/// segmentation already weighed against the whole curve, then drop-outs,
+/// deepest first.
+pub fn events(a: &Analysis) -> Vec<Event> {
+    let mut by_depth: Vec<&super::Dropout> = a.dropouts.iter().collect();
+    by_depth.sort_by(|x, y| y.depth_fraction.total_cmp(&x.depth_fraction));
+    let dropouts = by_depth.into_iter().map(|d| Event {
+        kind: EventKind::Dropout,
+        from_bytes: d.from_bytes,
+        to_bytes: d.to_bytes,
+    });
+    let switches = a.switchovers.iter().map(|&s| Event {
+        kind: EventKind::Switchover,
+        from_bytes: s,
+        to_bytes: s,
+    });
+    switches.chain(dropouts).collect()
+}
+
+/// Index range of `bytes` (ascending) to measure again for `e`.
+pub(crate) fn window(bytes: &[u64], e: &Event) -> std::ops::RangeInclusive<usize> {
+    let first = bytes.partition_point(|&b| b < e.from_bytes);
+    let last = bytes.partition_point(|&b| b <= e.to_bytes).max(first + 1) - 1;
+    let lo = first.saturating_sub(CONTEXT_POINTS);
+    let hi = (last + CONTEXT_POINTS).min(bytes.len().saturating_sub(1));
+    lo..=hi
+}
+
+/// The sizes to measure again for `events` on a sweep of `bytes`
+/// (ascending), ascending and without repeats, at most
+/// [`MAX_REMEASURED`]: events are taken in the order given until the next
+/// one would not fit.
+pub fn sizes_to_remeasure(bytes: &[u64], events: &[Event]) -> Vec<u64> {
+    let mut picked = vec![false; bytes.len()];
+    let mut count = 0;
+    for e in events {
+        let w = window(bytes, e);
+        let new = w.clone().filter(|&i| !picked[i]).count();
+        if count + new > MAX_REMEASURED {
+            break;
+        }
+        w.for_each(|i| picked[i] = true);
+        count += new;
+    }
+    (0..bytes.len())
+        .filter(|&i| picked[i])
+        .map(|i| bytes[i])
+        .collect()
+}
+
+/// Whether each of `events` (found on the curve `bytes`, `median_ns`,
+/// `ci_low_ns`, `ci_high_ns`, ascending sizes) is found again when the
+/// `fresh` points replace the first ones (see the module notes). An event
+/// whose sizes were not all measured again is not confirmed.
+pub fn judge(
+    bytes: &[u64],
+    median_ns: &[f64],
+    ci_low_ns: &[f64],
+    ci_high_ns: &[f64],
+    fresh: &[RemeasuredPoint],
+    events: &[Event],
+) -> Vec<bool> {
+    let (mut med, mut lo, mut hi) = (median_ns.to_vec(), ci_low_ns.to_vec(), ci_high_ns.to_vec());
+    let mut measured = vec![false; bytes.len()];
+    for p in fresh {
+        if let Ok(i) = bytes.binary_search(&p.bytes) {
+            if p.median_ns.is_finite() && p.median_ns > 0.0 {
+                (med[i], lo[i], hi[i]) = (p.median_ns, p.ci_low_ns, p.ci_high_ns);
+                measured[i] = true;
+            }
+        }
+    }
+    let again = analyse_curve(bytes, &med, &lo, &hi, &CauseHints::default());
+    events
+        .iter()
+        .map(|e| {
+            let w = window(bytes, e);
+            if !w.clone().all(|i| measured[i]) {
+                return false;
+            }
+            let (w_lo, w_hi) = (bytes[*w.start()], bytes[*w.end()]);
+            match e.kind {
+                EventKind::Dropout => again
+                    .dropouts
+                    .iter()
+                    .any(|d| d.from_bytes <= e.to_bytes && d.to_bytes >= e.from_bytes),
+                EventKind::Switchover => again.switchovers.iter().any(|&s| s > w_lo && s <= w_hi),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_cover_the_event_and_its_neighbours() {
+        let b: Vec<u64> = (1..=30).collect();
+        let e = Event {
+            kind: EventKind::Dropout,
+            from_bytes: 10,
+            to_bytes: 11,
+        };
+        assert_eq!(sizes_to_remeasure(&b, &[e]), (8..=13).collect::<Vec<u64>>());
+        let edge = Event {
+            kind: EventKind::Switchover,
+            from_bytes: 2,
+            to_bytes: 2,
+        };
+        assert_eq!(
+            sizes_to_remeasure(&b, &[edge]),
+            (1..=4).collect::<Vec<u64>>()
+        );
+        // The cap keeps whole events only.
+        let many: Vec<Event> = (0..20)
+            .map(|k| Event {
+                kind: EventKind::Dropout,
+                from_bytes: 1 + k,
+                to_bytes: 1 + k,
+            })
+            .collect();
+        assert!(
+            sizes_to_remeasure(&(1..=200).collect::<Vec<u64>>(), &many).len() <= MAX_REMEASURED
+        );
+    }
+
+    #[test]
+    fn a_dip_seen_twice_is_confirmed_and_a_fluke_is_not() {
+        let b: Vec<u64> = (0..40).map(|i| 1000 + 100 * i).collect();
+        let t = |x: u64| 5000.0 + x as f64;
+        let dip = |x: u64| if x == 2500 { 2.0 } else { 1.0 };
+        let med: Vec<f64> = b.iter().map(|&x| t(x) * dip(x)).collect();
+        let lo: Vec<f64> = med.iter().map(|m| m * 0.99).collect();
+        let hi: Vec<f64> = med.iter().map(|m| m * 1.01).collect();
+        let a = analyse_curve(&b, &med, &lo, &hi, &CauseHints::default());
+        let ev = events(&a);
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        let again = |slow: f64| -> Vec<RemeasuredPoint> {
+            sizes_to_remeasure(&b, &ev)
+                .iter()
+                .map(|&x| {
+                    let m = t(x) * if x == 2500 { slow } else { 1.0 };
+                    RemeasuredPoint {
+                        bytes: x,
+                        trials: 20,
+                        median_ns: m,
+                        ci_low_ns: m * 0.99,
+                        ci_high_ns: m * 1.01,
+                        noisy: false,
+                    }
+                })
+                .collect()
+        };
+        assert_eq!(judge(&b, &med, &lo, &hi, &again(2.0), &ev), vec![true]);
+        assert_eq!(judge(&b, &med, &lo, &hi, &again(1.0), &ev), vec![false]);
+        assert_eq!(judge(&b, &med, &lo, &hi, &[], &ev), vec![false]);
+    }
+}

@@ -55,7 +55,8 @@ fn allowance(len: usize) -> usize {
 fn fixture() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TEXT.get_or_init(|| {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tcp-pingpong.json");
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/tcp-pingpong.json");
         std::fs::read_to_string(p).unwrap()
     })
 }
@@ -87,7 +88,7 @@ fn mutate(doc: &mut Value, mut pick: usize, new: Value) {
             Value::Array(a) => a.len(),
             _ => 0,
         };
-        if children == 0 || pick % 4 == 0 {
+        if children == 0 || pick.is_multiple_of(4) {
             *at = new;
             return;
         }
@@ -198,5 +199,9 @@ fn the_fixture_itself_decodes_within_the_allowance() {
         wulf::result::parse_result(text, "fixture").unwrap();
     });
     assert!(peak > 0);
-    assert!(peak <= allowance(text.len()), "{peak} bytes for {}", text.len());
+    assert!(
+        peak <= allowance(text.len()),
+        "{peak} bytes for {}",
+        text.len()
+    );
 }

@@ -47,10 +47,17 @@ fn refused(bad: &Path, expected: &[&str]) {
     assert!(!out.exists(), "a report was written from a bad file");
 }
 
+/// A damaged file's name, how it is damaged, and what the error must say.
+type Case = (
+    &'static str,
+    Box<dyn Fn(&mut Value)>,
+    &'static [&'static str],
+);
+
 #[test]
 fn impossible_values_are_refused_with_the_field_named() {
     let dir = tempdir();
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>, &[&str])> = vec![
+    let cases: Vec<Case> = vec![
         (
             "negative.json",
             Box::new(|v| v["points"][3]["median_ns"] = json!(-5.0)),

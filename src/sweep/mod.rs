@@ -17,6 +17,7 @@
 //! * [`limits`]: the physical limits (memcpy bandwidth, cache-line floor)
 //!   intra-node sweeps are measured against.
 
+mod assemble;
 pub mod buffers;
 pub mod confirm;
 pub mod engine;

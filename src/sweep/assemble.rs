@@ -1,0 +1,98 @@
+//! The result document of a sweep, assembled from what the sweep measured
+//! and where it ran (shared by sweeps against a peer and in-process
+//! baselines).
+
+use std::time::Instant;
+
+use super::engine::SweepSpec;
+use crate::result::{self, Definitions, LinkEfficiency, Placement, Point, SweepResult};
+use crate::sys::Host;
+
+/// When and where a sweep started.
+pub struct Start {
+    /// Monotonic start.
+    pub started: Instant,
+    /// Wall-clock start, RFC 3339.
+    pub started_at: String,
+    /// This machine (load_after still empty).
+    pub host: Host,
+}
+
+/// What a sweep produced, for [`assemble`].
+pub struct Finish<'a> {
+    /// The peer's machine, if there is a peer.
+    pub peer_host: Option<Host>,
+    /// Definitions of the figures.
+    pub definitions: Definitions,
+    /// Transport settings of both ends.
+    pub transport_settings: serde_json::Map<String, serde_json::Value>,
+    /// Where the ends ran.
+    pub placement: Placement,
+    /// Measured clock read cost.
+    pub timer_overhead_ns: f64,
+    /// Measured points.
+    pub points: Vec<Point>,
+    /// Warnings so far.
+    pub warnings: Vec<String>,
+    /// Efficiency against the network link the data crossed, if known.
+    pub link: Option<LinkEfficiency>,
+    /// Why the sweep stopped early, if it did.
+    pub error: Option<&'a anyhow::Error>,
+    /// The confirmation pass, when the sweep got that far.
+    pub confirmation: Option<result::Confirmation>,
+}
+
+/// Build the result document of a sweep (shared by peers and baselines).
+pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
+    let Start {
+        started,
+        started_at,
+        mut host,
+    } = start;
+    host.load_after = crate::sys::load_average();
+    let mut warnings = f.warnings;
+    let noisy = f.points.iter().filter(|p| p.noisy).count();
+    if noisy > 0 {
+        warnings.push(format!(
+            "{noisy} of {} points did not reach +-{:.1}% within the budget (marked noisy); \
+             a larger --budget or a quieter machine helps",
+            f.points.len(),
+            spec.precision * 100.0
+        ));
+    }
+    let timeout = spec.channel.timeout();
+    SweepResult {
+        schema_version: result::SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        complete: f.error.is_none(),
+        incomplete_reason: f.error.map(|e| format!("{e:#}")),
+        command_line: spec.command_line.clone(),
+        started_at,
+        wall_s: started.elapsed().as_secs_f64(),
+        host,
+        peer_host: f.peer_host,
+        transport: spec.transport.clone(),
+        mode: spec.mode,
+        definitions: f.definitions,
+        options: result::Options {
+            budget_s: spec.budget.as_secs_f64(),
+            precision: spec.precision,
+            timeout_s: timeout.as_secs_f64(),
+            nocache: spec.nocache,
+            offset_bytes: spec.offset_bytes,
+            integrity: spec.integrity,
+            tails: spec.tails,
+            peer: spec.peer.clone(),
+            authenticated: None,
+            transport: f.transport_settings,
+        },
+        placement: f.placement,
+        timer_overhead_ns: f.timer_overhead_ns,
+        summary: result::Summary::from_points(&f.points),
+        points: f.points,
+        warnings,
+        link: f.link,
+        mpi: None,
+        confirmation: f.confirmation,
+    }
+}

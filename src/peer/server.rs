@@ -23,7 +23,7 @@ use anyhow::{Context, Result};
 pub use super::session::{session, LocalTransports, SessionPolicy, TestSlots};
 
 /// Connections in their handshake at once; more are closed on arrival.
-pub const MAX_PENDING: usize = 8;
+pub const MAX_PENDING: usize = 16;
 
 /// Pause after a failed accept (out of file descriptors, say), so that a
 /// persistent failure does not spin the CPU or flood the log.

@@ -104,7 +104,11 @@ impl Transport for Cma {
 
     fn availability(&self) -> Result<(), String> {
         static PROBED: OnceLock<Result<(), String>> = OnceLock::new();
-        PROBED.get_or_init(probe).clone()
+        PROBED.get_or_init(probe).clone()?;
+        // The control ring lives in /dev/shm: without it, no channel.
+        Region::create(MAGIC, [0; PARAMS], 0)
+            .map(drop)
+            .map_err(|e| format!("{e:#}"))
     }
 
     fn local_only(&self) -> bool {

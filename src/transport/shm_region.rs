@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use memmap2::{MmapMut, MmapOptions};
+use std::os::fd::AsRawFd;
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sys::mman::{shm_open, shm_unlink};
@@ -82,9 +83,18 @@ impl Region {
                 Ok(fd) => {
                     let path = format!("/dev/shm{name}");
                     let file = File::from(fd);
+                    // Reserve the pages, not only the size: a sparse file
+                    // on a full tmpfs maps fine and then kills the process
+                    // with SIGBUS at the first touch of a missing page.
                     let mapped = file
                         .set_len(bytes as u64)
                         .with_context(|| format!("cannot size shared memory {path} to {bytes} bytes"))
+                        .and_then(|_| {
+                            nix::fcntl::posix_fallocate(file.as_raw_fd(), 0, bytes as libc::off_t)
+                                .with_context(|| {
+                                    format!("cannot reserve {bytes} bytes of shared memory in /dev/shm (is it full? see df /dev/shm)")
+                                })
+                        })
                         .and_then(|_| map(&file, bytes, &path));
                     let map = match mapped {
                         Ok(m) => m,

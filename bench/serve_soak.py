@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Soak `wulf serve` with hostile clients while a well-behaved one sweeps.
+
+Usage: bench/serve_soak.py [WULF] [CLIENTS] [CONCURRENT]
+       (defaults: target/release/wulf, 1000, 20)
+
+Starts a server on 127.0.0.1 only (with a shared secret), then sends
+CLIENTS hostile clients, CONCURRENT at a time, each bounded to a few
+seconds: garbage, slowloris (one byte every 0.4 s), vanishing mid-handshake,
+a wrong secret, and authenticated clients asking for oversized messages,
+huge timeouts and local-only transports. Between them a good client runs
+short sweeps (retrying while the server is busy or full). Prints the good
+sweeps' outcomes and the server's memory, threads and open descriptors
+over time. Target: every good sweep completes; memory flat; no descriptor
+leak (the same count at the end as at the start).
+"""
+import hashlib
+import hmac
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+WULF = sys.argv[1] if len(sys.argv) > 1 else "target/release/wulf"
+CLIENTS = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
+CONCURRENT = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+SECRET = "soak-secret-" + os.urandom(8).hex()
+HOST = "127.0.0.1"
+
+
+def proof(role, own, other):
+    msg = b"".join(p.encode() + b"\0" for p in (role, own, other))
+    return hmac.new(SECRET.encode(), msg, hashlib.sha256).hexdigest()
+
+
+def proc_stats(pid):
+    status = open(f"/proc/{pid}/status").read()
+    rss = int(next(l.split()[1] for l in status.splitlines() if l.startswith("VmRSS")))
+    threads = int(next(l.split()[1] for l in status.splitlines() if l.startswith("Threads")))
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    return rss, threads, fds
+
+
+def conn(port):
+    s = socket.create_connection((HOST, port), timeout=5)
+    s.settimeout(5)
+    return s
+
+
+def line(f):
+    text = f.readline()
+    return json.loads(text) if text else None
+
+
+def handshake(s, secret_ok=True, with_proof=True):
+    f = s.makefile("rw")
+    hello = line(f)
+    if hello is None:
+        return None, None
+    f.write(json.dumps(hello) + "\n"); f.flush()
+    ch = line(f)
+    nonce = os.urandom(8).hex()
+    p = None
+    if with_proof:
+        p = proof("wulf-client", nonce, ch["nonce"]) if secret_ok else "00" * 32
+    f.write(json.dumps({"cmd": "auth", "nonce": nonce, "proof": p}) + "\n"); f.flush()
+    return f, line(f)
+
+
+def setup(f, transport="tcp", max_bytes=1024, timeout_ms=10000):
+    f.write(json.dumps({"cmd": "setup", "transport": transport,
+                        "channel": {"sndbuf_bytes": None, "rcvbuf_bytes": None, "nodelay": True,
+                                    "ipv6": False, "timeout_ms": timeout_ms},
+                        "max_bytes": max_bytes, "nocache": False, "offset_bytes": 0,
+                        "cpu": None}) + "\n")
+    f.flush()
+    return line(f)
+
+
+def hostile(port, kind):
+    try:
+        s = conn(port)
+        if kind == "garbage":
+            s.sendall(os.urandom(random.randint(1, 4096)))
+        elif kind == "slowloris":
+            for _ in range(8):
+                s.sendall(b"{")
+                time.sleep(0.4)
+        elif kind == "vanish":
+            s.recv(100)
+        elif kind == "wrong-secret":
+            handshake(s, secret_ok=False)
+        elif kind == "no-secret":
+            handshake(s, with_proof=False)
+        elif kind == "oversize":
+            f, w = handshake(s)
+            if w and w.get("reply") == "welcome":
+                setup(f, max_bytes=1 << 40)
+        elif kind == "huge-timeout":
+            f, w = handshake(s)
+            if w and w.get("reply") == "welcome":
+                setup(f, timeout_ms=10**12)
+        elif kind == "local-only":
+            f, w = handshake(s)
+            if w and w.get("reply") == "welcome":
+                r = setup(f, transport="shm")
+                # Loopback clients may use shm: vanish while it waits.
+                _ = r
+        s.close()
+    except OSError:
+        pass
+
+
+def main():
+    d = tempfile.mkdtemp()
+    secret_file = os.path.join(d, "secret")
+    with open(secret_file, "w") as fh:
+        fh.write(SECRET + "\n")
+    os.chmod(secret_file, 0o600)
+    server = subprocess.Popen([WULF, "serve", "--bind", HOST, "--port", "0", "--announce",
+                               "--max-handshake", "2s", "--secret-file", secret_file],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    port = int(server.stdout.readline().split()[1])
+    time.sleep(0.3)
+    start = proc_stats(server.pid)
+    samples = [(0,) + start]
+    kinds = ["garbage", "slowloris", "vanish", "wrong-secret", "no-secret", "oversize",
+             "huge-timeout", "local-only"]
+    good = {"ok": 0, "failed": 0, "attempts": 0, "errors": []}
+    stop = threading.Event()
+
+    def good_client():
+        while not stop.is_set():
+            for attempt in range(60):
+                good["attempts"] += 1
+                o = subprocess.run([WULF, "sweep", "tcp", "--peer", f"{HOST}:{port}",
+                                    "--sizes", "1,1Ki", "--budget", "300ms", "--quiet",
+                                    "--timeout", "5s", "--secret-file", secret_file],
+                                   capture_output=True, text=True)
+                if o.returncode == 0:
+                    good["ok"] += 1
+                    break
+                if "busy" in o.stderr or "closed the connection before greeting" in o.stderr:
+                    time.sleep(0.2)
+                    continue
+                good["failed"] += 1
+                good["errors"].append(o.stderr.strip()[-200:])
+                break
+            else:
+                good["failed"] += 1
+                good["errors"].append("never admitted in 60 attempts")
+
+    gt = threading.Thread(target=good_client)
+    gt.start()
+    t0 = time.time()
+    sem = threading.Semaphore(CONCURRENT)
+    threads = []
+    for i in range(CLIENTS):
+        sem.acquire()
+        kind = kinds[i % len(kinds)]
+
+        def run(k=kind):
+            try:
+                hostile(port, k)
+            finally:
+                sem.release()
+        t = threading.Thread(target=run)
+        t.start()
+        threads.append(t)
+        if (i + 1) % 100 == 0:
+            samples.append((i + 1,) + proc_stats(server.pid))
+    for t in threads:
+        t.join()
+    stop.set()
+    gt.join()
+    time.sleep(3)  # every handshake deadline has passed
+    end = proc_stats(server.pid)
+    samples.append((CLIENTS, ) + end)
+    wall = time.time() - t0
+    server.kill()
+    server.wait()
+    print(f"{CLIENTS} hostile clients ({CONCURRENT} at a time, {len(kinds)} kinds) in {wall:.1f} s")
+    print(f"good sweeps: {good['ok']} completed, {good['failed']} failed, "
+          f"{good['attempts']} attempts")
+    for e in good["errors"][:5]:
+        print("  error:", e)
+    print("clients  rss_kB  threads  fds")
+    for c, rss, th, fds in samples:
+        print(f"{c:7d} {rss:7d} {th:8d} {fds:4d}")
+    print(f"start: rss {start[0]} kB, {start[1]} threads, {start[2]} fds; "
+          f"end: rss {end[0]} kB, {end[1]} threads, {end[2]} fds")
+    ok = good["failed"] == 0 and good["ok"] > 0 and end[2] == start[2]
+    print("PASS" if ok else "FAIL")
+    sys.exit(0 if ok else 1)
+
+
+main()

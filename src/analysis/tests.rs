@@ -429,6 +429,7 @@ fn analysis_of_a_sweep_result() {
         points,
         warnings: Vec::new(),
         mpi: None,
+        run_to_run: None,
     };
     let a = Analysis::of(&result);
     assert_eq!(a.peak_bits_per_s, result.summary.peak_bits_per_s);

@@ -10,6 +10,7 @@
 mod link;
 mod mpi_info;
 mod npb;
+mod run_to_run;
 mod schema;
 mod write;
 
@@ -18,6 +19,7 @@ pub mod matrix;
 pub use mpi_info::MpiInfo;
 pub mod study;
 pub use npb::{fill_speedups, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
+pub use run_to_run::{BandSpread, RunToRun};
 pub use schema::*;
 pub use study::{
     is_study_result, read_study_result, StudyCaseResult, StudyResult, StudyRow, StudyTable,

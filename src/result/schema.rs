@@ -59,6 +59,10 @@ pub struct SweepResult {
     /// The MPI library and launch of an `mpi:` transport; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi: Option<super::MpiInfo>,
+    /// The run-to-run spread of this transport and mode, when the result is
+    /// one of the repetitions of `wulf run --repeat N`; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_to_run: Option<super::RunToRun>,
 }
 
 /// Communication pattern of a sweep.

@@ -353,6 +353,7 @@ pub(super) fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepRe
         warnings,
         link: f.link,
         mpi: None,
+        run_to_run: None,
     }
 }
 

@@ -75,7 +75,7 @@ fn identical_runs_show_no_change() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     assert!(
-        text.contains("run-to-run variation is unknown") && text.contains("built-in default"),
+        text.contains("run-to-run variation is unknown") && text.contains("built-in floor"),
         "{text}"
     );
     // Four bands and the two tested figures.
@@ -106,12 +106,36 @@ fn single_runs_need_a_change_beyond_the_floor() {
     // Four bands and the peak; the latency's 19 trials spread too wide.
     assert_eq!(verdicts(&text, "A faster"), 5, "{text}");
     assert!(text.contains("+-10.0% (given)"), "{text}");
-    let o = run(&["compare", a, slow, "--noise-floor", "10", "--fail-if-slower", "10"]);
+    let o = run(&[
+        "compare",
+        a,
+        slow,
+        "--noise-floor",
+        "10",
+        "--fail-if-slower",
+        "10",
+    ]);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(stderr(&o).contains("slower than the baseline by more than 10%"));
-    let o = run(&["compare", a, slow, "--noise-floor", "10", "--fail-if-slower", "30%"]);
+    let o = run(&[
+        "compare",
+        a,
+        slow,
+        "--noise-floor",
+        "10",
+        "--fail-if-slower",
+        "30%",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = run(&["compare", slow, a, "--noise-floor", "10", "--fail-if-slower", "0"]);
+    let o = run(&[
+        "compare",
+        slow,
+        a,
+        "--noise-floor",
+        "10",
+        "--fail-if-slower",
+        "0",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(verdicts(&stdout(&o), "B faster"), 5);
 
@@ -120,14 +144,15 @@ fn single_runs_need_a_change_beyond_the_floor() {
     assert!(verdicts(&stdout(&o), "A faster") >= 4, "{}", stdout(&o));
 }
 
-/// Three runs a side, 1% apart within a side and 20% between: compared at
-/// the run level, every band is "A faster" with the floor from the runs,
-/// in both spellings; runs 30% apart hide a 15% change.
+/// Three runs a side, 1% apart within a side and twice as slow between:
+/// compared at the run level, every band is "A faster" beyond the default
+/// floor scaled to three runs, in both spellings; runs 30% apart hide a
+/// 15% change.
 #[test]
 fn several_runs_per_side() {
     let dir = tempdir();
     let a = runs(&dir, "a", &[1.0, 1.01, 0.99]);
-    let b = runs(&dir, "b", &[1.2, 1.21, 1.19]);
+    let b = runs(&dir, "b", &[2.0, 2.02, 1.98]);
     let mut args: Vec<&str> = vec!["compare"];
     let gate = args.len();
     args.extend(a.iter().map(String::as_str));
@@ -138,7 +163,7 @@ fn several_runs_per_side() {
     let text = stdout(&o);
     assert!(text.contains("3 runs of tcp pingpong"), "{text}");
     assert!(text.contains("hierarchical bootstrap over runs"), "{text}");
-    assert!(text.contains("+-3.0% (runs)"), "{text}");
+    assert!(text.contains("+-32.6% (default)"), "{text}");
     assert_eq!(verdicts(&text, "A faster"), 6, "{text}");
     // Options go before `--`: everything after it is a file of B.
     args.splice(gate..gate, ["--fail-if-slower", "10"]);
@@ -149,7 +174,7 @@ fn several_runs_per_side() {
     flags.extend(a.iter().map(String::as_str));
     flags.push("--b");
     flags.extend(b.iter().map(String::as_str));
-    flags.extend(["--fail-if-slower", "30"]);
+    flags.extend(["--fail-if-slower", "150"]);
     let o = run(&flags);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), text);
@@ -198,12 +223,32 @@ fn run_repeat_records_the_spread_compare_uses() {
     let dir = tempdir();
     let out = dir.path().to_str().unwrap();
     let o = run(&[
-        "run", "--repeat", "2", "--only", "tcp", "--budget", "1s", "--no-npb", "--quiet",
-        "--timeout", "5s", "--out", out,
+        "run",
+        "--repeat",
+        "2",
+        "--only",
+        "tcp",
+        "--budget",
+        "1s",
+        "--no-npb",
+        "--quiet",
+        "--timeout",
+        "5s",
+        "--out",
+        out,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("run-to-run noise floor"), "{}", stdout(&o));
-    let results = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    assert!(
+        stdout(&o).contains("run-to-run noise floor"),
+        "{}",
+        stdout(&o)
+    );
+    let results = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let r1 = results.join("tcp-pingpong-r1.json");
     let r2 = results.join("tcp-pingpong-r2.json");
     for (k, p) in [(1, &r1), (2, &r2)] {
@@ -265,7 +310,11 @@ fn bad_inputs_are_clear_errors() {
     let (a_s, u_s) = (a.to_str().unwrap(), unix.to_str().unwrap());
     let o = run(&["compare", a_s, u_s, "--", a_s]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("same transport and mode"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("same transport and mode"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["compare", "--", a_s]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = run(&[

@@ -36,9 +36,10 @@ pub fn notes(c: &Comparison) -> Vec<String> {
     }
     out.push(format!(
         "Change: B's time / A's time - 1 over the {} sizes every run measured (per band the geometric mean \
-         of the sizes' median times, averaged over runs; + means B is slower). Verdict: a change only when \
-         the interval excludes 0 and the change exceeds the floor, floor = max(3%, exp(t(0.975, df) * s * \
-         sqrt(1/runs A + 1/runs B)) - 1) with s the between-run spread of ln(band time).",
+         of the sizes' median times, then over runs; + means B is slower). Verdict: a change only when \
+         the interval excludes 0 and the change exceeds the floor: the largest of 3%, t(0.975, df) * s * \
+         sqrt(1/runs A + 1/runs B) with s the spread of ln(band time) between the runs of a side, and the \
+         machine's floor of one run against one scaled by sqrt((1/runs A + 1/runs B) / 2) (in log space).",
         c.sizes
     ));
     let floors = c
@@ -56,18 +57,20 @@ pub fn notes(c: &Comparison) -> Vec<String> {
         out.push(match f.source {
             FloorSource::Given => "Floor given on the command line (--noise-floor).".into(),
             FloorSource::Runs { .. } => {
-                "Floor measured from the spread between the runs given on each side.".into()
+                "Floor \"runs\": set by the spread between the runs given on each side.".into()
             }
-            FloorSource::Recorded { df, .. } => format!(
-                "Floor from the run-to-run spread `wulf run --repeat {}` recorded in the files.",
-                df + 1
+            FloorSource::Recorded { repetitions } => format!(
+                "Floor \"recorded\": the floor of one run against one that `wulf run --repeat {repetitions}` \
+                 recorded in the files, scaled to the runs compared."
             ),
-            FloorSource::Default { df, .. } => format!(
-                "Floor: wulf's built-in default, from A/A runs ({} in all) on the machine wulf was developed \
-                 on, not measured here. Measure this machine's with `wulf run --repeat 3`, or give several \
-                 runs per side.",
-                df + 1
-            ),
+            FloorSource::Default => "Floor \"default\": wulf's built-in floor of one run against one, from \
+                 A/A runs on the busy 2-vCPU machine wulf was developed on, not measured here; scaled to the \
+                 runs compared. Measure this machine's with `wulf run --repeat 3` (or give several runs per \
+                 side)."
+                .into(),
+            FloorSource::Minimum => "Floor \"minimum\": 3%, below which the trials' intervals cannot \
+                 separate two medians."
+                .into(),
         });
     }
     if c.only_in_a + c.only_in_b > 0 {

@@ -17,8 +17,12 @@
 //! of the sizes' median trial times ([`run_figure`]): medians because trial
 //! times are skewed, the geometric mean so that every size weighs the same
 //! whatever its time (sizes span seven decades). A group's figure is the
-//! arithmetic mean of its runs' figures, as Kalibera & Jones average runs;
-//! the change is B's figure / A's figure.
+//! geometric mean of its runs' figures: Kalibera & Jones average runs
+//! arithmetically, but on a shared machine the run-to-run variation is
+//! heavy-tailed (a run that met a busy CPU can be 100 times slower), and in
+//! log space one such run cannot decide the comparison alone, while the
+//! spread below is the spread of the very quantity averaged. The change is
+//! B's figure / A's figure.
 //!
 //! # Between-run noise
 //!
@@ -80,11 +84,11 @@ pub fn run_figure(run: &[&[f64]]) -> Option<f64> {
     (!run.is_empty()).then(|| (sum_ln / run.len() as f64).exp())
 }
 
-/// The mean of the runs' figures (`None` if any run has none).
+/// The geometric mean of the runs' figures (`None` if any run has none).
 pub fn group_figure(runs: &[Run]) -> Option<f64> {
-    let figures: Option<Vec<f64>> = runs.iter().map(|r| run_figure(r)).collect();
-    let figures = figures?;
-    (!figures.is_empty()).then(|| super::mean(&figures))
+    let logs: Option<Vec<f64>> = runs.iter().map(|r| run_figure(r).map(f64::ln)).collect();
+    let logs = logs?;
+    (!logs.is_empty()).then(|| super::mean(&logs).exp())
 }
 
 /// The hierarchical bootstrap of B's group figure / A's (see the module
@@ -128,9 +132,9 @@ fn resampled_group(runs: &[Run], rng: &mut fastrand::Rng, scratch: &mut Vec<f64>
             }
             sum_ln += ln_median(scratch)?;
         }
-        sum += (sum_ln / run.len() as f64).exp();
+        sum += sum_ln / run.len() as f64;
     }
-    Some(sum / runs.len() as f64)
+    Some((sum / runs.len() as f64).exp())
 }
 
 /// ln of the median of `values` (reordered in place); `None` when empty or

@@ -6,72 +6,65 @@
 //! Two runs of the same configuration on the same machine differ by more
 //! than their trials' intervals say: each run gets its own CPU placement,
 //! page layout and host load. The floor of a band is the change two groups
-//! of runs of the *same* configuration stay within in 95% of cases:
+//! of runs of the *same* configuration stay within in about 95% of cases,
+//! the largest of three terms (in log space, where it is symmetric):
 //!
-//! `floor = max(3%, exp(t(0.975, df) * s * sqrt(1/n_a + 1/n_b)) - 1)`
+//! * 3%: below it the trials' own intervals (the sweep's default precision
+//!   is 2%) cannot separate two medians;
+//! * the runs' term, when a side has two or more runs: `t(0.975, df) * s *
+//!   sqrt(1/n_a + 1/n_b)`, with `s` the standard deviation of ln(band
+//!   figure) between the runs of a side (pooled over the sides, `df`
+//!   degrees of freedom) and `n_a`, `n_b` the runs per side
+//!   ([`crate::stats::hier_bootstrap::noise_bound`]);
+//! * the machine's term, `ln(1 + f1) * sqrt((1/n_a + 1/n_b) / 2)`, with
+//!   `f1` the floor of one run against one that `wulf run --repeat N`
+//!   recorded in the files (`run_to_run`, the largest if several), else the
+//!   built-in default [`DEFAULT_ONE_RUN_FLOORS`], stated as such in the
+//!   output. A few runs underestimate a heavy-tailed spread (a run that
+//!   met a busy CPU is 100 times slower), so what the machine is known to
+//!   do bounds the floor from below.
 //!
-//! where `n_a`, `n_b` are the runs per side and `s` is the standard
-//! deviation of ln(band figure) between runs with `df` degrees of freedom
-//! ([`crate::stats::hier_bootstrap::noise_bound`]). `s` comes from the
-//! first of:
-//!
-//! 1. `--noise-floor PCT`: the floor is PCT, nothing is estimated;
-//! 2. the runs given, when a side has two or more (pooled over the sides);
-//! 3. the spread `wulf run --repeat N` recorded in the files (`run_to_run`;
-//!    the largest when several files carry one);
-//! 4. the built-in default, [`DEFAULT_SPREADS`], measured on the machine
-//!    wulf was developed on and stated as such in the output.
-//!
-//! 3% is the least: below it the trials' own intervals (the sweep's
-//! default precision is 2%) cannot separate two medians.
+//! `--noise-floor PCT` replaces all three.
 
 use crate::stats::hier_bootstrap::noise_bound;
 
 /// The least floor, as a fraction.
 pub const MIN_FLOOR_FRACTION: f64 = 0.03;
 
-/// The built-in between-run spreads, `(transport, s per band of
-/// [`super::SIZE_BANDS`])`: the standard deviation of ln(band figure) over
-/// eight 4-second `wulf sweep shm` and `wulf sweep tcp` runs made a minute
-/// apart, interleaved, on the 2-vCPU machine wulf was developed on, shared
-/// with other builds (load average 5 to 7). Busy-polling shm suffers most
-/// from a CPU it has to share: its runs differed up to 400-fold below
-/// 64 KiB. Other transports get the larger of the two per band. Used only
-/// when nothing better is known, and said so.
-pub const DEFAULT_SPREADS: [(&str, [f64; 5]); 2] = [
-    ("shm", [1.805, 1.891, 1.850, 0.832, 0.473]),
-    ("tcp", [0.121, 0.130, 0.123, 0.334, 0.132]),
+/// The built-in floors of one run against one, `(transport, floor per
+/// band of [`super::SIZE_BANDS`])`, as fractions: the 95th percentile of
+/// the change between two runs over every pair of 28 `wulf sweep` runs of
+/// 3 to 4 s (A/A pairs) made over 35 minutes on the 2-vCPU machine wulf was
+/// developed on, shared with other engineers' builds (load average 5 to 7).
+/// Busy-polling shm suffers most from a CPU it has to share: its runs
+/// differed up to 400-fold below 64 KiB. Other transports get the larger
+/// of the two per band.
+pub const DEFAULT_ONE_RUN_FLOORS: [(&str, [f64; 5]); 2] = [
+    ("shm", [345.83, 137.18, 64.12, 9.17, 4.80]),
+    ("tcp", [0.63, 0.64, 0.64, 1.94, 1.58]),
 ];
 
-/// Degrees of freedom of [`DEFAULT_SPREADS`] (eight runs each).
-pub const DEFAULT_DF: usize = 7;
-
-/// Where a floor's between-run spread came from.
+/// Where a floor came from: the term that set it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FloorSource {
     /// `--noise-floor`: given, not estimated.
     Given,
-    /// The runs compared (sides with two or more runs).
+    /// The spread between the runs compared.
     Runs {
         /// Standard deviation of ln(run figure).
         log_sd: f64,
         /// Its degrees of freedom.
         df: usize,
     },
-    /// Recorded in the files by `wulf run --repeat N`.
+    /// The one-run floor `wulf run --repeat N` recorded in the files.
     Recorded {
-        /// Standard deviation of ln(run figure).
-        log_sd: f64,
-        /// Its degrees of freedom (N - 1).
-        df: usize,
+        /// Its N.
+        repetitions: usize,
     },
-    /// The built-in default ([`DEFAULT_SPREADS`]).
-    Default {
-        /// Standard deviation of ln(run figure).
-        log_sd: f64,
-        /// Its degrees of freedom.
-        df: usize,
-    },
+    /// The built-in one-run floor ([`DEFAULT_ONE_RUN_FLOORS`]).
+    Default,
+    /// The least floor, [`MIN_FLOOR_FRACTION`].
+    Minimum,
 }
 
 impl FloorSource {
@@ -81,7 +74,8 @@ impl FloorSource {
             FloorSource::Given => "given",
             FloorSource::Runs { .. } => "runs",
             FloorSource::Recorded { .. } => "recorded",
-            FloorSource::Default { .. } => "default",
+            FloorSource::Default => "default",
+            FloorSource::Minimum => "minimum",
         }
     }
 }
@@ -92,10 +86,8 @@ pub struct Floor {
     /// The least change called a change, as a fraction of the time
     /// (0.1: B 10% slower, or A 10% slower, i.e. B's time below 1/1.1).
     pub fraction: f64,
-    /// Where its spread came from.
+    /// The term that set it.
     pub source: FloorSource,
-    /// The spread gave less than [`MIN_FLOOR_FRACTION`], which applies.
-    pub at_minimum: bool,
 }
 
 impl Floor {
@@ -115,7 +107,8 @@ pub struct FloorInputs<'a> {
     pub given: Option<f64>,
     /// Pooled spread `(s, df)` of the runs compared.
     pub runs: Option<(f64, usize)>,
-    /// The largest spread `(s, df)` recorded in the files for the band.
+    /// The largest one-run floor recorded in the files for the band, with
+    /// the repetitions it came from.
     pub recorded: Option<(f64, usize)>,
     /// The band whose default applies.
     pub band: &'static str,
@@ -129,33 +122,60 @@ pub fn floor(inputs: &FloorInputs<'_>, n_a: usize, n_b: usize) -> Floor {
         return Floor {
             fraction: f,
             source: FloorSource::Given,
-            at_minimum: false,
         };
     }
-    let (source, s, df) = match (inputs.runs, inputs.recorded) {
-        (Some((log_sd, df)), _) => (FloorSource::Runs { log_sd, df }, log_sd, df),
-        (None, Some((log_sd, df))) => (FloorSource::Recorded { log_sd, df }, log_sd, df),
-        (None, None) => {
-            let (log_sd, df) = default_spread(inputs.transport, inputs.band);
-            (FloorSource::Default { log_sd, df }, log_sd, df)
-        }
+    let (n_a, n_b) = (n_a.max(1) as f64, n_b.max(1) as f64);
+    let (one_run, machine) = match inputs.recorded {
+        Some((f, repetitions)) => (f, FloorSource::Recorded { repetitions }),
+        None => (
+            default_one_run_floor(inputs.transport, inputs.band),
+            FloorSource::Default,
+        ),
     };
-    let spread = noise_bound(s, df, n_a, n_b) - 1.0;
+    let mut terms = vec![
+        (MIN_FLOOR_FRACTION.ln_1p(), FloorSource::Minimum),
+        (
+            one_run.ln_1p() * ((1.0 / n_a + 1.0 / n_b) / 2.0).sqrt(),
+            machine,
+        ),
+    ];
+    if let Some((log_sd, df)) = inputs.runs {
+        let bound = noise_bound(log_sd, df, n_a as usize, n_b as usize).ln();
+        terms.push((bound, FloorSource::Runs { log_sd, df }));
+    }
+    let (log_floor, source) =
+        terms
+            .into_iter()
+            .fold((f64::NEG_INFINITY, FloorSource::Minimum), |best, t| {
+                if t.0 > best.0 {
+                    t
+                } else {
+                    best
+                }
+            });
     Floor {
-        fraction: spread.max(MIN_FLOOR_FRACTION),
+        fraction: log_floor.exp_m1(),
         source,
-        at_minimum: !(spread >= MIN_FLOOR_FRACTION),
     }
 }
 
-/// The built-in spread of `band` for `transport` (see [`DEFAULT_SPREADS`]).
-pub fn default_spread(transport: &str, band: &str) -> (f64, usize) {
+/// The floor of one run against one that `log_sd` over `df + 1` repeated
+/// runs gives (what `wulf run --repeat` records), at least the minimum.
+pub fn one_run_floor(log_sd: f64, df: usize) -> f64 {
+    (noise_bound(log_sd, df, 1, 1) - 1.0).max(MIN_FLOOR_FRACTION)
+}
+
+/// The built-in one-run floor of `band` for `transport` (see
+/// [`DEFAULT_ONE_RUN_FLOORS`]).
+pub fn default_one_run_floor(transport: &str, band: &str) -> f64 {
     let Some(k) = super::SIZE_BANDS.iter().position(|b| b.0 == band) else {
-        return (f64::INFINITY, DEFAULT_DF);
+        return f64::INFINITY;
     };
-    let s = match DEFAULT_SPREADS.iter().find(|d| d.0 == transport) {
+    match DEFAULT_ONE_RUN_FLOORS.iter().find(|d| d.0 == transport) {
         Some(d) => d.1[k],
-        None => DEFAULT_SPREADS.iter().map(|d| d.1[k]).fold(0.0, f64::max),
-    };
-    (s, DEFAULT_DF)
+        None => DEFAULT_ONE_RUN_FLOORS
+            .iter()
+            .map(|d| d.1[k])
+            .fold(0.0, f64::max),
+    }
 }

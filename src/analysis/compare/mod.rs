@@ -416,8 +416,8 @@ impl Context<'_> {
     }
 }
 
-/// The largest between-run spread `(s, df)` recorded for `band` by `wulf
-/// run --repeat` in any of `results`.
+/// The largest one-run floor recorded for `band` by `wulf run --repeat` in
+/// any of `results`, with its repetitions.
 fn recorded_spread<'a>(
     results: impl Iterator<Item = &'a SweepResult>,
     band: &str,
@@ -426,7 +426,7 @@ fn recorded_spread<'a>(
         .filter_map(|r| r.run_to_run.as_ref())
         .flat_map(|rr| rr.bands.iter())
         .filter(|b| b.band == band && b.df > 0)
-        .map(|b| (b.log_sd, b.df as usize))
+        .map(|b| (b.one_run_floor_fraction, b.df as usize + 1))
         .max_by(|x, y| x.0.total_cmp(&y.0))
 }
 

@@ -5,7 +5,7 @@
 use crate::result::{BandSpread, SweepResult};
 use crate::stats::hier_bootstrap::{log_spread, run_figure};
 
-use super::floor::{floor, FloorInputs};
+use super::floor::one_run_floor;
 use super::{common_sizes, runs, SIZE_BANDS};
 
 /// Per size band, the spread of the band figure over `repeats` (results
@@ -26,11 +26,6 @@ pub fn band_spreads(repeats: &[SweepResult]) -> Vec<BandSpread> {
                 .map(|r| run_figure(r))
                 .collect();
             let (log_sd, df) = log_spread(&figures?)?;
-            let inputs = FloorInputs {
-                runs: Some((log_sd, df)),
-                band,
-                ..FloorInputs::default()
-            };
             Some(BandSpread {
                 band: band.into(),
                 min_bytes: lo,
@@ -38,7 +33,7 @@ pub fn band_spreads(repeats: &[SweepResult]) -> Vec<BandSpread> {
                 sizes: sizes.len() as u64,
                 log_sd,
                 df: df as u32,
-                one_run_floor_fraction: floor(&inputs, 1, 1).fraction,
+                one_run_floor_fraction: one_run_floor(log_sd, df),
             })
         })
         .collect()

@@ -1,4 +1,4 @@
-use super::floor::{default_spread, DEFAULT_DF};
+use super::floor::default_one_run_floor;
 use super::spread::band_spreads;
 use super::*;
 use crate::result::{BandSpread, RunToRun};
@@ -34,11 +34,28 @@ fn verdicts(c: &Comparison) -> Vec<Verdict> {
     c.bands.iter().map(|b| b.verdict).collect()
 }
 
-/// The default floor of one tcp run against one, by the rule.
-fn default_floor(band: &str) -> f64 {
-    let (s, df) = default_spread("tcp", band);
-    assert_eq!(df, DEFAULT_DF);
-    ((t_975(df) * s * 2f64.sqrt()).exp() - 1.0).max(MIN_FLOOR_FRACTION)
+/// `r` carrying a recorded one-run floor of `f` in every band, from five
+/// repetitions.
+fn recorded(r: &SweepResult, f: f64) -> SweepResult {
+    let mut r = r.clone();
+    let bands = SIZE_BANDS
+        .iter()
+        .map(|&(band, lo, hi)| BandSpread {
+            band: band.into(),
+            min_bytes: lo,
+            max_bytes: hi,
+            sizes: 1,
+            log_sd: 0.05,
+            df: 4,
+            one_run_floor_fraction: f,
+        })
+        .collect();
+    r.run_to_run = Some(RunToRun {
+        repetitions: 5,
+        repetition: 1,
+        bands,
+    });
+    r
 }
 
 #[test]
@@ -52,8 +69,9 @@ fn identical_runs_change_nothing() {
     for b in &c.bands {
         assert_eq!(b.interval.ratio, 1.0, "{}", b.name);
         assert_eq!(b.verdict, Verdict::Same);
-        assert!(matches!(b.floor.source, FloorSource::Default { .. }));
-        assert!((b.floor.fraction - default_floor(b.name)).abs() < 1e-12);
+        assert_eq!(b.floor.source, FloorSource::Default);
+        let want = default_one_run_floor("tcp", b.name);
+        assert!((b.floor.fraction - want).abs() < 1e-12);
     }
     assert_eq!(c.changes(), 0);
     assert!(c.regressions(0.0).is_empty());
@@ -78,12 +96,23 @@ fn one_run_per_side_needs_a_change_beyond_the_floor() {
     let floors: Vec<f64> = c.bands.iter().map(|b| b.floor.fraction).collect();
     for b in &c.bands {
         let beyond = 2.0 > 1.0 + b.floor.fraction;
-        let want = if beyond { Verdict::AFaster } else { Verdict::Same };
+        let want = if beyond {
+            Verdict::AFaster
+        } else {
+            Verdict::Same
+        };
         assert_eq!(b.verdict, want, "{} floor {}", b.name, b.floor.fraction);
     }
-    assert!(c.bands.iter().any(|b| b.verdict == Verdict::AFaster), "{floors:?}");
+    assert!(
+        c.bands.iter().any(|b| b.verdict == Verdict::AFaster),
+        "{floors:?}"
+    );
     assert!(!c.regressions(50.0).is_empty());
-    assert!(c.regressions(150.0).is_empty(), "{:?}", c.regressions(150.0));
+    assert!(
+        c.regressions(150.0).is_empty(),
+        "{:?}",
+        c.regressions(150.0)
+    );
     // The other way round B is faster, which is no regression.
     let c = compare(&[double], &[a], &opts());
     assert!(c.bands.iter().any(|b| b.verdict == Verdict::BFaster));
@@ -110,62 +139,68 @@ fn a_given_floor_replaces_the_estimate() {
     assert!(c.regressions(25.0).is_empty());
 }
 
-/// Three runs a side, 1% apart within a side and 20% between: the floor
-/// comes from the runs (at its 3% minimum) and every band is slower, by
-/// exactly (1.2 + 1.21 + 1.19) / (1 + 1.01 + 0.99).
+/// Three runs a side, 1% apart within a side and 20% between: the
+/// machine's default floor, scaled to three runs, still hides it; with a
+/// recorded one-run floor of 5% the runs' own spread and the minimum
+/// decide, and every band is slower, by exactly the geometric means' ratio.
 #[test]
-fn several_runs_per_side_measure_their_own_floor() {
-    let a = fixture();
+fn several_runs_per_side_use_their_spread_and_the_machines() {
+    let a = recorded(&fixture(), 0.05);
     let side = |f: [f64; 3]| f.map(|x| scaled(&a, x)).to_vec();
-    let c = compare(&side([1.0, 1.01, 0.99]), &side([1.2, 1.21, 1.19]), &opts());
+    let (sa, sb) = (side([1.0, 1.01, 0.99]), side([1.2, 1.21, 1.19]));
+    let ratio = (1.2f64 * 1.21 * 1.19 / (1.01 * 0.99)).cbrt();
+    let c = compare(&sa, &sb, &opts());
     assert!(!c.single_runs());
     assert_eq!((c.runs_a, c.runs_b), (3, 3));
     for b in &c.bands {
-        assert!((b.interval.ratio - 1.2).abs() < 1e-9, "{}", b.name);
+        assert!((b.interval.ratio - ratio).abs() < 1e-9, "{}", b.name);
         assert!(b.interval.low > 1.0);
-        assert!(matches!(b.floor.source, FloorSource::Runs { df: 4, .. }));
-        assert!(b.floor.at_minimum);
-        assert_eq!(b.floor.fraction, MIN_FLOOR_FRACTION);
+        assert_eq!(b.floor.source, FloorSource::Minimum);
+        assert!((b.floor.fraction - MIN_FLOOR_FRACTION).abs() < 1e-12);
     }
     assert_eq!(verdicts(&c), vec![Verdict::AFaster; 4]);
-    // Runs 40% apart on one side: a 8% change is within their noise.
-    let c = compare(&side([1.0, 1.4, 1.4])[..2], &[scaled(&a, 1.3)], &opts());
+    let strip = |v: Vec<SweepResult>| -> Vec<SweepResult> {
+        v.into_iter()
+            .map(|mut r| {
+                r.run_to_run = None;
+                r
+            })
+            .collect()
+    };
+    let c = compare(&strip(sa), &strip(sb), &opts());
     for b in &c.bands {
-        assert!((b.interval.ratio - 1.3 / 1.2).abs() < 1e-9);
-        let s = (1.4f64).ln() / 2f64.sqrt();
-        let want = (t_975(1) * s * 1.5f64.sqrt()).exp() - 1.0;
-        assert!((b.floor.fraction - want).abs() < 1e-9, "{}", b.floor.fraction);
+        assert_eq!(b.floor.source, FloorSource::Default);
+        let want = default_one_run_floor("tcp", b.name).ln_1p() * (1.0f64 / 3.0).sqrt();
+        assert!((b.floor.fraction.ln_1p() - want).abs() < 1e-12);
+    }
+    assert_eq!(verdicts(&c), vec![Verdict::Same; 4]);
+    // Runs 40% apart on one side: an 8% change is within their noise.
+    let c = compare(&side([1.0, 1.4, 1.4])[..2], &[scaled(&a, 1.3)], &opts());
+    let s = 1.4f64.ln() / 2f64.sqrt();
+    let want = (t_975(1) * s * 1.5f64.sqrt()).exp() - 1.0;
+    for b in &c.bands {
+        assert!((b.interval.ratio - 1.3 / 1.4f64.sqrt()).abs() < 1e-9);
+        assert!(matches!(b.floor.source, FloorSource::Runs { df: 1, .. }));
+        assert!(
+            (b.floor.fraction - want).abs() < 1e-9,
+            "{}",
+            b.floor.fraction
+        );
     }
     assert_eq!(verdicts(&c), vec![Verdict::Same; 4]);
 }
 
 #[test]
-fn a_recorded_spread_sets_the_floor_of_single_runs() {
-    let mut a = fixture();
-    let bands = SIZE_BANDS
-        .iter()
-        .map(|&(band, lo, hi)| BandSpread {
-            band: band.into(),
-            min_bytes: lo,
-            max_bytes: hi,
-            sizes: 1,
-            log_sd: 0.05,
-            df: 4,
-            one_run_floor_fraction: 0.0,
-        })
-        .collect();
-    a.run_to_run = Some(RunToRun {
-        repetitions: 5,
-        repetition: 1,
-        bands,
-    });
+fn a_recorded_floor_replaces_the_default_for_single_runs() {
+    let a = recorded(&fixture(), 0.2);
     let c = compare(&[a.clone()], &[scaled(&a, 1.3)], &opts());
-    let want = (2.776 * 0.05 * 2f64.sqrt()).exp() - 1.0;
     for b in &c.bands {
-        assert!(matches!(b.floor.source, FloorSource::Recorded { df: 4, .. }));
-        assert!((b.floor.fraction - want).abs() < 1e-12);
+        assert_eq!(b.floor.source, FloorSource::Recorded { repetitions: 5 });
+        assert!((b.floor.fraction - 0.2).abs() < 1e-12);
         assert_eq!(b.verdict, Verdict::AFaster);
     }
+    let c = compare(&[a.clone()], &[scaled(&a, 1.15)], &opts());
+    assert_eq!(verdicts(&c), vec![Verdict::Same; 4]);
 }
 
 #[test]
@@ -201,7 +236,6 @@ fn the_floor_is_symmetric_and_the_verdict_needs_both_conditions() {
     let f = Floor {
         fraction: 0.25,
         source: FloorSource::Given,
-        at_minimum: false,
     };
     assert!(!f.exceeded_by(1.25) && f.exceeded_by(1.26));
     assert!(!f.exceeded_by(0.8) && f.exceeded_by(0.79));

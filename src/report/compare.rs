@@ -39,7 +39,8 @@ pub fn notes(c: &Comparison) -> Vec<String> {
          of the sizes' median times, then over runs; + means B is slower). Verdict: a change only when \
          the interval excludes 0 and the change exceeds the floor: the largest of 3%, t(0.975, df) * s * \
          sqrt(1/runs A + 1/runs B) with s the spread of ln(band time) between the runs of a side, and the \
-         machine's floor of one run against one scaled by sqrt((1/runs A + 1/runs B) / 2) (in log space).",
+         machine's floor of one run against one (runs made one after another share the machine's state, so \
+         more runs do not lower it).",
         c.sizes
     ));
     let floors = c
@@ -61,11 +62,10 @@ pub fn notes(c: &Comparison) -> Vec<String> {
             }
             FloorSource::Recorded { repetitions } => format!(
                 "Floor \"recorded\": the floor of one run against one that `wulf run --repeat {repetitions}` \
-                 recorded in the files, scaled to the runs compared."
+                 recorded in the files."
             ),
             FloorSource::Default => "Floor \"default\": wulf's built-in floor of one run against one, from \
-                 A/A runs on the busy 2-vCPU machine wulf was developed on, not measured here; scaled to the \
-                 runs compared. Measure this machine's with `wulf run --repeat 3` (or give several runs per \
+                 A/A runs on the busy 2-vCPU machine wulf was developed on, not measured here. Measure this machine's with `wulf run --repeat 3` (or give several runs per \
                  side)."
                 .into(),
             FloorSource::Minimum => "Floor \"minimum\": 3%, below which the trials' intervals cannot \

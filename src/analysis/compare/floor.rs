@@ -16,13 +16,16 @@
 //!   figure) between the runs of a side (pooled over the sides, `df`
 //!   degrees of freedom) and `n_a`, `n_b` the runs per side
 //!   ([`crate::stats::hier_bootstrap::noise_bound`]);
-//! * the machine's term, `ln(1 + f1) * sqrt((1/n_a + 1/n_b) / 2)`, with
-//!   `f1` the floor of one run against one that `wulf run --repeat N`
-//!   recorded in the files (`run_to_run`, the largest if several), else the
-//!   built-in default [`DEFAULT_ONE_RUN_FLOORS`], stated as such in the
-//!   output. A few runs underestimate a heavy-tailed spread (a run that
-//!   met a busy CPU is 100 times slower), so what the machine is known to
-//!   do bounds the floor from below.
+//! * the machine's term, `f1`: the floor of one run against one that
+//!   `wulf run --repeat N` recorded in the files (`run_to_run`, the largest
+//!   if several), else the built-in default [`DEFAULT_ONE_RUN_FLOORS`],
+//!   stated as such in the output. A few runs underestimate a heavy-tailed
+//!   spread (a run that met a busy CPU is 100 times slower), so what the
+//!   machine is known to do bounds the floor from below. It is not divided
+//!   by the number of runs: runs made one after another share the
+//!   machine's state, whose load changes over minutes, so averaging them
+//!   does not average that out (`bench/compare_aa.sh` saw three-run groups
+//!   differ as much as single runs).
 //!
 //! `--noise-floor PCT` replaces all three.
 
@@ -32,16 +35,18 @@ use crate::stats::hier_bootstrap::noise_bound;
 pub const MIN_FLOOR_FRACTION: f64 = 0.03;
 
 /// The built-in floors of one run against one, `(transport, floor per
-/// band of [`super::SIZE_BANDS`])`, as fractions: the 95th percentile of
-/// the change between two runs over every pair of 28 `wulf sweep` runs of
-/// 3 to 4 s (A/A pairs) made over 35 minutes on the 2-vCPU machine wulf was
+/// band of [`super::SIZE_BANDS`])`, as fractions: the 97.5th percentile of
+/// the change between two runs over every pair of 48 `wulf sweep` runs of
+/// 3 to 4 s (A/A pairs) made over an hour on the 2-vCPU machine wulf was
 /// developed on, shared with other engineers' builds (load average 5 to 7).
-/// Busy-polling shm suffers most from a CPU it has to share: its runs
-/// differed up to 400-fold below 64 KiB. Other transports get the larger
-/// of the two per band.
+/// The 97.5th rather than the 95th: the load changes from one half-hour to
+/// the next, and the 95th percentile of one half-hour left 92% of the next
+/// one's A/A verdicts at "no change". Busy-polling shm suffers most from a
+/// CPU it has to share: its runs differed up to 500-fold below 64 B. Other
+/// transports get the larger of the two per band.
 pub const DEFAULT_ONE_RUN_FLOORS: [(&str, [f64; 5]); 2] = [
-    ("shm", [345.83, 137.18, 64.12, 9.17, 4.80]),
-    ("tcp", [0.63, 0.64, 0.64, 1.94, 1.58]),
+    ("shm", [575.07, 136.5, 88.62, 16.51, 5.98]),
+    ("tcp", [0.76, 0.72, 0.75, 2.34, 1.69]),
 ];
 
 /// Where a floor came from: the term that set it.
@@ -124,7 +129,6 @@ pub fn floor(inputs: &FloorInputs<'_>, n_a: usize, n_b: usize) -> Floor {
             source: FloorSource::Given,
         };
     }
-    let (n_a, n_b) = (n_a.max(1) as f64, n_b.max(1) as f64);
     let (one_run, machine) = match inputs.recorded {
         Some((f, repetitions)) => (f, FloorSource::Recorded { repetitions }),
         None => (
@@ -134,13 +138,10 @@ pub fn floor(inputs: &FloorInputs<'_>, n_a: usize, n_b: usize) -> Floor {
     };
     let mut terms = vec![
         (MIN_FLOOR_FRACTION.ln_1p(), FloorSource::Minimum),
-        (
-            one_run.ln_1p() * ((1.0 / n_a + 1.0 / n_b) / 2.0).sqrt(),
-            machine,
-        ),
+        (one_run.ln_1p(), machine),
     ];
     if let Some((log_sd, df)) = inputs.runs {
-        let bound = noise_bound(log_sd, df, n_a as usize, n_b as usize).ln();
+        let bound = noise_bound(log_sd, df, n_a, n_b).ln();
         terms.push((bound, FloorSource::Runs { log_sd, df }));
     }
     let (log_floor, source) =

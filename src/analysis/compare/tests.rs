@@ -61,7 +61,7 @@ fn recorded(r: &SweepResult, f: f64) -> SweepResult {
 #[test]
 fn identical_runs_change_nothing() {
     let a = fixture();
-    let c = compare(&[a.clone()], &[a.clone()], &opts());
+    let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&a), &opts());
     assert_eq!(c.sizes, a.points.len());
     assert!(c.single_runs());
     // The fixture goes up to 256 KiB: four bands.
@@ -84,7 +84,7 @@ fn identical_runs_change_nothing() {
 fn one_run_per_side_needs_a_change_beyond_the_floor() {
     let a = fixture();
     let slow = scaled(&a, 1.2);
-    let c = compare(&[a.clone()], &[slow], &opts());
+    let c = compare(std::slice::from_ref(&a), &[slow], &opts());
     for b in &c.bands {
         assert!((b.interval.ratio - 1.2).abs() < 1e-9, "{}", b.name);
         assert!(b.interval.low > 1.0, "the trials alone see it: {b:?}");
@@ -92,7 +92,11 @@ fn one_run_per_side_needs_a_change_beyond_the_floor() {
         assert_eq!(b.verdict, Verdict::Same, "{}", b.name);
     }
     let double = scaled(&a, 2.0);
-    let c = compare(&[a.clone()], &[double.clone()], &opts());
+    let c = compare(
+        std::slice::from_ref(&a),
+        std::slice::from_ref(&double),
+        &opts(),
+    );
     let floors: Vec<f64> = c.bands.iter().map(|b| b.floor.fraction).collect();
     for b in &c.bands {
         let beyond = 2.0 > 1.0 + b.floor.fraction;
@@ -126,7 +130,7 @@ fn a_given_floor_replaces_the_estimate() {
         noise_floor: Some(0.1),
         ..opts()
     };
-    let c = compare(&[a.clone()], &[scaled(&a, 1.2)], &given);
+    let c = compare(std::slice::from_ref(&a), &[scaled(&a, 1.2)], &given);
     for b in &c.bands {
         assert_eq!(b.floor.source, FloorSource::Given);
         assert_eq!(b.floor.fraction, 0.1);
@@ -193,13 +197,13 @@ fn several_runs_per_side_use_their_spread_and_the_machines() {
 #[test]
 fn a_recorded_floor_replaces_the_default_for_single_runs() {
     let a = recorded(&fixture(), 0.2);
-    let c = compare(&[a.clone()], &[scaled(&a, 1.3)], &opts());
+    let c = compare(std::slice::from_ref(&a), &[scaled(&a, 1.3)], &opts());
     for b in &c.bands {
         assert_eq!(b.floor.source, FloorSource::Recorded { repetitions: 5 });
         assert!((b.floor.fraction - 0.2).abs() < 1e-12);
         assert_eq!(b.verdict, Verdict::AFaster);
     }
-    let c = compare(&[a.clone()], &[scaled(&a, 1.15)], &opts());
+    let c = compare(std::slice::from_ref(&a), &[scaled(&a, 1.15)], &opts());
     assert_eq!(verdicts(&c), vec![Verdict::Same; 4]);
 }
 
@@ -224,7 +228,7 @@ fn sizes_measured_by_one_side_only_are_counted() {
     let a = fixture();
     let mut b = a.clone();
     b.points.truncate(10);
-    let c = compare(&[a.clone()], &[b], &opts());
+    let c = compare(std::slice::from_ref(&a), &[b], &opts());
     assert_eq!(c.sizes, 10);
     assert_eq!(c.only_in_a, a.points.len() - 10);
     assert_eq!(c.only_in_b, 0);

@@ -12,11 +12,13 @@
 #   per side (rounds i..i+2 against i+ROUNDS/2..): hierarchical bootstrap
 #   and the floor from the runs. Figure: the share of band verdicts that
 #   say "no change beyond run-to-run noise" (target >= 95%).
-# * A/B: shm spin (A) against shm block (B), one run per side (same round)
-#   and three per side. The true change of a band is taken from all runs
-#   (every spin run against every block run); a band "should be detected"
-#   when that change exceeds the floor the comparison used; the figure is
-#   the share of those bands whose verdict names the right side.
+# * A/B: shm spin (A) against shm block (B), and tcp (A) against tcp with
+#   4 KiB socket buffers (B, rounds 1 to ROUNDS/2 only: its sweeps are
+#   slow), one run per side (same round) and three per side. The true
+#   change of a band is taken from all runs (every A run against every B
+#   run); a band "should be detected" when that change exceeds the floor
+#   the comparison used; the figure is the share of those bands whose
+#   verdict names the right side.
 #
 # Usage: bench/compare_aa.sh [ROUNDS] [BUDGET] [OUTDIR]  (default 20 3s tmp)
 set -euo pipefail
@@ -35,12 +37,14 @@ sweep() { # $1 = config, $2 = round
     spin) "$WULF" sweep shm --budget "$BUDGET" --quiet --json "$work/spin-$2.json" ;;
     tcp) "$WULF" sweep tcp --budget "$BUDGET" --quiet --json "$work/tcp-$2.json" ;;
     block) "$WULF" sweep shm --wait block --budget "$BUDGET" --quiet --json "$work/block-$2.json" ;;
+    tcpbuf) "$WULF" sweep tcp --sndbuf 4Ki --rcvbuf 4Ki --budget "$BUDGET" --quiet --json "$work/tcpbuf-$2.json" ;;
     esac >/dev/null
 }
 start=$(date +%s)
 for r in $(seq 1 "$ROUNDS"); do
-    [ -f "$work/block-$r.json" ] && continue
-    for c in spin tcp block; do sweep "$c" "$r"; done
+    configs="spin tcp block"
+    [ "$r" -le "$HALF" ] && configs="$configs tcpbuf"
+    for c in $configs; do [ -f "$work/$c-$r.json" ] || sweep "$c" "$r"; done
     echo "round $r of $ROUNDS done ($(($(date +%s) - start)) s)" >&2
 done
 
@@ -77,12 +81,7 @@ for c in spin tcp; do
     done
 done
 
-# The true change per band: all spin runs against all block runs.
-# shellcheck disable=SC2046
-truth=$(bands $(files spin 1 "$ROUNDS") -- $(files block 1 "$ROUNDS"))
-echo "true change, shm spin (A) -> shm block (B), $ROUNDS runs each:"
-echo "$truth" | awk -F'|' '{printf "  %-16s %+7.1f%%  (floor %.1f%%) %s\n", $1, 100*$2, 100*$3, $4}'
-detect() { # reads band rows of one A/B comparison; prints "should detected"
+detect() { # $1 = true band rows; reads one A/B comparison's; prints "should hit"
     python3 -c '
 import sys, math
 truth = {}
@@ -97,22 +96,39 @@ for l in sys.stdin:
     should += 1
     hit += v == ("A faster" if t > 0 else "B faster")
 print(should, hit)
-' "$truth"
+' "$1"
 }
-ab_should=0 ab_hit=0 ab3_should=0 ab3_hit=0
-for i in $(seq 1 "$ROUNDS"); do
-    read -r s h < <(bands "$work/spin-$i.json" "$work/block-$i.json" | detect)
-    ab_should=$((ab_should + s)) ab_hit=$((ab_hit + h))
-done
-for i in $(seq 1 3 $((ROUNDS - 2))); do
+# A/B of configs $1 (A) and $2 (B) over rounds 1..$3: sets ab1 and ab3 to
+# "hit should" for one and three runs per side.
+ab() {
     # shellcheck disable=SC2046
-    read -r s h < <(bands $(files spin "$i" 3) -- $(files block "$i" 3) | detect)
-    ab3_should=$((ab3_should + s)) ab3_hit=$((ab3_hit + h))
-done
+    local truth s h s1=0 h1=0 s3=0 h3=0
+    truth=$(bands $(files "$1" 1 "$ROUNDS") -- $(files "$2" 1 "$3"))
+    echo "true change, $1 (A) -> $2 (B), all runs:"
+    echo "$truth" | awk -F'|' '{printf "  %-16s %+9.1f%%  %s\n", $1, 100*$2, $4}'
+    for i in $(seq 1 "$3"); do
+        read -r s h < <(bands "$work/$1-$i.json" "$work/$2-$i.json" | detect "$truth")
+        s1=$((s1 + s)) h1=$((h1 + h))
+    done
+    for i in $(seq 1 3 $(($3 - 2))); do
+        # shellcheck disable=SC2046
+        read -r s h < <(bands $(files "$1" "$i" 3) -- $(files "$2" "$i" 3) | detect "$truth")
+        s3=$((s3 + s)) h3=$((h3 + h))
+    done
+    ab1="$h1 $s1" ab3="$h3 $s3"
+}
+ab spin block "$ROUNDS"
+read -r ab_hit ab_should <<<"$ab1"
+read -r ab3_hit ab3_should <<<"$ab3"
+ab tcp tcpbuf "$HALF"
+read -r tb_hit tb_should <<<"$ab1"
+read -r tb3_hit tb3_should <<<"$ab3"
 
 pct() { if [ "$2" -gt 0 ]; then echo "$((100 * $1 / $2))% ($1 of $2)"; else echo "n/a (0)"; fi; }
 echo "A/A one run per side:    no change in $(pct $aa_same $aa_total) band verdicts (target >= 95%)"
 echo "A/A three runs per side: no change in $(pct $aa3_same $aa3_total) band verdicts"
-echo "A/B one run per side:    detected $(pct $ab_hit $ab_should) of bands whose true change exceeds the floor"
-echo "A/B three runs per side: detected $(pct $ab3_hit $ab3_should) of bands whose true change exceeds the floor"
+echo "A/B shm spin/block, one run per side:    detected $(pct "$ab_hit" "$ab_should") of bands whose true change exceeds the floor"
+echo "A/B shm spin/block, three runs per side: detected $(pct "$ab3_hit" "$ab3_should") of bands whose true change exceeds the floor"
+echo "A/B tcp/4 KiB buffers, one run per side:    detected $(pct "$tb_hit" "$tb_should") of bands whose true change exceeds the floor"
+echo "A/B tcp/4 KiB buffers, three runs per side: detected $(pct "$tb3_hit" "$tb3_should") of bands whose true change exceeds the floor"
 echo "wall time: $(($(date +%s) - start)) s"

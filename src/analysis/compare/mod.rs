@@ -12,7 +12,8 @@
 //!
 //! * Each side is one or more result files of the same transport and mode
 //!   (repeated runs). A band's figure in a run is the geometric mean of its
-//!   sizes' median times, a side's figure the mean over its runs, and the
+//!   sizes' median times, a side's figure the geometric mean over its runs
+//!   (one run that met a busy CPU must not decide alone), and the
 //!   change is B's figure / A's figure - 1 (+: B slower).
 //! * Its interval is a hierarchical bootstrap over runs, then trials
 //!   (Kalibera & Jones 2013, [`crate::stats::hier_bootstrap`]). With one
@@ -405,14 +406,15 @@ impl Context<'_> {
         out
     }
 
-    /// The mean over a side's runs of the median time at `bytes`.
+    /// The geometric mean over a side's runs of the median time at
+    /// `bytes`, as the tested figures are.
     fn mean_median(&self, side: &[SweepResult], bytes: u64) -> Option<f64> {
         let m: Option<Vec<f64>> = side
             .iter()
-            .map(|r| point(r, bytes).map(|p| p.median_ns))
+            .map(|r| point(r, bytes).map(|p| p.median_ns.ln()))
             .collect();
         let m = m?;
-        (!m.is_empty()).then(|| crate::stats::mean(&m))
+        (!m.is_empty()).then(|| crate::stats::mean(&m).exp())
     }
 }
 

@@ -252,6 +252,13 @@ pub struct RunArgs {
     /// Only these transports (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub only: Option<Vec<String>>,
+    /// Measure every transport N times in turn (repetition 1 of each, then
+    /// 2...) into NAME-MODE-rK.json, each with the run-to-run spread of
+    /// its transport recorded (`run_to_run`), which `wulf compare` uses as
+    /// the noise floor of single runs. The budget is per repetition; the
+    /// summary and report show the first.
+    #[arg(long, default_value = "1", value_parser = parse_repeat, value_name = "N")]
+    pub repeat: u32,
     /// Skip the NAS MG run (class S on 1 and 2 processes over each
     /// transport; class W with --thorough).
     #[arg(long)]
@@ -351,6 +358,13 @@ fn parse_precision(s: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_repeat(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if (1..=100).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}': the repetitions are a count from 1 to 100")),
+    }
+}
+
 pub(crate) fn parse_window(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(n) if (1..=1024).contains(&n) => Ok(n),
@@ -411,5 +425,8 @@ mod tests {
         assert!(parse_mpi("a b=/x").is_err());
         assert!(parse_window("0").is_err());
         assert_eq!(parse_window("64"), Ok(64));
+        assert_eq!(parse_repeat("3"), Ok(3));
+        assert!(parse_repeat("0").is_err());
+        assert!(parse_repeat("x").is_err());
     }
 }

@@ -1,6 +1,8 @@
-//! `wulf compare` on the fixed results: identical runs differ nowhere; a
-//! copy of a fixture doctored to be 20% slower (every time multiplied by
-//! 1.2) is found slower, and fails a 10% regression gate with exit code 4.
+//! `wulf compare` on the fixed results and copies doctored to be slower
+//! (every time multiplied by a factor): identical runs differ nowhere; one
+//! run per side needs a change beyond the run-to-run noise floor; several
+//! runs per side are compared at the run level; the regression gate exits
+//! with code 4 by the same rule; `wulf run --repeat` records the spread.
 
 mod common;
 use common::*;
@@ -49,49 +51,222 @@ fn verdicts(text: &str, verdict: &str) -> usize {
         .sum()
 }
 
+/// `fixture` scaled by each factor, as files in `dir` named after `tag`.
+fn runs(dir: &tempfile::TempDir, tag: &str, factors: &[f64]) -> Vec<String> {
+    let a = fixture("tcp-pingpong.json");
+    factors
+        .iter()
+        .enumerate()
+        .map(|(i, &f)| {
+            let p = file(dir, &format!("{tag}{i}.json"));
+            doctored(&a, f, &p);
+            p.to_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+const SAME: &str = "no change beyond run-to-run noise";
+
 #[test]
-fn identical_runs_show_nothing_significant() {
+fn identical_runs_show_no_change() {
     let a = fixture("tcp-pingpong.json");
     let a = a.to_str().unwrap();
     let o = run(&["compare", a, a, "--fail-if-slower", "0"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     assert!(
-        text.contains("Mann-Whitney") && text.contains("Holm"),
+        text.contains("run-to-run variation is unknown") && text.contains("built-in floor"),
         "{text}"
     );
-    assert!(text.contains("within noise"));
-    assert_eq!(
-        verdicts(&text, "B slower") + verdicts(&text, "B faster"),
-        0,
-        "{text}"
-    );
+    // Four bands and the two tested figures.
+    assert_eq!(verdicts(&text, SAME), 6, "{text}");
+    assert_eq!(verdicts(&text, "A faster") + verdicts(&text, "B faster"), 0);
+}
+
+/// One run per side: a 20% slowdown the trials would call certain is
+/// within the default floor; beyond a given floor it is "A faster" and
+/// fails a 10% gate with exit code 4; a fourfold slowdown exceeds the
+/// default floor too.
+#[test]
+fn single_runs_need_a_change_beyond_the_floor() {
+    let dir = tempdir();
+    let a = fixture("tcp-pingpong.json");
+    let a = a.to_str().unwrap();
+    let r = runs(&dir, "b", &[1.2, 4.0]);
+    let (slow, slower) = (r[0].as_str(), r[1].as_str());
+
+    let o = run(&["compare", a, slow, "--fail-if-slower", "10"]);
+    assert!(o.status.success(), "within the floor: {}", stderr(&o));
+    assert_eq!(verdicts(&stdout(&o), "A faster"), 0, "{}", stdout(&o));
+    assert!(stdout(&o).contains("+20.0%"));
+
+    let o = run(&["compare", a, slow, "--noise-floor", "10%"]);
+    assert!(o.status.success(), "no gate, no failure: {}", stderr(&o));
+    let text = stdout(&o);
+    // Four bands and the peak; the latency's 19 trials spread too wide.
+    assert_eq!(verdicts(&text, "A faster"), 5, "{text}");
+    assert!(text.contains("+-10.0% (given)"), "{text}");
+    let o = run(&[
+        "compare",
+        a,
+        slow,
+        "--noise-floor",
+        "10",
+        "--fail-if-slower",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("slower than the baseline by more than 10%"));
+    let o = run(&[
+        "compare",
+        a,
+        slow,
+        "--noise-floor",
+        "10",
+        "--fail-if-slower",
+        "30%",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "compare",
+        slow,
+        a,
+        "--noise-floor",
+        "10",
+        "--fail-if-slower",
+        "0",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(verdicts(&stdout(&o), "B faster"), 5);
+
+    let o = run(&["compare", a, slower, "--fail-if-slower", "10"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stdout(&o));
+    assert!(verdicts(&stdout(&o), "A faster") >= 4, "{}", stdout(&o));
+}
+
+/// Three runs a side, 1% apart within a side and four times as slow
+/// between: compared at the run level, every band is "A faster" beyond the
+/// default floor, in both spellings; runs 30% apart hide a
+/// 15% change.
+#[test]
+fn several_runs_per_side() {
+    let dir = tempdir();
+    let a = runs(&dir, "a", &[1.0, 1.01, 0.99]);
+    let b = runs(&dir, "b", &[4.0, 4.04, 3.96]);
+    let mut args: Vec<&str> = vec!["compare"];
+    let gate = args.len();
+    args.extend(a.iter().map(String::as_str));
+    args.push("--");
+    args.extend(b.iter().map(String::as_str));
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("3 runs of tcp pingpong"), "{text}");
+    assert!(text.contains("hierarchical bootstrap over runs"), "{text}");
+    assert!(text.contains("+-76.0% (default)"), "{text}");
+    assert_eq!(verdicts(&text, "A faster"), 6, "{text}");
+    // Options go before `--`: everything after it is a file of B.
+    args.splice(gate..gate, ["--fail-if-slower", "10"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+
+    let mut flags: Vec<&str> = vec!["compare", "--a"];
+    flags.extend(a.iter().map(String::as_str));
+    flags.push("--b");
+    flags.extend(b.iter().map(String::as_str));
+    flags.extend(["--fail-if-slower", "350"]);
+    let o = run(&flags);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), text);
+
+    let noisy = runs(&dir, "n", &[1.0, 1.3]);
+    let one = runs(&dir, "o", &[1.3]);
+    let o = run(&[
+        "compare",
+        "--fail-if-slower",
+        "0",
+        &noisy[0],
+        &noisy[1],
+        "--",
+        &one[0],
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(verdicts(&stdout(&o), SAME), 6, "{}", stdout(&o));
 }
 
 #[test]
-fn a_slower_copy_is_significant_and_fails_the_gate() {
+fn html_output_holds_the_verdicts() {
     let dir = tempdir();
     let a = fixture("tcp-pingpong.json");
-    let slow = file(&dir, "slow.json");
-    doctored(&a, 1.2, &slow);
-    let (a, slow) = (a.to_str().unwrap(), slow.to_str().unwrap());
-
-    let o = run(&["compare", a, slow]);
-    assert!(o.status.success(), "no gate, no failure: {}", stderr(&o));
-    let text = stdout(&o);
-    // Every band and both tested figures.
-    assert_eq!(verdicts(&text, "B slower"), 6, "{text}");
-    assert!(text.contains("+20.0%"), "{text}");
-
-    let o = run(&["compare", a, slow, "--fail-if-slower", "10"]);
-    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
-    assert!(stderr(&o).contains("slower than the baseline by more than 10%"));
-    // A 20% slowdown passes a 30% gate, and a faster B passes any gate.
-    let o = run(&["compare", a, slow, "--fail-if-slower", "30%"]);
+    let slow = runs(&dir, "s", &[1.5]);
+    let html = file(&dir, "cmp.html");
+    let o = run(&[
+        "compare",
+        a.to_str().unwrap(),
+        &slow[0],
+        "--noise-floor",
+        "10",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = run(&["compare", slow, a, "--fail-if-slower", "0"]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert_eq!(page.matches("<tr class=\"a-faster\">").count(), 6, "{page}");
+    assert!(page.contains("+-10.0% (given)") && page.contains("run-to-run variation is unknown"));
+}
+
+/// `wulf run --repeat 2` writes each repetition with the spread recorded,
+/// and a comparison of two of its single runs uses that spread.
+#[test]
+fn run_repeat_records_the_spread_compare_uses() {
+    let dir = tempdir();
+    let out = dir.path().to_str().unwrap();
+    let o = run(&[
+        "run",
+        "--repeat",
+        "2",
+        "--only",
+        "tcp",
+        "--budget",
+        "1s",
+        "--no-npb",
+        "--quiet",
+        "--timeout",
+        "5s",
+        "--out",
+        out,
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(verdicts(&stdout(&o), "B faster"), 6);
+    assert!(
+        stdout(&o).contains("run-to-run noise floor"),
+        "{}",
+        stdout(&o)
+    );
+    let results = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let r1 = results.join("tcp-pingpong-r1.json");
+    let r2 = results.join("tcp-pingpong-r2.json");
+    for (k, p) in [(1, &r1), (2, &r2)] {
+        let v = json(p);
+        let rr = &v["run_to_run"];
+        assert_eq!(rr["repetitions"], 2, "{rr}");
+        assert_eq!(rr["repetition"], k);
+        assert!(!rr["bands"].as_array().unwrap().is_empty(), "{rr}");
+        assert_eq!(rr["bands"][0]["df"], 1);
+        assert!(rr["bands"][0]["one_run_floor_fraction"].as_f64().unwrap() >= 0.03);
+    }
+    let o = run(&["compare", r1.to_str().unwrap(), r2.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("recorded in the files") && stdout(&o).contains("(recorded)"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -130,6 +305,18 @@ fn bad_inputs_are_clear_errors() {
         Some(2),
         "a baseline alone is a usage error"
     );
+    // The runs of one side are of one transport and mode.
+    let unix = fixture("unix-pingpong.json");
+    let (a_s, u_s) = (a.to_str().unwrap(), unix.to_str().unwrap());
+    let o = run(&["compare", a_s, u_s, "--", a_s]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("same transport and mode"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["compare", "--", a_s]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = run(&[
         "compare",
         a.to_str().unwrap(),

@@ -47,9 +47,17 @@ fn few_file_descriptors_still_measure_or_say_why() {
         );
     }
     // Too few to start at all: an error, not a crash.
-    let o = sh("ulimit -n 5 && exec $W sweep tcp --sizes 1 --budget 300ms --quiet", &[]);
+    let o = sh(
+        "ulimit -n 5 && exec $W sweep tcp --sizes 1 --budget 300ms --quiet",
+        &[],
+    );
     assert!(!o.status.success());
-    assert!(o.status.code().is_some_and(|c| c < 100), "{:?} {}", o.status, stderr(&o));
+    assert!(
+        o.status.code().is_some_and(|c| c < 100),
+        "{:?} {}",
+        o.status,
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -270,3 +270,42 @@ fn path_fingerprint_fields_are_optional_and_strict() {
         assert!(parse(&bad).is_err(), "surprise accepted in {bad_at:?}");
     }
 }
+
+#[test]
+fn run_to_run_is_optional_and_strict() {
+    // The fixture predates it and reads (every test above); with it, a
+    // file round-trips and unknown fields are refused at both levels.
+    let mut v = fixture_value();
+    v["run_to_run"] = serde_json::json!({
+        "repetitions": 3,
+        "repetition": 2,
+        "bands": [{
+            "band": "<= 64 B",
+            "min_bytes": 0,
+            "max_bytes": 64,
+            "sizes": 21,
+            "log_sd": 0.05,
+            "df": 2,
+            "one_run_floor_fraction": 0.355
+        }]
+    });
+    let r = parse(&v).unwrap();
+    let rr = r.run_to_run.as_ref().unwrap();
+    assert_eq!((rr.repetitions, rr.repetition, rr.bands[0].df), (3, 2, 2));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rep.json");
+    write_result(&out, &r).unwrap();
+    assert_eq!(read_result(&out).unwrap(), r);
+    let mut bad = v.clone();
+    bad["run_to_run"]["surprise"] = 1.into();
+    assert!(parse(&bad).is_err());
+    let mut bad = v.clone();
+    bad["run_to_run"]["bands"][0]["surprise"] = 1.into();
+    assert!(parse(&bad).is_err());
+    let mut bad = v;
+    bad["run_to_run"]["bands"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("log_sd");
+    assert!(parse(&bad).is_err(), "a missing field is refused too");
+}

@@ -425,6 +425,7 @@ fn result_of(
         warnings: Vec::new(),
         mpi: None,
         confirmation: None,
+        run_to_run: None,
     }
 }
 

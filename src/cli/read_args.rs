@@ -40,20 +40,38 @@ pub struct ReportArgs {
 /// `wulf compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// The baseline result (A).
-    #[arg(value_name = "A.json")]
-    pub baseline: PathBuf,
-    /// Results compared against the baseline (B...).
-    #[arg(required = true, value_name = "B.json")]
-    pub candidates: Vec<PathBuf>,
-    /// Exit with code 4 when a result is significantly slower than the
-    /// baseline by more than this percentage (e.g. 10 or 10%).
+    /// Result files. Without `--`: the first is the baseline (A) and each
+    /// further file is compared against it in turn. With `--`: the files
+    /// before it are repeated runs of A, those after it runs of B.
+    #[arg(value_name = "RESULT.json")]
+    pub files: Vec<PathBuf>,
+    /// B's runs, after `--` (`wulf compare A1 A2 -- B1 B2`).
+    #[arg(last = true, value_name = "B.json")]
+    pub after: Vec<PathBuf>,
+    /// Repeated runs of the baseline A (one transport and mode), as an
+    /// alternative to `A... -- B...`.
+    #[arg(long = "a", num_args = 1.., value_name = "FILE", conflicts_with_all = ["files", "after"], requires = "b")]
+    pub a: Vec<PathBuf>,
+    /// Repeated runs of B (with --a).
+    #[arg(long = "b", num_args = 1.., value_name = "FILE", requires = "a")]
+    pub b: Vec<PathBuf>,
+    /// Exit with code 4 when B is slower than A by more than this
+    /// percentage (e.g. 10 or 10%) in a band, the latency or the peak, and
+    /// beyond the interval and the run-to-run noise floor.
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub fail_if_slower: Option<f64>,
+    /// The run-to-run noise floor to use (e.g. 10 or 10%) instead of the
+    /// one measured from the runs, recorded by `wulf run --repeat`, or the
+    /// built-in default.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub noise_floor: Option<f64>,
     /// Print Markdown tables (for tickets) instead of terminal tables.
     #[arg(long)]
     pub markdown: bool,
-    /// Family-wise significance level of the per-size tests.
+    /// Also write the comparison as a self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// 1 - the coverage of the change intervals (0.05: 95% intervals).
     #[arg(long, default_value = "0.05", value_parser = parse_level)]
     pub level: f64,
 }

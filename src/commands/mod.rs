@@ -9,6 +9,7 @@ pub mod matrix;
 pub mod npb;
 pub mod report;
 pub mod run;
+mod run_repeat;
 pub mod serve;
 pub mod study;
 pub mod sweep;

@@ -45,6 +45,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     measure.tails |= args.thorough;
     let dir = results_dir(&args.out);
     let mut results: Vec<SweepResult> = Vec::new();
+    // With --repeat, every repetition's results, in order.
     let mut failures = Vec::new();
     let mut stop: Option<anyhow::Error> = None;
     let mut chosen = Vec::new();
@@ -79,42 +80,47 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     // (baselines are quick references and weigh less).
     let weights: f64 = chosen.iter().map(|t| t.run_budget_fraction()).sum();
     let measured: Vec<&'static str> = chosen.iter().map(|t| t.name()).collect();
-    for t in chosen {
-        let name = t.name();
-        let share = budget.mul_f64(t.run_budget_fraction() / weights.max(1e-9));
-        // In a lab, transports that start both ends place them on the
-        // nodes; the others measure against the server in node2.
-        let peer = args.peer.clone().filter(|_| !t.starts_both_ends());
-        let spec = super::sweep_spec(&measure, name, t.default_mode(), share, peer)?;
-        let pb = super::progress_bar(spec.sizes.len() as u64, measure.quiet, name);
-        let outcome = run_sweep(&spec, &mut |p| {
-            pb.set_message(format_bytes(p.bytes));
-            pb.inc(1);
-        });
-        pb.finish_and_clear();
-        match outcome {
-            Err(e) => {
-                eprintln!("wulf: {name} failed: {e:#}");
-                failures.push(name);
-            }
-            Ok(o) => {
-                let path = dir.join(format!("{name}-{}.json", o.result.mode));
-                write_result(&path, &o.result)?;
-                results.push(o.result);
-                if let Some(e) = o.error {
-                    let interrupted = e
-                        .downcast_ref::<WulfError>()
-                        .is_some_and(|w| matches!(w, WulfError::Interrupted));
-                    eprintln!("wulf: {name} stopped early: {e:#}");
-                    if interrupted {
-                        stop = Some(e);
-                        break;
-                    }
+    let reps = args.repeat.max(1);
+    'reps: for rep in 1..=reps {
+        for t in &chosen {
+            let name = t.name();
+            let share = budget.mul_f64(t.run_budget_fraction() / weights.max(1e-9));
+            // In a lab, transports that start both ends place them on the
+            // nodes; the others measure against the server in node2.
+            let peer = args.peer.clone().filter(|_| !t.starts_both_ends());
+            let spec = super::sweep_spec(&measure, name, t.default_mode(), share, peer)?;
+            let pb = super::progress_bar(spec.sizes.len() as u64, measure.quiet, name);
+            let outcome = run_sweep(&spec, &mut |p| {
+                pb.set_message(format_bytes(p.bytes));
+                pb.inc(1);
+            });
+            pb.finish_and_clear();
+            match outcome {
+                Err(e) => {
+                    eprintln!("wulf: {name} failed: {e:#}");
                     failures.push(name);
+                }
+                Ok(o) => {
+                    let mut result = o.result;
+                    let path = dir.join(super::run_repeat::file_name(&mut result, rep, reps));
+                    write_result(&path, &result)?;
+                    results.push(result);
+                    if let Some(e) = o.error {
+                        let interrupted = e
+                            .downcast_ref::<WulfError>()
+                            .is_some_and(|w| matches!(w, WulfError::Interrupted));
+                        eprintln!("wulf: {name} stopped early: {e:#}");
+                        if interrupted {
+                            stop = Some(e);
+                            break 'reps;
+                        }
+                        failures.push(name);
+                    }
                 }
             }
         }
     }
+    let results = super::run_repeat::record_spreads(&dir, results, reps)?;
     // The applications' view: the NAS kernels over the same transports.
     let mut npb_results = Vec::new();
     if stop.is_none() && !args.no_npb {

@@ -12,6 +12,7 @@ mod link;
 mod mpi_info;
 mod npb;
 mod read;
+mod run_to_run;
 mod schema;
 mod validate;
 mod write;
@@ -26,6 +27,7 @@ pub use read::{
     is_npb_result, kind_of, parse_result, read_npb_result, read_result, read_text, read_versioned,
     MAX_RESULT_BYTES,
 };
+pub use run_to_run::{BandSpread, RunToRun};
 pub use schema::*;
 pub use study::{
     is_study_result, read_study_result, StudyCaseResult, StudyResult, StudyRow, StudyTable,

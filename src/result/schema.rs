@@ -63,6 +63,10 @@ pub struct SweepResult {
     /// trials after the sweep; absent in older files and cut-short runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<super::Confirmation>,
+    /// The run-to-run spread of this transport and mode, when the result is
+    /// one of the repetitions of `wulf run --repeat N`; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_to_run: Option<super::RunToRun>,
 }
 
 /// Communication pattern of a sweep.

@@ -14,8 +14,12 @@
 //!   Theorem 2.1). Timing data are skewed and often bimodal, so a
 //!   t-interval around the mean would claim precision the data do not have;
 //! * two points' trial lists are compared with the Mann–Whitney U test and
-//!   the Hodges–Lehmann shift ([`rank_test`]), for the same reason.
+//!   the Hodges–Lehmann shift ([`rank_test`]), for the same reason;
+//! * two groups of repeated runs are compared with a hierarchical bootstrap
+//!   over runs, then trials (Kalibera & Jones, ISMM 2013;
+//!   [`hier_bootstrap`]), whose interval includes the run-to-run variation.
 
+pub mod hier_bootstrap;
 mod median_ci;
 pub mod rank_test;
 pub mod robust;

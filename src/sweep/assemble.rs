@@ -94,5 +94,6 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         link: f.link,
         mpi: None,
         confirmation: f.confirmation,
+        run_to_run: None,
     }
 }

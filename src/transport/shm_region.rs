@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use memmap2::{MmapMut, MmapOptions};
-use std::os::fd::AsRawFd;
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sys::mman::{shm_open, shm_unlink};
 use nix::sys::stat::Mode;
+use std::os::fd::AsRawFd;
 
 /// Prefix of every region name wulf creates (as `/dev/shm/wulf-...`).
 pub const NAME_PREFIX: &str = "/wulf-";

@@ -1,0 +1,481 @@
+//! Results compared run against run: per size band and in the summary
+//! figures, saying which changes exceed the variation between runs.
+//!
+//! # Why runs, not trials
+//!
+//! The trials of one run share that run's conditions (CPU placement, cache
+//! and page layout, the host's load), so a test on the trials of one run
+//! per side finds the two runs different even when nothing changed in
+//! between: on a shared machine, two `wulf run`s of the same build differ
+//! by more than most real changes. So a comparison works at the level of
+//! runs:
+//!
+//! * Each side is one or more result files of the same transport and mode
+//!   (repeated runs). A band's figure in a run is the geometric mean of its
+//!   sizes' median times, a side's figure the geometric mean over its runs
+//!   (one run that met a busy CPU must not decide alone), and the
+//!   change is B's figure / A's figure - 1 (+: B slower).
+//! * Its interval is a hierarchical bootstrap over runs, then trials
+//!   (Kalibera & Jones 2013, [`crate::stats::hier_bootstrap`]). With one
+//!   run per side it can only resample trials: it then says nothing about
+//!   run-to-run variation, and the output says so.
+//! * A change is reported ("A faster" or "B faster") only when the interval
+//!   excludes no change *and* the change exceeds the between-run noise floor
+//!   of [`floor`] (measured from the runs, recorded by `wulf run --repeat
+//!   N`, or the built-in default). Otherwise: "no change beyond run-to-run
+//!   noise".
+//!
+//! # Figures
+//!
+//! Latency is tested the same way at the smallest common size, the peak at
+//! A's peak size (each with the floor of its band); n_1/2 and the
+//! saturation point are read off many sizes (the median over a side's
+//! runs) and carry no test.
+//!
+//! # Regression gate
+//!
+//! `--fail-if-slower PCT` fails when a band, the latency or the peak is
+//! "A faster" (B slower, by the rule above) and B's time exceeds A's by
+//! more than PCT percent (for the peak: A's peak / B's peak > 1 + PCT/100).
+
+use crate::result::SweepResult;
+use crate::stats::hier_bootstrap::{
+    hierarchical_ratio, log_spread, pooled_spread, run_figure, BootstrapOptions, RatioInterval, Run,
+};
+
+use super::Analysis;
+
+pub mod floor;
+pub mod spread;
+pub use floor::{Floor, FloorInputs, FloorSource, MIN_FLOOR_FRACTION};
+
+/// 1 - the coverage of the intervals, unless told otherwise.
+pub const DEFAULT_LEVEL: f64 = 0.05;
+
+/// The size bands of the comparison table: name, first and last size.
+pub const SIZE_BANDS: [(&str, u64, u64); 5] = [
+    ("<= 64 B", 0, 64),
+    ("64 B - 4 KiB", 65, 4 << 10),
+    ("4 - 64 KiB", (4 << 10) + 1, 64 << 10),
+    ("64 KiB - 1 MiB", (64 << 10) + 1, 1 << 20),
+    ("> 1 MiB", (1 << 20) + 1, u64::MAX),
+];
+
+/// Whether B differs from A in a band or figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// No change beyond the interval and the noise floor.
+    Same,
+    /// A takes less time: B is slower.
+    AFaster,
+    /// B takes less time.
+    BFaster,
+    /// Not tested (a derived figure, or no data).
+    Untested,
+}
+
+impl Verdict {
+    /// Words for tables.
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Same => "no change beyond run-to-run noise",
+            Verdict::AFaster => "A faster",
+            Verdict::BFaster => "B faster",
+            Verdict::Untested => "not tested",
+        }
+    }
+
+    /// The verdict of a time ratio B / A with its interval and floor.
+    pub fn of(interval: &RatioInterval, floor: &Floor) -> Verdict {
+        if !floor.exceeded_by(interval.ratio) {
+            Verdict::Same
+        } else if interval.low > 1.0 && interval.ratio > 1.0 {
+            Verdict::AFaster
+        } else if interval.high < 1.0 && interval.ratio < 1.0 {
+            Verdict::BFaster
+        } else {
+            Verdict::Same
+        }
+    }
+}
+
+/// The change in one size band.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BandDiff {
+    /// Band name, e.g. "4 - 64 KiB".
+    pub name: &'static str,
+    /// Sizes of the band measured in every run of both sides.
+    pub sizes: usize,
+    /// A's band figure: geometric mean of the median times, mean over runs, ns.
+    pub a_ns: f64,
+    /// B's band figure, ns.
+    pub b_ns: f64,
+    /// B's figure / A's with its interval (> 1: B slower).
+    pub interval: RatioInterval,
+    /// The noise floor applied.
+    pub floor: Floor,
+    /// The band's verdict.
+    pub verdict: Verdict,
+}
+
+/// A summary figure of both sides and its change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FigureDiff {
+    /// "latency", "peak", "n_1/2", "saturation".
+    pub name: &'static str,
+    /// A's value (ns, bit/s or bytes, by figure).
+    pub a: Option<f64>,
+    /// B's value.
+    pub b: Option<f64>,
+    /// b / a - 1.
+    pub change: Option<f64>,
+    /// Size whose times were tested, if a test applies.
+    pub tested_at_bytes: Option<u64>,
+    /// B's time / A's time at that size, with its interval.
+    pub interval: Option<RatioInterval>,
+    /// The noise floor applied there.
+    pub floor: Option<Floor>,
+    /// The verdict, or untested.
+    pub verdict: Verdict,
+}
+
+/// A comparison of B's runs against the baseline A's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// Runs (result files) of A.
+    pub runs_a: usize,
+    /// Runs of B.
+    pub runs_b: usize,
+    /// 1 - the intervals' coverage.
+    pub level: f64,
+    /// Sizes measured in every run of both sides.
+    pub sizes: usize,
+    /// Per band with at least one common size.
+    pub bands: Vec<BandDiff>,
+    /// Latency, peak, n_1/2 and saturation point.
+    pub figures: Vec<FigureDiff>,
+    /// Sizes some run of A measured that are not common.
+    pub only_in_a: usize,
+    /// Sizes some run of B measured that are not common.
+    pub only_in_b: usize,
+    /// Common sizes marked noisy in some run.
+    pub noisy_sizes: usize,
+}
+
+impl Comparison {
+    /// Whether both sides have one run: the run-to-run variation is then
+    /// unknown to the intervals.
+    pub fn single_runs(&self) -> bool {
+        self.runs_a < 2 && self.runs_b < 2
+    }
+}
+
+/// How to compare.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompareOptions {
+    /// 1 - the intervals' coverage.
+    pub level: f64,
+    /// `--noise-floor`, as a fraction, replacing the estimated floor.
+    pub noise_floor: Option<f64>,
+    /// Bootstrap resamples.
+    pub resamples: usize,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            level: DEFAULT_LEVEL,
+            noise_floor: None,
+            resamples: BootstrapOptions::default().resamples,
+        }
+    }
+}
+
+/// Compare B's runs against the baseline A's runs (each side one or more
+/// results, meant to be of the same transport and mode).
+pub fn compare(a: &[SweepResult], b: &[SweepResult], opts: &CompareOptions) -> Comparison {
+    let common = common_sizes(a, b);
+    let count_only = |side: &[SweepResult]| {
+        let mut all: Vec<u64> = side
+            .iter()
+            .flat_map(|r| r.points.iter().map(|p| p.bytes))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all.iter()
+            .filter(|s| common.binary_search(s).is_err())
+            .count()
+    };
+    let ctx = Context { a, b, opts };
+    let bands = SIZE_BANDS
+        .iter()
+        .filter_map(|&(name, lo, hi)| {
+            let sizes: Vec<u64> = common
+                .iter()
+                .copied()
+                .filter(|&s| s >= lo && s <= hi)
+                .collect();
+            let (interval, floor, a_ns, b_ns) = ctx.test(&sizes, name)?;
+            Some(BandDiff {
+                name,
+                sizes: sizes.len(),
+                a_ns,
+                b_ns,
+                interval,
+                verdict: Verdict::of(&interval, &floor),
+                floor,
+            })
+        })
+        .collect();
+    let noisy_sizes = common
+        .iter()
+        .filter(|&&s| {
+            a.iter()
+                .chain(b)
+                .any(|r| point(r, s).is_some_and(|p| p.noisy))
+        })
+        .count();
+    Comparison {
+        runs_a: a.len(),
+        runs_b: b.len(),
+        level: opts.level,
+        sizes: common.len(),
+        bands,
+        figures: ctx.figures(&common),
+        only_in_a: count_only(a),
+        only_in_b: count_only(b),
+        noisy_sizes,
+    }
+}
+
+/// The sizes every run of both sides measured, ascending.
+fn common_sizes(a: &[SweepResult], b: &[SweepResult]) -> Vec<u64> {
+    let Some(first) = a.first() else {
+        return Vec::new();
+    };
+    let mut sizes: Vec<u64> = first.points.iter().map(|p| p.bytes).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes.retain(|&s| a.iter().chain(b).all(|r| point(r, s).is_some()));
+    if b.is_empty() {
+        sizes.clear();
+    }
+    sizes
+}
+
+fn point(r: &SweepResult, bytes: u64) -> Option<&crate::result::Point> {
+    r.points.iter().find(|p| p.bytes == bytes)
+}
+
+/// The runs of a side restricted to `sizes` (all present, see
+/// [`common_sizes`]).
+fn runs<'a>(side: &'a [SweepResult], sizes: &[u64]) -> Vec<Run<'a>> {
+    side.iter()
+        .map(|r| {
+            sizes
+                .iter()
+                .filter_map(|&s| point(r, s).map(|p| &p.trials_ns[..]))
+                .collect()
+        })
+        .collect()
+}
+
+/// The band `SIZE_BANDS` puts `bytes` in.
+fn band_of(bytes: u64) -> &'static str {
+    SIZE_BANDS
+        .iter()
+        .find(|b| bytes >= b.1 && bytes <= b.2)
+        .map(|b| b.0)
+        .unwrap_or(SIZE_BANDS[0].0)
+}
+
+struct Context<'a> {
+    a: &'a [SweepResult],
+    b: &'a [SweepResult],
+    opts: &'a CompareOptions,
+}
+
+impl Context<'_> {
+    /// Interval, floor and both sides' figures over `sizes`, whose recorded
+    /// and default spreads are those of `band`.
+    fn test(&self, sizes: &[u64], band: &'static str) -> Option<(RatioInterval, Floor, f64, f64)> {
+        if sizes.is_empty() {
+            return None;
+        }
+        let (ra, rb) = (runs(self.a, sizes), runs(self.b, sizes));
+        let boot = BootstrapOptions {
+            resamples: self.opts.resamples,
+            confidence: 1.0 - self.opts.level,
+            ..BootstrapOptions::default()
+        };
+        let interval = hierarchical_ratio(&ra, &rb, &boot)?;
+        let spreads: Vec<(f64, usize)> = [&ra, &rb]
+            .iter()
+            .filter_map(|side| {
+                let figures: Option<Vec<f64>> = side.iter().map(|r| run_figure(r)).collect();
+                log_spread(&figures?)
+            })
+            .collect();
+        let inputs = FloorInputs {
+            given: self.opts.noise_floor,
+            runs: pooled_spread(&spreads),
+            recorded: recorded_spread(self.a.iter().chain(self.b), band),
+            band,
+            transport: self.a.first().map_or("", |r| r.transport.as_str()),
+        };
+        let floor = floor::floor(&inputs, ra.len(), rb.len());
+        let group = |runs: &[Run]| crate::stats::hier_bootstrap::group_figure(runs);
+        Some((interval, floor, group(&ra)?, group(&rb)?))
+    }
+
+    fn figures(&self, common: &[u64]) -> Vec<FigureDiff> {
+        let mut out = Vec::new();
+        let tested = |name, bytes: Option<u64>, value: &dyn Fn(f64, u64) -> f64| {
+            let at = bytes?;
+            let (interval, floor, a_ns, b_ns) = self.test(&[at], band_of(at))?;
+            let (a, b) = (value(a_ns, at), value(b_ns, at));
+            Some(FigureDiff {
+                name,
+                a: Some(a),
+                b: Some(b),
+                change: (a > 0.0).then(|| b / a - 1.0),
+                tested_at_bytes: Some(at),
+                interval: Some(interval),
+                floor: Some(floor),
+                verdict: Verdict::of(&interval, &floor),
+            })
+        };
+        let untested = |name| FigureDiff {
+            name,
+            a: None,
+            b: None,
+            change: None,
+            tested_at_bytes: None,
+            interval: None,
+            floor: None,
+            verdict: Verdict::Untested,
+        };
+        let latency = tested("latency", common.first().copied(), &|ns, _| ns);
+        out.push(latency.unwrap_or_else(|| untested("latency")));
+        let mode = self.a.first().map(|r| r.mode);
+        let rate = |ns: f64, bytes: u64| {
+            let moved = mode.map_or(bytes, |m| m.bytes_per_op(bytes));
+            moved as f64 * 8.0 / (ns * 1e-9)
+        };
+        let peak_of = |side: &[SweepResult]| {
+            common
+                .iter()
+                .filter_map(|&s| Some((s, rate(self.mean_median(side, s)?, s))))
+                .max_by(|x, y| x.1.total_cmp(&y.1))
+        };
+        let mut peak =
+            tested("peak", peak_of(self.a).map(|p| p.0), &rate).unwrap_or_else(|| untested("peak"));
+        // The figure is each side's own peak; the test is at A's peak size.
+        peak.b = peak_of(self.b).map(|p| p.1);
+        peak.change = match (peak.a, peak.b) {
+            (Some(a), Some(b)) if a > 0.0 => Some(b / a - 1.0),
+            _ => None,
+        };
+        out.push(peak);
+        let median_of = |side: &[SweepResult], f: &dyn Fn(&Analysis) -> Option<u64>| {
+            let mut v: Vec<f64> = side
+                .iter()
+                .filter_map(|r| f(&Analysis::of(r)))
+                .map(|x| x as f64)
+                .collect();
+            v.sort_by(f64::total_cmp);
+            (!v.is_empty()).then(|| crate::stats::quantile_sorted(&v, 0.5))
+        };
+        type Pick = fn(&Analysis) -> Option<u64>;
+        let derived: [(&str, Pick); 2] = [
+            ("n_1/2", |x| x.n_half_bytes),
+            ("saturation", |x| x.saturation_bytes),
+        ];
+        for (name, pick) in derived {
+            let (a, b) = (median_of(self.a, &pick), median_of(self.b, &pick));
+            out.push(FigureDiff {
+                a,
+                b,
+                change: match (a, b) {
+                    (Some(a), Some(b)) if a > 0.0 => Some(b / a - 1.0),
+                    _ => None,
+                },
+                ..untested(name)
+            });
+        }
+        out
+    }
+
+    /// The geometric mean over a side's runs of the median time at
+    /// `bytes`, as the tested figures are.
+    fn mean_median(&self, side: &[SweepResult], bytes: u64) -> Option<f64> {
+        let m: Option<Vec<f64>> = side
+            .iter()
+            .map(|r| point(r, bytes).map(|p| p.median_ns.ln()))
+            .collect();
+        let m = m?;
+        (!m.is_empty()).then(|| crate::stats::mean(&m).exp())
+    }
+}
+
+/// The largest one-run floor recorded for `band` by `wulf run --repeat` in
+/// any of `results`, with its repetitions.
+fn recorded_spread<'a>(
+    results: impl Iterator<Item = &'a SweepResult>,
+    band: &str,
+) -> Option<(f64, usize)> {
+    results
+        .filter_map(|r| r.run_to_run.as_ref())
+        .flat_map(|rr| rr.bands.iter())
+        .filter(|b| b.band == band && b.df > 0)
+        .map(|b| (b.one_run_floor_fraction, b.df as usize + 1))
+        .max_by(|x, y| x.0.total_cmp(&y.0))
+}
+
+impl Comparison {
+    /// The reasons B counts as slower than A by more than `pct` percent
+    /// under the comparison's rule (see the module notes); empty when it
+    /// does not.
+    pub fn regressions(&self, pct: f64) -> Vec<String> {
+        let limit = 1.0 + pct / 100.0;
+        let mut out = Vec::new();
+        for b in &self.bands {
+            let r = b.interval.ratio;
+            if b.verdict == Verdict::AFaster && r > limit {
+                out.push(format!(
+                    "sizes {}: {:.1}% slower (interval {:+.1}% to {:+.1}%, floor {:.1}%)",
+                    b.name,
+                    100.0 * (r - 1.0),
+                    100.0 * (b.interval.low - 1.0),
+                    100.0 * (b.interval.high - 1.0),
+                    100.0 * b.floor.fraction
+                ));
+            }
+        }
+        for f in &self.figures {
+            let Some(i) = f.interval.filter(|_| f.verdict == Verdict::AFaster) else {
+                continue;
+            };
+            match (f.name, f.a, f.b) {
+                ("latency", _, _) if i.ratio > limit => {
+                    out.push(format!("latency {:.1}% higher", 100.0 * (i.ratio - 1.0)))
+                }
+                ("peak", Some(a), Some(b)) if b > 0.0 && a / b > limit => {
+                    out.push(format!("peak {:.1}% lower", 100.0 * (1.0 - b / a)))
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Bands and tested figures that changed either way.
+    pub fn changes(&self) -> usize {
+        let changed = |v: Verdict| matches!(v, Verdict::AFaster | Verdict::BFaster);
+        self.bands.iter().filter(|b| changed(b.verdict)).count()
+            + self.figures.iter().filter(|f| changed(f.verdict)).count()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -43,8 +43,10 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
+        // try_: a number of seconds beyond Duration's range (found by
+        // fuzzing) is an error, not a panic.
+        if let Ok(d) = Duration::try_from_secs_f64(secs) {
+            return Ok(d);
         }
     }
     humantime::parse_duration(t)
@@ -120,6 +122,10 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        // Found by fuzzing: beyond Duration's range was a panic.
+        assert!(parse_duration("44444444444444444444444444444.0").is_err());
+        assert!(parse_duration("1e300").is_err());
+        assert!(parse_duration("-1").is_err());
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("-1").is_err());

@@ -90,6 +90,10 @@ fn config() -> ExtraOptions {
 struct Entry {
     /// `mpi:NAME`.
     name: &'static str,
+    /// `mpi:NAME(tcp)`, made once with the entry: the registry is listed
+    /// per request (a server's every session), and must not leak a name
+    /// each time.
+    tcp_name: &'static str,
     /// Where it came from: a built-in flavor or a user path.
     origin: Origin,
     /// The installation, or why there is none.
@@ -135,6 +139,7 @@ fn entries() -> Vec<Arc<Entry>> {
                 Origin::User(p) => discover::user(&name, p),
             };
             let e = Arc::new(Entry {
+                tcp_name: leak(format!("{full}({TCP_VARIANT})")),
                 name: leak(full),
                 origin,
                 install,
@@ -171,7 +176,7 @@ pub(super) fn transports() -> Vec<Box<dyn Transport>> {
         }));
         if has_tcp {
             out.push(Box::new(MpiTransport {
-                name: leak(format!("{}({TCP_VARIANT})", entry.name)),
+                name: entry.tcp_name,
                 side: Side::Launcher {
                     entry,
                     tcp: true,

@@ -162,7 +162,7 @@ fn slow_handshakes_and_connection_floods_cannot_hold_the_server() {
 
     // A flood of idle connections: the ones beyond the server's few
     // pending places are closed on arrival.
-    let mut idle: Vec<Raw> = (0..20).map(|_| Raw::connect(&addr)).collect();
+    let mut idle: Vec<Raw> = (0..40).map(|_| Raw::connect(&addr)).collect();
     let closed_at_once = idle
         .iter_mut()
         .filter_map(|c| {
@@ -174,7 +174,8 @@ fn slow_handshakes_and_connection_floods_cannot_hold_the_server() {
             matches!(c.r.read_line(&mut line), Ok(0)).then_some(())
         })
         .count();
-    assert!(closed_at_once >= 10, "only {closed_at_once} of 20 closed");
+    // 16 may wait in their handshake; a few may have been dropped by then.
+    assert!(closed_at_once >= 20, "only {closed_at_once} of 40 closed");
     // Once the deadline has dropped the idle ones, clients get in again.
     std::thread::sleep(Duration::from_millis(1500));
     let o = good_sweep(&addr, &[], Duration::from_secs(5));
@@ -266,8 +267,16 @@ fn a_shared_secret_authenticates_both_ends() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 
-    // The server logged the refused address, never the secret.
-    let logged = std::fs::read_to_string(&log).unwrap();
+    // The server logged the refused address, never the secret (its
+    // session threads may still be writing).
+    let mut logged = String::new();
+    for _ in 0..50 {
+        logged = std::fs::read_to_string(&log).unwrap();
+        if logged.contains("refused") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert!(
         logged.contains("refused") && logged.contains("127.0.0.1"),
         "{logged}"
@@ -325,7 +334,7 @@ fn allow_lists_and_pinning_are_the_servers_decision() {
 
 #[test]
 fn a_test_longer_than_max_session_ends_and_keeps_what_it_measured() {
-    let server = Server::start(&["--max-session", "1500ms"]);
+    let server = Server::start(&["--max-session", "4s"]);
     let dir = tempdir();
     let out = file(&dir, "r.json");
     let o = run(&[
@@ -370,7 +379,7 @@ fn an_open_server_on_the_network_says_what_anyone_can_do() {
 }
 
 /// In a network namespace of its own, a server on a non-loopback address
-/// (198.18.0.1, RFC 2544's range, on a dummy interface) and its clients on
+/// (198.18.0.1, RFC 2544's range, on one end of a veth pair) and its clients on
 /// that address: remote clients as far as the server can tell.
 #[test]
 fn local_only_transports_are_refused_to_remote_clients() {
@@ -381,7 +390,7 @@ fn local_only_transports_are_refused_to_remote_clients() {
     let port_file = file(&dir, "port");
     let script = format!(
         r#"set -u
-ip link set lo up && ip link add d0 type dummy && ip addr add 198.18.0.1/32 dev d0 && ip link set d0 up || exit 99
+ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 198.18.0.1/32 dev v0 && ip link set v0 up && ip link set v1 up || exit 99
 W={w}
 $W serve --bind 198.18.0.1 --port 0 --announce > {p} 2>/dev/null &
 for i in $(seq 100); do [ -s {p} ] && break; sleep 0.05; done

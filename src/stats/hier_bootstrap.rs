@@ -180,29 +180,9 @@ pub fn noise_bound(s: f64, df: usize, n_a: usize, n_b: usize) -> f64 {
     (t_975(df) * se).exp()
 }
 
-/// Two-sided 95% quantile of Student's t with `df` degrees of freedom:
-/// tabulated to 30 (Abramowitz & Stegun, table 26.10), beyond by the
-/// Cornish-Fisher expansion around the normal quantile (A&S 26.7.5), which
-/// is within 1e-4 there.
-pub fn t_975(df: usize) -> f64 {
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::INFINITY,
-        1..=30 => TABLE[df - 1],
-        _ => {
-            let z: f64 = 1.959_964;
-            let n = df as f64;
-            let g1 = (z.powi(3) + z) / 4.0;
-            let g2 = (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / 96.0;
-            let g3 = (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / 384.0;
-            z + g1 / n + g2 / (n * n) + g3 / (n * n * n)
-        }
-    }
-}
+/// Two-sided 95% quantile of Student's t (one implementation for the
+/// crate, in [`super::student_t`]).
+pub use super::student_t::t_975;
 
 #[cfg(test)]
 #[path = "hier_bootstrap_tests.rs"]

@@ -124,7 +124,7 @@ fn spreads_and_bounds() {
     assert!(pooled_spread(&[]).is_none());
     // s = 0.1 from 3 runs, one run per side: exp(4.303 * 0.1 * sqrt 2).
     let b = noise_bound(0.1, 2, 1, 1);
-    assert!((b - (4.303 * 0.1 * 2f64.sqrt()).exp()).abs() < 1e-12);
+    assert!((b - (4.302_653 * 0.1 * 2f64.sqrt()).exp()).abs() < 1e-9);
     // More runs per side, a tighter bound.
     assert!(noise_bound(0.1, 2, 5, 5) < b);
     assert!(noise_bound(0.1, 0, 1, 1).is_infinite());
@@ -132,9 +132,9 @@ fn spreads_and_bounds() {
 
 #[test]
 fn t_quantiles_match_the_tables() {
-    assert_eq!(t_975(1), 12.706);
-    assert_eq!(t_975(10), 2.228);
-    assert_eq!(t_975(30), 2.042);
+    assert!((t_975(1) - 12.706).abs() < 1e-3);
+    assert!((t_975(10) - 2.228).abs() < 1e-3);
+    assert!((t_975(30) - 2.042).abs() < 1e-3);
     // A&S 26.10: 40 -> 2.021, 60 -> 2.000, 120 -> 1.980.
     assert!((t_975(40) - 2.021).abs() < 1e-3, "{}", t_975(40));
     assert!((t_975(60) - 2.000).abs() < 1e-3, "{}", t_975(60));

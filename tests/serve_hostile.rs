@@ -393,11 +393,12 @@ fn local_only_transports_are_refused_to_remote_clients() {
 ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 198.18.0.1/32 dev v0 && ip link set v0 up && ip link set v1 up || exit 99
 W={w}
 $W serve --bind 198.18.0.1 --port 0 --announce > {p} 2>/dev/null &
+SERVER=$!
+trap 'kill $SERVER' EXIT
 for i in $(seq 100); do [ -s {p} ] && break; sleep 0.05; done
 PORT=$(cut -d' ' -f2 {p})
 $W sweep shm --peer 198.18.0.1:$PORT --sizes 1 --budget 300ms --quiet; echo "shm-rc=$?"
 $W sweep tcp --peer 198.18.0.1:$PORT --sizes 1 --budget 300ms --quiet >/dev/null 2>&1; echo "tcp-rc=$?"
-kill %1
 "#,
         w = wulf_bin(),
         p = port_file.display()

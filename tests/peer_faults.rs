@@ -206,7 +206,7 @@ fn peer_killed_mid_sweep_leaves_an_incomplete_result() {
         "--peer",
         &a,
         "--budget",
-        "6s",
+        "30s",
         "--sizes",
         "1:1Mi",
         "--timeout",
@@ -219,7 +219,12 @@ fn peer_killed_mid_sweep_leaves_an_incomplete_result() {
     .stderr(std::process::Stdio::piped())
     .spawn()
     .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Kill the server once it has echoed for a while: before the first
+    // point the client measures its physical limits in-process, which on a
+    // loaded machine can take seconds, so a fixed sleep may kill the
+    // server before any point exists. The server uses CPU only to answer
+    // timed blocks.
+    wait_for_cpu_ticks(server.child.id(), 30, Duration::from_secs(60));
     server.child.kill().unwrap();
     let t = Instant::now();
     let o = client.wait_with_output().unwrap();
@@ -292,4 +297,29 @@ fn unwritable_result_path_is_an_error_not_a_panic() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("cannot"), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"));
+}
+
+/// Wait until process `pid` has used `ticks` clock ticks of CPU (user and
+/// system, /proc/PID/stat fields 14 and 15), or `limit` has passed.
+fn wait_for_cpu_ticks(pid: u32, ticks: u64, limit: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The command name (field 2) may hold spaces; count after its ')'.
+        let used: u64 = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| {
+                rest.split_whitespace()
+                    .skip(11)
+                    .take(2)
+                    .filter_map(|f| f.parse::<u64>().ok())
+                    .sum()
+            })
+            .unwrap_or(0);
+        if used >= ticks {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the server used less than {ticks} CPU ticks within {limit:?}");
 }

@@ -187,7 +187,10 @@ class wulf_matrix_check(WulfBase):
     '''The all-pairs link matrix: its worst cell's latency and bandwidth.'''
 
     descr = 'wulf matrix: worst link of every pair of nodes'
-    #: The nodes (wulf's --hosts; Slurm's compact syntax works).
+    #: The nodes (wulf's --hosts; Slurm's compact syntax works). Empty:
+    #: the job's own nodes (set num_tasks to the node count and one task
+    #: per node; the partition's launcher, srun, starts one wulf per node
+    #: and the first coordinates).
     hosts = variable(str, value='n[1-3]')
     #: How agents start: local (simulated nodes on this machine), ssh,
     #: slurm. Empty: wulf's default (srun in an allocation, else ssh).
@@ -200,9 +203,10 @@ class wulf_matrix_check(WulfBase):
 
     @run_before('run')
     def set_options(self):
-        self.executable_opts = ['matrix', '--hosts', self.hosts,
-                                '--budget', self.budget, '--quiet',
+        self.executable_opts = ['matrix', '--budget', self.budget, '--quiet',
                                 '--json', 'result.json']
+        if self.hosts:
+            self.executable_opts += ['--hosts', self.hosts]
         if self.launch:
             self.executable_opts += ['--launch', self.launch]
 

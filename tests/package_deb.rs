@@ -52,7 +52,10 @@ fn package_builds_installs_runs_and_removes() {
         .unwrap();
     let text = String::from_utf8_lossy(&man.stdout);
     assert!(man.status.success(), "man -l {page}: {}", stderr(&man));
-    assert!(text.contains("wulf-sweep") && text.contains("--budget"), "{text}");
+    assert!(
+        text.contains("wulf-sweep") && text.contains("--budget"),
+        "{text}"
+    );
     assert!(Path::new("/usr/share/man/man1/wulf.1.gz").is_file());
 
     let completion = Command::new("bash")

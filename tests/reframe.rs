@@ -93,8 +93,14 @@ fn checks_pass_against_this_machine() {
     }
     // The figures come with their units, read from the JSON results.
     assert!(log.contains("P: latency:") && log.contains(" us "), "{log}");
-    assert!(log.contains("P: mops_np2:") && log.contains("Mop/s"), "{log}");
-    assert!(log.contains("P: worst_bandwidth:") && log.contains("Gbit/s"), "{log}");
+    assert!(
+        log.contains("P: mops_np2:") && log.contains("Mop/s"),
+        "{log}"
+    );
+    assert!(
+        log.contains("P: worst_bandwidth:") && log.contains("Gbit/s"),
+        "{log}"
+    );
 }
 
 #[test]
@@ -139,11 +145,7 @@ fn incomplete_and_unverified_results_fail_sanity() {
         ),
     )
     .unwrap();
-    std::fs::set_permissions(
-        &fake,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let (out, cases) = reframe(
         &venv,
         fake.to_str().unwrap(),
@@ -152,7 +154,10 @@ fn incomplete_and_unverified_results_fail_sanity() {
     );
     assert!(!out.status.success());
     for (name, why) in [
-        ("wulf_sweep_check %transport=unix", "incomplete: interrupted"),
+        (
+            "wulf_sweep_check %transport=unix",
+            "incomplete: interrupted",
+        ),
         ("wulf_npb_check", "did not verify"),
     ] {
         let c = case(&cases, name);

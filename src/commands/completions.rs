@@ -20,11 +20,7 @@ pub fn completions(args: &CompletionsArgs) -> Result<()> {
 /// Run `wulf manpages DIR`: wulf.1 and one page per visible subcommand.
 pub fn manpages(args: &ManpagesArgs) -> Result<()> {
     let written = write_manpages(&args.dir)?;
-    println!(
-        "{} man pages in {}",
-        written.len(),
-        args.dir.display()
-    );
+    println!("{} man pages in {}", written.len(), args.dir.display());
     Ok(())
 }
 
@@ -64,12 +60,24 @@ mod tests {
     fn every_visible_subcommand_gets_a_page() {
         let dir = tempfile::tempdir().unwrap();
         let names = write_manpages(dir.path()).unwrap();
-        for page in ["wulf.1", "wulf-sweep.1", "wulf-run.1", "wulf-report.1", "wulf-tune-tcp.1"] {
+        for page in [
+            "wulf.1",
+            "wulf-sweep.1",
+            "wulf-run.1",
+            "wulf-report.1",
+            "wulf-tune-tcp.1",
+        ] {
             assert!(names.iter().any(|n| n == page), "{page} missing: {names:?}");
         }
-        assert!(!names.iter().any(|n| n.contains("agent") || n.contains("worker")));
+        assert!(!names
+            .iter()
+            .any(|n| n.contains("agent") || n.contains("worker")));
         let sweep = std::fs::read_to_string(dir.path().join("wulf-sweep.1")).unwrap();
-        assert!(sweep.starts_with(".ie"), "{}", &sweep[..80.min(sweep.len())]);
+        assert!(
+            sweep.starts_with(".ie"),
+            "{}",
+            &sweep[..80.min(sweep.len())]
+        );
         assert!(sweep.contains("budget"));
     }
 }

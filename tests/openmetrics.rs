@@ -126,6 +126,47 @@ fn sweep_writes_openmetrics_that_parse() {
 }
 
 #[test]
+fn run_and_matrix_write_openmetrics_that_parse() {
+    let Some(venv) = python::venv() else { return };
+    let dir = tempdir();
+    let (run_prom, matrix_prom) = (file(&dir, "run.prom"), file(&dir, "matrix.prom"));
+    let mut args = vec!["run", "--only", "unix", "--no-npb", "--sizes", "1,4Ki"];
+    args.extend(["--budget", "300ms", "--quiet", "--no-perturb"]);
+    args.extend(["--out", dir.path().to_str().unwrap()]);
+    args.extend(["--openmetrics", run_prom.to_str().unwrap()]);
+    let r = run(&args);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let parsed = parse(&venv, &run_prom);
+    assert_eq!(samples(&parsed, "wulf_latency_seconds").len(), 1);
+
+    let json_out = file(&dir, "matrix.json");
+    let r = run(&[
+        "matrix",
+        "--launch",
+        "local",
+        "--hosts",
+        "n[1-2]",
+        "--budget",
+        "1s",
+        "--quiet",
+        "--json",
+        json_out.to_str().unwrap(),
+        "--openmetrics",
+        matrix_prom.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let parsed = parse(&venv, &matrix_prom);
+    let cells = samples(&parsed, "wulf_link_latency_seconds");
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    assert!(cells
+        .iter()
+        .any(|c| c["labels"]["host"] == "n1" && c["labels"]["peer"] == "n2"));
+    assert!(samples(&parsed, "wulf_link_failed")
+        .iter()
+        .all(|c| c["value"] == 0.0));
+}
+
+#[test]
 fn npb_results_are_refused_by_name() {
     let r = run(&[
         "report",

@@ -12,9 +12,14 @@ use crate::cli::{Cli, CompletionsArgs, ManpagesArgs};
 
 /// Run `wulf completions SHELL`: the script on standard output.
 pub fn completions(args: &CompletionsArgs) -> Result<()> {
+    write_stdout(&completion_script(args.shell))
+}
+
+/// The completion script of `shell` for the `wulf` command.
+pub fn completion_script(shell: clap_complete::Shell) -> Vec<u8> {
     let mut out = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "wulf", &mut out);
-    write_stdout(&out)
+    clap_complete::generate(shell, &mut Cli::command(), "wulf", &mut out);
+    out
 }
 
 /// Run `wulf manpages DIR`: wulf.1 and one page per visible subcommand.
@@ -55,6 +60,17 @@ fn write_stdout(bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_shell_completes_subcommands_and_options() {
+        use clap::ValueEnum;
+        for shell in clap_complete::Shell::value_variants() {
+            let script = String::from_utf8(completion_script(*shell)).unwrap();
+            for word in ["sweep", "matrix", "--openmetrics", "--budget"] {
+                assert!(script.contains(word), "{shell}: no {word}");
+            }
+        }
+    }
 
     #[test]
     fn every_visible_subcommand_gets_a_page() {

@@ -109,7 +109,7 @@ fn package_test_possible() -> bool {
     let taken = Command::new("dpkg-query")
         .args(["-W", "-f=${Status}", "wulf"])
         .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("installed"));
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).ends_with(" installed"));
     let why = if !root {
         "not root (dpkg installs the package)"
     } else if !release {
@@ -134,10 +134,15 @@ struct Installed;
 
 impl Installed {
     fn new(deb: &str) -> Installed {
-        // Docker's Debian images tell dpkg to leave man pages out
-        // (/etc/dpkg/dpkg.cfg.d/docker); options on the command line come
-        // after the configuration's, so this brings wulf's back.
-        let out = dpkg(&["--path-include=/usr/share/man/man1/wulf*", "-i", deb]);
+        // Minimal Docker images tell dpkg to leave man pages and docs out
+        // (path-exclude in /etc/dpkg/dpkg.cfg.d/); options on the command
+        // line come after the configuration's, so these bring wulf's back.
+        let out = dpkg(&[
+            "--path-include=/usr/share/man/man1/wulf*",
+            "--path-include=/usr/share/doc/wulf/*",
+            "-i",
+            deb,
+        ]);
         assert!(out.status.success(), "dpkg -i {deb}: {}", stderr(&out));
         Installed
     }

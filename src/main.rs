@@ -14,6 +14,8 @@ fn main() {
         Command::Sweep(a) => commands::sweep::execute(a),
         Command::Serve(a) => commands::serve::execute(a),
         Command::Info(a) => commands::info::execute(a),
+        Command::Completions(a) => commands::completions::completions(a),
+        Command::Manpages(a) => commands::completions::manpages(a),
         Command::Tune(a) => commands::tune::execute(a),
         Command::Report(a) => commands::report::execute(a),
         Command::Compare(a) => commands::compare::execute(a),

@@ -3,6 +3,7 @@
 //! goes to the terminal and to files.
 
 pub mod compare;
+pub mod completions;
 pub mod info;
 pub mod lab;
 pub mod matrix;

@@ -1,5 +1,6 @@
 //! `wulf report`: results drawn as an HTML report or exported as CSV,
-//! gnuplot data, NetPIPE np.out columns or a Markdown table.
+//! gnuplot data, NetPIPE np.out columns, a Markdown table or OpenMetrics
+//! gauges (sweeps and link matrices) for monitoring.
 //!
 //! NPB result files (`wulf npb`) may be given among the sweep results: the
 //! HTML report draws them, Markdown gives their tables (as `wulf npb`
@@ -107,6 +108,8 @@ pub fn format_of_path(path: &Path) -> Option<ReportFormat> {
         "dat" => Some(ReportFormat::Dat),
         "out" => Some(ReportFormat::Npout),
         "md" | "markdown" => Some(ReportFormat::Markdown),
+        // node_exporter's textfile collector reads `*.prom` files.
+        "prom" => Some(ReportFormat::Openmetrics),
         _ => None,
     }
 }
@@ -118,6 +121,7 @@ pub fn render(results: &[SweepResult], format: ReportFormat) -> Result<Vec<u8>> 
         ReportFormat::Csv => report::csv::to_csv(results)?,
         ReportFormat::Dat => report::dat::to_dat(results).into_bytes(),
         ReportFormat::Markdown => report::markdown::to_markdown(results).into_bytes(),
+        ReportFormat::Openmetrics => report::openmetrics::to_openmetrics(results, &[]).into_bytes(),
         ReportFormat::Npout => match results {
             [one] => report::npout::to_npout(one).into_bytes(),
             _ => {
@@ -185,6 +189,7 @@ fn format_name(format: ReportFormat) -> &'static str {
         ReportFormat::Dat => "dat",
         ReportFormat::Npout => "npout",
         ReportFormat::Markdown => "markdown",
+        ReportFormat::Openmetrics => "openmetrics",
     }
 }
 
@@ -195,7 +200,9 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         .or_else(|| args.output.as_deref().and_then(format_of_path))
         .unwrap_or(ReportFormat::Html);
     // An NPB file first: that it cannot be exported says more than a count.
-    if matches!(
+    if format == ReportFormat::Openmetrics {
+        refuse_npb_and_studies(args)?;
+    } else if matches!(
         format,
         ReportFormat::Csv | ReportFormat::Dat | ReportFormat::Npout
     ) {
@@ -221,6 +228,8 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
     let all = read_all(&args.results)?;
     let bytes = if format == ReportFormat::Html {
         report::html::to_html_full(&all.sweeps, &all.npb, &all.studies, &all.matrices)?.into_bytes()
+    } else if format == ReportFormat::Openmetrics {
+        report::openmetrics::to_openmetrics(&all.sweeps, &all.matrices).into_bytes()
     } else {
         let mut b = if all.sweeps.is_empty() && all.npb.is_empty() && all.studies.is_empty() {
             Vec::new()
@@ -248,6 +257,23 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
     Ok(())
 }
 
+/// OpenMetrics holds sweeps and link matrices: an NPB result or a study
+/// summary is a usage error naming the file.
+fn refuse_npb_and_studies(args: &ReportArgs) -> Result<()> {
+    match args
+        .results
+        .iter()
+        .find(|p| is_npb_result(p) || is_study_result(p))
+    {
+        Some(p) => Err(crate::error::usage(format!(
+            "{} is an NPB result or a study summary: the openmetrics format holds sweep \
+             results and link matrices; NPB results and studies go into the html or markdown formats",
+            p.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,6 +292,10 @@ mod tests {
         assert_eq!(
             format_of_path(Path::new("r.md")),
             Some(ReportFormat::Markdown)
+        );
+        assert_eq!(
+            format_of_path(Path::new("wulf.prom")),
+            Some(ReportFormat::Openmetrics)
         );
         assert_eq!(format_of_path(Path::new("r")), None);
     }

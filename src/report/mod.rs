@@ -4,7 +4,8 @@
 //!
 //! Formats: [`html`] (the report, with [`charts`]), [`csv`], [`dat`]
 //! (gnuplot), [`npout`] (NetPIPE 3.7 columns), [`markdown`] (summary
-//! table), [`table`] (terminal), [`npb_table`] (NAS kernel tables), [`npb_html`] and
+//! table), [`openmetrics`] (gauges for monitoring), [`table`]
+//! (terminal), [`npb_table`] (NAS kernel tables), [`npb_html`] and
 //! [`npb_charts`] (NAS results in the HTML report), [`study_html`] (a study's
 //! section), [`limit_charts`] (memcpy's memory hierarchy and the
 //! transports against the machine's limits), and [`compare`] (the rendering of
@@ -28,6 +29,7 @@ pub mod npb_charts;
 pub mod npb_html;
 pub mod npb_table;
 pub mod npout;
+pub mod openmetrics;
 pub mod study_html;
 pub mod summary;
 pub mod table;

@@ -78,7 +78,11 @@ fn check_run(r: &CollectiveResult, op: &str, via: &str, sizes: &[u64]) {
     let got: Vec<u64> = run.points.iter().map(|p| p.bytes).collect();
     assert_eq!(got, sizes, "{op} over {via}");
     for p in &run.points {
-        assert!(p.trials_ns.len() >= 6, "{op} {via}: {} trials", p.trials_ns.len());
+        assert!(
+            p.trials_ns.len() >= 6,
+            "{op} {via}: {} trials",
+            p.trials_ns.len()
+        );
         assert!(p.repeats >= 1 && p.median_ns > 0.0);
         assert!(p.ci_low_ns <= p.median_ns && p.median_ns <= p.ci_high_ns);
         // The slowest rank's time is at least the ranks' average, which is
@@ -180,19 +184,31 @@ fn the_schema_rejects_unknown_fields_and_other_versions() {
 #[test]
 fn the_report_draws_a_chart_per_collective_and_escapes_text() {
     let _s = serial();
-    let mut r = collective("bcast", &[1, 1024, 65536], &["--via", "shm,tcp", "--wait", "block"]);
+    let mut r = collective(
+        "bcast",
+        &[1, 1024, 65536],
+        &["--via", "shm,tcp", "--wait", "block"],
+    );
     assert_eq!(r.runs.len(), 2);
     r.warnings.push("<script>alert(1)</script>".into());
     let dir = tempdir();
     let path = file(&dir, "coll.json");
     std::fs::write(&path, serde_json::to_vec(&r).unwrap()).unwrap();
     let html = file(&dir, "r.html");
-    let o = run(&["report", path.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    let o = run(&[
+        "report",
+        path.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("Collective: bcast on 2 processes"));
     assert!(page.contains("<svg"), "a chart");
-    assert!(page.contains(">shm<") && page.contains(">tcp<"), "both series");
+    assert!(
+        page.contains(">shm<") && page.contains(">tcp<"),
+        "both series"
+    );
     assert!(!page.contains("<script>alert"), "unescaped text");
     assert!(page.contains("&lt;script&gt;alert"));
     let o = run(&["report", path.to_str().unwrap(), "--format", "markdown"]);
@@ -241,7 +257,10 @@ fn a_rank_killed_mid_run_is_named_and_the_rest_is_saved() {
     assert!(!r.complete);
     assert!(r.incomplete_reason.is_some());
     let shm = &r.runs[0];
-    let why = shm.error.as_deref().expect("the killed backend has an error");
+    let why = shm
+        .error
+        .as_deref()
+        .expect("the killed backend has an error");
     assert!(why.contains("rank"), "{why}");
     let tcp = &r.runs[1];
     assert!(tcp.error.is_none(), "{:?}", tcp.error);

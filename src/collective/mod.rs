@@ -190,8 +190,15 @@ mod tests {
         assert_eq!((a[0], *a.last().unwrap(), a.len()), (8, 1 << 20, 18));
         assert_eq!(Collective::Bcast.default_sizes().len(), 21);
         assert_eq!(Collective::Barrier.default_sizes(), [0]);
-        for c in [Collective::Allreduce, Collective::Alltoall, Collective::Bcast] {
-            assert!(c.default_sizes().iter().all(|&b| c.check_size(b, 2).is_ok()));
+        for c in [
+            Collective::Allreduce,
+            Collective::Alltoall,
+            Collective::Bcast,
+        ] {
+            assert!(c
+                .default_sizes()
+                .iter()
+                .all(|&b| c.check_size(b, 2).is_ok()));
         }
     }
 

@@ -105,15 +105,19 @@ fn sweep(job: &CollectiveJob, lead: &mut Lead, points: &mut Vec<CollectivePoint>
         }
         max_repeats = o.repeats;
         // The policy drops its calibration blocks; drop their spread too.
-        let kept = lead.spread_ns.get(o.warmup_trials as usize..).unwrap_or(&[]);
+        let kept = lead
+            .spread_ns
+            .get(o.warmup_trials as usize..)
+            .unwrap_or(&[]);
         let (avg, min): (Vec<f64>, Vec<f64>) = kept.iter().copied().unzip();
-        let point =
-            CollectivePoint::from_trials(bytes, o.repeats, o.warmup_trials, o.noisy, [
-                o.trials_ns,
-                avg,
-                min,
-            ])
-            .context("a size kept no trial")?;
+        let point = CollectivePoint::from_trials(
+            bytes,
+            o.repeats,
+            o.warmup_trials,
+            o.noisy,
+            [o.trials_ns, avg, min],
+        )
+        .context("a size kept no trial")?;
         points.push(point);
     }
     Ok(false)
@@ -208,7 +212,12 @@ impl Buffers {
 
     /// One block: a barrier, then `repeats` operations of `bytes`. Returns
     /// this rank's time in the operations and the block's wall time, ns.
-    fn run_block(&mut self, comm: &dyn Communicator, bytes: u64, repeats: u64) -> Result<(f64, u64)> {
+    fn run_block(
+        &mut self,
+        comm: &dyn Communicator,
+        bytes: u64,
+        repeats: u64,
+    ) -> Result<(f64, u64)> {
         let n = bytes as usize;
         let too_large = || anyhow::anyhow!("rank 0 ordered {bytes} B, beyond the run's sizes");
         let clock_ns = self.clock_ns;

@@ -111,9 +111,7 @@ pub fn execute(args: &CollectiveArgs) -> Result<()> {
 /// The sizes to measure: `--sizes`, or the operation's defaults.
 fn sizes_of(collective: Collective, given: Option<&[u64]>) -> Result<Vec<u64>> {
     match (collective, given) {
-        (Collective::Barrier, Some(_)) => Err(usage(
-            "barrier moves no data: it takes no --sizes",
-        )),
+        (Collective::Barrier, Some(_)) => Err(usage("barrier moves no data: it takes no --sizes")),
         (_, Some(sizes)) => Ok(sizes.to_vec()),
         (_, None) => Ok(collective.default_sizes()),
     }

@@ -206,16 +206,9 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         format,
         ReportFormat::Csv | ReportFormat::Dat | ReportFormat::Npout
     ) {
-        if let Some(p) = args
-            .results
-            .iter()
-            .find(|p| {
-                is_npb_result(p)
-                    || is_study_result(p)
-                    || is_matrix_result(p)
-                    || is_collective_result(p)
-            })
-        {
+        if let Some(p) = args.results.iter().find(|p| {
+            is_npb_result(p) || is_study_result(p) || is_matrix_result(p) || is_collective_result(p)
+        }) {
             return Err(crate::error::usage(format!(
                 "{} is an NPB result, a study summary, a link matrix or a collective result: the {} format holds the points of sweep \
                  results only; they go into the html or markdown formats",

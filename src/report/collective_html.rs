@@ -113,7 +113,12 @@ fn table(h: &mut String, r: &CollectiveResult) {
         for run in &r.runs {
             match run.points.iter().find(|p| p.bytes == bytes) {
                 Some(p) => {
-                    let _ = write!(h, "<td class=num title=\"{}\">{}</td>", esc(&tip(p)), cell(p));
+                    let _ = write!(
+                        h,
+                        "<td class=num title=\"{}\">{}</td>",
+                        esc(&tip(p)),
+                        cell(p)
+                    );
                 }
                 None => h.push_str("<td class=num>-</td>"),
             }

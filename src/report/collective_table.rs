@@ -36,7 +36,7 @@ pub fn to_text(r: &CollectiveResult) -> String {
                 "{:>10} {:>11} {:>9} {:>11} {:>11} {:>14}{}",
                 format_bytes(p.bytes),
                 format_ns(p.median_ns),
-                format!("+-{:.1}%", 100.0 * p.relative_ci()),
+                ci_text(p.relative_ci()),
                 format_ns(p.ranks_avg_median_ns),
                 format_ns(p.ranks_min_median_ns),
                 format!("{} x {}", p.trials_ns.len(), p.repeats),
@@ -102,6 +102,16 @@ fn comparison(out: &mut String, r: &CollectiveResult) {
             "  * noisy: the median's 95% interval was not within +-{:.0}% when its budget ran out",
             100.0 * r.precision
         );
+    }
+}
+
+/// The interval's half-width as a share of the median: `+-1.5%`; beyond
+/// `>999%` the figure says nothing more (a bimodal point on a busy machine).
+fn ci_text(relative: f64) -> String {
+    if relative.is_finite() && relative < 10.0 {
+        format!("+-{:.1}%", 100.0 * relative)
+    } else {
+        ">999%".into()
     }
 }
 

@@ -116,10 +116,8 @@ pub fn to_html_every_kind(
     header(&mut h, results, npb, studies, matrices, collectives);
     // A report of NPB results (or studies) only has no sweep sections: empty
     // tables and charts without data would only say "nothing here" five times.
-    let others = !npb.is_empty()
-        || !studies.is_empty()
-        || !matrices.is_empty()
-        || !collectives.is_empty();
+    let others =
+        !npb.is_empty() || !studies.is_empty() || !matrices.is_empty() || !collectives.is_empty();
     if !results.is_empty() || !others {
         // Highlights and "best" figures are about transports: the in-process
         // baselines are references, not competitors.

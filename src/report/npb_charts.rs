@@ -78,7 +78,12 @@ fn line_of(r: &NpbResult, via: &str, figure: fn(&NpbRun) -> Option<f64>) -> Vec<
 
 /// A transport's line with dots and a legend entry (the collective
 /// charts draw theirs alike).
-pub(super) fn draw_line(c: &mut Ctx<'_>, pts: Vec<(f64, f64)>, color: RGBColor, label: &str) -> Result<()> {
+pub(super) fn draw_line(
+    c: &mut Ctx<'_>,
+    pts: Vec<(f64, f64)>,
+    color: RGBColor,
+    label: &str,
+) -> Result<()> {
     c.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
         .label(label)
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(3)));

@@ -174,8 +174,7 @@ pub fn is_collective_result(path: &std::path::Path) -> bool {
 /// Read a collective result file, rejecting other versions and unknown
 /// fields, and values no measurement can produce.
 pub fn read_collective_result(path: &std::path::Path) -> anyhow::Result<CollectiveResult> {
-    let r: CollectiveResult =
-        super::read_versioned(path, "collective", COLLECTIVE_SCHEMA_VERSION)?;
+    let r: CollectiveResult = super::read_versioned(path, "collective", COLLECTIVE_SCHEMA_VERSION)?;
     check(&r).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(r)
 }
@@ -190,7 +189,9 @@ fn check(r: &CollectiveResult) -> Result<(), String> {
             let at = format!("runs[{i}].points[{j}]");
             let lists = [&p.trials_ns, &p.trials_ranks_avg_ns, &p.trials_ranks_min_ns];
             if p.trials_ns.is_empty() || lists.iter().any(|l| l.len() != p.trials_ns.len()) {
-                return Err(format!("{at}: the trial lists are empty or of different lengths"));
+                return Err(format!(
+                    "{at}: the trial lists are empty or of different lengths"
+                ));
             }
             let figures = [p.median_ns, p.min_ns, p.max_ns, p.ci_low_ns, p.ci_high_ns];
             let all = figures.iter().chain(lists.iter().flat_map(|l| l.iter()));

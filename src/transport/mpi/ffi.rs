@@ -517,7 +517,11 @@ impl Mpi {
         bump();
         // SAFETY: buf is valid for its length during the call.
         let rc = unsafe {
-            (self.api.bcast)(buf.as_mut_ptr().cast(), buf.len() as c_longlong, root as c_int)
+            (self.api.bcast)(
+                buf.as_mut_ptr().cast(),
+                buf.len() as c_longlong,
+                root as c_int,
+            )
         };
         bump();
         self.check(rc, "MPI_Bcast")
@@ -542,7 +546,8 @@ impl Mpi {
         bump();
         // SAFETY: both buffers hold `size` blocks of `block` bytes (checked
         // above) and are valid for the call; they cannot overlap.
-        let rc = unsafe { (self.api.alltoall)(send.as_ptr().cast(), recv.as_mut_ptr().cast(), block) };
+        let rc =
+            unsafe { (self.api.alltoall)(send.as_ptr().cast(), recv.as_mut_ptr().cast(), block) };
         bump();
         self.check(rc, "MPI_Alltoall")
     }

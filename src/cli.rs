@@ -11,18 +11,20 @@ use crate::units::{parse_bytes, parse_duration};
 // `wulf report` and `wulf compare` read results rather than measure: their
 // arguments live in their own file.
 mod cluster_args;
+mod collective_args;
 mod dist_args;
 mod lab_args;
 mod npb_args;
 mod read_args;
 mod serve_args;
 pub use cluster_args::{AgentArgs, MatrixArgs, PatternArg};
+pub use collective_args::{CollectiveArgs, OperationArg};
 pub use dist_args::{CompletionsArgs, ManpagesArgs};
 pub use lab_args::{
     LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs, StudyArg,
     StudyArgs,
 };
-pub use npb_args::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs};
+pub use npb_args::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs, RanksArgs};
 pub use read_args::{CompareArgs, ReportArgs, ReportFormat};
 pub use serve_args::ServeArgs;
 
@@ -74,6 +76,10 @@ pub enum Command {
     /// link matrix), naming slow nodes and links and the fingerprint
     /// differences behind them.
     Matrix(MatrixArgs),
+    /// Time a collective operation (allreduce, alltoall, bcast, barrier)
+    /// over message sizes on each MPI's own algorithm and on wulf's own
+    /// process group, with the statistics of `wulf sweep`.
+    Collective(CollectiveArgs),
     /// Internal: a node's agent, started by `wulf matrix`.
     #[command(hide = true)]
     Agent(AgentArgs),

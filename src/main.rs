@@ -23,6 +23,7 @@ fn main() {
         Command::Lab(a) => commands::lab::execute(a),
         Command::Study(a) => commands::study::execute(a),
         Command::Matrix(a) => commands::matrix::execute(a),
+        Command::Collective(a) => commands::collective::execute(a),
         Command::Agent(a) => commands::matrix::execute_agent(a),
         Command::Worker(a) => commands::worker::execute(a),
         Command::NpbRank(a) => commands::npb::execute_rank(a),

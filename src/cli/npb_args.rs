@@ -87,6 +87,15 @@ pub struct NpbMgArgs {
     /// Write the result as JSON ('-' for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// MPI libraries and the lab, as `wulf collective` takes them.
+    #[command(flatten)]
+    pub ranks: RanksArgs,
+}
+
+/// Where the ranks of a group run and which MPIs start them: the options
+/// `wulf npb` and `wulf collective` share.
+#[derive(Debug, Clone, Args)]
+pub struct RanksArgs {
     /// Another MPI as mpi:NAME; PATH is its mpicc or the directory holding
     /// it. Repeatable.
     #[arg(long = "mpi", value_name = "NAME=PATH", value_parser = parse_mpi)]
@@ -96,8 +105,8 @@ pub struct NpbMgArgs {
     pub mpi_arg: Vec<String>,
     /// Run with one process per node of a temporary lab with these links
     /// (as many nodes as the largest process count; as `wulf sweep --lab`,
-    /// e.g. fe). Transports that cannot cross nodes (unix, shm, cma) are
-    /// skipped.
+    /// e.g. fe). MPIs are held to TCP on the lab's links; transports that
+    /// cannot cross nodes (unix, shm, cma) are skipped.
     #[arg(long, value_name = "SPEC")]
     pub lab: Option<String>,
     /// Internal (`--lab` gives it to the command it runs in node1): spread

@@ -15,6 +15,7 @@ use anyhow::Result;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report;
 use crate::report::study_html::LoadedStudy;
+use crate::result::collective::{is_collective_result, read_collective_result, CollectiveResult};
 use crate::result::matrix::{is_matrix_result, read_matrix_result, MatrixResult};
 use crate::result::{
     is_npb_result, is_study_result, read_npb_result, read_result, read_study_result,
@@ -58,8 +59,11 @@ pub fn read_any(paths: &[PathBuf]) -> Result<(Vec<SweepResult>, Vec<NpbResult>)>
 /// is missing is left out of the charts, its table cells stay).
 pub fn read_all(paths: &[PathBuf]) -> Result<Loaded> {
     let (mut plain, mut studies, mut matrices) = (Vec::new(), Vec::new(), Vec::new());
+    let mut collectives = Vec::new();
     for p in paths {
-        if is_matrix_result(p) {
+        if is_collective_result(p) {
+            collectives.push(read_collective_result(p)?);
+        } else if is_matrix_result(p) {
             matrices.push(read_matrix_result(p)?);
         } else if is_study_result(p) {
             let summary = read_study_result(p)?;
@@ -83,6 +87,7 @@ pub fn read_all(paths: &[PathBuf]) -> Result<Loaded> {
         npb,
         studies,
         matrices,
+        collectives,
     })
 }
 
@@ -96,6 +101,8 @@ pub struct Loaded {
     pub studies: Vec<LoadedStudy>,
     /// Link matrices.
     pub matrices: Vec<MatrixResult>,
+    /// Collective results (`wulf collective`).
+    pub collectives: Vec<CollectiveResult>,
 }
 
 /// The format an output path implies by its extension.
@@ -206,13 +213,11 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         format,
         ReportFormat::Csv | ReportFormat::Dat | ReportFormat::Npout
     ) {
-        if let Some(p) = args
-            .results
-            .iter()
-            .find(|p| is_npb_result(p) || is_study_result(p) || is_matrix_result(p))
-        {
+        if let Some(p) = args.results.iter().find(|p| {
+            is_npb_result(p) || is_study_result(p) || is_matrix_result(p) || is_collective_result(p)
+        }) {
             return Err(crate::error::usage(format!(
-                "{} is an NPB result, a study summary or a link matrix: the {} format holds the points of sweep \
+                "{} is an NPB result, a study summary, a link matrix or a collective result: the {} format holds the points of sweep \
                  results only; they go into the html or markdown formats",
                 p.display(),
                 format_name(format)
@@ -227,7 +232,14 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
     }
     let all = read_all(&args.results)?;
     let bytes = if format == ReportFormat::Html {
-        report::html::to_html_full(&all.sweeps, &all.npb, &all.studies, &all.matrices)?.into_bytes()
+        report::html::to_html_every_kind(
+            &all.sweeps,
+            &all.npb,
+            &all.studies,
+            &all.matrices,
+            &all.collectives,
+        )?
+        .into_bytes()
     } else if format == ReportFormat::Openmetrics {
         report::openmetrics::to_openmetrics(&all.sweeps, &all.matrices).into_bytes()
     } else {
@@ -240,6 +252,10 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         for m in &all.matrices {
             let text = report::matrix_text::to_text(m);
             b.extend(format!("\n## Link matrix\n\n```\n{text}```\n").into_bytes());
+        }
+        for c in &all.collectives {
+            let text = report::collective_table::to_text(c);
+            b.extend(format!("\n## Collective: {}\n\n```\n{text}```\n", c.collective).into_bytes());
         }
         b
     };

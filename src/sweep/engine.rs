@@ -301,8 +301,9 @@ pub(super) trait SweepRunner: BlockRunner {
     fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Option<Tails>>;
 }
 
-/// The plan of one point, given its share of the budget.
-pub(super) fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> PointPlan {
+/// The plan of one point, given its share of the budget (`wulf
+/// collective` plans its points the same way).
+pub fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> PointPlan {
     PointPlan {
         budget_ns: point_budget_ns,
         precision,

@@ -99,9 +99,28 @@ pub fn check_process_count(class: Class, np: usize) -> Result<()> {
 /// Independent partial sums of [`row_times`] and [`dot`]. One running
 /// sum makes every addition wait for the one before (four cycles or so
 /// each); four keep the adder busy. This only regroups the additions
-/// (NPB's own CG lists unrolled matrix-vector products with partial sums
-/// as allowed variants); zeta still verifies to 1e-10.
+/// (NPB's OpenMP CG keeps unrolled variants of its matrix-vector product
+/// that regroup them too); zeta still verifies to 1e-10.
 const PARTIAL_SUMS: usize = 4;
+
+/// A column number of the matrix as stored: 4 bytes, or 2 when they fit.
+trait Column: Copy {
+    fn index(self) -> usize;
+}
+
+impl Column for u32 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl Column for u16 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        usize::from(self)
+    }
+}
 
 /// One row of a sparse matrix times `v`: the sum of `values[k] *
 /// v[cols[k]]` (over the shorter of `cols` and `values`).
@@ -109,14 +128,14 @@ const PARTIAL_SUMS: usize = 4;
 /// # Safety
 ///
 /// Every entry of `cols` must be below `v.len()`.
-unsafe fn row_times(cols: &[u32], values: &[f64], v: &[f64]) -> f64 {
+unsafe fn row_times<C: Column>(cols: &[C], values: &[f64], v: &[f64]) -> f64 {
     // The caller's promise, checked in debug builds (the hot loop of CG:
     // a bounds check per entry costs it a fifth of its instructions).
-    debug_assert!(cols.iter().all(|&c| (c as usize) < v.len()));
-    let at = |c: u32| {
+    debug_assert!(cols.iter().all(|&c| c.index() < v.len()));
+    let at = |c: C| {
         // SAFETY: `c` is an entry of `cols`, below `v.len()` (the
         // function's contract).
-        unsafe { *v.get_unchecked(c as usize) }
+        unsafe { *v.get_unchecked(c.index()) }
     };
     let mut acc = [0.0; PARTIAL_SUMS];
     let mut cols4 = cols.chunks_exact(PARTIAL_SUMS);
@@ -156,6 +175,11 @@ struct Operator<'a> {
     comm: &'a dyn Communicator,
     grid: Grid,
     a: Csr,
+    /// `a.cols` as 2-byte integers when the block has at most 2^16
+    /// columns (classes S, W and A), else empty. Each product streams the
+    /// whole matrix from memory, which bounds its speed: 10 bytes an entry
+    /// instead of 12 are a sixth less to wait for.
+    cols16: Vec<u16>,
     /// Partial products over this rank's row block.
     w: Vec<f64>,
     /// The other half of each step of their row sum.
@@ -172,10 +196,16 @@ impl<'a> Operator<'a> {
             "CG: a column outside the block"
         );
         let n_rows = grid.rows.len();
+        let cols16 = if n_cols <= 1 << 16 {
+            a.cols.iter().map(|&c| c as u16).collect()
+        } else {
+            Vec::new()
+        };
         Operator {
             comm,
             grid,
             a,
+            cols16,
             w: vec![0.0; n_rows],
             w_in: vec![0.0; n_rows],
         }
@@ -186,10 +216,18 @@ impl<'a> Operator<'a> {
         assert_eq!(v.len(), self.grid.cols.len(), "CG: a vector of another block");
         for (r, w) in self.w.iter_mut().enumerate() {
             let (from, to) = (self.a.starts[r], self.a.starts[r + 1]);
+            let values = &self.a.values[from..to];
             // SAFETY: every column of `a` is below `grid.cols.len()`
-            // (checked in `Operator::new`; `a` is never changed), which
-            // is `v.len()` (checked above).
-            *w = unsafe { row_times(&self.a.cols[from..to], &self.a.values[from..to], v) };
+            // (checked in `Operator::new`; `a` is never changed, and
+            // `cols16` holds the same columns when they fit 16 bits),
+            // which is `v.len()` (checked above).
+            *w = unsafe {
+                if self.cols16.is_empty() {
+                    row_times(&self.a.cols[from..to], values, v)
+                } else {
+                    row_times(&self.cols16[from..to], values, v)
+                }
+            };
         }
         self.grid.row_sum(self.comm, &mut self.w, &mut self.w_in)?;
         self.grid.transpose(self.comm, &self.w, out)
@@ -338,6 +376,10 @@ mod tests {
             // SAFETY: the columns are below 40, `v.len()`.
             let got = unsafe { row_times(&cols, &values, &v) };
             assert_eq!(got, want, "{n} entries");
+            let cols16: Vec<u16> = cols.iter().map(|&c| c as u16).collect();
+            // SAFETY: the same columns.
+            let got16 = unsafe { row_times(&cols16, &values, &v) };
+            assert_eq!(got16, want, "{n} entries, 2-byte columns");
             let b = &v[..n as usize];
             let want: f64 = values.iter().zip(b).map(|(x, y)| x * y).sum();
             assert_eq!(dot(&values, b), want, "{n} entries");

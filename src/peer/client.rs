@@ -249,27 +249,6 @@ fn unexpected(addr: SocketAddr, reply: Reply) -> anyhow::Error {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::transport::ChannelOptions;
-
-    #[test]
-    fn peer_addresses() {
-        assert_eq!(
-            resolve("127.0.0.1", 9, false).unwrap().to_string(),
-            "127.0.0.1:9"
-        );
-        assert_eq!(
-            resolve("127.0.0.1:77", 9, false).unwrap().to_string(),
-            "127.0.0.1:77"
-        );
-        assert_eq!(resolve("::1", 9, true).unwrap().to_string(), "[::1]:9");
-        assert_eq!(resolve("[::1]:8", 9, true).unwrap().to_string(), "[::1]:8");
-        assert!(resolve("no.such.host.invalid", 9, false).is_err());
-    }
-}
-
 /// Largest last-level cache the peer's `--nocache` pools are allowed for
 /// when the client cannot know the peer's (each pool spans twice it).
 const NOCACHE_LLC_ALLOWANCE_BYTES: u64 = 1 << 30;
@@ -313,5 +292,20 @@ mod tests {
         let nocache = pool_setup_allowance(&setup(8 << 20, true));
         assert!(nocache > Duration::from_secs(30), "{nocache:?}");
         assert!(nocache < Duration::from_secs(60), "{nocache:?}");
+    }
+
+    #[test]
+    fn peer_addresses() {
+        assert_eq!(
+            resolve("127.0.0.1", 9, false).unwrap().to_string(),
+            "127.0.0.1:9"
+        );
+        assert_eq!(
+            resolve("127.0.0.1:77", 9, false).unwrap().to_string(),
+            "127.0.0.1:77"
+        );
+        assert_eq!(resolve("::1", 9, true).unwrap().to_string(), "[::1]:9");
+        assert_eq!(resolve("[::1]:8", 9, true).unwrap().to_string(), "[::1]:8");
+        assert!(resolve("no.such.host.invalid", 9, false).is_err());
     }
 }

@@ -3,6 +3,8 @@
 //! goes to the terminal and to files.
 
 pub mod compare;
+mod conditions;
+mod loaded;
 pub mod info;
 pub mod lab;
 pub mod matrix;

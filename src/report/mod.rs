@@ -13,6 +13,7 @@
 pub mod chart_frame;
 pub mod charts;
 pub mod compare;
+pub mod conditions;
 pub mod compare_html;
 pub mod csv;
 pub mod dat;

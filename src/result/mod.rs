@@ -7,6 +7,7 @@
 //! misread. Files are written atomically: a temporary file in the target
 //! directory, flushed, then renamed over the destination.
 
+mod conditions;
 mod confirmation;
 mod link;
 mod mpi_info;
@@ -17,6 +18,7 @@ mod schema;
 mod validate;
 mod write;
 
+pub use conditions::Conditions;
 pub use confirmation::{CheckedEvent, Confirmation, RemeasuredPoint};
 pub use link::{LinkEfficiency, LinkEnd};
 pub mod matrix;

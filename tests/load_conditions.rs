@@ -35,9 +35,21 @@ fn every_load_kind_starts_reports_and_stops_its_threads() {
     let specs = wulf::load::parse_loads("cpu:2,memory:1,network:200M").unwrap();
     let before = thread_count();
     let loads = wulf::load::Loads::start(&specs).expect("loads start");
+    // A thread takes its name once it runs: look after a while.
+    std::thread::sleep(Duration::from_millis(400));
     // cpu 2 + memory 1 + network 2 (sender, receiver).
     assert_eq!(thread_count(), before + 5);
-    std::thread::sleep(Duration::from_millis(400));
+    // Each load has done some work within 10 s (a busy machine first
+    // faults in the memory load's buffer).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while loads
+        .records()
+        .iter()
+        .any(|r| r.iterations_per_s.or(r.bytes_per_s).unwrap_or(0.0) <= 0.0)
+    {
+        assert!(Instant::now() < deadline, "a load did nothing: {:?}", loads.records());
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let records = loads.stop();
     assert_eq!(thread_count(), before, "a load thread outlived stop()");
     let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();

@@ -77,7 +77,8 @@ fn soaker_calibrates_and_measures_a_known_load() {
     // A thread burning half of CPU 0 for a second.
     let duty = 0.5;
     let before = soaker.snapshot();
-    let t = std::thread::spawn(move || burn(cal.cpus[0], duty, Duration::from_secs(1)));
+    let cpu = cal.cpus[0];
+    let t = std::thread::spawn(move || burn(cpu, duty, Duration::from_secs(1)));
     t.join().unwrap();
     let lost = Lost::between(&cal, &before, &soaker.snapshot());
     let one_cpu_share = lost.cpu_ns / lost.wall_ns as f64;

@@ -92,7 +92,8 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             result.conditions = Some(c);
             result.warnings.extend(warning);
         }
-        let tables = npb_tables(&result);
+        let mut tables = npb_tables(&result);
+        tables.push_str(&crate::report::conditions::npb_whole_text(&result).unwrap_or_default());
         if to_stdout {
             eprint!("{tables}");
         } else {
@@ -126,7 +127,12 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
     if several {
         print!("\n{}", crate::report::npb_table::kernels_table(&results));
     }
-    print!("{}", crate::load::Loads::describe(&loads.stop()));
+    let loads_text = crate::load::Loads::describe(&loads.stop());
+    if to_stdout {
+        eprint!("{loads_text}");
+    } else {
+        print!("{loads_text}");
+    }
     if !failed.is_empty() {
         // The code of the first failure: 3 when a rank died or went silent
         // (as the exit codes promise), 1 for a failed verification.

@@ -153,3 +153,23 @@ pub fn npb_pair_table(unloaded: &[NpbResult], loaded: &[NpbResult]) -> String {
     }
     s
 }
+
+/// NAS runs with `--cost whole`: the whole CPU of each combination, or
+/// None when none was measured.
+pub fn npb_whole_text(r: &NpbResult) -> Option<String> {
+    let mut s = String::new();
+    for run in &r.runs {
+        let Some(w) = &run.cpu_whole else { continue };
+        let _ = writeln!(
+            s,
+            "  {:<24} {:>8.3} CPU-s over {:>7.3} s ({:>3.0}% of the machine)",
+            format!("{} np={}", run.via, run.nprocs),
+            w.cpu_ns * 1e-9,
+            w.wall_ns as f64 * 1e-9,
+            w.machine_share * 100.0
+        );
+    }
+    (!s.is_empty()).then(|| {
+        format!("whole CPU of each combination (cyclesoak; start-up and verification included):\n{s}")
+    })
+}

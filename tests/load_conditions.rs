@@ -47,7 +47,11 @@ fn every_load_kind_starts_reports_and_stops_its_threads() {
         .iter()
         .any(|r| r.iterations_per_s.or(r.bytes_per_s).unwrap_or(0.0) <= 0.0)
     {
-        assert!(Instant::now() < deadline, "a load did nothing: {:?}", loads.records());
+        assert!(
+            Instant::now() < deadline,
+            "a load did nothing: {:?}",
+            loads.records()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let records = loads.stop();
@@ -74,8 +78,16 @@ fn a_loaded_sweep_with_the_whole_cost_records_both() {
     let dir = tempdir();
     let out = file(&dir, "r.json");
     let mut args = vec![
-        "sweep", "tcp", "--sizes", "1Ki,64Ki", "--cost", "whole", "--load",
-        "cpu:1,memory:1,network:100M", "--json", out.to_str().unwrap(),
+        "sweep",
+        "tcp",
+        "--sizes",
+        "1Ki,64Ki",
+        "--cost",
+        "whole",
+        "--load",
+        "cpu:1,memory:1,network:100M",
+        "--json",
+        out.to_str().unwrap(),
     ];
     args.extend_from_slice(QUICK);
     let o = run(&args);
@@ -92,7 +104,11 @@ fn a_loaded_sweep_with_the_whole_cost_records_both() {
     let cal = c.soaker.expect("calibration recorded");
     assert!(!cal.cpus.is_empty());
     if !cal.trusted {
-        assert!(r.warnings.iter().any(|w| w.contains("whole CPU cost")), "{:?}", r.warnings);
+        assert!(
+            r.warnings.iter().any(|w| w.contains("whole CPU cost")),
+            "{:?}",
+            r.warnings
+        );
     }
     for p in &r.points {
         let w = p.cpu_whole.as_ref().expect("every point has a whole cost");
@@ -108,8 +124,15 @@ fn loads_stop_and_no_process_remains_after_ctrl_c() {
     let dir = tempdir();
     let out = file(&dir, "r.json");
     let mut child = wulf(&[
-        "sweep", "tcp", "--budget", "30s", "--quiet", "--load", "cpu:1,memory:1,network",
-        "--json", out.to_str().unwrap(),
+        "sweep",
+        "tcp",
+        "--budget",
+        "30s",
+        "--quiet",
+        "--load",
+        "cpu:1,memory:1,network",
+        "--json",
+        out.to_str().unwrap(),
     ])
     .stdout(std::process::Stdio::null())
     .stderr(std::process::Stdio::piped())
@@ -129,7 +152,11 @@ fn loads_stop_and_no_process_remains_after_ctrl_c() {
             .unwrap_or_default()
     };
     while !names().iter().any(|n| n.starts_with("wulf-load-net")) {
-        assert!(Instant::now() < deadline, "load threads never started: {:?}", names());
+        assert!(
+            Instant::now() < deadline,
+            "load threads never started: {:?}",
+            names()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(700));
@@ -157,7 +184,10 @@ fn loads_stop_and_no_process_remains_after_ctrl_c() {
     // The local peer and anything else it started are gone too.
     let deadline = Instant::now() + Duration::from_secs(5);
     while !children.iter().all(|&c| gone(c)) {
-        assert!(Instant::now() < deadline, "children outlived wulf: {children:?}");
+        assert!(
+            Instant::now() < deadline,
+            "children outlived wulf: {children:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -168,12 +198,30 @@ fn loaded_vs_unloaded_prints_both_tables() {
     let dir = tempdir();
     let base = file(&dir, "n.json");
     let o = run(&[
-        "npb", "ep", "--np", "1", "--via", "tcp", "--repetitions", "1", "--cost", "whole",
-        "--load", "cpu:1", "--loaded-vs-unloaded", "--json", base.to_str().unwrap(),
+        "npb",
+        "ep",
+        "--np",
+        "1",
+        "--via",
+        "tcp",
+        "--repetitions",
+        "1",
+        "--cost",
+        "whole",
+        "--load",
+        "cpu:1",
+        "--loaded-vs-unloaded",
+        "--json",
+        base.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    for want in ["UNLOADED", "LOADED", "loaded against unloaded", "against tcp, loaded"] {
+    for want in [
+        "UNLOADED",
+        "LOADED",
+        "loaded against unloaded",
+        "against tcp, loaded",
+    ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
     for role in ["unloaded", "loaded"] {
@@ -186,7 +234,14 @@ fn loaded_vs_unloaded_prints_both_tables() {
     }
     let sweep = file(&dir, "s.json");
     let mut args = vec![
-        "sweep", "unix", "--sizes", "1Ki", "--load", "cpu:1", "--loaded-vs-unloaded", "--json",
+        "sweep",
+        "unix",
+        "--sizes",
+        "1Ki",
+        "--load",
+        "cpu:1",
+        "--loaded-vs-unloaded",
+        "--json",
         sweep.to_str().unwrap(),
     ];
     args.extend_from_slice(QUICK);
@@ -217,7 +272,10 @@ fn bad_conditions_are_usage_errors() {
 
 #[test]
 fn old_results_still_read_and_unknown_condition_fields_are_refused() {
-    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tcp-pingpong.json");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/tcp-pingpong.json"
+    );
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
     assert_eq!(v["schema_version"], 1);

@@ -86,12 +86,23 @@ pub fn sweep(args: &SweepArgs, spec: &SweepSpec, prepared: &Prepared) -> Result<
     }
     let (u, l) = (&results[0], &results[1]);
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{} {}: unloaded against loaded (median one-way time)", u.transport, u.mode)?;
+    writeln!(
+        out,
+        "{} {}: unloaded against loaded (median one-way time)",
+        u.transport, u.mode
+    )?;
     write!(out, "{}", sweep_pair_table(u, l))?;
     for r in [u, l] {
         let text = conditions_text(r);
         if !text.is_empty() {
-            writeln!(out, "\n{}:", r.conditions.as_ref().and_then(|c| c.role.clone()).unwrap_or_default())?;
+            writeln!(
+                out,
+                "\n{}:",
+                r.conditions
+                    .as_ref()
+                    .and_then(|c| c.role.clone())
+                    .unwrap_or_default()
+            )?;
             write!(out, "{text}")?;
         }
     }
@@ -159,7 +170,9 @@ pub fn npb(
                 }
             }
         }
-        let [Some(mut u), Some(mut l)] = pair else { continue };
+        let [Some(mut u), Some(mut l)] = pair else {
+            continue;
+        };
         crate::result::fill_speedups(&mut u.runs);
         crate::result::fill_speedups(&mut l.runs);
         if let Some(path) = json {

@@ -4,9 +4,9 @@
 
 pub mod compare;
 mod conditions;
-mod loaded;
 pub mod info;
 pub mod lab;
+mod loaded;
 pub mod matrix;
 pub mod npb;
 pub mod report;

@@ -82,7 +82,10 @@ pub fn parse_loads(text: &str) -> Result<Vec<LoadSpec>, String> {
                 ))
             }
         };
-        if out.iter().any(|s| std::mem::discriminant(s) == std::mem::discriminant(&spec)) {
+        if out
+            .iter()
+            .any(|s| std::mem::discriminant(s) == std::mem::discriminant(&spec))
+        {
             return Err(format!("'{kind}' is given twice"));
         }
         out.push(spec);
@@ -313,7 +316,15 @@ mod tests {
                 }
             ]
         );
-        for bad in ["", "gpu", "cpu:0", "cpu:x", "cpu,cpu:2", "network:0", "cpu:100000"] {
+        for bad in [
+            "",
+            "gpu",
+            "cpu:0",
+            "cpu:x",
+            "cpu,cpu:2",
+            "network:0",
+            "cpu:100000",
+        ] {
             assert!(parse_loads(bad).is_err(), "{bad}");
         }
     }

@@ -118,7 +118,8 @@ pub struct Lost {
 impl Soaker {
     /// Start one `SCHED_IDLE` soaker pinned to each CPU in `cpus`.
     pub fn start(cpus: &[usize]) -> std::io::Result<Soaker> {
-        let counters: Arc<Vec<Counter>> = Arc::new(cpus.iter().map(|_| Counter::default()).collect());
+        let counters: Arc<Vec<Counter>> =
+            Arc::new(cpus.iter().map(|_| Counter::default()).collect());
         let stop = Arc::new(AtomicBool::new(false));
         let mut soaker = Soaker {
             counters: counters.clone(),

@@ -460,10 +460,13 @@ pub fn cpu_cost(series: &[Series]) -> Result<String> {
     let x = size_axis(series, u64::MAX);
     let vals = || {
         series.iter().flat_map(|s| {
-            s.result
-                .points
-                .iter()
-                .flat_map(|p| [p.cpu_client.ns_per_byte, p.cpu_server.ns_per_byte, whole_of(p)])
+            s.result.points.iter().flat_map(|p| {
+                [
+                    p.cpu_client.ns_per_byte,
+                    p.cpu_server.ns_per_byte,
+                    whole_of(p),
+                ]
+            })
         })
     };
     let lo = vals().filter(|v| *v > 0.0).fold(f64::MAX, f64::min);

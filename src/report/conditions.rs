@@ -44,7 +44,11 @@ pub fn whole_table(r: &SweepResult) -> Option<String> {
             cal.cpus.len(),
             cal.worst_spread() * 100.0,
             cal.windows,
-            if cal.trusted { "" } else { " (UNTRUSTED: the machine was not idle)" }
+            if cal.trusted {
+                ""
+            } else {
+                " (UNTRUSTED: the machine was not idle)"
+            }
         );
     }
     Some(s)
@@ -126,7 +130,10 @@ pub fn npb_pair_table(unloaded: &[NpbResult], loaded: &[NpbResult]) -> String {
     for r in unloaded {
         let _ = write!(s, "{:<6}", r.kernel.to_uppercase());
         for v in &vias {
-            let change = match (best(unloaded, &r.kernel, v, np), best(loaded, &r.kernel, v, np)) {
+            let change = match (
+                best(unloaded, &r.kernel, v, np),
+                best(loaded, &r.kernel, v, np),
+            ) {
                 (Some(u), Some(l)) if u > 0.0 => Some(l / u - 1.0),
                 _ => None,
             };
@@ -170,6 +177,8 @@ pub fn npb_whole_text(r: &NpbResult) -> Option<String> {
         );
     }
     (!s.is_empty()).then(|| {
-        format!("whole CPU of each combination (cyclesoak; start-up and verification included):\n{s}")
+        format!(
+            "whole CPU of each combination (cyclesoak; start-up and verification included):\n{s}"
+        )
     })
 }

@@ -13,8 +13,8 @@
 pub mod chart_frame;
 pub mod charts;
 pub mod compare;
-pub mod conditions;
 pub mod compare_html;
+pub mod conditions;
 pub mod csv;
 pub mod dat;
 pub mod html;

@@ -68,7 +68,8 @@ impl BlockRunner for Meter<'_> {
         };
         let before = soaker.snapshot();
         let t = self.inner.run(bytes, repeats)?;
-        self.blocks.push(Lost::between(cal, &before, &soaker.snapshot()));
+        self.blocks
+            .push(Lost::between(cal, &before, &soaker.snapshot()));
         Ok(t)
     }
 }

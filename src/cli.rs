@@ -14,6 +14,7 @@ mod cluster_args;
 mod collective_args;
 mod dist_args;
 mod lab_args;
+mod load_args;
 mod npb_args;
 mod read_args;
 mod serve_args;
@@ -24,6 +25,7 @@ pub use lab_args::{
     LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs, StudyArg,
     StudyArgs,
 };
+pub use load_args::{CostArg, LoadArgs, LoadList};
 pub use npb_args::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs, RanksArgs};
 pub use read_args::{CompareArgs, ReportArgs, ReportFormat};
 pub use serve_args::ServeArgs;
@@ -239,6 +241,9 @@ pub struct SweepArgs {
     /// Measurement options.
     #[command(flatten)]
     pub measure: MeasureArgs,
+    /// Conditions: --cost whole, --load, --loaded-vs-unloaded.
+    #[command(flatten)]
+    pub conditions: LoadArgs,
 }
 
 /// `wulf worker` (internal).

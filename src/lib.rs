@@ -19,6 +19,8 @@
 //!   ranks (each MPI's own, or wulf's plain algorithms);
 //! * [`cluster`]: wulf across many nodes: node lists, launchers, agents,
 //!   the coordinator of the all-pairs matrix;
+//! * [`load`]: measurement conditions: background load and the whole CPU
+//!   cost (cyclesoak's soakers);
 //! * [`lab`]: the link lab, emulated nodes and shaped links on one machine;
 //! * [`study`]: the seeds' network studies as plans of lab sweeps, and their tables;
 //! * [`tune`]: which settings make a transport fastest, and the advice;
@@ -32,6 +34,7 @@ pub mod commands;
 pub mod error;
 pub mod fuzzing;
 pub mod lab;
+pub mod load;
 pub mod npb;
 pub mod peer;
 pub mod report;

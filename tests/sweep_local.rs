@@ -187,7 +187,7 @@ fn csv_and_json_to_stdout() {
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is only JSON");
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], wulf::result::SCHEMA_VERSION);
     let text = std::fs::read_to_string(&csv).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3);

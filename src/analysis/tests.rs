@@ -384,6 +384,7 @@ fn result_of(
             cpu_server: cpu,
             tails: None,
             limits: None,
+            cpu_whole: None,
         })
         .collect();
     SweepResult {
@@ -426,6 +427,7 @@ fn result_of(
         mpi: None,
         confirmation: None,
         run_to_run: None,
+        conditions: None,
     }
 }
 

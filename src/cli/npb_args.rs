@@ -113,6 +113,9 @@ pub struct RanksArgs {
     /// the ranks over the nodes of the lab this one runs in.
     #[arg(long, hide = true, conflicts_with = "lab")]
     pub in_lab: bool,
+    /// Conditions: --cost whole, --load, --loaded-vs-unloaded.
+    #[command(flatten)]
+    pub conditions: super::LoadArgs,
 }
 
 /// `wulf npb-rank` (internal).

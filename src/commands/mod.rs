@@ -5,8 +5,10 @@
 pub mod collective;
 pub mod compare;
 pub mod completions;
+mod conditions;
 pub mod info;
 pub mod lab;
+mod loaded;
 pub mod matrix;
 pub mod npb;
 pub mod report;

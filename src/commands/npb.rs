@@ -62,6 +62,10 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             "wulf npb all writes one file per kernel: give --json a file name, not '-'",
         ));
     }
+    // Calibrated before any rank starts; the loads run for every kernel.
+    let prepared = super::conditions::Prepared::from_args(&a.conditions)?;
+    let loads = crate::load::Loads::start(if prepared.both { &[] } else { &prepared.loads })?;
+    let mut plans = Vec::new();
     let mut results = Vec::new();
     let mut failed = Vec::new();
     let mut failed_code = None;
@@ -79,8 +83,18 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             wait: a.wait.map(Into::into),
             progress: true,
         };
-        let (result, stop, code) = run_plan_coded(&plan)?;
-        let tables = npb_tables(&result);
+        if prepared.both {
+            plans.push(plan);
+            continue;
+        }
+        let (mut result, stop, code) = run_plan_coded(&plan)?;
+        if prepared.any() {
+            let (c, warning) = prepared.conditions(None, loads.records());
+            result.conditions = Some(c);
+            result.warnings.extend(warning);
+        }
+        let mut tables = npb_tables(&result);
+        tables.push_str(&crate::report::conditions::npb_whole_text(&result).unwrap_or_default());
         if to_stdout {
             eprint!("{tables}");
         } else {
@@ -108,8 +122,17 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         );
         results.push(result);
     }
+    if prepared.both {
+        return super::loaded::npb(plans, &prepared, a.json.as_deref());
+    }
     if several {
         print!("\n{}", crate::report::npb_table::kernels_table(&results));
+    }
+    let loads_text = crate::load::Loads::describe(&loads.stop());
+    if to_stdout {
+        eprint!("{loads_text}");
+    } else {
+        print!("{loads_text}");
     }
     if !failed.is_empty() {
         // The code of the first failure: 3 when a rank died or went silent
@@ -254,7 +277,9 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
         for &np in &plan.nprocs {
             let channel = super::group_channel(np, plan.wait, plan.timeout);
             let wait = channel.wait;
+            let span = crate::load::whole::Span::start();
             let outcome = run_group(t.as_ref(), np, &job, &channel);
+            let cpu_whole = span.map(crate::load::whole::Span::finish);
             if let Err(e) = &outcome {
                 let interrupted = e
                     .chain()
@@ -274,6 +299,7 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
             let mut run = NpbRun::new(t.name(), np, outcome);
             run.mpi = mpi;
             run.wait = Some(wait);
+            run.cpu_whole = cpu_whole;
             if plan.progress {
                 match (&run.error, run.best_mop_s) {
                     (Some(e), _) => eprintln!(
@@ -312,6 +338,7 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
         warnings,
         // Spread: one rank per node; else every rank in this node, if any.
         lab: crate::lab::group_placement(if super::spread() { most } else { 1 }),
+        conditions: None,
     };
     Ok((result, stop, first_code))
 }

@@ -10,8 +10,6 @@ use crate::cli::SweepArgs;
 use crate::lab::between::Across;
 use crate::report;
 use crate::result::{write_atomically, write_result, SweepResult};
-use crate::sweep::engine::run_sweep;
-use crate::units::format_bytes;
 
 /// Run `wulf sweep`.
 pub fn execute(args: &SweepArgs) -> Result<()> {
@@ -54,14 +52,15 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
         args.budget,
         args.peer.clone(),
     )?;
-    let pb = super::progress_bar(spec.sizes.len() as u64, args.measure.quiet, &args.transport);
-    let outcome = run_sweep(&spec, &mut |p| {
-        pb.set_message(format_bytes(p.bytes));
-        pb.inc(1);
-    });
-    pb.finish_and_clear();
-    let outcome = outcome?;
-    let table = report::table::sweep_table(&outcome.result);
+    // Calibrated before any peer starts (the machine must be idle).
+    let prepared = super::conditions::Prepared::from_args(&args.conditions)?;
+    if prepared.both {
+        return super::loaded::sweep(args, &spec, &prepared);
+    }
+    let outcome =
+        super::loaded::measure_sweep(&spec, &prepared, None, &prepared.loads, args.measure.quiet)?;
+    let mut table = report::table::sweep_table(&outcome.result);
+    table.push_str(&super::loaded::conditions_text(&outcome.result));
     let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout {
         eprint!("{table}");

@@ -454,15 +454,19 @@ pub fn small_message_latency(series: &[Series], floor_ns: Option<f64>) -> Result
 type CpuOf = fn(&crate::result::Point) -> f64;
 
 /// CPU time per byte moved against size, both ends: the measuring end (A)
-/// solid, the peer (B) dashed; log-log.
+/// solid, the peer (B) dashed, and with `--cost whole` the whole machine
+/// (cyclesoak's soakers: everything the sweep cost) dotted; log-log.
 pub fn cpu_cost(series: &[Series]) -> Result<String> {
     let x = size_axis(series, u64::MAX);
     let vals = || {
         series.iter().flat_map(|s| {
-            s.result
-                .points
-                .iter()
-                .flat_map(|p| [p.cpu_client.ns_per_byte, p.cpu_server.ns_per_byte])
+            s.result.points.iter().flat_map(|p| {
+                [
+                    p.cpu_client.ns_per_byte,
+                    p.cpu_server.ns_per_byte,
+                    whole_of(p),
+                ]
+            })
         })
     };
     let lo = vals().filter(|v| *v > 0.0).fold(f64::MAX, f64::min);
@@ -472,10 +476,13 @@ pub fn cpu_cost(series: &[Series]) -> Result<String> {
     frame(&x, &y, SeriesLabelPosition::UpperRight, |c| {
         for s in series {
             let color = s.rgb();
-            let ends: [(&str, CpuOf); 2] = [
+            let mut ends: Vec<(&str, CpuOf)> = vec![
                 ("A, measuring end", |p| p.cpu_client.ns_per_byte),
                 ("B, peer", |p| p.cpu_server.ns_per_byte),
             ];
+            if s.result.points.iter().any(|p| p.cpu_whole.is_some()) {
+                ends.push(("whole machine", whole_of));
+            }
             for (k, (end, get)) in ends.into_iter().enumerate() {
                 let pts: Vec<(f64, f64)> = s
                     .result
@@ -497,6 +504,13 @@ pub fn cpu_cost(series: &[Series]) -> Result<String> {
                     c.draw_series(LineSeries::new(pts, style))?
                         .label(label)
                         .legend(legend);
+                } else if k == 2 {
+                    let thin = color.stroke_width(1);
+                    c.draw_series(DashedLineSeries::new(pts, 2, 3, thin))?
+                        .label(label)
+                        .legend(move |(lx, ly)| {
+                            PathElement::new(vec![(lx, ly), (lx + 22, ly)], thin)
+                        });
                 } else {
                     c.draw_series(DashedLineSeries::new(pts, 6, 4, style))?
                         .label(label)
@@ -506,6 +520,15 @@ pub fn cpu_cost(series: &[Series]) -> Result<String> {
         }
         Ok(())
     })
+}
+
+/// The whole-machine CPU per byte of a point (`--cost whole`), 0 when not
+/// measured (0 is never drawn on the log axis).
+fn whole_of(p: &crate::result::Point) -> f64 {
+    p.cpu_whole
+        .as_ref()
+        .and_then(|w| w.ns_per_byte)
+        .unwrap_or(0.0)
 }
 
 /// Throughput as a percentage of each result's physical limit; `None` when

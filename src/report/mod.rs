@@ -20,6 +20,7 @@ pub mod collective_html;
 pub mod collective_table;
 pub mod compare;
 pub mod compare_html;
+pub mod conditions;
 pub mod csv;
 pub mod dat;
 pub mod html;

@@ -8,6 +8,7 @@
 //! directory, flushed, then renamed over the destination.
 
 pub mod collective;
+mod conditions;
 mod confirmation;
 mod link;
 mod mpi_info;
@@ -18,6 +19,7 @@ mod schema;
 mod validate;
 mod write;
 
+pub use conditions::Conditions;
 pub use confirmation::{CheckedEvent, Confirmation, RemeasuredPoint};
 pub use link::{LinkEfficiency, LinkEnd};
 pub mod matrix;

@@ -16,8 +16,9 @@ use crate::npb::NpbOutcome;
 /// Version of the NPB result schema. Version 2 added the kernels EP, IS
 /// and CG: an outcome's MG-only fields became optional and `checks` lists
 /// what the other kernels verified. Version 1 files (MG only) read as
-/// version 2 files with the MG fields present.
-pub const NPB_SCHEMA_VERSION: u32 = 2;
+/// version 2 files with the MG fields present. Version 3 added the
+/// measurement conditions (`conditions`, `runs[].cpu_whole`), optional.
+pub const NPB_SCHEMA_VERSION: u32 = 3;
 
 /// The oldest NPB result schema version this wulf still reads.
 pub const NPB_OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -64,6 +65,10 @@ pub struct NpbResult {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<crate::lab::LabPlacement>,
+    /// Background load and `--cost whole` calibration (version 3); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<crate::result::Conditions>,
 }
 
 /// One transport at one process count.
@@ -100,6 +105,10 @@ pub struct NpbRun {
     /// environment that steered it (as in sweep results); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi: Option<crate::result::MpiInfo>,
+    /// Whole CPU the machine spent over this combination's runs, start-up
+    /// and verification included (`--cost whole`, version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_whole: Option<crate::load::whole::WholeCpu>,
 }
 
 impl NpbRun {
@@ -126,6 +135,7 @@ impl NpbRun {
             speedup: None,
             parallel_efficiency: None,
             mpi: None,
+            cpu_whole: None,
         }
     }
 

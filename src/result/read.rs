@@ -15,7 +15,9 @@ use anyhow::{bail, Context, Result};
 use serde::de::DeserializeOwned;
 
 use super::npb::NPB_OLDEST_SCHEMA_VERSION;
-use super::{NpbResult, SweepResult, NPB_KIND, NPB_SCHEMA_VERSION, SCHEMA_VERSION};
+use super::{
+    NpbResult, SweepResult, NPB_KIND, NPB_SCHEMA_VERSION, OLDEST_SCHEMA_VERSION, SCHEMA_VERSION,
+};
 
 /// Largest result file read, bytes. A full `wulf run` writes a few
 /// megabytes; a matrix of 64 nodes about twenty.
@@ -79,9 +81,10 @@ fn decode<T: DeserializeOwned>(text: &str, origin: &str, what: &str) -> Result<T
 pub fn parse_result(text: &str, origin: &str) -> Result<SweepResult> {
     let h = header(text, origin)?;
     match h.schema_version.as_ref().and_then(|v| v.as_u64()) {
-        Some(v) if v == SCHEMA_VERSION as u64 => {}
+        Some(v) if (OLDEST_SCHEMA_VERSION as u64..=SCHEMA_VERSION as u64).contains(&v) => {}
         Some(v) => bail!(
-            "{origin} has result schema version {v}; this wulf reads version {SCHEMA_VERSION}"
+            "{origin} has result schema version {v}; this wulf reads versions \
+             {OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION}"
         ),
         None => bail!("{origin} is not a wulf result (no schema_version)"),
     }

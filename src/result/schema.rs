@@ -5,8 +5,13 @@ use serde::{Deserialize, Serialize};
 /// Version of the result schema this wulf writes and reads. Bumped on any
 /// change a reader must know about; readers refuse other major versions.
 /// Optional fields with defaults (the link and efficiency blocks) are added
-/// within a version: files without them still read.
-pub const SCHEMA_VERSION: u32 = 1;
+/// within a version: files without them still read. Version 2 added the
+/// measurement conditions (`conditions`, `points[].cpu_whole`); version 1
+/// files read as version 2 files without them.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest sweep result schema version this wulf still reads.
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// One sweep of one transport in one mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,6 +72,10 @@ pub struct SweepResult {
     /// one of the repetitions of `wulf run --repeat N`; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_to_run: Option<super::RunToRun>,
+    /// The conditions of the measurement: background load and the soaker
+    /// calibration of `--cost whole` (schema version 2); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<super::Conditions>,
 }
 
 /// Communication pattern of a sweep.
@@ -279,6 +288,10 @@ pub struct Point {
     /// loopback sweeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Limits>,
+    /// The whole CPU cost of this point's kept trials (`--cost whole`,
+    /// cyclesoak's method; schema version 2); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_whole: Option<crate::load::whole::WholeCpu>,
 }
 
 /// Physical limits of the machine at one message size.

@@ -95,5 +95,6 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         mpi: None,
         confirmation: f.confirmation,
         run_to_run: None,
+        conditions: None,
     }
 }

@@ -322,6 +322,10 @@ pub(super) fn measure_all(
     points: &mut Vec<Point>,
     on_point: &mut dyn FnMut(&Point),
 ) -> Result<Option<result::Confirmation>> {
+    // `--cost whole`: soakers around every block (a plain pass-through
+    // otherwise).
+    let mut meter = super::whole::Meter::new(runner);
+    let runner = &mut meter;
     if spec.integrity {
         for &bytes in &spec.sizes {
             runner.integrity(bytes)?;
@@ -362,6 +366,7 @@ pub(super) fn measure_all(
             point.tails = runner.tails(bytes, point.median_ns)?;
         }
         point.limits = limits.and_then(|l| l.at(bytes));
+        point.cpu_whole = runner.take_point(&point, spec.mode);
         on_point(&point);
         points.push(point);
     }
@@ -403,6 +408,7 @@ pub fn make_point(bytes: u64, mode: Mode, o: &PointOutcome) -> Point {
         cpu_server: cost(o.server_cpu_ns),
         tails: None,
         limits: None,
+        cpu_whole: None,
     }
 }
 

@@ -27,6 +27,7 @@ pub mod loops;
 pub mod policy;
 pub mod schedule;
 pub mod timer;
+mod whole;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

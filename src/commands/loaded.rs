@@ -1,0 +1,192 @@
+//! Measuring under conditions: a sweep or a NAS plan with its background
+//! loads around it and its conditions recorded, and `--loaded-vs-unloaded`,
+//! which measures everything twice, without and with the load, alternating,
+//! and prints both with the relative change.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::conditions::{under_load, Prepared};
+use crate::cli::SweepArgs;
+use crate::load::LoadSpec;
+use crate::report::conditions::{npb_pair_table, sweep_pair_table, whole_table};
+use crate::result::{write_result, NpbResult, SweepResult};
+use crate::sweep::engine::{run_sweep, SweepOutcome, SweepSpec};
+use crate::units::format_bytes;
+
+/// Run one sweep under `loads`, its conditions recorded as `role`.
+pub fn measure_sweep(
+    spec: &SweepSpec,
+    prepared: &Prepared,
+    role: Option<&str>,
+    loads: &[LoadSpec],
+    quiet: bool,
+) -> Result<SweepOutcome> {
+    let label = match role {
+        Some(r) => format!("{} {r}", spec.transport),
+        None => spec.transport.clone(),
+    };
+    let pb = super::progress_bar(spec.sizes.len() as u64, quiet, &label);
+    let (outcome, records) = under_load(loads, || {
+        run_sweep(spec, &mut |p| {
+            pb.set_message(format_bytes(p.bytes));
+            pb.inc(1);
+        })
+    })?;
+    pb.finish_and_clear();
+    let mut outcome = outcome?;
+    if prepared.any() || role.is_some() {
+        let (c, warning) = prepared.conditions(role, records);
+        outcome.result.conditions = Some(c);
+        outcome.result.warnings.extend(warning);
+    }
+    Ok(outcome)
+}
+
+/// What the terminal shows of a result's conditions: the whole-cost table
+/// and the loads.
+pub fn conditions_text(r: &SweepResult) -> String {
+    let mut s = whole_table(r).unwrap_or_default();
+    if let Some(c) = &r.conditions {
+        s.push_str(&crate::report::conditions::loads_text(c));
+    }
+    s
+}
+
+/// `path` with `-tag` before its extension.
+pub fn tagged(path: &Path, tag: &str) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{tag}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{tag}"),
+    };
+    path.with_file_name(name)
+}
+
+/// `wulf sweep --loaded-vs-unloaded`: an unloaded and a loaded sweep in
+/// turn, each with the full budget, then the table of both.
+pub fn sweep(args: &SweepArgs, spec: &SweepSpec, prepared: &Prepared) -> Result<()> {
+    if args.json.as_deref() == Some(Path::new("-")) {
+        return Err(crate::error::usage(
+            "--loaded-vs-unloaded writes two files: give --json a file name, not '-'",
+        ));
+    }
+    let mut results = Vec::new();
+    for (role, loads) in [("unloaded", &[][..]), ("loaded", &prepared.loads[..])] {
+        let outcome = measure_sweep(spec, prepared, Some(role), loads, args.measure.quiet)?;
+        if let Some(path) = &args.json {
+            write_result(&tagged(path, role), &outcome.result)?;
+        }
+        if let Some(e) = outcome.error {
+            return Err(e);
+        }
+        results.push(outcome.result);
+    }
+    let (u, l) = (&results[0], &results[1]);
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{} {}: unloaded against loaded (median one-way time)",
+        u.transport, u.mode
+    )?;
+    write!(out, "{}", sweep_pair_table(u, l))?;
+    for r in [u, l] {
+        let text = conditions_text(r);
+        if !text.is_empty() {
+            writeln!(
+                out,
+                "\n{}:",
+                r.conditions
+                    .as_ref()
+                    .and_then(|c| c.role.clone())
+                    .unwrap_or_default()
+            )?;
+            write!(out, "{text}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Run an NAS plan with `loads` around it; its conditions recorded.
+pub fn npb_plan(
+    plan: &super::npb::NpbPlan,
+    prepared: &Prepared,
+    role: Option<&str>,
+    loads: &[LoadSpec],
+) -> Result<(NpbResult, Option<anyhow::Error>)> {
+    let (out, records) = under_load(loads, || super::npb::run_plan(plan))?;
+    let (mut result, stop) = out?;
+    if prepared.any() || role.is_some() {
+        let (c, warning) = prepared.conditions(role, records);
+        result.conditions = Some(c);
+        result.warnings.extend(warning);
+    }
+    Ok((result, stop))
+}
+
+/// `wulf npb --loaded-vs-unloaded`: for each kernel, transport and process
+/// count, an unloaded then a loaded run of all repetitions, then seed
+/// 001's kernel-by-transport tables of both and the relative changes.
+pub fn npb(
+    plans: Vec<super::npb::NpbPlan>,
+    prepared: &Prepared,
+    json: Option<&Path>,
+) -> Result<()> {
+    if json == Some(Path::new("-")) {
+        return Err(crate::error::usage(
+            "--loaded-vs-unloaded writes several files: give --json a file name, not '-'",
+        ));
+    }
+    let (mut unloaded, mut loaded): (Vec<NpbResult>, Vec<NpbResult>) = (Vec::new(), Vec::new());
+    for plan in plans {
+        let mut pair: [Option<NpbResult>; 2] = [None, None];
+        for via in &plan.via {
+            for &np in &plan.nprocs {
+                let one = super::npb::NpbPlan {
+                    via: vec![via.clone()],
+                    nprocs: vec![np],
+                    ..plan.clone()
+                };
+                for (i, (role, loads)) in [("unloaded", &[][..]), ("loaded", &prepared.loads[..])]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let (r, stop) = npb_plan(&one, prepared, Some(role), loads)?;
+                    match &mut pair[i] {
+                        None => pair[i] = Some(r),
+                        Some(acc) => {
+                            acc.runs.extend(r.runs);
+                            acc.wall_s += r.wall_s;
+                            if r.conditions.is_some() {
+                                acc.conditions = r.conditions;
+                            }
+                        }
+                    }
+                    if let Some(e) = stop {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        let [Some(mut u), Some(mut l)] = pair else {
+            continue;
+        };
+        crate::result::fill_speedups(&mut u.runs);
+        crate::result::fill_speedups(&mut l.runs);
+        if let Some(path) = json {
+            let kpath = tagged(path, &u.kernel);
+            crate::result::write_json(&tagged(&kpath, "unloaded"), &u)?;
+            crate::result::write_json(&tagged(&kpath, "loaded"), &l)?;
+        }
+        unloaded.push(u);
+        loaded.push(l);
+    }
+    let mut out = std::io::stdout().lock();
+    write!(out, "{}", npb_pair_table(&unloaded, &loaded))?;
+    if let Some(c) = loaded.last().and_then(|r| r.conditions.as_ref()) {
+        write!(out, "{}", crate::report::conditions::loads_text(c))?;
+    }
+    Ok(())
+}

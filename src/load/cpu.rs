@@ -1,0 +1,32 @@
+//! `--load cpu[:N]`: busy threads at normal priority, pinned round-robin
+//! over the CPUs, counting loop iterations (the same kind of loop as the
+//! soaker, so its rate says how much CPU the load actually got).
+
+use std::sync::atomic::Ordering;
+
+use super::{record, LoadRecord, Workers};
+
+/// Iterations between two publications of a thread's count.
+const CHUNK_ITERATIONS: u64 = 1 << 16;
+
+/// Start `threads` busy threads, thread i pinned to CPU i mod `ncpu`.
+pub(super) fn start(threads: usize, ncpu: usize) -> anyhow::Result<(Workers, LoadRecord)> {
+    let mut w = Workers::new();
+    let mut cpus = Vec::with_capacity(threads);
+    for i in 0..threads {
+        let cpu = i % ncpu.max(1);
+        cpus.push(Some(cpu));
+        w.spawn(format!("wulf-load-cpu{i}"), move |stop, count| {
+            // Unpinned if pinning fails: the load still loads the machine.
+            let _ = crate::sys::pin_current_thread(cpu);
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for _ in 0..CHUNK_ITERATIONS {
+                    n = std::hint::black_box(n).wrapping_add(1);
+                }
+                count.fetch_add(CHUNK_ITERATIONS, Ordering::Relaxed);
+            }
+        })?;
+    }
+    Ok((w, record("cpu", cpus)))
+}

@@ -1,0 +1,331 @@
+//! Conditions of a measurement: the whole CPU cost of communication
+//! ([`soaker`], cyclesoak's method) and controlled background load
+//! (`--load cpu[:N],memory[:N],network[:RATE]`).
+//!
+//! Every load runs on threads of this process, started before the
+//! measurement and stopped (and joined) when its [`Loads`] guard is
+//! dropped: on success, on error and after Ctrl-C alike, so no thread or
+//! process outlives the run. What each load achieved (iterations or bytes
+//! per second) is read when it stops and recorded in the result.
+
+mod cpu;
+mod memory;
+mod network;
+pub mod soaker;
+pub mod whole;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+/// One kind of background load, as given to `--load`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadSpec {
+    /// Busy threads at normal priority (default: one per CPU).
+    Cpu { threads: Option<usize> },
+    /// Threads streaming through buffers larger than the last-level cache.
+    Memory { threads: Option<usize> },
+    /// A competing TCP stream on loopback, at most `rate_bits_per_s`.
+    Network { rate_bits_per_s: Option<u64> },
+}
+
+/// Most threads one load kind may start (a typo such as cpu:1000 is an
+/// error, not a frozen machine).
+pub const MAX_LOAD_THREADS: usize = 256;
+
+/// Parse `cpu[:N],memory[:N],network[:RATE]` (RATE in bit/s, SI units:
+/// 100M, 1G). Each kind at most once.
+pub fn parse_loads(text: &str) -> Result<Vec<LoadSpec>, String> {
+    let mut out: Vec<LoadSpec> = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (kind, arg) = match item.split_once(':') {
+            Some((k, a)) => (k, Some(a)),
+            None => (item, None),
+        };
+        let threads = |a: Option<&str>| -> Result<Option<usize>, String> {
+            match a {
+                None => Ok(None),
+                Some(a) => match a.parse::<usize>() {
+                    Ok(n) if (1..=MAX_LOAD_THREADS).contains(&n) => Ok(Some(n)),
+                    _ => Err(format!(
+                        "'{item}': the thread count must be 1 to {MAX_LOAD_THREADS}"
+                    )),
+                },
+            }
+        };
+        let spec = match kind {
+            "cpu" => LoadSpec::Cpu {
+                threads: threads(arg)?,
+            },
+            "memory" | "mem" => LoadSpec::Memory {
+                threads: threads(arg)?,
+            },
+            "network" | "net" => LoadSpec::Network {
+                rate_bits_per_s: match arg {
+                    None => None,
+                    Some(a) => match crate::units::parse_bytes(a) {
+                        Ok(r) if r > 0 => Some(r),
+                        _ => {
+                            return Err(format!(
+                                "'{item}': the rate is in bit/s with SI units (100M, 1G), above 0"
+                            ))
+                        }
+                    },
+                },
+            },
+            other => {
+                return Err(format!(
+                    "unknown load '{other}' (known: cpu[:N], memory[:N], network[:RATE])"
+                ))
+            }
+        };
+        if out
+            .iter()
+            .any(|s| std::mem::discriminant(s) == std::mem::discriminant(&spec))
+        {
+            return Err(format!("'{kind}' is given twice"));
+        }
+        out.push(spec);
+    }
+    if out.is_empty() {
+        return Err("no load given (cpu[:N], memory[:N], network[:RATE])".into());
+    }
+    Ok(out)
+}
+
+/// What one load was and what it achieved (recorded in results).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadRecord {
+    /// `cpu`, `memory` or `network`.
+    pub kind: String,
+    /// Threads it ran.
+    pub threads: usize,
+    /// Where they ran: the CPU each thread was pinned to, `null` when not
+    /// pinned.
+    pub cpus: Vec<Option<usize>>,
+    /// Memory load: bytes of the buffer each thread streams through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_bytes: Option<u64>,
+    /// Network load: the rate asked for, bit/s (`null`: unlimited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_bits_per_s: Option<u64>,
+    /// Network load: where the stream ran (`loopback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// How long it ran, seconds.
+    pub ran_s: f64,
+    /// CPU load: loop iterations per second, all threads together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations_per_s: Option<f64>,
+    /// Memory load: bytes read and written per second; network load:
+    /// payload bytes received per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_s: Option<f64>,
+}
+
+/// Threads of one load: a stop flag, a progress counter, the handles.
+pub(crate) struct Workers {
+    stop: Arc<AtomicBool>,
+    count: Arc<AtomicU64>,
+    threads: Vec<JoinHandle<()>>,
+    started: Instant,
+}
+
+impl Workers {
+    fn new() -> Workers {
+        Workers {
+            stop: Arc::new(AtomicBool::new(false)),
+            count: Arc::new(AtomicU64::new(0)),
+            threads: Vec::new(),
+            started: Instant::now(),
+        }
+    }
+
+    /// Spawn a worker running `f(stop, count)`.
+    fn spawn(
+        &mut self,
+        name: String,
+        f: impl FnOnce(&AtomicBool, &AtomicU64) + Send + 'static,
+    ) -> std::io::Result<()> {
+        let (stop, count) = (self.stop.clone(), self.count.clone());
+        let h = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || f(&stop, &count))?;
+        self.threads.push(h);
+        Ok(())
+    }
+
+    /// Stop and join every thread; the count and the seconds run.
+    fn finish(&mut self) -> (u64, f64) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        (
+            self.count.load(Ordering::Relaxed),
+            self.started.elapsed().as_secs_f64(),
+        )
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// One running load.
+struct Running {
+    spec: LoadSpec,
+    record: LoadRecord,
+    workers: Workers,
+}
+
+/// Running background loads; stopped and joined on drop (always).
+pub struct Loads {
+    running: Vec<Running>,
+}
+
+impl Loads {
+    /// Start every load in `specs`. A load that cannot start stops those
+    /// already started (the guard drops) and is an error.
+    pub fn start(specs: &[LoadSpec]) -> anyhow::Result<Loads> {
+        let mut loads = Loads {
+            running: Vec::new(),
+        };
+        let ncpu = crate::sys::cpu_count();
+        for &spec in specs {
+            let (workers, record) = match spec {
+                LoadSpec::Cpu { threads } => cpu::start(threads.unwrap_or(ncpu), ncpu)?,
+                LoadSpec::Memory { threads } => memory::start(threads.unwrap_or(ncpu), ncpu)?,
+                LoadSpec::Network { rate_bits_per_s } => network::start(rate_bits_per_s)?,
+            };
+            loads.running.push(Running {
+                spec,
+                record,
+                workers,
+            });
+        }
+        Ok(loads)
+    }
+
+    /// Stop every load and say what each achieved.
+    pub fn stop(mut self) -> Vec<LoadRecord> {
+        self.finish()
+    }
+
+    /// What each load achieved so far (they keep running).
+    pub fn records(&self) -> Vec<LoadRecord> {
+        self.running
+            .iter()
+            .map(|r| {
+                let count = r.workers.count.load(Ordering::Relaxed);
+                achieved(r, count, r.workers.started.elapsed().as_secs_f64())
+            })
+            .collect()
+    }
+
+    fn finish(&mut self) -> Vec<LoadRecord> {
+        self.running
+            .drain(..)
+            .map(|mut r| {
+                let (count, secs) = r.workers.finish();
+                achieved(&r, count, secs)
+            })
+            .collect()
+    }
+
+    /// A line per load for the terminal.
+    pub fn describe(records: &[LoadRecord]) -> String {
+        records
+            .iter()
+            .map(|r| {
+                let what = match (r.iterations_per_s, r.bytes_per_s) {
+                    (Some(i), _) => format!("{:.3e} iterations/s", i),
+                    (_, Some(b)) => format!("{:.1} MB/s", b / 1e6),
+                    _ => String::new(),
+                };
+                let cpus: Vec<String> = r
+                    .cpus
+                    .iter()
+                    .map(|c| c.map_or("-".to_string(), |c| c.to_string()))
+                    .collect();
+                format!(
+                    "load: {} x{} on cpus {} for {:.1} s: {what}\n",
+                    r.kind,
+                    r.threads,
+                    cpus.join(","),
+                    r.ran_s
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for Loads {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// The record of `r` after `count` units of work in `secs`.
+fn achieved(r: &Running, count: u64, secs: f64) -> LoadRecord {
+    let mut rec = r.record.clone();
+    let rate = count as f64 / secs.max(1e-9);
+    rec.ran_s = secs;
+    match r.spec {
+        LoadSpec::Cpu { .. } => rec.iterations_per_s = Some(rate),
+        LoadSpec::Memory { .. } | LoadSpec::Network { .. } => rec.bytes_per_s = Some(rate),
+    }
+    rec
+}
+
+/// A record with the achieved figures still empty.
+fn record(kind: &str, cpus: Vec<Option<usize>>) -> LoadRecord {
+    LoadRecord {
+        kind: kind.into(),
+        threads: cpus.len(),
+        cpus,
+        buffer_bytes: None,
+        rate_limit_bits_per_s: None,
+        path: None,
+        ran_s: 0.0,
+        iterations_per_s: None,
+        bytes_per_s: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_combined_loads_and_refuses_bad_ones() {
+        let l = parse_loads("cpu:2,memory,network:100M").unwrap();
+        assert_eq!(
+            l,
+            vec![
+                LoadSpec::Cpu { threads: Some(2) },
+                LoadSpec::Memory { threads: None },
+                LoadSpec::Network {
+                    rate_bits_per_s: Some(100_000_000)
+                }
+            ]
+        );
+        for bad in [
+            "",
+            "gpu",
+            "cpu:0",
+            "cpu:x",
+            "cpu,cpu:2",
+            "network:0",
+            "cpu:100000",
+        ] {
+            assert!(parse_loads(bad).is_err(), "{bad}");
+        }
+    }
+}

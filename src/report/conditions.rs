@@ -1,0 +1,184 @@
+//! Terminal tables of the measurement conditions: the whole CPU cost next
+//! to getrusage's, the loads that ran, and `--loaded-vs-unloaded` pairs.
+
+use std::fmt::Write;
+
+use crate::result::{Conditions, NpbResult, SweepResult};
+use crate::units::{format_bytes, format_ns};
+
+/// Per size: whole CPU per byte and per message against getrusage's, or
+/// None when the sweep did not measure the whole cost.
+pub fn whole_table(r: &SweepResult) -> Option<String> {
+    if r.points.iter().all(|p| p.cpu_whole.is_none()) {
+        return None;
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "whole CPU cost (cyclesoak: what the idle-class soakers lost, every CPU, everything):"
+    );
+    let _ = writeln!(
+        s,
+        "{:>10}  {:>12}  {:>14}  {:>14}  {:>13}  {:>9}",
+        "size", "whole ns/B", "getrusage ns/B", "whole/getrusage", "whole ns/msg", "machine"
+    );
+    for p in &r.points {
+        let Some(w) = &p.cpu_whole else { continue };
+        let _ = writeln!(
+            s,
+            "{:>10}  {:>12.3}  {:>14.3}  {:>15}  {:>13.0}  {:>8.0}%",
+            format_bytes(p.bytes),
+            w.ns_per_byte.unwrap_or(f64::NAN),
+            w.getrusage_ns_per_byte.unwrap_or(f64::NAN),
+            w.whole_over_getrusage
+                .map(|x| format!("{x:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            w.ns_per_message.unwrap_or(f64::NAN),
+            w.machine_share * 100.0
+        );
+    }
+    if let Some(cal) = r.conditions.as_ref().and_then(|c| c.soaker.as_ref()) {
+        let _ = writeln!(
+            s,
+            "  soaker calibration: {} CPUs, worst spread {:.1}% over {} windows{}",
+            cal.cpus.len(),
+            cal.worst_spread() * 100.0,
+            cal.windows,
+            if cal.trusted {
+                ""
+            } else {
+                " (UNTRUSTED: the machine was not idle)"
+            }
+        );
+    }
+    Some(s)
+}
+
+/// One line per load that ran.
+pub fn loads_text(c: &Conditions) -> String {
+    crate::load::Loads::describe(&c.loads)
+}
+
+/// `--loaded-vs-unloaded` for a sweep: per size, both medians and the
+/// relative change, and both getrusage costs.
+pub fn sweep_pair_table(unloaded: &SweepResult, loaded: &SweepResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>10}  {:>10}  {:>10}  {:>8}  {:>13}  {:>13}",
+        "size", "unloaded", "loaded", "change", "cpu ns/B unl", "cpu ns/B load"
+    );
+    for u in &unloaded.points {
+        let Some(l) = loaded.points.iter().find(|p| p.bytes == u.bytes) else {
+            continue;
+        };
+        let cpu = |p: &crate::result::Point| p.cpu_client.ns_per_byte + p.cpu_server.ns_per_byte;
+        let _ = writeln!(
+            s,
+            "{:>10}  {:>10}  {:>10}  {:>+7.1}%  {:>13.3}  {:>13.3}",
+            format_bytes(u.bytes),
+            format_ns(u.median_ns),
+            format_ns(l.median_ns),
+            (l.median_ns / u.median_ns - 1.0) * 100.0,
+            cpu(u),
+            cpu(l)
+        );
+    }
+    s
+}
+
+/// `--loaded-vs-unloaded` for NAS kernels, in the form of seed 001's
+/// Tables 1 and 2: kernel rows, transport columns, unloaded and loaded
+/// best Mop/s at the largest process count, the relative change of each,
+/// and each transport against tcp under both conditions.
+pub fn npb_pair_table(unloaded: &[NpbResult], loaded: &[NpbResult]) -> String {
+    use crate::report::npb_table::kernels_table;
+    let mut s = String::new();
+    let _ = write!(s, "UNLOADED\n{}\n", kernels_table(unloaded));
+    let _ = write!(s, "LOADED\n{}\n", kernels_table(loaded));
+    let best = |rs: &[NpbResult], kernel: &str, via: &str, np: usize| {
+        rs.iter()
+            .filter(|r| r.kernel == kernel)
+            .flat_map(|r| &r.runs)
+            .find(|x| x.via == via && x.nprocs == np)
+            .and_then(|x| x.best_mop_s)
+    };
+    let np = unloaded
+        .iter()
+        .chain(loaded)
+        .map(|r| r.runs.iter().map(|x| x.nprocs).max().unwrap_or(1))
+        .min()
+        .unwrap_or(1);
+    let mut vias: Vec<String> = Vec::new();
+    for run in unloaded.iter().flat_map(|r| &r.runs) {
+        if !vias.contains(&run.via) {
+            vias.push(run.via.clone());
+        }
+    }
+    let pct = |x: Option<f64>| {
+        x.map(|v| format!("{:+.1}%", v * 100.0))
+            .unwrap_or_else(|| "-".into())
+    };
+    let header = |s: &mut String, title: &str| {
+        let _ = write!(s, "{title}\n{:<6}", "kernel");
+        for v in &vias {
+            let _ = write!(s, "  {v:>12}");
+        }
+        s.push('\n');
+    };
+    header(&mut s, &format!("loaded against unloaded (np={np}):"));
+    for r in unloaded {
+        let _ = write!(s, "{:<6}", r.kernel.to_uppercase());
+        for v in &vias {
+            let change = match (
+                best(unloaded, &r.kernel, v, np),
+                best(loaded, &r.kernel, v, np),
+            ) {
+                (Some(u), Some(l)) if u > 0.0 => Some(l / u - 1.0),
+                _ => None,
+            };
+            let _ = write!(s, "  {:>12}", pct(change));
+        }
+        s.push('\n');
+    }
+    if vias.iter().any(|v| v == "tcp") {
+        for (title, rs) in [("unloaded", unloaded), ("loaded", loaded)] {
+            header(&mut s, &format!("\nagainst tcp, {title} (np={np}):"));
+            for r in rs {
+                let _ = write!(s, "{:<6}", r.kernel.to_uppercase());
+                let tcp = best(rs, &r.kernel, "tcp", np);
+                for v in &vias {
+                    let rel = match (tcp, best(rs, &r.kernel, v, np)) {
+                        (Some(t), Some(x)) if t > 0.0 => Some(x / t - 1.0),
+                        _ => None,
+                    };
+                    let _ = write!(s, "  {:>12}", pct(rel));
+                }
+                s.push('\n');
+            }
+        }
+    }
+    s
+}
+
+/// NAS runs with `--cost whole`: the whole CPU of each combination, or
+/// None when none was measured.
+pub fn npb_whole_text(r: &NpbResult) -> Option<String> {
+    let mut s = String::new();
+    for run in &r.runs {
+        let Some(w) = &run.cpu_whole else { continue };
+        let _ = writeln!(
+            s,
+            "  {:<24} {:>8.3} CPU-s over {:>7.3} s ({:>3.0}% of the machine)",
+            format!("{} np={}", run.via, run.nprocs),
+            w.cpu_ns * 1e-9,
+            w.wall_ns as f64 * 1e-9,
+            w.machine_share * 100.0
+        );
+    }
+    (!s.is_empty()).then(|| {
+        format!(
+            "whole CPU of each combination (cyclesoak; start-up and verification included):\n{s}"
+        )
+    })
+}

@@ -1,0 +1,27 @@
+//! The conditions a measurement ran under (issue 13): the background load
+//! wulf applied and the soaker calibration behind `--cost whole`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::load::soaker::Calibration;
+use crate::load::LoadRecord;
+
+/// Background load and whole-cost calibration of one result.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Conditions {
+    /// `loaded` or `unloaded` when the result is one half of
+    /// `--loaded-vs-unloaded`; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The loads that ran for the whole measurement, with what they
+    /// achieved; empty when unloaded.
+    #[serde(default)]
+    pub loads: Vec<LoadRecord>,
+    /// The soakers' idle calibration, when `--cost whole` was on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soaker: Option<Calibration>,
+    /// What the whole cost covers: this machine's CPUs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_cost_scope: Option<String>,
+}

@@ -1,0 +1,287 @@
+//! Background load (`--load`), the whole CPU cost (`--cost whole`) and
+//! `--loaded-vs-unloaded`, through the real binary and the library.
+//!
+//! No test asserts a speed: only that each load starts, is recorded with
+//! what it achieved, and leaves no thread or process behind.
+
+mod common;
+use common::*;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The tests here count this process's threads or load the machine: one
+/// at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// This process's load threads (named wulf-load-*), found by name so the
+/// test harness's own threads do not count.
+fn thread_count() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+        .filter(|n| n.starts_with("wulf-load"))
+        .count()
+}
+
+#[test]
+fn every_load_kind_starts_reports_and_stops_its_threads() {
+    let _g = serial();
+    let specs = wulf::load::parse_loads("cpu:2,memory:1,network:200M").unwrap();
+    let before = thread_count();
+    let loads = wulf::load::Loads::start(&specs).expect("loads start");
+    // A thread takes its name once it runs: look after a while.
+    std::thread::sleep(Duration::from_millis(400));
+    // cpu 2 + memory 1 + network 2 (sender, receiver).
+    assert_eq!(thread_count(), before + 5);
+    // Each load has done some work within 10 s (a busy machine first
+    // faults in the memory load's buffer).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while loads
+        .records()
+        .iter()
+        .any(|r| r.iterations_per_s.or(r.bytes_per_s).unwrap_or(0.0) <= 0.0)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "a load did nothing: {:?}",
+            loads.records()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let records = loads.stop();
+    assert_eq!(thread_count(), before, "a load thread outlived stop()");
+    let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(kinds, ["cpu", "memory", "network"]);
+    assert!(records[0].iterations_per_s.unwrap() > 0.0);
+    assert_eq!(records[0].cpus.len(), 2);
+    assert!(records[1].bytes_per_s.unwrap() > 0.0);
+    assert!(records[1].buffer_bytes.unwrap() >= 8 << 20);
+    let net = &records[2];
+    assert!(net.bytes_per_s.unwrap() > 0.0);
+    // Paced: never far above the asked rate (200 Mbit/s = 25 MB/s).
+    assert!(net.bytes_per_s.unwrap() < 25e6 * 1.5, "{net:?}");
+    // Dropping the guard without stop() stops them too.
+    let loads = wulf::load::Loads::start(&specs).unwrap();
+    drop(loads);
+    assert_eq!(thread_count(), before);
+}
+
+#[test]
+fn a_loaded_sweep_with_the_whole_cost_records_both() {
+    let _g = serial();
+    let dir = tempdir();
+    let out = file(&dir, "r.json");
+    let mut args = vec![
+        "sweep",
+        "tcp",
+        "--sizes",
+        "1Ki,64Ki",
+        "--cost",
+        "whole",
+        "--load",
+        "cpu:1,memory:1,network:100M",
+        "--json",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(QUICK);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("whole CPU cost"), "{text}");
+    assert!(text.contains("load: network"), "{text}");
+    let r = wulf::result::read_result(&out).expect("typed reader accepts it");
+    assert_eq!(r.schema_version, wulf::result::SCHEMA_VERSION);
+    let c = r.conditions.expect("conditions recorded");
+    let kinds: Vec<&str> = c.loads.iter().map(|l| l.kind.as_str()).collect();
+    assert_eq!(kinds, ["cpu", "memory", "network"]);
+    assert!(c.loads.iter().all(|l| l.ran_s > 0.0));
+    let cal = c.soaker.expect("calibration recorded");
+    assert!(!cal.cpus.is_empty());
+    if !cal.trusted {
+        assert!(
+            r.warnings.iter().any(|w| w.contains("whole CPU cost")),
+            "{:?}",
+            r.warnings
+        );
+    }
+    for p in &r.points {
+        let w = p.cpu_whole.as_ref().expect("every point has a whole cost");
+        assert!(w.ns_per_byte.unwrap() >= 0.0 && w.wall_ns > 0);
+        assert!((0.0..=1.0).contains(&w.machine_share));
+        assert!(w.getrusage_ns_per_byte.unwrap() >= 0.0);
+    }
+}
+
+#[test]
+fn loads_stop_and_no_process_remains_after_ctrl_c() {
+    let _g = serial();
+    let dir = tempdir();
+    let out = file(&dir, "r.json");
+    let mut child = wulf(&[
+        "sweep",
+        "tcp",
+        "--budget",
+        "30s",
+        "--quiet",
+        "--load",
+        "cpu:1,memory:1,network",
+        "--json",
+        out.to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    // Wait (at most 10 s) until the load threads run.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let names = || -> Vec<String> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+                    .map(|s| s.trim().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    while !names().iter().any(|n| n.starts_with("wulf-load-net")) {
+        assert!(
+            Instant::now() < deadline,
+            "load threads never started: {:?}",
+            names()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    let children = children_of(pid);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("wulf did not stop within 20 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let r = json(&out);
+    assert_eq!(r["complete"], false);
+    assert_eq!(r["conditions"]["loads"].as_array().unwrap().len(), 3);
+    // The local peer and anything else it started are gone too.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !children.iter().all(|&c| gone(c)) {
+        assert!(
+            Instant::now() < deadline,
+            "children outlived wulf: {children:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn loaded_vs_unloaded_prints_both_tables() {
+    let _g = serial();
+    let dir = tempdir();
+    let base = file(&dir, "n.json");
+    let o = run(&[
+        "npb",
+        "ep",
+        "--np",
+        "1",
+        "--via",
+        "tcp",
+        "--repetitions",
+        "1",
+        "--cost",
+        "whole",
+        "--load",
+        "cpu:1",
+        "--loaded-vs-unloaded",
+        "--json",
+        base.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "UNLOADED",
+        "LOADED",
+        "loaded against unloaded",
+        "against tcp, loaded",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    for role in ["unloaded", "loaded"] {
+        let r = wulf::result::read_npb_result(&file(&dir, &format!("n-ep-{role}.json")))
+            .expect("typed NPB reader accepts it");
+        let c = r.conditions.expect("conditions");
+        assert_eq!(c.role.as_deref(), Some(role));
+        assert_eq!(c.loads.is_empty(), role == "unloaded");
+        assert!(r.runs[0].cpu_whole.is_some(), "--cost whole per run");
+    }
+    let sweep = file(&dir, "s.json");
+    let mut args = vec![
+        "sweep",
+        "unix",
+        "--sizes",
+        "1Ki",
+        "--load",
+        "cpu:1",
+        "--loaded-vs-unloaded",
+        "--json",
+        sweep.to_str().unwrap(),
+    ];
+    args.extend_from_slice(QUICK);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("unloaded against loaded"), "{text}");
+    for role in ["unloaded", "loaded"] {
+        let r = wulf::result::read_result(&file(&dir, &format!("s-{role}.json"))).unwrap();
+        assert_eq!(r.conditions.unwrap().role.as_deref(), Some(role));
+    }
+}
+
+#[test]
+fn bad_conditions_are_usage_errors() {
+    let _g = serial();
+    for args in [
+        &["sweep", "tcp", "--load", "gpu"][..],
+        &["sweep", "tcp", "--load", "cpu:0"],
+        &["sweep", "tcp", "--loaded-vs-unloaded"],
+        &["sweep", "tcp", "--cost", "everything"],
+        &["npb", "ep", "--load", "network:fast"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn old_results_still_read_and_unknown_condition_fields_are_refused() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/tcp-pingpong.json"
+    );
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    wulf::result::parse_result(&v.to_string(), "v1").expect("version 1 still reads");
+    v["schema_version"] = wulf::result::SCHEMA_VERSION.into();
+    v["conditions"] = serde_json::json!({"loads": [], "surprise": 1});
+    let e = wulf::result::parse_result(&v.to_string(), "v2").unwrap_err();
+    assert!(format!("{e:#}").contains("surprise"), "{e:#}");
+}

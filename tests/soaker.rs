@@ -1,0 +1,103 @@
+//! The soaker (cyclesoak's method): calibration is repeatable within its
+//! own reported spread, and a thread burning a known share of one CPU is
+//! measured within 10 percentage points of that share.
+//!
+//! Everything runs in one test function: soakers on every CPU measure the
+//! whole machine, so two of these tests at once would measure each other.
+//! On a machine too busy for an idle calibration the checks are skipped
+//! with a message, unless WULF_REQUIRE_SOAK=1.
+
+use std::time::{Duration, Instant};
+
+use wulf::load::soaker::{Calibration, Lost, Soaker};
+
+const WINDOWS: usize = 8;
+const WINDOW: Duration = Duration::from_millis(50);
+
+fn required() -> bool {
+    std::env::var("WULF_REQUIRE_SOAK").as_deref() == Ok("1")
+}
+
+/// Skip (or fail, when required) with `why`.
+fn too_noisy(why: String) {
+    assert!(!required(), "WULF_REQUIRE_SOAK=1 but {why}");
+    eprintln!("SKIPPED: the machine is too busy for the soaker: {why}");
+}
+
+/// Burn `duty` of CPU `cpu` for `total`: busy then asleep in 10 ms periods.
+fn burn(cpu: usize, duty: f64, total: Duration) {
+    wulf::sys::pin_current_thread(cpu).ok();
+    let period = Duration::from_millis(10);
+    let t0 = Instant::now();
+    while t0.elapsed() < total {
+        let start = Instant::now();
+        while start.elapsed() < period.mul_f64(duty) {
+            std::hint::spin_loop();
+        }
+        std::thread::sleep(period.mul_f64(1.0 - duty));
+    }
+}
+
+fn calibration_is_repeatable(soaker: &Soaker) -> Option<Calibration> {
+    let a = soaker.calibrate(WINDOWS, WINDOW);
+    let b = soaker.calibrate(WINDOWS, WINDOW);
+    assert_eq!(a.cpus, b.cpus);
+    assert_eq!(a.idle_iterations_per_s.len(), a.cpus.len());
+    if !(a.trusted && b.trusted) {
+        too_noisy(format!(
+            "calibration spreads {:.0}% and {:.0}% (threshold {:.0}%)",
+            a.worst_spread() * 100.0,
+            b.worst_spread() * 100.0,
+            a.spread_threshold * 100.0
+        ));
+        return None;
+    }
+    for i in 0..a.cpus.len() {
+        let (ra, rb) = (a.idle_iterations_per_s[i], b.idle_iterations_per_s[i]);
+        let diff = (ra - rb).abs() / ra.max(rb);
+        // Two medians each within their window spread of the truth.
+        let allowed = a.spread[i] + b.spread[i] + 0.02;
+        assert!(
+            diff <= allowed,
+            "cpu {}: {ra:.3e} then {rb:.3e} iterations/s ({:.1}% apart, spreads allow {:.1}%)",
+            a.cpus[i],
+            diff * 100.0,
+            allowed * 100.0
+        );
+    }
+    Some(a)
+}
+
+#[test]
+fn soaker_calibrates_and_measures_a_known_load() {
+    let soaker = Soaker::start_all().expect("soaker threads start");
+    let Some(cal) = calibration_is_repeatable(&soaker) else {
+        return;
+    };
+    // A thread burning half of CPU 0 for a second.
+    let duty = 0.5;
+    let before = soaker.snapshot();
+    let cpu = cal.cpus[0];
+    let t = std::thread::spawn(move || burn(cpu, duty, Duration::from_secs(1)));
+    t.join().unwrap();
+    let lost = Lost::between(&cal, &before, &soaker.snapshot());
+    let one_cpu_share = lost.cpu_ns / lost.wall_ns as f64;
+    // Recheck that the machine stayed quiet: a calibration after the burn.
+    let after = soaker.calibrate(WINDOWS / 2, WINDOW);
+    if !after.trusted {
+        too_noisy(format!(
+            "the machine got busy during the test (spread {:.0}%); measured {:.0}% of a CPU",
+            after.worst_spread() * 100.0,
+            one_cpu_share * 100.0
+        ));
+        return;
+    }
+    assert!(
+        (one_cpu_share - duty).abs() <= 0.10,
+        "a {:.0}% load of one CPU was measured as {:.1}% (lost {:.3} s of CPU in {:.3} s)",
+        duty * 100.0,
+        one_cpu_share * 100.0,
+        lost.cpu_ns * 1e-9,
+        lost.wall_ns as f64 * 1e-9
+    );
+}

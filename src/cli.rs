@@ -12,6 +12,7 @@ use crate::units::{parse_bytes, parse_duration};
 // arguments live in their own file.
 mod cluster_args;
 mod lab_args;
+mod nodes_args;
 mod npb_args;
 mod read_args;
 mod serve_args;
@@ -20,6 +21,7 @@ pub use lab_args::{
     LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs, StudyArg,
     StudyArgs,
 };
+pub use nodes_args::NodesArgs;
 pub use npb_args::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs};
 pub use read_args::{CompareArgs, ReportArgs, ReportFormat};
 pub use serve_args::ServeArgs;

@@ -98,8 +98,12 @@ pub struct NpbMgArgs {
     /// (as many nodes as the largest process count; as `wulf sweep --lab`,
     /// e.g. fe). Transports that cannot cross nodes (unix, shm, cma) are
     /// skipped.
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["hosts", "hostfile", "launch"])]
     pub lab: Option<String>,
+    /// The nodes to place the ranks on (one per node unless --ppn or a
+    /// hostfile's slots= say more), and how to reach them.
+    #[command(flatten)]
+    pub nodes: super::NodesArgs,
     /// Internal (`--lab` gives it to the command it runs in node1): spread
     /// the ranks over the nodes of the lab this one runs in.
     #[arg(long, hide = true, conflicts_with = "lab")]

@@ -24,5 +24,6 @@ pub mod coordinator;
 pub mod hostlist;
 pub mod launch;
 pub mod launched;
+pub mod nodes;
 pub mod protocol;
 pub mod schedule;

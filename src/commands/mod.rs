@@ -6,6 +6,7 @@ pub mod compare;
 pub mod info;
 pub mod lab;
 pub mod matrix;
+mod nodes;
 pub mod npb;
 pub mod report;
 pub mod run;

@@ -227,6 +227,7 @@ fn run_npb(
         timeout: args.measure.timeout,
         wait: args.measure.wait.map(Into::into),
         progress: !args.measure.quiet,
+        nodes: None,
     };
     let (result, stop) = super::npb::run_plan(&plan)?;
     let path = dir.join(format!("npb-{kernel}-{}.json", plan.class));

@@ -29,7 +29,7 @@ pub mod rng;
 
 pub use kernel::{Kernel, MAX_PROCESSES};
 pub use outcome::NpbOutcome;
-pub use rank_job::{run_rank, GroupRun, RankJob};
+pub use rank_job::{run_rank, GroupRun, RankJob, RankRun};
 
 use std::fmt;
 use std::str::FromStr;

@@ -64,6 +64,46 @@ pub struct NpbResult {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<crate::lab::LabPlacement>,
+    /// How the ranks were placed on nodes when they ran across a node
+    /// list (`--hosts`, `--hostfile`, `--launch`); absent on one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<NpbNodes>,
+}
+
+/// The node list a run spread its ranks over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NpbNodes {
+    /// What started wulf's own ranks on them: `ssh`, `slurm`, `local`
+    /// (simulated nodes on one machine) or `lab:NAME`; MPI transports
+    /// always use their own launcher (`runs[].mpi.launcher_command`).
+    pub launch: String,
+    /// The nodes, in placement order, each with its process slots.
+    pub hosts: Vec<NpbNodeSlots>,
+}
+
+/// One node of [`NpbNodes`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NpbNodeSlots {
+    /// The node's name.
+    pub name: String,
+    /// Processes it takes (ranks fill a node's slots before the next).
+    pub slots: usize,
+}
+
+/// Where one rank ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankPlacement {
+    /// The rank.
+    pub rank: usize,
+    /// The node wulf placed it on.
+    pub node: String,
+    /// The host name the rank's process saw (`gethostname`): the node's
+    /// own name on a real cluster or in a lab, this machine's with
+    /// `--launch local`; empty when the launcher did not say.
+    pub hostname: String,
 }
 
 /// One transport at one process count.
@@ -100,6 +140,10 @@ pub struct NpbRun {
     /// environment that steered it (as in sweep results); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi: Option<crate::result::MpiInfo>,
+    /// Across nodes: every rank's node, in rank order (see
+    /// [`NpbResult::nodes`]); absent on one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Vec<RankPlacement>>,
 }
 
 impl NpbRun {
@@ -126,6 +170,7 @@ impl NpbRun {
             speedup: None,
             parallel_efficiency: None,
             mpi: None,
+            placement: None,
         }
     }
 

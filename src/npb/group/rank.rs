@@ -33,7 +33,10 @@ pub fn run(control: SocketAddr, rank: usize) -> Result<()> {
     })?;
     let outcome = link_and_run(&mut ctl, rank);
     let last = match outcome {
-        Ok(outcomes) => ToCoordinator::Done { outcomes },
+        Ok(run) => ToCoordinator::Done {
+            outcomes: run.outcomes,
+            hostnames: run.hostnames,
+        },
         Err(e) => ToCoordinator::Failed {
             message: format!("{e:#}"),
             exit_code: exit_code_of(&e),
@@ -42,7 +45,7 @@ pub fn run(control: SocketAddr, rank: usize) -> Result<()> {
     ctl.send(&last)
 }
 
-fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<Vec<crate::npb::NpbOutcome>> {
+fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<crate::npb::RankRun> {
     let ToRank::Setup {
         transport: name,
         size,

@@ -38,6 +38,9 @@ pub enum ToCoordinator {
     Done {
         /// As [`crate::npb::run_rank`] returned them.
         outcomes: Vec<NpbOutcome>,
+        /// From rank 0: the host name of every rank, in rank order.
+        #[serde(default)]
+        hostnames: Vec<String>,
     },
     /// The rank failed.
     Failed {

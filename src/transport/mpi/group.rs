@@ -106,6 +106,7 @@ pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<GroupRun> {
             let mpi = launch::mpi_info(plan, &report, &argv, &launcher_args, startup_s);
             return Ok(GroupRun {
                 outcomes,
+                hostnames: report.hostnames.clone().unwrap_or_default(),
                 mpi: Some(mpi),
             });
         }
@@ -158,6 +159,7 @@ pub(super) fn rank(job: &GroupJob) -> Result<()> {
         standard_version: mpi.version(),
         thread_level: mpi.thread_level().name().into(),
         processors: vec![mpi.processor_name()],
+        hostnames: None,
     };
     if rank == 0 {
         std::fs::write(job.dir.join(job::READY), b"ready\n")?;
@@ -166,9 +168,10 @@ pub(super) fn rank(job: &GroupJob) -> Result<()> {
     let ran = run_rank(&job.rank_job, &comm);
     let mpi = comm.into_mpi();
     match ran {
-        Ok(outcomes) => {
+        Ok(run) => {
             if rank == 0 {
-                report.outcomes = Some(outcomes);
+                report.outcomes = Some(run.outcomes);
+                report.hostnames = Some(run.hostnames);
                 job::write(&job.dir.join(job::REPORT), &report)?;
             }
             mpi.finalize()?;

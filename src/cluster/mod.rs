@@ -25,5 +25,6 @@ pub mod hostlist;
 pub mod launch;
 pub mod launched;
 pub mod nodes;
+pub mod pair;
 pub mod protocol;
 pub mod schedule;

@@ -10,6 +10,7 @@ mod nodes;
 pub mod npb;
 pub mod report;
 pub mod run;
+mod run_cluster;
 mod run_repeat;
 pub mod serve;
 pub mod study;

@@ -41,6 +41,14 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     } else {
         DEFAULT_BUDGET
     });
+    match super::nodes::prepare(&args.nodes, args.in_lab, args.measure.timeout)? {
+        super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
+        super::nodes::Nodes::Here(Some(spread)) => {
+            let dir = results_dir(&args.out);
+            return super::run_cluster::execute(args, &spread, budget, &dir);
+        }
+        super::nodes::Nodes::Here(None) => {}
+    }
     let mut measure = args.measure.clone();
     measure.tails |= args.thorough;
     let dir = results_dir(&args.out);

@@ -21,13 +21,14 @@ use crate::transport::Cluster;
 /// Bound of a server's start (a remote shell's log-in included).
 const SERVE_START: Duration = Duration::from_secs(30);
 
-/// Sweep tcp (ping-pong, every default size) from host `from` to host
-/// `to` of `cluster` within `budget`, every blocking step bounded by
-/// `timeout`. The sweep's own result, as `wulf sweep --json` writes it.
+/// Sweep tcp (ping-pong, over `sizes` in `--sizes` syntax, or every
+/// default size) from host `from` to host `to` of `cluster` within
+/// `budget`, every blocking step bounded by `timeout`. The sweep's own
+/// result, as `wulf sweep --json` writes it.
 pub fn sweep_between(
     cluster: &Cluster,
-    from: usize,
-    to: usize,
+    (from, to): (usize, usize),
+    sizes: Option<&str>,
     budget: Duration,
     timeout: Duration,
 ) -> Result<SweepResult> {
@@ -56,11 +57,14 @@ pub fn sweep_between(
         std::net::IpAddr::V6(v6) => format!("[{v6}]:{port}"),
         v4 => format!("{v4}:{port}"),
     };
-    let sweep = format!(
+    let mut sweep = format!(
         "sweep tcp --peer {peer} --budget {}ms --timeout {}ms --quiet --json -",
         budget.as_millis(),
         timeout.as_millis()
     );
+    if let Some(s) = sizes {
+        sweep.push_str(&format!(" --sizes {}", shell_quote(s)));
+    }
     let mut client = Remote::start(cluster, from, &wulf, &sweep, &secret)?;
     // The sweep keeps to its budget; its slowest sizes and start-up come
     // on top.

@@ -30,6 +30,9 @@ const MATRIX_SHARE: f64 = 0.4;
 const PAIR_SHARE: f64 = 0.2;
 const MULTIPAIR_SHARE: f64 = 0.2;
 
+/// Sizes of the pair sweeps of a `--quick` run without `--sizes`.
+const QUICK_SIZES: &str = "1:1Mi";
+
 /// Run `wulf run` over the nodes of `spread`, saving under `dir`.
 pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) -> Result<()> {
     let names: Vec<String> = spread.nodes.iter().map(|(n, _)| n.clone()).collect();
@@ -70,7 +73,15 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
                 continue;
             };
             let share = budget.mul_f64(PAIR_SHARE);
-            match crate::cluster::pair::sweep_between(&spread.cluster, i, j, share, timeout) {
+            // A quick run stops at 1 MiB: on a slow link the fewest trials
+            // of the largest sizes alone outlast a quick budget.
+            let sizes = args
+                .measure
+                .sizes
+                .clone()
+                .or_else(|| args.quick.then(|| QUICK_SIZES.to_string()));
+            let pair = crate::cluster::pair::sweep_between;
+            match pair(&spread.cluster, (i, j), sizes.as_deref(), share, timeout) {
                 Ok(r) => {
                     write_result(&dir.join(format!("sweep-tcp-{a}-{b}.json")), &r)?;
                     sweeps.push(r);

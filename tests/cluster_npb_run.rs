@@ -131,7 +131,7 @@ fn npb_ranks_cross_two_lab_nodes_by_wulf_and_by_open_mpi() {
     if have("openmpi") {
         check_placed(&r, "mpi:openmpi", &["node1", "node2"], true);
         let mpi = r.runs.iter().find(|x| x.via == "mpi:openmpi").unwrap();
-        let line = &mpi.mpi.as_ref().unwrap().launcher_command;
+        let line = mpi.mpi.as_ref().unwrap().launcher_command.join(" ");
         assert!(line.contains("--host node1,node2"), "{line}");
     }
     // A second kernel, all-to-all heavy: IS.

@@ -102,9 +102,11 @@ fn bad_node_lists_fail_clearly_and_at_once() {
     assert!(stderr(&o).contains("on 127.0.0."), "{}", stderr(&o));
     assert!(t.elapsed() < std::time::Duration::from_secs(20));
     // MPI launchers start MPI ranks; wulf's own go by ssh, slurm, lab.
-    let o = run(&["npb", "mg", "--hosts", "a,b", "--launch", "mpi:openmpi", "--np", "2"]);
+    let o = run(&[
+        "npb", "mg", "--hosts", "a,b", "--launch", "mpi:openmpi", "--via", "tcp", "--np", "2",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--via mpi:openmpi"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("starts mpi:openmpi's ranks only"), "{}", stderr(&o));
 }
 
 #[test]

@@ -59,11 +59,14 @@ pub enum Reach {
     Slurm,
     /// The remote shell of the lab this process runs in.
     Lab,
+    /// Only the ranks of the MPI `mpi:NAME`, started by its launcher
+    /// (which reaches the nodes by ssh, as MPI launchers do).
+    Mpi(String),
 }
 
 /// `--launch` (or its default: srun inside a Slurm allocation, the lab in
 /// a lab node, else ssh) as a [`Reach`]. MPI launchers start only MPI
-/// ranks: `mpi:NAME` is refused here with a pointer to `--via`.
+/// ranks: `mpi:NAME` means the ranks of that MPI alone.
 pub fn reach(launch: Option<&str>, rsh: &str, in_lab: bool) -> Result<Reach> {
     let how = match launch {
         Some(h) => h.to_string(),
@@ -82,10 +85,7 @@ pub fn reach(launch: Option<&str>, rsh: &str, in_lab: bool) -> Result<Reach> {
             Reach::Ssh(program)
         }
         h if h == "lab" || h.starts_with("lab:") => Reach::Lab,
-        h if h.starts_with("mpi:") => bail!(
-            "--launch {h}: MPI launchers start MPI ranks only; give --via {h} for them, and \
-             ssh, slurm, local or lab for wulf's own ranks"
-        ),
+        h if h.starts_with("mpi:") => Reach::Mpi(h.to_string()),
         other => bail!("--launch {other}: use ssh, slurm, local, lab or lab:NAME"),
     })
 }
@@ -156,6 +156,10 @@ pub fn spread(
         Reach::Ssh(program) => {
             let r = RemoteShell::ssh(program.clone(), String::new(), timeout);
             (r.rsh, "ssh", None)
+        }
+        Reach::Mpi(name) => {
+            let r = RemoteShell::ssh(vec!["ssh".into()], String::new(), timeout);
+            (r.rsh, name.as_str(), None)
         }
         Reach::Slurm => {
             let dir = tempfile::Builder::new()
@@ -271,8 +275,10 @@ mod tests {
         assert_eq!(reach(Some("local"), "ssh", false).unwrap(), Reach::Local);
         assert_eq!(reach(None, "ssh", true).unwrap(), Reach::Lab);
         assert!(matches!(reach(Some("ssh"), "ssh -p 2", false).unwrap(), Reach::Ssh(p) if p.len() == 3));
-        let e = reach(Some("mpi:openmpi"), "ssh", false).unwrap_err();
-        assert!(format!("{e}").contains("--via mpi:openmpi"), "{e}");
+        assert_eq!(
+            reach(Some("mpi:openmpi"), "ssh", false).unwrap(),
+            Reach::Mpi("mpi:openmpi".into())
+        );
         assert!(reach(Some("telnet"), "ssh", false).is_err());
     }
 }

@@ -22,13 +22,27 @@ pub enum Nodes {
 /// Act on the node options: relay into the lab `--launch lab:NAME` names,
 /// or hand the transports the nodes ([`crate::transport::cluster::set`]).
 /// Bad lists, unknown hosts and launchers are usage errors, before
-/// anything starts.
-pub fn prepare(n: &NodesArgs, in_lab: bool, timeout: Duration) -> Result<Nodes> {
+/// anything starts; so is `--launch mpi:NAME` with other transports in
+/// `via`.
+pub fn prepare(
+    n: &NodesArgs,
+    via: Option<&[String]>,
+    in_lab: bool,
+    timeout: Duration,
+) -> Result<Nodes> {
     if !n.given() {
         return Ok(Nodes::Here(None));
     }
     let bad = |e: anyhow::Error| usage(format!("{e:#}"));
     let how = reach(n.launch.as_deref(), &n.rsh, in_lab).map_err(bad)?;
+    if let (Reach::Mpi(m), Some(via)) = (&how, via) {
+        if let Some(other) = via.iter().find(|v| v != &m) {
+            return Err(usage(format!(
+                "--launch {m} starts {m}'s ranks only, not {other}'s: give ssh, slurm, local or \
+                 lab for wulf's own ranks"
+            )));
+        }
+    }
     if let Some(name) = n.launch.as_deref().and_then(|l| l.strip_prefix("lab:")) {
         if !in_lab {
             return Ok(Nodes::Relayed(crate::lab::between::run_in_named_lab(name)?));

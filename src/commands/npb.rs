@@ -59,7 +59,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
     }
     super::spread_in_lab(a.in_lab)?;
-    let spread = match super::nodes::prepare(&a.nodes, a.in_lab, a.timeout)? {
+    let spread = match super::nodes::prepare(&a.nodes, a.via.as_deref(), a.in_lab, a.timeout)? {
         super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
         super::nodes::Nodes::Here(s) => s,
     };
@@ -78,9 +78,11 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             kernel,
             class: a.class,
             nprocs: counts_for(kernel, a.class, &a.np, several)?,
-            via: match &a.via {
-                Some(v) => v.clone(),
-                None => available_transports(),
+            via: match (&a.via, a.nodes.launch.as_deref()) {
+                (Some(v), _) => v.clone(),
+                // `--launch mpi:NAME`: that MPI's ranks, by its launcher.
+                (None, Some(m)) if m.starts_with("mpi:") => vec![m.to_string()],
+                (None, _) => available_transports(),
             },
             repetitions: a.repetitions as usize,
             timeout: a.timeout,

@@ -41,7 +41,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     } else {
         DEFAULT_BUDGET
     });
-    match super::nodes::prepare(&args.nodes, args.in_lab, args.measure.timeout)? {
+    match super::nodes::prepare(&args.nodes, args.only.as_deref(), args.in_lab, args.measure.timeout)? {
         super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
         super::nodes::Nodes::Here(Some(spread)) => {
             let dir = results_dir(&args.out);

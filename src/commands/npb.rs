@@ -338,7 +338,12 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
         runs,
         warnings,
         // Spread: one rank per node; else every rank in this node, if any.
-        lab: crate::lab::group_placement(if super::spread() { most } else { 1 }),
+        // One process per lab node (`--lab`, or a node list of one slot
+        // each): the lab's links. Several per node: `nodes` says where.
+        lab: match &plan.nodes {
+            Some(n) if n.hosts.iter().any(|h| h.slots > 1) => None,
+            _ => crate::lab::group_placement(if super::spread() { most } else { 1 }),
+        },
         nodes: plan.nodes.clone(),
     };
     Ok((result, stop, first_code))

@@ -41,7 +41,11 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     } else {
         DEFAULT_BUDGET
     });
-    match super::nodes::prepare(&args.nodes, args.only.as_deref(), args.in_lab, args.measure.timeout)? {
+    // Started on every node by srun or mpirun: rank 0 runs the job.
+    let Some(nodes) = super::run_cluster::node_options(args)? else {
+        return Ok(());
+    };
+    match super::nodes::prepare(&nodes, args.only.as_deref(), args.in_lab, args.measure.timeout)? {
         super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
         super::nodes::Nodes::Here(Some(spread)) => {
             let dir = results_dir(&args.out);

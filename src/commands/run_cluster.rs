@@ -148,6 +148,33 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
     Ok(())
 }
 
+/// The node options of `wulf run`: as given; or, when started as one
+/// task of many by srun or an MPI launcher (and given none), the
+/// allocation's nodes reached by srun for rank 0 and None for the other
+/// tasks, which have nothing to do (rank 0 starts what runs on their
+/// nodes).
+pub fn node_options(args: &RunArgs) -> Result<Option<crate::cli::NodesArgs>> {
+    if args.nodes.given() || args.in_lab || args.lab.is_some() {
+        return Ok(Some(args.nodes.clone()));
+    }
+    let Some(task) = crate::cluster::launched::task() else {
+        return Ok(Some(args.nodes.clone()));
+    };
+    if task.rank != 0 {
+        return Ok(None);
+    }
+    let list = std::env::var("SLURM_JOB_NODELIST").map_err(|_| {
+        crate::error::usage(format!(
+            "wulf run under {} (task 0 of {}): give the nodes with --hosts or --hostfile",
+            task.launcher, task.size
+        ))
+    })?;
+    let mut nodes = args.nodes.clone();
+    nodes.hosts = Some(list);
+    nodes.launch = Some("slurm".into());
+    Ok(Some(nodes))
+}
+
 fn is_interrupt(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         matches!(

@@ -16,7 +16,7 @@ pub enum Nodes {
     /// The command ran again in node1 of a named lab; its exit code.
     Relayed(i32),
     /// Processes go on these nodes (None: no node option, all here).
-    Here(Option<Spread>),
+    Here(Option<Box<Spread>>),
 }
 
 /// Act on the node options: relay into the lab `--launch lab:NAME` names,
@@ -59,7 +59,7 @@ pub fn prepare(
     };
     let s = spread(list, &how, lab, ppn, n.remote_wulf.clone(), timeout).map_err(bad)?;
     crate::transport::cluster::set(Some(s.cluster.clone()));
-    Ok(Nodes::Here(Some(s)))
+    Ok(Nodes::Here(Some(Box::new(s))))
 }
 
 /// What an NPB result records about the nodes.

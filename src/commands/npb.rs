@@ -88,7 +88,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             timeout: a.timeout,
             wait: a.wait.map(Into::into),
             progress: true,
-            nodes: spread.as_ref().map(super::nodes::npb_nodes),
+            nodes: spread.as_deref().map(super::nodes::npb_nodes),
         };
         let (result, stop, code) = run_plan_coded(&plan)?;
         let tables = npb_tables(&result);

@@ -13,7 +13,7 @@
 //! A part that fails is named and the others still run; what was measured
 //! is saved.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -223,7 +223,7 @@ fn matrix_args(
 /// Run a matrix; its result when it saved one (also a partial one).
 fn run_matrix(
     m: &MatrixArgs,
-    path: &PathBuf,
+    path: &Path,
     failures: &mut Vec<String>,
     stop: &mut Option<anyhow::Error>,
     what: &str,

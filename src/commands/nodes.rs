@@ -34,7 +34,9 @@ pub fn prepare(
         return Ok(Nodes::Here(None));
     }
     let bad = |e: anyhow::Error| usage(format!("{e:#}"));
-    let how = reach(n.launch.as_deref(), &n.rsh, in_lab).map_err(bad)?;
+    // In a lab node (`wulf lab exec`), the lab's nodes are the default.
+    let in_a_lab = in_lab || std::env::var_os(crate::lab::ENV_LAB).is_some();
+    let how = reach(n.launch.as_deref(), &n.rsh, in_a_lab).map_err(bad)?;
     if let (Reach::Mpi(m), Some(via)) = (&how, via) {
         if let Some(other) = via.iter().find(|v| v != &m) {
             return Err(usage(format!(

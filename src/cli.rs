@@ -11,18 +11,22 @@ use crate::units::{parse_bytes, parse_duration};
 // `wulf report` and `wulf compare` read results rather than measure: their
 // arguments live in their own file.
 mod cluster_args;
+mod collective_args;
+mod dist_args;
 mod lab_args;
 mod nodes_args;
 mod npb_args;
 mod read_args;
 mod serve_args;
 pub use cluster_args::{AgentArgs, MatrixArgs, PatternArg};
+pub use collective_args::{CollectiveArgs, OperationArg};
+pub use dist_args::{CompletionsArgs, ManpagesArgs};
 pub use lab_args::{
     LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs, StudyArg,
     StudyArgs,
 };
 pub use nodes_args::NodesArgs;
-pub use npb_args::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs};
+pub use npb_args::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs, RanksArgs};
 pub use read_args::{CompareArgs, ReportArgs, ReportFormat};
 pub use serve_args::ServeArgs;
 
@@ -48,6 +52,10 @@ pub enum Command {
     /// Describe this machine and its network (the fingerprint every result
     /// carries).
     Info(InfoArgs),
+    /// Print the completion script for a shell (bash, zsh, fish...).
+    Completions(CompletionsArgs),
+    /// Write the man pages (wulf.1, wulf-sweep.1...) into a directory.
+    Manpages(ManpagesArgs),
     /// Find the settings that make a transport fastest here, and say what
     /// to change.
     Tune(TuneArgs),
@@ -70,6 +78,10 @@ pub enum Command {
     /// link matrix), naming slow nodes and links and the fingerprint
     /// differences behind them.
     Matrix(MatrixArgs),
+    /// Time a collective operation (allreduce, alltoall, bcast, barrier)
+    /// over message sizes on each MPI's own algorithm and on wulf's own
+    /// process group, with the statistics of `wulf sweep`.
+    Collective(CollectiveArgs),
     /// Internal: a node's agent, started by `wulf matrix`.
     #[command(hide = true)]
     Agent(AgentArgs),
@@ -213,6 +225,10 @@ pub struct SweepArgs {
     /// Write the points as CSV.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Write latency, peak, n_1/2 and noise as OpenMetrics (atomically,
+    /// for node_exporter's textfile collector).
+    #[arg(long, value_name = "FILE")]
+    pub openmetrics: Option<PathBuf>,
     /// Measure between two nodes of a temporary lab with these links:
     /// fe, ge, 10ge or a rate, then mtu=BYTES, nodeN=LINK, mtu.nodeN=BYTES,
     /// loss=PCT, comma-separated (e.g. ge,mtu=9000).
@@ -251,6 +267,10 @@ pub struct RunArgs {
     /// Directory under which a timestamped results directory is created.
     #[arg(long, default_value = "wulf-results", value_name = "DIR")]
     pub out: PathBuf,
+    /// Also write every transport's latency, peak, n_1/2 and noise as
+    /// OpenMetrics here (atomically, for node_exporter's textfile collector).
+    #[arg(long, value_name = "FILE")]
+    pub openmetrics: Option<PathBuf>,
     /// Only these transports (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub only: Option<Vec<String>>,

@@ -15,6 +15,8 @@
 //! * [`result`]: the versioned result schema and atomic file writing;
 //! * [`sys`]: the machine fingerprint and OS services;
 //! * [`npb`]: NAS Parallel Benchmark kernels written for wulf;
+//! * [`collective`]: collective operations timed over sizes on a group of
+//!   ranks (each MPI's own, or wulf's plain algorithms);
 //! * [`cluster`]: wulf across many nodes: node lists, launchers, agents,
 //!   the coordinator of the all-pairs matrix;
 //! * [`lab`]: the link lab, emulated nodes and shaped links on one machine;
@@ -25,6 +27,7 @@
 pub mod analysis;
 pub mod cli;
 pub mod cluster;
+pub mod collective;
 pub mod commands;
 pub mod error;
 pub mod fuzzing;

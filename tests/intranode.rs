@@ -277,9 +277,25 @@ fn memcpy_curve_is_sane() {
             .map(|p| p["level"].as_str().unwrap())
             .collect();
         assert_eq!(names.first(), Some(&"L1"), "{names:?}");
-        assert_eq!(names.last(), Some(&"DRAM"), "{names:?}");
+        // The largest copy (96 MiB) reaches memory only where the last
+        // level is smaller (some virtual machines report a 480 MiB L3);
+        // otherwise the last plateau is that level's.
+        let llc_bytes = r["host"]["llc_bytes"].as_u64().unwrap();
+        let last_level = r["host"]["caches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["level"].as_u64().unwrap())
+            .max()
+            .unwrap();
+        let expected_last = if llc_bytes <= 96 << 20 {
+            "DRAM".to_string()
+        } else {
+            format!("L{last_level}")
+        };
+        assert_eq!(names.last(), Some(&expected_last.as_str()), "{names:?}");
         let rate = |i: usize| plateaus[i]["median_bits_per_s"].as_f64().unwrap();
-        assert!(rate(0) > rate(plateaus.len() - 1), "L1 beats DRAM");
+        assert!(rate(0) > rate(plateaus.len() - 1), "L1 beats the last plateau");
         assert!(out.contains("plateau  L1"), "{out}");
     }
     let (nc, _) = sweep_ok(&["memcpy", "--nocache", "--sizes", "4Ki,1Mi"]);

@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
 use wulf::npb::NpbOutcome;
-use wulf::npb::{Class, RankJob};
+use wulf::npb::{Class, RankJob, RankTask};
 
 /// MPI ranks busy-poll: two jobs at once on two CPUs would starve each
 /// other, so the tests of this file run one at a time.
@@ -44,8 +44,9 @@ fn group(transport: &str, np: usize, class: Class) -> anyhow::Result<Vec<NpbOutc
     if let Err(why) = t.availability() {
         panic!("{transport} is installed but unavailable: {why}");
     }
-    t.launch_group(np, &job(class))
+    t.launch_group(np, &RankTask::Npb(job(class)))
         .unwrap_or_else(|| panic!("{transport} has no launch_group"))
+        .and_then(|g| g.into_group_run())
         .map(|g| {
             // The library block comes with every MPI run, as in sweeps.
             let mpi = g.mpi.expect("an MPI run describes its library");
@@ -126,7 +127,7 @@ fn a_missing_library_says_what_was_tried() {
     });
     let t = wulf::transport::find("mpi:ghost").expect("listed even when missing");
     let e = t
-        .launch_group(2, &job(Class::S))
+        .launch_group(2, &RankTask::Npb(job(Class::S)))
         .expect("MPI transports launch groups")
         .expect_err("nothing to run");
     launcher_args(&[]);
@@ -197,7 +198,7 @@ fn signal_rank_1(transport: &str, kernel: wulf::npb::Kernel, signal: i32) -> (St
         false
     });
     let t0 = Instant::now();
-    let r = t.launch_group(2, &long).unwrap();
+    let r = t.launch_group(2, &RankTask::Npb(long)).unwrap();
     let took = t0.elapsed();
     assert!(signaller.join().unwrap(), "rank 1 of {transport} never ran");
     let e = r.expect_err("a rank was stopped or killed");
@@ -263,7 +264,12 @@ fn timings() {
                     repetitions: 5,
                     timeout_ms: 60_000,
                 };
-                let o = t.launch_group(np, &job).unwrap().unwrap().outcomes;
+                let o = t
+                    .launch_group(np, &RankTask::Npb(job))
+                    .unwrap()
+                    .and_then(|g| g.into_group_run())
+                    .unwrap()
+                    .outcomes;
                 assert!(o.iter().all(|o| o.verified));
                 let mut times: Vec<f64> = o.iter().map(|o| o.time_s).collect();
                 times.sort_by(f64::total_cmp);

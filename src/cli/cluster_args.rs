@@ -76,6 +76,10 @@ pub struct MatrixArgs {
     /// Write both matrices as CSV here.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Write every cell's latency and bandwidth as OpenMetrics here
+    /// (atomically, for node_exporter's textfile collector).
+    #[arg(long, value_name = "FILE")]
+    pub openmetrics: Option<PathBuf>,
     /// No progress on standard error.
     #[arg(long)]
     pub quiet: bool,

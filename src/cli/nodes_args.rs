@@ -1,5 +1,6 @@
 //! The node list of commands that spread processes over nodes (`wulf npb`,
 //! `wulf run`): which nodes, how many processes each, how to reach them.
+//! Both commands also take `--lab`, which the node options exclude.
 
 use std::path::PathBuf;
 
@@ -10,11 +11,11 @@ use clap::Args;
 pub struct NodesArgs {
     /// Nodes to spread the processes over, comma-separated; Slurm's
     /// compact syntax works (`node[01-16,20]`).
-    #[arg(long, value_name = "LIST", conflicts_with = "hostfile")]
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["hostfile", "lab"])]
     pub hosts: Option<String>,
     /// A file naming the nodes, one per line; MPI's `slots=N` gives a
     /// node N processes.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "lab")]
     pub hostfile: Option<PathBuf>,
     /// Processes per node where the hostfile gives no `slots=` (ranks
     /// fill a node before the next, as MPI's by-slot mapping).
@@ -25,7 +26,7 @@ pub struct NodesArgs {
     /// srun inside a Slurm allocation, the lab's remote shell in a lab,
     /// else ssh. MPI transports always start their ranks with their own
     /// launcher, given the same nodes.
-    #[arg(long, value_name = "HOW")]
+    #[arg(long, value_name = "HOW", conflicts_with = "lab")]
     pub launch: Option<String>,
     /// Where wulf is on the nodes (default: this wulf's own path).
     #[arg(long, value_name = "PATH")]

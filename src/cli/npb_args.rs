@@ -87,6 +87,20 @@ pub struct NpbMgArgs {
     /// Write the result as JSON ('-' for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// MPI libraries and the lab, as `wulf collective` takes them.
+    #[command(flatten)]
+    pub ranks: RanksArgs,
+    /// The nodes to place the ranks on (one per node unless --ppn or a
+    /// hostfile's slots= say more), and how to reach them (not with
+    /// --lab).
+    #[command(flatten)]
+    pub nodes: super::NodesArgs,
+}
+
+/// Where the ranks of a group run and which MPIs start them: the options
+/// `wulf npb` and `wulf collective` share.
+#[derive(Debug, Clone, Args)]
+pub struct RanksArgs {
     /// Another MPI as mpi:NAME; PATH is its mpicc or the directory holding
     /// it. Repeatable.
     #[arg(long = "mpi", value_name = "NAME=PATH", value_parser = parse_mpi)]
@@ -96,14 +110,10 @@ pub struct NpbMgArgs {
     pub mpi_arg: Vec<String>,
     /// Run with one process per node of a temporary lab with these links
     /// (as many nodes as the largest process count; as `wulf sweep --lab`,
-    /// e.g. fe). Transports that cannot cross nodes (unix, shm, cma) are
-    /// skipped.
-    #[arg(long, value_name = "SPEC", conflicts_with_all = ["hosts", "hostfile", "launch"])]
+    /// e.g. fe). MPIs are held to TCP on the lab's links; transports that
+    /// cannot cross nodes (unix, shm, cma) are skipped.
+    #[arg(long, value_name = "SPEC")]
     pub lab: Option<String>,
-    /// The nodes to place the ranks on (one per node unless --ppn or a
-    /// hostfile's slots= say more), and how to reach them.
-    #[command(flatten)]
-    pub nodes: super::NodesArgs,
     /// Internal (`--lab` gives it to the command it runs in node1): spread
     /// the ranks over the nodes of the lab this one runs in.
     #[arg(long, hide = true, conflicts_with = "lab")]

@@ -18,13 +18,17 @@ pub enum ReportFormat {
     Npout,
     /// The summary table in Markdown.
     Markdown,
+    /// OpenMetrics gauges (latency, peak, n_1/2, noise per transport and
+    /// peer; matrix cells) for node_exporter's textfile collector.
+    Openmetrics,
 }
 
 /// `wulf report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
-    /// Result files (JSON) written by `wulf run`, `wulf sweep --json` or
-    /// `wulf npb` (NPB results: html and markdown formats only).
+    /// Result files (JSON) written by `wulf run`, `wulf sweep --json`,
+    /// `wulf matrix` or `wulf npb` (NPB results: html and markdown formats
+    /// only).
     #[arg(required = true, value_name = "RESULT.json")]
     pub results: Vec<PathBuf>,
     /// Output file ('-' for standard output). Default: report.html for
@@ -32,7 +36,7 @@ pub struct ReportArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Output format. Default: from the output file's extension (.html,
-    /// .csv, .dat, .out, .md), else html.
+    /// .csv, .dat, .out, .md, .prom), else html.
     #[arg(long, value_enum)]
     pub format: Option<ReportFormat>,
 }

@@ -176,6 +176,10 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
     if let Some(csv) = &args.csv {
         write_atomically(csv, &crate::report::matrix_csv::to_csv(&result)?)?;
     }
+    if let Some(path) = &args.openmetrics {
+        let text = crate::report::openmetrics::to_openmetrics(&[], std::slice::from_ref(&result));
+        write_atomically(path, text.as_bytes())?;
+    }
     if g.incomplete.as_deref() == Some("interrupted") {
         return Err(WulfError::Interrupted.into());
     }

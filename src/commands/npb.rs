@@ -16,7 +16,7 @@ use crate::result::{
     fill_speedups, write_json, NpbResult, NpbRun, RankPlacement, NPB_KIND, NPB_SCHEMA_VERSION,
 };
 use crate::sys::{cpu_count, Host};
-use crate::transport::{self, ChannelOptions, WaitMode};
+use crate::transport::{self, WaitMode};
 
 /// What to run: one kernel and class over transports and process counts.
 #[derive(Debug, Clone)]
@@ -45,8 +45,9 @@ pub struct NpbPlan {
 /// Run `wulf npb`.
 pub fn execute(args: &NpbArgs) -> Result<()> {
     let (kernels, a) = args.kernel.parts();
-    super::configure_mpi(&a.mpi, &a.mpi_arg, crate::transport::mpi::DEFAULT_WINDOW);
-    if let Some(lab) = &a.lab {
+    let r = &a.ranks;
+    super::configure_mpi(&r.mpi, &r.mpi_arg, crate::transport::mpi::DEFAULT_WINDOW);
+    if let Some(lab) = &r.lab {
         // Unknown names fail here, before a lab is built for nothing.
         for name in a.via.iter().flatten() {
             find_transport(name)?;
@@ -58,8 +59,8 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         };
         return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
     }
-    super::spread_in_lab(a.in_lab)?;
-    let spread = match super::nodes::prepare(&a.nodes, a.via.as_deref(), a.in_lab, a.timeout)? {
+    super::spread_in_lab(r.in_lab)?;
+    let spread = match super::nodes::prepare(&a.nodes, a.via.as_deref(), r.in_lab, a.timeout)? {
         super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
         super::nodes::Nodes::Here(s) => s,
     };
@@ -176,8 +177,44 @@ pub fn available_transports() -> Vec<String> {
         .collect()
 }
 
+/// The transports of `via` that can link the processes of `what` (a
+/// baseline cannot: usage error); in a lab, those that cannot cross nodes
+/// are left out, with a note when `note`.
+pub(super) fn group_transports(
+    via: &[String],
+    what: &str,
+    note: bool,
+) -> Result<Vec<Box<dyn transport::Transport>>> {
+    let mut transports = Vec::new();
+    let mut skipped = Vec::new();
+    for name in via {
+        let t = find_transport(name)?;
+        if !t.links_processes() {
+            return Err(usage(format!(
+                "{name} is an in-process baseline: it cannot link the processes of {what}"
+            )));
+        }
+        if super::spread() && t.local_only() {
+            skipped.push(t.name());
+        } else {
+            transports.push(t);
+        }
+    }
+    if let Some(text) = super::local_only_note(&skipped) {
+        if note {
+            eprintln!("{text}");
+        }
+    }
+    if transports.is_empty() && !skipped.is_empty() {
+        return Err(usage(
+            "--lab: none of the transports crosses a network (give --via tcp or an MPI)",
+        ));
+    }
+    Ok(transports)
+}
+
 /// The transport called `name`, or a usage error listing the known ones.
-fn find_transport(name: &str) -> Result<Box<dyn transport::Transport>> {
+pub(super) fn find_transport(name: &str) -> Result<Box<dyn transport::Transport>> {
     transport::find(name).ok_or_else(|| {
         usage(format!(
             "unknown transport '{name}' (known: {})",
@@ -198,31 +235,7 @@ pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
 fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, Option<i32>)> {
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let mut transports = Vec::new();
-    let mut skipped = Vec::new();
-    for name in &plan.via {
-        let t = find_transport(name)?;
-        if !t.links_processes() {
-            return Err(usage(format!(
-                "{name} is an in-process baseline: it cannot link the processes of a NAS kernel"
-            )));
-        }
-        if super::spread() && t.local_only() {
-            skipped.push(t.name());
-        } else {
-            transports.push(t);
-        }
-    }
-    if let Some(note) = super::local_only_note(&skipped) {
-        if plan.progress {
-            eprintln!("{note}");
-        }
-    }
-    if transports.is_empty() && !skipped.is_empty() {
-        return Err(usage(
-            "--lab: none of the transports crosses a network (give --via tcp or an MPI)",
-        ));
-    }
+    let transports = group_transports(&plan.via, "a NAS kernel", plan.progress)?;
     // Counts the kernel cannot use are refused before anything starts.
     for &np in &plan.nprocs {
         plan.kernel.check_process_count(plan.class, np)?;
@@ -257,27 +270,8 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
     let mut first_code = None;
     'all: for t in &transports {
         for &np in &plan.nprocs {
-            // Spinning ranks starve each other once they outnumber the CPUs.
-            // In a lab they also starve the emulated link, whose shaping
-            // and forwarding run on the same CPUs (softirq work): MG class
-            // S over tcp on fe took 0.67 s spinning, 0.029 s blocking.
-            let wait = plan.wait.unwrap_or(if np <= cpus && !super::spread() {
-                WaitMode::Spin
-            } else {
-                WaitMode::Block
-            });
-            let channel = ChannelOptions {
-                sndbuf_bytes: None,
-                rcvbuf_bytes: None,
-                nodelay: true,
-                mss_bytes: None,
-                ipv6: false,
-                timeout_ms: job.timeout_ms,
-                wait,
-                // Poll sockets too while there is a CPU per rank, as MPI
-                // libraries do: a sleeping receive costs a wake-up per message.
-                busy_poll: wait == WaitMode::Spin,
-            };
+            let channel = super::group_channel(np, plan.wait, plan.timeout);
+            let wait = channel.wait;
             let outcome = run_group(t.as_ref(), np, &job, &channel);
             if let Err(e) = &outcome {
                 let interrupted = e

@@ -1,5 +1,6 @@
 //! `wulf report`: results drawn as an HTML report or exported as CSV,
-//! gnuplot data, NetPIPE np.out columns or a Markdown table.
+//! gnuplot data, NetPIPE np.out columns, a Markdown table or OpenMetrics
+//! gauges (sweeps and link matrices) for monitoring.
 //!
 //! NPB result files (`wulf npb`) may be given among the sweep results: the
 //! HTML report draws them, Markdown gives their tables (as `wulf npb`
@@ -14,6 +15,7 @@ use anyhow::Result;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report;
 use crate::report::study_html::LoadedStudy;
+use crate::result::collective::{is_collective_result, read_collective_result, CollectiveResult};
 use crate::result::matrix::{is_matrix_result, read_matrix_result, MatrixResult};
 use crate::result::{
     is_npb_result, is_study_result, read_npb_result, read_result, read_study_result,
@@ -57,8 +59,11 @@ pub fn read_any(paths: &[PathBuf]) -> Result<(Vec<SweepResult>, Vec<NpbResult>)>
 /// is missing is left out of the charts, its table cells stay).
 pub fn read_all(paths: &[PathBuf]) -> Result<Loaded> {
     let (mut plain, mut studies, mut matrices) = (Vec::new(), Vec::new(), Vec::new());
+    let mut collectives = Vec::new();
     for p in paths {
-        if is_matrix_result(p) {
+        if is_collective_result(p) {
+            collectives.push(read_collective_result(p)?);
+        } else if is_matrix_result(p) {
             matrices.push(read_matrix_result(p)?);
         } else if is_study_result(p) {
             let summary = read_study_result(p)?;
@@ -82,6 +87,7 @@ pub fn read_all(paths: &[PathBuf]) -> Result<Loaded> {
         npb,
         studies,
         matrices,
+        collectives,
     })
 }
 
@@ -95,6 +101,8 @@ pub struct Loaded {
     pub studies: Vec<LoadedStudy>,
     /// Link matrices.
     pub matrices: Vec<MatrixResult>,
+    /// Collective results (`wulf collective`).
+    pub collectives: Vec<CollectiveResult>,
 }
 
 /// The format an output path implies by its extension.
@@ -107,6 +115,8 @@ pub fn format_of_path(path: &Path) -> Option<ReportFormat> {
         "dat" => Some(ReportFormat::Dat),
         "out" => Some(ReportFormat::Npout),
         "md" | "markdown" => Some(ReportFormat::Markdown),
+        // node_exporter's textfile collector reads `*.prom` files.
+        "prom" => Some(ReportFormat::Openmetrics),
         _ => None,
     }
 }
@@ -118,6 +128,7 @@ pub fn render(results: &[SweepResult], format: ReportFormat) -> Result<Vec<u8>> 
         ReportFormat::Csv => report::csv::to_csv(results)?,
         ReportFormat::Dat => report::dat::to_dat(results).into_bytes(),
         ReportFormat::Markdown => report::markdown::to_markdown(results).into_bytes(),
+        ReportFormat::Openmetrics => report::openmetrics::to_openmetrics(results, &[]).into_bytes(),
         ReportFormat::Npout => match results {
             [one] => report::npout::to_npout(one).into_bytes(),
             _ => {
@@ -185,6 +196,7 @@ fn format_name(format: ReportFormat) -> &'static str {
         ReportFormat::Dat => "dat",
         ReportFormat::Npout => "npout",
         ReportFormat::Markdown => "markdown",
+        ReportFormat::Openmetrics => "openmetrics",
     }
 }
 
@@ -195,17 +207,17 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         .or_else(|| args.output.as_deref().and_then(format_of_path))
         .unwrap_or(ReportFormat::Html);
     // An NPB file first: that it cannot be exported says more than a count.
-    if matches!(
+    if format == ReportFormat::Openmetrics {
+        refuse_npb_and_studies(args)?;
+    } else if matches!(
         format,
         ReportFormat::Csv | ReportFormat::Dat | ReportFormat::Npout
     ) {
-        if let Some(p) = args
-            .results
-            .iter()
-            .find(|p| is_npb_result(p) || is_study_result(p) || is_matrix_result(p))
-        {
+        if let Some(p) = args.results.iter().find(|p| {
+            is_npb_result(p) || is_study_result(p) || is_matrix_result(p) || is_collective_result(p)
+        }) {
             return Err(crate::error::usage(format!(
-                "{} is an NPB result, a study summary or a link matrix: the {} format holds the points of sweep \
+                "{} is an NPB result, a study summary, a link matrix or a collective result: the {} format holds the points of sweep \
                  results only; they go into the html or markdown formats",
                 p.display(),
                 format_name(format)
@@ -220,7 +232,16 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
     }
     let all = read_all(&args.results)?;
     let bytes = if format == ReportFormat::Html {
-        report::html::to_html_full(&all.sweeps, &all.npb, &all.studies, &all.matrices)?.into_bytes()
+        report::html::to_html_every_kind(
+            &all.sweeps,
+            &all.npb,
+            &all.studies,
+            &all.matrices,
+            &all.collectives,
+        )?
+        .into_bytes()
+    } else if format == ReportFormat::Openmetrics {
+        report::openmetrics::to_openmetrics(&all.sweeps, &all.matrices).into_bytes()
     } else {
         let mut b = if all.sweeps.is_empty() && all.npb.is_empty() && all.studies.is_empty() {
             Vec::new()
@@ -231,6 +252,10 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         for m in &all.matrices {
             let text = report::matrix_text::to_text(m);
             b.extend(format!("\n## Link matrix\n\n```\n{text}```\n").into_bytes());
+        }
+        for c in &all.collectives {
+            let text = report::collective_table::to_text(c);
+            b.extend(format!("\n## Collective: {}\n\n```\n{text}```\n", c.collective).into_bytes());
         }
         b
     };
@@ -246,6 +271,23 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
     write_atomically(&out, &bytes)?;
     println!("report: {}", out.display());
     Ok(())
+}
+
+/// OpenMetrics holds sweeps and link matrices: an NPB result or a study
+/// summary is a usage error naming the file.
+fn refuse_npb_and_studies(args: &ReportArgs) -> Result<()> {
+    match args
+        .results
+        .iter()
+        .find(|p| is_npb_result(p) || is_study_result(p))
+    {
+        Some(p) => Err(crate::error::usage(format!(
+            "{} is an NPB result or a study summary: the openmetrics format holds sweep \
+             results and link matrices; NPB results and studies go into the html or markdown formats",
+            p.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -266,6 +308,10 @@ mod tests {
         assert_eq!(
             format_of_path(Path::new("r.md")),
             Some(ReportFormat::Markdown)
+        );
+        assert_eq!(
+            format_of_path(Path::new("wulf.prom")),
+            Some(ReportFormat::Openmetrics)
         );
         assert_eq!(format_of_path(Path::new("r")), None);
     }

@@ -157,6 +157,10 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     }
     if !results.is_empty() {
         write_atomically(&dir.join("points.csv"), &report::csv::to_csv(&results)?)?;
+        if let Some(path) = &args.openmetrics {
+            let text = report::openmetrics::to_openmetrics(&results, &[]);
+            write_atomically(path, text.as_bytes())?;
+        }
         println!("{}", report::table::comparison_table(&results));
         let names: Vec<String> = results.iter().map(|r| r.transport.clone()).collect();
         for (who, w) in report::summary::grouped_warnings(&results, &names) {

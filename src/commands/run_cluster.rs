@@ -129,6 +129,10 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
     let summary = summary(&matrices, &sweeps, &sweep_pairs, &npb);
     print!("{summary}");
     write_atomically(&dir.join("summary.txt"), summary.as_bytes())?;
+    if let Some(path) = &args.openmetrics {
+        let text = crate::report::openmetrics::to_openmetrics(&sweeps, &matrices);
+        write_atomically(path, text.as_bytes())?;
+    }
     let report = dir.join("report.html");
     write_atomically(
         &report,
@@ -215,6 +219,8 @@ fn matrix_args(
         rsh: args.nodes.rsh.clone(),
         json: Some(json.to_path_buf()),
         csv: None,
+        // `wulf run --openmetrics` writes the matrices with the sweeps.
+        openmetrics: None,
         quiet: args.measure.quiet,
         in_lab,
     }

@@ -73,7 +73,7 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
     match outcome.error {
         None => Ok(()),
         Some(e) => {
-            if args.json.is_some() || args.csv.is_some() {
+            if args.json.is_some() || args.csv.is_some() || args.openmetrics.is_some() {
                 eprintln!(
                     "wulf: sweep stopped early; the {} points measured are saved, marked incomplete",
                     outcome.result.points.len()
@@ -90,6 +90,10 @@ fn save(args: &SweepArgs, result: &SweepResult) -> Result<()> {
     }
     if let Some(path) = &args.csv {
         write_atomically(path, &report::csv::to_csv(std::slice::from_ref(result))?)?;
+    }
+    if let Some(path) = &args.openmetrics {
+        let text = report::openmetrics::to_openmetrics(std::slice::from_ref(result), &[]);
+        write_atomically(path, text.as_bytes())?;
     }
     Ok(())
 }

@@ -13,7 +13,8 @@
 //! * [`outcome`]: the verified outcome every kernel reports, and the
 //!   timing every kernel shares;
 //! * [`group`]: parallel runs of separate processes over a transport;
-//! * [`RankJob`] / [`run_rank`]: what each rank of such a run executes.
+//! * [`RankJob`] / [`run_rank`]: what each rank of such a run executes;
+//!   [`RankTask`]: a kernel or a collective benchmark, as groups carry it.
 
 pub mod cg;
 pub mod comm;
@@ -29,7 +30,9 @@ pub mod rng;
 
 pub use kernel::{Kernel, MAX_PROCESSES};
 pub use outcome::NpbOutcome;
-pub use rank_job::{run_rank, GroupRun, RankJob, RankRun};
+pub use rank_job::{
+    run_rank, GroupRun, RankJob, RankOutput, RankRun, RankTask, TaskOutput, TaskRun,
+};
 
 use std::fmt;
 use std::str::FromStr;

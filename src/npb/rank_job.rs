@@ -7,6 +7,8 @@
 //! receives the same [`RankJob`], builds its [`Communicator`] and calls
 //! [`run_rank`]; rank 0's list of outcomes is the run's result.
 
+use std::time::Duration;
+
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
@@ -96,6 +98,120 @@ fn gather_hostnames(comm: &dyn Communicator) -> Result<Vec<String>> {
         names.push(String::from_utf8_lossy(&buf[..end]).into_owned());
     }
     Ok(names)
+}
+
+/// Run time allowed per NPB repetition, on top of the timeout (MG of
+/// class C takes minutes).
+const RUN_PER_REPETITION: Duration = Duration::from_secs(30 * 60);
+
+/// Everything a group of ranks can run, whoever starts them: a NAS kernel
+/// or a collective benchmark (`wulf collective`). The process groups
+/// ([`crate::npb::group`], MPI's launcher) carry a task and bring back its
+/// [`TaskOutput`] without knowing which it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RankTask {
+    /// Verified runs of a NAS kernel.
+    Npb(RankJob),
+    /// A size sweep of one collective.
+    Collective(crate::collective::CollectiveJob),
+}
+
+/// What rank 0 of a [`RankTask`] brings back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskOutput {
+    /// The NPB outcomes, one per repetition, all verified.
+    Npb(Vec<NpbOutcome>),
+    /// The measured sizes of a collective.
+    Collective(crate::collective::CollectiveOutput),
+}
+
+/// What one rank's part of a [`RankTask`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankOutput {
+    /// The task's output (the same on every rank for NPB; rank 0's is the
+    /// one a collective measured).
+    pub output: TaskOutput,
+    /// For an NPB task, on rank 0: the host name of every rank, in rank
+    /// order (see [`RankRun`]); empty on the other ranks and for a
+    /// collective.
+    pub hostnames: Vec<String>,
+}
+
+/// What a parallel run of a [`RankTask`] brings back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRun {
+    /// Rank 0's output.
+    pub output: TaskOutput,
+    /// As [`RankOutput::hostnames`] on rank 0 (empty when not known).
+    pub hostnames: Vec<String>,
+    /// As [`GroupRun::mpi`].
+    pub mpi: Option<crate::result::MpiInfo>,
+}
+
+impl TaskRun {
+    /// The NPB view of a run of [`RankTask::Npb`].
+    pub fn into_group_run(self) -> Result<GroupRun> {
+        match self.output {
+            TaskOutput::Npb(outcomes) => Ok(GroupRun {
+                outcomes,
+                hostnames: self.hostnames,
+                mpi: self.mpi,
+            }),
+            TaskOutput::Collective(_) => anyhow::bail!("an NPB run brought back another output"),
+        }
+    }
+}
+
+impl RankTask {
+    /// Bound, in milliseconds, of every wait for another rank.
+    pub fn timeout_ms(&self) -> u64 {
+        match self {
+            RankTask::Npb(job) => job.timeout_ms,
+            RankTask::Collective(job) => job.timeout_ms,
+        }
+    }
+
+    /// Fails with a usage error, before any process starts, when the task
+    /// cannot run on `np` ranks.
+    pub fn check_process_count(&self, np: usize) -> Result<()> {
+        match self {
+            RankTask::Npb(job) => job.check_process_count(np),
+            RankTask::Collective(job) => job.check_process_count(np),
+        }
+    }
+
+    /// Longest the ranks may run once started, besides the timeout: a
+    /// launcher still running after it is killed.
+    pub fn run_allowance(&self) -> Duration {
+        match self {
+            RankTask::Npb(job) => job.repetitions.max(1) as u32 * RUN_PER_REPETITION,
+            RankTask::Collective(job) => job.run_allowance(),
+        }
+    }
+
+    /// Whether rank 0 stops between measurements when asked (a
+    /// collective keeps what it measured); an NPB run is simply ended.
+    pub fn stops_gracefully(&self) -> bool {
+        matches!(self, RankTask::Collective(_))
+    }
+
+    /// Runs the task on this rank of `comm`; every rank must call it.
+    pub fn run(&self, comm: &dyn Communicator) -> Result<RankOutput> {
+        match self {
+            RankTask::Npb(job) => run_rank(job, comm).map(|run| RankOutput {
+                output: TaskOutput::Npb(run.outcomes),
+                hostnames: run.hostnames,
+            }),
+            RankTask::Collective(job) => {
+                crate::collective::run_rank(job, comm).map(|out| RankOutput {
+                    output: TaskOutput::Collective(out),
+                    hostnames: Vec::new(),
+                })
+            }
+        }
+    }
 }
 
 #[cfg(test)]

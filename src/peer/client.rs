@@ -115,7 +115,14 @@ impl PeerSession {
         let connected = transport
             .connect(&description, &setup.channel, addr.ip())
             .map_err(|e| peer(format!("{e:#}")))?;
-        let (settings, warnings, cpu) = match ch.recv::<Reply>().map_err(as_peer)? {
+        // Before it says Ready the peer maps and touches its message pools
+        // (gigabytes with --nocache on a large last-level cache): that
+        // wait gets an allowance for the memory, not just the timeout.
+        ch.stream()
+            .set_read_timeout(Some(timeout + pool_setup_allowance(setup)))?;
+        let ready = ch.recv::<Reply>().map_err(as_peer);
+        ch.stream().set_read_timeout(Some(timeout))?;
+        let (settings, warnings, cpu) = match ready? {
             Reply::Ready {
                 settings,
                 warnings,
@@ -245,6 +252,7 @@ fn unexpected(addr: SocketAddr, reply: Reply) -> anyhow::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::ChannelOptions;
 
     #[test]
     fn peer_addresses() {
@@ -259,5 +267,51 @@ mod tests {
         assert_eq!(resolve("::1", 9, true).unwrap().to_string(), "[::1]:9");
         assert_eq!(resolve("[::1]:8", 9, true).unwrap().to_string(), "[::1]:8");
         assert!(resolve("no.such.host.invalid", 9, false).is_err());
+    }
+}
+
+/// Largest last-level cache the peer's `--nocache` pools are allowed for
+/// when the client cannot know the peer's (each pool spans twice it).
+const NOCACHE_LLC_ALLOWANCE_BYTES: u64 = 1 << 30;
+/// Slowest rate at which a loaded machine is assumed to fault in and fill
+/// fresh memory (measured here: about 100 MB/s with the load average
+/// above 10; an idle machine does 1-2 GB/s).
+const POOL_TOUCH_BYTES_PER_S: u64 = 100_000_000;
+
+/// Extra time the peer gets to set up its two message pools for `setup`
+/// before it must answer Ready.
+pub fn pool_setup_allowance(setup: &Setup) -> Duration {
+    let per_pool = setup.max_bytes
+        + if setup.nocache {
+            2 * NOCACHE_LLC_ALLOWANCE_BYTES
+        } else {
+            0
+        };
+    Duration::from_secs_f64((2 * per_pool) as f64 / POOL_TOUCH_BYTES_PER_S as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::ChannelOptions;
+
+    fn setup(max_bytes: u64, nocache: bool) -> Setup {
+        Setup {
+            transport: "tcp".into(),
+            channel: ChannelOptions::local_for_tests(crate::transport::wait::WaitMode::Spin),
+            max_bytes,
+            nocache,
+            offset_bytes: 0,
+            cpu: None,
+        }
+    }
+
+    #[test]
+    fn pool_setup_allowance_grows_with_the_memory_touched() {
+        let small = pool_setup_allowance(&setup(8 << 20, false));
+        assert!(small < Duration::from_secs(1), "{small:?}");
+        let nocache = pool_setup_allowance(&setup(8 << 20, true));
+        assert!(nocache > Duration::from_secs(30), "{nocache:?}");
+        assert!(nocache < Duration::from_secs(60), "{nocache:?}");
     }
 }

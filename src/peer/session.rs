@@ -343,7 +343,7 @@ impl Test<'_> {
             setup.offset_bytes,
             setup.nocache,
             host.llc_bytes,
-        );
+        )?;
         warnings.extend(conn.warnings);
         ch.send(&Reply::Ready {
             settings: conn.settings,

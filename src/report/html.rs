@@ -11,7 +11,9 @@
 //! and drop-outs with their confirmation status and likely causes (only
 //! confirmed ones are marked on the charts) and the Hockney segments with
 //! their intervals; then a section per NPB result (`wulf npb`: Mop/s
-//! and speedup charts and tables, [`super::npb_html`]); and each result's
+//! and speedup charts and tables, [`super::npb_html`]), per collective
+//! result (`wulf collective`: time against size, [`super::collective_html`]);
+//! and each result's
 //! machine, placement, options and command line. The output depends only on the results (no clock, no
 //! environment), so it can be snapshot-tested.
 
@@ -26,6 +28,7 @@ use super::npb_html::{npb_labels, npb_machines, npb_sections};
 use super::study_html::{study_sections, LoadedStudy};
 use super::summary::{labels, num_or_dash, physical_limit, size_or_dash, summary_row, SummaryRow};
 use crate::analysis::Analysis;
+use crate::result::collective::CollectiveResult;
 use crate::result::matrix::MatrixResult;
 use crate::result::{NpbResult, SweepResult};
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
@@ -53,13 +56,26 @@ pub fn to_html_with_studies(
     to_html_full(sweeps, npb, studies, &[])
 }
 
-/// The report for every kind of result: [`to_html_with_studies`] and a
-/// section per link matrix ([`super::matrix_html`]) after the studies.
+/// The report for sweep, NPB and study results and link matrices:
+/// [`to_html_with_studies`] and a section per link matrix
+/// ([`super::matrix_html`]) after the studies.
 pub fn to_html_full(
     sweeps: &[SweepResult],
     npb: &[NpbResult],
     studies: &[LoadedStudy],
     matrices: &[MatrixResult],
+) -> Result<String> {
+    to_html_every_kind(sweeps, npb, studies, matrices, &[])
+}
+
+/// The report for every kind of result: [`to_html_full`] and a section
+/// per collective result ([`super::collective_html`]) after the NPB ones.
+pub fn to_html_every_kind(
+    sweeps: &[SweepResult],
+    npb: &[NpbResult],
+    studies: &[LoadedStudy],
+    matrices: &[MatrixResult],
+    collectives: &[CollectiveResult],
 ) -> Result<String> {
     let results = sweeps;
     let names = labels(results);
@@ -97,10 +113,12 @@ pub fn to_html_full(
         esc(&title(&all_names))
     );
     h.push_str(ERROR_TRAP);
-    header(&mut h, results, npb, studies, matrices);
+    header(&mut h, results, npb, studies, matrices, collectives);
     // A report of NPB results (or studies) only has no sweep sections: empty
     // tables and charts without data would only say "nothing here" five times.
-    if !results.is_empty() || (npb.is_empty() && studies.is_empty() && matrices.is_empty()) {
+    let others =
+        !npb.is_empty() || !studies.is_empty() || !matrices.is_empty() || !collectives.is_empty();
+    if !results.is_empty() || !others {
         // Highlights and "best" figures are about transports: the in-process
         // baselines are references, not competitors.
         let (t_rows, t_analyses): (Vec<SummaryRow>, Vec<Analysis>) = rows
@@ -116,6 +134,7 @@ pub fn to_html_full(
         anomalies(&mut h, &series);
     }
     npb_sections(&mut h, npb, &npb_names)?;
+    super::collective_html::collective_sections(&mut h, collectives)?;
     study_sections(&mut h, studies)?;
     super::matrix_html::matrix_sections(&mut h, matrices);
     h.push_str("<section id=machines><h2>Machines and command lines</h2>\n");
@@ -140,11 +159,13 @@ fn header(
     npb: &[NpbResult],
     studies: &[LoadedStudy],
     matrices: &[MatrixResult],
+    collectives: &[CollectiveResult],
 ) {
     let mut hosts: Vec<&str> = results
         .iter()
         .map(|r| r.host.hostname.as_str())
         .chain(npb.iter().map(|r| r.host.hostname.as_str()))
+        .chain(collectives.iter().map(|r| r.host.hostname.as_str()))
         .chain(studies.iter().map(|s| s.summary.host.hostname.as_str()))
         .chain(
             matrices
@@ -157,6 +178,7 @@ fn header(
         .iter()
         .map(|r| r.started_at.as_str())
         .chain(npb.iter().map(|r| r.started_at.as_str()))
+        .chain(collectives.iter().map(|r| r.started_at.as_str()))
         .chain(studies.iter().map(|s| s.summary.started_at.as_str()))
         .chain(matrices.iter().map(|m| m.started_at.as_str()))
         .collect();
@@ -169,6 +191,9 @@ fn header(
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let what = match (results.len(), npb.len()) {
+        (0, 0) if !collectives.is_empty() && studies.is_empty() && matrices.is_empty() => {
+            plural(collectives.len(), "collective result", "collective results")
+        }
         (0, 0) if !matrices.is_empty() && studies.is_empty() => {
             plural(matrices.len(), "link matrix", "link matrices")
         }

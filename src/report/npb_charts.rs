@@ -31,7 +31,8 @@ pub fn process_counts(r: &NpbResult) -> Vec<usize> {
     nps
 }
 
-fn rgb(i: usize) -> RGBColor {
+/// The palette colour of series `i` (the order of the legend and tables).
+pub(super) fn rgb(i: usize) -> RGBColor {
     let (r, g, b) = PALETTE[i % PALETTE.len()];
     RGBColor(r, g, b)
 }
@@ -75,8 +76,14 @@ fn line_of(r: &NpbResult, via: &str, figure: fn(&NpbRun) -> Option<f64>) -> Vec<
     pts
 }
 
-/// A transport's line with dots and a legend entry.
-fn draw_line(c: &mut Ctx<'_>, pts: Vec<(f64, f64)>, color: RGBColor, label: &str) -> Result<()> {
+/// A transport's line with dots and a legend entry (the collective
+/// charts draw theirs alike).
+pub(super) fn draw_line(
+    c: &mut Ctx<'_>,
+    pts: Vec<(f64, f64)>,
+    color: RGBColor,
+    label: &str,
+) -> Result<()> {
     c.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
         .label(label)
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(3)));

@@ -7,6 +7,7 @@
 //! misread. Files are written atomically: a temporary file in the target
 //! directory, flushed, then renamed over the destination.
 
+pub mod collective;
 mod confirmation;
 mod link;
 mod mpi_info;

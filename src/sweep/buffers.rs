@@ -6,6 +6,12 @@
 //! `--offset` bytes. With `--nocache` a pool holds enough slots to span more
 //! than twice the last-level cache and rotates through them, so every
 //! message comes from memory; otherwise one slot is reused and stays hot.
+//!
+//! Pools are anonymous mappings, so a pool that cannot be had (a `--nocache`
+//! pool is twice the last-level cache: about 1 GiB on a machine reporting a
+//! 480 MiB L3) is an error, not an abort. They are not advised to use huge
+//! pages: with the kernel's `defrag=madvise` that made the faults stall in
+//! compaction on a loaded machine.
 
 /// Assumed last-level cache size when the kernel does not report one.
 pub const FALLBACK_LLC_BYTES: u64 = 32 << 20;
@@ -14,7 +20,7 @@ const PAGE_BYTES: usize = 4096;
 
 /// A pool of equal-sized message slots.
 pub struct BufferPool {
-    storage: Vec<u8>,
+    storage: memmap2::MmapMut,
     base: usize,
     offset: usize,
     nocache: bool,
@@ -26,8 +32,14 @@ pub struct BufferPool {
 }
 
 impl BufferPool {
-    /// A pool for messages up to `max_bytes`.
-    pub fn new(max_bytes: u64, offset_bytes: u64, nocache: bool, llc_bytes: Option<u64>) -> Self {
+    /// A pool for messages up to `max_bytes`; an error when the memory
+    /// cannot be mapped (a `ulimit -v`, or `--nocache` on a huge cache).
+    pub fn new(
+        max_bytes: u64,
+        offset_bytes: u64,
+        nocache: bool,
+        llc_bytes: Option<u64>,
+    ) -> std::io::Result<Self> {
         let llc_bytes = llc_bytes.unwrap_or(FALLBACK_LLC_BYTES);
         let offset = offset_bytes as usize;
         let one = round_up(max_bytes as usize + offset, PAGE_BYTES);
@@ -36,8 +48,7 @@ impl BufferPool {
         } else {
             one
         };
-        // Filling with a non-zero byte touches every page now, not in a loop.
-        let storage = vec![0xa5u8; total + PAGE_BYTES];
+        let storage = touched_pool(total + PAGE_BYTES)?;
         let base = storage.as_ptr().align_offset(PAGE_BYTES);
         let mut pool = BufferPool {
             storage,
@@ -51,7 +62,7 @@ impl BufferPool {
             len: max_bytes as usize,
         };
         pool.prepare(max_bytes);
-        pool
+        Ok(pool)
     }
 
     /// Lay the pool out for `bytes`-sized messages and restart the rotation.
@@ -86,6 +97,19 @@ impl BufferPool {
     }
 }
 
+/// An anonymous mapping of `len` bytes, every page touched now (filled with
+/// a non-zero byte), not in a timed loop.
+fn touched_pool(len: usize) -> std::io::Result<memmap2::MmapMut> {
+    let mut map = memmap2::MmapMut::map_anon(len).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot map a {len}-byte message pool: {e}"),
+        )
+    })?;
+    map.fill(0xa5);
+    Ok(map)
+}
+
 fn round_up(n: usize, to: usize) -> usize {
     n.div_ceil(to) * to
 }
@@ -96,7 +120,7 @@ mod tests {
 
     #[test]
     fn offset_and_alignment() {
-        let mut p = BufferPool::new(100, 3, false, None);
+        let mut p = BufferPool::new(100, 3, false, None).unwrap();
         let b = p.next_buf();
         assert_eq!(b.len(), 100);
         assert_eq!(b.as_ptr() as usize % PAGE_BYTES, 3);
@@ -105,7 +129,7 @@ mod tests {
 
     #[test]
     fn nocache_rotates_past_the_cache() {
-        let mut p = BufferPool::new(8192, 0, true, Some(1 << 20));
+        let mut p = BufferPool::new(8192, 0, true, Some(1 << 20)).unwrap();
         p.prepare(4096);
         assert!(p.slots() * 4096 >= 2 << 20);
         let first = p.next_buf().as_ptr();
@@ -117,7 +141,7 @@ mod tests {
 
     #[test]
     fn small_sizes_fit() {
-        let mut p = BufferPool::new(1, 0, true, Some(64 << 10));
+        let mut p = BufferPool::new(1, 0, true, Some(64 << 10)).unwrap();
         p.prepare(1);
         assert_eq!(p.next_buf().len(), 1);
     }

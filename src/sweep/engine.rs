@@ -160,7 +160,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     let pinned = Pinned::new(spec.cpus.0);
     let client_cpu = pinned.cpu;
     let timer_overhead_ns = clock_read_cost_ns();
-    let mut pools = Pools::new(max_bytes, spec.offset_bytes, spec.nocache, host.llc_bytes);
+    let mut pools = Pools::new(max_bytes, spec.offset_bytes, spec.nocache, host.llc_bytes)?;
 
     let mut warnings = conn.warnings.clone();
     warnings.extend(session.warnings.iter().map(|w| format!("peer: {w}")));
@@ -301,8 +301,9 @@ pub(super) trait SweepRunner: BlockRunner {
     fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Option<Tails>>;
 }
 
-/// The plan of one point, given its share of the budget.
-pub(super) fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> PointPlan {
+/// The plan of one point, given its share of the budget (`wulf
+/// collective` plans its points the same way).
+pub fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> PointPlan {
     PointPlan {
         budget_ns: point_budget_ns,
         precision,

@@ -36,11 +36,16 @@ pub struct Pools {
 
 impl Pools {
     /// Pools for messages up to `max_bytes`.
-    pub fn new(max_bytes: u64, offset: u64, nocache: bool, llc: Option<u64>) -> Pools {
-        Pools {
-            tx: BufferPool::new(max_bytes, offset, nocache, llc),
-            rx: BufferPool::new(max_bytes, offset, nocache, llc),
-        }
+    pub fn new(
+        max_bytes: u64,
+        offset: u64,
+        nocache: bool,
+        llc: Option<u64>,
+    ) -> std::io::Result<Pools> {
+        Ok(Pools {
+            tx: BufferPool::new(max_bytes, offset, nocache, llc)?,
+            rx: BufferPool::new(max_bytes, offset, nocache, llc)?,
+        })
     }
 
     fn prepare(&mut self, bytes: u64) {

@@ -115,8 +115,8 @@ impl MemcpyBench {
             )
         };
         Ok(MemcpyBench {
-            src: pool(),
-            dst: pool(),
+            src: pool()?,
+            dst: pool()?,
             nocache: setup.nocache,
             offset_bytes: setup.offset_bytes,
             levels: cache_levels(&setup.caches),

@@ -283,17 +283,18 @@ pub trait Transport: Send + Sync {
         None
     }
 
-    /// Run a parallel NPB job of `np` ranks with this transport's own
-    /// launcher and communicator (MPI: `mpirun -np N wulf worker JOB`, each
-    /// rank calling [`crate::npb::run_rank`] over MPI). Returns rank 0's
-    /// outcomes and the MPI library's description. None (the default): the transport has no launcher of its
+    /// Run a parallel task (an NPB kernel, a collective benchmark) of `np`
+    /// ranks with this transport's own launcher and communicator (MPI:
+    /// `mpirun -np N wulf worker JOB`, each rank calling
+    /// [`crate::npb::RankTask::run`] over MPI). Returns rank 0's output
+    /// and the MPI library's description. None (the default): the transport has no launcher of its
     /// own, and wulf starts the ranks itself and links every pair of them
     /// with [`Transport::listen`] and [`Transport::connect`].
     fn launch_group(
         &self,
         _np: usize,
-        _job: &crate::npb::RankJob,
-    ) -> Option<anyhow::Result<crate::npb::GroupRun>> {
+        _task: &crate::npb::RankTask,
+    ) -> Option<anyhow::Result<crate::npb::TaskRun>> {
         None
     }
 }

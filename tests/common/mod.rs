@@ -272,3 +272,28 @@ pub fn wait_for_ranks(child: &std::process::Child, n: usize) -> Vec<i32> {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Wait until process `pid` has used `ticks` clock ticks of CPU (user and
+/// system, /proc/PID/stat fields 14 and 15), or `limit` has passed.
+pub fn wait_for_cpu_ticks(pid: u32, ticks: u64, limit: std::time::Duration) {
+    let t = std::time::Instant::now();
+    while t.elapsed() < limit {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The command name (field 2) may hold spaces; count after its ')'.
+        let used: u64 = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| {
+                rest.split_whitespace()
+                    .skip(11)
+                    .take(2)
+                    .filter_map(|f| f.parse::<u64>().ok())
+                    .sum()
+            })
+            .unwrap_or(0);
+        if used >= ticks {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("process {pid} used less than {ticks} CPU ticks within {limit:?}");
+}

@@ -3,7 +3,8 @@
 //! A kernel sees its peers only through [`Communicator`]: point-to-point
 //! messages between ranks `0..size`, plus the few collectives the kernels
 //! need (sum and max reductions, an allgather of small arrays, all-to-alls
-//! with varying counts of `f64` and of `i32`, a barrier). The trait is
+//! with varying counts of `f64` and of `i32`, a barrier), and the
+//! broadcast and equal-block all-to-all `wulf collective` times. The trait is
 //! object safe so a kernel takes `&dyn Communicator` and runs unchanged
 //! over every backend:
 //!
@@ -152,6 +153,56 @@ pub trait Communicator {
         let mut token = [0.0];
         self.allreduce_sum_f64(&mut token)
     }
+
+    /// Copies `buf` of rank `root` into `buf` of every other rank (all of
+    /// one length). The default is the plain algorithm: the root sends to
+    /// each rank in turn (`wulf collective bcast` compares it with the
+    /// libraries' trees).
+    fn bcast_bytes(&self, root: usize, buf: &mut [u8]) -> Result<()> {
+        ensure!(
+            root < self.size(),
+            "bcast: root {root} outside a group of {}",
+            self.size()
+        );
+        if self.rank() != root {
+            return self.recv_bytes(root, buf);
+        }
+        for peer in (0..self.size()).filter(|&p| p != root) {
+            self.send_bytes(peer, buf)?;
+        }
+        Ok(())
+    }
+
+    /// All-to-all of equal blocks of bytes: `send` holds one block for each
+    /// rank, in rank order; on return `recv` holds the block every rank
+    /// sent us, in rank order. Both are `size()` blocks long. The default
+    /// runs the rounds of [`Self::alltoallv_f64`]'s default (every rank
+    /// sends to the rank `step` above it and receives from the one below).
+    fn alltoall_bytes(&self, send: &[u8], recv: &mut [u8]) -> Result<()> {
+        let (size, rank) = (self.size(), self.rank());
+        ensure!(
+            send.len() == recv.len() && send.len().is_multiple_of(size),
+            "alltoall: buffers of {} and {} bytes are not {size} equal blocks each",
+            send.len(),
+            recv.len()
+        );
+        let n = send.len() / size;
+        let block = |j: usize| j * n..(j + 1) * n;
+        recv[block(rank)].copy_from_slice(&send[block(rank)]);
+        for step in 1..size {
+            let to = (rank + step) % size;
+            let from = (rank + size - step) % size;
+            self.sendrecv_bytes(to, &send[block(to)], from, &mut recv[block(from)])?;
+        }
+        Ok(())
+    }
+}
+
+thread_local! {
+    /// Rank 0's buffer for incoming contributions of [`reduce_via_root`]:
+    /// grown once and reused, so a reduction in a timed loop allocates
+    /// nothing after the first.
+    static REDUCE_SCRATCH: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Default reduction: rank 0 combines the contributions in rank order, so
@@ -166,13 +217,17 @@ where
         return Ok(());
     }
     if comm.rank() == 0 {
-        let mut incoming = vec![0.0; values.len()];
-        for peer in 1..size {
-            comm.recv(peer, &mut incoming)?;
-            for (acc, x) in values.iter_mut().zip(&incoming) {
-                *acc = combine(*acc, *x);
+        REDUCE_SCRATCH.with(|scratch| -> Result<()> {
+            let mut incoming = scratch.borrow_mut();
+            incoming.resize(values.len(), 0.0);
+            for peer in 1..size {
+                comm.recv(peer, &mut incoming)?;
+                for (acc, x) in values.iter_mut().zip(incoming.iter()) {
+                    *acc = combine(*acc, *x);
+                }
             }
-        }
+            Ok(())
+        })?;
         for peer in 1..size {
             comm.send(peer, values)?;
         }

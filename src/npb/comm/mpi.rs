@@ -6,7 +6,9 @@
 //! MPI_Sendrecv, so two ranks shifting towards each other never deadlock,
 //! whatever the message size; the reductions, the all-to-alls and the
 //! barrier are MPI's own collectives (MPI_Allreduce, MPI_Alltoallv of
-//! MPI_DOUBLE or, for IS's keys as in NPB, MPI_INT; MPI_Barrier). The allgather keeps the trait's default: the kernels gather
+//! MPI_DOUBLE or, for IS's keys as in NPB, MPI_INT; MPI_Barrier), and so
+//! are the broadcast and all-to-all `wulf collective` times (MPI_Bcast,
+//! MPI_Alltoall). The allgather keeps the trait's default: the kernels gather
 //! only small arrays, rarely.
 //!
 //! Messages a rank sends to itself never touch MPI: a blocking MPI_Send to
@@ -231,5 +233,14 @@ impl Communicator for MpiComm {
 
     fn barrier(&self) -> Result<()> {
         self.mpi.barrier().map_err(|e| self.failed(e))
+    }
+
+    fn bcast_bytes(&self, root: usize, buf: &mut [u8]) -> Result<()> {
+        self.check_peer(root)?;
+        self.mpi.bcast(buf, root).map_err(|e| self.failed(e))
+    }
+
+    fn alltoall_bytes(&self, send: &[u8], recv: &mut [u8]) -> Result<()> {
+        self.mpi.alltoall(send, recv).map_err(|e| self.failed(e))
     }
 }

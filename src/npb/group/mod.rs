@@ -1,4 +1,6 @@
-//! Parallel NPB runs: `np` ranks, each a process, linked by a transport.
+//! Parallel NPB runs (and `wulf collective`'s runs over wulf's own
+//! transports, [`run_task`]): `np` ranks, each a process, linked by a
+//! transport.
 //!
 //! [`run_group`] first offers the run to the transport's own launcher
 //! ([`Transport::launch_group`]: MPI starts its ranks with `mpirun`).
@@ -37,8 +39,7 @@ use anyhow::{bail, ensure, Context, Result};
 
 use self::wire::{ToCoordinator, ToRank};
 use crate::error::{peer, usage, with_exit_code, WulfError};
-use crate::npb::NpbOutcome;
-use crate::npb::{GroupRun, RankJob};
+use crate::npb::{GroupRun, RankJob, RankTask, TaskOutput, TaskRun};
 use crate::peer::protocol::ControlChannel;
 use crate::transport::{ChannelOptions, Cluster, Transport};
 
@@ -54,12 +55,24 @@ pub fn run_group(
     job: &RankJob,
     channel: &ChannelOptions,
 ) -> Result<GroupRun> {
+    run_task(transport, np, &RankTask::Npb(job.clone()), channel)?.into_group_run()
+}
+
+/// Runs `task` on `np` ranks linked by `transport` and returns rank 0's
+/// output, with the MPI library's description when an MPI launched the
+/// ranks ([`run_group`] for any task).
+pub fn run_task(
+    transport: &dyn Transport,
+    np: usize,
+    task: &RankTask,
+    channel: &ChannelOptions,
+) -> Result<TaskRun> {
     ensure!(np >= 1, usage("a run needs at least one process"));
     transport
         .availability()
         .map_err(|why| usage(format!("{} is not available here: {why}", transport.name())))?;
-    job.check_process_count(np)?;
-    if let Some(outcome) = transport.launch_group(np, job) {
+    task.check_process_count(np)?;
+    if let Some(outcome) = transport.launch_group(np, task) {
         return outcome;
     }
     let cluster = crate::transport::cluster::get();
@@ -74,11 +87,11 @@ pub fn run_group(
         None => IpAddr::V4(Ipv4Addr::LOCALHOST),
     };
     let mut group = Group::start(np, cluster.as_ref(), here)?;
-    let result = group.drive(transport.name(), job, channel, &addresses);
+    let result = group.drive(transport.name(), task, channel, &addresses);
     group.kill();
-    let (outcomes, hostnames) = result?;
-    Ok(GroupRun {
-        outcomes,
+    let (output, hostnames) = result?;
+    Ok(TaskRun {
+        output,
         hostnames,
         mpi: None,
     })
@@ -200,10 +213,10 @@ impl Group {
     fn drive(
         &mut self,
         transport: &str,
-        job: &RankJob,
+        task: &RankTask,
         channel: &ChannelOptions,
         addresses: &[IpAddr],
-    ) -> Result<(Vec<NpbOutcome>, Vec<String>)> {
+    ) -> Result<(TaskOutput, Vec<String>)> {
         let np = self.children.len();
         let mut ctls = self.accept_all()?;
         for ctl in &mut ctls {
@@ -211,7 +224,7 @@ impl Group {
                 transport: transport.to_string(),
                 size: np,
                 channel: channel.clone(),
-                job: job.clone(),
+                task: task.clone(),
                 addresses: addresses.to_vec(),
             })?;
         }
@@ -245,7 +258,7 @@ impl Group {
 
     /// Waits for every rank's final report; the first failure, death or
     /// interruption ends the run.
-    fn collect(&mut self, ctls: Vec<ControlChannel>) -> Result<(Vec<NpbOutcome>, Vec<String>)> {
+    fn collect(&mut self, ctls: Vec<ControlChannel>) -> Result<(TaskOutput, Vec<String>)> {
         let np = ctls.len();
         let (tx, rx) = mpsc::channel();
         for (rank, mut ctl) in ctls.into_iter().enumerate() {
@@ -258,13 +271,13 @@ impl Group {
             });
         }
         drop(tx);
-        let mut outcomes: Vec<Option<Vec<NpbOutcome>>> = (0..np).map(|_| None).collect();
+        let mut outcomes: Vec<Option<TaskOutput>> = (0..np).map(|_| None).collect();
         let mut hostnames = Vec::new();
         let mut done = 0;
         while done < np {
             check_interrupted()?;
             match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok((rank, Ok(ToCoordinator::Done { outcomes: o, hostnames: h }))) => {
+                Ok((rank, Ok(ToCoordinator::Done { output: o, hostnames: h }))) => {
                     if rank == 0 {
                         hostnames = h;
                     }

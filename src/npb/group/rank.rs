@@ -9,7 +9,7 @@ use anyhow::{bail, ensure, Context, Result};
 use super::wire::{ToCoordinator, ToRank};
 use crate::error::exit_code_of;
 use crate::npb::comm::EndpointComm;
-use crate::npb::run_rank;
+use crate::npb::RankOutput;
 use crate::peer::protocol::ControlChannel;
 use crate::transport::{self, ChannelOptions, Endpoint, Transport};
 
@@ -34,7 +34,7 @@ pub fn run(control: SocketAddr, rank: usize) -> Result<()> {
     let outcome = link_and_run(&mut ctl, rank);
     let last = match outcome {
         Ok(run) => ToCoordinator::Done {
-            outcomes: run.outcomes,
+            output: run.output,
             hostnames: run.hostnames,
         },
         Err(e) => ToCoordinator::Failed {
@@ -45,12 +45,12 @@ pub fn run(control: SocketAddr, rank: usize) -> Result<()> {
     ctl.send(&last)
 }
 
-fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<crate::npb::RankRun> {
+fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<RankOutput> {
     let ToRank::Setup {
         transport: name,
         size,
         channel,
-        job,
+        task,
         addresses,
     } = ctl.recv()?
     else {
@@ -69,7 +69,7 @@ fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<crate::npb::Ran
     // From here on the control connection only carries the final report;
     // the run itself may take long.
     ctl.stream().set_read_timeout(None)?;
-    run_rank(&job, &comm)
+    task.run(&comm)
 }
 
 /// Builds the full mesh: a channel prepared for each higher rank on this

@@ -14,8 +14,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::npb::NpbOutcome;
-use crate::npb::RankJob;
+use crate::npb::{RankTask, TaskOutput};
 use crate::transport::ChannelOptions;
 
 /// Messages from a rank.
@@ -34,11 +33,12 @@ pub enum ToCoordinator {
         /// `(rank it is for, description)`.
         channels: Vec<(usize, serde_json::Value)>,
     },
-    /// Every run verified: the outcomes, one per repetition.
+    /// The task is done: NPB's verified outcomes, or a collective's sizes.
     Done {
-        /// As [`crate::npb::run_rank`] returned them.
-        outcomes: Vec<NpbOutcome>,
-        /// From rank 0: the host name of every rank, in rank order.
+        /// As [`crate::npb::RankTask::run`] returned it.
+        output: TaskOutput,
+        /// From rank 0 of an NPB task: the host name of every rank, in
+        /// rank order (see [`crate::npb::RankOutput::hostnames`]).
         #[serde(default)]
         hostnames: Vec<String>,
     },
@@ -64,7 +64,7 @@ pub enum ToRank {
         /// Options of every data channel.
         channel: ChannelOptions,
         /// The work.
-        job: RankJob,
+        task: RankTask,
         /// Each rank's address, in rank order: a rank binds its channels
         /// to its own and connects to the lower ranks' (all loopback when
         /// the ranks share this host).

@@ -24,7 +24,7 @@
 #include <mpi.h>
 #include <string.h>
 
-#define WULF_ADAPTER_ABI 4
+#define WULF_ADAPTER_ABI 5
 /* Most messages one windowed call keeps in flight (osu_bw uses 64). */
 #define WULF_MAX_WINDOW 1024
 /* A message longer than an MPI count (int) can describe. */
@@ -260,3 +260,22 @@ int wulf_alltoallv(const void *send, const int *send_counts, const int *send_dis
 }
 
 int wulf_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
+
+/* MPI_Bcast of `len` bytes from `root` (ABI 5, `wulf collective`). */
+int wulf_bcast(void *buf, long long len, int root)
+{
+    if (len > INT_MAX)
+        return WULF_E_TOO_LONG;
+    return MPI_Bcast(buf, (int)len, MPI_BYTE, root, MPI_COMM_WORLD);
+}
+
+/* MPI_Alltoall of `block` bytes to and from every rank: `send` and `recv`
+ * hold one block per rank, in rank order (ABI 5, `wulf collective`; the
+ * caller checks both buffers hold size x block bytes). */
+int wulf_alltoall(const void *send, void *recv, long long block)
+{
+    if (block > INT_MAX)
+        return WULF_E_TOO_LONG;
+    return MPI_Alltoall((void *)send, (int)block, MPI_BYTE, recv, (int)block, MPI_BYTE,
+                        MPI_COMM_WORLD);
+}

@@ -6,7 +6,8 @@
 //! send and receive bytes, `f64` slices (length-checked receives, and
 //! MPI_Sendrecv with distinct peers for shifts), windows of non-blocking
 //! sends, allreduce of `f64` (sum, max, min), alltoallv of `f64` or `i32`
-//! ([`MpiValue`]), barrier, finalise.
+//! ([`MpiValue`]), barrier, broadcast and all-to-all of bytes (ABI 5,
+//! `wulf collective`), finalise.
 //!
 //! Rules this type system enforces:
 //!
@@ -509,6 +510,46 @@ impl Mpi {
         let rc = unsafe { (self.api.barrier)() };
         bump();
         self.check(rc, "MPI_Barrier")
+    }
+
+    /// MPI_Bcast of `buf` (bytes) from rank `root` to every rank.
+    pub fn bcast(&self, buf: &mut [u8], root: usize) -> io::Result<()> {
+        bump();
+        // SAFETY: buf is valid for its length during the call.
+        let rc = unsafe {
+            (self.api.bcast)(
+                buf.as_mut_ptr().cast(),
+                buf.len() as c_longlong,
+                root as c_int,
+            )
+        };
+        bump();
+        self.check(rc, "MPI_Bcast")
+    }
+
+    /// MPI_Alltoall of bytes: `send` and `recv` each hold one block per
+    /// rank, in rank order, all of one length. Fails, without calling MPI,
+    /// unless both buffers are `size` blocks long.
+    pub fn alltoall(&self, send: &[u8], recv: &mut [u8]) -> io::Result<()> {
+        let size = self.size().max(1);
+        if send.len() != recv.len() || !send.len().is_multiple_of(size) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "MPI_Alltoall: buffers of {} and {} bytes are not {size} equal blocks each",
+                    send.len(),
+                    recv.len()
+                ),
+            ));
+        }
+        let block = (send.len() / size) as c_longlong;
+        bump();
+        // SAFETY: both buffers hold `size` blocks of `block` bytes (checked
+        // above) and are valid for the call; they cannot overlap.
+        let rc =
+            unsafe { (self.api.alltoall)(send.as_ptr().cast(), recv.as_mut_ptr().cast(), block) };
+        bump();
+        self.check(rc, "MPI_Alltoall")
     }
 
     /// MPI_Finalize. The handle is consumed: MPI cannot be used again.

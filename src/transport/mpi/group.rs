@@ -1,12 +1,12 @@
-//! NPB group jobs: `np` ranks, started by an MPI's own launcher, each
-//! running [`crate::npb::run_rank`] over an [`MpiComm`].
+//! Group jobs (NPB kernels, `wulf collective`): `np` ranks, started by an
+//! MPI's own launcher, each running [`RankTask::run`] over an [`MpiComm`].
 //!
 //! The launching side ([`launch`]) reuses the sweeps' machinery: the same
 //! launcher command line (base arguments such as Open MPI's
 //! `--oversubscribe`, the `--mpi-arg`s, the TCP variant's arguments), the
 //! same job directory, heartbeat and kill-on-hang wait, the same report
-//! file, which then carries the outcomes. Only the limits differ, derived
-//! from [`RankJob::timeout_ms`]:
+//! file, which then carries the task's output. Only the limits differ,
+//! derived from [`RankTask::timeout_ms`]:
 //!
 //! * the ranks must all be initialised within the timeout (at least 10 s:
 //!   starting MPI on a loaded machine takes seconds);
@@ -15,8 +15,9 @@
 //!   ends the others;
 //! * rank 0's heartbeat must not go stale for the timeout plus 5 s (rank 0
 //!   itself stopped or froze);
-//! * the whole run must end within half an hour plus the timeout per
-//!   repetition (a rank computing forever; MG of class C takes minutes).
+//! * the whole run must end within the task's allowance plus the timeout
+//!   (NPB: half an hour per repetition, as MG of class C takes minutes; a
+//!   collective: three budgets plus two minutes, as a sweep).
 //!
 //! Inside the job ([`rank`]) a rank that fails prints why and exits
 //! non-zero without MPI_Finalize (its peers may wait in a call, and
@@ -32,22 +33,19 @@ use super::launch::{self, Limits, Plan};
 use super::worker::{report_failure, watchdog};
 use crate::error::{exit_code_of, peer, usage, WulfError};
 use crate::npb::comm::MpiComm;
-use crate::npb::{run_rank, GroupRun, RankJob};
+use crate::npb::{RankTask, TaskRun};
 use crate::transport::mpi::ffi::Mpi;
 
 /// Least time allowed for the ranks to start, whatever the job's timeout.
 const MIN_STARTUP: Duration = Duration::from_secs(10);
-/// Run time allowed per repetition, on top of the timeout.
-const RUN_PER_REPETITION: Duration = Duration::from_secs(30 * 60);
-
-/// The job's timeout, at least a millisecond (0 would fail every wait).
-fn timeout_of(job: &RankJob) -> Duration {
-    Duration::from_millis(job.timeout_ms.max(1))
+/// The task's timeout, at least a millisecond (0 would fail every wait).
+fn timeout_of(task: &RankTask) -> Duration {
+    Duration::from_millis(task.timeout_ms().max(1))
 }
 
-/// Run `rank_job` on `np` ranks as a job of the MPI in `plan`; rank 0's
-/// outcomes, or a clear error (see the module documentation).
-pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<GroupRun> {
+/// Run `task` on `np` ranks as a job of the MPI in `plan`; rank 0's
+/// output, or a clear error (see the module documentation).
+pub fn launch(plan: &Plan, np: usize, task: &RankTask) -> Result<TaskRun> {
     // Checked here, not in the ranks: a bad count fails at once, without
     // starting MPI.
     if np == 0 {
@@ -56,8 +54,7 @@ pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<GroupRun> {
             plan.name
         )));
     }
-    rank_job
-        .check_process_count(np)
+    task.check_process_count(np)
         .map_err(|e| usage(format!("{}: {e:#}", plan.name)))?;
     let dir = tempfile::Builder::new()
         .prefix("wulf-npb-mpi-")
@@ -67,20 +64,20 @@ pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<GroupRun> {
         transport: plan.name.into(),
         adapter: plan.adapter.library.clone(),
         np,
-        rank_job: rank_job.clone(),
+        task: task.clone(),
         dir: dir.path().to_path_buf(),
     };
     let job_path = dir.path().join(job::JOB);
     job::write(&job_path, &JobKind::NpbGroup(job))?;
     let (argv, launcher_args) = launch::command(plan, np, &job_path)?;
-    let timeout = timeout_of(rank_job);
-    let repetitions = rank_job.repetitions.max(1) as u32;
+    let timeout = timeout_of(task);
     let limits = Limits {
         startup: timeout.max(MIN_STARTUP),
         stale: timeout + Duration::from_secs(5),
-        run: repetitions * (RUN_PER_REPETITION + timeout),
-        // MG has no point to stop at: an interrupted run is simply ended.
-        graceful_stop: false,
+        run: task.run_allowance() + timeout,
+        // MG has no point to stop at: an interrupted run is simply ended;
+        // a collective keeps the sizes it measured.
+        graceful_stop: task.stops_gracefully(),
     };
     let started = std::time::Instant::now();
     let mut child = launch::spawn(&argv, dir.path())?;
@@ -97,15 +94,15 @@ pub fn launch(plan: &Plan, np: usize, rank_job: &RankJob) -> Result<GroupRun> {
             // only repeat it.
             return Err(e.context(format!("the MPI job `{shown}` failed")));
         }
-        if let Some(outcomes) = report.outcomes.clone() {
+        if let Some(output) = report.output.clone() {
             // Verified results stand even if the job was slow to exit.
             let startup_s = waited
                 .ready_after
                 .unwrap_or_else(|| started.elapsed())
                 .as_secs_f64();
             let mpi = launch::mpi_info(plan, &report, &argv, &launcher_args, startup_s);
-            return Ok(GroupRun {
-                outcomes,
+            return Ok(TaskRun {
+                output,
                 hostnames: report.hostnames.clone().unwrap_or_default(),
                 mpi: Some(mpi),
             });
@@ -135,7 +132,7 @@ pub(super) fn rank(job: &GroupJob) -> Result<()> {
     let mpi = Mpi::init(&job.adapter).map_err(anyhow::Error::msg)?;
     let rank = mpi.rank();
     // Before the first collective: every MPI wait from here on is bounded.
-    watchdog(rank, timeout_of(&job.rank_job), job.dir.clone());
+    watchdog(rank, timeout_of(&job.task), job.dir.clone());
     if mpi.size() != job.np {
         let msg = format!(
             "the MPI job has {} ranks where {} were asked for (was -np/-n given in --mpi-arg?)",
@@ -152,7 +149,7 @@ pub(super) fn rank(job: &GroupJob) -> Result<()> {
         .context("the ranks could not synchronise after MPI_Init")?;
     let mut report = Report {
         result: None,
-        outcomes: None,
+        output: None,
         error: None,
         exit_code: 0,
         library_version: mpi.library_version(),
@@ -165,13 +162,14 @@ pub(super) fn rank(job: &GroupJob) -> Result<()> {
         std::fs::write(job.dir.join(job::READY), b"ready\n")?;
     }
     let comm = MpiComm::new(mpi, job.transport.clone());
-    let ran = run_rank(&job.rank_job, &comm);
+    let ran = job.task.run(&comm);
     let mpi = comm.into_mpi();
     match ran {
         Ok(run) => {
             if rank == 0 {
-                report.outcomes = Some(run.outcomes);
-                report.hostnames = Some(run.hostnames);
+                report.output = Some(run.output);
+                // An NPB task's; a collective gathers none.
+                report.hostnames = Some(run.hostnames).filter(|h| !h.is_empty());
                 job::write(&job.dir.join(job::REPORT), &report)?;
             }
             mpi.finalize()?;

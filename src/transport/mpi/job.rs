@@ -20,8 +20,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{peer, usage, WulfError};
-use crate::npb::NpbOutcome;
-use crate::npb::RankJob;
+use crate::npb::{RankTask, TaskOutput};
 use crate::result::SweepResult;
 use crate::sweep::engine::SweepSpec;
 
@@ -46,7 +45,8 @@ pub enum JobKind {
     /// A two-rank sweep: rank 0 measures, rank 1 is its peer. Boxed: a
     /// sweep's spec is large, and the file is read once.
     Sweep(Box<Job>),
-    /// An NPB run: every rank runs [`crate::npb::run_rank`] over MPI.
+    /// A group task (an NPB kernel, a collective): every rank runs
+    /// [`crate::npb::RankTask::run`] over MPI.
     NpbGroup(GroupJob),
 }
 
@@ -66,7 +66,7 @@ pub struct Job {
     pub dir: PathBuf,
 }
 
-/// Everything a rank of an NPB group job needs.
+/// Everything a rank of a group job (NPB, `wulf collective`) needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroupJob {
@@ -78,7 +78,7 @@ pub struct GroupJob {
     /// Ranks launched: a job of another size (an `-np` in `--mpi-arg`) fails.
     pub np: usize,
     /// What every rank runs.
-    pub rank_job: RankJob,
+    pub task: RankTask,
     /// The job directory.
     pub dir: PathBuf,
 }
@@ -90,10 +90,10 @@ pub struct Report {
     /// The result, complete or not; None if the sweep never started (and
     /// for NPB group jobs).
     pub result: Option<SweepResult>,
-    /// An NPB group job's outcomes, one per repetition; None on failure
-    /// (and for sweeps, whose reports therefore need not mention it).
+    /// A group job's output (NPB outcomes, a collective's sizes); None on
+    /// failure (and for sweeps, whose reports therefore need not mention it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcomes: Option<Vec<NpbOutcome>>,
+    pub output: Option<TaskOutput>,
     /// Why the sweep stopped or failed.
     pub error: Option<String>,
     /// wulf's exit code for that error (0 without one).

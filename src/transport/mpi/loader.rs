@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 /// The adapter ABI this wulf expects (`WULF_ADAPTER_ABI` in adapter.c).
-pub const ADAPTER_ABI: i32 = 4;
+pub const ADAPTER_ABI: i32 = 5;
 
 /// Entry points of a loaded adapter.
 pub(super) struct Api {
@@ -58,6 +58,8 @@ pub(super) struct Api {
         c_int,
     ) -> c_int,
     pub(super) barrier: unsafe extern "C" fn() -> c_int,
+    pub(super) bcast: unsafe extern "C" fn(*mut c_void, c_longlong, c_int) -> c_int,
+    pub(super) alltoall: unsafe extern "C" fn(*const c_void, *mut c_void, c_longlong) -> c_int,
 }
 
 /// The adapter loaded into this process, if any (never unloaded).
@@ -121,6 +123,8 @@ pub(super) fn load(path: &Path) -> Result<&'static Api, String> {
         allreduce_f64: symbol(handle, "wulf_allreduce_f64")?,
         alltoallv: symbol(handle, "wulf_alltoallv")?,
         barrier: symbol(handle, "wulf_barrier")?,
+        bcast: symbol(handle, "wulf_bcast")?,
+        alltoall: symbol(handle, "wulf_alltoall")?,
     };
     // SAFETY: a plain C function of no arguments.
     let abi = unsafe { (api.abi)() };

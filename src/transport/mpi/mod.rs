@@ -11,10 +11,10 @@
 //! sweeps share the schedule, policy, statistics, CPU accounting, integrity
 //! pass and result schema of every other transport.
 //!
-//! The same launch also runs NAS MG on any number of ranks
-//! ([`Transport::launch_group`], [`group`]): `mpirun -np N wulf worker JOB`,
-//! each rank running [`crate::npb::run_rank`] over an
-//! [`crate::npb::comm::MpiComm`].
+//! The same launch also runs NAS kernels and `wulf collective` on any
+//! number of ranks ([`Transport::launch_group`], [`group`]): `mpirun -np N
+//! wulf worker JOB`, each rank running [`crate::npb::RankTask::run`] over
+//! an [`crate::npb::comm::MpiComm`].
 //!
 //! Transports listed: `mpi:openmpi` and `mpi:mpich` (always, so a missing
 //! one explains itself), `mpi:NAME` for each `--mpi NAME=PATH`, and for each
@@ -303,11 +303,11 @@ impl Transport for MpiTransport {
     fn launch_group(
         &self,
         np: usize,
-        job: &crate::npb::RankJob,
-    ) -> Option<Result<crate::npb::GroupRun>> {
+        task: &crate::npb::RankTask,
+    ) -> Option<Result<crate::npb::TaskRun>> {
         match &self.side {
             Side::Launcher { entry, tcp, .. } => {
-                Some(self.with_plan(entry, *tcp, |plan| group::launch(plan, np, job)))
+                Some(self.with_plan(entry, *tcp, |plan| group::launch(plan, np, task)))
             }
             Side::Worker { .. } => None,
         }

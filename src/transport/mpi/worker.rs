@@ -123,7 +123,7 @@ fn rank0(mpi: Mpi, job: &Job, names: Vec<String>, same_host: bool) -> Result<()>
     });
     let mut report = Report {
         result: None,
-        outcomes: None,
+        output: None,
         error: None,
         exit_code: 0,
         library_version: mpi.library_version(),
@@ -226,7 +226,7 @@ fn accept_within(listener: &TcpListener, timeout: Duration) -> Result<TcpStream>
 pub(super) fn report_failure(dir: &Path, mpi: &Mpi, processors: Vec<String>, msg: &str, code: i32) {
     let report = Report {
         result: None,
-        outcomes: None,
+        output: None,
         error: Some(msg.into()),
         exit_code: code,
         library_version: mpi.library_version(),
@@ -261,7 +261,7 @@ pub(super) fn watchdog(rank: usize, timeout: Duration, dir: PathBuf) {
                 if rank == 0 {
                     let report = Report {
                         result: None,
-                        outcomes: None,
+                        output: None,
                         error: Some(msg.clone()),
                         exit_code: 3,
                         library_version: String::new(),

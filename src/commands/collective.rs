@@ -1,0 +1,239 @@
+//! `wulf collective allreduce|alltoall|bcast|barrier`: one collective
+//! operation swept over sizes on each backend (each MPI's own algorithm,
+//! wulf's process group's plain one), printed as tables and saved as a
+//! `collective` result.
+//!
+//! Faults follow `wulf npb`: bad options are refused before anything
+//! starts (exit 2); a backend that fails (a rank that dies or hangs, an
+//! MPI that is missing) is recorded with its error and the others still
+//! run, then wulf exits with that backend's code (3 for a rank); Ctrl-C
+//! keeps the sizes measured so far, marked incomplete (exit 130). The
+//! result file is written in every case.
+
+use std::io::Write;
+use std::time::{Instant, SystemTime};
+
+use anyhow::Result;
+
+use super::npb::{available_transports, group_transports};
+use crate::cli::{CollectiveArgs, OperationArg};
+use crate::collective::{Collective, CollectiveJob};
+use crate::error::{exit_code_of, usage, with_exit_code, WulfError};
+use crate::lab::between::{run_in_node1, Across};
+use crate::npb::group::run_task;
+use crate::npb::{RankTask, TaskOutput};
+use crate::report::collective_table::to_text;
+use crate::result::collective::{
+    CollectiveResult, CollectiveRun, COLLECTIVE_KIND, COLLECTIVE_SCHEMA_VERSION,
+};
+use crate::result::write_json;
+use crate::sys::{cpu_count, Host};
+use crate::transport::Transport;
+
+impl From<OperationArg> for Collective {
+    fn from(a: OperationArg) -> Self {
+        match a {
+            OperationArg::Allreduce => Collective::Allreduce,
+            OperationArg::Alltoall => Collective::Alltoall,
+            OperationArg::Bcast => Collective::Bcast,
+            OperationArg::Barrier => Collective::Barrier,
+        }
+    }
+}
+
+/// Run `wulf collective`.
+pub fn execute(args: &CollectiveArgs) -> Result<()> {
+    let ranks = &args.ranks;
+    super::configure_mpi(
+        &ranks.mpi,
+        &ranks.mpi_arg,
+        crate::transport::mpi::DEFAULT_WINDOW,
+    );
+    let collective = Collective::from(args.operation);
+    let job = CollectiveJob {
+        collective,
+        sizes_bytes: sizes_of(collective, args.sizes.as_ref().map(|s| s.0.as_slice()))?,
+        budget_ms: args.budget.as_millis() as u64,
+        precision: args.precision,
+        timeout_ms: args.timeout.as_millis() as u64,
+    };
+    // Sizes and counts that cannot run are refused before anything starts.
+    job.check_process_count(args.np)?;
+    if let Some(lab) = &ranks.lab {
+        for name in args.via.iter().flatten() {
+            super::npb::find_transport(name)?;
+        }
+        let across = Across {
+            nodes: args.np,
+            serve: None,
+            spread: true,
+        };
+        return super::lab_relay(run_in_node1(lab, across)?);
+    }
+    super::spread_in_lab(ranks.in_lab)?;
+    if let Some(c) = crate::transport::cluster::get() {
+        c.first(args.np).map_err(|e| usage(format!("{e:#}")))?;
+    }
+    let via = match &args.via {
+        Some(v) => v.clone(),
+        None => default_backends(),
+    };
+    let transports = group_transports(&via, "a collective", true)?;
+    let (result, stop, failed_code) = run_all(args, &job, &transports)?;
+    let text = to_text(&result);
+    if args.json.as_deref() == Some(std::path::Path::new("-")) {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+        std::io::stdout().flush()?;
+    }
+    if let Some(path) = &args.json {
+        write_json(path, &result)?;
+    }
+    if let Some(e) = stop {
+        return Err(e);
+    }
+    let failed: Vec<&str> = result
+        .runs
+        .iter()
+        .filter(|r| r.error.is_some())
+        .map(|r| r.via.as_str())
+        .collect();
+    if !failed.is_empty() {
+        return Err(with_exit_code(
+            failed_code.unwrap_or(1),
+            format!("some backends failed: {}", failed.join(", ")),
+        ));
+    }
+    Ok(())
+}
+
+/// The sizes to measure: `--sizes`, or the operation's defaults.
+fn sizes_of(collective: Collective, given: Option<&[u64]>) -> Result<Vec<u64>> {
+    match (collective, given) {
+        (Collective::Barrier, Some(_)) => Err(usage("barrier moves no data: it takes no --sizes")),
+        (_, Some(sizes)) => Ok(sizes.to_vec()),
+        (_, None) => Ok(collective.default_sizes()),
+    }
+}
+
+/// Every MPI available here on its default path (the libraries' own
+/// algorithms), then shm (wulf's plain ones, over its fastest channel).
+fn default_backends() -> Vec<String> {
+    let mut via: Vec<String> = available_transports()
+        .into_iter()
+        .filter(|n| n.starts_with("mpi:") && !n.ends_with(')'))
+        .collect();
+    via.push("shm".into());
+    via
+}
+
+/// Runs every backend in turn. Ctrl-C stops the list (the error comes
+/// back beside the result); a failed backend is recorded and the others
+/// go on, and the first failure's exit code comes back.
+fn run_all(
+    args: &CollectiveArgs,
+    job: &CollectiveJob,
+    transports: &[Box<dyn Transport>],
+) -> Result<(CollectiveResult, Option<anyhow::Error>, Option<i32>)> {
+    let started = Instant::now();
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let cpus = cpu_count();
+    let mut warnings = Vec::new();
+    if args.np > cpus {
+        warnings.push(format!(
+            "{} processes on {cpus} CPUs: ranks share CPUs, so the times measure the sharing as much as the collective",
+            args.np
+        ));
+    }
+    let task = RankTask::Collective(job.clone());
+    let (mut runs, mut stop, mut first_code) = (Vec::new(), None, None);
+    for t in transports {
+        let channel = super::group_channel(args.np, args.wait.map(Into::into), args.timeout);
+        let mpi_backend = t.name().starts_with("mpi:");
+        let mut run = CollectiveRun {
+            via: t.name().to_string(),
+            algorithm: if mpi_backend {
+                job.collective.mpi_call().to_string()
+            } else {
+                job.collective.plain_algorithm().to_string()
+            },
+            wait: (!mpi_backend).then_some(channel.wait),
+            error: None,
+            points: Vec::new(),
+            mpi: None,
+        };
+        let ran = Instant::now();
+        match run_task(t.as_ref(), args.np, &task, &channel) {
+            Ok(done) => {
+                run.mpi = done.mpi;
+                match done.output {
+                    TaskOutput::Collective(out) => {
+                        run.points = out.points;
+                        if out.interrupted {
+                            run.error = Some(format!(
+                                "interrupted after {} of {} sizes",
+                                run.points.len(),
+                                job.sizes_bytes.len()
+                            ));
+                            stop = Some(WulfError::Interrupted.into());
+                        }
+                    }
+                    TaskOutput::Npb(_) => run.error = Some("the ranks ran another task".into()),
+                }
+            }
+            Err(e) => {
+                let interrupted = e
+                    .chain()
+                    .any(|c| matches!(c.downcast_ref::<WulfError>(), Some(WulfError::Interrupted)));
+                run.error = Some(format!("{e:#}"));
+                if interrupted {
+                    stop = Some(e);
+                } else {
+                    first_code.get_or_insert(exit_code_of(&e));
+                }
+            }
+        }
+        eprintln!(
+            "wulf: {} over {} ({} ranks): {} in {:.1} s",
+            job.collective,
+            t.name(),
+            args.np,
+            match &run.error {
+                Some(e) => format!("FAILED: {e}"),
+                None => format!("{} sizes", run.points.len()),
+            },
+            ran.elapsed().as_secs_f64()
+        );
+        runs.push(run);
+        if stop.is_some() {
+            break;
+        }
+    }
+    let failed = runs.iter().filter(|r| r.error.is_some()).count();
+    let incomplete_reason = match (&stop, failed) {
+        (Some(e), _) => Some(format!("{e:#}")),
+        (None, 0) => None,
+        (None, n) => Some(format!("{n} backend(s) failed")),
+    };
+    let result = CollectiveResult {
+        kind: COLLECTIVE_KIND.to_string(),
+        schema_version: COLLECTIVE_SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        complete: incomplete_reason.is_none(),
+        incomplete_reason,
+        command_line: std::env::args().collect(),
+        started_at,
+        wall_s: started.elapsed().as_secs_f64(),
+        host: Host::probe(),
+        collective: job.collective.name().to_string(),
+        nprocs: args.np,
+        budget_s: args.budget.as_secs_f64(),
+        precision: args.precision,
+        runs,
+        warnings,
+        // Spread: one rank per node; else every rank in this node, if any.
+        lab: crate::lab::group_placement(if super::spread() { args.np } else { 1 }),
+    };
+    Ok((result, stop, first_code))
+}

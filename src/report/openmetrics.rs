@@ -1,0 +1,301 @@
+//! OpenMetrics text for cluster monitoring: each sweep's latency, peak,
+//! size at peak, n_1/2 and noise, and each matrix cell's latency and
+//! bandwidth, as gauges labelled `host`, `peer`, `transport` and `mode`.
+//!
+//! Written for node_exporter's textfile collector fed by a cron job, so:
+//! only gauges (the collector reads the Prometheus text format 0.0.4,
+//! which knows no `info` or `stateset` types, and ignores `# UNIT` and
+//! `# EOF` as comments); no sample timestamps (the collector refuses
+//! them), the measurement time is a gauge of its own instead; base units
+//! (seconds, bytes) as Prometheus names them. One series per label set:
+//! when several results share one (repetitions, yesterday's run beside
+//! today's), the one started last wins, so a file stays valid whatever it
+//! is given. Families come in a fixed order and samples sorted by labels,
+//! so the same results always give the same bytes.
+//!
+//! The text itself (escaping, number formatting, `# EOF`) is the
+//! `prometheus-client` crate's encoder; this module only decides what to
+//! say.
+
+use std::collections::BTreeMap;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use super::summary::summary_row;
+use crate::analysis::Analysis;
+use crate::result::matrix::{MatrixCell, MatrixResult};
+use crate::result::{Point, SweepResult};
+
+/// The labels of every series: host, peer, transport, mode.
+type Labels = [(&'static str, String); 4];
+
+/// The OpenMetrics text of `sweeps` and `matrices`, ending in `# EOF`.
+pub fn to_openmetrics(sweeps: &[SweepResult], matrices: &[MatrixResult]) -> String {
+    let mut families = sweep_families();
+    let mut sweeps: Vec<&SweepResult> = sweeps.iter().collect();
+    // RFC 3339 in UTC sorts as text; stable, so later arguments win ties.
+    sweeps.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    for r in sweeps {
+        add_sweep(&mut families, r);
+    }
+    let mut link = link_families();
+    let mut matrices: Vec<&MatrixResult> = matrices.iter().collect();
+    matrices.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    for m in matrices {
+        add_matrix(&mut link, m);
+    }
+    families.extend(link);
+    families.retain(|f| !f.samples.is_empty());
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Families(families)));
+    let mut text = String::new();
+    // Writing into a String cannot fail; the encoder's Result is fmt's.
+    prometheus_client::encoding::text::encode(&mut text, &registry)
+        .expect("formatting into a String does not fail");
+    text
+}
+
+/// One metric family: its name (without the unit), help, unit and samples.
+#[derive(Debug)]
+struct Family {
+    name: &'static str,
+    help: &'static str,
+    unit: Option<Unit>,
+    samples: BTreeMap<Labels, f64>,
+}
+
+impl Family {
+    fn new(name: &'static str, unit: Option<Unit>, help: &'static str) -> Family {
+        Family {
+            name,
+            help,
+            unit,
+            samples: BTreeMap::new(),
+        }
+    }
+
+    /// Record `value` for `labels`, replacing an earlier one; values that
+    /// do not exist (no points) or are not numbers are left out, not
+    /// written as NaN that a dashboard would plot as a gap anyway.
+    fn set(&mut self, labels: &Labels, value: Option<f64>) {
+        if let Some(v) = value.filter(|v| v.is_finite()) {
+            self.samples.insert(labels.clone(), v);
+        }
+    }
+}
+
+// Indices into `sweep_families()`, in its order.
+const LATENCY: usize = 0;
+const PEAK: usize = 1;
+const PEAK_SIZE: usize = 2;
+const N_HALF: usize = 3;
+const NOISY: usize = 4;
+const POINTS: usize = 5;
+const COMPLETE: usize = 6;
+const STARTED: usize = 7;
+
+fn sweep_families() -> Vec<Family> {
+    let bytes_per_s = || Some(Unit::Other("bytes_per_second".into()));
+    vec![
+        Family::new(
+            "wulf_latency",
+            Some(Unit::Seconds),
+            "Median one-way time of the smallest message size swept.",
+        ),
+        Family::new(
+            "wulf_peak_throughput",
+            bytes_per_s(),
+            "Highest median throughput over the sizes swept (bidir counts both directions).",
+        ),
+        Family::new(
+            "wulf_peak_message",
+            Some(Unit::Bytes),
+            "Message size at which the peak throughput occurs.",
+        ),
+        Family::new(
+            "wulf_n_half",
+            Some(Unit::Bytes),
+            "n_1/2: the smallest size swept whose throughput reaches half the peak.",
+        ),
+        Family::new(
+            "wulf_noisy_points",
+            None,
+            "Sizes whose median interval missed the precision target within the budget.",
+        ),
+        Family::new("wulf_points", None, "Sizes measured."),
+        Family::new(
+            "wulf_complete",
+            None,
+            "1 when the sweep ran to its end, 0 when it was cut short.",
+        ),
+        Family::new(
+            "wulf_measurement_start",
+            Some(Unit::Seconds),
+            "When the sweep started, seconds since the Unix epoch.",
+        ),
+    ]
+}
+
+fn add_sweep(f: &mut [Family], r: &SweepResult) {
+    let labels: Labels = [
+        ("host", r.host.hostname.clone()),
+        ("peer", r.placement.server_host.clone()),
+        ("transport", r.transport.clone()),
+        ("mode", r.mode.to_string()),
+    ];
+    let row = summary_row("", r, &Analysis::of(r));
+    f[LATENCY].set(&labels, row.latency_ns.map(|ns| ns / 1e9));
+    f[PEAK].set(&labels, row.peak_bits_per_s.map(|b| b / 8.0));
+    f[PEAK_SIZE].set(&labels, row.peak_bytes.map(|b| b as f64));
+    f[N_HALF].set(&labels, row.n_half_bytes.map(|b| b as f64));
+    f[NOISY].set(&labels, Some(row.noisy_points as f64));
+    f[POINTS].set(&labels, Some(row.points as f64));
+    f[COMPLETE].set(&labels, Some(if r.complete { 1.0 } else { 0.0 }));
+    f[STARTED].set(&labels, unix_seconds(&r.started_at));
+}
+
+// Indices into `link_families()`.
+const LINK_LATENCY: usize = 0;
+const LINK_THROUGHPUT: usize = 1;
+const LINK_NOISY: usize = 2;
+const LINK_FAILED: usize = 3;
+
+fn link_families() -> Vec<Family> {
+    vec![
+        Family::new(
+            "wulf_link_latency",
+            Some(Unit::Seconds),
+            "Matrix cell: median one-way time of the ping-pong at the matrix's latency size.",
+        ),
+        Family::new(
+            "wulf_link_throughput",
+            Some(Unit::Other("bytes_per_second".into())),
+            "Matrix cell: median stream throughput from host to peer at the matrix's bandwidth size.",
+        ),
+        Family::new(
+            "wulf_link_noisy",
+            None,
+            "Matrix cell: 1 when the point's interval missed the precision target.",
+        ),
+        Family::new(
+            "wulf_link_failed",
+            None,
+            "Matrix cell: 1 when the cell could not be measured (its node missing or lost).",
+        ),
+    ]
+}
+
+fn add_matrix(f: &mut [Family], m: &MatrixResult) {
+    let name = |i: usize| {
+        m.nodes
+            .get(i)
+            .map(|n| n.name.clone())
+            .unwrap_or_else(|| format!("node{i}"))
+    };
+    for cell in &m.cells {
+        let labels = |mode: &str| -> Labels {
+            [
+                ("host", name(cell.from)),
+                ("peer", name(cell.to)),
+                ("transport", m.via.clone()),
+                ("mode", mode.to_string()),
+            ]
+        };
+        let (ping, stream) = (labels("pingpong"), labels("stream"));
+        f[LINK_LATENCY].set(&ping, cell.latency_ns().map(|ns| ns / 1e9));
+        f[LINK_THROUGHPUT].set(&stream, cell.bits_per_s().map(|b| b / 8.0));
+        f[LINK_NOISY].set(&ping, noisy(cell.latency.as_ref()));
+        f[LINK_NOISY].set(&stream, noisy(cell.bandwidth.as_ref()));
+        f[LINK_FAILED].set(&stream, Some(failed(cell)));
+    }
+}
+
+fn noisy(p: Option<&Point>) -> Option<f64> {
+    p.map(|p| if p.noisy { 1.0 } else { 0.0 })
+}
+
+fn failed(cell: &MatrixCell) -> f64 {
+    if cell.error.is_some() {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// An RFC 3339 time as seconds since the epoch; `None` when a file holds
+/// something else (the figure is then left out, not invented).
+fn unix_seconds(rfc3339: &str) -> Option<f64> {
+    let t = humantime::parse_rfc3339_weak(rfc3339).ok()?;
+    t.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs_f64())
+}
+
+/// The families, encoded in their own order (a registry's `Family` keeps
+/// its series in a hash map, which would shuffle them between runs).
+#[derive(Debug)]
+struct Families(Vec<Family>);
+
+impl Collector for Families {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        for f in &self.0 {
+            let mut metric =
+                encoder.encode_descriptor(f.name, f.help, f.unit.as_ref(), MetricType::Gauge)?;
+            for (labels, value) in &f.samples {
+                ConstGauge::new(*value).encode(metric.encode_family(labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> SweepResult {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name);
+        crate::result::read_result(&path).unwrap()
+    }
+
+    #[test]
+    fn one_series_per_label_set_and_the_newest_wins() {
+        let old = fixture("tcp-pingpong.json");
+        let mut new = old.clone();
+        new.started_at = "2099-01-01T00:00:00Z".into();
+        new.complete = false;
+        // Given newest first: still the newest wins.
+        let text = to_openmetrics(&[new, old], &[]);
+        assert_eq!(text.matches("wulf_complete{").count(), 1, "{text}");
+        assert!(text.contains("wulf_complete{host="), "{text}");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("wulf_complete{"))
+            .unwrap();
+        assert!(line.ends_with(" 0.0"), "{line}");
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn label_values_are_escaped_and_missing_figures_left_out() {
+        let mut r = fixture("unix-pingpong.json");
+        r.host.hostname = "a\"b\\c\nd".into();
+        r.points.clear();
+        r.summary = crate::result::Summary::from_points(&r.points);
+        let text = to_openmetrics(&[r], &[]);
+        assert!(text.contains(r#"host="a\"b\\c\nd""#), "{text}");
+        assert!(!text.contains("wulf_latency_seconds{"), "{text}");
+        assert!(text.contains("wulf_points{"), "{text}");
+    }
+
+    #[test]
+    fn nothing_to_say_is_still_a_valid_exposition() {
+        assert_eq!(to_openmetrics(&[], &[]), "# EOF\n");
+    }
+}

@@ -15,6 +15,7 @@ mod collective_args;
 mod dist_args;
 mod lab_args;
 mod load_args;
+mod nodes_args;
 mod npb_args;
 mod read_args;
 mod serve_args;
@@ -26,6 +27,7 @@ pub use lab_args::{
     StudyArgs,
 };
 pub use load_args::{CostArg, LoadArgs, LoadList};
+pub use nodes_args::NodesArgs;
 pub use npb_args::{NpbArgs, NpbKernel, NpbMgArgs, NpbRankArgs, RanksArgs};
 pub use read_args::{CompareArgs, ReportArgs, ReportFormat};
 pub use serve_args::ServeArgs;
@@ -291,8 +293,14 @@ pub struct RunArgs {
     /// Measure what crosses the network between two nodes of a temporary
     /// lab with these links (as `wulf sweep --lab`): tcp, each MPI on its
     /// TCP path, and NAS MG with one process per node.
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["hosts", "hostfile", "launch"])]
     pub lab: Option<String>,
+    /// Across the nodes of a cluster instead (`--hosts`, `--hostfile`,
+    /// `--launch`): the link matrix and the fingerprints' differences, a
+    /// full sweep between the slowest and a typical pair, multi-pair load
+    /// and NAS MG across the nodes.
+    #[command(flatten)]
+    pub nodes: NodesArgs,
     /// Internal (`--lab` gives it to the command it runs in node1): spread
     /// over the nodes of the lab this one runs in.
     #[arg(long, hide = true, conflicts_with = "lab")]

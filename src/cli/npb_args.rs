@@ -90,6 +90,14 @@ pub struct NpbMgArgs {
     /// MPI libraries and the lab, as `wulf collective` takes them.
     #[command(flatten)]
     pub ranks: RanksArgs,
+    /// The nodes to place the ranks on (one per node unless --ppn or a
+    /// hostfile's slots= say more), and how to reach them (not with
+    /// --lab).
+    #[command(flatten)]
+    pub nodes: super::NodesArgs,
+    /// Conditions: --cost whole, --load, --loaded-vs-unloaded.
+    #[command(flatten)]
+    pub conditions: super::LoadArgs,
 }
 
 /// Where the ranks of a group run and which MPIs start them: the options
@@ -113,9 +121,6 @@ pub struct RanksArgs {
     /// the ranks over the nodes of the lab this one runs in.
     #[arg(long, hide = true, conflicts_with = "lab")]
     pub in_lab: bool,
-    /// Conditions: --cost whole, --load, --loaded-vs-unloaded.
-    #[command(flatten)]
-    pub conditions: super::LoadArgs,
 }
 
 /// `wulf npb-rank` (internal).

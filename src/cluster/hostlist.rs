@@ -38,33 +38,64 @@ pub fn expand(text: &str) -> Result<Vec<String>> {
 /// comment; MPI's `slots=N` and other `key=value` words after the name are
 /// accepted and ignored (wulf places one process per node).
 pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
+    Ok(read_hostfile_slots(path)?
+        .into_iter()
+        .map(|(h, _)| h)
+        .collect())
+}
+
+/// [`read_hostfile`] with each host's `slots=N`, where given (what
+/// `wulf npb` places that many ranks on).
+pub fn read_hostfile_slots(path: &std::path::Path) -> Result<Vec<(String, Option<usize>)>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the hostfile {}", path.display()))?;
-    parse_hostfile(&text).with_context(|| format!("in the hostfile {}", path.display()))
+    parse_hostfile_slots(&text).with_context(|| format!("in the hostfile {}", path.display()))
 }
 
 /// The hosts of a hostfile's text (see [`read_hostfile`]).
 pub fn parse_hostfile(text: &str) -> Result<Vec<String>> {
+    Ok(parse_hostfile_slots(text)?
+        .into_iter()
+        .map(|(h, _)| h)
+        .collect())
+}
+
+/// The hosts of a hostfile's text with their `slots=N` (see
+/// [`read_hostfile_slots`]).
+pub fn parse_hostfile_slots(text: &str) -> Result<Vec<(String, Option<usize>)>> {
     let mut hosts = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
         let Some(name) = line.split_whitespace().next() else {
             continue;
         };
+        let mut slots = None;
         for word in line.split_whitespace().skip(1) {
-            if !word.contains('=') {
+            let Some((key, value)) = word.split_once('=') else {
                 bail!(
                     "line {}: '{word}' after the host name is not key=value (slots=N)",
                     i + 1
                 );
+            };
+            if key == "slots" {
+                slots = Some(
+                    value
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&n| n >= 1)
+                        .with_context(|| format!("line {}: slots={value} is not a count", i + 1))?,
+                );
             }
         }
-        hosts.extend(expand_one(name).with_context(|| format!("line {}", i + 1))?);
+        for h in expand_one(name).with_context(|| format!("line {}", i + 1))? {
+            hosts.push((h, slots));
+        }
         if hosts.len() > MAX_HOSTS {
             bail!("more than {MAX_HOSTS} hosts");
         }
     }
-    check_unique(&hosts)?;
+    let names: Vec<String> = hosts.iter().map(|(h, _)| h.clone()).collect();
+    check_unique(&names)?;
     Ok(hosts)
 }
 
@@ -212,5 +243,11 @@ mod tests {
         assert_eq!(parse_hostfile(text).unwrap(), ["node1", "node2", "node3"]);
         assert!(parse_hostfile("node1 4\n").is_err());
         assert!(parse_hostfile("node1\nnode1\n").is_err());
+        let slots = parse_hostfile_slots(text).unwrap();
+        assert_eq!(slots[0], ("node1".to_string(), Some(4)));
+        assert_eq!(slots[2], ("node3".to_string(), Some(2)));
+        assert_eq!(parse_hostfile_slots("a\n").unwrap()[0].1, None);
+        assert!(parse_hostfile_slots("a slots=0\n").is_err());
+        assert!(parse_hostfile_slots("a slots=x\n").is_err());
     }
 }

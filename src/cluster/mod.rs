@@ -24,5 +24,7 @@ pub mod coordinator;
 pub mod hostlist;
 pub mod launch;
 pub mod launched;
+pub mod nodes;
+pub mod pair;
 pub mod protocol;
 pub mod schedule;

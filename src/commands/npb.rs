@@ -12,7 +12,9 @@ use crate::lab::between::Across;
 use crate::npb::group::run_group;
 use crate::npb::{Class, Kernel, RankJob};
 use crate::report::npb_table::npb_tables;
-use crate::result::{fill_speedups, write_json, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
+use crate::result::{
+    fill_speedups, write_json, NpbResult, NpbRun, RankPlacement, NPB_KIND, NPB_SCHEMA_VERSION,
+};
 use crate::sys::{cpu_count, Host};
 use crate::transport::{self, WaitMode};
 
@@ -35,6 +37,9 @@ pub struct NpbPlan {
     pub wait: Option<WaitMode>,
     /// Print a line per run on stderr.
     pub progress: bool,
+    /// The node list the ranks are placed on (`--hosts`), if any; the
+    /// hosts themselves are [`crate::transport::cluster::get`].
+    pub nodes: Option<crate::result::NpbNodes>,
 }
 
 /// Run `wulf npb`.
@@ -55,6 +60,10 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
     }
     super::spread_in_lab(r.in_lab)?;
+    let spread = match super::nodes::prepare(&a.nodes, a.via.as_deref(), r.in_lab, a.timeout)? {
+        super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
+        super::nodes::Nodes::Here(s) => s,
+    };
     let several = kernels.len() > 1;
     let to_stdout = a.json.as_deref() == Some(std::path::Path::new("-"));
     if several && to_stdout {
@@ -74,14 +83,17 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             kernel,
             class: a.class,
             nprocs: counts_for(kernel, a.class, &a.np, several)?,
-            via: match &a.via {
-                Some(v) => v.clone(),
-                None => available_transports(),
+            via: match (&a.via, a.nodes.launch.as_deref()) {
+                (Some(v), _) => v.clone(),
+                // `--launch mpi:NAME`: that MPI's ranks, by its launcher.
+                (None, Some(m)) if m.starts_with("mpi:") => vec![m.to_string()],
+                (None, _) => available_transports(),
             },
             repetitions: a.repetitions as usize,
             timeout: a.timeout,
             wait: a.wait.map(Into::into),
             progress: true,
+            nodes: spread.as_deref().map(super::nodes::npb_nodes),
         };
         if prepared.both {
             plans.push(plan);
@@ -252,13 +264,19 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
         plan.kernel.check_process_count(plan.class, np)?;
     }
     let most = plan.nprocs.iter().copied().max().unwrap_or(1);
-    if let Some(c) = transport::cluster::get() {
+    let cluster = transport::cluster::get();
+    if let Some(c) = &cluster {
         c.first(most).map_err(|e| usage(format!("{e:#}")))?;
     }
     let cpus = cpu_count();
     let mut warnings = Vec::new();
-    // Also in a lab: its nodes share this machine's CPUs.
-    if most > cpus {
+    // Also in a lab and on simulated nodes: they share this machine's
+    // CPUs. Real nodes have their own.
+    let shared = plan
+        .nodes
+        .as_ref()
+        .is_none_or(|n| n.launch == "local" || n.launch.starts_with("lab"));
+    if most > cpus && shared {
         warnings.push(format!(
             "{most} processes on {cpus} CPUs: ranks share CPUs, so times above {cpus} processes \
              measure the sharing as much as the network"
@@ -289,15 +307,18 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
                     break 'all;
                 }
             }
-            let (outcome, mpi) = match outcome {
-                Ok(group) => (Ok(group.outcomes), group.mpi),
+            let (outcome, mpi, hostnames) = match outcome {
+                Ok(group) => (Ok(group.outcomes), group.mpi, group.hostnames),
                 Err(e) => {
                     first_code.get_or_insert(exit_code_of(&e));
-                    (Err(format!("{e:#}")), None)
+                    (Err(format!("{e:#}")), None, Vec::new())
                 }
             };
             let mut run = NpbRun::new(t.name(), np, outcome);
             run.mpi = mpi;
+            if plan.nodes.is_some() {
+                run.placement = cluster.as_ref().map(|c| placement(c, np, &hostnames));
+            }
             run.wait = Some(wait);
             run.cpu_whole = cpu_whole;
             if plan.progress {
@@ -337,8 +358,30 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
         runs,
         warnings,
         // Spread: one rank per node; else every rank in this node, if any.
-        lab: crate::lab::group_placement(if super::spread() { most } else { 1 }),
+        // One process per lab node (`--lab`, or a node list of one slot
+        // each): the lab's links. Several per node: `nodes` says where.
+        lab: match &plan.nodes {
+            Some(n) if n.hosts.iter().any(|h| h.slots > 1) => None,
+            _ => crate::lab::group_placement(if super::spread() { most } else { 1 }),
+        },
+        nodes: plan.nodes.clone(),
         conditions: None,
     };
     Ok((result, stop, first_code))
+}
+
+/// Where each of `np` ranks was placed on `cluster`, with the host name
+/// it reported (empty when the run failed before saying).
+fn placement(cluster: &transport::Cluster, np: usize, hostnames: &[String]) -> Vec<RankPlacement> {
+    cluster
+        .hosts
+        .iter()
+        .take(np)
+        .enumerate()
+        .map(|(rank, h)| RankPlacement {
+            rank,
+            node: h.name.clone(),
+            hostname: hostnames.get(rank).cloned().unwrap_or_default(),
+        })
+        .collect()
 }

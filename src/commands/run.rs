@@ -41,6 +41,18 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     } else {
         DEFAULT_BUDGET
     });
+    // Started on every node by srun or mpirun: rank 0 runs the job.
+    let Some(nodes) = super::run_cluster::node_options(args)? else {
+        return Ok(());
+    };
+    match super::nodes::prepare(&nodes, args.only.as_deref(), args.in_lab, args.measure.timeout)? {
+        super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
+        super::nodes::Nodes::Here(Some(spread)) => {
+            let dir = results_dir(&args.out);
+            return super::run_cluster::execute(args, &spread, budget, &dir);
+        }
+        super::nodes::Nodes::Here(None) => {}
+    }
     let mut measure = args.measure.clone();
     measure.tails |= args.thorough;
     let dir = results_dir(&args.out);
@@ -231,6 +243,7 @@ fn run_npb(
         timeout: args.measure.timeout,
         wait: args.measure.wait.map(Into::into),
         progress: !args.measure.quiet,
+        nodes: None,
     };
     let (result, stop) = super::npb::run_plan(&plan)?;
     let path = dir.join(format!("npb-{kernel}-{}.json", plan.class));

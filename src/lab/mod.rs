@@ -222,6 +222,7 @@ pub fn cluster(st: &LabState, here: &str) -> Result<Cluster> {
         subnet: st.subnet.clone(),
         interface: NODE_INTERFACE.into(),
         link_bits_per_s: st.nodes.iter().map(|n| n.link.rate.bits_per_s).min(),
+        remote_wulf: None,
     })
 }
 

@@ -30,7 +30,9 @@ pub mod rng;
 
 pub use kernel::{Kernel, MAX_PROCESSES};
 pub use outcome::NpbOutcome;
-pub use rank_job::{run_rank, GroupRun, RankJob, RankTask, TaskOutput, TaskRun};
+pub use rank_job::{
+    run_rank, GroupRun, RankJob, RankOutput, RankRun, RankTask, TaskOutput, TaskRun,
+};
 
 use std::fmt;
 use std::str::FromStr;

@@ -43,17 +43,61 @@ impl RankJob {
 pub struct GroupRun {
     /// Rank 0's outcomes, one per repetition, all verified.
     pub outcomes: Vec<NpbOutcome>,
+    /// The host name each rank ran on, in rank order (see [`RankRun`]).
+    pub hostnames: Vec<String>,
     /// For a run under an MPI launcher: the library, its launcher line
     /// and the environment that steered it, as sweep results record them.
     pub mpi: Option<crate::result::MpiInfo>,
 }
 
+/// What one rank's part of a run returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankRun {
+    /// The outcomes, one per repetition (the same on every rank).
+    pub outcomes: Vec<NpbOutcome>,
+    /// On rank 0: the host name every rank ran on, in rank order (where
+    /// the launcher really put them, which a result records beside where
+    /// wulf asked for them); empty on the other ranks.
+    pub hostnames: Vec<String>,
+}
+
+/// Longest host name carried, bytes (a message of fixed length: a
+/// receive must know its length).
+const HOSTNAME_BYTES: usize = 256;
+
 /// Runs `job` on this rank of `comm`. Every rank must call it; every rank
 /// gets the same outcomes (one per repetition), or the first error.
-pub fn run_rank(job: &RankJob, comm: &dyn Communicator) -> Result<Vec<NpbOutcome>> {
-    (0..job.repetitions.max(1))
+pub fn run_rank(job: &RankJob, comm: &dyn Communicator) -> Result<RankRun> {
+    let hostnames = gather_hostnames(comm)?;
+    let outcomes = (0..job.repetitions.max(1))
         .map(|_| job.kernel.run(job.class, comm))
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RankRun {
+        outcomes,
+        hostnames,
+    })
+}
+
+/// Every rank's host name at rank 0 (empty elsewhere), before the timed
+/// runs so it costs them nothing.
+fn gather_hostnames(comm: &dyn Communicator) -> Result<Vec<String>> {
+    let own = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut buf = [0u8; HOSTNAME_BYTES];
+    let n = own.len().min(HOSTNAME_BYTES);
+    buf[..n].copy_from_slice(&own.as_bytes()[..n]);
+    if comm.rank() != 0 {
+        comm.send_bytes(0, &buf)?;
+        return Ok(Vec::new());
+    }
+    let mut names = vec![own];
+    for from in 1..comm.size() {
+        comm.recv_bytes(from, &mut buf)?;
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(HOSTNAME_BYTES);
+        names.push(String::from_utf8_lossy(&buf[..end]).into_owned());
+    }
+    Ok(names)
 }
 
 /// Run time allowed per NPB repetition, on top of the timeout (MG of
@@ -83,11 +127,25 @@ pub enum TaskOutput {
     Collective(crate::collective::CollectiveOutput),
 }
 
+/// What one rank's part of a [`RankTask`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankOutput {
+    /// The task's output (the same on every rank for NPB; rank 0's is the
+    /// one a collective measured).
+    pub output: TaskOutput,
+    /// For an NPB task, on rank 0: the host name of every rank, in rank
+    /// order (see [`RankRun`]); empty on the other ranks and for a
+    /// collective.
+    pub hostnames: Vec<String>,
+}
+
 /// What a parallel run of a [`RankTask`] brings back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRun {
     /// Rank 0's output.
     pub output: TaskOutput,
+    /// As [`RankOutput::hostnames`] on rank 0 (empty when not known).
+    pub hostnames: Vec<String>,
     /// As [`GroupRun::mpi`].
     pub mpi: Option<crate::result::MpiInfo>,
 }
@@ -98,6 +156,7 @@ impl TaskRun {
         match self.output {
             TaskOutput::Npb(outcomes) => Ok(GroupRun {
                 outcomes,
+                hostnames: self.hostnames,
                 mpi: self.mpi,
             }),
             TaskOutput::Collective(_) => anyhow::bail!("an NPB run brought back another output"),
@@ -139,11 +198,17 @@ impl RankTask {
     }
 
     /// Runs the task on this rank of `comm`; every rank must call it.
-    pub fn run(&self, comm: &dyn Communicator) -> Result<TaskOutput> {
+    pub fn run(&self, comm: &dyn Communicator) -> Result<RankOutput> {
         match self {
-            RankTask::Npb(job) => run_rank(job, comm).map(TaskOutput::Npb),
+            RankTask::Npb(job) => run_rank(job, comm).map(|run| RankOutput {
+                output: TaskOutput::Npb(run.outcomes),
+                hostnames: run.hostnames,
+            }),
             RankTask::Collective(job) => {
-                crate::collective::run_rank(job, comm).map(TaskOutput::Collective)
+                crate::collective::run_rank(job, comm).map(|out| RankOutput {
+                    output: TaskOutput::Collective(out),
+                    hostnames: Vec::new(),
+                })
             }
         }
     }

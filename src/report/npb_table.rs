@@ -44,6 +44,20 @@ fn render(r: &NpbResult, markdown: bool) -> String {
     if let Some(lab) = &r.lab {
         let _ = writeln!(s, "one process per node of {}", lab.describe());
     }
+    if let Some(n) = &r.nodes {
+        let nodes: Vec<String> = n
+            .hosts
+            .iter()
+            .map(|h| format!("{} ({})", h.name, h.slots))
+            .collect();
+        let _ = writeln!(
+            s,
+            "ranks over {} nodes (slots), reached by {}: {}",
+            n.hosts.len(),
+            n.launch,
+            nodes.join(", ")
+        );
+    }
     let tables: [(&str, Figure, usize); 4] = [
         ("total Mop/s", |x| x.best_mop_s, 1),
         ("Mop/s per process", |x| x.best_mop_s_per_process, 1),
@@ -155,7 +169,42 @@ fn runs_list(s: &mut String, r: &NpbResult, md: bool) {
                 let _ = writeln!(s, "{bullet}{label:<24} no runs");
             }
         }
+        if let Some(p) = &run.placement {
+            let _ = writeln!(s, "{bullet}  ranks on nodes: {}", placement_line(p));
+        }
     }
+}
+
+/// `node1 0-1, node2 2-3`: the ranks on each node, in rank order, and
+/// where a rank's process saw another host name, that name.
+fn placement_line(p: &[crate::result::RankPlacement]) -> String {
+    let mut parts: Vec<(String, usize, usize)> = Vec::new();
+    for x in p {
+        match parts.last_mut() {
+            Some((node, _, last)) if *node == x.node && *last + 1 == x.rank => *last = x.rank,
+            _ => parts.push((x.node.clone(), x.rank, x.rank)),
+        }
+    }
+    let mut line = parts
+        .iter()
+        .map(|(node, a, b)| match a == b {
+            true => format!("{node} {a}"),
+            false => format!("{node} {a}-{b}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    // A host name other than the node's: simulated nodes, or a node
+    // known by another name (its full domain name).
+    let mut seen: Vec<&str> = p
+        .iter()
+        .filter(|x| !x.hostname.is_empty() && x.hostname != x.node)
+        .map(|x| x.hostname.as_str())
+        .collect();
+    seen.dedup();
+    if !seen.is_empty() {
+        line.push_str(&format!(" (the processes' host names: {})", seen.join(", ")));
+    }
+    line
 }
 
 /// Seed 001's Table 1: one row per kernel, one column per transport, the

@@ -25,7 +25,10 @@ pub use link::{LinkEfficiency, LinkEnd};
 pub mod matrix;
 pub use mpi_info::{MpiInfo, ProtocolLimit};
 pub mod study;
-pub use npb::{fill_speedups, NpbResult, NpbRun, NPB_KIND, NPB_SCHEMA_VERSION};
+pub use npb::{
+    fill_speedups, NpbNodeSlots, NpbNodes, NpbResult, NpbRun, RankPlacement, NPB_KIND,
+    NPB_SCHEMA_VERSION,
+};
 pub use read::{
     is_npb_result, kind_of, parse_result, read_npb_result, read_result, read_text, read_versioned,
     MAX_RESULT_BYTES,

@@ -69,6 +69,46 @@ pub struct NpbResult {
     /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<crate::result::Conditions>,
+    /// How the ranks were placed on nodes when they ran across a node
+    /// list (`--hosts`, `--hostfile`, `--launch`); absent on one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<NpbNodes>,
+}
+
+/// The node list a run spread its ranks over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NpbNodes {
+    /// What started wulf's own ranks on them: `ssh`, `slurm`, `local`
+    /// (simulated nodes on one machine) or `lab:NAME`; MPI transports
+    /// always use their own launcher (`runs[].mpi.launcher_command`).
+    pub launch: String,
+    /// The nodes, in placement order, each with its process slots.
+    pub hosts: Vec<NpbNodeSlots>,
+}
+
+/// One node of [`NpbNodes`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NpbNodeSlots {
+    /// The node's name.
+    pub name: String,
+    /// Processes it takes (ranks fill a node's slots before the next).
+    pub slots: usize,
+}
+
+/// Where one rank ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankPlacement {
+    /// The rank.
+    pub rank: usize,
+    /// The node wulf placed it on.
+    pub node: String,
+    /// The host name the rank's process saw (`gethostname`): the node's
+    /// own name on a real cluster or in a lab, this machine's with
+    /// `--launch local`; empty when the launcher did not say.
+    pub hostname: String,
 }
 
 /// One transport at one process count.
@@ -109,6 +149,10 @@ pub struct NpbRun {
     /// and verification included (`--cost whole`, version 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_whole: Option<crate::load::whole::WholeCpu>,
+    /// Across nodes: every rank's node, in rank order (see
+    /// [`NpbResult::nodes`]); absent on one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Vec<RankPlacement>>,
 }
 
 impl NpbRun {
@@ -136,6 +180,7 @@ impl NpbRun {
             parallel_efficiency: None,
             mpi: None,
             cpu_whole: None,
+            placement: None,
         }
     }
 

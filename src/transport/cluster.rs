@@ -26,14 +26,18 @@ pub struct ClusterHost {
 }
 
 /// Hosts to spread processes over, in rank order: process i runs on host
-/// i. The first host is the one this process runs on (launchers and
-/// coordinators run there).
+/// i. A host listed k times in a row takes k processes (its slots: how
+/// `wulf npb --hosts a,b --ppn 4` places 8 ranks). In a lab the first
+/// host is the one this process runs on; on a node list (`--hosts`) this
+/// process may be on none of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cluster {
     /// The hosts.
     pub hosts: Vec<ClusterHost>,
     /// An rsh-compatible remote shell, program and leading arguments:
-    /// `RSH... HOST WORDS...` runs `sh -c "WORDS..."` on HOST.
+    /// `RSH... HOST WORDS...` runs `sh -c "WORDS..."` on HOST. Empty: the
+    /// hosts are simulated on this machine (`--launch local`), commands
+    /// run here.
     pub rsh: Vec<String>,
     /// The network every process must talk over, as CIDR (198.18.3.0/24):
     /// libraries that would pick any interface are held to it.
@@ -43,6 +47,9 @@ pub struct Cluster {
     /// The slowest host's link rate, bits/s, when known (a lab's shaped
     /// links): what bounds how long a given amount of traffic must take.
     pub link_bits_per_s: Option<u64>,
+    /// Where wulf is on the hosts, when not at this wulf's own path
+    /// (`--remote-wulf`).
+    pub remote_wulf: Option<String>,
 }
 
 /// The cluster of this command, if any (see [`set`]).
@@ -64,39 +71,58 @@ impl Cluster {
     pub fn first(&self, n: usize) -> Result<&[ClusterHost]> {
         self.hosts.get(..n).with_context(|| {
             format!(
-                "{n} processes need {n} hosts, one each, but only {} were given",
+                "{n} processes need {n} process slots, but the nodes given have only {} \
+                 (one per node; more with --ppn or a hostfile's slots=)",
                 self.hosts.len()
             )
         })
     }
 
-    /// The names of the first `n` hosts, comma-separated (`node1,node2`).
+    /// The hosts of the first `n` processes for an MPI launcher,
+    /// comma-separated, a host with several processes as `name:count`
+    /// (`node1:2,node2:2`), which Open MPI's `--host` and MPICH's
+    /// `-hosts` both read as slots.
     pub fn host_list(&self, n: usize) -> Result<String> {
-        Ok(self
-            .first(n)?
+        let mut runs: Vec<(&str, usize)> = Vec::new();
+        for h in self.first(n)? {
+            match runs.last_mut() {
+                Some((name, k)) if *name == h.name => *k += 1,
+                _ => runs.push((&h.name, 1)),
+            }
+        }
+        Ok(runs
             .iter()
-            .map(|h| h.name.as_str())
+            .map(|(name, k)| match k {
+                1 => name.to_string(),
+                k => format!("{name}:{k}"),
+            })
             .collect::<Vec<_>>()
             .join(","))
     }
 
-    /// A command that runs `argv` on host `i` through the remote shell.
+    /// Whether the hosts are simulated on this machine (no remote shell).
+    pub fn is_local(&self) -> bool {
+        self.rsh.is_empty()
+    }
+
+    /// A command that runs `argv` on host `i` through the remote shell
+    /// (here, through `sh -c`, when the hosts are simulated).
     pub fn command_on(&self, i: usize, argv: &[String]) -> Result<Command> {
         let host = &self.first(i + 1)?[i];
-        let (program, lead) = self
-            .rsh
-            .split_first()
-            .context("the cluster has no remote shell")?;
-        let mut c = Command::new(program);
-        c.args(lead).arg(&host.name);
         // The remote side joins the words and hands them to `sh -c`, as
         // rsh and ssh do: quote each so paths with spaces stay one word.
-        c.arg(
-            argv.iter()
-                .map(|a| shell_quote(a))
-                .collect::<Vec<_>>()
-                .join(" "),
-        );
+        let words = argv
+            .iter()
+            .map(|a| shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let Some((program, lead)) = self.rsh.split_first() else {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(words);
+            return Ok(c);
+        };
+        let mut c = Command::new(program);
+        c.args(lead).arg(&host.name).arg(words);
         Ok(c)
     }
 
@@ -145,6 +171,7 @@ mod tests {
             subnet: "198.18.0.0/24".into(),
             interface: "eth0".into(),
             link_bits_per_s: Some(100_000_000),
+            remote_wulf: None,
         }
     }
 
@@ -162,6 +189,10 @@ mod tests {
         let c = two();
         assert_eq!(c.host_list(2).unwrap(), "node1,node2");
         assert!(c.first(3).is_err());
+        let mut slots = c.clone();
+        slots.hosts = [0, 0, 1, 1].iter().map(|&i| c.hosts[i].clone()).collect();
+        assert_eq!(slots.host_list(3).unwrap(), "node1:2,node2");
+        assert_eq!(slots.host_list(4).unwrap(), "node1:2,node2:2");
         let cmd = c
             .command_on(1, &["/a b/wulf".into(), "npb-rank".into()])
             .unwrap();

@@ -80,11 +80,19 @@ pub fn run_task(
         Some(c) => c.first(np)?.iter().map(|h| h.address).collect(),
         None => vec![IpAddr::V4(Ipv4Addr::LOCALHOST); np],
     };
-    let mut group = Group::start(np, cluster.as_ref(), addresses[0])?;
+    // Where the ranks reach this process: in a lab node or on a node
+    // list, the address on the way to the first rank's host.
+    let here = match &cluster {
+        Some(_) => crate::cluster::agent::local_address_toward(addresses[0])?,
+        None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+    };
+    let mut group = Group::start(np, cluster.as_ref(), here)?;
     let result = group.drive(transport.name(), task, channel, &addresses);
     group.kill();
+    let (output, hostnames) = result?;
     Ok(TaskRun {
-        output: result?,
+        output,
+        hostnames,
         mpi: None,
     })
 }
@@ -93,6 +101,8 @@ pub fn run_task(
 struct Group {
     children: Vec<Child>,
     listener: TcpListener,
+    /// Each rank's host, for errors (empty when all run here).
+    hosts: Vec<String>,
 }
 
 impl Group {
@@ -102,14 +112,24 @@ impl Group {
         let listener = TcpListener::bind(SocketAddr::new(here, 0))
             .context("cannot open the coordinator's control port")?;
         let addr = listener.local_addr()?;
-        let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
+        let exe = match cluster.and_then(|c| c.remote_wulf.clone()) {
+            Some(path) => path,
+            None => std::env::current_exe()
+                .context("cannot find wulf's own executable")?
+                .display()
+                .to_string(),
+        };
         let mut group = Group {
             children: Vec::with_capacity(np),
             listener,
+            hosts: match cluster {
+                Some(c) => c.first(np)?.iter().map(|h| h.name.clone()).collect(),
+                None => Vec::new(),
+            },
         };
         for rank in 0..np {
             let argv: Vec<String> = vec![
-                exe.display().to_string(),
+                exe.clone(),
                 "npb-rank".into(),
                 "--control".into(),
                 addr.to_string(),
@@ -196,7 +216,7 @@ impl Group {
         task: &RankTask,
         channel: &ChannelOptions,
         addresses: &[IpAddr],
-    ) -> Result<TaskOutput> {
+    ) -> Result<(TaskOutput, Vec<String>)> {
         let np = self.children.len();
         let mut ctls = self.accept_all()?;
         for ctl in &mut ctls {
@@ -238,7 +258,7 @@ impl Group {
 
     /// Waits for every rank's final report; the first failure, death or
     /// interruption ends the run.
-    fn collect(&mut self, ctls: Vec<ControlChannel>) -> Result<TaskOutput> {
+    fn collect(&mut self, ctls: Vec<ControlChannel>) -> Result<(TaskOutput, Vec<String>)> {
         let np = ctls.len();
         let (tx, rx) = mpsc::channel();
         for (rank, mut ctl) in ctls.into_iter().enumerate() {
@@ -252,11 +272,15 @@ impl Group {
         }
         drop(tx);
         let mut outcomes: Vec<Option<TaskOutput>> = (0..np).map(|_| None).collect();
+        let mut hostnames = Vec::new();
         let mut done = 0;
         while done < np {
             check_interrupted()?;
             match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok((rank, Ok(ToCoordinator::Done { output: o }))) => {
+                Ok((rank, Ok(ToCoordinator::Done { output: o, hostnames: h }))) => {
+                    if rank == 0 {
+                        hostnames = h;
+                    }
                     outcomes[rank] = Some(o);
                     done += 1;
                 }
@@ -275,14 +299,15 @@ impl Group {
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         }
-        outcomes.swap_remove(0).context("rank 0 sent no outcome")
+        let first = outcomes.swap_remove(0).context("rank 0 sent no outcome")?;
+        Ok((first, hostnames))
     }
 
     /// Fails if any rank has exited.
     fn check_alive(&mut self) -> Result<()> {
         for (rank, child) in self.children.iter_mut().enumerate() {
             if let Some(status) = child.try_wait()? {
-                bail!(peer(format!("rank {rank} died ({status})")));
+                bail!(peer(format!("rank {rank}{} died ({status})", on(&self.hosts, rank))));
             }
         }
         Ok(())
@@ -293,7 +318,7 @@ impl Group {
         for (rank, child) in self.children.iter_mut().enumerate() {
             if let Some(status) = child.try_wait()? {
                 if !status.success() {
-                    bail!(peer(format!("rank {rank} died ({status})")));
+                    bail!(peer(format!("rank {rank}{} died ({status})", on(&self.hosts, rank))));
                 }
             }
         }
@@ -316,6 +341,14 @@ impl Drop for Group {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// ` on HOST` for a rank placed on a host, else nothing.
+fn on(hosts: &[String], rank: usize) -> String {
+    hosts
+        .get(rank)
+        .map(|h| format!(" on {h}"))
+        .unwrap_or_default()
 }
 
 fn control(stream: TcpStream) -> Result<ControlChannel> {

@@ -9,7 +9,7 @@ use anyhow::{bail, ensure, Context, Result};
 use super::wire::{ToCoordinator, ToRank};
 use crate::error::exit_code_of;
 use crate::npb::comm::EndpointComm;
-use crate::npb::TaskOutput;
+use crate::npb::RankOutput;
 use crate::peer::protocol::ControlChannel;
 use crate::transport::{self, ChannelOptions, Endpoint, Transport};
 
@@ -33,7 +33,10 @@ pub fn run(control: SocketAddr, rank: usize) -> Result<()> {
     })?;
     let outcome = link_and_run(&mut ctl, rank);
     let last = match outcome {
-        Ok(output) => ToCoordinator::Done { output },
+        Ok(run) => ToCoordinator::Done {
+            output: run.output,
+            hostnames: run.hostnames,
+        },
         Err(e) => ToCoordinator::Failed {
             message: format!("{e:#}"),
             exit_code: exit_code_of(&e),
@@ -42,7 +45,7 @@ pub fn run(control: SocketAddr, rank: usize) -> Result<()> {
     ctl.send(&last)
 }
 
-fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<TaskOutput> {
+fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<RankOutput> {
     let ToRank::Setup {
         transport: name,
         size,

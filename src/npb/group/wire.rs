@@ -37,6 +37,10 @@ pub enum ToCoordinator {
     Done {
         /// As [`crate::npb::RankTask::run`] returned it.
         output: TaskOutput,
+        /// From rank 0 of an NPB task: the host name of every rank, in
+        /// rank order (see [`crate::npb::RankOutput::hostnames`]).
+        #[serde(default)]
+        hostnames: Vec<String>,
     },
     /// The rank failed.
     Failed {

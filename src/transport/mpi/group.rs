@@ -103,6 +103,7 @@ pub fn launch(plan: &Plan, np: usize, task: &RankTask) -> Result<TaskRun> {
             let mpi = launch::mpi_info(plan, &report, &argv, &launcher_args, startup_s);
             return Ok(TaskRun {
                 output,
+                hostnames: report.hostnames.clone().unwrap_or_default(),
                 mpi: Some(mpi),
             });
         }
@@ -155,6 +156,7 @@ pub(super) fn rank(job: &GroupJob) -> Result<()> {
         standard_version: mpi.version(),
         thread_level: mpi.thread_level().name().into(),
         processors: vec![mpi.processor_name()],
+        hostnames: None,
     };
     if rank == 0 {
         std::fs::write(job.dir.join(job::READY), b"ready\n")?;
@@ -163,9 +165,11 @@ pub(super) fn rank(job: &GroupJob) -> Result<()> {
     let ran = job.task.run(&comm);
     let mpi = comm.into_mpi();
     match ran {
-        Ok(output) => {
+        Ok(run) => {
             if rank == 0 {
-                report.output = Some(output);
+                report.output = Some(run.output);
+                // An NPB task's; a collective gathers none.
+                report.hostnames = Some(run.hostnames).filter(|h| !h.is_empty());
                 job::write(&job.dir.join(job::REPORT), &report)?;
             }
             mpi.finalize()?;

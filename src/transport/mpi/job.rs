@@ -106,6 +106,9 @@ pub struct Report {
     pub thread_level: String,
     /// MPI_Get_processor_name of each rank.
     pub processors: Vec<String>,
+    /// An NPB group job's host name of every rank, in rank order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostnames: Option<Vec<String>>,
 }
 
 impl Report {

@@ -222,7 +222,10 @@ pub(super) fn command(
     np: usize,
     job_path: &Path,
 ) -> Result<(Vec<String>, Vec<String>)> {
-    let exe = worker_exe()?;
+    let exe = match plan.cluster.as_ref().and_then(|c| c.remote_wulf.clone()) {
+        Some(path) => PathBuf::from(path),
+        None => worker_exe()?,
+    };
     let mut launcher_args = Vec::new();
     if let Some(cluster) = &plan.cluster {
         let dir = job_path.parent().unwrap_or(Path::new("."));

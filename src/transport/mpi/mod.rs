@@ -339,7 +339,8 @@ impl MpiTransport {
             variant: tcp.then_some(TCP_VARIANT),
             variant_args,
             options: config(),
-            cluster: super::cluster::get(),
+            // Simulated hosts (`--launch local`) are all this machine.
+            cluster: super::cluster::get().filter(|c| !c.is_local()),
         };
         f(&plan)
     }

@@ -130,6 +130,7 @@ fn rank0(mpi: Mpi, job: &Job, names: Vec<String>, same_host: bool) -> Result<()>
         standard_version: mpi.version(),
         thread_level: mpi.thread_level().name().into(),
         processors: names,
+        hostnames: None,
     };
     std::fs::write(job.dir.join(job::READY), b"ready\n")?;
     let mut progress = std::fs::File::create(job.dir.join(job::PROGRESS))?;
@@ -232,6 +233,7 @@ pub(super) fn report_failure(dir: &Path, mpi: &Mpi, processors: Vec<String>, msg
         standard_version: mpi.version(),
         thread_level: mpi.thread_level().name().into(),
         processors,
+        hostnames: None,
     };
     let _ = job::write(&dir.join(job::REPORT), &report);
 }
@@ -266,6 +268,7 @@ pub(super) fn watchdog(rank: usize, timeout: Duration, dir: PathBuf) {
                         standard_version: String::new(),
                         thread_level: String::new(),
                         processors: Vec::new(),
+                        hostnames: None,
                     };
                     let _ = job::write(&dir.join(job::REPORT), &report);
                 }

@@ -1,0 +1,200 @@
+//! NAS kernels and `wulf run` across nodes (`--hosts`, `--launch`):
+//! ranks placed over a node list and the placement recorded, with
+//! simulated nodes on this machine (no root needed) and across the nodes
+//! of a real link lab (wulf's own tcp ranks through the lab's remote
+//! shell, Open MPI's launcher through the same); `wulf run` end to end on
+//! a small lab; the faults: too few slots, an unknown node, a node whose
+//! remote shell fails.
+//!
+//! No test asserts a speed.
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use common::{file, have, json, labs_possible, run, stderr, tempdir};
+use wulf::result::{read_npb_result, NpbResult};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Lab tests one at a time: each builds namespaces on the same machine.
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `wulf npb KERNEL ARGS --json FILE`, which must succeed.
+fn npb(kernel: &str, args: &[&str], out: &Path) -> NpbResult {
+    let mut all = vec!["npb", kernel];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--repetitions", "1", "--json", out.to_str().unwrap()]);
+    let o = run(&all);
+    assert!(o.status.success(), "wulf {all:?}: {}", stderr(&o));
+    read_npb_result(out).unwrap()
+}
+
+/// Every run verified, its ranks on `nodes` in rank order, and (in a
+/// lab) each rank's process on the node it was placed on.
+fn check_placed(r: &NpbResult, via: &str, nodes: &[&str], hostnames_are_nodes: bool) {
+    let run = r
+        .runs
+        .iter()
+        .find(|x| x.via == via && x.nprocs == nodes.len())
+        .unwrap_or_else(|| panic!("no {via} np={}", nodes.len()));
+    assert!(run.error.is_none(), "{via}: {:?}", run.error);
+    assert!(run.outcomes.iter().all(|o| o.verified));
+    let p = run.placement.as_ref().expect("placement recorded");
+    let placed: Vec<&str> = p.iter().map(|x| x.node.as_str()).collect();
+    assert_eq!(placed, nodes, "{via}");
+    for (rank, x) in p.iter().enumerate() {
+        assert_eq!(x.rank, rank);
+        assert!(!x.hostname.is_empty(), "{via}: rank {rank} said no host name");
+        if hostnames_are_nodes {
+            assert_eq!(x.hostname, x.node, "{via}: rank {rank} ran elsewhere");
+        }
+    }
+}
+
+#[test]
+fn simulated_nodes_take_ranks_by_slot_and_the_placement_is_recorded() {
+    let dir = tempdir();
+    let out = file(&dir, "mg.json");
+    let r = npb(
+        "mg",
+        &[
+            "--hosts", "sim1,sim2", "--ppn", "2", "--launch", "local", "--np", "2,4", "--via", "tcp",
+        ],
+        &out,
+    );
+    let nodes = r.nodes.as_ref().expect("nodes recorded");
+    assert_eq!(nodes.launch, "local");
+    assert_eq!(nodes.hosts.len(), 2);
+    assert_eq!(nodes.hosts[1].slots, 2);
+    check_placed(&r, "tcp", &["sim1", "sim1"], false);
+    check_placed(&r, "tcp", &["sim1", "sim1", "sim2", "sim2"], false);
+    // The file says it, as documented, and rejects what it does not know.
+    let mut v = json(&out);
+    assert_eq!(v["runs"][1]["placement"][2]["node"], "sim2");
+    v["runs"][1]["placement"][0]["surprise"] = serde_json::json!(1);
+    let bad = file(&dir, "bad.json");
+    std::fs::write(&bad, serde_json::to_string(&v).unwrap()).unwrap();
+    let e = format!("{:#}", read_npb_result(&bad).unwrap_err());
+    assert!(e.contains("surprise"), "{e}");
+    let mut v = json(&out);
+    v["nodes"]["surprise"] = serde_json::json!(1);
+    std::fs::write(&bad, serde_json::to_string(&v).unwrap()).unwrap();
+    assert!(read_npb_result(&bad).is_err());
+}
+
+#[test]
+fn bad_node_lists_fail_clearly_and_at_once() {
+    // More ranks than slots: a usage error before anything starts.
+    let o = run(&["npb", "mg", "--hosts", "a,b", "--launch", "local", "--np", "4", "--via", "tcp"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("4 processes need 4 process slots"), "{}", stderr(&o));
+    // A node its remote shell cannot reach: named, exit 3, no hang.
+    let t = std::time::Instant::now();
+    let o = run(&[
+        "npb", "mg", "--hosts", "127.0.0.1,127.0.0.2", "--launch", "ssh", "--rsh", "false", "--np",
+        "2", "--via", "tcp", "--timeout", "5s", "--repetitions", "1",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("on 127.0.0."), "{}", stderr(&o));
+    assert!(t.elapsed() < std::time::Duration::from_secs(20));
+    // MPI launchers start MPI ranks; wulf's own go by ssh, slurm, lab.
+    let o = run(&[
+        "npb", "mg", "--hosts", "a,b", "--launch", "mpi:openmpi", "--via", "tcp", "--np", "2",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("starts mpi:openmpi's ranks only"), "{}", stderr(&o));
+}
+
+#[test]
+fn npb_ranks_cross_two_lab_nodes_by_wulf_and_by_open_mpi() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let lab = format!("n{}", std::process::id() % 100_000);
+    let _guard = common::lab_up(&lab, 2);
+    let launch = format!("lab:{lab}");
+    let dir = tempdir();
+    let mut via = "tcp".to_string();
+    if have("openmpi") {
+        via.push_str(",mpi:openmpi");
+    }
+    let r = npb(
+        "mg",
+        &["--launch", &launch, "--hosts", "node1,node2", "--np", "2", "--via", &via],
+        &file(&dir, "mg.json"),
+    );
+    assert_eq!(r.nodes.as_ref().unwrap().launch, launch);
+    check_placed(&r, "tcp", &["node1", "node2"], true);
+    if have("openmpi") {
+        check_placed(&r, "mpi:openmpi", &["node1", "node2"], true);
+        let mpi = r.runs.iter().find(|x| x.via == "mpi:openmpi").unwrap();
+        let line = mpi.mpi.as_ref().unwrap().launcher_command.join(" ");
+        assert!(line.contains("--host node1,node2"), "{line}");
+    }
+    // A second kernel, all-to-all heavy: IS.
+    let r = npb(
+        "is",
+        &["--launch", &launch, "--np", "2", "--via", "tcp"],
+        &file(&dir, "is.json"),
+    );
+    check_placed(&r, "tcp", &["node1", "node2"], true);
+    // A node the lab does not have is named.
+    let o = run(&["npb", "mg", "--launch", &launch, "--hosts", "node1,node9", "--np", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("node9 is not a node of lab"), "{}", stderr(&o));
+}
+
+#[test]
+fn run_across_a_small_lab_end_to_end() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let lab = format!("r{}", std::process::id() % 100_000);
+    let _guard = common::lab_up(&lab, 2);
+    let dir = tempdir();
+    let o = run(&[
+        "run",
+        "--launch",
+        &format!("lab:{lab}"),
+        "--quick",
+        "--budget",
+        "4s",
+        "--sizes",
+        "1:64Ki",
+        "--only",
+        "tcp",
+        "--quiet",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{text}{}", stderr(&o));
+    for needle in ["summary", "nodes (lab:", "matrix: latency median", "tcp sweep, slowest pair", "NAS MG class S tcp np=2"] {
+        assert!(text.contains(needle), "no {needle:?} in:\n{text}");
+    }
+    let runs: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert_eq!(runs.len(), 1, "one results directory");
+    let d = runs[0].path();
+    for f in ["matrix.json", "npb-mg-S.json", "report.html", "summary.txt"] {
+        assert!(d.join(f).is_file(), "no {f}");
+    }
+    let m = wulf::result::matrix::read_matrix_result(&d.join("matrix.json")).unwrap();
+    assert_eq!(m.cells.len(), 2);
+    assert!(m.nodes.iter().all(|n| n.host.is_some()), "fingerprints");
+    let sweeps: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("sweep-tcp-"))
+        .collect();
+    assert_eq!(sweeps.len(), 1, "one pair between two nodes");
+    let s = wulf::result::read_result(&sweeps[0].path()).unwrap();
+    assert!(s.placement.lab.is_some(), "the sweep ran between lab nodes");
+    let mg = read_npb_result(&d.join("npb-mg-S.json")).unwrap();
+    check_placed(&mg, "tcp", &["node1", "node2"], true);
+}

@@ -219,12 +219,14 @@ fn peer_killed_mid_sweep_leaves_an_incomplete_result() {
     .stderr(std::process::Stdio::piped())
     .spawn()
     .unwrap();
-    // Kill the server once it has echoed for a while: before the first
+    // Kill the server once it has echoed for 2 s of CPU (a busy-polling
+    // server spends a point's whole time, about 0.4 s here, on CPU, so
+    // several points exist by then): before the first
     // point the client measures its physical limits in-process, which on a
     // loaded machine can take seconds, so a fixed sleep may kill the
     // server before any point exists. The server uses CPU only to answer
     // timed blocks.
-    wait_for_cpu_ticks(server.child.id(), 30, Duration::from_secs(60));
+    wait_for_cpu_ticks(server.child.id(), 200, Duration::from_secs(60));
     server.child.kill().unwrap();
     let t = Instant::now();
     let o = client.wait_with_output().unwrap();
@@ -268,7 +270,7 @@ fn ctrl_c_saves_what_was_measured() {
         assert!(t.elapsed() < Duration::from_secs(30), "no local peer started");
         std::thread::sleep(Duration::from_millis(20));
     };
-    wait_for_cpu_ticks(peer as u32, 30, Duration::from_secs(60));
+    wait_for_cpu_ticks(peer as u32, 200, Duration::from_secs(60));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(client.id() as i32),
         nix::sys::signal::Signal::SIGINT,

@@ -48,7 +48,10 @@ fn check_placed(r: &NpbResult, via: &str, nodes: &[&str], hostnames_are_nodes: b
     assert_eq!(placed, nodes, "{via}");
     for (rank, x) in p.iter().enumerate() {
         assert_eq!(x.rank, rank);
-        assert!(!x.hostname.is_empty(), "{via}: rank {rank} said no host name");
+        assert!(
+            !x.hostname.is_empty(),
+            "{via}: rank {rank} said no host name"
+        );
         if hostnames_are_nodes {
             assert_eq!(x.hostname, x.node, "{via}: rank {rank} ran elsewhere");
         }
@@ -62,7 +65,16 @@ fn simulated_nodes_take_ranks_by_slot_and_the_placement_is_recorded() {
     let r = npb(
         "mg",
         &[
-            "--hosts", "sim1,sim2", "--ppn", "2", "--launch", "local", "--np", "2,4", "--via", "tcp",
+            "--hosts",
+            "sim1,sim2",
+            "--ppn",
+            "2",
+            "--launch",
+            "local",
+            "--np",
+            "2,4",
+            "--via",
+            "tcp",
         ],
         &out,
     );
@@ -89,24 +101,57 @@ fn simulated_nodes_take_ranks_by_slot_and_the_placement_is_recorded() {
 #[test]
 fn bad_node_lists_fail_clearly_and_at_once() {
     // More ranks than slots: a usage error before anything starts.
-    let o = run(&["npb", "mg", "--hosts", "a,b", "--launch", "local", "--np", "4", "--via", "tcp"]);
+    let o = run(&[
+        "npb", "mg", "--hosts", "a,b", "--launch", "local", "--np", "4", "--via", "tcp",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("4 processes need 4 process slots"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("4 processes need 4 process slots"),
+        "{}",
+        stderr(&o)
+    );
     // A node its remote shell cannot reach: named, exit 3, no hang.
     let t = std::time::Instant::now();
     let o = run(&[
-        "npb", "mg", "--hosts", "127.0.0.1,127.0.0.2", "--launch", "ssh", "--rsh", "false", "--np",
-        "2", "--via", "tcp", "--timeout", "5s", "--repetitions", "1",
+        "npb",
+        "mg",
+        "--hosts",
+        "127.0.0.1,127.0.0.2",
+        "--launch",
+        "ssh",
+        "--rsh",
+        "false",
+        "--np",
+        "2",
+        "--via",
+        "tcp",
+        "--timeout",
+        "5s",
+        "--repetitions",
+        "1",
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(stderr(&o).contains("on 127.0.0."), "{}", stderr(&o));
     assert!(t.elapsed() < std::time::Duration::from_secs(20));
     // MPI launchers start MPI ranks; wulf's own go by ssh, slurm, lab.
     let o = run(&[
-        "npb", "mg", "--hosts", "a,b", "--launch", "mpi:openmpi", "--via", "tcp", "--np", "2",
+        "npb",
+        "mg",
+        "--hosts",
+        "a,b",
+        "--launch",
+        "mpi:openmpi",
+        "--via",
+        "tcp",
+        "--np",
+        "2",
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("starts mpi:openmpi's ranks only"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("starts mpi:openmpi's ranks only"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -125,7 +170,16 @@ fn npb_ranks_cross_two_lab_nodes_by_wulf_and_by_open_mpi() {
     }
     let r = npb(
         "mg",
-        &["--launch", &launch, "--hosts", "node1,node2", "--np", "2", "--via", &via],
+        &[
+            "--launch",
+            &launch,
+            "--hosts",
+            "node1,node2",
+            "--np",
+            "2",
+            "--via",
+            &via,
+        ],
         &file(&dir, "mg.json"),
     );
     assert_eq!(r.nodes.as_ref().unwrap().launch, launch);
@@ -144,9 +198,22 @@ fn npb_ranks_cross_two_lab_nodes_by_wulf_and_by_open_mpi() {
     );
     check_placed(&r, "tcp", &["node1", "node2"], true);
     // A node the lab does not have is named.
-    let o = run(&["npb", "mg", "--launch", &launch, "--hosts", "node1,node9", "--np", "2"]);
+    let o = run(&[
+        "npb",
+        "mg",
+        "--launch",
+        &launch,
+        "--hosts",
+        "node1,node9",
+        "--np",
+        "2",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("node9 is not a node of lab"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("node9 is not a node of lab"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -175,7 +242,13 @@ fn run_across_a_small_lab_end_to_end() {
     ]);
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{text}{}", stderr(&o));
-    for needle in ["summary", "nodes (lab:", "matrix: latency median", "tcp sweep, slowest pair", "NAS MG class S tcp np=2"] {
+    for needle in [
+        "summary",
+        "nodes (lab:",
+        "matrix: latency median",
+        "tcp sweep, slowest pair",
+        "NAS MG class S tcp np=2",
+    ] {
         assert!(text.contains(needle), "no {needle:?} in:\n{text}");
     }
     let runs: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();

@@ -295,7 +295,10 @@ fn memcpy_curve_is_sane() {
         };
         assert_eq!(names.last(), Some(&expected_last.as_str()), "{names:?}");
         let rate = |i: usize| plateaus[i]["median_bits_per_s"].as_f64().unwrap();
-        assert!(rate(0) > rate(plateaus.len() - 1), "L1 beats the last plateau");
+        assert!(
+            rate(0) > rate(plateaus.len() - 1),
+            "L1 beats the last plateau"
+        );
         assert!(out.contains("plateau  L1"), "{out}");
     }
     let (nc, _) = sweep_ok(&["memcpy", "--nocache", "--sizes", "4Ki,1Mi"]);

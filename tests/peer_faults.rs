@@ -267,7 +267,10 @@ fn ctrl_c_saves_what_was_measured() {
         if let Some(&p) = children_of(client.id()).first() {
             break p;
         }
-        assert!(t.elapsed() < Duration::from_secs(30), "no local peer started");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no local peer started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     wait_for_cpu_ticks(peer as u32, 200, Duration::from_secs(60));
@@ -309,4 +312,3 @@ fn unwritable_result_path_is_an_error_not_a_panic() {
     assert!(stderr(&o).contains("cannot"), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"));
 }
-

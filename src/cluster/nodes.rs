@@ -121,7 +121,8 @@ pub fn spread(
         let (lab, name) = lab.context(
             "--launch lab: run in a lab node (`wulf lab exec`), or give lab:NAME for a lab made with `wulf lab up`",
         )?;
-        let nodes = nodes.unwrap_or_else(|| lab.hosts.iter().map(|h| (h.name.clone(), ppn)).collect());
+        let nodes =
+            nodes.unwrap_or_else(|| lab.hosts.iter().map(|h| (h.name.clone(), ppn)).collect());
         let mut hosts = Vec::new();
         for (name_wanted, slots) in &nodes {
             let h = lab
@@ -131,7 +132,11 @@ pub fn spread(
                 .with_context(|| {
                     format!(
                         "{name_wanted} is not a node of lab {name} (its nodes: {})",
-                        lab.hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(", ")
+                        lab.hosts
+                            .iter()
+                            .map(|h| h.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )
                 })?;
             hosts.extend(std::iter::repeat_n(h.clone(), *slots));
@@ -209,8 +214,7 @@ fn srun_script(dir: &Path) -> Result<String> {
     let path = dir.join("srun-rsh");
     let text = "#!/bin/sh\nh=\"$1\"; shift\n\
                 exec srun --nodes=1 --ntasks=1 --overlap --kill-on-bad-exit=1 --nodelist=\"$h\" sh -c \"$*\"\n";
-    std::fs::write(&path, text)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
     Ok(path.display().to_string())
 }
@@ -274,7 +278,9 @@ mod tests {
     fn launch_choices() {
         assert_eq!(reach(Some("local"), "ssh", false).unwrap(), Reach::Local);
         assert_eq!(reach(None, "ssh", true).unwrap(), Reach::Lab);
-        assert!(matches!(reach(Some("ssh"), "ssh -p 2", false).unwrap(), Reach::Ssh(p) if p.len() == 3));
+        assert!(
+            matches!(reach(Some("ssh"), "ssh -p 2", false).unwrap(), Reach::Ssh(p) if p.len() == 3)
+        );
         assert_eq!(
             reach(Some("mpi:openmpi"), "ssh", false).unwrap(),
             Reach::Mpi("mpi:openmpi".into())

@@ -91,7 +91,13 @@ struct Remote {
 }
 
 impl Remote {
-    fn start(cluster: &Cluster, host: usize, wulf: &str, args: &str, secret: &str) -> Result<Remote> {
+    fn start(
+        cluster: &Cluster,
+        host: usize,
+        wulf: &str,
+        args: &str,
+        secret: &str,
+    ) -> Result<Remote> {
         // `read` is a shell builtin: the secret never appears in `ps`.
         let script = format!(
             "read -r {SECRET_ENV} && export {SECRET_ENV} && exec {} {args}",

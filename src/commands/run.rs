@@ -45,7 +45,12 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     let Some(nodes) = super::run_cluster::node_options(args)? else {
         return Ok(());
     };
-    match super::nodes::prepare(&nodes, args.only.as_deref(), args.in_lab, args.measure.timeout)? {
+    match super::nodes::prepare(
+        &nodes,
+        args.only.as_deref(),
+        args.in_lab,
+        args.measure.timeout,
+    )? {
         super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
         super::nodes::Nodes::Here(Some(spread)) => {
             let dir = results_dir(&args.out);

@@ -58,7 +58,13 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
     ));
     // 1. The matrix.
     let matrix_path = dir.join("matrix.json");
-    let m = matrix_args(args, spread, &names, budget.mul_f64(MATRIX_SHARE), &matrix_path);
+    let m = matrix_args(
+        args,
+        spread,
+        &names,
+        budget.mul_f64(MATRIX_SHARE),
+        &matrix_path,
+    );
     let matrix = run_matrix(&m, &matrix_path, &mut failures, &mut stop, "matrix");
     // The matrix set the lab's nodes for itself: the rest spreads over ours.
     crate::transport::cluster::set(Some(spread.cluster.clone()));
@@ -104,7 +110,13 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
         let path = dir.join("multipair.json");
         let mut mp = matrix_args(args, spread, &names, budget.mul_f64(MULTIPAIR_SHARE), &path);
         mp.pattern = PatternArg::Multipair;
-        matrices.extend(run_matrix(&mp, &path, &mut failures, &mut stop, "multi-pair"));
+        matrices.extend(run_matrix(
+            &mp,
+            &path,
+            &mut failures,
+            &mut stop,
+            "multi-pair",
+        ));
         crate::transport::cluster::set(Some(spread.cluster.clone()));
     } else if names.len() < 4 {
         say("multi-pair needs 4 nodes or more: skipped");
@@ -283,7 +295,8 @@ fn run_mg(
     let via: Vec<String> = super::npb::available_transports()
         .into_iter()
         .filter(|n| {
-            crate::transport::find(n).is_some_and(|t| !t.local_only() && !t.duplicate_across_hosts())
+            crate::transport::find(n)
+                .is_some_and(|t| !t.local_only() && !t.duplicate_across_hosts())
         })
         .filter(|n| args.only.as_ref().is_none_or(|o| o.iter().any(|x| x == n)))
         .collect();
@@ -333,7 +346,12 @@ fn summary(
                     format!("{} on {}", v.value, on.join(","))
                 })
                 .collect();
-            let _ = writeln!(s, "  fingerprints differ: {}: {}", d.field, values.join("; "));
+            let _ = writeln!(
+                s,
+                "  fingerprints differ: {}: {}",
+                d.field,
+                values.join("; ")
+            );
         }
         if let (Some(l), Some(b)) = (&a.latency, &a.bandwidth) {
             let _ = writeln!(
@@ -352,7 +370,11 @@ fn summary(
         }
         for c in &a.outlier_cells {
             if !c.explained_by_node {
-                let _ = writeln!(s, "  slow link: {} -> {} ({})", nodes[c.from], nodes[c.to], c.metric);
+                let _ = writeln!(
+                    s,
+                    "  slow link: {} -> {} ({})",
+                    nodes[c.from], nodes[c.to], c.metric
+                );
             }
         }
     }
@@ -362,10 +384,15 @@ fn summary(
             s,
             "  tcp sweep, {pair}: latency {}, peak {}",
             a.latency_ns.map(format_ns).unwrap_or_else(|| "-".into()),
-            a.peak_bits_per_s.map(format_bits_per_s).unwrap_or_else(|| "-".into()),
+            a.peak_bits_per_s
+                .map(format_bits_per_s)
+                .unwrap_or_else(|| "-".into()),
         );
     }
-    for m in matrices.iter().filter(|m| m.pattern != crate::cluster::schedule::Pattern::Pairs) {
+    for m in matrices
+        .iter()
+        .filter(|m| m.pattern != crate::cluster::schedule::Pattern::Pairs)
+    {
         for st in &m.analysis.steps {
             let _ = writeln!(
                 s,

@@ -202,7 +202,10 @@ fn placement_line(p: &[crate::result::RankPlacement]) -> String {
         .collect();
     seen.dedup();
     if !seen.is_empty() {
-        line.push_str(&format!(" (the processes' host names: {})", seen.join(", ")));
+        line.push_str(&format!(
+            " (the processes' host names: {})",
+            seen.join(", ")
+        ));
     }
     line
 }

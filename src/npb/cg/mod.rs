@@ -213,7 +213,11 @@ impl<'a> Operator<'a> {
 
     /// `out = A v`, both over this rank's column block.
     fn apply(&mut self, v: &[f64], out: &mut [f64]) -> Result<()> {
-        assert_eq!(v.len(), self.grid.cols.len(), "CG: a vector of another block");
+        assert_eq!(
+            v.len(),
+            self.grid.cols.len(),
+            "CG: a vector of another block"
+        );
         for (r, w) in self.w.iter_mut().enumerate() {
             let (from, to) = (self.a.starts[r], self.a.starts[r + 1]);
             let values = &self.a.values[from..to];

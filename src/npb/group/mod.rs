@@ -277,7 +277,13 @@ impl Group {
         while done < np {
             check_interrupted()?;
             match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok((rank, Ok(ToCoordinator::Done { output: o, hostnames: h }))) => {
+                Ok((
+                    rank,
+                    Ok(ToCoordinator::Done {
+                        output: o,
+                        hostnames: h,
+                    }),
+                )) => {
                     if rank == 0 {
                         hostnames = h;
                     }
@@ -307,7 +313,10 @@ impl Group {
     fn check_alive(&mut self) -> Result<()> {
         for (rank, child) in self.children.iter_mut().enumerate() {
             if let Some(status) = child.try_wait()? {
-                bail!(peer(format!("rank {rank}{} died ({status})", on(&self.hosts, rank))));
+                bail!(peer(format!(
+                    "rank {rank}{} died ({status})",
+                    on(&self.hosts, rank)
+                )));
             }
         }
         Ok(())
@@ -318,7 +327,10 @@ impl Group {
         for (rank, child) in self.children.iter_mut().enumerate() {
             if let Some(status) = child.try_wait()? {
                 if !status.success() {
-                    bail!(peer(format!("rank {rank}{} died ({status})", on(&self.hosts, rank))));
+                    bail!(peer(format!(
+                        "rank {rank}{} died ({status})",
+                        on(&self.hosts, rank)
+                    )));
                 }
             }
         }

@@ -380,6 +380,12 @@ pub struct TuneTcpArgs {
     /// `wulf sweep --lab`, e.g. ge,mtu=9000).
     #[arg(long, value_name = "SPEC", conflicts_with = "peer")]
     pub lab: Option<String>,
+    /// Also flip TSO, GSO, GRO, checksum offload (tx, rx) and interrupt
+    /// coalescing of this end's interface on the path, one at a time, with
+    /// the whole CPU cost per byte measured; everything is restored after
+    /// (also on error and Ctrl-C). Needs root and the ethtool program.
+    #[arg(long)]
+    pub offloads: bool,
 }
 
 fn parse_precision(s: &str) -> Result<f64, String> {

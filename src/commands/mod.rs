@@ -12,6 +12,7 @@ mod loaded;
 pub mod matrix;
 mod nodes;
 pub mod npb;
+mod offloads;
 pub mod report;
 pub mod run;
 mod run_cluster;

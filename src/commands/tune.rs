@@ -13,8 +13,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 
+use super::offloads::{coalesce_answer, ethtool_version, read_state, OffloadGuard};
 use crate::cli::{MeasureArgs, TuneArgs, TuneTarget, TuneTcpArgs};
 use crate::error::WulfError;
+use crate::load::soaker::calibrate_idle;
 use crate::peer::client::resolve;
 use crate::peer::DEFAULT_PORT;
 use crate::report;
@@ -22,6 +24,7 @@ use crate::result::{write_atomically, write_result, Mode, SweepResult};
 use crate::sweep::engine::{run_sweep, SweepSpec};
 use crate::sys::{describe_interface, interface_for_peer, recorded_same_machine, Host};
 use crate::transport::tcp::mss_settable;
+use crate::tune::offload::{offload_configs, OffloadsRecord};
 use crate::tune::plan::{mss_candidates, next_budget, plan};
 use crate::tune::summary::Skipped;
 use crate::tune::TUNE_SCHEMA_VERSION;
@@ -73,14 +76,19 @@ fn measure_args(a: &TuneTcpArgs) -> MeasureArgs {
     }
 }
 
-/// The MSS values to try on the path to the peer, and why others are not.
-fn mss_values(a: &TuneTcpArgs) -> Result<(Vec<u64>, Vec<Skipped>)> {
+/// This end's interface on the path to the peer (`lo` for a local one).
+fn path_interface(a: &TuneTcpArgs) -> Result<Option<String>> {
     let ip: IpAddr = match &a.peer {
         Some(p) => resolve(p, DEFAULT_PORT, a.ipv6)?.ip(),
         None if a.ipv6 => Ipv6Addr::LOCALHOST.into(),
         None => Ipv4Addr::LOCALHOST.into(),
     };
-    let iface = interface_for_peer(ip).map(|n| describe_interface(&n));
+    Ok(interface_for_peer(ip))
+}
+
+/// The MSS values to try on the path to the peer, and why others are not.
+fn mss_values(a: &TuneTcpArgs) -> Result<(Vec<u64>, Vec<Skipped>)> {
+    let iface = path_interface(a)?.map(|n| describe_interface(&n));
     let mtu = iface.as_ref().and_then(|i| i.mtu_bytes).map(u64::from);
     let mut skipped = Vec::new();
     let mut values = Vec::new();
@@ -154,16 +162,37 @@ struct Measured {
     stop: Option<anyhow::Error>,
 }
 
-/// Run every configuration in turn, writing each result as it finishes.
+/// Run every configuration in turn, writing each result as it finishes;
+/// `guard` makes and undoes the offload configurations' changes.
 fn measure(
     a: &TuneTcpArgs,
     base: &SweepSpec,
     configs: &[TuneConfig],
     dir: &Path,
     started: Instant,
+    mut guard: Option<&mut OffloadGuard>,
 ) -> Result<Measured> {
     let mut m = Measured::default();
     for (i, config) in configs.iter().enumerate() {
+        if crate::sweep::interrupted() {
+            m.warnings
+                .push(format!("interrupted before {}", config.label));
+            m.stop = Some(WulfError::Interrupted.into());
+            break;
+        }
+        let applied = match (&config.offload, guard.as_deref_mut()) {
+            (Some(change), Some(g)) => match g.apply(change) {
+                Ok(state) => Some(state),
+                Err(answer) => {
+                    m.skipped.push(Skipped {
+                        label: config.label.clone(),
+                        reason: format!("not changeable: {answer}"),
+                    });
+                    continue;
+                }
+            },
+            _ => None,
+        };
         let mut spec = base.clone();
         spec.budget = next_budget(
             a.budget,
@@ -178,6 +207,12 @@ fn measure(
             pb.inc(1);
         });
         pb.finish_and_clear();
+        if applied.is_some() {
+            if let Some(Err(e)) = guard.as_deref_mut().map(OffloadGuard::restore) {
+                m.warnings
+                    .push(format!("after {}: could not restore: {e}", config.label));
+            }
+        }
         let o = match outcome {
             // Nothing measured: without the baseline nothing can be
             // compared, so a failure there (peer unreachable...) ends it.
@@ -195,8 +230,9 @@ fn measure(
         let file = config.file_name();
         write_result(&dir.join(&file), &o.result)?;
         let error = o.error.as_ref().map(|e| format!("{e:#}"));
-        m.runs
-            .push(ConfigRun::from_result(config, &file, &o.result, error));
+        let mut run = ConfigRun::from_result(config, &file, &o.result, error);
+        run.summary.applied = applied;
+        m.runs.push(run);
         m.results.push(o.result);
         if let Some(e) = o.error {
             let interrupted = e
@@ -227,10 +263,18 @@ fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
         a.peer.clone(),
     )?;
     let (mss, mss_skipped) = mss_values(a)?;
-    let configs = plan(&mss);
+    let mut offloads = if a.offloads {
+        Some(Offloads::prepare(a)?)
+    } else {
+        None
+    };
+    let offload_configs = offloads.as_ref().map(|o| o.configs.clone());
+    let configs = plan(&mss, offload_configs.as_deref().unwrap_or_default());
     let dir = session_dir(&a.out);
-    let mut m = measure(a, &base, &configs, &dir, started)?;
+    let guard = offloads.as_mut().map(|o| &mut o.guard);
+    let mut m = measure(a, &base, &configs, &dir, started, guard)?;
     m.skipped.splice(0..0, mss_skipped);
+    let offloads_record = offloads.map(|o| o.finish(&mut m));
     let hosts = host_sysctls(&m.results);
     let analysis = analyse(&m.runs, &hosts);
     let configurations = m.runs.iter().map(|r| r.summary.clone()).collect();
@@ -253,6 +297,7 @@ fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
         rfc1323: analysis.rfc1323,
         recommendations: analysis.recommendations,
         warnings: m.warnings.into_iter().chain(analysis.warnings).collect(),
+        offloads: offloads_record,
     };
     let mut json = serde_json::to_vec_pretty(&summary)?;
     json.push(b'\n');
@@ -279,6 +324,66 @@ fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
         anyhow::bail!("some configurations failed: {}", m.failed.join(", "));
     }
     Ok(())
+}
+
+/// The `--offloads` part of a session: the interface's guard, the
+/// configurations planned for it and what cannot be tried.
+struct Offloads {
+    interface: String,
+    tool: String,
+    guard: OffloadGuard,
+    configs: Vec<TuneConfig>,
+    skipped: Vec<Skipped>,
+    calibration_warning: Option<String>,
+}
+
+impl Offloads {
+    /// Check for ethtool, calibrate the soakers (the whole CPU cost is
+    /// what offloads move between the NIC, softirqs and our threads, which
+    /// getrusage mostly misses), remember the interface's state and plan.
+    fn prepare(a: &TuneTcpArgs) -> Result<Offloads> {
+        let tool = ethtool_version()?;
+        let interface = path_interface(a)?
+            .ok_or_else(|| anyhow::anyhow!("--offloads: no interface on the route to the peer"))?;
+        let cal = calibrate_idle()
+            .map_err(|e| anyhow::anyhow!("cannot start the soaker threads: {e}"))?;
+        crate::load::whole::activate(&cal);
+        let guard = OffloadGuard::take(&interface);
+        let answer = coalesce_answer(&interface, guard.before());
+        let (configs, skipped) = offload_configs(&interface, guard.before(), answer.as_deref());
+        Ok(Offloads {
+            interface,
+            tool,
+            guard,
+            configs,
+            skipped,
+            calibration_warning: cal.warning(),
+        })
+    }
+
+    /// Restore the interface and record it; the settings that could not
+    /// be tried join `m.skipped`.
+    fn finish(mut self, m: &mut Measured) -> OffloadsRecord {
+        m.skipped.extend(self.skipped.drain(..));
+        m.warnings.extend(self.calibration_warning.take());
+        let outcome = self.guard.restore();
+        let after = match &outcome {
+            Ok(s) => s.clone(),
+            Err(_) => read_state(&self.interface),
+        };
+        if let Err(e) = &outcome {
+            m.warnings
+                .push(format!("{} was not restored: {e}", self.interface));
+        }
+        OffloadsRecord {
+            interface: self.interface.clone(),
+            tool: self.tool.clone(),
+            before: self.guard.before().clone(),
+            restored: after == *self.guard.before(),
+            after,
+            restore_error: outcome.err(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -374,6 +374,9 @@ pub(crate) mod tests {
                 peak_bytes: None,
                 points: points.len() as u64,
                 noisy_points: 0,
+                whole_ns_per_byte: None,
+                getrusage_ns_per_byte: None,
+                applied: None,
             },
             points,
         }
@@ -430,7 +433,7 @@ pub(crate) mod tests {
 
     #[test]
     fn best_by_band_names_the_winner_and_its_significance() {
-        let configs = plan(&[]);
+        let configs = plan(&[], &[]);
         let sizes = [64u64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20];
         // The baseline runs at 10 Gbit/s everywhere; 256 KiB buffers reach
         // 12 Gbit/s from 64 KiB on; 64 KiB buffers drop to 5 Gbit/s there.
@@ -469,7 +472,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_winner_beyond_the_noise_beats_a_larger_change_within_it() {
-        let configs = plan(&[]);
+        let configs = plan(&[], &[]);
         let sizes = [1u64 << 20, 2 << 20, 4 << 20];
         let runs = vec![
             run(&configs[0], &sizes, 1.0, |_| 10e9),

@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn merged_baseline_spans_both_runs() {
-        let configs = plan(&[]);
+        let configs = plan(&[], &[]);
         let first = &configs[0];
         let last = configs.last().unwrap();
         assert_eq!(last.factor, Factor::Baseline);

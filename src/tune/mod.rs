@@ -24,6 +24,7 @@
 
 pub mod bands;
 pub mod baseline;
+pub mod offload;
 pub mod plan;
 pub mod recommend;
 pub mod summary;

@@ -45,6 +45,9 @@ pub enum Factor {
     Nagle,
     /// A requested maximum segment size (TCP_MAXSEG).
     Mss,
+    /// An offload or interrupt-coalescing setting of the interface
+    /// (`--offloads`, see `tune::offload`).
+    Offload,
 }
 
 /// One configuration of the data channel.
@@ -62,6 +65,9 @@ pub struct TuneConfig {
     pub nodelay: bool,
     /// TCP_MAXSEG requested on both ends, bytes; null: from the path MTU.
     pub mss_bytes: Option<u64>,
+    /// The interface setting changed (`--offloads`); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload: Option<super::offload::OffloadChange>,
 }
 
 impl TuneConfig {
@@ -73,6 +79,7 @@ impl TuneConfig {
             buffer_bytes: None,
             nodelay: true,
             mss_bytes: None,
+            offload: None,
         }
     }
 
@@ -128,8 +135,9 @@ pub fn mss_candidates(path_mtu_bytes: Option<u64>, ipv6: bool) -> Vec<u64> {
 
 /// Every configuration: the baseline first (the others are compared with
 /// it, so it must be measured even when the budget runs short), one factor
-/// changed at a time, and the baseline again last.
-pub fn plan(mss_values_bytes: &[u64]) -> Vec<TuneConfig> {
+/// changed at a time (`offloads` last but one, see `tune::offload`), and
+/// the baseline again last.
+pub fn plan(mss_values_bytes: &[u64], offloads: &[TuneConfig]) -> Vec<TuneConfig> {
     let mut out = vec![TuneConfig::baseline()];
     for &b in &BUFFER_SIZES_BYTES {
         out.push(TuneConfig {
@@ -153,6 +161,7 @@ pub fn plan(mss_values_bytes: &[u64]) -> Vec<TuneConfig> {
             ..TuneConfig::baseline()
         });
     }
+    out.extend_from_slice(offloads);
     out.push(TuneConfig::baseline_repeat());
     out
 }
@@ -179,7 +188,7 @@ mod tests {
 
     #[test]
     fn plan_is_baseline_first_and_one_factor_at_a_time() {
-        let p = plan(&[1460]);
+        let p = plan(&[1460], &[]);
         assert_eq!(p.len(), 1 + 6 + 1 + 1 + 1);
         assert_eq!(p[0], TuneConfig::baseline());
         assert_eq!(p[p.len() - 1], TuneConfig::baseline_repeat());
@@ -231,7 +240,7 @@ mod tests {
             wait: Default::default(),
             busy_poll: false,
         };
-        let c = &plan(&[])[3];
+        let c = &plan(&[], &[])[3];
         let o = c.apply(&base);
         assert_eq!(o.sndbuf_bytes, Some(256 << 10));
         assert_eq!(o.rcvbuf_bytes, Some(256 << 10));

@@ -40,7 +40,7 @@ fn bdp_arithmetic_by_hand() {
 
 #[test]
 fn bdp_uses_the_highest_peak_and_the_least_small_message_round_trip() {
-    let configs = plan(&[]);
+    let configs = plan(&[], &[]);
     // Hockney model: one-way time = latency + bits / peak.
     let model =
         |lat_s: f64, peak: f64| move |b: u64| b as f64 * 8.0 / (lat_s + b as f64 * 8.0 / peak);
@@ -78,7 +78,7 @@ fn bdp_uses_the_highest_peak_and_the_least_small_message_round_trip() {
 
 #[test]
 fn clamped_request_gives_sysctl_advice_on_the_clamping_host() {
-    let configs = plan(&[]);
+    let configs = plan(&[], &[]);
     let mut big = run(&configs[6], &SIZES, 1.0, |_| 10e9);
     // The peer (host b) granted only 2 x its rmem_max of 212992.
     big.summary.server = EndSettings {
@@ -102,7 +102,7 @@ fn clamped_request_gives_sysctl_advice_on_the_clamping_host() {
 
 #[test]
 fn bdp_beyond_the_buffers_gives_sysctl_advice() {
-    let configs = plan(&[]);
+    let configs = plan(&[], &[]);
     let runs = vec![run(&configs[0], &SIZES, 1.0, |_| 10e9)];
     // 10 Gbit/s x 10 ms (a long path) = 12.5 MB: 2 x BDP -> 32 MiB.
     let bdp = BandwidthDelay {
@@ -136,7 +136,7 @@ fn bdp_beyond_the_buffers_gives_sysctl_advice() {
 
 #[test]
 fn nagle_slower_beyond_noise_means_disable_it() {
-    let configs = plan(&[]);
+    let configs = plan(&[], &[]);
     let nagle = configs.iter().find(|c| !c.nodelay).unwrap();
     let runs = vec![
         run(&configs[0], &SIZES, 1.0, |_| 10e9),
@@ -165,7 +165,7 @@ fn nagle_slower_beyond_noise_means_disable_it() {
 
 #[test]
 fn buffers_recommended_only_beyond_noise() {
-    let configs = plan(&[]);
+    let configs = plan(&[], &[]);
     let runs = vec![
         run(&configs[0], &SIZES, 1.0, |_| 10e9),
         run(&configs[1], &SIZES, 1.0, |b| {

@@ -9,13 +9,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::bands::{BandBest, Comparison, PointStat};
+use super::offload::{OffloadState, OffloadsRecord};
 use super::plan::TuneConfig;
 use super::recommend::{BandwidthDelay, Recommendation, Rfc1323State};
 use crate::result::{Mode, SweepResult};
 
 /// Version of the `tune.json` schema. Bumped on any change a reader must
 /// know about.
-pub const TUNE_SCHEMA_VERSION: u32 = 1;
+///
+/// 2: `--offloads` (the `offload` factor and configuration field,
+/// `offloads`, `applied`) and the whole CPU cost per byte of every
+/// configuration; version 1 files read unchanged.
+pub const TUNE_SCHEMA_VERSION: u32 = 2;
 
 /// The whole of `tune.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,6 +65,10 @@ pub struct TuneSummary {
     /// Non-fatal observations (noisy points, failed configurations...).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// `--offloads`: the interface changed, its state before and after,
+    /// and whether it was restored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offloads: Option<OffloadsRecord>,
 }
 
 /// A configuration that was not measured.
@@ -100,6 +109,18 @@ pub struct ConfigSummary {
     pub points: u64,
     /// Points marked noisy.
     pub noisy_points: u64,
+    /// Whole CPU cost per byte at the peak size (cyclesoak's method, all
+    /// CPUs), ns; with `--offloads`, which measures it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_ns_per_byte: Option<f64>,
+    /// getrusage's CPU per byte at the peak size (both ends' measuring
+    /// threads), ns, beside the whole cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub getrusage_ns_per_byte: Option<f64>,
+    /// Offload configurations: the interface's state read back while it
+    /// was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied: Option<OffloadState>,
 }
 
 /// Socket settings requested and granted on one end, from the result's
@@ -161,6 +182,11 @@ impl ConfigRun {
             Some(Value::Object(m)) => m.clone(),
             _ => Map::new(),
         };
+        let at_peak = r
+            .points
+            .iter()
+            .find(|p| Some(p.bytes) == r.summary.peak_bytes);
+        let whole = at_peak.and_then(|p| p.cpu_whole.as_ref());
         ConfigRun {
             summary: ConfigSummary {
                 config: config.clone(),
@@ -174,6 +200,9 @@ impl ConfigRun {
                 peak_bytes: r.summary.peak_bytes,
                 points: r.points.len() as u64,
                 noisy_points: r.summary.noisy_points,
+                whole_ns_per_byte: whole.and_then(|w| w.ns_per_byte),
+                getrusage_ns_per_byte: whole.and_then(|w| w.getrusage_ns_per_byte),
+                applied: None,
             },
             points: r.points.iter().map(PointStat::of).collect(),
         }

@@ -248,6 +248,58 @@ fn recommendations(s: &TuneSummary, out: &mut String) {
     }
 }
 
+/// A CPU cost per byte, ns, with enough digits for small figures.
+fn ns_per_byte(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.3} ns/B"))
+}
+
+fn offloads(s: &TuneSummary, out: &mut String) {
+    let Some(o) = &s.offloads else { return };
+    let _ = writeln!(
+        out,
+        "\noffloads of {} (changed with {}, one at a time from the state at start)",
+        o.interface, o.tool
+    );
+    let _ = writeln!(
+        out,
+        "{:<22} {:>10} {:>13} {:>14} {:>14}",
+        "configuration", "latency", "peak", "whole CPU", "getrusage"
+    );
+    let shown = s
+        .configurations
+        .iter()
+        .filter(|c| c.config.offload.is_some() || c.config.factor == super::plan::Factor::Baseline);
+    for c in shown {
+        let _ = writeln!(
+            out,
+            "{:<22} {:>10} {:>13} {:>14} {:>14}",
+            c.config.label,
+            or_dash(c.latency_ns.map(format_ns)),
+            or_dash(c.peak_bits_per_s.map(format_bits_per_s)),
+            ns_per_byte(c.whole_ns_per_byte),
+            ns_per_byte(c.getrusage_ns_per_byte),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "(CPU per byte at the peak size: whole = every CPU's lost idle time, cyclesoak's method; \
+         getrusage = both ends' threads)"
+    );
+    match (&o.restore_error, o.restored) {
+        (None, true) => {
+            let _ = writeln!(out, "{} restored to its settings at start", o.interface);
+        }
+        (e, _) => {
+            let _ = writeln!(
+                out,
+                "warning: {} NOT restored to its settings at start{}",
+                o.interface,
+                e.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
+            );
+        }
+    }
+}
+
 /// The whole report `wulf tune tcp` prints.
 pub fn render(s: &TuneSummary) -> String {
     let mut out = String::new();
@@ -263,6 +315,7 @@ pub fn render(s: &TuneSummary) -> String {
     );
     configurations(s, &mut out);
     bands(s, &mut out);
+    offloads(s, &mut out);
     bdp(s, &mut out);
     recommendations(s, &mut out);
     for w in &s.warnings {

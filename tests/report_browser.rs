@@ -225,6 +225,13 @@ fn report_renders_in_a_real_browser() {
             ],
         ),
         (
+            "cpu-throughput",
+            [
+                "message size [bytes, log scale]",
+                "throughput per CPU time [Gbit per CPU-second, log scale]",
+            ],
+        ),
+        (
             "efficiency",
             [
                 "message size [bytes, log scale]",

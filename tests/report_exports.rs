@@ -169,8 +169,12 @@ fn html_snapshot_and_structure() {
     }
     assert_eq!(
         svgs.len(),
-        6,
-        "throughput (linear and log), signature, saturation, latency, CPU"
+        7,
+        "throughput (linear and log), signature, saturation, latency, CPU, throughput per CPU"
+    );
+    assert!(
+        html.contains("<figure id=cpu-throughput"),
+        "no throughput per CPU chart"
     );
     for id in ["summary", "charts", "anomalies", "machines"] {
         assert!(html.contains(&format!("<section id={id}>")), "{id}");
@@ -217,10 +221,10 @@ fn mixed_html_snapshot_and_structure() {
     let (stripped, svgs) = strip_charts(&html);
     assert_eq!(
         svgs.len(),
-        8,
-        "six sweep charts (throughput twice) and two NPB charts"
+        9,
+        "seven sweep charts (throughput twice) and two NPB charts"
     );
-    assert_npb_charts(&svgs[6..]);
+    assert_npb_charts(&svgs[7..]);
     let at = |id: &str| {
         html.find(&format!("<section id={id}"))
             .unwrap_or_else(|| panic!("no section {id}"))
@@ -230,6 +234,40 @@ fn mixed_html_snapshot_and_structure() {
     assert!(html.contains("2 sweep results and 1 NPB result measured on vm"));
     assert_eq!(html.matches("<details open><summary>").count(), 3);
     snapshot("fixtures-npb.report.html", &stripped);
+}
+
+/// Throughput per CPU time (seed 001, Fig. 2): getrusage's measure for
+/// every result, the whole machine's for results measured with
+/// `--cost whole`, and no chart when no result has a CPU figure.
+#[test]
+fn throughput_per_cpu_chart_draws_both_measures() {
+    // The chart's SVG in the report, if there is one.
+    fn chart(results: &[SweepResult]) -> Option<String> {
+        let html = report::html::to_html(results).unwrap();
+        let at = html.find("<figure id=cpu-throughput")?;
+        let end = html[at..].find("</svg>").unwrap() + at;
+        Some(html[at..end].to_string())
+    }
+    let mut results = fixtures();
+    for p in &mut results[0].points {
+        let getrusage = p.cpu_client.ns_per_byte + p.cpu_server.ns_per_byte;
+        let mut w = wulf::load::whole::WholeCpu::from_lost(Default::default(), 2);
+        w.ns_per_byte = Some(3.0 * getrusage);
+        p.cpu_whole = Some(w);
+    }
+    let svg = chart(&results).expect("a throughput per CPU chart");
+    assert!(svg.contains("Gbit per CPU-second"), "y axis");
+    assert_eq!(svg.matches(": getrusage").count(), 2, "both results");
+    assert_eq!(svg.matches(": whole machine").count(), 1, "only the first");
+    // Without any CPU figure there is nothing to draw.
+    for r in &mut results {
+        for p in &mut r.points {
+            p.cpu_client.ns_per_byte = 0.0;
+            p.cpu_server.ns_per_byte = 0.0;
+            p.cpu_whole = None;
+        }
+    }
+    assert!(chart(&results).is_none());
 }
 
 /// A failed run is drawn as a cross, and the tables and run list say so.
@@ -318,7 +356,7 @@ fn report_command_takes_npb_results() {
     let o = run(&["report", npb, tcp, "-o", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(&out).unwrap();
-    assert!(html.contains("<section id=npb1") && html.matches("<svg").count() == 8);
+    assert!(html.contains("<section id=npb1") && html.matches("<svg").count() == 9);
     // Markdown: the sweeps' summary table, then the NPB tables.
     let o = run(&["report", tcp, npb, "--format", "markdown"]);
     assert!(o.status.success(), "{}", stderr(&o));

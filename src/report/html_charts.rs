@@ -90,6 +90,17 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
     for (id, name, svg, caption) in &figures {
         figure(h, id, name, svg, caption);
     }
+    if let Some(svg) = super::cpu_throughput_chart::throughput_per_cpu(series)? {
+        figure(
+            h,
+            "cpu-throughput",
+            "Throughput per CPU time",
+            &svg,
+            "Data moved per second of CPU time (seed 001, Fig. 2), the reciprocal of the CPU cost: \
+             solid, getrusage of both ends' measuring threads; dotted, the whole machine \
+             (--cost whole: cyclesoak's soakers, softirqs and kernel threads included).",
+        );
+    }
     limit_figures(h, series, memcpy)?;
     match charts::efficiency(series)? {
         Some(svg) => {

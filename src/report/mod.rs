@@ -21,6 +21,7 @@ pub mod collective_table;
 pub mod compare;
 pub mod compare_html;
 pub mod conditions;
+pub mod cpu_throughput_chart;
 pub mod csv;
 pub mod dat;
 pub mod html;

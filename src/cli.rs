@@ -246,6 +246,10 @@ pub struct SweepArgs {
     /// Conditions: --cost whole, --load, --loaded-vs-unloaded.
     #[command(flatten)]
     pub conditions: LoadArgs,
+    /// Run the --load on the peer too (started by its `wulf serve` for the
+    /// whole test, recorded in the result as conditions.peer_loads).
+    #[arg(long, requires = "load")]
+    pub load_peer: bool,
 }
 
 /// `wulf worker` (internal).

@@ -285,3 +285,133 @@ fn old_results_still_read_and_unknown_condition_fields_are_refused() {
     let e = wulf::result::parse_result(&v.to_string(), "v2").unwrap_err();
     assert!(format!("{e:#}").contains("surprise"), "{e:#}");
 }
+
+/// The load threads (named wulf-load-*) of process `pid`.
+fn load_threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+                .filter(|n| n.starts_with("wulf-load"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Wait (at most `limit`) until `cond` holds; false if it never did.
+fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+#[test]
+fn load_peer_runs_the_load_on_wulf_serve_records_it_and_stops_it() {
+    let _g = serial();
+    let mut server = Server::start(&[]);
+    let spid = server.child.id();
+    assert_eq!(load_threads_of(spid), 0);
+    let dir = tempdir();
+    let out = file(&dir, "r.json");
+    let addr = server.addr();
+    let mut args = vec![
+        "sweep",
+        "tcp",
+        "--peer",
+        &addr,
+        "--sizes",
+        "1Ki,64Ki",
+        "--load",
+        "cpu:1,memory:1,network:100M",
+        "--load-peer",
+        "--json",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(QUICK);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("peer load: cpu"));
+    let r = wulf::result::read_result(&out).expect("typed reader accepts it");
+    assert_eq!(r.schema_version, wulf::result::SCHEMA_VERSION);
+    let c = r.conditions.expect("conditions");
+    for loads in [&c.loads, &c.peer_loads] {
+        let kinds: Vec<&str> = loads.iter().map(|l| l.kind.as_str()).collect();
+        assert_eq!(kinds, ["cpu", "memory", "network"]);
+        assert!(loads.iter().all(|l| l.ran_s > 0.0));
+        assert!(loads
+            .iter()
+            .all(|l| l.iterations_per_s.or(l.bytes_per_s).unwrap_or(0.0) > 0.0));
+    }
+    // The server's load threads stopped with the test; it serves on.
+    assert!(
+        within(Duration::from_secs(10), || load_threads_of(spid) == 0),
+        "load threads outlived the test on the server"
+    );
+    assert!(server.alive());
+
+    // Without --load-peer the server runs nothing and nothing is recorded.
+    let out2 = file(&dir, "r2.json");
+    let mut args = vec!["sweep", "tcp", "--peer", &addr, "--sizes", "1Ki"];
+    args.extend_from_slice(&["--load", "cpu:1", "--json", out2.to_str().unwrap()]);
+    args.extend_from_slice(QUICK);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = wulf::result::read_result(&out2).unwrap();
+    assert!(r.conditions.unwrap().peer_loads.is_empty());
+}
+
+#[test]
+fn a_peer_load_stops_when_the_client_is_interrupted() {
+    let _g = serial();
+    let mut server = Server::start(&[]);
+    let spid = server.child.id();
+    let dir = tempdir();
+    let out = file(&dir, "r.json");
+    let addr = server.addr();
+    let mut child = wulf(&[
+        "sweep",
+        "tcp",
+        "--peer",
+        &addr,
+        "--budget",
+        "60s",
+        "--quiet",
+        "--load",
+        "cpu:1,memory:1,network",
+        "--load-peer",
+        "--json",
+        out.to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    // cpu 1 + memory 1 + network 2 threads on the server.
+    assert!(
+        within(Duration::from_secs(20), || load_threads_of(spid) >= 4),
+        "the peer's load never started"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    assert!(
+        within(Duration::from_secs(30), || child
+            .try_wait()
+            .unwrap()
+            .is_some()),
+        "wulf did not stop after SIGINT"
+    );
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(
+        within(Duration::from_secs(20), || load_threads_of(spid) == 0),
+        "the peer's load outlived the interrupted client"
+    );
+    assert!(server.alive(), "the server must serve on");
+}

@@ -18,6 +18,8 @@ pub struct Prepared {
     pub loads: Vec<LoadSpec>,
     /// `--loaded-vs-unloaded`.
     pub both: bool,
+    /// `--load-peer`: the loads run on the remote peer too.
+    pub load_peer: bool,
 }
 
 impl Prepared {
@@ -41,6 +43,7 @@ impl Prepared {
             calibration,
             loads: a.load.as_ref().map(|l| l.0.clone()).unwrap_or_default(),
             both: a.loaded_vs_unloaded,
+            load_peer: false,
         })
     }
 
@@ -60,6 +63,7 @@ impl Prepared {
         let c = Conditions {
             role: role.map(str::to_string),
             loads,
+            peer_loads: Vec::new(),
             soaker: self.calibration.clone(),
             whole_cost_scope: self
                 .calibration

@@ -29,6 +29,7 @@ pub fn measure_sweep(
         None => spec.transport.clone(),
     };
     let pb = super::progress_bar(spec.sizes.len() as u64, quiet, &label);
+    crate::load::peer::request(if prepared.load_peer { loads } else { &[] });
     let (outcome, records) = under_load(loads, || {
         run_sweep(spec, &mut |p| {
             pb.set_message(format_bytes(p.bytes));
@@ -38,7 +39,8 @@ pub fn measure_sweep(
     pb.finish_and_clear();
     let mut outcome = outcome?;
     if prepared.any() || role.is_some() {
-        let (c, warning) = prepared.conditions(role, records);
+        let (mut c, warning) = prepared.conditions(role, records);
+        c.peer_loads = crate::load::peer::take_records();
         outcome.result.conditions = Some(c);
         outcome.result.warnings.extend(warning);
     }

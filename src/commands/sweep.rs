@@ -53,7 +53,8 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
         args.peer.clone(),
     )?;
     // Calibrated before any peer starts (the machine must be idle).
-    let prepared = super::conditions::Prepared::from_args(&args.conditions)?;
+    let mut prepared = super::conditions::Prepared::from_args(&args.conditions)?;
+    prepared.load_peer = args.load_peer;
     if prepared.both {
         return super::loaded::sweep(args, &spec, &prepared);
     }

@@ -11,6 +11,7 @@
 mod cpu;
 mod memory;
 mod network;
+pub mod peer;
 pub mod soaker;
 pub mod whole;
 
@@ -30,6 +31,26 @@ pub enum LoadSpec {
     Memory { threads: Option<usize> },
     /// A competing TCP stream on loopback, at most `rate_bits_per_s`.
     Network { rate_bits_per_s: Option<u64> },
+}
+
+/// `specs` as `--load` text, which [`parse_loads`] reads back (how a
+/// peer is told which loads to run).
+pub fn spec_text(specs: &[LoadSpec]) -> String {
+    let item = |kind: &str, n: Option<String>| match n {
+        Some(n) => format!("{kind}:{n}"),
+        None => kind.to_string(),
+    };
+    specs
+        .iter()
+        .map(|s| match *s {
+            LoadSpec::Cpu { threads } => item("cpu", threads.map(|n| n.to_string())),
+            LoadSpec::Memory { threads } => item("memory", threads.map(|n| n.to_string())),
+            LoadSpec::Network { rate_bits_per_s } => {
+                item("network", rate_bits_per_s.map(|r| r.to_string()))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Most threads one load kind may start (a typo such as cpu:1000 is an
@@ -302,6 +323,15 @@ fn record(kind: &str, cpus: Vec<Option<usize>>) -> LoadRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spec_text_reads_back() {
+        for text in ["cpu:2,memory,network:100000000", "cpu", "memory:3,network"] {
+            let specs = parse_loads(text).unwrap();
+            assert_eq!(spec_text(&specs), text);
+            assert_eq!(parse_loads(&spec_text(&specs)).unwrap(), specs);
+        }
+    }
 
     #[test]
     fn parses_combined_loads_and_refuses_bad_ones() {

@@ -29,6 +29,8 @@ pub struct PeerSession {
     pub cpu: Option<usize>,
     /// Whether both ends proved the shared secret to each other.
     pub authenticated: bool,
+    /// Whether the peer runs a background load (`--load-peer`).
+    loads: bool,
 }
 
 /// What the peer reported for one block.
@@ -107,6 +109,11 @@ impl PeerSession {
         }
         ch.send(&ours).map_err(as_peer)?;
         let authenticated = authenticate(&mut ch, addr, secret)?;
+        // `--load-peer` (see `load::peer`): the peer runs the load too.
+        let setup = &Setup {
+            loads: crate::load::peer::requested(),
+            ..setup.clone()
+        };
         ch.send(&Request::Setup(setup.clone())).map_err(as_peer)?;
         let (description, host) = match ch.recv::<Reply>().map_err(as_peer)? {
             Reply::Listening { description, host } => (description, host),
@@ -139,6 +146,7 @@ impl PeerSession {
                 warnings,
                 cpu,
                 authenticated,
+                loads: setup.loads.is_some(),
             },
             connected,
         ))
@@ -187,8 +195,16 @@ impl PeerSession {
         }
     }
 
-    /// End the session politely.
+    /// End the session politely; a peer's background load is stopped
+    /// first and what it achieved kept for the result (`load::peer`).
     pub fn close(mut self) -> Result<()> {
+        if self.loads {
+            self.ch.send(&Request::StopLoads).map_err(as_peer)?;
+            match self.ch.recv::<Reply>().map_err(as_peer)? {
+                Reply::Loads { loads } => crate::load::peer::record(loads),
+                other => return Err(unexpected(self.addr, other)),
+            }
+        }
         self.ch
             .send(&Request::Bye)
             .context("cannot say goodbye to the peer")
@@ -282,6 +298,7 @@ mod tests {
             nocache,
             offset_bytes: 0,
             cpu: None,
+            loads: None,
         }
     }
 

@@ -24,7 +24,10 @@ use crate::transport::ChannelOptions;
 
 /// Version of the control protocol. Peers must agree on the tool version
 /// exactly; this number only lets a future wulf explain a mismatch better.
-pub const PROTOCOL_VERSION: u32 = 3;
+///
+/// 4: `Setup.loads`, `Request::StopLoads` and `Reply::Loads`
+/// (`--load-peer`), all used only when the client asks for a load.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Longest control line accepted, in bytes (the server's replies carry a
 /// whole machine fingerprint).
@@ -75,6 +78,10 @@ pub struct Setup {
     pub offset_bytes: u64,
     /// CPU to pin the server's measuring thread to.
     pub cpu: Option<usize>,
+    /// Background load the server runs for the length of the test
+    /// (`--load` text, `--load-peer`); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loads: Option<String>,
 }
 
 /// What a block does.
@@ -115,6 +122,10 @@ pub enum Request {
         /// Operations after the primer.
         repeats: u64,
     },
+    /// Stop the background load and report what it achieved (answered
+    /// with [`Reply::Loads`]); only after a set-up with loads.
+    #[serde(rename = "stop_loads")]
+    StopLoads,
     /// End of the test.
     Bye,
 }
@@ -162,6 +173,11 @@ pub enum Reply {
         sys_ns: u64,
         /// Server-side time of the timed part (streaming receiver), ns.
         elapsed_ns: u64,
+    },
+    /// The background load stopped: what each load achieved on the server.
+    Loads {
+        /// One record per load kind.
+        loads: Vec<crate::load::LoadRecord>,
     },
     /// The server is serving another client.
     Busy,

@@ -251,6 +251,7 @@ fn name(r: &Request) -> &'static str {
         Request::Auth { .. } => "an authentication",
         Request::Setup(_) => "a setup",
         Request::Block { .. } => "a block",
+        Request::StopLoads => "a request to stop the load",
         Request::Bye => "a goodbye",
     }
 }
@@ -327,6 +328,16 @@ impl Test<'_> {
             .cpu
             .filter(|_| self.policy.allow_pinning)
             .filter(|&c| pin_current_thread(c).is_ok());
+        // `--load-peer`: the client's load runs here for the whole test;
+        // the guard stops and joins it however the test ends.
+        let mut loads = match &setup.loads {
+            Some(text) => {
+                let specs = crate::load::parse_loads(text)
+                    .map_err(|e| anyhow::anyhow!("the requested load: {e}"))?;
+                Some(crate::load::Loads::start(&specs)?)
+            }
+            None => None,
+        };
         let listener = transport.listen(&setup.channel, self.local_ip)?;
         self.dog.guard(listener.abort_handle());
         ch.send(&Reply::Listening {
@@ -378,6 +389,10 @@ impl Test<'_> {
                         sys_ns: m.cpu.system.as_nanos() as u64,
                         elapsed_ns: m.elapsed_ns,
                     })?;
+                }
+                Request::StopLoads => {
+                    let records = loads.take().map(|l| l.stop()).unwrap_or_default();
+                    ch.send(&Reply::Loads { loads: records })?;
                 }
                 Request::Bye => return Ok(()),
                 other => bail!("{} in the middle of a test", name(&other)),

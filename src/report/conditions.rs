@@ -56,7 +56,8 @@ pub fn whole_table(r: &SweepResult) -> Option<String> {
 
 /// One line per load that ran.
 pub fn loads_text(c: &Conditions) -> String {
-    crate::load::Loads::describe(&c.loads)
+    let peer = crate::load::Loads::describe(&c.peer_loads).replace("load: ", "peer load: ");
+    crate::load::Loads::describe(&c.loads) + &peer
 }
 
 /// `--loaded-vs-unloaded` for a sweep: per size, both medians and the

@@ -18,6 +18,10 @@ pub struct Conditions {
     /// achieved; empty when unloaded.
     #[serde(default)]
     pub loads: Vec<LoadRecord>,
+    /// `--load-peer` (sweep schema version 3): the same loads on the
+    /// remote peer, as its `wulf serve` ran them; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peer_loads: Vec<LoadRecord>,
     /// The soakers' idle calibration, when `--cost whole` was on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soaker: Option<Calibration>,

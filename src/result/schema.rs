@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 /// Optional fields with defaults (the link and efficiency blocks) are added
 /// within a version: files without them still read. Version 2 added the
 /// measurement conditions (`conditions`, `points[].cpu_whole`); version 1
-/// files read as version 2 files without them.
-pub const SCHEMA_VERSION: u32 = 2;
+/// files read as version 2 files without them. Version 3 added
+/// `conditions.peer_loads` (`--load-peer`); older files read without it.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The oldest sweep result schema version this wulf still reads.
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;

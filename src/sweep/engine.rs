@@ -147,6 +147,8 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         nocache: spec.nocache,
         offset_bytes: spec.offset_bytes,
         cpu: spec.cpus.1,
+        // Filled in by the peer session with `--load-peer` (`load::peer`).
+        loads: None,
     };
     host = host.with_interface_for_peer(addr.ip());
     let (mut session, mut conn) = PeerSession::open(

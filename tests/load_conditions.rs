@@ -415,3 +415,46 @@ fn a_peer_load_stops_when_the_client_is_interrupted() {
     );
     assert!(server.alive(), "the server must serve on");
 }
+
+#[test]
+fn a_thorough_run_records_the_whole_cost() {
+    let _g = serial();
+    let dir = tempdir();
+    let o = run(&[
+        "run",
+        "--thorough",
+        "--budget",
+        "2s",
+        "--only",
+        "tcp,unix",
+        "--no-npb",
+        "--quiet",
+        "--timeout",
+        "5s",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(runs.len(), 1);
+    let run_dir = runs[0].as_ref().unwrap().path();
+    for t in ["tcp", "unix"] {
+        let f = std::fs::read_dir(&run_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                let n = p.file_name().unwrap().to_string_lossy().into_owned();
+                n.starts_with(&format!("{t}-")) && n.ends_with(".json")
+            })
+            .unwrap_or_else(|| panic!("no {t} result in {}", run_dir.display()));
+        let r = wulf::result::read_result(&f).unwrap();
+        let c = r.conditions.expect("conditions recorded");
+        assert!(c.soaker.is_some(), "{t}: the calibration");
+        assert!(c.loads.is_empty());
+        assert!(!r.points.is_empty());
+        assert!(
+            r.points.iter().all(|p| p.cpu_whole.is_some()),
+            "{t}: every point has its whole cost"
+        );
+    }
+}

@@ -47,6 +47,17 @@ impl Prepared {
         })
     }
 
+    /// The whole CPU cost alone (`wulf run --thorough`): calibrate the
+    /// soakers now, before any peer or rank starts, and make the
+    /// calibration active.
+    pub fn whole_cost() -> Result<Prepared> {
+        Prepared::from_args(&LoadArgs {
+            cost: CostArg::Whole,
+            load: None,
+            loaded_vs_unloaded: false,
+        })
+    }
+
     /// Whether there is anything to record.
     pub fn any(&self) -> bool {
         self.calibration.is_some() || !self.loads.is_empty()

@@ -60,6 +60,12 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     }
     let mut measure = args.measure.clone();
     measure.tails |= args.thorough;
+    // --thorough: the whole CPU cost too (cyclesoak's soakers, calibrated
+    // here, before any peer starts, while the machine is as idle as it gets).
+    let whole = match args.thorough {
+        true => Some(super::conditions::Prepared::whole_cost()?),
+        false => None,
+    };
     let dir = results_dir(&args.out);
     let mut results: Vec<SweepResult> = Vec::new();
     // With --repeat, every repetition's results, in order.
@@ -119,6 +125,11 @@ pub fn execute(args: &RunArgs) -> Result<()> {
                 }
                 Ok(o) => {
                     let mut result = o.result;
+                    if let Some(w) = &whole {
+                        let (c, warning) = w.conditions(None, Vec::new());
+                        result.conditions = Some(c);
+                        result.warnings.extend(warning);
+                    }
                     let path = dir.join(super::run_repeat::file_name(&mut result, rep, reps));
                     write_result(&path, &result)?;
                     results.push(result);
@@ -142,7 +153,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     let mut npb_results = Vec::new();
     if stop.is_none() && !args.no_npb {
         for kernel in NPB_KERNELS {
-            match run_npb(args, &dir, &measured, kernel) {
+            match run_npb(args, &dir, &measured, kernel, whole.as_ref()) {
                 Ok((r, interrupted)) => {
                     if r.runs.iter().any(|x| x.error.is_some()) {
                         failures.push(npb_label(kernel));
@@ -232,6 +243,7 @@ fn run_npb(
     dir: &std::path::Path,
     measured: &[&'static str],
     kernel: Kernel,
+    whole: Option<&super::conditions::Prepared>,
 ) -> Result<(NpbResult, Option<anyhow::Error>)> {
     let via: Vec<String> = super::npb::available_transports()
         .into_iter()
@@ -250,7 +262,12 @@ fn run_npb(
         progress: !args.measure.quiet,
         nodes: None,
     };
-    let (result, stop) = super::npb::run_plan(&plan)?;
+    let (mut result, stop) = super::npb::run_plan(&plan)?;
+    if let Some(w) = whole {
+        let (c, warning) = w.conditions(None, Vec::new());
+        result.conditions = Some(c);
+        result.warnings.extend(warning);
+    }
     let path = dir.join(format!("npb-{kernel}-{}.json", plan.class));
     write_json(&path, &result)?;
     Ok((result, stop))

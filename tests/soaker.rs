@@ -70,6 +70,7 @@ fn calibration_is_repeatable(soaker: &Soaker) -> Option<Calibration> {
 
 #[test]
 fn soaker_calibrates_and_measures_a_known_load() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let soaker = Soaker::start_all().expect("soaker threads start");
     let Some(cal) = calibration_is_repeatable(&soaker) else {
         return;
@@ -100,4 +101,57 @@ fn soaker_calibrates_and_measures_a_known_load() {
         lost.cpu_ns * 1e-9,
         lost.wall_ns as f64 * 1e-9
     );
+}
+
+/// The two tests here load the whole machine: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The 8-byte point of `wulf sweep shm`, with `extra` options: (median,
+/// 95% interval low, high), ns.
+fn shm_8_bytes(extra: &[&str]) -> (f64, f64, f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_wulf"))
+        .args(["sweep", "shm", "--sizes", "8", "--budget", "1s", "--quiet"])
+        .args(["--timeout", "10s", "--json"])
+        .arg(&out)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = wulf::result::read_result(&out).unwrap();
+    let p = &r.points[0];
+    let soaked = p.cpu_whole.is_some();
+    assert_eq!(soaked, !extra.is_empty(), "--cost whole soaks every point");
+    (p.median_ns, p.ci_low_ns, p.ci_high_ns)
+}
+
+/// The soakers only use idle time (SCHED_IDLE): with `--cost whole` a shm
+/// ping-pong, whose two ends spin and leave no idle time, is no slower
+/// beyond the noise. Runs with and without soakers alternate (three of
+/// each); the noise is what the runs without soakers span, 95% intervals
+/// included. The best soaked run must fall within it: a soaker that took
+/// time from the ping-pong would push every soaked run above it. A round
+/// that fails is repeated (at most three rounds), so a burst of other
+/// work on a shared machine does not fail the test, while a real effect,
+/// present in every round, does. No speed is asserted.
+#[test]
+fn the_soaker_does_not_slow_a_shm_ping_pong() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rounds = Vec::new();
+    for _ in 0..3 {
+        let mut plain = Vec::new();
+        let mut soaked = Vec::new();
+        for _ in 0..3 {
+            plain.push(shm_8_bytes(&[]));
+            soaked.push(shm_8_bytes(&["--cost", "whole"]));
+        }
+        let noise_high = plain.iter().map(|p| p.2).fold(0.0, f64::max);
+        let best_soaked = soaked.iter().map(|p| p.0).fold(f64::MAX, f64::min);
+        if best_soaked <= noise_high {
+            return;
+        }
+        rounds.push((best_soaked, noise_high, plain, soaked));
+    }
+    panic!("with the soaker every shm run was slower than the noise without it: {rounds:?}");
 }

@@ -14,6 +14,26 @@ use std::sync::Mutex;
 
 use super::{LoadRecord, LoadSpec};
 
+/// Most load threads per CPU a server runs for a client: a client may
+/// load the server, not make it unusable.
+pub const MAX_PEER_THREADS_PER_CPU: usize = 4;
+
+/// Refuse a load with more threads of one kind than
+/// [`MAX_PEER_THREADS_PER_CPU`] per CPU of a server with `ncpu` CPUs.
+pub fn check_allowed(specs: &[LoadSpec], ncpu: usize) -> anyhow::Result<()> {
+    let most = MAX_PEER_THREADS_PER_CPU * ncpu.max(1);
+    for s in specs {
+        if let LoadSpec::Cpu { threads: Some(n) } | LoadSpec::Memory { threads: Some(n) } = *s {
+            anyhow::ensure!(
+                n <= most,
+                "a load of {n} threads exceeds this server's limit of {most} \
+                 ({MAX_PEER_THREADS_PER_CPU} per CPU)"
+            );
+        }
+    }
+    Ok(())
+}
+
 static REQUESTED: Mutex<Vec<LoadSpec>> = Mutex::new(Vec::new());
 static RECORDS: Mutex<Vec<LoadRecord>> = Mutex::new(Vec::new());
 
@@ -39,4 +59,18 @@ pub fn record(records: Vec<LoadRecord>) {
 /// or the sweep ended before the peer could say), and forget it.
 pub fn take_records() -> Vec<LoadRecord> {
     std::mem::take(&mut *RECORDS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_refuses_more_threads_than_its_limit() {
+        let ok = super::super::parse_loads("cpu:8,memory:8,network").unwrap();
+        assert!(check_allowed(&ok, 2).is_ok());
+        let many = super::super::parse_loads("cpu:9").unwrap();
+        let e = check_allowed(&many, 2).unwrap_err();
+        assert!(e.to_string().contains("limit of 8"), "{e}");
+    }
 }

@@ -334,6 +334,7 @@ impl Test<'_> {
             Some(text) => {
                 let specs = crate::load::parse_loads(text)
                     .map_err(|e| anyhow::anyhow!("the requested load: {e}"))?;
+                crate::load::peer::check_allowed(&specs, crate::sys::cpu_count())?;
                 Some(crate::load::Loads::start(&specs)?)
             }
             None => None,

@@ -204,7 +204,7 @@ fn least_wire_time(spec: &SweepSpec, bits_per_s: u64) -> Duration {
 pub const EXE_VAR: &str = "WULF_EXE";
 
 /// The executable the ranks run (see [`EXE_VAR`]).
-fn worker_exe() -> Result<PathBuf> {
+pub(super) fn worker_exe() -> Result<PathBuf> {
     match std::env::var_os(EXE_VAR) {
         Some(exe) if !exe.is_empty() => Ok(PathBuf::from(exe)),
         _ => std::env::current_exe().context("cannot find wulf's own executable"),

@@ -16,6 +16,11 @@
 //! wulf worker JOB`, each rank running [`crate::npb::RankTask::run`] over
 //! an [`crate::npb::comm::MpiComm`].
 //!
+//! A third kind of job makes every rank a matrix agent
+//! ([`spread::agent_job`], `wulf matrix --via mpi:NAME`): the channels are
+//! then between any two ranks of the job, the listening rank learning its
+//! peer from the peer's hello.
+//!
 //! Transports listed: `mpi:openmpi` and `mpi:mpich` (always, so a missing
 //! one explains itself), `mpi:NAME` for each `--mpi NAME=PATH`, and for each
 //! MPI found a `mpi:NAME(tcp)` variant forced onto TCP (Open MPI

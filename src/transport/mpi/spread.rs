@@ -1,6 +1,7 @@
 //! Starting a program once on each of a list of hosts with an MPI's own
 //! launcher, for commands that are not MPI jobs themselves but run where
-//! MPI users run (`wulf matrix --launch mpi:NAME`).
+//! MPI users run (`wulf matrix --launch mpi:NAME`), and the agent jobs of
+//! a matrix over MPI (`wulf matrix --via mpi:NAME`: each rank an agent).
 
 use super::discover::Flavor;
 use super::{config, entries};
@@ -28,13 +29,82 @@ pub fn launch_once_per_host(
         .install
         .clone()
         .map_err(|why| crate::error::usage(format!("--launch {full}: {why}")))?;
+    once_per_host(&full, &install, &[], hosts, dir, program)
+}
+
+/// Start one agent of a matrix per host of `hosts`, as the ranks of one
+/// job of the MPI transport `via` (`mpi:NAME` or its `(tcp)` variant):
+/// the launcher's command line and environment. The job file, with the
+/// run's secret, is written in `dir` (private to its owner), which must
+/// outlive the job.
+pub fn agent_job(
+    via: &str,
+    hosts: &[String],
+    dir: &std::path::Path,
+    coordinator: std::net::SocketAddr,
+    secret: &str,
+    timeout: std::time::Duration,
+) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
+    let usage = |why: String| crate::error::usage(format!("--via {via}: {why}"));
+    let (entry, tcp) = entries()
+        .into_iter()
+        .find_map(|e| {
+            let tcp = e.tcp_name == via;
+            (e.name == via || tcp).then_some((e, tcp))
+        })
+        .ok_or_else(|| usage("no MPI of that name".into()))?;
+    let install = entry.install.clone().map_err(usage)?;
+    let adapter = super::MpiTransport::adapter(&entry).map_err(usage)?;
+    let job = super::job::AgentJob {
+        transport: via.to_string(),
+        adapter: adapter.library.clone(),
+        window: config().window,
+        hosts: hosts.to_vec(),
+        coordinator,
+        secret: secret.to_string(),
+        timeout_ms: timeout.as_millis() as u64,
+        dir: dir.to_path_buf(),
+    };
+    let job_path = dir.join(super::job::JOB);
+    super::job::write(&job_path, &super::job::JobKind::Agent(job))?;
+    let exe = match crate::transport::cluster::get().and_then(|c| c.remote_wulf) {
+        Some(p) => p,
+        None => super::launch::worker_exe()?.display().to_string(),
+    };
+    let program = [exe, "worker".into(), job_path.display().to_string()];
+    let variant: &[&str] = if tcp {
+        install.flavor.tcp_args().unwrap_or(&[])
+    } else {
+        &[]
+    };
+    once_per_host(via, &install, variant, hosts, dir, &program)
+}
+
+/// The launcher's command line and environment that start `program` once
+/// on each of `hosts` (see [`launch_once_per_host`]); `variant` holds the
+/// arguments of a TCP-forced variant, needless in a lab, whose arguments
+/// hold every rank to its network anyway.
+fn once_per_host(
+    full: &str,
+    install: &super::discover::MpiInstall,
+    variant: &[&str],
+    hosts: &[String],
+    dir: &std::path::Path,
+    program: &[String],
+) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
     let list = hosts.join(",");
     let placement: Vec<String> = match (crate::transport::cluster::get(), install.flavor) {
         (Some(c), flavor) => {
             let agent = c.rsh_script(dir)?;
-            flavor
+            let mut args = flavor
                 .cluster_args(&list, &agent, &c.subnet, &c.interface)
-                .ok_or_else(|| crate::error::usage(format!("--launch {full}: unknown launcher")))?
+                .ok_or_else(|| crate::error::usage(format!("--launch {full}: unknown launcher")))?;
+            // Lab nodes share this machine's CPUs (as for ranks, see
+            // `Flavor::oversubscribed_args`).
+            if hosts.len() > crate::sys::cpu_count() {
+                args.extend(flavor.oversubscribed_args().iter().map(|s| s.to_string()));
+            }
+            args
         }
         (None, Flavor::OpenMpi) => ["--host", &list, "--map-by", "ppr:1:node"]
             .map(str::to_string)
@@ -54,6 +124,9 @@ pub fn launch_once_per_host(
     argv.extend(install.flavor.base_args().iter().map(|s| s.to_string()));
     argv.extend(placement);
     argv.extend(config().mpi_launcher_args);
+    if crate::transport::cluster::get().is_none() {
+        argv.extend(variant.iter().map(|s| s.to_string()));
+    }
     argv.extend(program.iter().cloned());
     // SAFETY: getuid cannot fail.
     let env = if unsafe { libc::getuid() } == 0 {

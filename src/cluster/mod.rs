@@ -26,6 +26,7 @@ pub mod launch;
 pub mod launched;
 pub mod mpi_ranks;
 pub mod nodes;
+pub mod orphan;
 pub mod pair;
 pub mod protocol;
 pub mod schedule;

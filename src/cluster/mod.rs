@@ -24,6 +24,7 @@ pub mod coordinator;
 pub mod hostlist;
 pub mod launch;
 pub mod launched;
+pub mod mpi;
 pub mod mpi_ranks;
 pub mod nodes;
 pub mod orphan;

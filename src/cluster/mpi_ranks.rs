@@ -42,7 +42,7 @@ impl Launcher for MpiRanks {
             .prefix("wulf-matrix-mpi-")
             .tempdir()
             .context("cannot create a directory for the MPI job")?;
-        let (argv, env) = crate::transport::mpi::spread::agent_job(
+        let (argv, env) = super::mpi::spread::agent_job(
             &self.via,
             hosts,
             dir.path(),

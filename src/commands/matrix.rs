@@ -339,7 +339,7 @@ fn through_mpi(name: &str, hosts: &[String]) -> Result<()> {
     ));
     let dir = tempfile::tempdir().context("cannot make a directory for the launcher")?;
     let (argv, env) =
-        crate::transport::mpi::spread::launch_once_per_host(name, hosts, dir.path(), &program)?;
+        crate::cluster::mpi::spread::launch_once_per_host(name, hosts, dir.path(), &program)?;
     let mut cmd = std::process::Command::new(&argv[0]);
     cmd.args(&argv[1..]).envs(env);
     let status = crate::lab::between::run_forwarding_interrupt(&mut cmd)

@@ -23,12 +23,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use super::endpoint::{park, unpark};
-use super::ffi::{call_progress, Mpi};
 use super::job::{self, AgentJob, Job, JobKind, Report};
-use super::WORKER;
 use crate::error::exit_code_of;
 use crate::sweep::engine::run_sweep;
+use crate::transport::mpi::ffi::{call_progress, Mpi};
+use crate::transport::mpi::{park, serve_in_job, unpark};
 
 /// Tag of the set-up messages (processor names, control port).
 const SETUP_TAG: i32 = 3;
@@ -53,8 +52,7 @@ pub fn run(job_path: &Path) -> Result<()> {
 /// measuring channels to the other agents are this MPI's, set up on this
 /// (MPI's) thread.
 fn agent_rank(job: AgentJob) -> Result<()> {
-    let name: &'static str = Box::leak(job.transport.clone().into_boxed_str());
-    let _ = WORKER.set((name, job.window));
+    serve_in_job(&job.transport, job.window);
     let mpi = Mpi::init(&job.adapter).map_err(anyhow::Error::msg)?;
     let rank = mpi.rank();
     let node = job.hosts.get(rank).cloned().with_context(|| {
@@ -88,8 +86,7 @@ fn agent_rank(job: AgentJob) -> Result<()> {
 
 /// One rank of a sweep job.
 fn sweep(job: Job) -> Result<()> {
-    let name: &'static str = Box::leak(job.transport.clone().into_boxed_str());
-    let _ = WORKER.set((name, job.window));
+    serve_in_job(&job.transport, job.window);
     let mpi = Mpi::init(&job.adapter).map_err(anyhow::Error::msg)?;
     let timeout = job.spec.channel.timeout();
     let rank = mpi.rank();

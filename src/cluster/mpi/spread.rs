@@ -3,8 +3,8 @@
 //! MPI users run (`wulf matrix --launch mpi:NAME`), and the agent jobs of
 //! a matrix over MPI (`wulf matrix --via mpi:NAME`: each rank an agent).
 
-use super::discover::Flavor;
-use super::{config, entries};
+use crate::transport::mpi::discover::{Flavor, MpiInstall};
+use crate::transport::mpi::{config, launchable};
 
 /// An environment variable for the launcher: name and value.
 pub type EnvVar = (String, String);
@@ -21,15 +21,12 @@ pub fn launch_once_per_host(
     program: &[String],
 ) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
     let full = format!("mpi:{name}");
-    let entry = entries()
-        .into_iter()
-        .find(|e| e.name == full)
+    let l = launchable(&full)
         .ok_or_else(|| crate::error::usage(format!("--launch {full}: no MPI of that name")))?;
-    let install = entry
-        .install
-        .clone()
-        .map_err(|why| crate::error::usage(format!("--launch {full}: {why}")))?;
-    once_per_host(&full, &install, &[], hosts, dir, program)
+    let install = l
+        .install()
+        .map_err(|why| crate::error::usage(format!("--launch {full}: {why:#}")))?;
+    once_per_host(&full, install, &[], hosts, dir, program)
 }
 
 /// Start one agent of a matrix per host of `hosts`, as the ranks of one
@@ -45,16 +42,10 @@ pub fn agent_job(
     secret: &str,
     timeout: std::time::Duration,
 ) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
-    let usage = |why: String| crate::error::usage(format!("--via {via}: {why}"));
-    let (entry, tcp) = entries()
-        .into_iter()
-        .find_map(|e| {
-            let tcp = e.tcp_name == via;
-            (e.name == via || tcp).then_some((e, tcp))
-        })
-        .ok_or_else(|| usage("no MPI of that name".into()))?;
-    let install = entry.install.clone().map_err(usage)?;
-    let adapter = super::MpiTransport::adapter(&entry).map_err(usage)?;
+    let usage = |why: anyhow::Error| crate::error::usage(format!("--via {via}: {why:#}"));
+    let l = launchable(via).ok_or_else(|| usage(anyhow::anyhow!("no MPI of that name")))?;
+    let install = l.install().map_err(usage)?;
+    let adapter = l.adapter().map_err(usage)?;
     let job = super::job::AgentJob {
         transport: via.to_string(),
         adapter: adapter.library.clone(),
@@ -72,12 +63,8 @@ pub fn agent_job(
         None => super::launch::worker_exe()?.display().to_string(),
     };
     let program = [exe, "worker".into(), job_path.display().to_string()];
-    let variant: &[&str] = if tcp {
-        install.flavor.tcp_args().unwrap_or(&[])
-    } else {
-        &[]
-    };
-    once_per_host(via, &install, variant, hosts, dir, &program)
+    let variant = l.variant_args()?;
+    once_per_host(via, install, variant, hosts, dir, &program)
 }
 
 /// The launcher's command line and environment that start `program` once
@@ -86,7 +73,7 @@ pub fn agent_job(
 /// hold every rank to its network anyway.
 fn once_per_host(
     full: &str,
-    install: &super::discover::MpiInstall,
+    install: &MpiInstall,
     variant: &[&str],
     hosts: &[String],
     dir: &std::path::Path,

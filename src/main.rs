@@ -9,6 +9,7 @@ use wulf::commands;
 fn main() {
     let cli = Cli::parse();
     install_signal_handler();
+    wulf::cluster::orphan::exit_when_stdin_closes_if_asked();
     let outcome = match &cli.command {
         Command::Run(a) => commands::run::execute(a),
         Command::Sweep(a) => commands::sweep::execute(a),

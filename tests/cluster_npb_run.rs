@@ -271,3 +271,123 @@ fn run_across_a_small_lab_end_to_end() {
     let mg = read_npb_result(&d.join("npb-mg-S.json")).unwrap();
     check_placed(&mg, "tcp", &["node1", "node2"], true);
 }
+
+/// The processes in lab `lab`'s node namespaces whose command line names
+/// wulf: (pid, command line).
+fn wulf_in_nodes(lab: &str, nodes: usize) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for i in 1..=nodes {
+        let ns = format!("wlab-{lab}-node{i}");
+        let Ok(out) = std::process::Command::new("ip")
+            .args(["netns", "pids", &ns])
+            .output()
+        else {
+            continue;
+        };
+        for pid in String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+        {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+                .unwrap_or_default();
+            if cmd.contains("wulf") {
+                found.push((pid, cmd));
+            }
+        }
+    }
+    found
+}
+
+/// Ends whatever wulf is left in a lab's nodes when dropped (a failed
+/// test must not leave its processes behind).
+struct KillLeftovers(String, usize);
+
+impl Drop for KillLeftovers {
+    fn drop(&mut self) {
+        for (pid, _) in wulf_in_nodes(&self.0, self.1) {
+            // SAFETY: kill only sends a signal.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+#[test]
+fn a_killed_coordinator_leaves_no_wulf_on_the_nodes() {
+    use std::time::{Duration, Instant};
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let lab = format!("k{}", std::process::id() % 100_000);
+    let _guard = common::lab_up(&lab, 2);
+    let _leftovers = KillLeftovers(lab.clone(), 2);
+    let dir = tempdir();
+    // A pair sweep of 0.2 x 150 s: far longer than the bound below.
+    let mut coordinator = common::wulf(&[
+        "run",
+        "--launch",
+        &format!("lab:{lab}"),
+        "--budget",
+        "150s",
+        "--sizes",
+        "1:8Mi",
+        "--only",
+        "tcp",
+        "--no-npb",
+        "--quiet",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    // Wait for the pair sweep: its server and its client on the nodes.
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        let now = wulf_in_nodes(&lab, 2);
+        let serving = now.iter().any(|(_, c)| c.contains("serve --once"));
+        let sweeping = now.iter().any(|(_, c)| c.contains("sweep tcp --peer"));
+        if serving && sweeping {
+            break;
+        }
+        assert!(
+            coordinator.try_wait().unwrap().is_none(),
+            "wulf run ended before its pair sweep was seen"
+        );
+        assert!(Instant::now() < deadline, "no pair sweep within 240 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The coordinator alone, at once: nothing of it can tidy up. It is
+    // the `wulf run` that `--launch lab:NAME` started inside node1.
+    let inner: Vec<i32> = wulf_in_nodes(&lab, 1)
+        .into_iter()
+        .filter(|(_, c)| c.contains(" run ") && c.contains("--in-lab"))
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(inner.len(), 1, "one coordinator in node1");
+    // SAFETY: kill only sends a signal.
+    unsafe { libc::kill(inner[0], libc::SIGKILL) };
+    let killed = Instant::now();
+    let bound = Duration::from_secs(10);
+    let mut left = wulf_in_nodes(&lab, 2);
+    while !left.is_empty() && killed.elapsed() < bound {
+        std::thread::sleep(Duration::from_millis(100));
+        left = wulf_in_nodes(&lab, 2);
+    }
+    assert!(
+        left.is_empty(),
+        "still running {bound:?} after the coordinator was killed: {left:?}"
+    );
+    // And the wulf that started it in the lab ends with it.
+    while coordinator.try_wait().unwrap().is_none() && killed.elapsed() < 2 * bound {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ended = coordinator.try_wait().unwrap();
+    let _ = coordinator.kill();
+    assert!(
+        ended.is_some(),
+        "the relaying wulf run outlived its coordinator"
+    );
+}

@@ -19,8 +19,14 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 fn lab_matrix(spec: &str, nodes: &str, json: &Path) -> MatrixResult {
+    lab_matrix_via(spec, nodes, "tcp", json)
+}
+
+fn lab_matrix_via(spec: &str, nodes: &str, via: &str, json: &Path) -> MatrixResult {
     let out = wulf(&[
         "matrix",
+        "--via",
+        via,
         "--lab",
         spec,
         "--nodes",
@@ -101,6 +107,43 @@ fn one_node_at_mtu_1500_among_9000_is_a_fingerprint_difference() {
     assert_eq!(d.values[0].value, "9000");
     assert_eq!(names(&r, &d.values[0].nodes), ["node1", "node3"]);
     assert_eq!(names(&r, &d.values[1].nodes), ["node2"]);
+}
+
+#[test]
+fn matrices_over_each_mpi_cross_the_lab_links() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    for lib in common::libraries() {
+        let via = format!("mpi:{lib}");
+        let dir = tempdir();
+        let r = lab_matrix_via("fe", "3", &via, &dir.path().join("m.json"));
+        assert!(r.complete, "{via}: {:?}", r.incomplete_reason);
+        assert_eq!(
+            (r.via.as_str(), r.launch.as_str()),
+            (via.as_str(), via.as_str())
+        );
+        assert_eq!(names(&r, &[0, 1, 2]), ["node1", "node2", "node3"]);
+        // Every directed pair, each with both points and its trials.
+        let mut pairs: Vec<(usize, usize)> = r.cells.iter().map(|c| (c.from, c.to)).collect();
+        pairs.sort();
+        assert_eq!(pairs, [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]);
+        for c in &r.cells {
+            let lat = c.latency.as_ref().expect("a latency point");
+            let bw = c.bandwidth.as_ref().expect("a bandwidth point");
+            assert!(!lat.trials_ns.is_empty() && !bw.trials_ns.is_empty());
+            // Slower than the fe link can carry: the ranks' traffic went
+            // over the emulated link, not through shared memory.
+            assert!(
+                bw.bits_per_s < 100e6,
+                "{via} {}->{}: {} bit/s is faster than the fe link",
+                c.from,
+                c.to,
+                bw.bits_per_s
+            );
+        }
+    }
 }
 
 /// sshd in every node of a lab, with keys made for the test; stopped on drop.

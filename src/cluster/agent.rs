@@ -39,6 +39,11 @@ pub struct AgentOptions {
     pub name: String,
     /// The run's secret (from [`SECRET_ENV`] or stdin).
     pub secret: String,
+    /// Serve the other agents' sessions on this thread, when the
+    /// coordinator says so ([`Order::Serve`]), instead of on a thread of
+    /// their own: for channels that must be made on the thread that
+    /// initialised their library (the ranks of an MPI job).
+    pub serve_inline: bool,
 }
 
 /// The secret from the environment, or else the first line of stdin (how
@@ -102,7 +107,12 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
     }
     let secret = Secret::trusted(&opts.secret);
     let served = serve_options(secret.clone());
-    std::thread::spawn(move || serve_on(listener, &served));
+    let inline = if opts.serve_inline {
+        Some((listener, served))
+    } else {
+        std::thread::spawn(move || serve_on(listener, &served));
+        None
+    };
     // Orders may be far apart (other pairs' rounds); keepalive, not a read
     // timeout, tells a dead coordinator from a busy one.
     ch.stream().set_read_timeout(None)?;
@@ -130,11 +140,63 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
                 timeout_ms,
             ),
             Order::Ping => CellReport::default(),
+            Order::Serve { timeout_ms } => {
+                // Answered by the Ping that ends it.
+                if let Some((listener, served)) = &inline {
+                    serve_until_told(listener, &served.policy, &mut ch, timeout_ms);
+                }
+                continue;
+            }
             Order::Bye | Order::Refused { .. } => return Ok(()),
             Order::Welcome | Order::Challenge { .. } => continue,
         };
         if ch.send(&report).is_err() {
             return Ok(());
+        }
+    }
+}
+
+/// Serve measuring sessions on this thread, one after another, until the
+/// coordinator sends its next order (or closes the connection), at most
+/// `timeout_ms`. A session's failure is the measuring agent's to report.
+fn serve_until_told(
+    listener: &TcpListener,
+    policy: &SessionPolicy,
+    ch: &mut ControlChannel,
+    timeout_ms: u64,
+) {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let deadline = std::time::Instant::now() + Duration::from_millis(timeout_ms);
+    let control = match ch.stream().try_clone() {
+        Ok(c) => c,
+        Err(_) => return,
+    };
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        let mut fds = [
+            PollFd::new(listener.as_fd(), PollFlags::POLLIN),
+            PollFd::new(control.as_fd(), PollFlags::POLLIN),
+        ];
+        let wait =
+            PollTimeout::try_from(left.min(Duration::from_secs(1))).unwrap_or(PollTimeout::MAX);
+        match poll(&mut fds, wait) {
+            Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return,
+            Ok(_) => {}
+        }
+        let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+        if ready(&fds[1]) {
+            // The next order (or the coordinator's end) is waiting.
+            return;
+        }
+        if ready(&fds[0]) {
+            if let Ok((stream, _)) = listener.accept() {
+                let _ = crate::peer::server::session(stream, policy, None, &mut || {});
+            }
         }
     }
 }

@@ -45,6 +45,9 @@ pub struct MatrixPlan {
     pub serial: bool,
     /// What is measured at once.
     pub pattern: Pattern,
+    /// The measured agent of each pair serves on its main thread while
+    /// told to ([`Order::Serve`]): the agents are ranks of an MPI job.
+    pub serve_inline: bool,
 }
 
 /// What the coordinator gathered.
@@ -227,9 +230,21 @@ fn measure_group(
         if members[to].ch.is_none() {
             continue;
         }
-        let Some(ch) = members[from].ch.as_mut() else {
+        if members[from].ch.is_none() {
             continue;
-        };
+        }
+        if plan.serve_inline {
+            let serve = Order::Serve {
+                timeout_ms: cell_deadline(plan, budget).as_millis() as u64,
+            };
+            let ch = members[to].ch.as_mut().expect("checked above");
+            if let Err(e) = ch.send(&serve) {
+                lose(members, nodes, to, round, &e);
+                lost = true;
+                continue;
+            }
+        }
+        let ch = members[from].ch.as_mut().expect("checked above");
         let order = Order::Measure {
             peer: members[to].serve_address.clone(),
             via: plan.via.clone(),
@@ -271,20 +286,25 @@ fn measure_group(
                 cells[i].latency = report.latency;
                 cells[i].bandwidth = report.bandwidth;
                 cells[i].measure_s = report.measure_s;
-                if let Some(e) = report.error {
-                    cells[i].error = Some(e);
-                    // A failed cell may mean its peer died: ask.
-                    if !ping(members, to, plan.timeout) {
-                        let e = anyhow::anyhow!("no answer after a failed cell");
-                        lose(members, nodes, to, round, &e);
-                        lost = true;
-                    }
+                let failed = report.error.is_some();
+                cells[i].error = report.error;
+                // A failed cell may mean its peer died: ask. An agent
+                // serving on its main thread is asked anyway: the Ping
+                // ends its serving.
+                if (failed || plan.serve_inline) && !ping(members, to, plan.timeout) {
+                    let e = anyhow::anyhow!("no answer after a cell");
+                    lose(members, nodes, to, round, &e);
+                    lost = true;
                 }
             }
             Err(e) => {
                 cells[i].error = Some(format!("{} was lost: {e:#}", nodes[from].name));
                 lose(members, nodes, from, round, &e);
                 lost = true;
+                if plan.serve_inline && !ping(members, to, plan.timeout) {
+                    let e = anyhow::anyhow!("no answer after its peer was lost");
+                    lose(members, nodes, to, round, &e);
+                }
             }
         }
     }

@@ -36,6 +36,9 @@ pub trait Launcher {
 /// their connections; whatever is left after a grace period is killed.
 pub struct Agents {
     procs: Vec<Launched>,
+    /// Files the processes need while they run (an MPI job's directory),
+    /// removed after they end.
+    _files: Option<tempfile::TempDir>,
 }
 
 struct Launched {
@@ -48,7 +51,23 @@ struct Launched {
 impl Agents {
     /// No processes (the launcher that started wulf started the agents).
     pub fn none() -> Agents {
-        Agents { procs: Vec::new() }
+        Agents::of(Vec::new())
+    }
+
+    fn of(procs: Vec<Launched>) -> Agents {
+        Agents {
+            procs,
+            _files: None,
+        }
+    }
+
+    /// One process that starts the agents of every host (an MPI launcher),
+    /// with the directory of files it needs until it ends.
+    pub fn one_for_all(cmd: Command, files: tempfile::TempDir) -> Result<Agents> {
+        Ok(Agents {
+            procs: vec![spawn(cmd, None, None)?],
+            _files: Some(files),
+        })
     }
 
     /// For a host that never joined: what its launch printed, or that it
@@ -199,7 +218,7 @@ impl Launcher for Local {
                 .env(SECRET_ENV, secret);
             procs.push(spawn(cmd, Some(h.clone()), None)?);
         }
-        Ok(Agents { procs })
+        Ok(Agents::of(procs))
     }
 }
 
@@ -261,7 +280,7 @@ impl Launcher for RemoteShell {
                 .args(agent_args(coordinator, Some(h)));
             procs.push(spawn(cmd, Some(h.clone()), Some(secret))?);
         }
-        Ok(Agents { procs })
+        Ok(Agents::of(procs))
     }
 }
 
@@ -293,9 +312,7 @@ impl Launcher for Slurm {
             .arg(&self.remote_wulf)
             .args(agent_args(coordinator, None))
             .env(SECRET_ENV, secret);
-        Ok(Agents {
-            procs: vec![spawn(cmd, None, None)?],
-        })
+        Ok(Agents::of(vec![spawn(cmd, None, None)?]))
     }
 }
 

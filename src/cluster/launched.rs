@@ -157,6 +157,7 @@ impl Launcher for FromLauncher {
             coordinator: addresses.clone(),
             name: self.name.clone(),
             secret: secret.to_string(),
+            serve_inline: false,
         };
         std::thread::spawn(move || {
             if let Err(e) = agent::run(&opts) {
@@ -195,6 +196,7 @@ pub fn join(file: &Path, name: String, timeout: Duration) -> Result<()> {
         coordinator: meeting.addresses,
         name,
         secret: meeting.secret,
+        serve_inline: false,
     })
 }
 

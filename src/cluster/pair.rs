@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use super::orphan::EXIT_ON_STDIN_EOF_ENV;
 use crate::peer::auth::{random_hex, SECRET_ENV};
 use crate::result::SweepResult;
 use crate::transport::cluster::shell_quote;
@@ -86,6 +87,8 @@ pub fn sweep_between(
 /// A wulf command on a host, with the secret written to its stdin.
 struct Remote {
     child: Child,
+    /// Held open: its end tells the remote process that we are gone.
+    _stdin: Option<std::process::ChildStdin>,
     stdout: mpsc::Receiver<String>,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
 }
@@ -99,8 +102,10 @@ impl Remote {
         secret: &str,
     ) -> Result<Remote> {
         // `read` is a shell builtin: the secret never appears in `ps`.
+        // Its stdin stays open while this Remote lives: it exits when the
+        // remote shell's session closes (see `super::orphan`).
         let script = format!(
-            "read -r {SECRET_ENV} && export {SECRET_ENV} && exec {} {args}",
+            "read -r {SECRET_ENV} && export {SECRET_ENV} {EXIT_ON_STDIN_EOF_ENV}=1 && exec {} {args}",
             shell_quote(wulf)
         );
         let mut cmd = cluster.command_on(host, &["sh".into(), "-c".into(), script])?;
@@ -110,7 +115,8 @@ impl Remote {
             // Its own group: one kill ends a remote shell and its children.
             .process_group(0);
         let mut child = cmd.spawn().context("cannot start the remote shell")?;
-        if let Some(mut stdin) = child.stdin.take() {
+        let mut stdin = child.stdin.take();
+        if let Some(stdin) = stdin.as_mut() {
             // A shell that died at once shows up in its output.
             let _ = writeln!(stdin, "{secret}");
         }
@@ -137,6 +143,7 @@ impl Remote {
         }
         Ok(Remote {
             child,
+            _stdin: stdin,
             stdout: rx,
             stderr,
         })

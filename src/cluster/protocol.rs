@@ -70,7 +70,15 @@ pub enum Order {
         /// Bound of every blocking operation, ms.
         timeout_ms: u64,
     },
-    /// Are you there? (answered with an empty [`CellReport`]).
+    /// Serve the other agents' measuring sessions on your main thread
+    /// until the next order (agents that are ranks of an MPI job, whose
+    /// channels exist only on that thread); no answer of its own.
+    Serve {
+        /// Longest time to serve, ms.
+        timeout_ms: u64,
+    },
+    /// Are you there? (answered with an empty [`CellReport`]; after
+    /// [`Order::Serve`], it also ends the serving).
     Ping,
     /// The run is over; exit.
     Bye,

@@ -10,10 +10,11 @@ use anyhow::Result;
 
 use super::conditions::{under_load, Prepared};
 use crate::cli::SweepArgs;
+use crate::cluster::mpi::run_sweep;
 use crate::load::LoadSpec;
 use crate::report::conditions::{npb_pair_table, sweep_pair_table, whole_table};
 use crate::result::{write_result, NpbResult, SweepResult};
-use crate::sweep::engine::{run_sweep, SweepOutcome, SweepSpec};
+use crate::sweep::engine::{SweepOutcome, SweepSpec};
 use crate::units::format_bytes;
 
 /// Run one sweep under `loads`, its conditions recorded as `role`.

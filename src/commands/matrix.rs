@@ -11,6 +11,7 @@ use crate::cluster::agent::{self, AgentOptions};
 use crate::cluster::coordinator::{self, MatrixPlan};
 use crate::cluster::hostlist;
 use crate::cluster::launch::{Launcher, Local, RemoteShell, Slurm};
+use crate::cluster::mpi_ranks::MpiRanks;
 use crate::cluster::schedule::Pattern;
 use crate::error::{usage, WulfError};
 use crate::lab::between::Across;
@@ -48,16 +49,15 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
             args.via
         )));
     }
-    if crate::transport::find(&args.via).is_some_and(|t| t.starts_both_ends()) {
-        return Err(usage(format!(
-            "--via {}: MPI matrices are not built yet; use --via tcp",
-            args.via
-        )));
+    let over_mpi = crate::transport::find(&args.via).is_some_and(|t| t.starts_both_ends());
+    if over_mpi {
+        check_mpi_matrix(args)?;
     }
     // Started on every node by srun or mpirun: rank 0 coordinates.
-    let task = (args.hosts.is_none() && args.hostfile.is_none() && args.launch.is_none())
-        .then(crate::cluster::launched::task)
-        .flatten();
+    let task =
+        (args.hosts.is_none() && args.hostfile.is_none() && args.launch.is_none() && !over_mpi)
+            .then(crate::cluster::launched::task)
+            .flatten();
     if let Some(t) = &task {
         let file = crate::cluster::launched::rendezvous_path(&std::env::current_dir()?, t);
         if t.rank != 0 {
@@ -82,7 +82,14 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
     if let Some(name) = args.launch.as_deref().and_then(|l| l.strip_prefix("mpi:")) {
         return through_mpi(name, &hosts);
     }
-    let launcher = launcher(args)?;
+    let launcher: Box<dyn Launcher> = if over_mpi {
+        Box::new(MpiRanks {
+            via: args.via.clone(),
+            timeout: args.timeout,
+        })
+    } else {
+        launcher(args)?
+    };
     let expected = hosts.len();
     measure(args, &plan(args, hosts, expected), launcher.as_ref())
 }
@@ -103,7 +110,42 @@ fn plan(args: &MatrixArgs, hosts: Vec<String>, expected: usize) -> MatrixPlan {
             PatternArg::Bisection => Pattern::Bisection,
             PatternArg::Multipair => Pattern::Multipair,
         },
+        serve_inline: crate::transport::find(&args.via).is_some_and(|t| t.starts_both_ends()),
     }
+}
+
+/// What a matrix over an MPI's ranks cannot do: its launcher starts the
+/// ranks (no other `--launch`, not under srun or mpirun), and a rank
+/// measures or serves, never both at once (the pairs pattern only).
+fn check_mpi_matrix(args: &MatrixArgs) -> Result<()> {
+    if args.pattern != PatternArg::Pairs {
+        return Err(usage(format!(
+            "--via {}: over MPI ranks a matrix takes --pattern pairs only (a rank cannot measure and serve at once)",
+            args.via
+        )));
+    }
+    if args
+        .launch
+        .as_deref()
+        .is_some_and(|l| !l.starts_with("lab"))
+    {
+        return Err(usage(format!(
+            "--via {}: the MPI's own launcher starts the ranks; leave out --launch",
+            args.via
+        )));
+    }
+    if args.hosts.is_none()
+        && args.hostfile.is_none()
+        && crate::transport::cluster::get().is_none()
+        && crate::cluster::launched::task().is_some()
+    {
+        return Err(usage(format!(
+            "--via {}: run it from one node with --hosts or --hostfile, not under srun or mpirun \
+             (it starts an MPI job of its own)",
+            args.via
+        )));
+    }
+    Ok(())
 }
 
 /// Run the matrix, print it, save it; the exit code says what went wrong.
@@ -201,6 +243,7 @@ pub fn execute_agent(args: &AgentArgs) -> Result<()> {
         coordinator: vec![args.coordinator],
         name: node_name(args.name.as_deref())?,
         secret: agent::read_secret()?,
+        serve_inline: false,
     })
 }
 
@@ -296,7 +339,7 @@ fn through_mpi(name: &str, hosts: &[String]) -> Result<()> {
     ));
     let dir = tempfile::tempdir().context("cannot make a directory for the launcher")?;
     let (argv, env) =
-        crate::transport::mpi::spread::launch_once_per_host(name, hosts, dir.path(), &program)?;
+        crate::cluster::mpi::spread::launch_once_per_host(name, hosts, dir.path(), &program)?;
     let mut cmd = std::process::Command::new(&argv[0]);
     cmd.args(&argv[1..]).envs(env);
     let status = crate::lab::between::run_forwarding_interrupt(&mut cmd)

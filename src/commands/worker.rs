@@ -1,9 +1,9 @@
 //! `wulf worker JOB` (hidden): one process of a job that a transport's own
-//! launcher started, such as an MPI rank. The transport does the work.
+//! launcher started, such as an MPI rank (see [`crate::cluster::mpi`]).
 
 use crate::cli::WorkerArgs;
 
 /// Run the worker.
 pub fn execute(args: &WorkerArgs) -> anyhow::Result<()> {
-    crate::transport::run_worker(&args.job)
+    crate::cluster::mpi::run_worker(&args.job)
 }

@@ -107,9 +107,6 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     transport.availability().map_err(|why| {
         anyhow::anyhow!("transport {} is unavailable here: {why}", spec.transport)
     })?;
-    if let Some(outcome) = transport.launch_sweep(spec, on_point) {
-        return outcome;
-    }
     let mut host = Host::probe();
     let timeout = spec.channel.timeout();
     let max_bytes = spec.sizes.iter().copied().max().unwrap_or(1);

@@ -10,9 +10,10 @@
 //! a line in [`registry`].
 //!
 //! A transport whose two ends must be started by a launcher of its own (MPI)
-//! runs the whole sweep in processes it starts: [`Transport::launch_sweep`].
-//! Across hosts (a lab's nodes) such a transport is handed a [`Cluster`]
-//! and places its processes itself; the others measure against a peer.
+//! says so ([`Transport::starts_both_ends`]); the launchers
+//! ([`crate::cluster::mpi`]) start its jobs, in which it makes endpoints
+//! like any other. Across hosts (a lab's nodes) the launchers are handed a
+//! [`Cluster`] and place the processes; the others measure against a peer.
 //!
 //! The in-process baselines (`memcpy`, `cacheline`, see [`baseline`]) are
 //! registered here too, so that `wulf sweep` and `wulf run` treat them like
@@ -20,7 +21,7 @@
 
 use std::io;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -255,10 +256,10 @@ pub trait Transport: Send + Sync {
         1.0
     }
 
-    /// Whether this transport starts the processes of both ends itself
-    /// ([`Transport::launch_sweep`]): a sweep across hosts then gives it a
-    /// [`Cluster`] to place them on ([`cluster::set`]) instead of a
-    /// `wulf serve` peer to measure against. False (the default).
+    /// Whether the processes of both ends are started by this transport's
+    /// own launcher ([`crate::cluster::mpi`]): a sweep across hosts then
+    /// places them on a [`Cluster`] ([`cluster::set`]) instead of
+    /// measuring against a `wulf serve` peer. False (the default).
     fn starts_both_ends(&self) -> bool {
         false
     }
@@ -269,33 +270,6 @@ pub trait Transport: Send + Sync {
     /// once. False (the default).
     fn duplicate_across_hosts(&self) -> bool {
         false
-    }
-
-    /// Run the whole sweep in processes this transport starts itself, when
-    /// its two ends cannot be an ordinary local or remote peer (MPI ranks
-    /// must be started by the MPI's own launcher). None (the default): the
-    /// engine runs the sweep here against a peer.
-    fn launch_sweep(
-        &self,
-        _spec: &crate::sweep::engine::SweepSpec,
-        _on_point: &mut dyn FnMut(&crate::result::Point),
-    ) -> Option<anyhow::Result<crate::sweep::engine::SweepOutcome>> {
-        None
-    }
-
-    /// Run a parallel task (an NPB kernel, a collective benchmark) of `np`
-    /// ranks with this transport's own launcher and communicator (MPI:
-    /// `mpirun -np N wulf worker JOB`, each rank calling
-    /// [`crate::npb::RankTask::run`] over MPI). Returns rank 0's output
-    /// and the MPI library's description. None (the default): the transport has no launcher of its
-    /// own, and wulf starts the ranks itself and links every pair of them
-    /// with [`Transport::listen`] and [`Transport::connect`].
-    fn launch_group(
-        &self,
-        _np: usize,
-        _task: &crate::npb::RankTask,
-    ) -> Option<anyhow::Result<crate::npb::TaskRun>> {
-        None
     }
 }
 
@@ -336,11 +310,6 @@ pub struct ExtraOptions {
 /// Set the [`ExtraOptions`] for this process (before `registry()` is used).
 pub fn configure(options: ExtraOptions) {
     mpi::configure(options);
-}
-
-/// Run a process that a transport's launcher started (`wulf worker JOB`).
-pub fn run_worker(job: &Path) -> anyhow::Result<()> {
-    mpi::run_worker(job)
 }
 
 /// Every transport wulf knows, in the order `wulf run` measures them.

@@ -3,7 +3,8 @@
 //! transport.
 //!
 //! [`run_group`] first offers the run to the transport's own launcher
-//! ([`Transport::launch_group`]: MPI starts its ranks with `mpirun`).
+//! ([`crate::cluster::mpi::launch_group`]: MPI starts its ranks with
+//! `mpirun`).
 //! Transports without one (tcp, unix, shm, cma) get ranks started by wulf
 //! itself: this process becomes the coordinator, starts `np` copies of
 //! wulf (`wulf npb-rank`, hidden), and brokers their set-up over one TCP
@@ -72,7 +73,7 @@ pub fn run_task(
         .availability()
         .map_err(|why| usage(format!("{} is not available here: {why}", transport.name())))?;
     task.check_process_count(np)?;
-    if let Some(outcome) = transport.launch_group(np, task) {
+    if let Some(outcome) = crate::cluster::mpi::launch_group(transport.name(), np, task) {
         return outcome;
     }
     let cluster = crate::transport::cluster::get();

@@ -24,7 +24,7 @@
 #include <mpi.h>
 #include <string.h>
 
-#define WULF_ADAPTER_ABI 5
+#define WULF_ADAPTER_ABI 6
 /* Most messages one windowed call keeps in flight (osu_bw uses 64). */
 #define WULF_MAX_WINDOW 1024
 /* A message longer than an MPI count (int) can describe. */
@@ -157,6 +157,19 @@ int wulf_recv_counted(void *buf, long long len, int peer, int tag, long long *go
     if (rc == MPI_SUCCESS)
         rc = MPI_Get_count(&st, MPI_BYTE, &n);
     *got = n;
+    return rc;
+}
+
+/* A receive from whichever rank sends first (MPI_ANY_SOURCE), reporting
+ * that rank in `source` (ABI 6: the listening end of a channel between two
+ * ranks of a larger job learns its peer from the peer's hello). */
+int wulf_recv_any(void *buf, long long len, int tag, int *source)
+{
+    if (len > INT_MAX)
+        return WULF_E_TOO_LONG;
+    MPI_Status st;
+    int rc = MPI_Recv(buf, (int)len, MPI_BYTE, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &st);
+    *source = rc == MPI_SUCCESS ? st.MPI_SOURCE : -1;
     return rc;
 }
 

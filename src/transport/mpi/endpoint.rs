@@ -48,17 +48,16 @@ fn take_for_channel() -> Result<Mpi> {
             park(m);
             bail!("an MPI channel must be set up on the thread that initialised MPI")
         }
-        Some(m) if m.size() == 2 => Ok(m),
+        Some(m) if m.size() >= 2 => Ok(m),
         Some(m) => {
-            let size = m.size();
             park(m);
-            bail!("the MPI job has {size} ranks; a wulf sweep needs exactly 2")
+            bail!("the MPI job has 1 rank; a channel needs another")
         }
         None => bail!("MPI is not initialised in this process, or a channel already uses it"),
     }
 }
 
-/// One rank's end of the channel to the other rank.
+/// One rank's end of the channel to another rank of the job.
 pub struct MpiEndpoint {
     // Given back to the slot on drop (hence ManuallyDrop, not Option: no
     // check in the hot path).
@@ -68,8 +67,7 @@ pub struct MpiEndpoint {
 }
 
 impl MpiEndpoint {
-    fn new(mpi: Mpi, window: u64) -> MpiEndpoint {
-        let peer = 1 - mpi.rank();
+    fn new(mpi: Mpi, peer: usize, window: u64) -> MpiEndpoint {
         let window = window.clamp(1, mpi.max_window());
         MpiEndpoint {
             mpi: ManuallyDrop::new(mpi),
@@ -155,11 +153,19 @@ impl Listener for MpiListener {
     fn accept(self: Box<Self>, _timeout: Duration) -> Result<Connected> {
         // The hello is bounded by the worker's watchdog, not `_timeout`:
         // MPI calls cannot time out by themselves.
-        let ep = MpiEndpoint::new(take_for_channel()?, self.window);
+        // The peer is whichever rank greets first: in a two-rank sweep the
+        // other one; among the ranks of a matrix, the one measuring against
+        // this rank now (the others are busy in pairs of their own).
+        let mpi = take_for_channel()?;
         let mut hello = [0u8; 8];
-        ep.mpi
-            .recv(&mut hello, ep.peer, HELLO_TAG)
-            .context("no hello from the other rank")?;
+        let peer = match mpi.recv_any(&mut hello, HELLO_TAG) {
+            Ok(p) => p,
+            Err(e) => {
+                park(mpi);
+                return Err(anyhow::Error::new(e).context("no hello from the other rank"));
+            }
+        };
+        let ep = MpiEndpoint::new(mpi, peer, self.window);
         if &hello != HELLO {
             bail!("the other rank sent a garbled hello: {hello:?}");
         }
@@ -177,13 +183,13 @@ pub fn connect(description: &Value, window: u64) -> Result<Connected> {
         .get("rank")
         .and_then(Value::as_u64)
         .context("the peer sent no MPI rank")?;
-    let ep = MpiEndpoint::new(take_for_channel()?, window);
-    if peer as usize != ep.peer {
-        bail!(
-            "the peer is rank {peer}, but this is rank {} of 2",
-            ep.mpi.rank()
-        );
+    let mpi = take_for_channel()?;
+    if peer as usize == mpi.rank() || peer as usize >= mpi.size() {
+        let (rank, size) = (mpi.rank(), mpi.size());
+        park(mpi);
+        bail!("the peer is rank {peer}, but this is rank {rank} of {size}");
     }
+    let ep = MpiEndpoint::new(mpi, peer as usize, window);
     ep.mpi
         .send(HELLO, ep.peer, HELLO_TAG)
         .context("cannot greet the other rank")?;

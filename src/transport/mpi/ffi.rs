@@ -7,7 +7,8 @@
 //! MPI_Sendrecv with distinct peers for shifts), windows of non-blocking
 //! sends, allreduce of `f64` (sum, max, min), alltoallv of `f64` or `i32`
 //! ([`MpiValue`]), barrier, broadcast and all-to-all of bytes (ABI 5,
-//! `wulf collective`), finalise.
+//! `wulf collective`; in [`collective`]), a receive from any rank (ABI 6,
+//! channels between ranks of a larger job), finalise.
 //!
 //! Rules this type system enforces:
 //!
@@ -37,6 +38,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub use super::loader::ADAPTER_ABI;
 use super::loader::{load, Api};
+
+mod collective;
+pub use collective::{MpiValue, ReduceOp};
 
 /// Set once MPI_Init has been attempted in this process.
 static INITIALISED: AtomicBool = AtomicBool::new(false);
@@ -83,40 +87,6 @@ impl ThreadLevel {
             ThreadLevel::Multiple => "MPI_THREAD_MULTIPLE",
         }
     }
-}
-
-/// A value type the adapter's collectives carry natively: the code tells
-/// the adapter which MPI datatype to use (0 MPI_DOUBLE, 1 MPI_INT; the
-/// numbers of `wulf_alltoallv` in adapter.c). Sealed: only these two.
-pub trait MpiValue: bytemuck::Pod + sealed::Sealed {
-    /// The adapter's code of this type.
-    const TYPE_CODE: c_int;
-}
-
-impl MpiValue for f64 {
-    const TYPE_CODE: c_int = 0;
-}
-
-impl MpiValue for i32 {
-    const TYPE_CODE: c_int = 1;
-}
-
-mod sealed {
-    /// Keeps [`super::MpiValue`] to the types the adapter knows.
-    pub trait Sealed {}
-    impl Sealed for f64 {}
-    impl Sealed for i32 {}
-}
-
-/// A reduction for [`Mpi::allreduce_f64`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReduceOp {
-    /// MPI_SUM.
-    Sum,
-    /// MPI_MAX.
-    Max,
-    /// MPI_MIN.
-    Min,
 }
 
 /// MPI, initialised in this process (MPI_COMM_WORLD). See the module
@@ -281,6 +251,27 @@ impl Mpi {
         self.check(rc, "MPI_Recv")
     }
 
+    /// MPI_Recv of exactly `buf.len()` bytes from whichever rank sends
+    /// first with `tag` (MPI_ANY_SOURCE); returns that rank.
+    pub fn recv_any(&self, buf: &mut [u8], tag: i32) -> io::Result<usize> {
+        let mut source: c_int = -1;
+        bump();
+        // SAFETY: buf is writable for its length; source is a valid
+        // out-pointer.
+        let rc = unsafe {
+            (self.api.recv_any)(
+                buf.as_mut_ptr().cast(),
+                buf.len() as c_longlong,
+                tag,
+                &mut source,
+            )
+        };
+        bump();
+        self.check(rc, "MPI_Recv")?;
+        usize::try_from(source)
+            .map_err(|_| io::Error::other(format!("MPI_Recv reported source rank {source}")))
+    }
+
     /// MPI_Sendrecv: send `out` to and receive `inp` from rank `peer` at once.
     #[inline]
     pub fn exchange(&self, out: &[u8], inp: &mut [u8], peer: usize, tag: i32) -> io::Result<()> {
@@ -440,116 +431,6 @@ impl Mpi {
         bump();
         self.check(rc, "MPI_Sendrecv")?;
         check_length(got, inp.len(), from)
-    }
-
-    /// In-place MPI_Allreduce of `data` over all ranks.
-    pub fn allreduce_f64(&self, data: &mut [f64], op: ReduceOp) -> io::Result<()> {
-        let op = match op {
-            ReduceOp::Sum => 0,
-            ReduceOp::Max => 1,
-            ReduceOp::Min => 2,
-        };
-        bump();
-        // SAFETY: data is valid for its length during the call.
-        let rc =
-            unsafe { (self.api.allreduce_f64)(data.as_mut_ptr(), data.len() as c_longlong, op) };
-        bump();
-        self.check(rc, "MPI_Allreduce")
-    }
-
-    /// MPI_Alltoallv of `T` (MPI_DOUBLE or MPI_INT) over all ranks. `layout` holds four lists
-    /// of one entry per rank, one after another: send counts, send
-    /// displacements, receive counts, receive displacements (in values).
-    /// Fails, without calling MPI, unless every block lies inside its
-    /// buffer.
-    pub fn alltoallv<T: MpiValue>(
-        &self,
-        send: &[T],
-        recv: &mut [T],
-        layout: &[c_int],
-    ) -> io::Result<()> {
-        let size = self.size();
-        let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidInput, what.to_string());
-        if layout.len() != 4 * size {
-            return Err(invalid(
-                "MPI_Alltoallv: the layout needs four entries per rank",
-            ));
-        }
-        let (send_layout, recv_layout) = layout.split_at(2 * size);
-        for (counts_displs, len) in [(send_layout, send.len()), (recv_layout, recv.len())] {
-            let (counts, displs) = counts_displs.split_at(size);
-            let inside = counts.iter().zip(displs).all(|(&n, &at)| {
-                n >= 0 && at >= 0 && (at as usize).saturating_add(n as usize) <= len
-            });
-            if !inside {
-                return Err(invalid("MPI_Alltoallv: a block lies outside its buffer"));
-            }
-        }
-        bump();
-        // SAFETY: every block lies inside its buffer (checked above), the
-        // buffers and the layout are valid for the call.
-        let rc = unsafe {
-            (self.api.alltoallv)(
-                send.as_ptr().cast(),
-                send_layout.as_ptr(),
-                send_layout[size..].as_ptr(),
-                recv.as_mut_ptr().cast(),
-                recv_layout.as_ptr(),
-                recv_layout[size..].as_ptr(),
-                T::TYPE_CODE,
-            )
-        };
-        bump();
-        self.check(rc, "MPI_Alltoallv")
-    }
-
-    /// MPI_Barrier over all ranks.
-    pub fn barrier(&self) -> io::Result<()> {
-        bump();
-        // SAFETY: a plain C function of no arguments.
-        let rc = unsafe { (self.api.barrier)() };
-        bump();
-        self.check(rc, "MPI_Barrier")
-    }
-
-    /// MPI_Bcast of `buf` (bytes) from rank `root` to every rank.
-    pub fn bcast(&self, buf: &mut [u8], root: usize) -> io::Result<()> {
-        bump();
-        // SAFETY: buf is valid for its length during the call.
-        let rc = unsafe {
-            (self.api.bcast)(
-                buf.as_mut_ptr().cast(),
-                buf.len() as c_longlong,
-                root as c_int,
-            )
-        };
-        bump();
-        self.check(rc, "MPI_Bcast")
-    }
-
-    /// MPI_Alltoall of bytes: `send` and `recv` each hold one block per
-    /// rank, in rank order, all of one length. Fails, without calling MPI,
-    /// unless both buffers are `size` blocks long.
-    pub fn alltoall(&self, send: &[u8], recv: &mut [u8]) -> io::Result<()> {
-        let size = self.size().max(1);
-        if send.len() != recv.len() || !send.len().is_multiple_of(size) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "MPI_Alltoall: buffers of {} and {} bytes are not {size} equal blocks each",
-                    send.len(),
-                    recv.len()
-                ),
-            ));
-        }
-        let block = (send.len() / size) as c_longlong;
-        bump();
-        // SAFETY: both buffers hold `size` blocks of `block` bytes (checked
-        // above) and are valid for the call; they cannot overlap.
-        let rc =
-            unsafe { (self.api.alltoall)(send.as_ptr().cast(), recv.as_mut_ptr().cast(), block) };
-        bump();
-        self.check(rc, "MPI_Alltoall")
     }
 
     /// MPI_Finalize. The handle is consumed: MPI cannot be used again.

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 /// The adapter ABI this wulf expects (`WULF_ADAPTER_ABI` in adapter.c).
-pub const ADAPTER_ABI: i32 = 5;
+pub const ADAPTER_ABI: i32 = 6;
 
 /// Entry points of a loaded adapter.
 pub(super) struct Api {
@@ -23,6 +23,7 @@ pub(super) struct Api {
     pub(super) wtime: unsafe extern "C" fn() -> f64,
     pub(super) send: unsafe extern "C" fn(*const c_void, c_longlong, c_int, c_int) -> c_int,
     pub(super) recv: unsafe extern "C" fn(*mut c_void, c_longlong, c_int, c_int) -> c_int,
+    pub(super) recv_any: unsafe extern "C" fn(*mut c_void, c_longlong, c_int, *mut c_int) -> c_int,
     pub(super) recv_counted:
         unsafe extern "C" fn(*mut c_void, c_longlong, c_int, c_int, *mut c_longlong) -> c_int,
     pub(super) sendrecv: unsafe extern "C" fn(
@@ -115,6 +116,7 @@ pub(super) fn load(path: &Path) -> Result<&'static Api, String> {
         wtime: symbol(handle, "wulf_wtime")?,
         send: symbol(handle, "wulf_send")?,
         recv: symbol(handle, "wulf_recv")?,
+        recv_any: symbol(handle, "wulf_recv_any")?,
         recv_counted: symbol(handle, "wulf_recv_counted")?,
         sendrecv: symbol(handle, "wulf_sendrecv")?,
         exchange: symbol(handle, "wulf_exchange")?,

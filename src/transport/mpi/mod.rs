@@ -2,19 +2,18 @@
 //!
 //! wulf is built without MPI. At run time it finds each MPI ([`discover`]),
 //! compiles a small C adapter with that MPI's own `mpicc` into a cached
-//! shared library ([`build`]), and starts two copies of itself with that
-//! MPI's own launcher (`mpirun -np 2 wulf worker JOB`, [`launch`]). Inside
-//! the job ([`worker`]), rank 1 plays the peer (`wulf serve --once`) and
-//! rank 0 runs the ordinary sweep engine against it; the data channel is
-//! an [`endpoint::MpiEndpoint`] over MPI_Send / MPI_Recv / MPI_Sendrecv and
-//! windows of MPI_Isend / MPI_Irecv ([`ffi`], loaded with dlopen). So MPI
-//! sweeps share the schedule, policy, statistics, CPU accounting, integrity
-//! pass and result schema of every other transport.
-//!
-//! The same launch also runs NAS kernels and `wulf collective` on any
-//! number of ranks ([`Transport::launch_group`], [`group`]): `mpirun -np N
-//! wulf worker JOB`, each rank running [`crate::npb::RankTask::run`] over
-//! an [`crate::npb::comm::MpiComm`].
+//! shared library ([`build`]), loaded with dlopen ([`ffi`]). This module
+//! only makes endpoints: inside a job an MPI's launcher started, the data
+//! channel between two ranks is an [`endpoint::MpiEndpoint`] over
+//! MPI_Send / MPI_Recv / MPI_Sendrecv and windows of MPI_Isend /
+//! MPI_Irecv, set up like any transport's ([`Transport::listen`],
+//! [`Transport::connect`]), so MPI sweeps share the schedule, policy,
+//! statistics, CPU accounting, integrity pass and result schema of every
+//! other transport. Starting the jobs (`mpirun -np 2 wulf worker JOB` for
+//! a sweep, `-np N` for NAS kernels, collectives and matrix agents) is the
+//! launchers' work: [`crate::cluster::mpi`], which learns what it needs
+//! here ([`launchable`]). A channel between two ranks of a larger job
+//! works too: the listening rank learns its peer from the peer's hello.
 //!
 //! Transports listed: `mpi:openmpi` and `mpi:mpich` (always, so a missing
 //! one explains itself), `mpi:NAME` for each `--mpi NAME=PATH`, and for each
@@ -22,7 +21,7 @@
 //! `--mca btl self,tcp`, MPICH `-genv UCX_TLS tcp,self`), so `wulf run`
 //! shows shared memory and TCP side by side.
 //!
-//! Given a [`super::Cluster`] (`--lab`), the launcher places one rank per
+//! Given a [`super::Cluster`] (`--lab`), the launchers place one rank per
 //! host through the cluster's remote shell and every variant is held to
 //! TCP on the cluster's subnet ([`discover::Flavor::cluster_args`]): the
 //! hosts of a lab share one kernel, and shared memory would bypass the link.
@@ -31,27 +30,25 @@ pub mod build;
 pub mod discover;
 mod endpoint;
 pub mod ffi;
-mod group;
-mod job;
-mod launch;
 mod loader;
 pub mod protocol;
-pub mod spread;
-mod worker;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use self::discover::{Flavor, MpiInstall};
 use super::{ChannelOptions, Connected, ExtraOptions, Listener, Transport};
-use crate::result::Point;
-use crate::sweep::engine::{SweepOutcome, SweepSpec};
 
-pub use launch::EXE_VAR;
-pub use worker::run as run_worker;
+pub use endpoint::{park, unpark};
+
+/// Environment variable naming the wulf executable the launchers start as
+/// `wulf worker`, for programs that drive wulf's library from another
+/// executable (its integration tests): by default the ranks run this very
+/// executable.
+pub const EXE_VAR: &str = "WULF_EXE";
 
 /// Default `--window`: osu_bw's window of non-blocking sends.
 pub const DEFAULT_WINDOW: u64 = 64;
@@ -73,8 +70,8 @@ pub(super) fn configure(options: ExtraOptions) {
     *CONFIG.write().unwrap_or_else(|e| e.into_inner()) = Some(options);
 }
 
-/// The options in effect.
-fn config() -> ExtraOptions {
+/// The options in effect (`--mpi`, `--mpi-arg`, `--window`).
+pub fn config() -> ExtraOptions {
     CONFIG
         .read()
         .unwrap_or_else(|e| e.into_inner())
@@ -286,64 +283,75 @@ impl Transport for MpiTransport {
             Side::Launcher { .. } => Err(self.not_in_a_job()),
         }
     }
+}
 
-    fn launch_sweep(
-        &self,
-        spec: &SweepSpec,
-        on_point: &mut dyn FnMut(&Point),
-    ) -> Option<Result<SweepOutcome>> {
-        match &self.side {
-            Side::Launcher { entry, tcp, .. } => {
-                Some(self.with_plan(entry, *tcp, |plan| launch::run(plan, spec, on_point)))
-            }
-            Side::Worker { .. } => None,
+/// Set in a process the MPI launcher started (`wulf worker JOB`): the
+/// registry then lists the one MPI transport `name` of that job, whose
+/// channels are made between its ranks, `window` messages in flight.
+pub fn serve_in_job(name: &str, window: u64) {
+    let _ = WORKER.set((leak(name.to_string()), window));
+}
+
+/// An MPI transport as the launcher that starts its jobs sees it: the
+/// installation, its adapter and whether it is the TCP-forced variant.
+pub struct Launchable {
+    entry: Arc<Entry>,
+    /// This is the `(tcp)` variant.
+    pub tcp: bool,
+}
+
+impl Launchable {
+    /// The transport's name (`mpi:openmpi`, `mpi:mpich(tcp)`...).
+    pub fn name(&self) -> &'static str {
+        if self.tcp {
+            self.entry.tcp_name
+        } else {
+            self.entry.name
         }
     }
 
-    fn launch_group(
-        &self,
-        np: usize,
-        task: &crate::npb::RankTask,
-    ) -> Option<Result<crate::npb::TaskRun>> {
-        match &self.side {
-            Side::Launcher { entry, tcp, .. } => {
-                Some(self.with_plan(entry, *tcp, |plan| group::launch(plan, np, task)))
-            }
-            Side::Worker { .. } => None,
-        }
+    /// The installation, or why it cannot be used.
+    pub fn install(&self) -> Result<&MpiInstall> {
+        self.entry
+            .install
+            .as_ref()
+            .map_err(|why| anyhow::anyhow!("{} is not installed: {why}", self.name()))
+    }
+
+    /// The compiled adapter the ranks load, built on first use.
+    pub fn adapter(&self) -> Result<&build::Adapter> {
+        MpiTransport::adapter(&self.entry).map_err(anyhow::Error::msg)
+    }
+
+    /// The variant's launcher arguments (TCP forced), or none.
+    pub fn variant_args(&self) -> Result<&'static [&'static str]> {
+        Ok(if self.tcp {
+            self.install()?.flavor.tcp_args().unwrap_or(&[])
+        } else {
+            &[]
+        })
+    }
+
+    /// The variant's name (`tcp`), or None.
+    pub fn variant(&self) -> Option<&'static str> {
+        self.tcp.then_some(TCP_VARIANT)
     }
 }
 
-impl MpiTransport {
-    /// Call `f` with the launch plan of this MPI (the user's side): its
-    /// adapter built, or why it cannot be.
-    fn with_plan<T>(
-        &self,
-        entry: &Entry,
-        tcp: bool,
-        f: impl FnOnce(&launch::Plan) -> Result<T>,
-    ) -> Result<T> {
-        let adapter = Self::adapter(entry).map_err(anyhow::Error::msg)?;
-        let Ok(install) = &entry.install else {
-            bail!("{} is not installed", self.name)
-        };
-        let variant_args: &[&str] = if tcp {
-            install.flavor.tcp_args().unwrap_or(&[])
-        } else {
-            &[]
-        };
-        let plan = launch::Plan {
-            name: self.name,
-            install,
-            adapter,
-            variant: tcp.then_some(TCP_VARIANT),
-            variant_args,
-            options: config(),
-            // Simulated hosts (`--launch local`) are all this machine.
-            cluster: super::cluster::get().filter(|c| !c.is_local()),
-        };
-        f(&plan)
+/// The MPI transport `name` on the launching side, if it is one (inside a
+/// job, the transports are the job's channels, and none is launchable).
+pub fn launchable(name: &str) -> Option<Launchable> {
+    if WORKER.get().is_some() {
+        return None;
     }
+    entries().into_iter().find_map(|entry| {
+        let tcp = entry.tcp_name == name
+            && entry
+                .install
+                .as_ref()
+                .is_ok_and(|i| i.flavor.tcp_args().is_some());
+        (entry.name == name || tcp).then_some(Launchable { entry, tcp })
+    })
 }
 
 #[cfg(test)]

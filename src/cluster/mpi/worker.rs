@@ -23,12 +23,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use super::endpoint::{park, unpark};
-use super::ffi::{call_progress, Mpi};
-use super::job::{self, Job, JobKind, Report};
-use super::WORKER;
+use super::job::{self, AgentJob, Job, JobKind, Report};
 use crate::error::exit_code_of;
 use crate::sweep::engine::run_sweep;
+use crate::transport::mpi::ffi::{call_progress, Mpi};
+use crate::transport::mpi::{park, serve_in_job, unpark};
 
 /// Tag of the set-up messages (processor names, control port).
 const SETUP_TAG: i32 = 3;
@@ -45,13 +44,49 @@ pub fn run(job_path: &Path) -> Result<()> {
     match job::read(job_path)? {
         JobKind::Sweep(job) => sweep(*job),
         JobKind::NpbGroup(job) => super::group::rank(&job),
+        JobKind::Agent(job) => agent_rank(job),
     }
+}
+
+/// One rank of an agent job: the agent of node `hosts[rank]`, whose
+/// measuring channels to the other agents are this MPI's, set up on this
+/// (MPI's) thread.
+fn agent_rank(job: AgentJob) -> Result<()> {
+    serve_in_job(&job.transport, job.window);
+    let mpi = Mpi::init(&job.adapter).map_err(anyhow::Error::msg)?;
+    let rank = mpi.rank();
+    let node = job.hosts.get(rank).cloned().with_context(|| {
+        format!(
+            "this is rank {rank} of {}, but the job names {} nodes",
+            mpi.size(),
+            job.hosts.len()
+        )
+    })?;
+    watchdog(
+        rank,
+        Duration::from_millis(job.timeout_ms.max(1)),
+        job.dir.clone(),
+    );
+    park(mpi);
+    let ran = crate::cluster::agent::run(&crate::cluster::agent::AgentOptions {
+        coordinator: vec![job.coordinator],
+        name: node,
+        secret: job.secret.clone(),
+        serve_inline: true,
+    });
+    let mpi = unpark().context("the MPI channel was not released")?;
+    if let Err(e) = ran {
+        // No MPI_Finalize: the other ranks may be in a call with this one.
+        eprintln!("wulf worker (agent rank {rank}): {e:#}");
+        std::process::exit(exit_code_of(&e).max(1));
+    }
+    mpi.finalize()?;
+    Ok(())
 }
 
 /// One rank of a sweep job.
 fn sweep(job: Job) -> Result<()> {
-    let name: &'static str = Box::leak(job.transport.clone().into_boxed_str());
-    let _ = WORKER.set((name, job.window));
+    serve_in_job(&job.transport, job.window);
     let mpi = Mpi::init(&job.adapter).map_err(anyhow::Error::msg)?;
     let timeout = job.spec.channel.timeout();
     let rank = mpi.rank();

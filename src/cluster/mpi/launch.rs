@@ -21,12 +21,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::build::Adapter;
-use super::discover::MpiInstall;
 use super::job::{self, Job, JobKind, Report};
 use crate::error::{peer, usage, WulfError};
 use crate::result::{MpiInfo, Point};
 use crate::sweep::engine::{SweepOutcome, SweepSpec};
+use crate::transport::mpi::build::Adapter;
+use crate::transport::mpi::discover::MpiInstall;
+use crate::transport::mpi::{Launchable, EXE_VAR};
 use crate::transport::{Cluster, ExtraOptions};
 
 /// Prefixes of environment variables that steer MPI libraries, recorded.
@@ -64,6 +65,23 @@ pub struct Plan<'a> {
     pub options: ExtraOptions,
     /// Hosts to place the ranks on, one each (`--lab`); None: all here.
     pub cluster: Option<Cluster>,
+}
+
+impl<'a> Plan<'a> {
+    /// The plan of the MPI transport `l`: its adapter built, or why it
+    /// cannot be.
+    pub fn of(l: &'a Launchable) -> Result<Plan<'a>> {
+        Ok(Plan {
+            name: l.name(),
+            install: l.install()?,
+            adapter: l.adapter()?,
+            variant: l.variant(),
+            variant_args: l.variant_args()?,
+            options: crate::transport::mpi::config(),
+            // Simulated hosts (`--launch local`) are all this machine.
+            cluster: crate::transport::cluster::get().filter(|c| !c.is_local()),
+        })
+    }
 }
 
 /// Run the sweep `spec` as an MPI job; see the module documentation.
@@ -134,7 +152,7 @@ pub fn run(
             match report.result.clone() {
                 Some(mut result) => {
                     let mpi = info(&report);
-                    super::protocol::state_thresholds(
+                    crate::transport::mpi::protocol::state_thresholds(
                         &mut result,
                         &mpi.protocol_limits,
                         plan.variant == Some("tcp"),
@@ -198,13 +216,8 @@ fn least_wire_time(spec: &SweepSpec, bits_per_s: u64) -> Duration {
     Duration::from_secs_f64(bytes as f64 * 8.0 / bits_per_s.max(1) as f64)
 }
 
-/// Environment variable naming the wulf executable to start as `wulf
-/// worker`, for programs that drive wulf's library from another executable
-/// (its integration tests): by default the ranks run this very executable.
-pub const EXE_VAR: &str = "WULF_EXE";
-
 /// The executable the ranks run (see [`EXE_VAR`]).
-fn worker_exe() -> Result<PathBuf> {
+pub(super) fn worker_exe() -> Result<PathBuf> {
     match std::env::var_os(EXE_VAR) {
         Some(exe) if !exe.is_empty() => Ok(PathBuf::from(exe)),
         _ => std::env::current_exe().context("cannot find wulf's own executable"),
@@ -484,7 +497,10 @@ pub(super) fn mpi_info(
         window: plan.options.window,
         processors: report.processors.clone(),
         startup_s,
-        protocol_limits: super::protocol::protocol_limits(plan.install, launcher_args),
+        protocol_limits: crate::transport::mpi::protocol::protocol_limits(
+            plan.install,
+            launcher_args,
+        ),
     }
 }
 

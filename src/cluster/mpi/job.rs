@@ -48,6 +48,35 @@ pub enum JobKind {
     /// A group task (an NPB kernel, a collective): every rank runs
     /// [`crate::npb::RankTask::run`] over MPI.
     NpbGroup(GroupJob),
+    /// One rank per node, each an agent of a matrix coordinator whose
+    /// cells run over this MPI ([`AgentJob`]).
+    Agent(AgentJob),
+}
+
+/// Everything a rank of an agent job needs: each rank joins the
+/// coordinator as the agent of node `hosts[rank]` (the launcher places
+/// rank i on host i) and measures against the other ranks over MPI.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentJob {
+    /// Transport name as listed (`mpi:openmpi`...).
+    pub transport: String,
+    /// The compiled adapter to load.
+    pub adapter: PathBuf,
+    /// Non-blocking sends in flight in stream mode.
+    pub window: u64,
+    /// The nodes, in rank order.
+    pub hosts: Vec<String>,
+    /// Where the coordinator listens.
+    pub coordinator: std::net::SocketAddr,
+    /// The run's one-time secret. It is in this file, in a directory only
+    /// its owner can read, because MPI launchers pass the environment to
+    /// remote ranks unevenly and a command line would show it.
+    pub secret: String,
+    /// Bound, in milliseconds, of an MPI call making no progress.
+    pub timeout_ms: u64,
+    /// The job directory.
+    pub dir: PathBuf,
 }
 
 /// Everything a rank of a sweep needs.

@@ -1,0 +1,129 @@
+//! Starting a program once on each of a list of hosts with an MPI's own
+//! launcher, for commands that are not MPI jobs themselves but run where
+//! MPI users run (`wulf matrix --launch mpi:NAME`), and the agent jobs of
+//! a matrix over MPI (`wulf matrix --via mpi:NAME`: each rank an agent).
+
+use crate::transport::mpi::discover::{Flavor, MpiInstall};
+use crate::transport::mpi::{config, launchable};
+
+/// An environment variable for the launcher: name and value.
+pub type EnvVar = (String, String);
+
+/// The command line (and environment) that starts `program` once on each
+/// of `hosts` with the launcher of the MPI `mpi:NAME`: how `wulf matrix
+/// --launch mpi:NAME` starts itself on every node. In a lab ([`crate::transport::cluster`]),
+/// the launcher reaches the nodes through the lab's remote shell (a script
+/// written in `dir`) and keeps to its network, as for ranks.
+pub fn launch_once_per_host(
+    name: &str,
+    hosts: &[String],
+    dir: &std::path::Path,
+    program: &[String],
+) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
+    let full = format!("mpi:{name}");
+    let l = launchable(&full)
+        .ok_or_else(|| crate::error::usage(format!("--launch {full}: no MPI of that name")))?;
+    let install = l
+        .install()
+        .map_err(|why| crate::error::usage(format!("--launch {full}: {why:#}")))?;
+    once_per_host(&full, install, &[], hosts, dir, program)
+}
+
+/// Start one agent of a matrix per host of `hosts`, as the ranks of one
+/// job of the MPI transport `via` (`mpi:NAME` or its `(tcp)` variant):
+/// the launcher's command line and environment. The job file, with the
+/// run's secret, is written in `dir` (private to its owner), which must
+/// outlive the job.
+pub fn agent_job(
+    via: &str,
+    hosts: &[String],
+    dir: &std::path::Path,
+    coordinator: std::net::SocketAddr,
+    secret: &str,
+    timeout: std::time::Duration,
+) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
+    let usage = |why: anyhow::Error| crate::error::usage(format!("--via {via}: {why:#}"));
+    let l = launchable(via).ok_or_else(|| usage(anyhow::anyhow!("no MPI of that name")))?;
+    let install = l.install().map_err(usage)?;
+    let adapter = l.adapter().map_err(usage)?;
+    let job = super::job::AgentJob {
+        transport: via.to_string(),
+        adapter: adapter.library.clone(),
+        window: config().window,
+        hosts: hosts.to_vec(),
+        coordinator,
+        secret: secret.to_string(),
+        timeout_ms: timeout.as_millis() as u64,
+        dir: dir.to_path_buf(),
+    };
+    let job_path = dir.join(super::job::JOB);
+    super::job::write(&job_path, &super::job::JobKind::Agent(job))?;
+    let exe = match crate::transport::cluster::get().and_then(|c| c.remote_wulf) {
+        Some(p) => p,
+        None => super::launch::worker_exe()?.display().to_string(),
+    };
+    let program = [exe, "worker".into(), job_path.display().to_string()];
+    let variant = l.variant_args()?;
+    once_per_host(via, install, variant, hosts, dir, &program)
+}
+
+/// The launcher's command line and environment that start `program` once
+/// on each of `hosts` (see [`launch_once_per_host`]); `variant` holds the
+/// arguments of a TCP-forced variant, needless in a lab, whose arguments
+/// hold every rank to its network anyway.
+fn once_per_host(
+    full: &str,
+    install: &MpiInstall,
+    variant: &[&str],
+    hosts: &[String],
+    dir: &std::path::Path,
+    program: &[String],
+) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
+    let list = hosts.join(",");
+    let placement: Vec<String> = match (crate::transport::cluster::get(), install.flavor) {
+        (Some(c), flavor) => {
+            let agent = c.rsh_script(dir)?;
+            let mut args = flavor
+                .cluster_args(&list, &agent, &c.subnet, &c.interface)
+                .ok_or_else(|| crate::error::usage(format!("--launch {full}: unknown launcher")))?;
+            // Lab nodes share this machine's CPUs (as for ranks, see
+            // `Flavor::oversubscribed_args`).
+            if hosts.len() > crate::sys::cpu_count() {
+                args.extend(flavor.oversubscribed_args().iter().map(|s| s.to_string()));
+            }
+            args
+        }
+        (None, Flavor::OpenMpi) => ["--host", &list, "--map-by", "ppr:1:node"]
+            .map(str::to_string)
+            .to_vec(),
+        (None, Flavor::Mpich) => ["-hosts", &list, "-ppn", "1"].map(str::to_string).to_vec(),
+        (None, Flavor::Other) => {
+            return Err(crate::error::usage(format!(
+                "--launch {full}: wulf does not know how to place one process per host with this MPI's launcher"
+            )))
+        }
+    };
+    let mut argv = vec![
+        install.launcher.display().to_string(),
+        "-np".into(),
+        hosts.len().to_string(),
+    ];
+    argv.extend(install.flavor.base_args().iter().map(|s| s.to_string()));
+    argv.extend(placement);
+    argv.extend(config().mpi_launcher_args);
+    if crate::transport::cluster::get().is_none() {
+        argv.extend(variant.iter().map(|s| s.to_string()));
+    }
+    argv.extend(program.iter().cloned());
+    // SAFETY: getuid cannot fail.
+    let env = if unsafe { libc::getuid() } == 0 {
+        // Open MPI refuses root without these.
+        vec![
+            ("OMPI_ALLOW_RUN_AS_ROOT".into(), "1".into()),
+            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM".into(), "1".into()),
+        ]
+    } else {
+        Vec::new()
+    };
+    Ok((argv, env))
+}

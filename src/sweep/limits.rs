@@ -104,6 +104,60 @@ impl Limits {
     }
 }
 
+/// Smallest size checked for a slow mode: below it the hand-off, not the
+/// copies, sets the time, and the two-copy limit says little.
+const SLOW_MODE_MIN_BYTES: u64 = 64 << 10;
+/// A point whose rate (per direction) is this many times below the serial
+/// two-copy hand-off between the same CPUs is in a slow mode: no transport
+/// that moves a message by copying needs four unpipelined copy-in/copy-out
+/// times, so the rest went to something else.
+pub const SLOW_MODE_FACTOR: f64 = 4.0;
+
+/// A warning when points from [`SLOW_MODE_MIN_BYTES`] on took more than
+/// [`SLOW_MODE_FACTOR`] times the serial two-copy hand-off recorded beside
+/// them (`limits.c2c_two_copy_bits_per_s`), naming those sizes: the slow
+/// mode shared two-CPU machines show (an end descheduled while the other
+/// spins, or both moved apart), said in the result instead of left for
+/// the reader to guess from a curve.
+pub fn slow_mode_warning(mode: Mode, points: &[Point]) -> Option<String> {
+    let directions = mode.bytes_per_op(1) as f64;
+    let checked: Vec<(u64, f64)> = points
+        .iter()
+        .filter(|p| p.bytes >= SLOW_MODE_MIN_BYTES && p.bits_per_s > 0.0)
+        .filter_map(|p| {
+            let limit = p.limits?.c2c_two_copy_bits_per_s?;
+            Some((p.bytes, limit / (p.bits_per_s / directions)))
+        })
+        .collect();
+    let slow: Vec<&(u64, f64)> = checked
+        .iter()
+        .filter(|(_, x)| *x > SLOW_MODE_FACTOR)
+        .collect();
+    if slow.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = slow
+        .iter()
+        .take(6)
+        .map(|(b, x)| format!("{} ({x:.1}x)", crate::units::format_bytes(*b)))
+        .collect();
+    let more = if slow.len() > listed.len() {
+        ", ..."
+    } else {
+        ""
+    };
+    Some(format!(
+        "slow mode: {} of {} sizes from {} on took more than {SLOW_MODE_FACTOR}x the serial \
+         two-copy hand-off between the same CPUs (c2c-2copy, measured just before): {}{more}. \
+         That time went to something other than copying: on a busy machine, mostly an end \
+         descheduled while the other waited; rerun on a quieter machine before reading these sizes",
+        slow.len(),
+        checked.len(),
+        crate::units::format_bytes(SLOW_MODE_MIN_BYTES),
+        listed.join(", ")
+    ))
+}
+
 /// The wait mode a floor is measured with: spinning, unless both ends share
 /// one CPU (or the machine has only one), where spinning would measure the
 /// scheduler's time slice.
@@ -357,6 +411,39 @@ mod tests {
             })
         );
         assert_eq!(l.at(9).unwrap().memcpy_bits_per_s, None);
+    }
+
+    #[test]
+    fn slow_modes_are_named() {
+        let point = |bytes: u64, ns: f64| {
+            let mut p = crate::sweep::engine::test_point(bytes, ns);
+            // A two-copy hand-off of 1 ns per 8 bits.
+            p.limits = Some(PointLimits {
+                c2c_two_copy_bits_per_s: Some(8e9),
+                ..Default::default()
+            });
+            p
+        };
+        // At 1 B/ns the hand-off takes `bytes` ns.
+        let fine = [point(8, 500.0), point(64 << 10, 3.0 * 65536.0)];
+        assert_eq!(slow_mode_warning(Mode::Pingpong, &fine), None);
+        let slow = [
+            point(8, 500.0),
+            point(64 << 10, 3.0 * 65536.0),
+            point(1 << 20, 5.0 * 1048576.0),
+        ];
+        let w = slow_mode_warning(Mode::Pingpong, &slow).unwrap();
+        assert!(
+            w.contains("1 of 2 sizes") && w.contains("1 MiB (5.0x)"),
+            "{w}"
+        );
+        // A bidir rate counts both directions: the same rate is half per
+        // direction, so 3x becomes 6x.
+        let w = slow_mode_warning(Mode::Bidir, &fine).unwrap();
+        assert!(w.contains("64 KiB (6.0x)"), "{w}");
+        let mut no_limit = slow.clone();
+        no_limit[2].limits = None;
+        assert_eq!(slow_mode_warning(Mode::Pingpong, &no_limit), None);
     }
 
     #[test]

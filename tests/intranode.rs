@@ -115,6 +115,14 @@ fn every_wait_mode_with_integrity() {
     assert!(t.elapsed() < Duration::from_secs(30));
 }
 
+/// Wait until the peer process `pid` has spent half a second of CPU on
+/// the sweep's messages (at most 120 s): it uses none while the measuring
+/// side measures the limits before the first point, so from then on the
+/// two are moving large messages.
+fn wait_for_large_transfers(pid: u32) {
+    wait_for_cpu_ticks(pid, 50, Duration::from_secs(120));
+}
+
 #[test]
 fn region_is_gone_after_the_peer_is_killed_mid_run() {
     for t in intranode() {
@@ -123,7 +131,8 @@ fn region_is_gone_after_the_peer_is_killed_mid_run() {
         let dir = tempdir();
         let out = file(&dir, "r.json");
         let a = server.addr();
-        let client = wulf(&[
+        // Large messages only, so the kill lands in the middle of one.
+        let mut client = wulf(&[
             "sweep",
             t,
             "--peer",
@@ -131,7 +140,7 @@ fn region_is_gone_after_the_peer_is_killed_mid_run() {
             "--budget",
             "20s",
             "--sizes",
-            "1:1Mi",
+            "1Mi:8Mi",
             "--timeout",
             "2s",
             "--quiet",
@@ -143,7 +152,7 @@ fn region_is_gone_after_the_peer_is_killed_mid_run() {
         .spawn()
         .unwrap();
         let client_pid = client.id() as i32;
-        std::thread::sleep(Duration::from_millis(1500));
+        wait_for_large_transfers(server.child.id());
         // Mid-run, both ends have mapped the region: its name is gone.
         assert_no_leaked_region(&[server_pid, client_pid]);
         server.child.kill().unwrap();
@@ -160,13 +169,13 @@ fn region_is_gone_after_the_peer_is_killed_mid_run() {
 
 #[test]
 fn region_is_gone_after_the_client_is_killed_mid_run() {
-    let client = wulf(&[
+    let mut client = wulf(&[
         "sweep",
         "shm",
         "--budget",
         "20s",
         "--sizes",
-        "1:1Mi",
+        "1Mi:8Mi",
         "--timeout",
         "2s",
         "--quiet",
@@ -176,13 +185,21 @@ fn region_is_gone_after_the_client_is_killed_mid_run() {
     .spawn()
     .unwrap();
     let pid = client.id() as i32;
-    std::thread::sleep(Duration::from_millis(1500));
+    // The local peer is the client's child.
+    let t0 = Instant::now();
+    let peer = loop {
+        if let Some(&p) = children_of(pid as u32).first() {
+            break p;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "no local peer");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    wait_for_large_transfers(peer as u32);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    let mut client = client;
     let _ = client.wait();
     // The local peer dies with its parent; give it a moment.
     std::thread::sleep(Duration::from_millis(500));

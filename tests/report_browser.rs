@@ -150,6 +150,7 @@ fn results(dir: &Path) -> Vec<String> {
         p.limits = Some(Limits {
             memcpy_bits_per_s: at.map(|m| m.bits_per_s),
             floor_ns: Some(120.0),
+            ..Default::default()
         });
     }
     let intranode = dir.join("unix-limits.json");

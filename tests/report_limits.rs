@@ -33,6 +33,9 @@ fn unix_with_limits(memcpy: &SweepResult) -> SweepResult {
         p.limits = Some(Limits {
             memcpy_bits_per_s: Some(nearest.bits_per_s),
             floor_ns: Some(120.0),
+            // A core-to-core copy at a third of memcpy's rate.
+            c2c_bits_per_s: Some(nearest.bits_per_s / 3.0),
+            c2c_two_copy_bits_per_s: Some(nearest.bits_per_s / 6.0),
         });
     }
     r
@@ -98,6 +101,9 @@ fn baselines_are_limits_not_competitors() {
     let f = figure(&html, "memcpy-fraction").expect("memcpy fraction chart");
     assert!(f.contains("throughput / memcpy at that size [%]"));
     assert!(f.contains("unix pingpong") && !f.contains("tcp pingpong"));
+    let c = figure(&html, "c2c-fraction").expect("c2c efficiency chart");
+    assert!(c.contains("throughput / core-to-core single copy [%]"));
+    assert!(c.contains("unix pingpong") && !c.contains("tcp pingpong"));
     let l = figure(&html, "floor-multiple").expect("floor multiple chart");
     assert!(l.contains("cache-line floor"));
     assert!(l.contains("unix pingpong") && !l.contains("tcp pingpong"));
@@ -106,7 +112,12 @@ fn baselines_are_limits_not_competitors() {
 #[test]
 fn a_report_without_baselines_has_no_limit_charts() {
     let html = report::html::to_html(&[fixture("tcp-pingpong.json")]).unwrap();
-    for id in ["memory", "memcpy-fraction", "floor-multiple"] {
+    for id in [
+        "memory",
+        "memcpy-fraction",
+        "c2c-fraction",
+        "floor-multiple",
+    ] {
         assert!(figure(&html, id).is_none(), "{id}");
     }
     assert!(!figure(&html, "throughput").unwrap().contains("(limit)"));

@@ -169,7 +169,12 @@ fn efficiency_fields_are_optional_derived_and_strict() {
     // Files without them (the fixture) read; files with them round-trip.
     let mut v = fixture_value();
     for p in v["points"].as_array_mut().unwrap() {
-        p["limits"] = serde_json::json!({ "memcpy_bits_per_s": 4e11, "floor_ns": 50.0 });
+        p["limits"] = serde_json::json!({
+            "memcpy_bits_per_s": 4e11,
+            "floor_ns": 50.0,
+            "c2c_bits_per_s": 2e11,
+            "c2c_two_copy_bits_per_s": 1e11
+        });
     }
     let mut r = parse(&v).unwrap();
     r.summary = wulf::result::Summary::from_points(&r.points);
@@ -181,6 +186,10 @@ fn efficiency_fields_are_optional_derived_and_strict() {
     assert_eq!(
         r.summary.peak_memcpy_fraction,
         Some(r.summary.peak_bits_per_s.unwrap() / 4e11)
+    );
+    assert_eq!(
+        r.summary.peak_c2c_fraction,
+        Some(r.summary.peak_bits_per_s.unwrap() / 2e11)
     );
     r.summary.plateaus.push(wulf::result::Plateau {
         level: "L1".into(),

@@ -170,7 +170,8 @@ fn throughput_figure(h: &mut String, series: &[Series], memcpy: Option<&Series>)
 }
 
 /// The limit charts: memcpy's memory hierarchy, and the transports'
-/// throughput against memcpy and latency against the cache-line floor.
+/// throughput against memcpy and the core-to-core copy, and latency
+/// against the cache-line floor.
 fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> Result<()> {
     if let Some(m) = memcpy {
         figure(
@@ -192,6 +193,18 @@ fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> 
             "Each intra-node transport's throughput as a share of memcpy's at the same size \
              (points[].limits.memcpy_bits_per_s; the axis fits the curves, a dashed line marks 100% when \
              reached). Bidirectional results count both directions and can exceed it.",
+        );
+    }
+    if let Some(svg) = limit_charts::c2c_fraction(series)? {
+        figure(
+            h,
+            "c2c-fraction",
+            "Efficiency against the core-to-core copy",
+            &svg,
+            "Each intra-node transport's throughput as a share of the core-to-core single copy at the \
+             same size (points[].limits.c2c_bits_per_s: one of the two CPUs copying out a message the \
+             other has just written, one flag per hand-off; the c2c baseline). No transfer between two \
+             processes on these CPUs can beat it by copying; a dashed line marks 100% when reached.",
         );
     }
     if let Some(svg) = limit_charts::floor_multiple(series)? {

@@ -13,6 +13,9 @@
 //!   steps of the curve can be read as cache levels;
 //! * [`memcpy_fraction`]: each intra-node transport's throughput as a
 //!   share of memcpy's at the same size (`points[].limits`);
+//! * [`c2c_fraction`]: the same against the core-to-core single copy
+//!   between the two CPUs (`points[].limits.c2c_bits_per_s`), the limit a
+//!   transfer between two processes there can reach;
 //! * [`floor_multiple`]: its one-way time as a multiple of the cache-line
 //!   floor (`points[].limits.floor_ns`).
 
@@ -148,9 +151,33 @@ fn against_limit(
 /// Throughput as a percentage of memcpy's at the same size, for the
 /// transports whose points carry that limit; `None` when none do.
 pub fn memcpy_fraction(series: &[Series]) -> Result<Option<String>> {
+    fraction_chart(
+        series,
+        |p| p.limits?.memcpy_bits_per_s,
+        "throughput / memcpy at that size [%]",
+    )
+}
+
+/// Throughput as a percentage of the core-to-core single copy at the same
+/// size, for the transports whose points carry it; `None` when none do.
+pub fn c2c_fraction(series: &[Series]) -> Result<Option<String>> {
+    fraction_chart(
+        series,
+        |p| p.limits?.c2c_bits_per_s,
+        "throughput / core-to-core single copy [%]",
+    )
+}
+
+/// Throughput as a percentage of the rate limit `get` reads from each
+/// point, on a y axis called `label`.
+fn fraction_chart(
+    series: &[Series],
+    get: impl Fn(&crate::result::Point) -> Option<f64> + Copy,
+    label: &str,
+) -> Result<Option<String>> {
     let curves: Vec<LimitCurve> = series
         .iter()
-        .map(|s| (s, against_limit(s, |p| p.limits?.memcpy_bits_per_s)))
+        .map(|s| (s, against_limit(s, get)))
         .filter(|(_, v)| !v.is_empty())
         .collect();
     if curves.is_empty() {
@@ -163,7 +190,7 @@ pub fn memcpy_fraction(series: &[Series]) -> Result<Option<String>> {
         .flat_map(|(_, v)| v.iter().map(|p| 100.0 * p.1))
         .fold(5.0, f64::max);
     let x = size_axis(series, u64::MAX);
-    let y = Axis::linear("throughput / memcpy at that size [%]", 0.0, max, num);
+    let y = Axis::linear(label, 0.0, max, num);
     let svg = frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
         if y.hi >= 100.0 {
             c.draw_series(DashedLineSeries::new(

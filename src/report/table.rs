@@ -84,16 +84,25 @@ pub fn summary_lines(r: &SweepResult) -> String {
             format_bits_per_s(pk),
             format_bytes(at)
         );
-        let memcpy = r
+        let limits = r
             .points
             .iter()
             .find(|p| p.bytes == at)
-            .and_then(|p| p.limits?.memcpy_bits_per_s);
+            .and_then(|p| p.limits);
+        let memcpy = limits.and_then(|l| l.memcpy_bits_per_s);
         if let (Some(f), Some(m)) = (r.summary.peak_memcpy_fraction, memcpy) {
             let _ = write!(
                 s,
                 ", {f:.2} of memcpy bandwidth there ({})",
                 format_bits_per_s(m)
+            );
+        }
+        let c2c = limits.and_then(|l| l.c2c_bits_per_s);
+        if let (Some(f), Some(c)) = (r.summary.peak_c2c_fraction, c2c) {
+            let _ = write!(
+                s,
+                ", {f:.2} of the core-to-core single copy ({})",
+                format_bits_per_s(c)
             );
         }
         s.push('\n');
@@ -148,7 +157,8 @@ pub fn summary_lines(r: &SweepResult) -> String {
 
 /// One row per result, side by side: the summary `wulf run` prints. For
 /// intra-node results, latency as a multiple of the cache-line floor and
-/// peak as a fraction of memcpy bandwidth stand beside the figures; when a
+/// peak as a fraction of memcpy bandwidth and of the core-to-core single
+/// copy (`c2c`) at the peak size stand beside the figures; when a
 /// result crossed a network link with a known limit, an "of link" column
 /// gives the peak as a fraction of the path's TCP goodput limit.
 pub fn comparison_table(results: &[SweepResult]) -> String {
@@ -165,12 +175,13 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
     let with_link = results.iter().any(|r| link_fraction(r).is_some());
     let _ = write!(
         s,
-        "{:<w$} {:>10} {:>8} {:>14} {:>9} {:>10} {:>9} {:>7} {:>9}",
+        "{:<w$} {:>10} {:>8} {:>14} {:>9} {:>6} {:>10} {:>9} {:>7} {:>9}",
         "transport",
         "latency",
         "x floor",
         "peak",
         "of memcpy",
+        "of c2c",
         "at size",
         "cpu ns/B",
         "noisy",
@@ -187,7 +198,7 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
             .and_then(|b| r.points.iter().find(|p| p.bytes == b));
         let _ = write!(
             s,
-            "{:<w$} {:>10} {:>8} {:>14} {:>9} {:>10} {:>9} {:>7} {:>9}",
+            "{:<w$} {:>10} {:>8} {:>14} {:>9} {:>6} {:>10} {:>9} {:>7} {:>9}",
             format!("{} {}", r.transport, r.mode),
             r.summary
                 .latency_ns
@@ -203,6 +214,10 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
                 .unwrap_or_else(|| "-".into()),
             r.summary
                 .peak_memcpy_fraction
+                .map(|f| format!("{f:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            r.summary
+                .peak_c2c_fraction
                 .map(|f| format!("{f:.2}"))
                 .unwrap_or_else(|| "-".into()),
             r.summary

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 /// within a version: files without them still read. Version 2 added the
 /// measurement conditions (`conditions`, `points[].cpu_whole`); version 1
 /// files read as version 2 files without them. Version 3 added
-/// `conditions.peer_loads` (`--load-peer`); older files read without it.
+/// `conditions.peer_loads` (`--load-peer`) and the core-to-core copy
+/// limits (`points[].limits.c2c_bits_per_s`, `c2c_two_copy_bits_per_s`,
+/// `summary.peak_c2c_fraction`); older files read without them.
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// The oldest sweep result schema version this wulf still reads.
@@ -157,7 +159,11 @@ impl Definitions {
          (same --nocache and --offset), floor_ns = one-way time of an 8-byte cache-line \
          ping-pong between the two CPUs; summary.latency_floor_multiple = latency_ns / floor_ns; \
          summary.peak_memcpy_fraction = peak_bits_per_s / memcpy_bits_per_s at peak_bytes \
-         (bidir counts both directions, so it can exceed 1)"
+         (bidir counts both directions, so it can exceed 1); c2c_bits_per_s = rate of one core \
+         copying out a message the other core has just written (the c2c baseline, the floor \
+         under single-copy transfers between the two CPUs), c2c_two_copy_bits_per_s = rate of \
+         the serial copy-in, flag, copy-out hand-off (c2c-2copy); summary.peak_c2c_fraction = \
+         peak_bits_per_s / c2c_bits_per_s at peak_bytes"
             .into()
     }
 }
@@ -296,7 +302,7 @@ pub struct Point {
 }
 
 /// Physical limits of the machine at one message size.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// memcpy bandwidth at this size within one process, bits/s.
@@ -306,6 +312,16 @@ pub struct Limits {
     /// CPUs, ns: the floor of any message between two processes there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor_ns: Option<f64>,
+    /// Rate at which one of the two CPUs copies out a message of this size
+    /// that the other has just written (the `c2c` baseline), bits/s: the
+    /// floor under single-copy transfers (schema version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c2c_bits_per_s: Option<f64>,
+    /// Rate of the serial copy-in, flag, copy-out hand-off of a message of
+    /// this size between the two CPUs (`c2c-2copy`), bits/s: the floor
+    /// under unpipelined copy-in/copy-out (schema version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c2c_two_copy_bits_per_s: Option<f64>,
 }
 
 /// A plateau of a memory-hierarchy curve (the memcpy baseline).
@@ -344,6 +360,10 @@ pub struct Summary {
     /// `peak_bits_per_s` divided by memcpy bandwidth at `peak_bytes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_memcpy_fraction: Option<f64>,
+    /// `peak_bits_per_s` divided by the core-to-core single-copy rate at
+    /// `peak_bytes` (schema version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_c2c_fraction: Option<f64>,
     /// Named plateaus (the memcpy baseline's cache levels and DRAM).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plateaus: Vec<Plateau>,
@@ -368,6 +388,10 @@ impl Summary {
             peak_memcpy_fraction: peak.and_then(|p| {
                 let memcpy = p.limits?.memcpy_bits_per_s?;
                 (memcpy > 0.0).then(|| p.bits_per_s / memcpy)
+            }),
+            peak_c2c_fraction: peak.and_then(|p| {
+                let c2c = p.limits?.c2c_bits_per_s?;
+                (c2c > 0.0).then(|| p.bits_per_s / c2c)
             }),
             plateaus: Vec::new(),
         }

@@ -37,6 +37,7 @@ pub fn sweep(r: &SweepResult) -> Result<(), String> {
         ("peak_bits_per_s", s.peak_bits_per_s),
         ("latency_floor_multiple", s.latency_floor_multiple),
         ("peak_memcpy_fraction", s.peak_memcpy_fraction),
+        ("peak_c2c_fraction", s.peak_c2c_fraction),
     ] {
         if let Some(v) = v {
             finite_non_negative(v, f64::MAX).map_err(|e| format!("summary.{name} {e}"))?;
@@ -84,6 +85,8 @@ fn point(p: &Point) -> Result<(), String> {
         for (name, v) in [
             ("limits.memcpy_bits_per_s", l.memcpy_bits_per_s),
             ("limits.floor_ns", l.floor_ns),
+            ("limits.c2c_bits_per_s", l.c2c_bits_per_s),
+            ("limits.c2c_two_copy_bits_per_s", l.c2c_two_copy_bits_per_s),
         ] {
             if let Some(v) = v {
                 finite_non_negative(v, f64::MAX).map_err(|e| format!("{name} {e}"))?;

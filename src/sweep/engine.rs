@@ -188,6 +188,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         &mut points,
         on_point,
     ));
+    warnings.extend(limits::slow_mode_warning(spec.mode, &points));
 
     let mut options_transport = conn.settings.clone();
     options_transport.insert(

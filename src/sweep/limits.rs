@@ -1,15 +1,19 @@
 //! The physical limits a sweep between two processes on one machine is
-//! measured against: memcpy bandwidth at each message size, and the
-//! cache-line floor between the two CPUs the ends run on.
+//! measured against: memcpy bandwidth at each message size, the cache-line
+//! floor between the two CPUs the ends run on, and the core-to-core copy
+//! limits between those CPUs at each size (single copy and the serial
+//! two-copy hand-off).
 //!
-//! They come from the in-process baselines (`memcpy`, `cacheline`), through
-//! the ordinary repetition policy. Within one wulf process they are kept in
-//! a table: `wulf run` measures the baselines first, and their points serve
-//! every later transport of the run; a lone `wulf sweep` measures what is
-//! missing before its first point, with a small share of its budget
-//! ([`MEMCPY_BUDGET_SHARE`], [`FLOOR_BUDGET_SHARE`]). Limits are keyed by
+//! They come from the in-process baselines (`memcpy`, `cacheline`, `c2c`,
+//! `c2c-2copy`), through the ordinary repetition policy. Within one wulf
+//! process they are kept in a table: `wulf run` measures the baselines
+//! first, and their points serve every later transport of the run; a lone
+//! `wulf sweep` measures what is missing before its first point, with a
+//! small share of its budget ([`MEMCPY_BUDGET_SHARE`],
+//! [`FLOOR_BUDGET_SHARE`], [`C2C_BUDGET_SHARE`]). Limits are keyed by
 //! everything that changes them: buffer mode (`--nocache`), `--offset`, and
-//! the CPUs.
+//! the CPUs. The core-to-core limits are cache to cache by definition: a
+//! `--nocache` sweep has none.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -20,7 +24,8 @@ use super::engine::{plan_for, SweepSpec};
 use super::in_process::BaselineRunner;
 use super::policy::measure_point;
 use crate::result::{Limits as PointLimits, Mode, Point};
-use crate::transport::baseline::{BaselineSetup, LimitKind};
+use crate::transport::baseline::{Baseline, BaselineSetup, LimitKind};
+use crate::transport::c2c::{C2cBench, Copies};
 use crate::transport::cacheline::{CachelineBench, FLOOR_BYTES};
 use crate::transport::memcpy::MemcpyBench;
 use crate::transport::WaitMode;
@@ -29,6 +34,9 @@ use crate::transport::WaitMode;
 pub const MEMCPY_BUDGET_SHARE: f64 = 0.08;
 /// Share of a sweep's budget spent measuring a missing floor.
 pub const FLOOR_BUDGET_SHARE: f64 = 0.02;
+/// Share of a sweep's budget spent measuring each missing core-to-core
+/// limit (single copy, two-copy hand-off).
+pub const C2C_BUDGET_SHARE: f64 = 0.05;
 /// Bounds of the floor's budget.
 const FLOOR_BUDGET_NS: (u64, u64) = (20_000_000, 200_000_000);
 
@@ -43,10 +51,26 @@ struct CopyKey {
 /// What the floor depends on: the two CPUs.
 type FloorKey = (Option<usize>, Option<usize>);
 
+/// What the core-to-core limits depend on: `--offset` and the two CPUs.
+type C2cKey = (u64, FloorKey);
+
 #[derive(Default)]
 struct Table {
     memcpy: HashMap<(CopyKey, u64), f64>,
     floor: HashMap<FloorKey, f64>,
+    c2c: HashMap<(C2cKey, u64), f64>,
+    c2c_two_copy: HashMap<(C2cKey, u64), f64>,
+}
+
+impl Table {
+    /// The per-size table of a size-keyed limit (None for the floor).
+    fn curve(&mut self, kind: LimitKind) -> Option<&mut HashMap<(C2cKey, u64), f64>> {
+        match kind {
+            LimitKind::C2cSingleCopy => Some(&mut self.c2c),
+            LimitKind::C2cTwoCopy => Some(&mut self.c2c_two_copy),
+            LimitKind::MemcpyBandwidth | LimitKind::CachelineFloor => None,
+        }
+    }
 }
 
 fn table() -> &'static Mutex<Table> {
@@ -61,6 +85,10 @@ pub struct Limits {
     pub memcpy_bits_per_s: HashMap<u64, f64>,
     /// The cache-line floor, ns.
     pub floor_ns: Option<f64>,
+    /// Core-to-core single-copy rate by size, bits/s.
+    pub c2c_bits_per_s: HashMap<u64, f64>,
+    /// Core-to-core serial two-copy hand-off rate by size, bits/s.
+    pub c2c_two_copy_bits_per_s: HashMap<u64, f64>,
 }
 
 impl Limits {
@@ -69,9 +97,65 @@ impl Limits {
         let l = PointLimits {
             memcpy_bits_per_s: self.memcpy_bits_per_s.get(&bytes).copied(),
             floor_ns: self.floor_ns,
+            c2c_bits_per_s: self.c2c_bits_per_s.get(&bytes).copied(),
+            c2c_two_copy_bits_per_s: self.c2c_two_copy_bits_per_s.get(&bytes).copied(),
         };
-        (l.memcpy_bits_per_s.is_some() || l.floor_ns.is_some()).then_some(l)
+        (l != PointLimits::default()).then_some(l)
     }
+}
+
+/// Smallest size checked for a slow mode: below it the hand-off, not the
+/// copies, sets the time, and the two-copy limit says little.
+const SLOW_MODE_MIN_BYTES: u64 = 64 << 10;
+/// A point whose rate (per direction) is this many times below the serial
+/// two-copy hand-off between the same CPUs is in a slow mode: no transport
+/// that moves a message by copying needs four unpipelined copy-in/copy-out
+/// times, so the rest went to something else.
+pub const SLOW_MODE_FACTOR: f64 = 4.0;
+
+/// A warning when points from [`SLOW_MODE_MIN_BYTES`] on took more than
+/// [`SLOW_MODE_FACTOR`] times the serial two-copy hand-off recorded beside
+/// them (`limits.c2c_two_copy_bits_per_s`), naming those sizes: the slow
+/// mode shared two-CPU machines show (an end descheduled while the other
+/// spins, or both moved apart), said in the result instead of left for
+/// the reader to guess from a curve.
+pub fn slow_mode_warning(mode: Mode, points: &[Point]) -> Option<String> {
+    let directions = mode.bytes_per_op(1) as f64;
+    let checked: Vec<(u64, f64)> = points
+        .iter()
+        .filter(|p| p.bytes >= SLOW_MODE_MIN_BYTES && p.bits_per_s > 0.0)
+        .filter_map(|p| {
+            let limit = p.limits?.c2c_two_copy_bits_per_s?;
+            Some((p.bytes, limit / (p.bits_per_s / directions)))
+        })
+        .collect();
+    let slow: Vec<&(u64, f64)> = checked
+        .iter()
+        .filter(|(_, x)| *x > SLOW_MODE_FACTOR)
+        .collect();
+    if slow.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = slow
+        .iter()
+        .take(6)
+        .map(|(b, x)| format!("{} ({x:.1}x)", crate::units::format_bytes(*b)))
+        .collect();
+    let more = if slow.len() > listed.len() {
+        ", ..."
+    } else {
+        ""
+    };
+    Some(format!(
+        "slow mode: {} of {} sizes from {} on took more than {SLOW_MODE_FACTOR}x the serial \
+         two-copy hand-off between the same CPUs (c2c-2copy, measured just before): {}{more}. \
+         That time went to something other than copying: on a busy machine, mostly an end \
+         descheduled while the other waited; rerun on a quieter machine before reading these sizes",
+        slow.len(),
+        checked.len(),
+        crate::units::format_bytes(SLOW_MODE_MIN_BYTES),
+        listed.join(", ")
+    ))
 }
 
 /// The wait mode a floor is measured with: spinning, unless both ends share
@@ -109,6 +193,16 @@ pub fn remember(kind: LimitKind, spec: &SweepSpec, cpus: FloorKey, points: &[Poi
             if spec.channel.wait == floor_wait(cpus) {
                 if let Some(p) = points.iter().find(|p| p.bytes == FLOOR_BYTES) {
                     t.floor.insert(cpus, p.median_ns);
+                }
+            }
+        }
+        LimitKind::C2cSingleCopy | LimitKind::C2cTwoCopy => {
+            if spec.channel.wait == floor_wait(cpus) && !spec.nocache {
+                let key = (spec.offset_bytes, cpus);
+                if let Some(curve) = t.curve(kind) {
+                    for p in points {
+                        curve.insert((key, p.bytes), p.bits_per_s);
+                    }
                 }
             }
         }
@@ -157,7 +251,9 @@ fn gather(spec: &SweepSpec, llc_bytes: Option<u64>, cpus: FloorKey) -> Result<Li
     };
     if !missing.is_empty() {
         let budget_ns = (spec.budget.as_nanos() as f64 * MEMCPY_BUDGET_SHARE) as u64;
-        let rates = measure_memcpy(spec, llc_bytes, &missing, budget_ns)?;
+        let max = missing.iter().copied().max().unwrap_or(1);
+        let mut bench = MemcpyBench::new(&setup(spec, Mode::Stream, max, llc_bytes))?;
+        let rates = measure_curve(spec, &mut bench, Mode::Stream, &missing, budget_ns)?;
         let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
         for (b, r) in rates {
             t.memcpy.insert((key, b), r);
@@ -173,7 +269,25 @@ fn gather(spec: &SweepSpec, llc_bytes: Option<u64>, cpus: FloorKey) -> Result<Li
             .floor
             .insert(cpus, f);
     }
-    let t = table().lock().unwrap_or_else(|e| e.into_inner());
+    let c2c_key = (spec.offset_bytes, cpus);
+    if !spec.nocache {
+        for (kind, copies) in [
+            (LimitKind::C2cSingleCopy, Copies::One),
+            (LimitKind::C2cTwoCopy, Copies::Two),
+        ] {
+            gather_c2c(spec, cpus, kind, copies)?;
+        }
+    }
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    let mut by_size = |kind: LimitKind| -> HashMap<u64, f64> {
+        let curve = t.curve(kind).map(|c| &*c);
+        spec.sizes
+            .iter()
+            .filter_map(|b| curve?.get(&(c2c_key, *b)).map(|r| (*b, *r)))
+            .collect()
+    };
+    let c2c_bits_per_s = by_size(LimitKind::C2cSingleCopy);
+    let c2c_two_copy_bits_per_s = by_size(LimitKind::C2cTwoCopy);
     Ok(Limits {
         memcpy_bits_per_s: spec
             .sizes
@@ -181,7 +295,39 @@ fn gather(spec: &SweepSpec, llc_bytes: Option<u64>, cpus: FloorKey) -> Result<Li
             .filter_map(|b| t.memcpy.get(&(key, *b)).map(|r| (*b, *r)))
             .collect(),
         floor_ns: t.floor.get(&cpus).copied(),
+        c2c_bits_per_s,
+        c2c_two_copy_bits_per_s,
     })
+}
+
+/// Measure the sizes of the core-to-core limit `kind` the table lacks.
+fn gather_c2c(spec: &SweepSpec, cpus: FloorKey, kind: LimitKind, copies: Copies) -> Result<()> {
+    let key = (spec.offset_bytes, cpus);
+    let missing: Vec<u64> = {
+        let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+        let curve = t.curve(kind).map(|c| &*c);
+        spec.sizes
+            .iter()
+            .copied()
+            .filter(|b| curve.is_some_and(|c| !c.contains_key(&(key, *b))))
+            .collect()
+    };
+    let Some(max) = missing.iter().copied().max() else {
+        return Ok(());
+    };
+    let mut s = setup(spec, Mode::Pingpong, max, None);
+    s.helper_cpu = cpus.1;
+    s.wait = floor_wait(cpus);
+    let mut bench = C2cBench::new(&s, copies)?;
+    let budget_ns = (spec.budget.as_nanos() as f64 * C2C_BUDGET_SHARE) as u64;
+    let rates = measure_curve(spec, &mut bench, Mode::Pingpong, &missing, budget_ns)?;
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(curve) = t.curve(kind) {
+        for (b, r) in rates {
+            curve.insert((key, b), r);
+        }
+    }
+    Ok(())
 }
 
 fn setup(spec: &SweepSpec, mode: Mode, max_bytes: u64, llc: Option<u64>) -> BaselineSetup {
@@ -198,17 +344,17 @@ fn setup(spec: &SweepSpec, mode: Mode, max_bytes: u64, llc: Option<u64>) -> Base
     }
 }
 
-/// memcpy bandwidth at each of `sizes` (ascending), bits/s.
-fn measure_memcpy(
+/// The rate of `bench` in `mode` at each of `sizes` (ascending), bits/s,
+/// within `budget_ns` shared evenly among the sizes left.
+fn measure_curve(
     spec: &SweepSpec,
-    llc: Option<u64>,
+    bench: &mut dyn Baseline,
+    mode: Mode,
     sizes: &[u64],
     budget_ns: u64,
 ) -> Result<Vec<(u64, f64)>> {
-    let max = sizes.iter().copied().max().unwrap_or(1);
-    let mut bench = MemcpyBench::new(&setup(spec, Mode::Stream, max, llc))?;
     let overhead = super::timer::clock_read_cost_ns();
-    let mut runner = BaselineRunner::new(&mut bench, Mode::Stream, overhead);
+    let mut runner = BaselineRunner::new(bench, mode, overhead);
     let mut out = Vec::with_capacity(sizes.len());
     let (mut spent, mut max_repeats) = (0u64, u64::MAX);
     for (i, &bytes) in sizes.iter().enumerate() {
@@ -224,7 +370,7 @@ fn measure_memcpy(
         }
         spent += o.wall_ns;
         max_repeats = o.repeats;
-        let p = super::engine::make_point(bytes, Mode::Stream, &o);
+        let p = super::engine::make_point(bytes, mode, &o);
         out.push((bytes, p.bits_per_s));
     }
     Ok(out)
@@ -260,10 +406,44 @@ mod tests {
             l.at(8),
             Some(PointLimits {
                 memcpy_bits_per_s: Some(1e9),
-                floor_ns: Some(50.0)
+                floor_ns: Some(50.0),
+                ..Default::default()
             })
         );
         assert_eq!(l.at(9).unwrap().memcpy_bits_per_s, None);
+    }
+
+    #[test]
+    fn slow_modes_are_named() {
+        let point = |bytes: u64, ns: f64| {
+            let mut p = crate::sweep::engine::test_point(bytes, ns);
+            // A two-copy hand-off of 1 ns per 8 bits.
+            p.limits = Some(PointLimits {
+                c2c_two_copy_bits_per_s: Some(8e9),
+                ..Default::default()
+            });
+            p
+        };
+        // At 1 B/ns the hand-off takes `bytes` ns.
+        let fine = [point(8, 500.0), point(64 << 10, 3.0 * 65536.0)];
+        assert_eq!(slow_mode_warning(Mode::Pingpong, &fine), None);
+        let slow = [
+            point(8, 500.0),
+            point(64 << 10, 3.0 * 65536.0),
+            point(1 << 20, 5.0 * 1048576.0),
+        ];
+        let w = slow_mode_warning(Mode::Pingpong, &slow).unwrap();
+        assert!(
+            w.contains("1 of 2 sizes") && w.contains("1 MiB (5.0x)"),
+            "{w}"
+        );
+        // A bidir rate counts both directions: the same rate is half per
+        // direction, so 3x becomes 6x.
+        let w = slow_mode_warning(Mode::Bidir, &fine).unwrap();
+        assert!(w.contains("64 KiB (6.0x)"), "{w}");
+        let mut no_limit = slow.clone();
+        no_limit[2].limits = None;
+        assert_eq!(slow_mode_warning(Mode::Pingpong, &no_limit), None);
     }
 
     #[test]

@@ -11,7 +11,10 @@
 //!   any transport that copies;
 //! * `cacheline` ([`super::cacheline`]): a cache line passed back and forth
 //!   between the two pinned CPUs, the latency floor of any message between
-//!   two processes.
+//!   two processes;
+//! * `c2c` and `c2c-2copy` ([`super::c2c`]): messages copied from one core
+//!   to the other, the floors under single-copy and copy-in/copy-out
+//!   transfers of each size.
 //!
 //! A baseline says which limit its points are ([`LimitKind`]), so that a
 //! run that measured it does not measure the same limit again.
@@ -66,6 +69,12 @@ pub enum LimitKind {
     MemcpyBandwidth,
     /// One-way time of a cache-line hand-off between two CPUs (`median_ns`).
     CachelineFloor,
+    /// One core copying out what the other just wrote, per size
+    /// (`bits_per_s`): the floor under single-copy transfers.
+    C2cSingleCopy,
+    /// Copy-in, hand-off and copy-out between the two cores, per size
+    /// (`bits_per_s`): the floor under copy-in/copy-out transfers.
+    C2cTwoCopy,
 }
 
 /// A measurement run in this process, in blocks timed as one.
@@ -93,3 +102,123 @@ pub trait Baseline: Send {
 pub fn no_channel(name: &str) -> anyhow::Error {
     anyhow::anyhow!("{name} is an in-process baseline: it has no data channel and needs no peer")
 }
+
+/// A baseline's second thread, pinned to the other CPU of the sweep: it
+/// gets one command per block over a channel (outside any timed part) and
+/// answers each with its CPU time during the block, or the error that
+/// ended it. Dropping the helper closes the channel and joins the thread.
+pub struct Helper<C: Send + 'static> {
+    to: Option<std::sync::mpsc::Sender<C>>,
+    from: std::sync::mpsc::Receiver<io::Result<CpuTime>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    cpu: Option<usize>,
+    timeout: Duration,
+}
+
+impl<C: Send + 'static> Helper<C> {
+    /// Start thread `name`, pinned to `cpu` when given, serving each
+    /// command with `serve`; `timeout` bounds the wait for it to start and
+    /// for each answer beyond the block itself.
+    pub fn start<F>(
+        name: &str,
+        cpu: Option<usize>,
+        timeout: Duration,
+        mut serve: F,
+    ) -> io::Result<Self>
+    where
+        F: FnMut(C) -> io::Result<CpuTime> + Send + 'static,
+    {
+        let (to, commands) = std::sync::mpsc::channel::<C>();
+        let (reports, from) = std::sync::mpsc::channel();
+        let (pinned_tx, pinned_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let pinned = cpu.filter(|&c| crate::sys::pin_current_thread(c).is_ok());
+                let _ = pinned_tx.send(pinned);
+                // Blocking on the channel between blocks is outside any
+                // timed part.
+                while let Ok(cmd) = commands.recv() {
+                    if reports.send(serve(cmd)).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        Ok(Helper {
+            to: Some(to),
+            from,
+            thread: Some(thread),
+            cpu: pinned_rx.recv_timeout(timeout).unwrap_or(None),
+            timeout,
+        })
+    }
+
+    /// The CPU the thread is pinned to (None: unpinned).
+    pub fn cpu(&self) -> Option<usize> {
+        self.cpu
+    }
+
+    /// Hand the thread its next block.
+    pub fn command(&self, cmd: C) -> io::Result<()> {
+        self.to
+            .as_ref()
+            .and_then(|t| t.send(cmd).ok())
+            .ok_or_else(|| io::Error::other("the baseline's helper thread is gone"))
+    }
+
+    /// The thread's answer to the last command, waited for at most the
+    /// timeout after the caller's own part of the block.
+    pub fn report(&self) -> io::Result<CpuTime> {
+        self.from.recv_timeout(self.timeout).map_err(|_| {
+            io::Error::other("the baseline's helper thread stopped or did not answer")
+        })?
+    }
+}
+
+impl<C: Send + 'static> Drop for Helper<C> {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop.
+        self.to = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The methods of [`Transport`](super::Transport) that every in-process
+/// baseline answers alike: always available, on this host only, no data
+/// channel (`listen` and `connect` are errors), no processes to link.
+/// Expanded inside each baseline's `impl Transport`.
+macro_rules! channel_less {
+    () => {
+        fn availability(&self) -> Result<(), String> {
+            Ok(())
+        }
+
+        fn local_only(&self) -> bool {
+            true
+        }
+
+        fn listen(
+            &self,
+            _: &$crate::transport::ChannelOptions,
+            _: std::net::IpAddr,
+        ) -> anyhow::Result<Box<dyn $crate::transport::Listener>> {
+            Err($crate::transport::baseline::no_channel(self.name()))
+        }
+
+        fn connect(
+            &self,
+            _: &serde_json::Value,
+            _: &$crate::transport::ChannelOptions,
+            _: std::net::IpAddr,
+        ) -> anyhow::Result<$crate::transport::Connected> {
+            Err($crate::transport::baseline::no_channel(self.name()))
+        }
+
+        fn links_processes(&self) -> bool {
+            false
+        }
+    };
+}
+pub(crate) use channel_less;

@@ -19,20 +19,18 @@
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 use memmap2::MmapMut;
 use serde_json::{json, Map, Value};
 
-use super::baseline::{no_channel, Baseline, BaselineBlock, BaselineSetup, LimitKind};
+use super::baseline::{Baseline, BaselineBlock, BaselineSetup, Helper, LimitKind};
 use super::wait::{Doorbell, Waiter};
-use super::{ChannelOptions, Connected, Listener, Transport};
+use super::Transport;
 use crate::result::Mode;
 use crate::sweep::loops::{check, fill};
-use crate::sys::{pin_current_thread, thread_cpu_time, CpuTime};
+use crate::sys::{thread_cpu_time, CpuTime};
 
 /// Payload size whose one-way time is the cache-line floor: a u64 beside its
 /// sequence number, in one line.
@@ -59,26 +57,7 @@ impl Transport for Cacheline {
         "baseline: core-to-core cache-line ping-pong between the two pinned CPUs (the latency floor)"
     }
 
-    fn availability(&self) -> Result<(), String> {
-        Ok(())
-    }
-
-    fn local_only(&self) -> bool {
-        true
-    }
-
-    fn listen(&self, _: &ChannelOptions, _: std::net::IpAddr) -> anyhow::Result<Box<dyn Listener>> {
-        Err(no_channel(self.name()))
-    }
-
-    fn connect(
-        &self,
-        _: &Value,
-        _: &ChannelOptions,
-        _: std::net::IpAddr,
-    ) -> anyhow::Result<Connected> {
-        Err(no_channel(self.name()))
-    }
+    super::baseline::channel_less!();
 
     fn baseline(&self, setup: &BaselineSetup) -> Option<anyhow::Result<Box<dyn Baseline>>> {
         Some(CachelineBench::new(setup).map(|b| Box::new(b) as Box<dyn Baseline>))
@@ -92,10 +71,6 @@ impl Transport for Cacheline {
 
     fn limit_kind(&self) -> Option<super::baseline::LimitKind> {
         Some(super::baseline::LimitKind::CachelineFloor)
-    }
-
-    fn links_processes(&self) -> bool {
-        false
     }
 
     fn run_budget_fraction(&self) -> f64 {
@@ -166,10 +141,7 @@ pub struct CachelineBench {
     next: u64,
     out: Vec<u8>,
     inp: Vec<u8>,
-    to_helper: Option<Sender<Command>>,
-    from_helper: Receiver<io::Result<CpuTime>>,
-    helper: Option<JoinHandle<()>>,
-    helper_cpu: Option<usize>,
+    helper: Helper<Command>,
     setup: BaselineSetup,
 }
 
@@ -199,31 +171,27 @@ impl CachelineBench {
                 Waiter::new(setup.wait, setup.timeout, lines.bell(1), lines.bell(0)),
             )
         };
-        let (to_helper, commands) = channel::<Command>();
-        let (reports, from_helper) = channel();
         let helper_lines = Lines {
             map: Arc::clone(&lines.map),
         };
-        let cpu = setup.helper_cpu;
-        let (pinned_tx, pinned_rx) = channel();
-        let helper = std::thread::Builder::new()
-            .name("wulf-cacheline".into())
-            .spawn(move || {
-                let pinned = cpu.filter(|&c| pin_current_thread(c).is_ok());
-                let _ = pinned_tx.send(pinned);
-                helper_loop(helper_lines, helper_waiter, commands, reports);
-            })?;
-        let helper_cpu = pinned_rx.recv_timeout(setup.timeout).unwrap_or(None);
+        let mut state = HelperState {
+            next: 0,
+            out: vec![0xa5u8; MAX_BYTES as usize],
+            inp: vec![0u8; MAX_BYTES as usize],
+        };
+        let helper = Helper::start(
+            "wulf-cacheline",
+            setup.helper_cpu,
+            setup.timeout,
+            move |cmd| helper_block(&helper_lines, helper_waiter, &mut state, cmd),
+        )?;
         Ok(CachelineBench {
             lines,
             waiter,
             next: 0,
             out: vec![0x5a; MAX_BYTES as usize],
             inp: vec![0; MAX_BYTES as usize],
-            to_helper: Some(to_helper),
-            from_helper,
-            helper: Some(helper),
-            helper_cpu,
+            helper,
             setup: setup.clone(),
         })
     }
@@ -235,17 +203,11 @@ impl CachelineBench {
                 "cacheline carries at most {MAX_BYTES} bytes"
             )));
         }
-        self.to_helper
-            .as_ref()
-            .and_then(|t| {
-                t.send(Command {
-                    bytes,
-                    repeats,
-                    check: check_bytes,
-                })
-                .ok()
-            })
-            .ok_or_else(|| io::Error::other("the cacheline helper thread is gone"))?;
+        self.helper.command(Command {
+            bytes,
+            repeats,
+            check: check_bytes,
+        })?;
         let (ping, pong) = (self.lines.dir(0), self.lines.dir(1));
         let w = self.waiter;
         let out = &mut self.out[..bytes];
@@ -284,10 +246,7 @@ impl CachelineBench {
         }
         let elapsed_ns = t0.elapsed().as_nanos() as u64;
         let main_cpu = thread_cpu_time().since(cpu0);
-        let helper_cpu = self
-            .from_helper
-            .recv()
-            .map_err(|_| io::Error::other("the cacheline helper thread stopped"))??;
+        let helper_cpu = self.helper.report()?;
         match mismatch {
             Some(e) => Err(e),
             None => Ok(BaselineBlock {
@@ -299,57 +258,43 @@ impl CachelineBench {
     }
 }
 
-/// The helper's side: answer every message of every block.
-fn helper_loop(
-    lines: Lines,
-    w: Waiter,
-    commands: Receiver<Command>,
-    reports: Sender<io::Result<CpuTime>>,
-) {
-    let mut next = 0u64;
-    let mut out = vec![0xa5u8; MAX_BYTES as usize];
-    let mut inp = vec![0u8; MAX_BYTES as usize];
-    let (ping, pong) = (lines.dir(0), lines.dir(1));
-    // Blocking on the channel between blocks is outside any timed part.
-    while let Ok(cmd) = commands.recv() {
-        let (o, i) = (&mut out[..cmd.bytes], &mut inp[..cmd.bytes]);
-        let mut block = || -> io::Result<CpuTime> {
-            // SAFETY (both blocks): live map, strict alternation.
-            next += 1;
-            unsafe {
-                take(ping, &w, i, next)?;
-                put(pong, o, next);
-            }
-            let cpu0 = thread_cpu_time();
-            let mut mismatch = None;
-            for op in 0..cmd.repeats {
-                next += 1;
-                unsafe { take(ping, &w, i, next)? };
-                if cmd.check {
-                    if mismatch.is_none() {
-                        mismatch = check(i, op, 0, "helper thread");
-                    }
-                    fill(o, op, 1);
-                }
-                unsafe { put(pong, o, next) };
-            }
-            let cpu = thread_cpu_time().since(cpu0);
-            mismatch.map_or(Ok(cpu), Err)
-        };
-        if reports.send(block()).is_err() {
-            return;
-        }
-    }
+/// The helper thread's buffers and sequence number, kept across blocks.
+struct HelperState {
+    next: u64,
+    out: Vec<u8>,
+    inp: Vec<u8>,
 }
 
-impl Drop for CachelineBench {
-    fn drop(&mut self) {
-        // Closing the channel ends the helper's loop.
-        self.to_helper = None;
-        if let Some(h) = self.helper.take() {
-            let _ = h.join();
-        }
+/// The helper's side of one block: answer every message of it.
+fn helper_block(
+    lines: &Lines,
+    w: Waiter,
+    st: &mut HelperState,
+    cmd: Command,
+) -> io::Result<CpuTime> {
+    let (o, i) = (&mut st.out[..cmd.bytes], &mut st.inp[..cmd.bytes]);
+    let (ping, pong) = (lines.dir(0), lines.dir(1));
+    // SAFETY (both blocks): live map, strict alternation.
+    st.next += 1;
+    unsafe {
+        take(ping, &w, i, st.next)?;
+        put(pong, o, st.next);
     }
+    let cpu0 = thread_cpu_time();
+    let mut mismatch = None;
+    for op in 0..cmd.repeats {
+        st.next += 1;
+        unsafe { take(ping, &w, i, st.next)? };
+        if cmd.check {
+            if mismatch.is_none() {
+                mismatch = check(i, op, 0, "helper thread");
+            }
+            fill(o, op, 1);
+        }
+        unsafe { put(pong, o, st.next) };
+    }
+    let cpu = thread_cpu_time().since(cpu0);
+    mismatch.map_or(Ok(cpu), Err)
 }
 
 impl Baseline for CachelineBench {
@@ -364,14 +309,14 @@ impl Baseline for CachelineBench {
     fn settings(&self) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("wait".into(), json!(self.setup.wait.name()));
-        m.insert("helper_cpu".into(), json!(self.helper_cpu));
+        m.insert("helper_cpu".into(), json!(self.helper.cpu()));
         m.insert("line_bytes".into(), json!(LINE_BYTES));
         m.insert("floor_bytes".into(), json!(FLOOR_BYTES));
         m
     }
 
     fn helper_cpu(&self) -> Option<usize> {
-        self.helper_cpu
+        self.helper.cpu()
     }
 
     fn time_definition(&self) -> &'static str {

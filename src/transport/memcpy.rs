@@ -22,8 +22,8 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::baseline::{no_channel, Baseline, BaselineBlock, BaselineSetup, LimitKind};
-use super::{ChannelOptions, Connected, Listener, Transport};
+use super::baseline::{Baseline, BaselineBlock, BaselineSetup, LimitKind};
+use super::Transport;
 use crate::result::{Mode, Plateau, Point};
 use crate::sweep::buffers::{BufferPool, FALLBACK_LLC_BYTES};
 use crate::sys::thread_cpu_time;
@@ -40,26 +40,7 @@ impl Transport for Memcpy {
         "baseline: memory copy bandwidth in one process (the limit of copying transports)"
     }
 
-    fn availability(&self) -> Result<(), String> {
-        Ok(())
-    }
-
-    fn local_only(&self) -> bool {
-        true
-    }
-
-    fn listen(&self, _: &ChannelOptions, _: std::net::IpAddr) -> anyhow::Result<Box<dyn Listener>> {
-        Err(no_channel(self.name()))
-    }
-
-    fn connect(
-        &self,
-        _: &Value,
-        _: &ChannelOptions,
-        _: std::net::IpAddr,
-    ) -> anyhow::Result<Connected> {
-        Err(no_channel(self.name()))
-    }
+    super::baseline::channel_less!();
 
     fn baseline(&self, setup: &BaselineSetup) -> Option<anyhow::Result<Box<dyn Baseline>>> {
         Some(MemcpyBench::new(setup).map(|b| Box::new(b) as Box<dyn Baseline>))
@@ -77,10 +58,6 @@ impl Transport for Memcpy {
 
     fn limit_kind(&self) -> Option<super::baseline::LimitKind> {
         Some(super::baseline::LimitKind::MemcpyBandwidth)
-    }
-
-    fn links_processes(&self) -> bool {
-        false
     }
 
     fn run_budget_fraction(&self) -> f64 {

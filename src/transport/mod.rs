@@ -15,7 +15,8 @@
 //! like any other. Across hosts (a lab's nodes) the launchers are handed a
 //! [`Cluster`] and place the processes; the others measure against a peer.
 //!
-//! The in-process baselines (`memcpy`, `cacheline`, see [`baseline`]) are
+//! The in-process baselines (`memcpy`, `cacheline`, `c2c`, `c2c-2copy`, see
+//! [`baseline`]) are
 //! registered here too, so that `wulf sweep` and `wulf run` treat them like
 //! any transport; they answer [`Transport::baseline`] instead of listening.
 
@@ -27,6 +28,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub mod baseline;
+pub mod c2c;
 pub mod cacheline;
 pub mod cluster;
 pub mod cma;
@@ -317,6 +319,8 @@ pub fn registry() -> Vec<Box<dyn Transport>> {
     let mut all: Vec<Box<dyn Transport>> = vec![
         Box::new(cacheline::Cacheline),
         Box::new(memcpy::Memcpy),
+        Box::new(c2c::C2c::SINGLE),
+        Box::new(c2c::C2c::TWO_COPY),
         Box::new(tcp::Tcp),
         Box::new(unix::Unix),
         Box::new(shm::Shm),

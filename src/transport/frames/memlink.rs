@@ -15,6 +15,9 @@ pub struct Faults {
     pub loss: f64,
     pub duplicate: f64,
     pub reorder: f64,
+    /// Frames the queue holds at most (0: no limit); more are dropped, as
+    /// a full switch port or shaper queue drops them.
+    pub queue_frames: usize,
 }
 
 #[derive(Default)]
@@ -60,6 +63,9 @@ impl FrameLink for MemLink {
         }
         let frame = [header, payload].concat();
         let mut q = self.tx.frames.lock().unwrap();
+        if self.faults.queue_frames > 0 && q.len() >= self.faults.queue_frames {
+            return Ok(());
+        }
         if self.rng.f64() < self.faults.duplicate {
             q.push_back(frame.clone());
         }

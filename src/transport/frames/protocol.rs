@@ -22,6 +22,8 @@
 //! (the retransmission timeout, doubled on each expiry up to a cap) or
 //! after three duplicate acknowledgements (the receiver saw later frames).
 //! A peer that makes no progress for the channel's timeout is an error.
+//! Every loss halves a congestion window (frames allowed in flight), which
+//! each acknowledged frame grows again, as TCP's slow start does.
 //!
 //! Nothing here allocates after [`Reliable::new`]; the clock is read only
 //! when no frame is waiting.
@@ -47,6 +49,8 @@ pub const RTO_MAX: Duration = Duration::from_millis(200);
 const LINGER_RESENDS: u32 = 6;
 /// Duplicate acknowledgements that trigger a resend before the timeout.
 const DUP_ACKS_FOR_RESEND: u32 = 3;
+/// The congestion window never shrinks below this many frames.
+const MIN_CWND_FRAMES: usize = 4;
 /// Empty non-blocking tries between two clock reads while busy-polling.
 const POLLS_PER_CLOCK_READ: u32 = 256;
 /// Bytes of frames kept in flight at most (the window), whatever the MTU.
@@ -93,6 +97,9 @@ pub struct Reliable<L: FrameLink> {
     /// Acknowledgements sent for frames out of order since the last in-order one.
     out_of_order_acks: u32,
     dup_acks: u32,
+    /// Congestion window: frames allowed in flight now (at most the send
+    /// window), halved on every loss and grown by each acknowledged frame.
+    cwnd: usize,
     rto: Duration,
     rto_deadline: Option<Instant>,
     /// Bumped on every sign of life; the stall clock restarts when it moves.
@@ -118,6 +125,7 @@ impl<L: FrameLink> Reliable<L> {
             ack_sent: 0,
             out_of_order_acks: 0,
             dup_acks: 0,
+            cwnd: frames,
             rto: RTO_START,
             rto_deadline: None,
             progress: 0,
@@ -164,7 +172,7 @@ impl<L: FrameLink> Reliable<L> {
         let mut offset = 0usize;
         let mut idle = Idle::new(self.progress);
         loop {
-            while left > 0 && !self.window.full() {
+            while left > 0 && !self.window.full() && self.window.in_flight() < self.cwnd {
                 let end = (offset + self.chunk_bytes).min(out.len());
                 let seq = self.window.push(&out[offset..end]);
                 self.send_data(seq)?;
@@ -210,9 +218,18 @@ impl<L: FrameLink> Reliable<L> {
         }
         let stall = idle.stall_deadline.unwrap_or(now);
         if now >= stall {
+            // Where the exchange stood, for the error message (off the hot path).
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                "the peer stopped answering (timeout)",
+                format!(
+                    "the peer stopped answering (timeout; {} frames unacknowledged from {}, {} of {} bytes received, next frame expected {}, {:?})",
+                    self.window.in_flight(),
+                    self.window.una(),
+                    filled,
+                    inp.len(),
+                    self.rcv_next,
+                    self.counters
+                ),
             ));
         }
         let mut until = stall;
@@ -258,12 +275,17 @@ impl<L: FrameLink> Reliable<L> {
     }
 
     fn take_ack(&mut self, ack: u32, kind: Kind) -> io::Result<()> {
+        let before = self.window.in_flight();
         if self.window.acknowledge(ack) {
+            let acked = before - self.window.in_flight();
+            self.cwnd = (self.cwnd + acked).min(self.window_capacity());
             self.progress += 1;
             self.dup_acks = 0;
             self.rto = RTO_START;
             self.rto_deadline = None;
         } else if kind == Kind::Ack && ack == self.window.una() && self.window.in_flight() > 0 {
+            // Once per loss: the duplicates that follow (one per frame the
+            // receiver got past the gap) must not each resend the window.
             self.dup_acks += 1;
             if self.dup_acks == DUP_ACKS_FOR_RESEND {
                 self.resend_all()?;
@@ -320,14 +342,18 @@ impl<L: FrameLink> Reliable<L> {
         Ok(())
     }
 
-    /// Go back to the oldest unacknowledged frame and send all again.
+    /// A loss: halve the congestion window, go back to the oldest
+    /// unacknowledged frame and send again as many as the window allows.
+    /// Without the halving, resending a whole window into a shaper's queue
+    /// shorter than it loses the same tail every time (congestion collapse:
+    /// seen across a 1 Gbit/s lab link in bidirectional mode).
     fn resend_all(&mut self) -> io::Result<()> {
+        self.cwnd = (self.cwnd / 2).max(MIN_CWND_FRAMES);
         let una = self.window.una();
-        for i in 0..self.window.in_flight() as u32 {
+        for i in 0..self.window.in_flight().min(self.cwnd) as u32 {
             self.send_data(una.wrapping_add(i))?;
             self.counters.resent_frames += 1;
         }
-        self.dup_acks = 0;
         Ok(())
     }
 

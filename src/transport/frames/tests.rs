@@ -116,7 +116,7 @@ proptest! {
         which in 0usize..3,
     ) {
         let pattern = [Pattern::PingPong, Pattern::Stream, Pattern::Bidir][which];
-        run(pattern, &sizes, Faults { loss, duplicate, reorder }, seed);
+        run(pattern, &sizes, Faults { loss, duplicate, reorder, queue_frames: 0 }, seed);
     }
 }
 
@@ -147,6 +147,7 @@ fn heavy_loss_in_every_pattern_still_delivers() {
         loss: 0.3,
         duplicate: 0.2,
         reorder: 0.2,
+        queue_frames: 0,
     };
     for pattern in [Pattern::PingPong, Pattern::Stream, Pattern::Bidir] {
         run(pattern, &[1, 47, 48, 49, 5000, 0, 20000], faults, 42);
@@ -169,5 +170,17 @@ fn a_dead_peer_is_an_error_after_the_timeout() {
         let e = a.recv(&mut buf).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
         assert!(t.elapsed() >= timeout && t.elapsed() < Duration::from_secs(20));
+    }
+}
+
+#[test]
+fn a_short_queue_that_drops_the_tail_of_every_burst_still_delivers() {
+    // A shaper's queue shorter than the window: each burst loses its tail.
+    let faults = Faults {
+        queue_frames: 20,
+        ..Faults::default()
+    };
+    for pattern in [Pattern::PingPong, Pattern::Stream, Pattern::Bidir] {
+        run(pattern, &[30000, 1, 60000, 60000, 7], faults, 5);
     }
 }

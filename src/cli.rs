@@ -188,6 +188,10 @@ pub struct MeasureArgs {
     /// they know it; it never crosses the network.
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
+    /// Interface the frame transports (raw) send from; default: the one
+    /// on the route to the peer.
+    #[arg(long, value_name = "NAME")]
+    pub iface: Option<String>,
     /// Messages in flight at once in stream mode where a transport can
     /// overlap them (MPI: a window of non-blocking sends, as osu_bw).
     #[arg(long, default_value = "64", value_parser = parse_window, value_name = "N")]

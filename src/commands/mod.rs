@@ -48,6 +48,7 @@ impl From<ModeArg> for Mode {
 /// before any of them is listed or run.
 pub fn configure_transports(m: &MeasureArgs) {
     configure_mpi(&m.mpi, &m.mpi_arg, m.window);
+    transport::raw::configure_iface(m.iface.clone());
 }
 
 /// Hand `--mpi`, `--mpi-arg` and `--window` to the transports.

@@ -195,7 +195,9 @@ pub fn execute_rank(args: &NpbRankArgs) -> Result<()> {
 pub fn available_transports() -> Vec<String> {
     transport::registry()
         .into_iter()
-        .filter(|t| t.links_processes() && t.availability().is_ok())
+        // Ranks wulf starts share hosts, and raw frames cannot join two
+        // processes of one host.
+        .filter(|t| t.links_processes() && !t.needs_link() && t.availability().is_ok())
         .map(|t| t.name().to_string())
         .collect()
 }

@@ -91,6 +91,10 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         if super::spread() && t.duplicate_across_hosts() {
             continue;
         }
+        if t.needs_link() && args.peer.is_none() {
+            eprintln!("wulf: skipping {name}: needs a peer across an Ethernet link (--peer HOST or --lab)");
+            continue;
+        }
         match t.availability() {
             Ok(()) => chosen.push(t),
             Err(why) => eprintln!("wulf: skipping {name}: {why}"),

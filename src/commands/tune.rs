@@ -71,6 +71,7 @@ fn measure_args(a: &TuneTcpArgs) -> MeasureArgs {
         quiet: a.quiet,
         // MPI options: tuning is for TCP.
         window: crate::transport::mpi::DEFAULT_WINDOW,
+        iface: None,
         mpi: Vec::new(),
         mpi_arg: Vec::new(),
     }

@@ -32,14 +32,17 @@ pub mod c2c;
 pub mod cacheline;
 pub mod cluster;
 pub mod cma;
+pub mod frames;
 pub mod memcpy;
 pub mod mpi;
+pub mod raw;
 pub mod shm;
 mod shm_region;
 mod shm_ring;
 mod sockopt;
 mod stream_socket;
 pub mod tcp;
+pub mod tipc;
 pub mod unix;
 pub mod wait;
 
@@ -212,6 +215,12 @@ pub trait Transport: Send + Sync {
     fn availability(&self) -> Result<(), String>;
     /// Whether both ends must be on the same host.
     fn local_only(&self) -> bool;
+    /// Whether the two ends must be on two hosts joined by an Ethernet
+    /// link (raw frames have no loopback path): `wulf run` skips such a
+    /// transport when it measures against a local peer. False (the default).
+    fn needs_link(&self) -> bool {
+        false
+    }
     /// Peer side: prepare a channel. `bind_ip` is the address the control
     /// connection arrived on.
     fn listen(&self, opts: &ChannelOptions, bind_ip: IpAddr) -> anyhow::Result<Box<dyn Listener>>;
@@ -325,6 +334,8 @@ pub fn registry() -> Vec<Box<dyn Transport>> {
         Box::new(unix::Unix),
         Box::new(shm::Shm),
         Box::new(cma::Cma),
+        Box::new(raw::Raw),
+        Box::new(tipc::Tipc),
     ];
     // Every MPI found at run time, each also forced onto TCP.
     all.extend(mpi::transports());

@@ -1,0 +1,95 @@
+//! An in-memory [`FrameLink`] pair for the protocol's tests: frames cross
+//! through queues that lose, duplicate and reorder them at random (seeded,
+//! so a failing case repeats).
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use super::FrameLink;
+
+/// How a link mistreats frames, each a probability from 0 to 1.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Faults {
+    pub loss: f64,
+    pub duplicate: f64,
+    pub reorder: f64,
+    /// Frames the queue holds at most (0: no limit); more are dropped, as
+    /// a full switch port or shaper queue drops them.
+    pub queue_frames: usize,
+}
+
+#[derive(Default)]
+struct Queue {
+    frames: Mutex<VecDeque<Vec<u8>>>,
+    ready: Condvar,
+}
+
+/// One end of an in-memory link.
+pub struct MemLink {
+    mtu_bytes: usize,
+    tx: Arc<Queue>,
+    rx: Arc<Queue>,
+    faults: Faults,
+    rng: fastrand::Rng,
+}
+
+/// Two joined ends.
+pub fn pair(mtu_bytes: usize, faults: Faults, seed: u64) -> (MemLink, MemLink) {
+    let (q1, q2) = (Arc::new(Queue::default()), Arc::new(Queue::default()));
+    let end = |tx: &Arc<Queue>, rx: &Arc<Queue>, s: u64| MemLink {
+        mtu_bytes,
+        tx: tx.clone(),
+        rx: rx.clone(),
+        faults,
+        rng: fastrand::Rng::with_seed(s),
+    };
+    (end(&q1, &q2, seed), end(&q2, &q1, seed ^ 0x5eed))
+}
+
+impl FrameLink for MemLink {
+    fn mtu_bytes(&self) -> usize {
+        self.mtu_bytes
+    }
+
+    fn send_frame(&mut self, header: &[u8], payload: &[u8]) -> io::Result<()> {
+        assert!(
+            header.len() + payload.len() <= self.mtu_bytes,
+            "frame above the MTU"
+        );
+        if self.rng.f64() < self.faults.loss {
+            return Ok(());
+        }
+        let frame = [header, payload].concat();
+        let mut q = self.tx.frames.lock().unwrap();
+        if self.faults.queue_frames > 0 && q.len() >= self.faults.queue_frames {
+            return Ok(());
+        }
+        if self.rng.f64() < self.faults.duplicate {
+            q.push_back(frame.clone());
+        }
+        q.push_back(frame);
+        if q.len() >= 2 && self.rng.f64() < self.faults.reorder {
+            let n = q.len();
+            q.swap(n - 1, n - 2);
+        }
+        self.tx.ready.notify_all();
+        Ok(())
+    }
+
+    fn recv_frame(&mut self, buf: &mut [u8], wait: Option<Duration>) -> io::Result<Option<usize>> {
+        let mut q = self.rx.frames.lock().unwrap();
+        if q.is_empty() {
+            if let Some(d) = wait {
+                q = self.rx.ready.wait_timeout(q, d).unwrap().0;
+            }
+        }
+        Ok(q.pop_front().map(|f| {
+            buf[..f.len()].copy_from_slice(&f);
+            f.len()
+        }))
+    }
+
+    fn learn_peer(&mut self) {}
+}

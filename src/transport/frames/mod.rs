@@ -1,0 +1,57 @@
+//! A minimal reliable message protocol over frames, shared by the lean
+//! transports (`raw`, and any later frame socket such as AF_XDP).
+//!
+//! Raw Ethernet has no TCP under it: frames get lost (a full queue, a
+//! shaper, a lossy switch), so the transports carry their own small
+//! protocol. It is written once, against [`FrameLink`], and never knows
+//! which socket moves the frames:
+//!
+//! * [`header`]: the 16-byte header every frame carries after the link's
+//!   own (wulf's EtherType 0x88B5 on Ethernet);
+//! * [`window`]: the send window (frames kept until acknowledged) and the
+//!   receive stash (in-order data that arrived before the application
+//!   asked for it);
+//! * [`protocol`]: [`protocol::Reliable`], sequence numbers, cumulative
+//!   acknowledgements, go-back-N retransmission on timeout and on three
+//!   duplicate acknowledgements, in-order delivery, a dead peer reported
+//!   after the channel's timeout; it is an [`super::Endpoint`];
+//! * [`handshake`]: how two ends learn each other's identifiers and MTU.
+//!
+//! Go-back-N rather than selective repeat: on a link that loses little and
+//! never reorders (a veth, a switch) the receiver needs no reordering
+//! buffer, and a loss costs one window's retransmission.
+
+pub mod handshake;
+pub mod header;
+pub mod protocol;
+pub mod window;
+
+#[cfg(test)]
+mod memlink;
+#[cfg(test)]
+mod tests;
+
+use std::io;
+use std::time::Duration;
+
+/// wulf's EtherType (IEEE 802 "local experimental 1"): frames of this
+/// type are wulf's, whatever else shares the link.
+pub const ETHERTYPE: u16 = 0x88B5;
+
+/// Something that moves whole frames between two ends, unreliably: a
+/// frame sent may be lost, duplicated or (on odd links) reordered, but is
+/// never altered (link checksums see to that).
+pub trait FrameLink: Send {
+    /// Largest frame this link carries, in bytes after the link's own
+    /// header (the Ethernet MTU).
+    fn mtu_bytes(&self) -> usize;
+    /// Send one frame made of `header` followed by `payload`. A frame the
+    /// link drops (a full queue) is not an error: the protocol resends.
+    fn send_frame(&mut self, header: &[u8], payload: &[u8]) -> io::Result<()>;
+    /// Receive one frame into `buf`: its length, or None when nothing came.
+    /// `wait` None: do not wait; Some(d): wait at most `d`.
+    fn recv_frame(&mut self, buf: &mut [u8], wait: Option<Duration>) -> io::Result<Option<usize>>;
+    /// Address from now on the frames sent to where the last frame
+    /// received came from (the handshake's way to learn the peer).
+    fn learn_peer(&mut self);
+}

@@ -132,7 +132,7 @@ fn region_is_gone_after_the_peer_is_killed_mid_run() {
         let out = file(&dir, "r.json");
         let a = server.addr();
         // Large messages only, so the kill lands in the middle of one.
-        let mut client = wulf(&[
+        let client = wulf(&[
             "sweep",
             t,
             "--peer",

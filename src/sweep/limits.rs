@@ -270,7 +270,13 @@ fn gather(spec: &SweepSpec, llc_bytes: Option<u64>, cpus: FloorKey) -> Result<Li
             .insert(cpus, f);
     }
     let c2c_key = (spec.offset_bytes, cpus);
-    if !spec.nocache {
+    // The core-to-core limits are defined between two distinct pinned
+    // CPUs. With one end unpinned (a `wulf serve` peer that was not asked
+    // to pin) or both on one CPU, each hand-off waits for the scheduler:
+    // the "limit" would measure ticks, not copies, and overran its share
+    // of the budget 30-fold (27 s before a sweep's first point).
+    let distinct_cpus = matches!(cpus, (Some(a), Some(b)) if a != b);
+    if !spec.nocache && distinct_cpus {
         for (kind, copies) in [
             (LimitKind::C2cSingleCopy, Copies::One),
             (LimitKind::C2cTwoCopy, Copies::Two),

@@ -391,3 +391,33 @@ fn a_killed_coordinator_leaves_no_wulf_on_the_nodes() {
         "the relaying wulf run outlived its coordinator"
     );
 }
+
+/// `wulf npb mg --launch ssh --hosts node1,node2` run in node1 of a
+/// 2-node lab with an sshd in each node: wulf's own tcp ranks started by
+/// ssh, each MPI's by its launcher through the same ssh; every run
+/// verified, every rank on the node it was placed on.
+#[test]
+fn npb_ranks_cross_lab_nodes_started_by_ssh() {
+    let _s = serial();
+    let Some(lab) = common::ssh::SshLab::up("h", 2) else {
+        return;
+    };
+    let nodes = ["node1", "node2"];
+    let via = common::ssh::tcp_and_every_mpi();
+    let dir = tempdir();
+    let out = file(&dir, "mg.json");
+    let o = lab
+        .wulf_in_node1(&["npb", "mg"], "node1,node2")
+        .args(["--np", "2", "--via", &via.join(","), "--repetitions", "1"])
+        .arg("--json")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = read_npb_result(&out).unwrap();
+    assert!(r.complete, "{:?}", r.incomplete_reason);
+    assert_eq!(r.nodes.as_ref().unwrap().launch, "ssh");
+    for v in &via {
+        check_placed(&r, v, &nodes, true);
+    }
+}

@@ -170,6 +170,11 @@ fn the_schema_rejects_unknown_fields_and_other_versions() {
         let e = format!("{:#}", read_collective_result(&path).unwrap_err());
         assert!(e.contains("surprise"), "{pointer:?}: {e}");
     }
+    // Version 1 files (before `nodes` and `placement`) still read.
+    let mut v = value.clone();
+    v["schema_version"] = 1.into();
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    assert_eq!(read_collective_result(&path).unwrap().schema_version, 1);
     let mut v = value.clone();
     v["schema_version"] = 99.into();
     std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
@@ -267,5 +272,53 @@ fn a_rank_killed_mid_run_is_named_and_the_rest_is_saved() {
     assert_eq!(tcp.points.len(), 2);
     for pid in ranks {
         assert!(gone(pid), "rank process {pid} survived");
+    }
+}
+
+/// `wulf collective --launch ssh --hosts node1,node2` run in node1 of a
+/// 2-node lab with an sshd in each node: wulf's own ranks started by ssh,
+/// each MPI's by its launcher through the same ssh, every rank on its
+/// node (the host name it saw is the node's), the placement recorded.
+#[test]
+fn ranks_cross_lab_nodes_started_by_ssh() {
+    let _s = serial();
+    let Some(lab) = common::ssh::SshLab::up("k", 2) else {
+        return;
+    };
+    let nodes = ["node1", "node2"];
+    let via = common::ssh::tcp_and_every_mpi();
+    let dir = tempdir();
+    let out = file(&dir, "c.json");
+    let o = lab
+        .wulf_in_node1(&["collective", "allreduce"], "node1,node2")
+        .args(["--np", "2", "--via", &via.join(","), "--sizes", "8,65536"])
+        .args(["--budget", "500ms", "--timeout", "20s", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = read_collective_result(&out).unwrap();
+    assert!(r.complete, "{:?}", r.incomplete_reason);
+    let n = r.nodes.as_ref().expect("the node list is recorded");
+    assert_eq!(n.launch, "ssh");
+    let names: Vec<&str> = n.hosts.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, nodes);
+    assert_eq!(r.runs.len(), via.len());
+    for (run, name) in r.runs.iter().zip(&via) {
+        check_run(
+            &CollectiveResult {
+                runs: vec![run.clone()],
+                ..r.clone()
+            },
+            "allreduce",
+            name,
+            &[8, 65536],
+        );
+        let p = run.placement.as_ref().expect("placement recorded");
+        let placed: Vec<(&str, &str)> = p
+            .iter()
+            .map(|x| (x.node.as_str(), x.hostname.as_str()))
+            .collect();
+        assert_eq!(placed, [("node1", "node1"), ("node2", "node2")], "{name}");
     }
 }

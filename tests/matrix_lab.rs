@@ -5,9 +5,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
 
 use common::{labs_possible, stderr, tempdir, wulf};
 use wulf::result::matrix::{read_matrix_result, MatrixResult};
@@ -146,105 +144,28 @@ fn matrices_over_each_mpi_cross_the_lab_links() {
     }
 }
 
-/// sshd in every node of a lab, with keys made for the test; stopped on drop.
-struct Sshd {
-    children: Vec<Child>,
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn keygen(path: &Path) {
-    let ok = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(path)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-}
-
 #[test]
 fn agents_start_through_ssh_between_lab_nodes() {
     let _s = serial();
-    if !labs_possible() {
+    let Some(lab) = common::ssh::SshLab::up("s", 3) else {
         return;
-    }
-    let sshd = Path::new("/usr/sbin/sshd");
-    if !sshd.exists() || !common::in_path("ssh") {
-        if std::env::var_os("WULF_REQUIRE_LAB").is_some() {
-            panic!("openssh-server and openssh-client are required (scripts/install-test-deps)");
-        }
-        eprintln!("SKIPPED: no sshd/ssh");
-        return;
-    }
-    let lab = format!("s{}", std::process::id() % 100_000);
-    let _guard = common::lab_up(&lab, 3);
+    };
     let dir = tempdir();
-    let d = dir.path();
-    keygen(&d.join("host_key"));
-    keygen(&d.join("id"));
-    std::fs::copy(d.join("id.pub"), d.join("authorized_keys")).unwrap();
-    // sshd insists on its privilege-separation directory.
-    std::fs::create_dir_all("/run/sshd").unwrap();
-    let config = d.join("sshd_config");
-    std::fs::write(
-        &config,
-        format!(
-            "Port 22\nHostKey {k}\nAuthorizedKeysFile {a}\nPermitRootLogin prohibit-password\n\
-             PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n",
-            k = d.join("host_key").display(),
-            a = d.join("authorized_keys").display()
-        ),
-    )
-    .unwrap();
-    let mut daemons = Sshd {
-        children: Vec::new(),
-    };
-    for node in ["node1", "node2", "node3"] {
-        let pid = d.join(format!("{node}.pid"));
-        let child = wulf(&["lab", "exec", "--name", &lab, node, "--"])
-            .arg(sshd)
-            .args(["-D", "-e", "-f"])
-            .arg(&config)
-            .arg("-o")
-            .arg(format!("PidFile={}", pid.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        daemons.children.push(child);
-    }
-    let rsh = format!(
-        "ssh -i {} -o UserKnownHostsFile={}",
-        d.join("id").display(),
-        d.join("known_hosts").display()
-    );
-    let json = d.join("m.json");
-    // sshd takes a moment to listen: a first attempt may find it not yet.
-    let start = Instant::now();
-    let out = loop {
-        let out = wulf(&["lab", "exec", "--name", &lab, "node1", "--"])
-            .arg(common::wulf_bin())
-            .args(["matrix", "--launch", "ssh", "--rsh", &rsh])
-            .args(["--hosts", "node1,node2,node3", "--budget", "3s"])
-            .args(["--bandwidth-size", "256Ki", "--quiet", "--json"])
-            .arg(&json)
-            .output()
-            .unwrap();
-        if out.status.success() || start.elapsed() > Duration::from_secs(20) {
-            break out;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    };
+    let json = dir.path().join("m.json");
+    let out = lab
+        .wulf_in_node1(&["matrix"], "node1,node2,node3")
+        .args([
+            "--budget",
+            "3s",
+            "--bandwidth-size",
+            "256Ki",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
     common::lab_matrix_result(&out, &json, "ssh", 6);
-    drop(daemons);
 }
 
 /// `mpirun -np 3 wulf matrix` across lab nodes, with each MPI's own

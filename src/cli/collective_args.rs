@@ -55,6 +55,11 @@ pub struct CollectiveArgs {
     /// temporary lab, as `wulf npb --lab`).
     #[command(flatten)]
     pub ranks: RanksArgs,
+    /// The nodes to place the ranks on (one per node unless --ppn or a
+    /// hostfile's slots= say more), and how to reach them, as `wulf npb`
+    /// takes them (not with --lab).
+    #[command(flatten)]
+    pub nodes: super::NodesArgs,
 }
 
 /// Sizes in bytes, ascending, without repeats (one option value: clap

@@ -3,6 +3,10 @@
 //! wulf's process group's plain one), printed as tables and saved as a
 //! `collective` result.
 //!
+//! The ranks run on this machine, one per node of a lab (`--lab`), or over
+//! a node list (`--hosts`, `--hostfile`, `--launch`), placed and started
+//! exactly as `wulf npb --hosts` places them; the placement is recorded.
+//!
 //! Faults follow `wulf npb`: bad options are refused before anything
 //! starts (exit 2); a backend that fails (a rank that dies or hangs, an
 //! MPI that is missing) is recorded with its error and the others still
@@ -26,7 +30,7 @@ use crate::report::collective_table::to_text;
 use crate::result::collective::{
     CollectiveResult, CollectiveRun, COLLECTIVE_KIND, COLLECTIVE_SCHEMA_VERSION,
 };
-use crate::result::write_json;
+use crate::result::{write_json, NpbNodes};
 use crate::sys::{cpu_count, Host};
 use crate::transport::Transport;
 
@@ -71,15 +75,29 @@ pub fn execute(args: &CollectiveArgs) -> Result<()> {
         return super::lab_relay(run_in_node1(lab, across)?);
     }
     super::spread_in_lab(ranks.in_lab)?;
+    // `--hosts`/`--hostfile`/`--launch`: the ranks go over those nodes,
+    // started as `wulf npb --hosts` starts them.
+    let spread = match super::nodes::prepare(
+        &args.nodes,
+        args.via.as_deref(),
+        ranks.in_lab,
+        args.timeout,
+    )? {
+        super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
+        super::nodes::Nodes::Here(s) => s,
+    };
     if let Some(c) = crate::transport::cluster::get() {
         c.first(args.np).map_err(|e| usage(format!("{e:#}")))?;
     }
-    let via = match &args.via {
-        Some(v) => v.clone(),
-        None => default_backends(),
+    let via = match (&args.via, args.nodes.launch.as_deref()) {
+        (Some(v), _) => v.clone(),
+        // `--launch mpi:NAME`: that MPI's ranks, by its launcher.
+        (None, Some(m)) if m.starts_with("mpi:") => vec![m.to_string()],
+        (None, _) => default_backends(),
     };
     let transports = group_transports(&via, "a collective", true)?;
-    let (result, stop, failed_code) = run_all(args, &job, &transports)?;
+    let nodes = spread.as_deref().map(super::nodes::npb_nodes);
+    let (result, stop, failed_code) = run_all(args, &job, &transports, nodes)?;
     let text = to_text(&result);
     if args.json.as_deref() == Some(std::path::Path::new("-")) {
         eprint!("{text}");
@@ -118,13 +136,14 @@ fn sizes_of(collective: Collective, given: Option<&[u64]>) -> Result<Vec<u64>> {
 }
 
 /// Every MPI available here on its default path (the libraries' own
-/// algorithms), then shm (wulf's plain ones, over its fastest channel).
+/// algorithms), then shm (wulf's plain ones, over its fastest channel), or
+/// tcp when the ranks are spread over nodes (shm cannot cross them).
 fn default_backends() -> Vec<String> {
     let mut via: Vec<String> = available_transports()
         .into_iter()
         .filter(|n| n.starts_with("mpi:") && !n.ends_with(')'))
         .collect();
-    via.push("shm".into());
+    via.push(if super::spread() { "tcp" } else { "shm" }.into());
     via
 }
 
@@ -135,7 +154,9 @@ fn run_all(
     args: &CollectiveArgs,
     job: &CollectiveJob,
     transports: &[Box<dyn Transport>],
+    nodes: Option<NpbNodes>,
 ) -> Result<(CollectiveResult, Option<anyhow::Error>, Option<i32>)> {
+    let cluster = crate::transport::cluster::get();
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let cpus = cpu_count();
@@ -162,11 +183,17 @@ fn run_all(
             error: None,
             points: Vec::new(),
             mpi: None,
+            placement: None,
         };
         let ran = Instant::now();
         match run_task(t.as_ref(), args.np, &task, &channel) {
             Ok(done) => {
                 run.mpi = done.mpi;
+                if nodes.is_some() {
+                    run.placement = cluster
+                        .as_ref()
+                        .map(|c| super::npb::placement(c, args.np, &done.hostnames));
+                }
                 match done.output {
                     TaskOutput::Collective(out) => {
                         run.points = out.points;
@@ -233,7 +260,12 @@ fn run_all(
         runs,
         warnings,
         // Spread: one rank per node; else every rank in this node, if any.
-        lab: crate::lab::group_placement(if super::spread() { args.np } else { 1 }),
+        // Several ranks per node of a list: `nodes` says where.
+        lab: match &nodes {
+            Some(n) if n.hosts.iter().any(|h| h.slots > 1) => None,
+            _ => crate::lab::group_placement(if super::spread() { args.np } else { 1 }),
+        },
+        nodes,
     };
     Ok((result, stop, first_code))
 }

@@ -20,7 +20,8 @@ pub enum Nodes {
 }
 
 /// Act on the node options: relay into the lab `--launch lab:NAME` names,
-/// or hand the transports the nodes ([`crate::transport::cluster::set`]).
+/// or hand the transports the nodes ([`crate::transport::cluster::set`]);
+/// with none, inside a Slurm allocation, its nodes by srun.
 /// Bad lists, unknown hosts and launchers are usage errors, before
 /// anything starts; so is `--launch mpi:NAME` with other transports in
 /// `via`.
@@ -30,6 +31,21 @@ pub fn prepare(
     in_lab: bool,
     timeout: Duration,
 ) -> Result<Nodes> {
+    // Inside a Slurm allocation (`salloc -N 4 wulf npb mg`) with no node
+    // option: the allocation's nodes, reached by srun. Not as one task of
+    // a launcher: there each task is a rank already.
+    let from_allocation;
+    let n = match std::env::var("SLURM_JOB_NODELIST") {
+        Ok(list) if !n.given() && !in_lab && crate::cluster::launched::task().is_none() => {
+            from_allocation = NodesArgs {
+                hosts: Some(list),
+                launch: Some("slurm".into()),
+                ..n.clone()
+            };
+            &from_allocation
+        }
+        _ => n,
+    };
     if !n.given() {
         return Ok(Nodes::Here(None));
     }

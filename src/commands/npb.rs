@@ -374,7 +374,11 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
 
 /// Where each of `np` ranks was placed on `cluster`, with the host name
 /// it reported (empty when the run failed before saying).
-fn placement(cluster: &transport::Cluster, np: usize, hostnames: &[String]) -> Vec<RankPlacement> {
+pub(super) fn placement(
+    cluster: &transport::Cluster,
+    np: usize,
+    hostnames: &[String],
+) -> Vec<RankPlacement> {
     cluster
         .hosts
         .iter()

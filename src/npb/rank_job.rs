@@ -133,9 +133,8 @@ pub struct RankOutput {
     /// The task's output (the same on every rank for NPB; rank 0's is the
     /// one a collective measured).
     pub output: TaskOutput,
-    /// For an NPB task, on rank 0: the host name of every rank, in rank
-    /// order (see [`RankRun`]); empty on the other ranks and for a
-    /// collective.
+    /// On rank 0: the host name of every rank, in rank order (see
+    /// [`RankRun`]); empty on the other ranks.
     pub hostnames: Vec<String>,
 }
 
@@ -205,9 +204,12 @@ impl RankTask {
                 hostnames: run.hostnames,
             }),
             RankTask::Collective(job) => {
+                // Where the ranks really ran, for the placement a result
+                // records; before the timed sweep, so it costs it nothing.
+                let hostnames = gather_hostnames(comm)?;
                 crate::collective::run_rank(job, comm).map(|out| RankOutput {
                     output: TaskOutput::Collective(out),
-                    hostnames: Vec::new(),
+                    hostnames,
                 })
             }
         }

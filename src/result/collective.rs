@@ -15,8 +15,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::Summary;
 
-/// Version of the collective result schema.
-pub const COLLECTIVE_SCHEMA_VERSION: u32 = 1;
+/// Version of the collective result schema. Version 2 added `nodes` and
+/// `runs[].placement` (ranks placed over a node list).
+pub const COLLECTIVE_SCHEMA_VERSION: u32 = 2;
+
+/// Oldest collective schema version this wulf still reads (version 1 files
+/// are version 2 files without the node fields).
+pub const COLLECTIVE_OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// The value of [`CollectiveResult::kind`].
 pub const COLLECTIVE_KIND: &str = "collective";
@@ -62,6 +67,11 @@ pub struct CollectiveResult {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<crate::lab::LabPlacement>,
+    /// How the ranks were placed on nodes when they ran across a node
+    /// list (`--hosts`, `--hostfile`, `--launch`; version 2), as in an NPB
+    /// result; absent on one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<crate::result::NpbNodes>,
 }
 
 /// One backend's sweep.
@@ -87,6 +97,10 @@ pub struct CollectiveRun {
     /// environment that steered it (as in sweep results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi: Option<crate::result::MpiInfo>,
+    /// Across nodes (with [`CollectiveResult::nodes`], version 2): every
+    /// rank's node and the host name it saw, in rank order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Vec<crate::result::RankPlacement>>,
 }
 
 /// One size of one backend.
@@ -171,10 +185,14 @@ pub fn is_collective_result(path: &std::path::Path) -> bool {
     super::kind_of(path).as_deref() == Some(COLLECTIVE_KIND)
 }
 
-/// Read a collective result file, rejecting other versions and unknown
+/// Read a collective result file (versions 1 and 2), rejecting other versions and unknown
 /// fields, and values no measurement can produce.
 pub fn read_collective_result(path: &std::path::Path) -> anyhow::Result<CollectiveResult> {
-    let r: CollectiveResult = super::read_versioned(path, "collective", COLLECTIVE_SCHEMA_VERSION)?;
+    let r: CollectiveResult = super::read::read_versions(
+        path,
+        "collective",
+        COLLECTIVE_OLDEST_SCHEMA_VERSION..=COLLECTIVE_SCHEMA_VERSION,
+    )?;
     check(&r).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(r)
 }

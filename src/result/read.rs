@@ -128,12 +128,29 @@ pub fn is_npb_result(path: &Path) -> bool {
 /// Read a result file of a kind whose schema version must be exactly
 /// `version`, rejecting unknown fields (`what` names the kind in errors).
 pub fn read_versioned<T: DeserializeOwned>(path: &Path, what: &str, version: u32) -> Result<T> {
+    read_versions(path, what, version..=version)
+}
+
+/// Read a result file of a kind whose schema version must be one of
+/// `versions` (the newer ones only add optional fields), rejecting unknown
+/// fields (`what` names the kind in errors).
+pub fn read_versions<T: DeserializeOwned>(
+    path: &Path,
+    what: &str,
+    versions: std::ops::RangeInclusive<u32>,
+) -> Result<T> {
     let text = read_text(path)?;
     let origin = path.display().to_string();
     let h = header(&text, &origin)?;
+    let (oldest, newest) = (*versions.start(), *versions.end());
     match h.schema_version.as_ref().and_then(|v| v.as_u64()) {
-        Some(v) if v == version as u64 => {}
-        v => bail!("{origin} has {what} schema version {v:?}; this wulf reads version {version}"),
+        Some(v) if (oldest as u64..=newest as u64).contains(&v) => {}
+        v if oldest == newest => {
+            bail!("{origin} has {what} schema version {v:?}; this wulf reads version {newest}")
+        }
+        v => bail!(
+            "{origin} has {what} schema version {v:?}; this wulf reads versions {oldest} to {newest}"
+        ),
     }
     decode(&text, &origin, &format!("wulf {what} result"))
 }

@@ -2,6 +2,9 @@
 //! server, read real result files.
 #![allow(dead_code)]
 
+pub mod slurm;
+pub mod ssh;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

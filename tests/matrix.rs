@@ -155,6 +155,11 @@ fn sixty_four_simulated_agents_complete_a_quick_matrix() {
         .cells
         .iter()
         .all(|c| c.error.is_none() && c.bandwidth.is_some()));
+    // Every cell's trials were streamed back from the cell file.
+    assert!(r
+        .cells
+        .iter()
+        .all(|c| !c.bandwidth.as_ref().unwrap().trials_ns.is_empty()));
     assert_eq!(agents_named(&t), 0);
 }
 
@@ -244,7 +249,68 @@ fn ctrl_c_saves_a_partial_matrix_and_ends_the_agents() {
         "{}",
         r.cells.len()
     );
+    // The cells came from the cell file, trials and all; it is gone now.
+    assert!(r
+        .cells
+        .iter()
+        .filter_map(|c| c.latency.as_ref())
+        .all(|p| !p.trials_ns.is_empty()));
+    assert!(!wulf::cluster::cells::cells_path(&json).exists());
     assert_eq!(agents_named(&t), 0);
+}
+
+/// A coordinator killed outright (SIGKILL: nothing can be saved at the
+/// end) leaves every cell it had read in the cell file beside the
+/// result, readable with their trials, and its agents end with their
+/// control connections.
+#[test]
+fn a_killed_coordinator_leaves_its_cells_readable() {
+    let dir = tempdir();
+    let json = dir.path().join("m.json");
+    let cells = wulf::cluster::cells::cells_path(&json);
+    let t = tag("sigkill");
+    let hosts = format!("{t}[1-4]");
+    let mut child = start_matrix(
+        &hosts,
+        &t,
+        4,
+        &["--budget", "20s", "--bandwidth-size", "64Ki"],
+        &json,
+        Duration::ZERO,
+    );
+    // Wait (bounded) for the first whole cell line after the header.
+    let start = Instant::now();
+    let lines =
+        |p: &std::path::Path| std::fs::read_to_string(p).map_or(0, |t| t.matches('\n').count());
+    while lines(&cells) < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no cell written in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!json.exists(), "a killed coordinator wrote no result");
+    let (header, got) = wulf::cluster::cells::read_cells(&cells).unwrap();
+    assert_eq!(header.kind, "matrix-cells");
+    let names: Vec<String> = (1..=4).map(|i| format!("{t}{i}")).collect();
+    assert_eq!(header.nodes, names);
+    assert!(!got.is_empty() && got.len() < 12, "{}", got.len());
+    for c in &got {
+        assert!(c.error.is_none(), "{c:?}");
+        assert!(!c.latency.as_ref().unwrap().trials_ns.is_empty());
+        assert!(!c.bandwidth.as_ref().unwrap().trials_ns.is_empty());
+    }
+    // The agents notice their coordinator is gone.
+    let start = Instant::now();
+    while agents_named(&t) > 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "agents outlived their coordinator"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]

@@ -9,7 +9,9 @@
 //! other. Since the pairs of a round measure at the same time, reading in
 //! order costs nothing, and the coordinator holds one connection and one
 //! row of state per node: memory and work per round grow linearly with
-//! the number of nodes.
+//! the number of nodes. Each cell goes to the cell file ([`super::cells`])
+//! as soon as it is read; the coordinator keeps only its summary (the
+//! trials dropped) for the analysis and the terminal.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc;
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use super::cells::CellFile;
 use super::launch::{Agents, Launcher};
 use super::protocol::{random_hex, verify, CellReport, ControlChannel, Hello, Join, Order};
 use super::schedule::{self, Pattern};
@@ -54,7 +57,8 @@ pub struct MatrixPlan {
 pub struct Gathered {
     /// One per host, in order.
     pub nodes: Vec<MatrixNode>,
-    /// Every cell measured or tried.
+    /// Every cell measured or tried, without its trials (those are in
+    /// the cell file).
     pub cells: Vec<MatrixCell>,
     /// Rounds of the tournament.
     pub rounds: usize,
@@ -72,10 +76,15 @@ struct Member {
 }
 
 /// Start the agents with `launcher`, run the matrix, end the agents.
-/// `on_round` hears of each finished round (done, of how many).
+/// Every cell is appended to `cell_file` as it arrives (started once the
+/// nodes are known, with `started_at`); a cell file that cannot be written
+/// stops the matrix. `on_round` hears of each finished round (done, of
+/// how many).
 pub fn run(
     plan: &MatrixPlan,
     launcher: &dyn Launcher,
+    cell_file: &mut CellFile,
+    started_at: &str,
     on_round: &mut dyn FnMut(usize, usize),
 ) -> Result<Gathered> {
     let ip = launcher.coordinator_ip(&plan.hosts)?;
@@ -109,6 +118,8 @@ pub fn run(
         &mut members,
     )?;
     let n = nodes.len();
+    let names: Vec<String> = nodes.iter().map(|x| x.name.clone()).collect();
+    cell_file.start(started_at, &names)?;
     let mut trouble = nodes.iter().any(|x| x.error.is_some());
     let joined = members.iter().filter(|m| m.ch.is_some()).count();
     let started = Instant::now();
@@ -127,6 +138,7 @@ pub fn run(
     };
     let mut cells = Vec::new();
     let mut interrupted = false;
+    let mut write_error = None;
     let budget = cell_budget(plan, n);
     'steps: for st in 0..steps {
         let directed = schedule::step(plan.pattern, n, st);
@@ -141,15 +153,25 @@ pub fn run(
                 interrupted = true;
                 break 'steps;
             }
-            trouble |= measure_group(
-                plan,
-                budget,
-                round,
-                &group,
-                &mut members,
-                &mut nodes,
-                &mut cells,
-            );
+            let measured = measure_group(plan, budget, round, &group, &mut members, &mut nodes);
+            trouble |= measured.lost;
+            for mut cell in measured.cells {
+                if let Err(e) = cell_file.push(&cell) {
+                    write_error = Some(format!("{e:#}"));
+                }
+                // The trials are on disk; the summary is all the analysis
+                // and the terminal need.
+                for p in [cell.latency.as_mut(), cell.bandwidth.as_mut()]
+                    .into_iter()
+                    .flatten()
+                {
+                    p.trials_ns = Vec::new();
+                }
+                cells.push(cell);
+            }
+            if write_error.is_some() {
+                break 'steps;
+            }
         }
         if plan.pattern != Pattern::Pairs || st % 2 == 1 {
             on_round(round + 1, rounds);
@@ -169,7 +191,10 @@ pub fn run(
         .map(|x| x.name.as_str())
         .collect();
     let failed = cells.iter().filter(|c| c.error.is_some()).count();
-    let incomplete = if interrupted {
+    let incomplete = if let Some(e) = write_error {
+        trouble = true;
+        Some(format!("stopped: {e}"))
+    } else if interrupted {
         Some("interrupted".to_string())
     } else if !lost.is_empty() {
         Some(format!("nodes missing or lost: {}", lost.join(", ")))
@@ -212,7 +237,13 @@ fn cell_budget(plan: &MatrixPlan, n: usize) -> Duration {
     plan.budget / steps.max(1) as u32
 }
 
-/// Measure one group of directed pairs at once; true when a node was lost.
+/// The cells of one group, and whether a node was lost measuring them.
+struct Measured {
+    cells: Vec<MatrixCell>,
+    lost: bool,
+}
+
+/// Measure one group of directed pairs at once.
 fn measure_group(
     plan: &MatrixPlan,
     budget: Duration,
@@ -220,9 +251,9 @@ fn measure_group(
     group: &[(usize, usize)],
     members: &mut [Member],
     nodes: &mut [MatrixNode],
-    cells: &mut Vec<MatrixCell>,
-) -> bool {
+) -> Measured {
     let mut lost = false;
+    let mut cells = Vec::with_capacity(group.len());
     let mut sent = Vec::with_capacity(group.len());
     for &(from, to) in group {
         // Pairs with a node that never joined or was lost are not tried;
@@ -308,7 +339,7 @@ fn measure_group(
             }
         }
     }
-    lost
+    Measured { cells, lost }
 }
 
 fn ping(members: &mut [Member], who: usize, timeout: Duration) -> bool {

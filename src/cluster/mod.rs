@@ -20,6 +20,7 @@
 //! Agents end with their control connection, so none outlives a run.
 
 pub mod agent;
+pub mod cells;
 pub mod coordinator;
 pub mod hostlist;
 pub mod launch;

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::cli::{AgentArgs, MatrixArgs, PatternArg};
 use crate::cluster::agent::{self, AgentOptions};
+use crate::cluster::cells::{cells_path, CellFile};
 use crate::cluster::coordinator::{self, MatrixPlan};
 use crate::cluster::hostlist;
 use crate::cluster::launch::{Launcher, Local, RemoteShell, Slurm};
@@ -16,7 +17,7 @@ use crate::cluster::schedule::Pattern;
 use crate::error::{usage, WulfError};
 use crate::lab::between::Across;
 use crate::result::matrix::{MatrixResult, MATRIX_KIND, MATRIX_SCHEMA_VERSION};
-use crate::result::{write_atomically, write_json};
+use crate::result::write_atomically;
 
 /// Run `wulf matrix`.
 pub fn execute(args: &MatrixArgs) -> Result<()> {
@@ -176,7 +177,24 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
         .expect("valid template")
         .progress_chars("=> "),
     );
-    let g = coordinator::run(plan, launcher, &mut |done, _| pb.set_position(done as u64));
+    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    let path = args.json.clone().unwrap_or_else(default_path);
+    // Standard output gets the result; the cells wait in a file of their own.
+    let cells_dir = match to_stdout {
+        true => Some(tempfile::tempdir().context("cannot make a directory for the cells")?),
+        false => None,
+    };
+    let mut cell_file = CellFile::new(match &cells_dir {
+        Some(d) => d.path().join("matrix.cells.jsonl"),
+        None => cells_path(&path),
+    });
+    let g = coordinator::run(
+        plan,
+        launcher,
+        &mut cell_file,
+        &started_at,
+        &mut |done, _| pb.set_position(done as u64),
+    );
     pb.finish_and_clear();
     let g = g?;
     let analysis = crate::analysis::matrix::analyse_pattern(plan.pattern, &g.nodes, &g.cells);
@@ -203,15 +221,14 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
         analysis,
         warnings: Vec::new(),
     };
-    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
     let text = crate::report::matrix_text::to_text(&result);
     if to_stdout {
         eprint!("{text}");
     } else {
         print!("{text}");
     }
-    let path = args.json.clone().unwrap_or_else(default_path);
-    write_json(&path, &result)?;
+    cell_file.write_result(&path, &result)?;
+    cell_file.remove();
     if !to_stdout {
         println!("saved {}", path.display());
     }

@@ -39,4 +39,4 @@ pub use study::{
     is_study_result, read_study_result, StudyCaseResult, StudyResult, StudyRow, StudyTable,
     STUDY_KIND, STUDY_SCHEMA_VERSION,
 };
-pub use write::{write_atomically, write_json, write_result};
+pub use write::{write_atomically, write_atomically_with, write_json, write_result};

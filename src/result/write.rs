@@ -11,6 +11,15 @@ use super::SweepResult;
 /// then renamed over `path`. A reader never sees a half-written file, and a
 /// full disk leaves the old file (if any) intact and returns an error.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomically_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomically`] for a document written piece by piece by `fill`
+/// (a matrix streamed from its cell file), never whole in memory.
+pub fn write_atomically_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -20,7 +29,11 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
     let mut perms = tmp.as_file().metadata()?.permissions();
-    tmp.write_all(bytes)
+    let written = {
+        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+        fill(&mut w).and_then(|_| w.flush())
+    };
+    written
         .and_then(|_| tmp.as_file().sync_all())
         .with_context(|| format!("cannot write {}", path.display()))?;
     // tempfile creates 0600 files; a result is not a secret.

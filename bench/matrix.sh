@@ -8,9 +8,11 @@
 #    two one-size sweeps with `wulf sweep --peer` from the measuring node
 #    against a `wulf serve` on the other. Printed per pair: the medians of
 #    both over the rounds and their ratio.
-# 2. Coordination overhead (target: at most 5% of wall time): the rounds'
-#    time beyond their slowest cells (a round lasts as long as its slowest
-#    cell; serial: the sum of cells), and start-up (agents joining) beside.
+# 2. Coordination overhead (target: at most 5% of wall time): the matrix's
+#    wall time against rounds x per-pair time (serial: every cell one
+#    after the other, so the sum of the cells' own times; concurrent: a
+#    step lasts as long as its slowest cell), for the serial matrices and
+#    one concurrent matrix on the same lab; start-up (agents joining) beside.
 # 3. Scale: 8, 16, 32 and 64 simulated agents (processes on this machine,
 #    over loopback) with the same per-cell budget: wall time, coordinator
 #    CPU, and the coordinator's peak memory.
@@ -22,12 +24,18 @@ cargo build --release --quiet
 WULF=$(pwd)/target/release/wulf
 LAB=bm$$
 work=$(mktemp -d)
-trap 'pkill -f "wulf serve --bind 198.18" 2>/dev/null || true; rm -rf "$work"; "$WULF" lab down --name "$LAB" >/dev/null 2>&1 || true' EXIT
+serves=()
+# The servers by their own process ids (each `wulf lab exec` and the serve
+# it started), never by name.
+stop_serves() { for p in "${serves[@]}"; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done; }
+trap 'stop_serves; rm -rf "$work"; "$WULF" lab down --name "$LAB" >/dev/null 2>&1 || true' EXIT
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)  ($(nproc) CPUs)"
 "$WULF" lab up --name "$LAB" --nodes 4 --link ge >/dev/null
 addr() { "$WULF" lab status --name "$LAB" --json | python3 -c "import json,sys; print([n['address'].split('/')[0] for n in json.load(sys.stdin)[0]['nodes'] if n['name']=='$1'][0])"; }
 for n in 1 2 3 4; do
   ip=$(addr node$n)
   "$WULF" lab exec --name "$LAB" node$n -- "$WULF" serve --bind "$ip" --port 9137 >/dev/null 2>&1 &
+  serves+=($!)
 done
 sleep 1
 for r in $(seq "$ROUNDS"); do
@@ -39,6 +47,9 @@ for r in $(seq "$ROUNDS"); do
     "$WULF" lab exec --name "$LAB" node$a -- "$WULF" sweep tcp --peer "$peer" --mode stream --sizes 4Mi --budget 1.33s --no-pin --quiet --json "$work/bw-$a-$b-$r.json" >/dev/null
   done; done
 done
+# One matrix with the pairs of a round at once, for its overhead.
+"$WULF" matrix --launch "lab:$LAB" --budget 24s --quiet --json "$work/matrix-conc.json" >/dev/null
+echo "load average after the lab part: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$work" "$ROUNDS" <<'PY'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
@@ -60,10 +71,22 @@ for a in range(4):
         worst = min(worst, min(bw, sb) / max(bw, sb))
         print(f"{names[a]+'->'+names[b]:<14}{lat:>12.1f}{sl:>13.1f}{('yes' if lo <= sl <= hi else 'no'):>7}{bw:>13.1f}{sb:>13.1f}{bw/sb:>7.3f}")
 print(f"worst bandwidth agreement: {worst:.3f} (target >= 0.95)")
-for mm in m:
+def steps_time(mm):
+    # A step (one direction of a round) lasts as long as its slowest cell.
+    busy = 0.0
+    for rnd in range(mm["rounds"]):
+        for fwd in (True, False):
+            g = [c["measure_s"] for c in mm["cells"] if c["round"] == rnd and (c["from"] < c["to"]) == fwd]
+            busy += max(g, default=0)
+    return busy
+conc = json.load(open(f"{work}/matrix-conc.json"))
+for label, mm in [("serial", x) for x in m] + [("concurrent", conc)]:
     cells = sum(c.get("measure_s", 0) for c in mm["cells"])
-    over = mm["rounds_s"] - cells
-    print(f"serial matrix: wall {mm['wall_s']:.2f} s, rounds {mm['rounds_s']:.2f} s, cells {cells:.2f} s, "
+    per_pair = statistics.median(c["measure_s"] for c in mm["cells"])
+    busy = cells if mm["serial"] else steps_time(mm)
+    over = mm["rounds_s"] - busy
+    print(f"{label} matrix: wall {mm['wall_s']:.2f} s, {mm['rounds']} rounds, rounds {mm['rounds_s']:.2f} s, "
+          f"rounds x per-pair {busy:.2f} s (median pair {per_pair:.2f} s), "
           f"coordination {over:.3f} s = {100*over/mm['wall_s']:.1f}% of wall, start-up {mm['wall_s']-mm['rounds_s']:.2f} s")
 PY
 echo
@@ -87,3 +110,4 @@ print(f"{len(r['nodes']):>7} {cells:>8} {r['wall_s']:>8.2f} {r['rounds_s']:>10.2
       f"{1e6*r['coordinator_cpu_s']/cells:>12.1f} {sys.argv[2]:>10}   coordination {100*(r['rounds_s']-busy)/r['wall_s']:.1f}% of wall")
 PY
 done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

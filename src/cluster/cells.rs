@@ -197,3 +197,51 @@ impl CellFile {
 
 /// How serde_json's pretty printer writes an empty cell list.
 const EMPTY_CELLS: &str = "\"cells\": []";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(from: usize, to: usize) -> MatrixCell {
+        MatrixCell {
+            from,
+            to,
+            round: 0,
+            latency: None,
+            bandwidth: None,
+            error: Some("test".into()),
+            measure_s: 0.5,
+        }
+    }
+
+    #[test]
+    fn a_cut_last_line_is_skipped_and_a_bad_file_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = cells_path(&dir.path().join("m.json"));
+        assert!(path.ends_with("m.cells.jsonl"));
+        let mut f = CellFile::new(path.clone());
+        f.start("2026-01-01T00:00:00Z", &["a".into(), "b".into()])
+            .unwrap();
+        f.push(&cell(0, 1)).unwrap();
+        f.push(&cell(1, 0)).unwrap();
+        let (header, cells) = read_cells(&path).unwrap();
+        assert_eq!((header.nodes.len(), cells.len()), (2, 2));
+        // A kill in the middle of the last line.
+        let text = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &text[..text.len() - 10]).unwrap();
+        assert_eq!(read_cells(&path).unwrap().1, vec![cell(0, 1)]);
+        // A cell naming a node the header has not.
+        std::fs::write(
+            &path,
+            [
+                &text[..],
+                b"{\"from\":0,\"to\":5,\"round\":0,\"measure_s\":1.0}\n",
+            ]
+            .concat(),
+        )
+        .unwrap();
+        assert!(read_cells(&path).is_err());
+        std::fs::write(&path, b"{\"kind\":\"matrix\"}\n").unwrap();
+        assert!(read_cells(&path).is_err());
+    }
+}

@@ -7,22 +7,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::run;
+use common::{only_dir as study_dir, run};
 use wulf::result::{read_study_result, StudyResult};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/study-mtu-buffers/study.json")
-}
-
-/// The one directory `wulf study` made under `out`.
-fn study_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs[0].clone()
 }
 
 fn no_labs_left() {

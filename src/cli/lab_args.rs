@@ -116,6 +116,10 @@ pub enum StudyArg {
     /// Latency, peak and n_1/2 of tcp and each MPI's TCP path over Fast and
     /// Gigabit Ethernet: seed 004 Table 2.
     FeVsGe,
+    /// tcp against the lean stacks (raw, xdp, tipc) and each MPI's TCP
+    /// path over ge and 10ge, MTU 1500 and 9000: latency, peak, n_1/2 and
+    /// CPU per byte on both ends (seed 001 Table 2, Figs. 1-2).
+    LeanStacks,
 }
 
 /// `wulf study`.
@@ -124,16 +128,28 @@ pub struct StudyArgs {
     /// The study.
     #[arg(value_enum)]
     pub name: StudyArg,
-    /// The link of mtu-buffers: fe, ge, 10ge or a rate (600mbit).
-    #[arg(long, default_value = "ge")]
-    pub link: String,
+    /// The link of mtu-buffers (default ge) or the only link of
+    /// lean-stacks (default ge and 10ge): fe, ge, 10ge or a rate (600mbit).
+    #[arg(long)]
+    pub link: Option<String>,
+    /// lean-stacks: only these MTUs (comma-separated; default 1500,9000).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub mtu: Option<Vec<u32>>,
+    /// lean-stacks: CPU cost to measure in each sweep, process (getrusage)
+    /// or whole (also the whole machine's, as `wulf sweep --cost whole`).
+    #[arg(long, value_enum, default_value = "process")]
+    pub cost: super::CostArg,
+    /// lean-stacks: background load during every sweep, as `wulf sweep
+    /// --load` (cpu[:N], memory[:N], network[:RATE]).
+    #[arg(long, value_name = "SPEC", value_parser = checked_load)]
+    pub load: Option<String>,
     /// Smaller budgets and fewer sizes (well under a minute for mtu-buffers).
     #[arg(long, conflicts_with = "thorough")]
     pub quick: bool,
     /// Four times the default budgets.
     #[arg(long)]
     pub thorough: bool,
-    /// fe-vs-ge: only these transports (comma-separated).
+    /// fe-vs-ge, lean-stacks: only these transports (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub only: Option<Vec<String>>,
     /// Directory under which a timestamped study directory is created.
@@ -143,4 +159,9 @@ pub struct StudyArgs {
     /// go to standard error.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A `--load` spec as written, once it parses.
+fn checked_load(text: &str) -> Result<String, String> {
+    crate::load::parse_loads(text).map(|_| text.to_string())
 }

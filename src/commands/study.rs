@@ -30,8 +30,25 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     let name = match a.name {
         StudyArg::MtuBuffers => StudyName::MtuBuffers,
         StudyArg::FeVsGe => StudyName::FeVsGe,
+        StudyArg::LeanStacks => StudyName::LeanStacks,
     };
-    let link = LinkRate::parse(&a.link).map_err(|e| usage(format!("--link: {e}")))?;
+    let parse_link = |l: &str| LinkRate::parse(l).map_err(|e| usage(format!("--link: {e}")));
+    let link = parse_link(a.link.as_deref().unwrap_or("ge"))?;
+    let links = match &a.link {
+        Some(l) => vec![parse_link(l)?],
+        None => vec![parse_link("ge")?, parse_link("10ge")?],
+    };
+    let mtus_bytes = a.mtu.clone().unwrap_or_else(|| vec![1500, 9000]);
+    if let Some(bad) = mtus_bytes.iter().find(|m| !(576..=9000).contains(*m)) {
+        return Err(usage(format!("--mtu: {bad} is outside 576..9000")));
+    }
+    let mut sweep_args = Vec::new();
+    if a.cost == crate::cli::CostArg::Whole {
+        sweep_args.extend(["--cost".to_string(), "whole".to_string()]);
+    }
+    if let Some(load) = &a.load {
+        sweep_args.extend(["--load".to_string(), load.clone()]);
+    }
     let effort = if a.quick {
         Effort::Quick
     } else if a.thorough {
@@ -42,6 +59,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     let transports = match name {
         StudyName::MtuBuffers => vec!["tcp".to_string()],
         StudyName::FeVsGe => transports(a.only.as_deref())?,
+        StudyName::LeanStacks => lean_transports(a.only.as_deref()),
     };
     let cases = study::plan(
         name,
@@ -49,6 +67,9 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
             link,
             effort,
             transports,
+            links,
+            mtus_bytes,
+            sweep_args: sweep_args.clone(),
         },
     );
     let started = Instant::now();
@@ -76,7 +97,10 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
             break;
         }
         let file = format!("{}.json", c.label);
-        let outcome = run_case(c, &dir.join(&file));
+        let outcome = match unavailable(&c.transport) {
+            Some(why) => Err(anyhow::anyhow!("{}{why}", study::lean::UNAVAILABLE)),
+            None => run_case(c, &dir.join(&file)),
+        };
         let result = match &outcome {
             Ok(r) => tables::case_result(c, Ok((r, file.clone()))),
             Err(e) => tables::case_result(c, Err(format!("{e:#}"))),
@@ -121,6 +145,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         tables: tables::tables(name, &results),
         cases: results,
         warnings: Vec::new(),
+        sweep_args,
     };
     write_json(&dir.join("study.json"), &summary)?;
     let text = tables::text(&summary.tables);
@@ -167,6 +192,33 @@ fn transports(only: Option<&[String]>) -> Result<Vec<String>> {
     }
 }
 
+/// The stacks of lean-stacks: `--only`'s, or tcp, raw, xdp and tipc
+/// (whether or not they can run here: their rows say why not) and every
+/// MPI's TCP path found here.
+fn lean_transports(only: Option<&[String]>) -> Vec<String> {
+    match only {
+        Some(list) => list.to_vec(),
+        None => study::lean::LEAN_STACKS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(
+                crate::transport::network_paths()
+                    .into_iter()
+                    .filter(|t| t.starts_with("mpi:")),
+            )
+            .collect(),
+    }
+}
+
+/// Why `transport` cannot run here, if it cannot: not built into this
+/// wulf, or unavailable (no capability, no kernel support).
+fn unavailable(transport: &str) -> Option<String> {
+    match crate::transport::find(transport) {
+        None => Some("not built into this wulf".into()),
+        Some(t) => t.availability().err(),
+    }
+}
+
 /// One case: `wulf sweep` in a temporary lab, its result read back. Its
 /// standard error goes to a file beside the result, whose last line is the
 /// error when the sweep fails.
@@ -186,7 +238,8 @@ fn run_case(c: &StudyCase, json: &Path) -> Result<SweepResult> {
     .arg("--budget")
     .arg(format!("{}ms", (c.budget_s * 1000.0).round() as u64))
     .arg("--json")
-    .arg(json);
+    .arg(json)
+    .args(&c.sweep_args);
     if let Some(b) = c.socket_buffer_bytes {
         cmd.args(["--sndbuf", &b.to_string(), "--rcvbuf", &b.to_string()]);
     }

@@ -2,13 +2,16 @@
 //! the lab it ran in, its tables, and one chart family per factor drawn
 //! from the study's full sweeps with the report's own chart functions
 //! (throughput vs size, signature, saturation): per MTU for
-//! `mtu-buffers`, per transport and link for `fe-vs-ge`.
+//! `mtu-buffers`, per transport and link for `fe-vs-ge`; for `lean-stacks`
+//! one family per link and MTU, one line per transport, with the CPU
+//! charts (seed 001 Figs. 1-2: throughput, and throughput per unit of CPU).
 
 use std::fmt::Write;
 
 use anyhow::Result;
 
 use super::charts::{self, Series};
+use super::cpu_throughput_chart;
 use super::html_details::esc;
 use crate::analysis::Analysis;
 use crate::result::{StudyResult, StudyTable, SweepResult};
@@ -76,6 +79,44 @@ fn section(h: &mut String, s: &LoadedStudy, id: &str) -> Result<()> {
         h.push_str("</section>\n");
         return Ok(());
     }
+    if r.study == "lean-stacks" {
+        // One family per link and MTU: lines of one family share a link.
+        let mut groups: Vec<(String, u32)> = Vec::new();
+        for c in &r.cases {
+            if !groups.contains(&(c.link.clone(), c.mtu_bytes)) {
+                groups.push((c.link.clone(), c.mtu_bytes));
+            }
+        }
+        for (link, mtu) in &groups {
+            let members: Vec<&(String, SweepResult)> = curves
+                .iter()
+                .copied()
+                .filter(|(label, _)| {
+                    r.cases
+                        .iter()
+                        .any(|c| &c.label == label && &c.link == link && c.mtu_bytes == *mtu)
+                })
+                .collect();
+            if !members.is_empty() {
+                let _ = writeln!(h, "<h3>{}, MTU {mtu}</h3>", esc(link));
+                chart_grid(h, r, &members, true)?;
+            }
+        }
+    } else {
+        chart_grid(h, r, &curves, false)?;
+    }
+    h.push_str("</section>\n");
+    Ok(())
+}
+
+/// The chart family of `curves`, one line each; `cpu`: the throughput
+/// and CPU charts (seed 001 Figs. 1-2) instead of signature and saturation.
+fn chart_grid(
+    h: &mut String,
+    r: &StudyResult,
+    curves: &[&(String, SweepResult)],
+    cpu: bool,
+) -> Result<()> {
     let analyses: Vec<Analysis> = curves.iter().map(|(_, r)| Analysis::of(r)).collect();
     let labels: Vec<String> = curves.iter().map(|(l, _)| curve_label(r, l)).collect();
     let series: Vec<Series> = curves
@@ -92,18 +133,41 @@ fn section(h: &mut String, s: &LoadedStudy, id: &str) -> Result<()> {
             limit_role: None,
         })
         .collect();
+    let throughput = (
+        "Throughput vs message size",
+        charts::throughput_vs_size(&series, None, charts::throughput_wants_log(&series, None))?,
+        "Median ping-pong throughput of each size, one line per factor level.",
+    );
+    let mut figures = vec![throughput];
+    if cpu {
+        figures.push((
+            "CPU per byte",
+            charts::cpu_cost(&series)?,
+            "CPU time per byte moved against size: the measuring end solid, the peer dashed (getrusage), the whole machine dotted (--cost whole).",
+        ));
+        if let Some(svg) = cpu_throughput_chart::throughput_per_cpu(&series)? {
+            figures.push((
+                "Throughput per CPU-second",
+                svg,
+                "Bits moved per second of CPU time of both ends (seed 001 Fig. 2).",
+            ));
+        }
+    } else {
+        figures.push((
+            "Network signature",
+            charts::signature(&series)?,
+            "Throughput against the time one message takes: the first point's time is the latency.",
+        ));
+        figures.push(("Saturation", charts::saturation(&series)?, "Message size against time, both logarithmic: from the saturation point on, time grows linearly with size."));
+    }
     h.push_str("<div class=grid>\n");
-    for (name, svg, caption) in [
-        ("Throughput vs message size", charts::throughput_vs_size(&series, None, charts::throughput_wants_log(&series, None))?, "Median ping-pong throughput of each size, one line per factor level."),
-        ("Network signature", charts::signature(&series)?, "Throughput against the time one message takes: the first point's time is the latency."),
-        ("Saturation", charts::saturation(&series)?, "Message size against time, both logarithmic: from the saturation point on, time grows linearly with size."),
-    ] {
+    for (name, svg, caption) in figures {
         let _ = write!(
             h,
             "<figure class=study-chart><h3>{name}</h3>\n{svg}\n<figcaption>{caption}</figcaption></figure>\n"
         );
     }
-    h.push_str("</div>\n</section>\n");
+    h.push_str("</div>\n");
     Ok(())
 }
 
@@ -111,6 +175,7 @@ fn section(h: &mut String, s: &LoadedStudy, id: &str) -> Result<()> {
 fn curve_label(r: &StudyResult, label: &str) -> String {
     match r.cases.iter().find(|c| c.label == label) {
         Some(c) if r.study == "mtu-buffers" => format!("MTU {}", c.mtu_bytes),
+        Some(c) if r.study == "lean-stacks" => c.transport.clone(),
         Some(c) => format!("{} over {}", c.transport, c.link),
         None => label.to_string(),
     }

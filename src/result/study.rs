@@ -12,7 +12,12 @@
 use serde::{Deserialize, Serialize};
 
 /// Version of the study summary schema.
-pub const STUDY_SCHEMA_VERSION: u32 = 1;
+///
+/// 2: the cases' CPU per byte (`cpu_bytes`, `cpu_client_ns_per_byte`,
+/// `cpu_server_ns_per_byte`, `cpu_whole_ns_per_byte`), the study's
+/// `sweep_args`, and the study `lean-stacks`. Version 1 files are still
+/// read (the new fields are absent there).
+pub const STUDY_SCHEMA_VERSION: u32 = 2;
 
 /// The value of [`StudyResult::kind`].
 pub const STUDY_KIND: &str = "study";
@@ -53,6 +58,10 @@ pub struct StudyResult {
     /// Non-fatal observations (a transport that could not run, noise).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Options every sweep of the study ran with besides its own
+    /// (`--cost whole`, `--load SPEC`); empty for none (version 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep_args: Vec<String>,
 }
 
 /// One sweep of a study.
@@ -100,6 +109,21 @@ pub struct StudyCaseResult {
     pub goodput_bits_per_s: f64,
     /// `peak_bits_per_s / goodput_bits_per_s`.
     pub peak_fraction: Option<f64>,
+    /// Size the CPU figures are taken at (the measured size nearest 64
+    /// KiB); absent without figures (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_bytes: Option<u64>,
+    /// getrusage CPU of the measuring end's thread per byte at
+    /// `cpu_bytes`, ns (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_client_ns_per_byte: Option<f64>,
+    /// The same of the peer's thread, ns (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_server_ns_per_byte: Option<f64>,
+    /// The whole machine's CPU per byte at `cpu_bytes` (`--cost whole`),
+    /// ns (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_whole_ns_per_byte: Option<f64>,
 }
 
 /// A table of figures: rows by one factor, columns by another.
@@ -135,5 +159,9 @@ pub fn is_study_result(path: &std::path::Path) -> bool {
 
 /// Read and validate a study summary.
 pub fn read_study_result(path: &std::path::Path) -> anyhow::Result<StudyResult> {
-    super::read::read_versioned(path, "study", STUDY_SCHEMA_VERSION)
+    match super::read::read_versioned(path, "study", STUDY_SCHEMA_VERSION) {
+        Ok(r) => Ok(r),
+        // Version 1 lacks only optional fields: read it as it is.
+        Err(e) => super::read::read_versioned(path, "study", 1).map_err(|_| e),
+    }
 }

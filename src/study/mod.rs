@@ -15,7 +15,11 @@
 //! * `fe-vs-ge` (seed 004, Table 2): every transport that crosses a network
 //!   (tcp and each MPI on its TCP path), over Fast and Gigabit Ethernet:
 //!   latency, peak and n_1/2, from one full ping-pong sweep each.
+//! * `lean-stacks` (seed 001, Table 2 and Figs. 1-2): tcp against the lean
+//!   stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path,
+//!   over ge and 10ge at MTU 1500 and 9000 ([`lean`]).
 
+pub mod lean;
 pub mod tables;
 
 use serde::{Deserialize, Serialize};
@@ -31,6 +35,8 @@ pub enum StudyName {
     MtuBuffers,
     /// Fast against Gigabit Ethernet per transport (seed 004 Table 2).
     FeVsGe,
+    /// TCP/IP against lean stacks (seed 001 Table 2, Figs. 1-2).
+    LeanStacks,
 }
 
 impl StudyName {
@@ -39,6 +45,7 @@ impl StudyName {
         match self {
             StudyName::MtuBuffers => "mtu-buffers",
             StudyName::FeVsGe => "fe-vs-ge",
+            StudyName::LeanStacks => "lean-stacks",
         }
     }
 
@@ -47,6 +54,7 @@ impl StudyName {
         match self {
             StudyName::MtuBuffers => "TCP peak throughput and latency by MTU and socket buffer (seed 000 Table 4.1), with one sweep per MTU for the throughput, signature and saturation graphs (seed 002 Figs. 7-14)",
             StudyName::FeVsGe => "latency, peak and n_1/2 of every transport that crosses a network, over Fast and Gigabit Ethernet (seed 004 Table 2)",
+            StudyName::LeanStacks => "TCP/IP against lean stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path, over ge and 10ge at MTU 1500 and 9000: latency, peak, n_1/2 and CPU per byte on both ends (seed 001 Table 2, Figs. 1-2)",
         }
     }
 }
@@ -114,6 +122,8 @@ pub struct StudyCase {
     pub sizes: String,
     /// Budget of the sweep, seconds.
     pub budget_s: f64,
+    /// Further `wulf sweep` options (the study's `--cost`, `--load`).
+    pub sweep_args: Vec<String>,
 }
 
 impl StudyCase {
@@ -130,8 +140,15 @@ pub struct StudyOptions {
     pub link: LinkRate,
     /// The effort.
     pub effort: Effort,
-    /// Transports for `fe-vs-ge` (tcp and the MPIs' TCP paths found here).
+    /// Transports for `fe-vs-ge` (tcp and the MPIs' TCP paths found here)
+    /// and `lean-stacks` (also those not available here: their rows say so).
     pub transports: Vec<String>,
+    /// Links of `lean-stacks`.
+    pub links: Vec<LinkRate>,
+    /// MTUs of `lean-stacks`.
+    pub mtus_bytes: Vec<u32>,
+    /// Further `wulf sweep` options for every case.
+    pub sweep_args: Vec<String>,
 }
 
 /// `64 KiB` style label of a socket buffer.
@@ -167,6 +184,7 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                             "1,64Ki,256Ki,1Mi,4Mi".into()
                         },
                         budget_s: 2.5 * s,
+                        sweep_args: o.sweep_args.clone(),
                     });
                 }
             }
@@ -181,6 +199,7 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                     mode: Mode::Pingpong,
                     sizes: curve_sizes.into(),
                     budget_s: 8.0 * s,
+                    sweep_args: o.sweep_args.clone(),
                 });
             }
             v
@@ -199,11 +218,13 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                         mode: Mode::Pingpong,
                         sizes: curve_sizes.into(),
                         budget_s: 10.0 * s,
+                        sweep_args: o.sweep_args.clone(),
                     });
                 }
             }
             v
         }
+        StudyName::LeanStacks => lean::plan(o, curve_sizes, 6.0 * s),
     }
 }
 
@@ -225,6 +246,12 @@ mod tests {
             link: LinkRate::parse("ge").unwrap(),
             effort,
             transports: vec!["tcp".into(), "mpi:openmpi(tcp)".into()],
+            links: vec![
+                LinkRate::parse("ge").unwrap(),
+                LinkRate::parse("10ge").unwrap(),
+            ],
+            mtus_bytes: vec![1500, 9000],
+            sweep_args: Vec::new(),
         }
     }
 

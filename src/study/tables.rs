@@ -43,6 +43,10 @@ pub fn case_result(
         n_half_bytes: None,
         goodput_bits_per_s: goodput,
         peak_fraction: None,
+        cpu_bytes: None,
+        cpu_client_ns_per_byte: None,
+        cpu_server_ns_per_byte: None,
+        cpu_whole_ns_per_byte: None,
     };
     match outcome {
         Err(e) => c.error = Some(e),
@@ -67,6 +71,20 @@ pub fn case_result(
                 .peak_bits_per_s
                 .filter(|_| goodput > 0.0)
                 .map(|p| p / goodput);
+            // The size nearest 64 KiB on a log scale (the CPU figures of
+            // lean-stacks); ns per byte of a 1-byte message is mostly the
+            // per-message cost.
+            let near = |p: &&crate::result::Point| {
+                ((p.bytes.max(1) as f64) / super::lean::CPU_BYTES as f64)
+                    .ln()
+                    .abs()
+            };
+            if let Some(p) = r.points.iter().min_by(|x, y| near(x).total_cmp(&near(y))) {
+                c.cpu_bytes = Some(p.bytes);
+                c.cpu_client_ns_per_byte = Some(p.cpu_client.ns_per_byte);
+                c.cpu_server_ns_per_byte = Some(p.cpu_server.ns_per_byte);
+                c.cpu_whole_ns_per_byte = p.cpu_whole.as_ref().and_then(|w| w.ns_per_byte);
+            }
         }
     }
     c
@@ -77,6 +95,7 @@ pub fn tables(name: StudyName, cases: &[StudyCaseResult]) -> Vec<StudyTable> {
     match name {
         StudyName::MtuBuffers => mtu_buffer_tables(cases),
         StudyName::FeVsGe => vec![fe_vs_ge_table(cases)],
+        StudyName::LeanStacks => super::lean::tables(cases),
     }
 }
 
@@ -248,6 +267,10 @@ mod tests {
             n_half_bytes: Some(4096),
             goodput_bits_per_s: 956.4e6,
             peak_fraction: Some(peak / 956.4e6),
+            cpu_bytes: None,
+            cpu_client_ns_per_byte: None,
+            cpu_server_ns_per_byte: None,
+            cpu_whole_ns_per_byte: None,
         }
     }
 

@@ -160,6 +160,10 @@ pub fn client_block(
     }
     let elapsed_ns = t0.elapsed().as_nanos() as u64;
     let cpu = thread_cpu_time().since(cpu0);
+    // Untimed: the last sends of a channel that does not wait for its
+    // acknowledgements are settled before the ends turn to the control
+    // connection (where neither would answer a resend).
+    ep.flush()?;
     match mismatch {
         Some(e) => Err(e),
         None => Ok(BlockMeasure { elapsed_ns, cpu }),
@@ -250,6 +254,10 @@ pub fn server_block(
     }
     let elapsed_ns = t0.elapsed().as_nanos() as u64;
     let cpu = thread_cpu_time().since(cpu0);
+    // Untimed: the last sends of a channel that does not wait for its
+    // acknowledgements are settled before the ends turn to the control
+    // connection (where neither would answer a resend).
+    ep.flush()?;
     match mismatch {
         Some(e) => Err(e),
         None => Ok(BlockMeasure { elapsed_ns, cpu }),

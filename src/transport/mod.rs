@@ -100,6 +100,14 @@ pub trait Endpoint: Send {
         Ok(())
     }
 
+    /// Finish what this end started before it stops calling on the
+    /// channel for a while (the end of a block): a channel whose sends
+    /// return before the peer acknowledged them (the frame protocol) waits
+    /// here, at most its timeout, until they are. The default: nothing to do.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
     /// A handle that ends this channel's blocking waits from another
     /// thread (a server whose client went away); None (the default): the
     /// channel's own timeout is the only bound.

@@ -300,3 +300,14 @@ pub fn wait_for_cpu_ticks(pid: u32, ticks: u64, limit: std::time::Duration) {
     }
     panic!("process {pid} used less than {ticks} CPU ticks within {limit:?}");
 }
+
+/// The one directory a command (`wulf study`) made under `out`.
+pub fn only_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}

@@ -18,6 +18,9 @@ pub struct Faults {
     /// Frames the queue holds at most (0: no limit); more are dropped, as
     /// a full switch port or shaper queue drops them.
     pub queue_frames: usize,
+    /// Drop every acknowledgement-only frame (data frames still carry
+    /// acknowledgements).
+    pub drop_acks: bool,
 }
 
 #[derive(Default)]
@@ -58,7 +61,7 @@ impl FrameLink for MemLink {
             header.len() + payload.len() <= self.mtu_bytes,
             "frame above the MTU"
         );
-        if self.rng.f64() < self.faults.loss {
+        if self.rng.f64() < self.faults.loss || (self.faults.drop_acks && is_ack(header)) {
             return Ok(());
         }
         let frame = [header, payload].concat();
@@ -92,4 +95,17 @@ impl FrameLink for MemLink {
     }
 
     fn learn_peer(&mut self) {}
+}
+
+impl MemLink {
+    /// Mistreat frames sent from now on by `faults` (a test sets them
+    /// after the handshake, which the faults might stop).
+    pub fn set_faults(&mut self, faults: Faults) {
+        self.faults = faults;
+    }
+}
+
+/// Whether `header` is that of an acknowledgement-only frame.
+fn is_ack(header: &[u8]) -> bool {
+    super::header::Header::decode(header).is_some_and(|(h, _)| h.kind == super::header::Kind::Ack)
 }

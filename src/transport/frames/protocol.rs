@@ -3,25 +3,35 @@
 //! Each message is cut into frames of the link's MTU less the header and
 //! numbered; the receiver takes only the frame it expects next (go-back-N)
 //! and acknowledges cumulatively. Progress happens only inside a call (no
-//! thread runs behind the application), which sets two rules that keep a
-//! peer from waiting on an end that went quiet:
+//! thread runs behind the application), so the rules are about which call
+//! does what:
 //!
-//! * a send returns only when every frame of it is acknowledged, so an end
-//!   never leaves data it alone could resend;
-//! * a receive acknowledges what it took as soon as it has all it asked
-//!   for (unless a data frame already carried that acknowledgement), so the
-//!   sender's wait ends even if the receiver's next move is silence;
-//! * when that last acknowledgement is lost, the sender's resends meet a
-//!   peer that no longer listens: after [`LINGER_RESENDS`] unanswered
-//!   resends the send returns, keeping the frames to resend in its next
-//!   call (a peer still waiting for them would have answered).
+//! * a send returns as soon as its frames are handed to the link, while
+//!   the window has room: the frames stay in the window until
+//!   acknowledged, and any later call (send, receive, flush) that has to
+//!   wait takes acknowledgements and resends on the timeout meanwhile;
+//! * acknowledgements ride on every data frame (a ping-pong reply
+//!   acknowledges the request, so a round trip is two frames, not four);
+//!   a receiver sends one on its own only every quarter window of frames
+//!   taken, when it has waited [`ACK_DELAY`] with frames unacknowledged
+//!   (the sender may be waiting on them), for an old copy (its
+//!   acknowledgement was lost) and on [`Reliable::flush`];
+//! * [`Reliable::flush`] (the end of a block, of a sweep, the channel's
+//!   drop) acknowledges what was taken and waits until everything sent is
+//!   acknowledged. When the last acknowledgement is lost, the resends
+//!   meet a peer that no longer listens: after [`LINGER_RESENDS`]
+//!   unanswered resends the flush returns, keeping the frames to resend in
+//!   the next call (a peer still waiting for them would have answered).
 //!
-//! Acknowledgements also ride on every data frame (a ping-pong reply
-//! acknowledges the request), and during long transfers go out every
-//! quarter window. A frame is sent again when its acknowledgement is late
-//! (the retransmission timeout, doubled on each expiry up to a cap) or
-//! after three duplicate acknowledgements (the receiver saw later frames).
-//! A peer that makes no progress for the channel's timeout is an error.
+//! What this costs: a frame lost while its sender has turned to another
+//! channel (a rank of a group waiting on a third one) is resent only when
+//! the sender next calls on this channel; until then the receiver waits,
+//! at worst until the channel's timeout.
+//!
+//! A frame is sent again when its acknowledgement is late (the
+//! retransmission timeout, doubled on each expiry up to a cap) or after
+//! three duplicate acknowledgements (the receiver saw later frames). A
+//! peer that makes no progress for the channel's timeout is an error.
 //! Every loss halves a congestion window (frames allowed in flight), which
 //! each acknowledged frame grows again, as TCP's slow start does.
 //!
@@ -41,12 +51,17 @@ use crate::transport::Endpoint;
 pub const RTO_START: Duration = Duration::from_millis(5);
 /// Longest retransmission timeout after repeated expiries.
 pub const RTO_MAX: Duration = Duration::from_millis(200);
-/// Unanswered resends after which a call whose own receiving is done
-/// returns although its last frames are unacknowledged: the peer took
-/// them and went quiet (only a finished receive stops answering), and its
-/// acknowledgement was lost. The frames stay in the window: the next call
-/// goes on resending them, so nothing is given up.
+/// Unanswered resends after which a flush returns although its last
+/// frames are unacknowledged: the peer took them and went quiet (only a
+/// finished receive stops answering), and its acknowledgement was lost.
+/// The frames stay in the window: the next call goes on resending them,
+/// so nothing is given up.
 const LINGER_RESENDS: u32 = 6;
+/// How long a waiting receiver keeps frames unacknowledged before it
+/// acknowledges them on their own: long enough that a reply (which
+/// carries the acknowledgement) usually comes first, far below the
+/// retransmission timeout a sender waiting on them would otherwise need.
+pub const ACK_DELAY: Duration = Duration::from_micros(200);
 /// Duplicate acknowledgements that trigger a resend before the timeout.
 const DUP_ACKS_FOR_RESEND: u32 = 3;
 /// The congestion window never shrinks below this many frames.
@@ -102,6 +117,9 @@ pub struct Reliable<L: FrameLink> {
     cwnd: usize,
     rto: Duration,
     rto_deadline: Option<Instant>,
+    /// When a waiting receiver acknowledges on its own what it took (set
+    /// on its first wait with frames unacknowledged, cleared by any ack).
+    ack_deadline: Option<Instant>,
     /// Bumped on every sign of life; the stall clock restarts when it moves.
     progress: u64,
     counters: Counters,
@@ -128,9 +146,20 @@ impl<L: FrameLink> Reliable<L> {
             cwnd: frames,
             rto: RTO_START,
             rto_deadline: None,
+            ack_deadline: None,
             progress: 0,
             counters: Counters::default(),
         }
+    }
+
+    /// The same channel with a send window of `frames` frames (at least
+    /// one) instead of the default; only before anything is sent.
+    pub fn with_window_frames(mut self, frames: usize) -> Reliable<L> {
+        debug_assert_eq!(self.window.in_flight(), 0);
+        let frames = frames.max(1);
+        self.window = SendWindow::new(frames, self.chunk_bytes);
+        self.cwnd = frames;
+        self
     }
 
     /// Payload bytes per frame.
@@ -144,7 +173,7 @@ impl<L: FrameLink> Reliable<L> {
     }
 
     fn window_capacity(&self) -> usize {
-        (WINDOW_TARGET_BYTES / self.chunk_bytes).clamp(16, 128)
+        self.window.capacity()
     }
 
     /// What the protocol has done so far.
@@ -157,16 +186,19 @@ impl<L: FrameLink> Reliable<L> {
         &mut self.link
     }
 
+    /// Acknowledge what was taken, then wait until every frame sent is
+    /// acknowledged (or the peer went quiet after it took them, see
+    /// [`LINGER_RESENDS`]): the end of a block or of the channel, after
+    /// which this end may stop calling for a while.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.transfer(&[], 0, &mut [], true)
+    }
+
     /// Send `out` `repeat` times while receiving exactly `inp.len()`
-    /// bytes; returns when every frame sent is acknowledged and `inp` is
-    /// full. `ack_at_end`: acknowledge what was received before returning.
-    fn transfer(
-        &mut self,
-        out: &[u8],
-        repeat: u64,
-        inp: &mut [u8],
-        ack_at_end: bool,
-    ) -> io::Result<()> {
+    /// bytes; returns when every frame is handed to the link and `inp` is
+    /// full. `drain`: then also acknowledge what was received and wait for
+    /// the acknowledgement of everything sent ([`Reliable::flush`]).
+    fn transfer(&mut self, out: &[u8], repeat: u64, inp: &mut [u8], drain: bool) -> io::Result<()> {
         let mut filled = self.stash.take(inp);
         let mut left = if out.is_empty() { 0 } else { repeat };
         let mut offset = 0usize;
@@ -182,13 +214,14 @@ impl<L: FrameLink> Reliable<L> {
                     left -= 1;
                 }
             }
-            if filled == inp.len() {
-                // Everything asked for is here: say so at once, so a peer
-                // waiting on this acknowledgement goes on.
-                if ack_at_end && self.ack_sent != self.rcv_next {
+            if filled == inp.len() && left == 0 {
+                if !drain {
+                    break;
+                }
+                if self.ack_sent != self.rcv_next {
                     self.send_ack()?;
                 }
-                if left == 0 && (self.window.in_flight() == 0 || idle.expiries >= LINGER_RESENDS) {
+                if self.window.in_flight() == 0 || idle.expiries >= LINGER_RESENDS {
                     break;
                 }
             }
@@ -233,6 +266,16 @@ impl<L: FrameLink> Reliable<L> {
             ));
         }
         let mut until = stall;
+        if self.ack_sent != self.rcv_next {
+            // Frames taken and not acknowledged while this end waits: the
+            // sender may be waiting on them (a full window, a flush).
+            let due = *self.ack_deadline.get_or_insert(now + ACK_DELAY);
+            if now >= due {
+                self.send_ack()?;
+            } else {
+                until = until.min(due);
+            }
+        }
         if self.window.in_flight() > 0 {
             let rto = *self.rto_deadline.get_or_insert(now + self.rto);
             if now >= rto {
@@ -338,6 +381,7 @@ impl<L: FrameLink> Reliable<L> {
         };
         self.link.send_frame(&h.encode(), payload)?;
         self.ack_sent = self.rcv_next;
+        self.ack_deadline = None;
         self.counters.data_frames += 1;
         Ok(())
     }
@@ -367,6 +411,7 @@ impl<L: FrameLink> Reliable<L> {
         };
         self.link.send_frame(&h.encode(), &[])?;
         self.ack_sent = self.rcv_next;
+        self.ack_deadline = None;
         self.counters.ack_frames += 1;
         Ok(())
     }
@@ -392,8 +437,8 @@ impl Idle {
     }
 }
 
-/// Messages a stream-mode call keeps in flight: the window covers them,
-/// and one wait for acknowledgements per call instead of per message.
+/// Messages a stream-mode call hands over at once: fewer calls, and the
+/// window (not the call) decides how many frames are in flight.
 const STREAM_MESSAGES: u64 = 64;
 
 impl<L: FrameLink> Endpoint for Reliable<L> {
@@ -402,11 +447,11 @@ impl<L: FrameLink> Endpoint for Reliable<L> {
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
-        self.transfer(&[], 0, buf, true)
+        self.transfer(&[], 0, buf, false)
     }
 
     fn exchange(&mut self, out: &[u8], inp: &mut [u8]) -> io::Result<()> {
-        self.transfer(out, 1, inp, true)
+        self.transfer(out, 1, inp, false)
     }
 
     fn stream_window(&self) -> u64 {
@@ -418,11 +463,26 @@ impl<L: FrameLink> Endpoint for Reliable<L> {
     }
 
     fn recv_stream(&mut self, buf: &mut [u8], count: u64) -> io::Result<()> {
-        for i in 0..count {
-            // Acknowledged by the quarter-window rule meanwhile, and at
-            // the end of the batch.
-            self.transfer(&[], 0, buf, i + 1 == count)?;
+        for _ in 0..count {
+            // Acknowledged by the quarter-window rule and the delayed
+            // acknowledgement meanwhile, by the flush at the end.
+            self.transfer(&[], 0, buf, false)?;
         }
         Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Reliable::flush(self)
+    }
+}
+
+impl<L: FrameLink> Drop for Reliable<L> {
+    /// A channel dropped without a flush (a group's link at the end of a
+    /// job) still delivers its last frames to a peer waiting for them;
+    /// errors are moot here (the peer reports its own).
+    fn drop(&mut self) {
+        if self.window.in_flight() > 0 || self.ack_sent != self.rcv_next {
+            let _ = self.flush();
+        }
     }
 }

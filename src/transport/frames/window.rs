@@ -38,6 +38,11 @@ impl SendWindow {
         self.next.wrapping_sub(self.una) as usize
     }
 
+    /// Frames the window holds at most.
+    pub fn capacity(&self) -> usize {
+        self.lens.len()
+    }
+
     /// Whether no further frame may be sent before an acknowledgement.
     pub fn full(&self) -> bool {
         self.in_flight() >= self.lens.len()

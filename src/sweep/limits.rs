@@ -388,7 +388,8 @@ impl Curve {
             .map(|b| crate::units::format_bytes(*b))
             .collect();
         Some(format!(
-            "the {name} limit took more than {OVERRUN_FACTOR} times its share of the budget ({}) before {}: no {name} limit there (slow trials on a busy machine)",
+            "the {name} limit took more than {} (its share of the budget is {}) before {}: no {name} limit there (slow trials on a busy machine)",
+            crate::units::format_ns(budget_ns.saturating_mul(OVERRUN_FACTOR).max(OVERRUN_FLOOR_NS) as f64),
             crate::units::format_ns(budget_ns as f64),
             sizes.join(", ")
         ))
@@ -427,6 +428,10 @@ fn measure_curve(
 /// load average 17: with a factor of 1 the c2c limit of MPI sweeps kept
 /// 12 of 124 sizes). The overrun this bounds was 30-fold.
 const OVERRUN_FACTOR: u64 = 4;
+/// Time a limit's curve may always take, whatever its share: a short
+/// sweep's share (15 ms for the c2c limit of a 300 ms sweep) is less than
+/// a single size needs on a loaded machine.
+const OVERRUN_FLOOR_NS: u64 = 1_000_000_000;
 
 /// Run `measure(bytes, share_ns) -> (bits/s, wall ns)` for each of `sizes`,
 /// each with an even share of what is left of `budget_ns`, and drop the
@@ -442,7 +447,11 @@ fn curve_within(
     let mut rates = Vec::with_capacity(sizes.len());
     let mut spent = 0u64;
     for (i, &bytes) in sizes.iter().enumerate() {
-        if spent >= budget_ns.saturating_mul(OVERRUN_FACTOR) {
+        if spent
+            >= budget_ns
+                .saturating_mul(OVERRUN_FACTOR)
+                .max(OVERRUN_FLOOR_NS)
+        {
             return Ok(Curve {
                 rates,
                 dropped: sizes[i..].to_vec(),
@@ -532,32 +541,37 @@ mod tests {
     #[test]
     fn a_slow_size_costs_the_rest_their_limit() {
         let sizes = [8, 64, 1024, 4096];
+        // A budget whose allowed overrun lies above the floor.
+        const B: u64 = 4 * OVERRUN_FLOOR_NS;
         // Every size keeps to its share: all are measured, each share an
         // even split of what is left.
         let mut shares = Vec::new();
-        let all = curve_within(&sizes, 400, |b, share| {
+        let all = curve_within(&sizes, B, |b, share| {
             shares.push(share);
             Ok((b as f64, share))
         })
         .unwrap();
         assert_eq!(all.rates.len(), 4);
         assert!(all.dropped.is_empty());
-        assert_eq!(shares, [100, 100, 100, 100]);
-        assert_eq!(all.dropped_warning("c2c", 400), None);
+        assert_eq!(shares, [B / 4; 4]);
+        assert_eq!(all.dropped_warning("c2c", B), None);
         // Twice the budget in all: within the allowed overrun, all kept.
-        let over = curve_within(&sizes, 400, |b, share| Ok((b as f64, 2 * share))).unwrap();
+        let over = curve_within(&sizes, B, |b, share| Ok((b as f64, 2 * share))).unwrap();
         assert!(over.dropped.is_empty());
         // The second size takes 30 times its share: the last two go.
-        let slow = curve_within(&sizes, 400, |b, share| {
+        let slow = curve_within(&sizes, B, |b, share| {
             Ok((b as f64, if b == 64 { 30 * share } else { share }))
         })
         .unwrap();
         assert_eq!(slow.rates, [(8, 8.0), (64, 64.0)]);
         assert_eq!(slow.dropped, [1024, 4096]);
-        let w = slow.dropped_warning("c2c", 400).unwrap();
+        let w = slow.dropped_warning("c2c", B).unwrap();
         assert!(w.contains("c2c limit") && w.contains("1 KiB, 4 KiB"), "{w}");
+        // A small share may still take the floor's time.
+        let small = curve_within(&sizes, 10, |b, _| Ok((b as f64, OVERRUN_FLOOR_NS / 2))).unwrap();
+        assert_eq!(small.dropped, [1024, 4096]);
         // Errors pass through.
-        assert!(curve_within(&sizes, 400, |_, _| anyhow::bail!("interrupted")).is_err());
+        assert!(curve_within(&sizes, B, |_, _| anyhow::bail!("interrupted")).is_err());
     }
 
     #[test]

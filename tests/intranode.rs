@@ -81,6 +81,65 @@ fn every_mode_with_integrity() {
 }
 
 #[test]
+fn single_copy_switch_with_integrity() {
+    // Around the switch from the ring to single copy, and around chunk
+    // multiples on either side of it, in every mode; then with the switch
+    // moved by the override (the local peer inherits it), so that one
+    // sweep crosses it below a chunk and another never crosses it.
+    let t = wulf::transport::shm::SINGLE_COPY_MIN_BYTES as u64;
+    let chunk = wulf::transport::shm::CHUNK_BYTES as u64;
+    let mut sizes = vec![t - 1, t, t + 1, chunk - 1, chunk, chunk + 1];
+    sizes.extend([2 * chunk - 1, 2 * chunk + 1, 9 * chunk + 1]);
+    sizes.sort();
+    sizes.dedup();
+    let list: Vec<String> = sizes.iter().map(u64::to_string).collect();
+    let list = list.join(",");
+    for mode in ["pingpong", "stream", "bidir"] {
+        let (r, _) = sweep_ok(&["shm", "--mode", mode, "--integrity", "--sizes", &list]);
+        assert_eq!(r["complete"], true, "{mode}");
+        let s = &r["options"]["transport"];
+        assert_eq!(s["single_copy_min_bytes"], t);
+        assert_eq!(s["single_copy_sends"], true, "{mode}: {s}");
+        assert_eq!(s["single_copy_receives"], true);
+        let stated = s["thresholds"].as_array().unwrap();
+        assert!(
+            stated
+                .iter()
+                .any(|x| x["bytes"] == t && x["what"].as_str().unwrap().contains("single-copy")),
+            "the switch is a stated threshold: {stated:?}"
+        );
+        assert_eq!(r["points"].as_array().unwrap().len(), sizes.len());
+    }
+    for (min, sizes) in [("100", "99,100,101,4097"), ("4000Mi", "100,65537")] {
+        let dir = tempdir();
+        let out = file(&dir, "r.json");
+        let mut args = vec!["sweep", "shm", "--mode", "bidir", "--integrity"];
+        args.extend_from_slice(&["--sizes", sizes, "--offset", "3", "--json"]);
+        args.push(out.to_str().unwrap());
+        args.extend_from_slice(QUICK);
+        let o = wulf(&args)
+            .env(wulf::transport::shm::SINGLE_COPY_MIN_ENV, min)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{min}: {}", stderr(&o));
+        let r = json(&out);
+        let want = wulf::units::parse_bytes(min).unwrap();
+        assert_eq!(r["options"]["transport"]["single_copy_min_bytes"], want);
+    }
+    // A threshold that is no size is refused, not ignored.
+    let o = wulf(&["sweep", "shm", "--sizes", "8", "--quiet"])
+        .env(wulf::transport::shm::SINGLE_COPY_MIN_ENV, "lots")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("WULF_SHM_SINGLE_COPY_MIN_BYTES"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn every_wait_mode_with_integrity() {
     for t in intranode() {
         for wait in ["spin", "yield", "block"] {
@@ -163,6 +222,11 @@ fn region_is_gone_after_the_peer_is_killed_mid_run() {
         assert_eq!(o.status.code(), Some(3), "{t}: {}", stderr(&o));
         let r = json(&out);
         assert_eq!(r["complete"], false);
+        if t == "shm" {
+            // The large messages went by single copy, out of memfd send
+            // buffers, which have no name to leave behind.
+            assert_eq!(r["options"]["transport"]["single_copy_sends"], true);
+        }
         assert_no_leaked_region(&[server_pid, client_pid]);
     }
 }

@@ -351,6 +351,7 @@ impl Test<'_> {
         self.dog.guard(conn.endpoint.abort_handle());
         let host = Host::probe();
         let mut pools = Pools::new(
+            conn.endpoint.as_mut(),
             setup.max_bytes,
             setup.offset_bytes,
             setup.nocache,

@@ -3,7 +3,7 @@
 use crate::result::SweepResult;
 
 /// Column names of the CSV export.
-pub const COLUMNS: [&str; 20] = [
+pub const COLUMNS: [&str; 22] = [
     "transport",
     "mode",
     "bytes",
@@ -24,6 +24,8 @@ pub const COLUMNS: [&str; 20] = [
     "tails_p99_ns",
     "memcpy_bits_per_s",
     "floor_ns",
+    "c2c_bits_per_s",
+    "c2c_two_copy_bits_per_s",
 ];
 
 /// An optional number as a CSV field (empty when absent).
@@ -61,8 +63,40 @@ pub fn to_csv(results: &[SweepResult]) -> anyhow::Result<Vec<u8>> {
                     .unwrap_or_default(),
                 opt(p.limits.and_then(|l| l.memcpy_bits_per_s)),
                 opt(p.limits.and_then(|l| l.floor_ns)),
+                opt(p.limits.and_then(|l| l.c2c_bits_per_s)),
+                opt(p.limits.and_then(|l| l.c2c_two_copy_bits_per_s)),
             ])?;
         }
     }
     w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::Limits;
+
+    #[test]
+    fn limits_have_columns_of_their_own() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/tcp-pingpong.json");
+        let mut r = crate::result::read_result(&path).unwrap();
+        r.points[0].limits = Some(Limits {
+            memcpy_bits_per_s: Some(4e11),
+            floor_ns: Some(50.0),
+            c2c_bits_per_s: Some(1.5e11),
+            c2c_two_copy_bits_per_s: Some(7e10),
+        });
+        r.points[1].limits = None;
+        let text = String::from_utf8(to_csv(&[r]).unwrap()).unwrap();
+        let mut rows = ::csv::Reader::from_reader(text.as_bytes());
+        let header: Vec<String> = rows.headers().unwrap().iter().map(String::from).collect();
+        assert_eq!(header, COLUMNS);
+        let col = |name: &str| COLUMNS.iter().position(|c| *c == name).unwrap();
+        let recs: Vec<::csv::StringRecord> = rows.records().map(Result::unwrap).collect();
+        assert_eq!(&recs[0][col("c2c_bits_per_s")], "150000000000");
+        assert_eq!(&recs[0][col("c2c_two_copy_bits_per_s")], "70000000000");
+        assert_eq!(&recs[0][col("floor_ns")], "50");
+        assert_eq!(&recs[1][col("c2c_bits_per_s")], "", "absent: empty");
+    }
 }

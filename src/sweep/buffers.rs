@@ -7,11 +7,19 @@
 //! than twice the last-level cache and rotates through them, so every
 //! message comes from memory; otherwise one slot is reused and stays hot.
 //!
+//! A send pool may live in memory the transport lends
+//! ([`Endpoint::send_memory`]: shm's single-copy path lets the receiver copy
+//! straight out of it); the sweep then sends from it like from any other.
+//!
 //! Pools are anonymous mappings, so a pool that cannot be had (a `--nocache`
 //! pool is twice the last-level cache: about 1 GiB on a machine reporting a
 //! 480 MiB L3) is an error, not an abort. They are not advised to use huge
 //! pages: with the kernel's `defrag=madvise` that made the faults stall in
 //! compaction on a loaded machine.
+
+use std::sync::Arc;
+
+use crate::transport::{Endpoint, SendMemory};
 
 /// Assumed last-level cache size when the kernel does not report one.
 pub const FALLBACK_LLC_BYTES: u64 = 32 << 20;
@@ -21,6 +29,8 @@ const PAGE_BYTES: usize = 4096;
 /// A pool of equal-sized message slots.
 pub struct BufferPool {
     storage: memmap2::MmapMut,
+    /// Held while `storage` is memory a transport lent (see [`SendMemory`]).
+    _lease: Option<Arc<()>>,
     base: usize,
     offset: usize,
     nocache: bool,
@@ -40,6 +50,30 @@ impl BufferPool {
         nocache: bool,
         llc_bytes: Option<u64>,
     ) -> std::io::Result<Self> {
+        Self::build(max_bytes, offset_bytes, nocache, llc_bytes, |_| Ok(None))
+    }
+
+    /// A pool to send from, in memory `ep` lends when it does (see
+    /// [`Endpoint::send_memory`]), else like [`BufferPool::new`].
+    pub fn for_sending(
+        ep: &mut dyn Endpoint,
+        max_bytes: u64,
+        offset_bytes: u64,
+        nocache: bool,
+        llc_bytes: Option<u64>,
+    ) -> std::io::Result<Self> {
+        Self::build(max_bytes, offset_bytes, nocache, llc_bytes, |bytes| {
+            ep.send_memory(bytes)
+        })
+    }
+
+    fn build(
+        max_bytes: u64,
+        offset_bytes: u64,
+        nocache: bool,
+        llc_bytes: Option<u64>,
+        lend: impl FnOnce(usize) -> std::io::Result<Option<SendMemory>>,
+    ) -> std::io::Result<Self> {
         let llc_bytes = llc_bytes.unwrap_or(FALLBACK_LLC_BYTES);
         let offset = offset_bytes as usize;
         let one = round_up(max_bytes as usize + offset, PAGE_BYTES);
@@ -48,10 +82,17 @@ impl BufferPool {
         } else {
             one
         };
-        let storage = touched_pool(total + PAGE_BYTES)?;
+        let (storage, lease) = match lend(total + PAGE_BYTES)? {
+            Some(SendMemory { mut map, lease }) => {
+                map.fill(0xa5);
+                (map, Some(lease))
+            }
+            None => (touched_pool(total + PAGE_BYTES)?, None),
+        };
         let base = storage.as_ptr().align_offset(PAGE_BYTES);
         let mut pool = BufferPool {
             storage,
+            _lease: lease,
             base,
             offset,
             nocache,

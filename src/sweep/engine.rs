@@ -159,7 +159,13 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     let pinned = Pinned::new(spec.cpus.0);
     let client_cpu = pinned.cpu;
     let timer_overhead_ns = clock_read_cost_ns();
-    let mut pools = Pools::new(max_bytes, spec.offset_bytes, spec.nocache, host.llc_bytes)?;
+    let mut pools = Pools::new(
+        conn.endpoint.as_mut(),
+        max_bytes,
+        spec.offset_bytes,
+        spec.nocache,
+        host.llc_bytes,
+    )?;
 
     let mut warnings = conn.warnings.clone();
     warnings.extend(session.warnings.iter().map(|w| format!("peer: {w}")));

@@ -228,7 +228,7 @@ pub fn for_sweep(
     server_cpu: Option<usize>,
     warnings: &mut Vec<String>,
 ) -> Option<Limits> {
-    match gather(spec, llc_bytes, (client_cpu, server_cpu)) {
+    match gather(spec, llc_bytes, (client_cpu, server_cpu), warnings) {
         Ok(l) => Some(l),
         Err(e) => {
             warnings.push(format!("the physical limits could not be measured: {e:#}"));
@@ -237,7 +237,12 @@ pub fn for_sweep(
     }
 }
 
-fn gather(spec: &SweepSpec, llc_bytes: Option<u64>, cpus: FloorKey) -> Result<Limits> {
+fn gather(
+    spec: &SweepSpec,
+    llc_bytes: Option<u64>,
+    cpus: FloorKey,
+    warnings: &mut Vec<String>,
+) -> Result<Limits> {
     let key = copy_key(spec, cpus.0);
     let (missing, floor) = {
         let t = table().lock().unwrap_or_else(|e| e.into_inner());
@@ -253,9 +258,10 @@ fn gather(spec: &SweepSpec, llc_bytes: Option<u64>, cpus: FloorKey) -> Result<Li
         let budget_ns = (spec.budget.as_nanos() as f64 * MEMCPY_BUDGET_SHARE) as u64;
         let max = missing.iter().copied().max().unwrap_or(1);
         let mut bench = MemcpyBench::new(&setup(spec, Mode::Stream, max, llc_bytes))?;
-        let rates = measure_curve(spec, &mut bench, Mode::Stream, &missing, budget_ns)?;
+        let curve = measure_curve(spec, &mut bench, Mode::Stream, &missing, budget_ns)?;
+        warnings.extend(curve.dropped_warning("memcpy", budget_ns));
         let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
-        for (b, r) in rates {
+        for (b, r) in curve.rates {
             t.memcpy.insert((key, b), r);
         }
     }
@@ -281,7 +287,7 @@ fn gather(spec: &SweepSpec, llc_bytes: Option<u64>, cpus: FloorKey) -> Result<Li
             (LimitKind::C2cSingleCopy, Copies::One),
             (LimitKind::C2cTwoCopy, Copies::Two),
         ] {
-            gather_c2c(spec, cpus, kind, copies)?;
+            warnings.extend(gather_c2c(spec, cpus, kind, copies)?);
         }
     }
     let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
@@ -306,8 +312,14 @@ fn gather(spec: &SweepSpec, llc_bytes: Option<u64>, cpus: FloorKey) -> Result<Li
     })
 }
 
-/// Measure the sizes of the core-to-core limit `kind` the table lacks.
-fn gather_c2c(spec: &SweepSpec, cpus: FloorKey, kind: LimitKind, copies: Copies) -> Result<()> {
+/// Measure the sizes of the core-to-core limit `kind` the table lacks;
+/// returns a warning naming the sizes its budget share did not reach.
+fn gather_c2c(
+    spec: &SweepSpec,
+    cpus: FloorKey,
+    kind: LimitKind,
+    copies: Copies,
+) -> Result<Option<String>> {
     let key = (spec.offset_bytes, cpus);
     let missing: Vec<u64> = {
         let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
@@ -319,21 +331,26 @@ fn gather_c2c(spec: &SweepSpec, cpus: FloorKey, kind: LimitKind, copies: Copies)
             .collect()
     };
     let Some(max) = missing.iter().copied().max() else {
-        return Ok(());
+        return Ok(None);
     };
     let mut s = setup(spec, Mode::Pingpong, max, None);
     s.helper_cpu = cpus.1;
     s.wait = floor_wait(cpus);
     let mut bench = C2cBench::new(&s, copies)?;
     let budget_ns = (spec.budget.as_nanos() as f64 * C2C_BUDGET_SHARE) as u64;
-    let rates = measure_curve(spec, &mut bench, Mode::Pingpong, &missing, budget_ns)?;
+    let measured = measure_curve(spec, &mut bench, Mode::Pingpong, &missing, budget_ns)?;
+    let name = match copies {
+        Copies::One => "c2c",
+        Copies::Two => "c2c-2copy",
+    };
+    let warning = measured.dropped_warning(name, budget_ns);
     let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(curve) = t.curve(kind) {
-        for (b, r) in rates {
+        for (b, r) in measured.rates {
             curve.insert((key, b), r);
         }
     }
-    Ok(())
+    Ok(warning)
 }
 
 fn setup(spec: &SweepSpec, mode: Mode, max_bytes: u64, llc: Option<u64>) -> BaselineSetup {
@@ -350,6 +367,35 @@ fn setup(spec: &SweepSpec, mode: Mode, max_bytes: u64, llc: Option<u64>) -> Base
     }
 }
 
+/// A limit's curve as far as its budget reached.
+#[derive(Debug, PartialEq)]
+struct Curve {
+    /// (size, bits/s) of each size measured.
+    rates: Vec<(u64, f64)>,
+    /// Sizes left unmeasured because the budget was spent.
+    dropped: Vec<u64>,
+}
+
+impl Curve {
+    /// A warning naming the sizes the limit `name` has no value at.
+    fn dropped_warning(&self, name: &str, budget_ns: u64) -> Option<String> {
+        if self.dropped.is_empty() {
+            return None;
+        }
+        let sizes: Vec<String> = self
+            .dropped
+            .iter()
+            .map(|b| crate::units::format_bytes(*b))
+            .collect();
+        Some(format!(
+            "the {name} limit took more than {} (its share of the budget is {}) before {}: no {name} limit there (slow trials on a busy machine)",
+            crate::units::format_ns(budget_ns.saturating_mul(OVERRUN_FACTOR).max(OVERRUN_FLOOR_NS) as f64),
+            crate::units::format_ns(budget_ns as f64),
+            sizes.join(", ")
+        ))
+    }
+}
+
 /// The rate of `bench` in `mode` at each of `sizes` (ascending), bits/s,
 /// within `budget_ns` shared evenly among the sizes left.
 fn measure_curve(
@@ -358,28 +404,68 @@ fn measure_curve(
     mode: Mode,
     sizes: &[u64],
     budget_ns: u64,
-) -> Result<Vec<(u64, f64)>> {
+) -> Result<Curve> {
     let overhead = super::timer::clock_read_cost_ns();
     let mut runner = BaselineRunner::new(bench, mode, overhead);
-    let mut out = Vec::with_capacity(sizes.len());
-    let (mut spent, mut max_repeats) = (0u64, u64::MAX);
-    for (i, &bytes) in sizes.iter().enumerate() {
-        let left = (sizes.len() - i) as u64;
-        let plan = plan_for(
-            budget_ns.saturating_sub(spent) / left,
-            spec.precision,
-            max_repeats,
-        );
+    let mut max_repeats = u64::MAX;
+    curve_within(sizes, budget_ns, |bytes, share_ns| {
+        let plan = plan_for(share_ns, spec.precision, max_repeats);
         let o = measure_point(&mut runner, bytes, &plan, &super::interrupted)?;
         if o.interrupted || o.trials_ns.is_empty() {
             anyhow::bail!("interrupted");
         }
-        spent += o.wall_ns;
         max_repeats = o.repeats;
         let p = super::engine::make_point(bytes, mode, &o);
-        out.push((bytes, p.bits_per_s));
+        Ok((p.bits_per_s, o.wall_ns))
+    })
+}
+
+/// How far a limit's curve may overrun its budget share before the sizes
+/// left are dropped. Not 1: the repetition policy's least work per size
+/// (its minimum trials) exceeds an even split of a small share, which is
+/// normal on a loaded machine and in MPI ranks, whose own processes
+/// measure their limits again with a small budget (`wulf run --quick`, at
+/// load average 17: with a factor of 1 the c2c limit of MPI sweeps kept
+/// 12 of 124 sizes). The overrun this bounds was 30-fold.
+const OVERRUN_FACTOR: u64 = 4;
+/// Time a limit's curve may always take, whatever its share: a short
+/// sweep's share (15 ms for the c2c limit of a 300 ms sweep) is less than
+/// a single size needs on a loaded machine.
+const OVERRUN_FLOOR_NS: u64 = 1_000_000_000;
+
+/// Run `measure(bytes, share_ns) -> (bits/s, wall ns)` for each of `sizes`,
+/// each with an even share of what is left of `budget_ns`, and drop the
+/// sizes that remain once [`OVERRUN_FACTOR`] times the budget is spent: the
+/// repetition policy cannot cut a single trial short, so one slow trial (a
+/// descheduled helper thread) once took 27 s of a 0.8 s share; now it
+/// costs the sizes after it their limit, and the warning says which.
+fn curve_within(
+    sizes: &[u64],
+    budget_ns: u64,
+    mut measure: impl FnMut(u64, u64) -> Result<(f64, u64)>,
+) -> Result<Curve> {
+    let mut rates = Vec::with_capacity(sizes.len());
+    let mut spent = 0u64;
+    for (i, &bytes) in sizes.iter().enumerate() {
+        if spent
+            >= budget_ns
+                .saturating_mul(OVERRUN_FACTOR)
+                .max(OVERRUN_FLOOR_NS)
+        {
+            return Ok(Curve {
+                rates,
+                dropped: sizes[i..].to_vec(),
+            });
+        }
+        let left = (sizes.len() - i) as u64;
+        let (rate, wall_ns) = measure(bytes, budget_ns.saturating_sub(spent) / left)?;
+        spent = spent.saturating_add(wall_ns);
+        rates.push((bytes, rate));
     }
-    Ok(out)
+    Ok(Curve {
+        rates,
+        dropped: Vec::new(),
+    })
 }
 
 /// The cache-line floor between `cpus`, ns.
@@ -450,6 +536,42 @@ mod tests {
         let mut no_limit = slow.clone();
         no_limit[2].limits = None;
         assert_eq!(slow_mode_warning(Mode::Pingpong, &no_limit), None);
+    }
+
+    #[test]
+    fn a_slow_size_costs_the_rest_their_limit() {
+        let sizes = [8, 64, 1024, 4096];
+        // A budget whose allowed overrun lies above the floor.
+        const B: u64 = 4 * OVERRUN_FLOOR_NS;
+        // Every size keeps to its share: all are measured, each share an
+        // even split of what is left.
+        let mut shares = Vec::new();
+        let all = curve_within(&sizes, B, |b, share| {
+            shares.push(share);
+            Ok((b as f64, share))
+        })
+        .unwrap();
+        assert_eq!(all.rates.len(), 4);
+        assert!(all.dropped.is_empty());
+        assert_eq!(shares, [B / 4; 4]);
+        assert_eq!(all.dropped_warning("c2c", B), None);
+        // Twice the budget in all: within the allowed overrun, all kept.
+        let over = curve_within(&sizes, B, |b, share| Ok((b as f64, 2 * share))).unwrap();
+        assert!(over.dropped.is_empty());
+        // The second size takes 30 times its share: the last two go.
+        let slow = curve_within(&sizes, B, |b, share| {
+            Ok((b as f64, if b == 64 { 30 * share } else { share }))
+        })
+        .unwrap();
+        assert_eq!(slow.rates, [(8, 8.0), (64, 64.0)]);
+        assert_eq!(slow.dropped, [1024, 4096]);
+        let w = slow.dropped_warning("c2c", B).unwrap();
+        assert!(w.contains("c2c limit") && w.contains("1 KiB, 4 KiB"), "{w}");
+        // A small share may still take the floor's time.
+        let small = curve_within(&sizes, 10, |b, _| Ok((b as f64, OVERRUN_FLOOR_NS / 2))).unwrap();
+        assert_eq!(small.dropped, [1024, 4096]);
+        // Errors pass through.
+        assert!(curve_within(&sizes, B, |_, _| anyhow::bail!("interrupted")).is_err());
     }
 
     #[test]

@@ -35,15 +35,17 @@ pub struct Pools {
 }
 
 impl Pools {
-    /// Pools for messages up to `max_bytes`.
+    /// Pools for messages up to `max_bytes` over `ep`, which may lend the
+    /// memory to send from.
     pub fn new(
+        ep: &mut dyn Endpoint,
         max_bytes: u64,
         offset: u64,
         nocache: bool,
         llc: Option<u64>,
     ) -> std::io::Result<Pools> {
         Ok(Pools {
-            tx: BufferPool::new(max_bytes, offset, nocache, llc)?,
+            tx: BufferPool::for_sending(ep, max_bytes, offset, nocache, llc)?,
             rx: BufferPool::new(max_bytes, offset, nocache, llc)?,
         })
     }

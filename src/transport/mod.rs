@@ -37,6 +37,8 @@ pub mod memcpy;
 pub mod mpi;
 pub mod raw;
 pub mod shm;
+mod shm_direct;
+mod shm_message;
 mod shm_region;
 mod shm_ring;
 mod sockopt;
@@ -114,6 +116,26 @@ pub trait Endpoint: Send {
     fn abort_handle(&self) -> Option<AbortHandle> {
         None
     }
+
+    /// Memory of at least `bytes` bytes for this end's send buffers, lent
+    /// by a transport that can pass messages sent from it without copying
+    /// them in (shared memory the other end maps too, which the receiver
+    /// copies from once, as from an MPI shared window). None (the
+    /// default): send buffers are the caller's own private memory. Asked
+    /// once per buffer pool, outside any timing loop.
+    fn send_memory(&mut self, _bytes: usize) -> io::Result<Option<SendMemory>> {
+        Ok(None)
+    }
+}
+
+/// Memory an endpoint lends for send buffers ([`Endpoint::send_memory`]).
+pub struct SendMemory {
+    /// The writable mapping, page aligned.
+    pub map: memmap2::MmapMut,
+    /// Held as long as the mapping lives: the endpoint keeps a weak
+    /// reference, so that it never takes an address for its own memory
+    /// once this mapping is gone and the address reused.
+    pub lease: std::sync::Arc<()>,
 }
 
 /// Ends a socket's blocking waits (accept, send, receive, poll) from another

@@ -42,6 +42,12 @@
 //! * Each chunk's length travels with it and the consumer checks it against
 //!   what it expects: two ends that disagree on a size get a clear error
 //!   instead of silently shifted data.
+//! * A slot can carry a *descriptor* instead of a chunk (its length word
+//!   has [`DESCRIPTOR_FLAG`] set): the offset and length of a whole message
+//!   the sender left in memory the receiver maps too (the single-copy path,
+//!   see `shm_message`). The consumer publishes the release of a
+//!   descriptor's slot at once, after copying the message: that release is
+//!   the sender's acknowledgement that its buffer may change again.
 
 use std::io;
 use std::ops::Range;
@@ -56,6 +62,12 @@ const HEADER_LINE_BYTES: usize = 64;
 /// Bytes before the first slot (the `released` counter, padded so that
 /// adjacent-line prefetching cannot pair it with a slot).
 const RING_HEAD_BYTES: usize = 128;
+/// Set in a slot's length word when the slot holds a descriptor (offset
+/// and length of a message in the sender's shared send memory) instead of
+/// a chunk; chunk lengths stay far below it.
+pub const DESCRIPTOR_FLAG: u32 = 1 << 31;
+/// Bytes of a descriptor in the slot's header line: offset and length.
+const DESCRIPTOR_BYTES: u32 = 16;
 /// Largest chunk size accepted (bounds a region a peer can ask for).
 pub const MAX_CHUNK_BYTES: usize = 16 << 20;
 /// Largest slot count accepted.
@@ -175,6 +187,12 @@ impl Producer {
         }
     }
 
+    /// The ring's geometry.
+    #[inline(always)]
+    pub fn geo(&self) -> Geometry {
+        self.geo
+    }
+
     #[inline(always)]
     fn released(&self) -> &AtomicU32 {
         // SAFETY: offset 0 of a live ring.
@@ -230,6 +248,39 @@ impl Producer {
     }
 }
 
+impl Producer {
+    /// Publish a descriptor of a `len`-byte message at `offset` of this
+    /// end's shared send memory in the next slot. The caller must have
+    /// seen [`has_room`](Self::has_room) true; the message must stay
+    /// unchanged until [`all_released`](Self::all_released).
+    #[inline(always)]
+    pub fn push_descriptor(&mut self, offset: u64, len: u64) {
+        let slot = self.slot();
+        // SAFETY: as in `push`: a free slot of the live ring; the two words
+        // fit the inline area of its header line (56 bytes from offset 8).
+        unsafe {
+            let words = payload(slot, 0) as *mut u64;
+            words.write_unaligned(offset);
+            words.add(1).write_unaligned(len);
+            len_of(slot).store(DESCRIPTOR_FLAG | DESCRIPTOR_BYTES, Ordering::Relaxed);
+            self.pushed += 1;
+            seq_of(slot).store(self.pushed as u32, Ordering::Release);
+        }
+        self.index += 1;
+        if self.index == self.geo.slots {
+            self.index = 0;
+        }
+    }
+
+    /// Whether the consumer has released every slot pushed so far (for a
+    /// descriptor: copied its message). Reads the consumer's line.
+    #[inline(always)]
+    pub fn all_released(&mut self) -> bool {
+        self.released_seen = self.released().load(Ordering::Acquire);
+        self.released_seen == self.pushed as u32
+    }
+}
+
 /// The receiving end of a ring.
 pub struct Consumer {
     ring: *mut u8,
@@ -265,6 +316,12 @@ impl Consumer {
             self.ring
                 .add(RING_HEAD_BYTES + self.index * self.geo.stride())
         }
+    }
+
+    /// The ring's geometry.
+    #[inline(always)]
+    pub fn geo(&self) -> Geometry {
+        self.geo
     }
 
     /// Whether the next chunk has been published.
@@ -314,6 +371,36 @@ impl Consumer {
             return Ok(self.flush());
         }
         Ok(false)
+    }
+}
+
+impl Consumer {
+    /// The descriptor in the next slot, `(offset, len)`, or None when the
+    /// slot holds a chunk. The caller must have seen [`ready`](Self::ready).
+    #[inline(always)]
+    pub fn descriptor(&self) -> Option<(u64, u64)> {
+        let slot = self.slot();
+        // SAFETY: the slot belongs to the live ring and was published
+        // (acquire in `ready`), so its header line is complete.
+        unsafe {
+            if len_of(slot).load(Ordering::Relaxed) & DESCRIPTOR_FLAG == 0 {
+                return None;
+            }
+            let words = payload(slot, 0) as *const u64;
+            Some((words.read_unaligned(), words.add(1).read_unaligned()))
+        }
+    }
+
+    /// Release the descriptor's slot once its message is copied, and
+    /// publish it at once (the sender waits for it); the caller notifies.
+    #[inline(always)]
+    pub fn pop_descriptor(&mut self) {
+        self.popped += 1;
+        self.index += 1;
+        if self.index == self.geo.slots {
+            self.index = 0;
+        }
+        self.flush();
     }
 }
 
@@ -370,229 +457,6 @@ pub fn recv(c: &mut Consumer, w: &Waiter, buf: &mut [u8]) -> io::Result<()> {
     }
 }
 
-/// Send `out` through `p` while receiving `inp` from `c`, alternating one
-/// chunk each way whenever possible, so that two ends exchanging messages
-/// far larger than their rings both make progress.
-pub fn exchange(
-    p: &mut Producer,
-    c: &mut Consumer,
-    w: &Waiter,
-    out: &[u8],
-    inp: &mut [u8],
-) -> io::Result<()> {
-    // Next chunk's start in each direction; None once the last is done.
-    let (mut sent, mut got) = (Some(0usize), Some(0usize));
-    while sent.is_some() || got.is_some() {
-        let mut progressed = false;
-        if let Some(start) = sent {
-            if p.has_room() {
-                let r = p.geo.next_chunk(out.len(), start);
-                sent = (r.end < out.len()).then_some(r.end);
-                p.push(&out[r]);
-                progressed = true;
-            }
-        }
-        if let Some(start) = got {
-            if c.ready() {
-                let r = c.geo.next_chunk(inp.len(), start);
-                got = (r.end < inp.len()).then_some(r.end);
-                c.pop(&mut inp[r])?;
-                progressed = true;
-            }
-        }
-        if progressed {
-            w.notify();
-        } else {
-            c.flush();
-            w.notify();
-            w.wait(|| Ok((sent.is_some() && p.has_room()) || (got.is_some() && c.ready())))?;
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
-mod tests {
-    use super::super::wait::{Doorbell, WaitMode};
-    use super::*;
-    use proptest::prelude::*;
-    use std::time::Duration;
-
-    /// Zeroed, page-aligned memory standing in for a shared region: two
-    /// rings and two doorbells.
-    struct Mem {
-        map: memmap2::MmapMut,
-        geo: Geometry,
-    }
-
-    impl Mem {
-        fn new(geo: Geometry) -> Mem {
-            let map = memmap2::MmapMut::map_anon(512 + 2 * geo.ring_bytes()).unwrap();
-            Mem { map, geo }
-        }
-        fn ptr(&self, off: usize) -> *mut u8 {
-            // SAFETY: inside the map.
-            unsafe { (self.map.as_ptr() as *mut u8).add(off) }
-        }
-        /// (producer, consumer, waiter) of side 0 or 1.
-        fn side(&self, s: usize, mode: WaitMode) -> (Producer, Consumer, Waiter) {
-            let rings = [self.ptr(512), self.ptr(512 + self.geo.ring_bytes())];
-            let bells = [
-                self.ptr(0) as *const Doorbell,
-                self.ptr(256) as *const Doorbell,
-            ];
-            // SAFETY: the map outlives every use in these tests.
-            unsafe {
-                (
-                    Producer::new(rings[s], self.geo),
-                    Consumer::new(rings[1 - s], self.geo),
-                    Waiter::new(mode, Duration::from_secs(20), bells[s], bells[1 - s]),
-                )
-            }
-        }
-    }
-
-    fn pattern(len: usize, seed: u64) -> Vec<u8> {
-        (0..len)
-            .map(|i| ((i as u64).wrapping_mul(131) ^ seed.wrapping_mul(0x9e37)) as u8)
-            .collect()
-    }
-
-    #[test]
-    fn chunking_covers_every_byte_once() {
-        let g = Geometry::new(128, 3).unwrap();
-        assert_eq!(g.chunks(0), 1);
-        assert_eq!(g.next_chunk(0, 0), 0..0);
-        assert_eq!(g.chunks(128), 1);
-        assert_eq!(g.chunks(129), 2);
-        assert_eq!(g.next_chunk(300, 256), 256..300);
-        assert!(Geometry::new(100, 2).is_err());
-        assert!(Geometry::new(64, 0).is_err());
-    }
-
-    #[test]
-    fn single_thread_fill_and_drain() {
-        let g = Geometry::new(64, 4).unwrap();
-        let m = Mem::new(g);
-        let (mut p, _, _) = m.side(0, WaitMode::Spin);
-        let (_, mut c, _) = m.side(1, WaitMode::Spin);
-        assert!(!c.ready());
-        for i in 0..4u8 {
-            assert!(p.has_room());
-            p.push(&[i; 10]);
-        }
-        assert!(!p.has_room(), "four slots, four chunks in flight");
-        let mut b = [0u8; 10];
-        assert!(!c.pop(&mut b).unwrap(), "one of four: not yet published");
-        assert_eq!(b, [0; 10]);
-        assert!(!p.has_room(), "the release is not published yet");
-        assert!(c.flush());
-        assert!(!c.flush(), "nothing new to publish");
-        assert!(p.has_room(), "one slot released");
-        p.push(&[9; 64]);
-        for i in 1..4u8 {
-            assert!(c.ready());
-            c.pop(&mut b).unwrap();
-            assert_eq!(b, [i; 10]);
-        }
-        let mut wrong = [0u8; 10];
-        assert!(c.ready());
-        let e = c.pop(&mut wrong).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
-        assert!(e.to_string().contains("64-byte chunk"), "{e}");
-    }
-
-    /// Side 0 sends `msgs` one after the other, side 1 receives and checks.
-    fn stream(geo: Geometry, msgs: &[usize], mode: WaitMode) {
-        let m = Mem::new(geo);
-        let (mut p, _, w0) = m.side(0, mode);
-        let (_, mut c, w1) = m.side(1, mode);
-        std::thread::scope(|s| {
-            s.spawn(move || {
-                for (k, &len) in msgs.iter().enumerate() {
-                    send(&mut p, &w0, &pattern(len, k as u64)).unwrap();
-                }
-            });
-            for (k, &len) in msgs.iter().enumerate() {
-                let mut b = vec![0u8; len];
-                recv(&mut c, &w1, &mut b).unwrap();
-                assert!(b == pattern(len, k as u64), "message {k} of {len} bytes");
-            }
-        });
-    }
-
-    /// Both sides exchange `msgs` at once.
-    fn both_ways(geo: Geometry, msgs: &[usize], mode: WaitMode) {
-        let m = Mem::new(geo);
-        let sides = [m.side(0, mode), m.side(1, mode)];
-        std::thread::scope(|s| {
-            for (side, (mut p, mut c, w)) in sides.into_iter().enumerate() {
-                s.spawn(move || {
-                    for (k, &len) in msgs.iter().enumerate() {
-                        let out = pattern(len, (2 * k + side) as u64);
-                        let mut inp = vec![0u8; len];
-                        exchange(&mut p, &mut c, &w, &out, &mut inp).unwrap();
-                        assert!(inp == pattern(len, (2 * k + 1 - side) as u64));
-                    }
-                });
-            }
-        });
-    }
-
-    #[test]
-    fn messages_far_larger_than_the_ring() {
-        let g = Geometry::new(256, 2).unwrap();
-        // Spin only for a few hand-offs: on a busy two-CPU machine every
-        // spin-mode hand-off may cost a time slice.
-        stream(g, &[0, 1, 56, 57, 1000], WaitMode::Spin);
-        stream(g, &[0, 1, 56, 57, 100_000, 3, 65_536], WaitMode::Yield);
-        both_ways(g, &[1, 200_000, 0, 57], WaitMode::Yield);
-    }
-
-    #[test]
-    fn every_wait_mode_hands_off() {
-        let g = Geometry::new(128, 4).unwrap();
-        for mode in [WaitMode::Yield, WaitMode::Block] {
-            stream(g, &[8, 5000, 1, 129], mode);
-            both_ways(g, &[8, 5000], mode);
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
-
-        #[test]
-        fn chunk_ranges_partition_the_message(len in 0usize..100_000, chunk64 in 1usize..64) {
-            let g = Geometry::new(chunk64 * 64, 2).unwrap();
-            let (mut start, mut n) = (0, 0);
-            loop {
-                let r = g.next_chunk(len, start);
-                prop_assert_eq!(r.start, start);
-                prop_assert!(r.len() <= g.chunk_bytes);
-                prop_assert!(r.end > r.start || len == 0);
-                n += 1;
-                start = r.end;
-                if start >= len {
-                    break;
-                }
-            }
-            prop_assert_eq!(start, len);
-            prop_assert_eq!(n, g.chunks(len));
-        }
-
-        #[test]
-        fn random_sizes_and_geometries_arrive_intact(
-            chunk64 in 1usize..40,
-            slots in 1usize..9,
-            msgs in proptest::collection::vec(0usize..20_000, 1..12),
-            bidir in any::<bool>(),
-        ) {
-            let g = Geometry::new(chunk64 * 64, slots).unwrap();
-            if bidir {
-                both_ways(g, &msgs, WaitMode::Yield);
-            } else {
-                stream(g, &msgs, WaitMode::Yield);
-            }
-        }
-    }
-}
+#[path = "shm_ring_tests.rs"]
+mod tests;

@@ -2,6 +2,8 @@
 //! server, read real result files.
 #![allow(dead_code)]
 
+pub mod lean;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

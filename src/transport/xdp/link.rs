@@ -16,7 +16,9 @@ use crate::transport::iface::Iface;
 /// Bytes of an Ethernet header (destination, source, type).
 const ETH_HEADER_BYTES: usize = 14;
 /// The receive queue wulf's socket binds to. Frames of an EtherType no
-/// RSS hash understands land on queue 0 on multi-queue NICs; veth has one.
+/// RSS hash understands all hash alike and land on one queue, queue 0 in
+/// practice (on a multi-queue NIC and on veth alike); a frame on another
+/// queue passes to the stack and is lost, which the protocol repairs.
 const QUEUE: u32 = 0;
 
 /// How the socket and program were set up, for the result's settings.
@@ -28,6 +30,9 @@ pub struct Setup {
     pub zero_copy: bool,
     /// The receive queue bound.
     pub queue: u32,
+    /// The interface's receive queues (frames on another than `queue`
+    /// miss the socket and are resent by the protocol).
+    pub queues: u32,
 }
 
 /// Frames of wulf's EtherType through an AF_XDP socket on one interface.
@@ -96,6 +101,7 @@ impl XdpLink {
             attach,
             zero_copy: sock.zero_copy(),
             queue: QUEUE,
+            queues,
         };
         Ok(XdpLink {
             _attached: attached,

@@ -173,6 +173,7 @@ fn channel(
         ("xdp_mode", json!(mode)),
         ("xdp_attach", json!(setup.attach.name())),
         ("rx_queue", json!(setup.queue)),
+        ("rx_queues", json!(setup.queues)),
         (super::THRESHOLDS_KEY, threshold),
     ]
     .into_iter()

@@ -218,11 +218,16 @@ fn no_xdp_program_outlives_a_run() {
     // SIGKILL of the server: its program goes with its descriptors, and
     // the measuring side gives up after its timeout and detaches too.
     let c = client(&lab, LONG_SWEEP);
-    let node2 = format!("wlab-{lab}-node2");
+    // Under way once the spinning measuring side has used 0.5 s of CPU
+    // (SIGCONT: a no-op for a running process); then kill the server.
     assert!(
-        signal_once_busy(&node2, 50, Signal::SIGKILL),
+        signal_once_busy(&node1, 50, Signal::SIGCONT),
         "never started"
     );
+    let node2 = format!("wlab-{lab}-node2");
+    for p in common::lean::pids_in(&node2) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p as i32), Signal::SIGKILL);
+    }
     let t = Instant::now();
     let out = c.wait_with_output().unwrap();
     assert!(t.elapsed() < Duration::from_secs(30), "hung after the kill");

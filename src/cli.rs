@@ -188,7 +188,7 @@ pub struct MeasureArgs {
     /// they know it; it never crosses the network.
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
-    /// Interface the frame transports (raw) send from; default: the one
+    /// Interface the frame transports (raw, xdp) send from; default: the one
     /// on the route to the peer.
     #[arg(long, value_name = "NAME")]
     pub iface: Option<String>,

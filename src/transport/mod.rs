@@ -33,6 +33,7 @@ pub mod cacheline;
 pub mod cluster;
 pub mod cma;
 pub mod frames;
+mod iface;
 pub mod memcpy;
 pub mod mpi;
 pub mod raw;
@@ -47,6 +48,7 @@ pub mod tcp;
 pub mod tipc;
 pub mod unix;
 pub mod wait;
+pub mod xdp;
 
 pub use cluster::{Cluster, ClusterHost};
 pub use wait::WaitMode;
@@ -365,6 +367,7 @@ pub fn registry() -> Vec<Box<dyn Transport>> {
         Box::new(shm::Shm),
         Box::new(cma::Cma),
         Box::new(raw::Raw),
+        Box::new(xdp::Xdp),
         Box::new(tipc::Tipc),
     ];
     // Every MPI found at run time, each also forced onto TCP.

@@ -17,9 +17,8 @@
 //! capture; for a ping-pong of single frames it saves no system call.
 
 use std::io;
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -27,6 +26,7 @@ use serde_json::{json, Value};
 
 use super::frames::protocol::{Params, Reliable};
 use super::frames::{handshake, FrameLink, ETHERTYPE};
+use super::iface::{describe_listener, FramePeer, Iface};
 use super::{ChannelOptions, Connected, Listener, Transport};
 
 /// Bytes of an Ethernet header (destination, source, type).
@@ -35,13 +35,10 @@ const ETH_HEADER_BYTES: usize = 14;
 /// with the kernel's per-frame overhead fits many times over.
 const RCVBUF_BYTES: usize = 8 << 20;
 
-/// The interface `--iface` chose for the measuring side, if any.
-static IFACE: Mutex<Option<String>> = Mutex::new(None);
-
-/// Set the interface the measuring side sends from (`--iface`); None: the
-/// one on the route to the peer.
+/// Set the interface the frame transports send from on the measuring
+/// side (`--iface`); None: the one on the route to the peer.
 pub fn configure_iface(iface: Option<String>) {
-    *IFACE.lock().unwrap_or_else(|e| e.into_inner()) = iface;
+    super::iface::configure(iface);
 }
 
 /// The `raw` transport.
@@ -93,21 +90,11 @@ impl Transport for Raw {
         opts: &ChannelOptions,
         peer_ip: IpAddr,
     ) -> Result<Connected> {
-        let peer_id = description
-            .get("id")
-            .and_then(Value::as_u64)
-            .and_then(|v| u32::try_from(v).ok())
-            .context("the peer sent no frame channel identifier")?;
-        let mac = description
-            .get("mac")
-            .and_then(Value::as_str)
-            .and_then(parse_mac)
-            .context("the peer sent no MAC address")?;
-        let chosen = IFACE.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let iface = match chosen {
-            Some(name) => Iface::named(&name)?,
-            None => Iface::toward(peer_ip)?,
-        };
+        let FramePeer {
+            id: peer_id,
+            mac,
+            iface,
+        } = FramePeer::from_description(description, peer_ip)?;
         let mut link = PacketLink::open(&iface, mac, opts.timeout())?;
         let own_id = fresh_id();
         let mtu = handshake::connect(&mut link, own_id, peer_id, opts.timeout())
@@ -125,11 +112,7 @@ struct RawListener {
 
 impl Listener for RawListener {
     fn describe(&self) -> Value {
-        json!({
-            "id": self.own_id,
-            "mac": format_mac(&self.iface.mac),
-            "mtu_bytes": self.iface.mtu_bytes,
-        })
+        describe_listener(self.own_id, &self.iface, self.iface.mtu_bytes)
     }
 
     fn accept(mut self: Box<Self>, timeout: Duration) -> Result<Connected> {
@@ -188,97 +171,6 @@ fn finish(
 /// A random, non-zero channel identifier.
 fn fresh_id() -> u32 {
     fastrand::u32(1..)
-}
-
-/// An Ethernet interface: name, index, address, MTU.
-struct Iface {
-    name: String,
-    index: i32,
-    mac: [u8; 6],
-    mtu_bytes: usize,
-}
-
-impl Iface {
-    /// The interface called `name`, which must be Ethernet.
-    fn named(name: &str) -> Result<Iface> {
-        let sys = std::path::Path::new("/sys/class/net").join(name);
-        if name.is_empty() || name.contains('/') || !sys.exists() {
-            bail!("there is no network interface '{name}' here (see `ip link`)");
-        }
-        let read = |f: &str| -> Result<String> {
-            Ok(std::fs::read_to_string(sys.join(f))
-                .with_context(|| format!("cannot read {}", sys.join(f).display()))?
-                .trim()
-                .to_string())
-        };
-        // ARPHRD_ETHER (1): loopback (772) and tunnels have no MACs to address.
-        let kind = read("type")?;
-        if kind != "1" {
-            bail!(
-                "interface '{name}' is not Ethernet (ARP type {kind}): raw frames need an Ethernet link to the peer; \
-                 loopback cannot carry them, so measure between lab nodes (--lab) or machines (--peer)"
-            );
-        }
-        let mac = parse_mac(&read("address")?)
-            .with_context(|| format!("interface '{name}' has no MAC address"))?;
-        let mtu_bytes: usize = read("mtu")?.parse().context("unreadable MTU")?;
-        let index = nix::net::if_::if_nametoindex(name)
-            .with_context(|| format!("no index for interface '{name}'"))?;
-        Ok(Iface {
-            name: name.to_string(),
-            index: index as i32,
-            mac,
-            mtu_bytes,
-        })
-    }
-
-    /// The interface holding address `ip`.
-    fn owning(ip: IpAddr) -> Result<Iface> {
-        let addrs = nix::ifaddrs::getifaddrs().context("cannot list the interfaces")?;
-        for a in addrs {
-            let here = a.address.as_ref().and_then(|s| {
-                s.as_sockaddr_in()
-                    .map(|v4| IpAddr::V4(v4.ip()))
-                    .or_else(|| s.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
-            });
-            if here == Some(ip) {
-                return Iface::named(&a.interface_name);
-            }
-        }
-        Err(anyhow!("no interface holds the address {ip}"))
-    }
-
-    /// The interface on the route to `peer`.
-    fn toward(peer: IpAddr) -> Result<Iface> {
-        // Connecting a UDP socket sends nothing: it only asks the routing
-        // table which local address (and so which interface) leads there.
-        let any: IpAddr = if peer.is_ipv4() {
-            [0, 0, 0, 0].into()
-        } else {
-            [0u16; 8].into()
-        };
-        let probe = UdpSocket::bind(SocketAddr::new(any, 0))?;
-        probe
-            .connect(SocketAddr::new(peer, 9))
-            .with_context(|| format!("no route to {peer}"))?;
-        Iface::owning(probe.local_addr()?.ip())
-    }
-}
-
-fn parse_mac(text: &str) -> Option<[u8; 6]> {
-    let mut mac = [0u8; 6];
-    let mut parts = text.split(':');
-    for b in &mut mac {
-        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    parts.next().is_none().then_some(mac)
-}
-
-fn format_mac(mac: &[u8; 6]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }
 
 /// A packet socket for wulf's EtherType, not yet bound.
@@ -472,27 +364,5 @@ impl FrameLink for PacketLink {
     fn learn_peer(&mut self) {
         let source = &self.eth_in[6..12];
         self.eth_out[..6].copy_from_slice(source);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn macs_parse_and_print() {
-        let m = parse_mac("0a:1B:ff:00:09:10").unwrap();
-        assert_eq!(format_mac(&m), "0a:1b:ff:00:09:10");
-        assert!(parse_mac("0a:1b:ff:00:09").is_none());
-        assert!(parse_mac("0a:1b:ff:00:09:10:11").is_none());
-        assert!(parse_mac("zz:1b:ff:00:09:10").is_none());
-    }
-
-    #[test]
-    fn loopback_and_missing_interfaces_are_refused_clearly() {
-        let e = Iface::named("lo").err().unwrap().to_string();
-        assert!(e.contains("not Ethernet"), "{e}");
-        let e = Iface::named("wulf-nonesuch0").err().unwrap().to_string();
-        assert!(e.contains("no network interface 'wulf-nonesuch0'"), "{e}");
     }
 }

@@ -2,6 +2,7 @@
 //! server, read real result files.
 #![allow(dead_code)]
 
+pub mod lean;
 pub mod slurm;
 pub mod ssh;
 

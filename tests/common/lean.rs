@@ -1,0 +1,260 @@
+//! Fixtures shared by the frame transports' tests (`raw`, `xdp`): a
+//! checked sweep across a temporary 2-node lab, the loss and killed-peer
+//! scenarios every frame transport must pass, and the processes of a
+//! lab node.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{wulf, LabGuard};
+
+/// One lab test at a time (two vCPUs).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Hold while a lab test runs.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Exit code, stdout and stderr of `o`, for assertion messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `wulf sweep TRANSPORT --lab SPEC --json - ARGS...`: the checked result.
+pub fn frame_sweep(transport: &str, spec: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec![
+        "sweep",
+        transport,
+        "--lab",
+        spec,
+        "--quiet",
+        "--json",
+        "-",
+        "--timeout",
+        "10s",
+    ];
+    all.extend_from_slice(args);
+    let out = wulf(&all).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["transport"], transport);
+    assert_eq!(v["complete"], true, "{v}");
+    v
+}
+
+/// Every mode with `--integrity` across a 2-node `ge` lab (MTU 1500),
+/// sizes around the frame boundary: each result checked for what every
+/// frame transport records on both ends; the results, for the caller's
+/// own checks.
+pub fn every_mode_at_mtu_1500(transport: &str) -> Vec<serde_json::Value> {
+    let sizes = "1,1483,1484,1485,4Ki,256Ki";
+    let mut all = Vec::new();
+    for (mode, wait) in [
+        ("pingpong", "block"),
+        ("stream", "block"),
+        ("bidir", "spin"),
+    ] {
+        let args = [
+            "--mode",
+            mode,
+            "--wait",
+            wait,
+            "--integrity",
+            "--sizes",
+            sizes,
+            "--budget",
+            "400ms",
+        ];
+        let v = frame_sweep(transport, "ge", &args);
+        assert_eq!(v["mode"], mode);
+        assert_eq!(v["options"]["integrity"], true, "{v}");
+        assert_eq!(v["points"].as_array().unwrap().len(), 6, "{v}");
+        let s = &v["options"]["transport"];
+        for end in [s, &s["server"]] {
+            assert_eq!(end["interface"], "eth0", "{v}");
+            assert_eq!(end["mtu_bytes"], 1500);
+            // 1500 less wulf's 16-byte header: 1484 B is one frame, 1485 two.
+            assert_eq!(end["frame_payload_bytes"], 1484);
+            assert_eq!(end["busy_poll"], wait == "spin");
+        }
+        all.push(v);
+    }
+    all
+}
+
+/// 5% of all frames dropped by the switch: a 1 MiB message is hundreds of
+/// frames, so every such message loses some; the integrity pass checks
+/// every byte of every message, in order, in every mode.
+pub fn every_message_arrives_through_a_lossy_switch(transport: &str) {
+    for mode in ["pingpong", "stream", "bidir"] {
+        let v = frame_sweep(
+            transport,
+            "ge,loss=5",
+            &[
+                "--mode",
+                mode,
+                "--integrity",
+                "--sizes",
+                "1,3000,1Mi",
+                "--budget",
+                "1s",
+            ],
+        );
+        assert_eq!(v["options"]["integrity"], true, "{v}");
+        assert_eq!(v["points"].as_array().unwrap().len(), 3, "{v}");
+    }
+}
+
+/// CPU ticks (user + system) of process `pid`, if it exists.
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// The processes in network namespace `netns`.
+pub fn pids_in(netns: &str) -> Vec<u32> {
+    let out = Command::new("ip")
+        .args(["netns", "pids", netns])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Send `signal` to every process of `netns` once together they have used
+/// `ticks` CPU ticks since this call (so the run is well under way; a
+/// fixed sleep could come too early on a loaded machine). False if that
+/// never happened within two minutes.
+pub fn signal_once_busy(netns: &str, ticks: u64, signal: nix::sys::signal::Signal) -> bool {
+    let before: std::collections::HashMap<u32, u64> = pids_in(netns)
+        .into_iter()
+        .filter_map(|p| Some((p, cpu_ticks(p)?)))
+        .collect();
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(120) {
+        let pids = pids_in(netns);
+        let used: u64 = pids
+            .iter()
+            .filter_map(|&p| Some(cpu_ticks(p)?.saturating_sub(*before.get(&p).unwrap_or(&0))))
+            .sum();
+        if used >= ticks {
+            for p in pids {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p as i32), signal);
+            }
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+/// Options of a sweep long enough to be stopped by a signal well before
+/// its budget ends, and quick to notice a dead peer.
+pub const LONG_SWEEP: &[&str] = &[
+    "--sizes",
+    "1:1Mi",
+    "--budget",
+    "60s",
+    "--wait",
+    "spin",
+    "--timeout",
+    "3s",
+];
+
+/// A sweep over `transport` across a temporary lab whose server (node2)
+/// is killed once busy: the sweep ends within its timeout with exit 3 and
+/// a valid, partial result holding the points measured before.
+pub fn a_killed_peer_leaves_a_partial_result(transport: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut args = vec!["sweep", transport, "--lab", "ge", "--quiet", "--json"];
+    args.push(json.to_str().unwrap());
+    args.extend_from_slice(LONG_SWEEP);
+    let child = wulf(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lab = format!("t{}", child.id());
+    let _g = LabGuard(lab.clone());
+    let node2 = format!("wlab-{lab}-node2");
+    let killed = signal_once_busy(&node2, 100, nix::sys::signal::Signal::SIGKILL);
+    assert!(killed, "the server in {node2} never got going");
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "the sweep hung after its peer died"
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let r = super::json(&json);
+    assert_eq!(r["complete"], false);
+    assert!(
+        !r["points"].as_array().unwrap().is_empty(),
+        "points before the failure are kept"
+    );
+    wulf::result::read_result(&json).unwrap();
+}
+
+/// Where a frame transport cannot run, it says why: a local sweep
+/// (loopback has no Ethernet addresses), an interface that does not
+/// exist; and `wulf run` without a peer across a link skips it.
+pub fn refusals_are_clear(transport: &str) {
+    let out = wulf(&["sweep", transport, "--quiet", "--timeout", "5s"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("loopback cannot carry them"),
+        "{}",
+        text(&out)
+    );
+
+    let out = wulf(&[
+        "sweep",
+        transport,
+        "--lab",
+        "ge",
+        "--iface",
+        "wulfnone0",
+        "--quiet",
+        "--timeout",
+        "5s",
+    ])
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("no network interface 'wulfnone0'"),
+        "{}",
+        text(&out)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let only = format!("{transport},tcp");
+    let out = wulf(&[
+        "run",
+        "--only",
+        &only,
+        "--no-npb",
+        "--quick",
+        "--quiet",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let skip = format!("skipping {transport}: needs a peer across an Ethernet link");
+    assert!(text(&out).contains(&skip), "{}", text(&out));
+}

@@ -156,6 +156,7 @@ impl FrameLink for XdpLink {
         if let Some(got) = self.try_recv(buf) {
             return Ok(Some(got));
         }
+        self.sock.flush()?;
         let Some(wait) = wait else {
             return Ok(None);
         };

@@ -31,6 +31,9 @@ pub const KERNEL_HEADROOM_BYTES: usize = 256;
 /// the protocol's window of at most 128 frames in flight.
 const FRAMES_PER_DIRECTION: u32 = 2048;
 
+/// Send buffer asked for: the whole UMEM's send half many times over.
+const SNDBUF_BYTES: usize = 32 << 20;
+
 /// One mapped ring.
 struct Ring {
     map: *mut libc::c_void,
@@ -183,6 +186,25 @@ impl XskSocket {
     /// full of receive frames.
     pub fn open(ifindex: i32, queue: u32) -> io::Result<XskSocket> {
         let fd = step("socket", open_socket())?;
+        // Copy mode charges every frame in flight to the socket's send
+        // buffer until the receiver took it; at the default size a window
+        // of frames no longer fits and sends fail with EAGAIN. Root may
+        // exceed wmem_max (SO_SNDBUFFORCE); anyone else gets the limit.
+        let sock = socket2::SockRef::from(&fd);
+        let force = SNDBUF_BYTES as libc::c_int;
+        // SAFETY: force lives across the call; the size matches its type.
+        let forced = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUFFORCE,
+                (&force as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if forced != 0 {
+            let _ = sock.set_send_buffer_size(SNDBUF_BYTES);
+        }
         let n = FRAMES_PER_DIRECTION;
         let umem_bytes = 2 * n as usize * FRAME_BYTES;
         let mut umem = step("UMEM", memmap2::MmapMut::map_anon(umem_bytes))?;
@@ -335,6 +357,16 @@ impl XskSocket {
         self.tx.publish();
         self.kick()?;
         Ok(true)
+    }
+
+    /// Kick the kernel again if frames still wait on the send ring (a
+    /// kick that found the device busy left them there, and nothing else
+    /// would send them before the protocol's resend timeout).
+    pub fn flush(&mut self) -> io::Result<()> {
+        if self.tx.free() <= self.tx.mask {
+            self.kick()?;
+        }
+        Ok(())
     }
 
     /// Make the kernel process the send ring (copy mode sends only in

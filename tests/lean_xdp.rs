@@ -15,7 +15,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -173,26 +172,7 @@ fn no_xdp_program_outlives_a_run() {
     }
     let lab = format!("xdp{}", std::process::id());
     let _g = common::lab_up(&lab, 2);
-    let mut server = wulf(&[
-        "lab",
-        "exec",
-        "--name",
-        &lab,
-        "node2",
-        "--",
-        wulf_bin(),
-        "serve",
-        "--announce",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("WULF-LISTENING"), "{line:?}");
+    let (mut server, _port) = common::lean::serve_in(&lab, "node2");
 
     // A run that ends normally: the server lives on, its channel is gone.
     let out = client(

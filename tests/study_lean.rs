@@ -9,8 +9,9 @@
 mod common;
 
 use std::path::Path;
+use std::process::Output;
 
-use common::{only_dir as study_dir, run};
+use common::{only_dir as study_dir, run, wulf_bin};
 use wulf::result::{read_study_result, STUDY_SCHEMA_VERSION};
 
 #[test]
@@ -32,12 +33,7 @@ fn lean_stacks_quick_has_a_row_per_stack_and_a_report_section() {
         "--out",
         out.path().to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let stdout = succeeded(&o);
     assert!(
         stdout.contains("Lean stacks over 10ge, MTU 9000") && stdout.contains("CPU server, ns/B"),
         "{stdout}"
@@ -123,12 +119,86 @@ fn lean_stacks_quick_has_a_row_per_stack_and_a_report_section() {
     assert!(md.contains("| transport | latency, us |"), "{md}");
 }
 
+/// Between "real machines": a `wulf serve` on one lab node, the study
+/// run on the other with `--peer`, as on two hosts of a cluster. The rows
+/// are the stacks named, the path's rate comes from the sweeps (no lab
+/// link is set), and an unavailable stack still says why.
+#[test]
+fn lean_stacks_against_a_real_peer_reads_the_path() {
+    if !common::labs_possible() {
+        return;
+    }
+    let lab = format!("sp{}", std::process::id());
+    let _g = common::lab_up(&lab, 2);
+    let (mut server, port) = common::lean::serve_in(&lab, "node2");
+    let peer = format!("node2:{port}");
+    let out = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "lab",
+        "exec",
+        "--name",
+        &lab,
+        "node1",
+        "--",
+        wulf_bin(),
+        "study",
+        "lean-stacks",
+        "--peer",
+        &peer,
+        "--quick",
+        "--only",
+        "tcp,raw,tipc",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let _ = server.kill();
+    let stdout = succeeded(&o);
+    assert!(
+        stdout.contains(&format!("Lean stacks over peer {peer}, the path's own MTU")),
+        "{stdout}"
+    );
+    let s = read_study_result(&study_dir(out.path()).join("study.json")).unwrap();
+    assert!(s.complete);
+    let labels: Vec<&str> = s.cases.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, ["tcp-peer", "raw-peer", "tipc-peer"]);
+    for c in &s.cases[..2] {
+        assert!(c.error.is_none(), "{c:?}");
+        assert!(c.latency_ns.is_some_and(|n| n > 0.0), "{c:?}");
+        // The lab's ge link as the sweep found it, not a rate set here.
+        assert!(c.goodput_bits_per_s > 0.0, "{c:?}");
+        assert!(c.peak_fraction.is_some(), "{c:?}");
+    }
+    assert!(
+        s.cases[2]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("unavailable: ")),
+        "{:?}",
+        s.cases[2]
+    );
+    // The lab's own studies need its links: --peer is lean-stacks' alone.
+    let o = run(&["study", "fe-vs-ge", "--peer", &peer]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// Standard output of a command that must have succeeded.
+fn succeeded(o: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    stdout
+}
+
 #[test]
 fn lean_stacks_bad_input_is_exit_2() {
     for args in [
         vec!["study", "lean-stacks", "--mtu", "100000"],
         vec!["study", "lean-stacks", "--load", "bogus:9"],
         vec!["study", "lean-stacks", "--link", "slow"],
+        vec!["study", "lean-stacks", "--peer", "h", "--link", "ge"],
     ] {
         let o = run(&args);
         assert_eq!(

@@ -135,6 +135,12 @@ pub struct StudyArgs {
     /// lean-stacks: only these MTUs (comma-separated; default 1500,9000).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub mtu: Option<Vec<u32>>,
+    /// lean-stacks between real machines: a `wulf serve` on HOST[:PORT]
+    /// instead of lab links (the path as it is: its rate and MTU are read,
+    /// not set; the MPIs need a launcher and are left out unless --only
+    /// names them).
+    #[arg(long, value_name = "HOST[:PORT]", conflicts_with_all = ["link", "mtu"])]
+    pub peer: Option<String>,
     /// lean-stacks: CPU cost to measure in each sweep, process (getrusage)
     /// or whole (also the whole machine's, as `wulf sweep --cost whole`).
     #[arg(long, value_enum, default_value = "process")]

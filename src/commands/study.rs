@@ -26,12 +26,21 @@ use crate::units::{format_bits_per_s, format_bytes, format_ns};
 
 /// Run `wulf study`.
 pub fn execute(a: &StudyArgs) -> Result<()> {
-    crate::lab::check_can_build()?;
     let name = match a.name {
         StudyArg::MtuBuffers => StudyName::MtuBuffers,
         StudyArg::FeVsGe => StudyName::FeVsGe,
         StudyArg::LeanStacks => StudyName::LeanStacks,
     };
+    match (&a.peer, name) {
+        (None, _) => crate::lab::check_can_build()?,
+        (Some(_), StudyName::LeanStacks) => {}
+        (Some(_), _) => {
+            return Err(usage(format!(
+                "--peer: only lean-stacks runs against a real peer; {} needs the lab's links",
+                name.as_str()
+            )))
+        }
+    }
     let parse_link = |l: &str| LinkRate::parse(l).map_err(|e| usage(format!("--link: {e}")));
     let link = parse_link(a.link.as_deref().unwrap_or("ge"))?;
     let links = match &a.link {
@@ -59,7 +68,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     let transports = match name {
         StudyName::MtuBuffers => vec!["tcp".to_string()],
         StudyName::FeVsGe => transports(a.only.as_deref())?,
-        StudyName::LeanStacks => lean_transports(a.only.as_deref()),
+        StudyName::LeanStacks => lean_transports(a.only.as_deref(), a.peer.is_some()),
     };
     let cases = study::plan(
         name,
@@ -70,6 +79,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
             links,
             mtus_bytes,
             sweep_args: sweep_args.clone(),
+            peer: a.peer.clone(),
         },
     );
     let started = Instant::now();
@@ -82,9 +92,13 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let budget: f64 = cases.iter().map(|c| c.budget_s).sum();
     eprintln!(
-        "wulf study {}: {} sweeps, each in a temporary lab, about {:.0} s of measuring; results in {}",
+        "wulf study {}: {} sweeps, each {}, about {:.0} s of measuring; results in {}",
         name.as_str(),
         cases.len(),
+        match &a.peer {
+            Some(p) => format!("against the peer {p}"),
+            None => "in a temporary lab".to_string(),
+        },
         budget,
         dir.display()
     );
@@ -193,19 +207,23 @@ fn transports(only: Option<&[String]>) -> Result<Vec<String>> {
 }
 
 /// The stacks of lean-stacks: `--only`'s, or tcp, raw, xdp and tipc
-/// (whether or not they can run here: their rows say why not) and every
-/// MPI's TCP path found here.
-fn lean_transports(only: Option<&[String]>) -> Vec<String> {
+/// (whether or not they can run here: their rows say why not) and, in a
+/// lab, every MPI's TCP path found here (against a real peer an MPI needs
+/// its launcher on both machines, which `wulf serve` is not).
+fn lean_transports(only: Option<&[String]>, peer: bool) -> Vec<String> {
+    let mpis = match peer {
+        true => Vec::new(),
+        false => crate::transport::network_paths()
+            .into_iter()
+            .filter(|t| t.starts_with("mpi:"))
+            .collect(),
+    };
     match only {
         Some(list) => list.to_vec(),
         None => study::lean::LEAN_STACKS
             .iter()
             .map(|s| s.to_string())
-            .chain(
-                crate::transport::network_paths()
-                    .into_iter()
-                    .filter(|t| t.starts_with("mpi:")),
-            )
+            .chain(mpis)
             .collect(),
     }
 }
@@ -219,18 +237,23 @@ fn unavailable(transport: &str) -> Option<String> {
     }
 }
 
-/// One case: `wulf sweep` in a temporary lab, its result read back. Its
+/// One case: `wulf sweep` in a temporary lab (or against the peer), its
+/// result read back. Its
 /// standard error goes to a file beside the result, whose last line is the
 /// error when the sweep fails.
 fn run_case(c: &StudyCase, json: &Path) -> Result<SweepResult> {
     let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
     let log = json.with_extension("log");
+    let (place, at) = match &c.peer {
+        Some(p) => ("--peer", p.clone()),
+        None => ("--lab", c.lab_spec()),
+    };
     let mut cmd = Command::new(exe);
     cmd.args([
         "sweep",
         &c.transport,
-        "--lab",
-        &c.lab_spec(),
+        place,
+        &at,
         "--mode",
         &c.mode.to_string(),
     ])

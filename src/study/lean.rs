@@ -27,9 +27,31 @@ pub const CPU_BYTES: u64 = 64 << 10;
 pub const UNAVAILABLE: &str = "unavailable: ";
 
 /// One ping-pong curve per transport, link and MTU, links outermost (the
-/// tables are per link and MTU).
+/// tables are per link and MTU); against a real peer, one per transport
+/// over the path as it is (its rate and MTU come from the sweeps).
 pub fn plan(o: &StudyOptions, sizes: &str, budget_s: f64) -> Vec<StudyCase> {
     let mut v = Vec::new();
+    if let Some(peer) = &o.peer {
+        for t in &o.transports {
+            v.push(StudyCase {
+                label: format!("{}-peer", file_safe(t)),
+                role: "curve",
+                transport: t.clone(),
+                link: crate::lab::LinkRate {
+                    name: format!("peer {peer}"),
+                    bits_per_s: 0,
+                },
+                mtu_bytes: 0,
+                socket_buffer_bytes: None,
+                mode: Mode::Pingpong,
+                sizes: sizes.into(),
+                budget_s,
+                sweep_args: o.sweep_args.clone(),
+                peer: Some(peer.clone()),
+            });
+        }
+        return v;
+    }
     for link in &o.links {
         for &mtu in &o.mtus_bytes {
             for t in &o.transports {
@@ -45,6 +67,7 @@ pub fn plan(o: &StudyOptions, sizes: &str, budget_s: f64) -> Vec<StudyCase> {
                     sizes: sizes.into(),
                     budget_s,
                     sweep_args: o.sweep_args.clone(),
+                    peer: None,
                 });
             }
         }
@@ -100,7 +123,11 @@ fn table(cases: &[StudyCaseResult], link: &str, mtu: u32, whole: bool) -> StudyT
         .collect();
     StudyTable {
         title: format!(
-            "Lean stacks over {link}, MTU {mtu}: latency (1 B, half the round trip), peak and n_1/2 (ping-pong), CPU per byte at {} on each end (getrusage{})",
+            "Lean stacks over {link}, {}: latency (1 B, half the round trip), peak and n_1/2 (ping-pong), CPU per byte at {} on each end (getrusage{})",
+            match mtu {
+                0 => "the path's own MTU".to_string(),
+                m => format!("MTU {m}"),
+            },
             crate::units::format_bytes(CPU_BYTES),
             if whole { "; whole: the machine's, cyclesoak" } else { "" }
         ),
@@ -137,7 +164,27 @@ mod tests {
             ],
             mtus_bytes: vec![1500, 9000],
             sweep_args: vec!["--load".into(), "cpu:1".into()],
+            peer: None,
         }
+    }
+
+    #[test]
+    fn against_a_peer_one_curve_per_transport_over_the_path_as_it_is() {
+        let o = StudyOptions {
+            peer: Some("node2:5999".into()),
+            ..opts()
+        };
+        let p = plan(&o, "1:1Mi", 2.0);
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[1].label, "raw-peer");
+        assert_eq!(p[1].peer.as_deref(), Some("node2:5999"));
+        assert_eq!((p[1].link.bits_per_s, p[1].mtu_bytes), (0, 0));
+        let t = tables(&[
+            case("tcp", "peer node2:5999", 0, None),
+            case("tipc", "peer node2:5999", 0, Some("unavailable: no TIPC")),
+        ]);
+        assert_eq!(t.len(), 1);
+        assert!(t[0].title.contains("the path's own MTU"), "{}", t[0].title);
     }
 
     #[test]

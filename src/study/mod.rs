@@ -124,6 +124,11 @@ pub struct StudyCase {
     pub budget_s: f64,
     /// Further `wulf sweep` options (the study's `--cost`, `--load`).
     pub sweep_args: Vec<String>,
+    /// A real peer (`wulf serve` on another machine, `HOST[:PORT]`) to
+    /// measure against instead of a lab; `link` and `mtu_bytes` are then
+    /// unknown beforehand (rate 0, MTU 0) and the sweep's fingerprint says
+    /// what the path is.
+    pub peer: Option<String>,
 }
 
 impl StudyCase {
@@ -149,6 +154,8 @@ pub struct StudyOptions {
     pub mtus_bytes: Vec<u32>,
     /// Further `wulf sweep` options for every case.
     pub sweep_args: Vec<String>,
+    /// `lean-stacks` against a real peer instead of lab links.
+    pub peer: Option<String>,
 }
 
 /// `64 KiB` style label of a socket buffer.
@@ -185,6 +192,7 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                         },
                         budget_s: 2.5 * s,
                         sweep_args: o.sweep_args.clone(),
+                        peer: None,
                     });
                 }
             }
@@ -200,6 +208,7 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                     sizes: curve_sizes.into(),
                     budget_s: 8.0 * s,
                     sweep_args: o.sweep_args.clone(),
+                    peer: None,
                 });
             }
             v
@@ -219,6 +228,7 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                         sizes: curve_sizes.into(),
                         budget_s: 10.0 * s,
                         sweep_args: o.sweep_args.clone(),
+                        peer: None,
                     });
                 }
             }
@@ -252,6 +262,7 @@ mod tests {
             ],
             mtus_bytes: vec![1500, 9000],
             sweep_args: Vec::new(),
+            peer: None,
         }
     }
 

@@ -14,7 +14,7 @@ pub fn case_result(
     case: &StudyCase,
     outcome: Result<(&SweepResult, String), String>,
 ) -> StudyCaseResult {
-    let goodput = tcp_goodput_limit(
+    let mut goodput = tcp_goodput_limit(
         case.link.bits_per_s as f64 / 1e6,
         case.mtu_bytes,
         IpVersion::V4,
@@ -23,8 +23,14 @@ pub fn case_result(
     .map_or(0.0, |l| l.goodput_shaped_mbit_per_s * 1e6);
     // Below this a token bucket's free burst, not the link, sets the
     // throughput (see lab::shaper): the tables take the peak beyond it.
-    let free = crate::lab::shaper::ShaperParams::for_link(case.link.bits_per_s, case.mtu_bytes)
-        .free_burst_bytes;
+    // A real peer's path has no lab shaper: every size counts.
+    let free = match case.peer {
+        Some(_) => 0,
+        None => {
+            crate::lab::shaper::ShaperParams::for_link(case.link.bits_per_s, case.mtu_bytes)
+                .free_burst_bytes
+        }
+    };
     let mut c = StudyCaseResult {
         label: case.label.clone(),
         role: case.role.to_string(),
@@ -51,6 +57,13 @@ pub fn case_result(
     match outcome {
         Err(e) => c.error = Some(e),
         Ok((r, file)) => {
+            // Against a real peer the sweep found the path's rate and its
+            // goodput limit (the lab's are known beforehand).
+            if let (Some(_), Some(l)) = (&case.peer, &r.link) {
+                goodput = l.limit_bits_per_s;
+                c.goodput_bits_per_s = goodput;
+                c.link_bits_per_s = (l.limit.link_speed_mbit_per_s * 1e6) as u64;
+            }
             let a = Analysis::of(r);
             c.file = Some(file);
             c.latency_ns = a.latency_ns;

@@ -3,10 +3,11 @@
 //! scenarios every frame transport must pass, and the processes of a
 //! lab node.
 
-use std::process::{Command, Output, Stdio};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{wulf, LabGuard};
+use super::{wulf, wulf_bin, LabGuard};
 
 /// One lab test at a time (two vCPUs).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -257,4 +258,34 @@ pub fn refusals_are_clear(transport: &str) {
     assert!(out.status.success(), "{}", text(&out));
     let skip = format!("skipping {transport}: needs a peer across an Ethernet link");
     assert!(text(&out).contains(&skip), "{}", text(&out));
+}
+
+/// `wulf serve --announce` in `node` of lab `lab`, once listening: the
+/// server (the caller kills it, or the lab's removal does) and its port.
+pub fn serve_in(lab: &str, node: &str) -> (Child, String) {
+    let mut server = wulf(&[
+        "lab",
+        "exec",
+        "--name",
+        lab,
+        node,
+        "--",
+        wulf_bin(),
+        "serve",
+        "--announce",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .strip_prefix("WULF-LISTENING ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_string();
+    (server, port)
 }

@@ -29,7 +29,8 @@ ADDR_A=198.19.254.1
 ADDR_B=198.19.254.2
 server=
 cleanup() {
-  [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+  # Every step may fail (the server may be gone): none may skip the rest.
+  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
   ip netns del "$NS_A" 2>/dev/null || true
   ip netns del "$NS_B" 2>/dev/null || true
   rm -rf "$work"

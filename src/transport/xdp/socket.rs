@@ -31,6 +31,10 @@ pub const KERNEL_HEADROOM_BYTES: usize = 256;
 /// the protocol's window of at most 128 frames in flight.
 const FRAMES_PER_DIRECTION: u32 = 2048;
 
+/// How long a bind that finds the queue busy is retried (a socket closed
+/// just before still holds it until the kernel's deferred clean-up).
+const BIND_BUSY_RETRY: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Send buffer asked for: the whole UMEM's send half many times over.
 const SNDBUF_BYTES: usize = 32 << 20;
 
@@ -272,16 +276,28 @@ impl XskSocket {
             sxdp_queue_id: queue,
             sxdp_shared_umem_fd: 0,
         };
-        // SAFETY: addr is a valid sockaddr_xdp of the size given.
-        let rc = unsafe {
-            libc::bind(
-                s.fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_xdp).cast(),
-                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return step("bind", Err(io::Error::last_os_error()));
+        // The kernel frees a closed AF_XDP socket's hold on its queue
+        // after a deferred clean-up, so a channel opened right after the
+        // last one closed (a server's next session) can find the queue
+        // busy for a moment: retry EBUSY for up to BIND_BUSY_RETRY.
+        let started = std::time::Instant::now();
+        loop {
+            // SAFETY: addr is a valid sockaddr_xdp of the size given.
+            let rc = unsafe {
+                libc::bind(
+                    s.fd.as_raw_fd(),
+                    (&addr as *const libc::sockaddr_xdp).cast(),
+                    std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+                )
+            };
+            if rc == 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EBUSY) || started.elapsed() > BIND_BUSY_RETRY {
+                return step("bind", Err(e));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let mut opts = libc::xdp_options { flags: 0 };
         step(

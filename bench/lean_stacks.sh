@@ -53,9 +53,17 @@ for _ in $(seq 100); do grep -q WULF-LISTENING "$work/serve.out" && break; sleep
 sweep() {
   local link=$1; shift
   if [ "$link" = veth ]; then
-    ip netns exec "$NS_A" "$WULF" sweep "$@" --peer "$ADDR_B" --timeout 10s --quiet >/dev/null 2>&1
+    # One server for every sweep: it turns a client away while it still
+    # ends the last session, so retry that (bounded) rather than fail.
+    local try
+    for try in $(seq 30); do
+      ip netns exec "$NS_A" "$WULF" sweep "$@" --peer "$ADDR_B" --timeout 10s --quiet >/dev/null 2>"$work/err" && return 0
+      grep -q "busy with another client" "$work/err" || return 1
+      sleep 0.5
+    done
+    return 1
   else
-    "$WULF" sweep "$@" --lab "$SPEC" --timeout 10s --quiet >/dev/null 2>&1
+    "$WULF" sweep "$@" --lab "$SPEC" --timeout 10s --quiet >/dev/null 2>"$work/err"
   fi
 }
 
@@ -66,7 +74,7 @@ for link in "$SPEC" veth; do
     for w in block spin; do
       if ! sweep "$link" "$t" --wait "$w" --sizes 8,1Ki,64Ki --budget "$BUDGET" --json "$work/pp.json" ||
          ! sweep "$link" "$t" --wait "$w" --mode stream --sizes 64Ki,1Mi,4Mi --budget "$BUDGET" --json "$work/st.json"; then
-        printf "%-5s %-5s %-6s %s\n" "$link" "$t" "$w" "failed"
+        printf "%-5s %-5s %-6s %s\n" "$link" "$t" "$w" "failed: $(tail -n 1 "$work/err")"
         continue
       fi
       python3 - "$link" "$t" "$w" "$work/pp.json" "$work/st.json" <<'PY'

@@ -16,6 +16,8 @@
 # 3. Scale: 8, 16, 32 and 64 simulated agents (processes on this machine,
 #    over loopback) with the same per-cell budget: wall time, coordinator
 #    CPU, and the coordinator's peak memory.
+# 4. The analysis of a 1,000-node matrix (synthetic cells): its time and
+#    the coordinator's memory per cell.
 # Usage: bench/matrix.sh [ROUNDS]   (default 3; needs root for the lab)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,8 +57,14 @@ import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
 m = [json.load(open(f"{work}/matrix-{r}.json")) for r in range(1, rounds + 1)]
 names = [n["name"] for n in m[0]["nodes"]]
-print(f"{'pair':<14}{'cell lat us':>12}{'sweep lat us':>13}{'in CI':>7}{'cell Mbit/s':>13}{'sweep Mbit/s':>13}{'ratio':>7}")
+# Latency: the sweeps' median against the cells' confidence intervals
+# (the target), and against the spread of the cells' medians from round
+# to round (a median's interval covers one run's sampling, not the
+# run-to-run variation of a ping-pong's scheduling).
+print(f"{'pair':<14}{'cell lat us':>12}{'cells min-max':>15}{'sweep lat us':>13}{'sweeps min-max':>16}{'in CI':>7}{'in range':>9}"
+      f"{'cell Mbit/s':>13}{'sweep Mbit/s':>13}{'ratio':>7}")
 worst = 1.0
+in_ci = in_range = 0
 for a in range(4):
     for b in range(4):
         if a == b:
@@ -66,11 +74,20 @@ for a in range(4):
         lo = min(c["latency"]["ci_low_ns"] for c in cells) / 1e3
         hi = max(c["latency"]["ci_high_ns"] for c in cells) / 1e3
         bw = statistics.median(c["bandwidth"]["bits_per_s"] for c in cells) / 1e6
-        sl = statistics.median(json.load(open(f"{work}/lat-{a+1}-{b+1}-{r}.json"))["points"][0]["median_ns"] for r in range(1, rounds + 1)) / 1e3
+        cell_lats = [c["latency"]["median_ns"] / 1e3 for c in cells]
+        sweep_lats = [json.load(open(f"{work}/lat-{a+1}-{b+1}-{r}.json"))["points"][0]["median_ns"] / 1e3 for r in range(1, rounds + 1)]
+        sl = statistics.median(sweep_lats)
         sb = statistics.median(json.load(open(f"{work}/bw-{a+1}-{b+1}-{r}.json"))["points"][0]["bits_per_s"] for r in range(1, rounds + 1)) / 1e6
         worst = min(worst, min(bw, sb) / max(bw, sb))
-        print(f"{names[a]+'->'+names[b]:<14}{lat:>12.1f}{sl:>13.1f}{('yes' if lo <= sl <= hi else 'no'):>7}{bw:>13.1f}{sb:>13.1f}{bw/sb:>7.3f}")
+        ci = lo <= sl <= hi
+        rng = min(cell_lats) <= sl <= max(cell_lats)
+        in_ci += ci
+        in_range += rng
+        print(f"{names[a]+'->'+names[b]:<14}{lat:>12.1f}{min(cell_lats):>7.1f}-{max(cell_lats):<7.1f}{sl:>13.1f}"
+              f"{min(sweep_lats):>8.1f}-{max(sweep_lats):<7.1f}{('yes' if ci else 'no'):>7}{('yes' if rng else 'no'):>9}"
+              f"{bw:>13.1f}{sb:>13.1f}{bw/sb:>7.3f}")
 print(f"worst bandwidth agreement: {worst:.3f} (target >= 0.95)")
+print(f"sweep latency inside the cells' confidence intervals: {in_ci} of 12 pairs; inside the cells' run-to-run range: {in_range} of 12")
 def steps_time(mm):
     # A step (one direction of a round) lasts as long as its slowest cell.
     busy = 0.0
@@ -110,4 +127,7 @@ print(f"{len(r['nodes']):>7} {cells:>8} {r['wall_s']:>8.2f} {r['rounds_s']:>10.2
       f"{1e6*r['coordinator_cpu_s']/cells:>12.1f} {sys.argv[2]:>10}   coordination {100*(r['rounds_s']-busy)/r['wall_s']:.1f}% of wall")
 PY
 done
+# 4. The analysis at 1,000 nodes (999,000 synthetic cells): its time, and
+#    what the coordinator holds per cell.
+cargo test --release --quiet --lib analysis_of_a_thousand_nodes -- --ignored --nocapture 2>/dev/null | grep '^analysis of'
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -16,6 +16,11 @@
 //!   its cells is outlying against the reference and at least
 //!   [`SLOW_NODE_SHARE`] of its cells are. A global median cannot do this
 //!   on a small cluster: one slow node of four touches half the cells.
+//!   From [`EXACT_REFERENCE_NODES`] nodes on, a node touches 2/N of the
+//!   cells or less (under 1.6%), and the reference is all cells: the
+//!   median and MAD move by less than that share of ranks, and the
+//!   analysis stays O(cells) instead of O(N x cells) (a 1,000-node matrix
+//!   would otherwise sort a million values a thousand times per metric).
 //! * **Outlying cell**: outlying against the cells that touch no slow node;
 //!   a cell touching a slow node is marked as explained by it, the others
 //!   are slow single links.
@@ -32,7 +37,7 @@ use std::collections::BTreeMap;
 
 use crate::cluster::schedule::Pattern;
 use crate::result::matrix::{
-    AsymmetricPair, FieldValue, FingerprintDifference, MatrixAnalysis, MatrixCell, MatrixNode,
+    AsymmetricPair, CellFigures, FieldValue, FingerprintDifference, MatrixAnalysis, MatrixNode,
     NodeSummary, OutlierCell, SlowNode, Spread, StepSummary,
 };
 use crate::stats::robust::{median_mad, z_score, OUTLIER_Z};
@@ -43,6 +48,9 @@ pub const MIN_RELATIVE: f64 = 0.15;
 pub const SLOW_NODE_SHARE: f64 = 0.75;
 /// Bandwidth ratio between a pair's directions that makes it asymmetric.
 pub const ASYMMETRY_RATIO: f64 = 1.3;
+/// Nodes from which a node's reference set is all cells, not the cells
+/// that do not touch it (see the module's rules).
+pub const EXACT_REFERENCE_NODES: usize = 128;
 /// Fingerprint fields that differ on every machine by nature.
 const NOT_COMPARED: &[&str] = &[
     "hostname",
@@ -67,7 +75,7 @@ impl Metric {
         }
     }
 
-    fn value(self, c: &MatrixCell) -> Option<f64> {
+    fn value(self, c: &CellFigures) -> Option<f64> {
         match self {
             Metric::Latency => c.latency_ns(),
             Metric::Bandwidth => c.bits_per_s(),
@@ -98,7 +106,7 @@ impl Metric {
 pub fn analyse_pattern(
     pattern: Pattern,
     nodes: &[MatrixNode],
-    cells: &[MatrixCell],
+    cells: &[CellFigures],
 ) -> MatrixAnalysis {
     match pattern {
         Pattern::Pairs => analyse(nodes, cells),
@@ -115,8 +123,8 @@ pub fn analyse_pattern(
 }
 
 /// What the cells of each step achieved together.
-pub fn step_summaries(cells: &[MatrixCell]) -> Vec<StepSummary> {
-    let mut by_step: BTreeMap<usize, Vec<&MatrixCell>> = BTreeMap::new();
+pub fn step_summaries(cells: &[CellFigures]) -> Vec<StepSummary> {
+    let mut by_step: BTreeMap<usize, Vec<&CellFigures>> = BTreeMap::new();
     for c in cells {
         by_step.entry(c.round).or_default().push(c);
     }
@@ -145,11 +153,12 @@ pub fn step_summaries(cells: &[MatrixCell]) -> Vec<StepSummary> {
 }
 
 /// Analyse a matrix.
-pub fn analyse(nodes: &[MatrixNode], cells: &[MatrixCell]) -> MatrixAnalysis {
+pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
     let mut a = MatrixAnalysis {
         fingerprint_differences: fingerprint_differences(nodes),
         ..MatrixAnalysis::default()
     };
+    let touching = touching(nodes.len(), cells);
     for metric in [Metric::Latency, Metric::Bandwidth] {
         let values: Vec<f64> = cells.iter().filter_map(|c| metric.value(c)).collect();
         let spread = median_mad(&values).map(|(median, mad)| Spread {
@@ -161,44 +170,85 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[MatrixCell]) -> MatrixAnalysis {
             Metric::Latency => a.latency = spread,
             Metric::Bandwidth => a.bandwidth = spread,
         }
-        let slow = slow_nodes(nodes.len(), cells, metric);
-        a.outlier_cells.extend(outlier_cells(cells, metric, &slow));
+        let slow = slow_nodes(cells, &touching, metric, spread);
+        a.outlier_cells
+            .extend(outlier_cells(nodes.len(), cells, metric, &slow));
         a.slow_nodes.extend(slow);
         a.asymmetric_pairs.extend(asymmetric_pairs(cells, metric));
     }
     a.outlier_cells.sort_by(|x, y| y.score.total_cmp(&x.score));
-    a.node_summary = (0..nodes.len())
-        .map(|k| {
-            let touching: Vec<&MatrixCell> =
-                cells.iter().filter(|c| c.from == k || c.to == k).collect();
+    a.node_summary = touching
+        .iter()
+        .enumerate()
+        .map(|(k, mine)| {
             let med = |m: Metric| {
-                let v: Vec<f64> = touching.iter().filter_map(|c| m.value(c)).collect();
+                let v: Vec<f64> = mine.iter().filter_map(|&i| m.value(&cells[i])).collect();
                 median_mad(&v).map(|x| x.0)
             };
             NodeSummary {
                 node: k,
                 latency_ns: med(Metric::Latency),
                 bits_per_s: med(Metric::Bandwidth),
-                failed_cells: touching.iter().filter(|c| c.error.is_some()).count(),
+                failed_cells: mine.iter().filter(|&&i| cells[i].error.is_some()).count(),
             }
         })
         .collect();
     a
 }
 
-fn slow_nodes(n: usize, cells: &[MatrixCell], metric: Metric) -> Vec<SlowNode> {
+/// The indices of the cells touching each of `n` nodes: one pass, so
+/// that per-node figures cost O(cells) in all, not O(N x cells).
+fn touching(n: usize, cells: &[CellFigures]) -> Vec<Vec<usize>> {
+    let mut by_node = vec![Vec::new(); n];
+    for (i, c) in cells.iter().enumerate() {
+        if let Some(v) = by_node.get_mut(c.from) {
+            v.push(i);
+        }
+        if c.to != c.from {
+            if let Some(v) = by_node.get_mut(c.to) {
+                v.push(i);
+            }
+        }
+    }
+    by_node
+}
+
+fn slow_nodes(
+    cells: &[CellFigures],
+    touching: &[Vec<usize>],
+    metric: Metric,
+    all: Option<Spread>,
+) -> Vec<SlowNode> {
+    let n = touching.len();
     // Three nodes at least: with two, every cell touches both.
     if n < 3 {
         return Vec::new();
     }
     let mut out = Vec::new();
-    for k in 0..n {
-        let (mine, others): (Vec<&MatrixCell>, Vec<&MatrixCell>) =
-            cells.iter().partition(|c| c.from == k || c.to == k);
-        let mine: Vec<f64> = mine.iter().filter_map(|c| metric.value(c)).collect();
-        let others: Vec<f64> = others.iter().filter_map(|c| metric.value(c)).collect();
-        let (Some((m_mine, _)), Some((median, mad))) = (median_mad(&mine), median_mad(&others))
-        else {
+    let mut mine_mask = vec![false; cells.len()];
+    for (k, mine_idx) in touching.iter().enumerate() {
+        let mine: Vec<f64> = mine_idx
+            .iter()
+            .filter_map(|&i| metric.value(&cells[i]))
+            .collect();
+        let reference = if n < EXACT_REFERENCE_NODES {
+            for &i in mine_idx {
+                mine_mask[i] = true;
+            }
+            let others: Vec<f64> = cells
+                .iter()
+                .zip(&mine_mask)
+                .filter(|(_, &m)| !m)
+                .filter_map(|(c, _)| metric.value(c))
+                .collect();
+            for &i in mine_idx {
+                mine_mask[i] = false;
+            }
+            median_mad(&others)
+        } else {
+            all.map(|s| (s.median, s.mad))
+        };
+        let (Some((m_mine, _)), Some((median, mad))) = (median_mad(&mine), reference) else {
             continue;
         };
         let outlying = mine
@@ -219,8 +269,18 @@ fn slow_nodes(n: usize, cells: &[MatrixCell], metric: Metric) -> Vec<SlowNode> {
     out
 }
 
-fn outlier_cells(cells: &[MatrixCell], metric: Metric, slow: &[SlowNode]) -> Vec<OutlierCell> {
-    let touches_slow = |c: &MatrixCell| slow.iter().any(|s| s.node == c.from || s.node == c.to);
+fn outlier_cells(
+    n: usize,
+    cells: &[CellFigures],
+    metric: Metric,
+    slow: &[SlowNode],
+) -> Vec<OutlierCell> {
+    let mut is_slow = vec![false; n];
+    for s in slow {
+        is_slow[s.node] = true;
+    }
+    let slow_node = |k: usize| is_slow.get(k).copied().unwrap_or(false);
+    let touches_slow = |c: &CellFigures| slow_node(c.from) || slow_node(c.to);
     let reference: Vec<f64> = cells
         .iter()
         .filter(|c| !touches_slow(c))
@@ -250,14 +310,14 @@ fn outlier_cells(cells: &[MatrixCell], metric: Metric, slow: &[SlowNode]) -> Vec
         .collect()
 }
 
-fn asymmetric_pairs(cells: &[MatrixCell], metric: Metric) -> Vec<AsymmetricPair> {
+fn asymmetric_pairs(cells: &[CellFigures], metric: Metric) -> Vec<AsymmetricPair> {
     // Value and confidence interval of the median's time, per direction.
     type Seen = Option<(f64, f64, f64)>;
     let mut by_pair: BTreeMap<(usize, usize), [Seen; 2]> = BTreeMap::new();
     for c in cells {
         let point = match metric {
-            Metric::Latency => c.latency.as_ref(),
-            Metric::Bandwidth => c.bandwidth.as_ref(),
+            Metric::Latency => c.latency,
+            Metric::Bandwidth => c.bandwidth,
         };
         let (Some(v), Some(p)) = (metric.value(c), point) else {
             continue;

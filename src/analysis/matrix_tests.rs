@@ -1,6 +1,7 @@
 //! Exact tests of the matrix rules on synthetic cells.
 
 use super::*;
+use crate::result::matrix::MatrixCell;
 use crate::sweep::engine::test_point;
 
 const BW_BYTES: u64 = 1 << 22;
@@ -31,7 +32,7 @@ fn nodes(n: usize) -> Vec<MatrixNode> {
 }
 
 /// Every directed cell among `n` nodes, with `f` giving (latency, bits/s).
-fn all_cells(n: usize, f: impl Fn(usize, usize) -> (f64, f64)) -> Vec<MatrixCell> {
+fn all_cells(n: usize, f: impl Fn(usize, usize) -> (f64, f64)) -> Vec<CellFigures> {
     let mut cells = Vec::new();
     for a in 0..n {
         for b in 0..n {
@@ -39,7 +40,7 @@ fn all_cells(n: usize, f: impl Fn(usize, usize) -> (f64, f64)) -> Vec<MatrixCell
                 let (l, bw) = f(a, b);
                 // A little spread, as real cells have.
                 let jitter = 1.0 + 0.01 * ((a * 7 + b * 3) % 5) as f64;
-                cells.push(cell(a, b, l * jitter, bw / jitter));
+                cells.push(CellFigures::from(&cell(a, b, l * jitter, bw / jitter)));
             }
         }
     }
@@ -88,6 +89,36 @@ fn one_bad_link_is_a_link_not_a_node() {
 }
 
 #[test]
+fn a_slow_node_among_many_is_named_against_all_cells() {
+    // Past EXACT_REFERENCE_NODES the reference is every cell: node 57 on
+    // fe among 199 ge nodes is still named, and its links are explained
+    // by it; one slow single link elsewhere stays a link.
+    let n = EXACT_REFERENCE_NODES + 72;
+    let cells = all_cells(n, |a, b| match (a, b) {
+        (57, _) | (_, 57) => (60e3, 95e6),
+        (3, 9) => (40e3, 300e6),
+        _ => (40e3, 900e6),
+    });
+    let a = analyse(&nodes(n), &cells);
+    let slow: Vec<(usize, &str)> = a
+        .slow_nodes
+        .iter()
+        .map(|s| (s.node, s.metric.as_str()))
+        .collect();
+    assert_eq!(slow, [(57, "latency"), (57, "bandwidth")]);
+    let links: Vec<(usize, usize)> = a
+        .outlier_cells
+        .iter()
+        .filter(|c| !c.explained_by_node)
+        .map(|c| (c.from, c.to))
+        .collect();
+    assert_eq!(links, [(3, 9)]);
+    assert_eq!(a.node_summary.len(), n);
+    assert_eq!(a.node_summary[57].bits_per_s.map(|b| b < 100e6), Some(true));
+    assert_eq!(a.bandwidth.unwrap().cells, n * (n - 1));
+}
+
+#[test]
 fn a_uniform_matrix_has_no_findings() {
     let a = analyse(&nodes(8), &all_cells(8, |_, _| (40e3, 900e6)));
     assert!(a.slow_nodes.is_empty() && a.outlier_cells.is_empty());
@@ -115,4 +146,30 @@ fn differing_fingerprint_fields_name_their_nodes() {
     assert_eq!(d[0].values[0].value, "9000");
     assert_eq!(d[0].values[0].nodes, [0, 2]);
     assert_eq!(d[0].values[1].nodes, [1]);
+}
+
+/// Not a test: how long the analysis of a 1,000-node matrix takes, and
+/// what its figures weigh (`bench/matrix.sh` runs it; no speed asserted).
+#[test]
+#[ignore]
+fn analysis_of_a_thousand_nodes() {
+    let n = 1000;
+    let cells = all_cells(n, |a, b| match (a, b) {
+        (417, _) | (_, 417) => (60e3, 95e6),
+        _ => (40e3, 900e6),
+    });
+    let started = std::time::Instant::now();
+    let a = analyse(&nodes(n), &cells);
+    let took = started.elapsed();
+    assert_eq!(
+        a.slow_nodes.iter().map(|s| s.node).collect::<Vec<_>>(),
+        [417, 417]
+    );
+    println!(
+        "analysis of {n} nodes ({} cells): {:.2} s; figures {} bytes a cell, {:.0} MB in all",
+        cells.len(),
+        took.as_secs_f64(),
+        std::mem::size_of::<CellFigures>(),
+        (cells.len() * std::mem::size_of::<CellFigures>()) as f64 / 1e6
+    );
 }

@@ -10,8 +10,8 @@
 //! order costs nothing, and the coordinator holds one connection and one
 //! row of state per node: memory and work per round grow linearly with
 //! the number of nodes. Each cell goes to the cell file ([`super::cells`])
-//! as soon as it is read; the coordinator keeps only its summary (the
-//! trials dropped) for the analysis and the terminal.
+//! as soon as it is read; the coordinator keeps only its figures
+//! ([`CellFigures`], about 100 bytes) for the analysis and the terminal.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc;
@@ -23,7 +23,7 @@ use super::cells::CellFile;
 use super::launch::{Agents, Launcher};
 use super::protocol::{random_hex, verify, CellReport, ControlChannel, Hello, Join, Order};
 use super::schedule::{self, Pattern};
-use crate::result::matrix::{MatrixCell, MatrixNode};
+use crate::result::matrix::{CellFigures, MatrixCell, MatrixNode};
 
 /// What a matrix measures and how.
 #[derive(Debug, Clone)]
@@ -57,9 +57,9 @@ pub struct MatrixPlan {
 pub struct Gathered {
     /// One per host, in order.
     pub nodes: Vec<MatrixNode>,
-    /// Every cell measured or tried, without its trials (those are in
-    /// the cell file).
-    pub cells: Vec<MatrixCell>,
+    /// The figures of every cell measured or tried (the cells, with
+    /// their trials, are in the cell file).
+    pub cells: Vec<CellFigures>,
     /// Rounds of the tournament.
     pub rounds: usize,
     /// Time spent in the rounds.
@@ -155,19 +155,13 @@ pub fn run(
             }
             let measured = measure_group(plan, budget, round, &group, &mut members, &mut nodes);
             trouble |= measured.lost;
-            for mut cell in measured.cells {
+            for cell in measured.cells {
                 if let Err(e) = cell_file.push(&cell) {
                     write_error = Some(format!("{e:#}"));
                 }
-                // The trials are on disk; the summary is all the analysis
+                // The cell is on disk; its figures are all the analysis
                 // and the terminal need.
-                for p in [cell.latency.as_mut(), cell.bandwidth.as_mut()]
-                    .into_iter()
-                    .flatten()
-                {
-                    p.trials_ns = Vec::new();
-                }
-                cells.push(cell);
+                cells.push(CellFigures::from(&cell));
             }
             if write_error.is_some() {
                 break 'steps;

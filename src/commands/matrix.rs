@@ -217,11 +217,12 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
         pattern: plan.pattern,
         rounds: g.rounds,
         nodes: g.nodes,
-        cells: g.cells,
+        // Streamed from the cell file when written.
+        cells: Vec::new(),
         analysis,
         warnings: Vec::new(),
     };
-    let text = crate::report::matrix_text::to_text(&result);
+    let text = crate::report::matrix_text::to_text(&result, &g.cells);
     if to_stdout {
         eprint!("{text}");
     } else {
@@ -233,10 +234,13 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
         println!("saved {}", path.display());
     }
     if let Some(csv) = &args.csv {
-        write_atomically(csv, &crate::report::matrix_csv::to_csv(&result)?)?;
+        write_atomically(csv, &crate::report::matrix_csv::to_csv(&result, &g.cells)?)?;
     }
     if let Some(path) = &args.openmetrics {
-        let text = crate::report::openmetrics::to_openmetrics(&[], std::slice::from_ref(&result));
+        let text = crate::report::openmetrics::to_openmetrics_figures(
+            &[],
+            &[(&result, g.cells.as_slice())],
+        );
         write_atomically(path, text.as_bytes())?;
     }
     if g.incomplete.as_deref() == Some("interrupted") {

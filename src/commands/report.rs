@@ -250,7 +250,8 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         };
         // Markdown only: the other formats refused matrices above.
         for m in &all.matrices {
-            let text = report::matrix_text::to_text(m);
+            let text =
+                report::matrix_text::to_text(m, &crate::result::matrix::figures_of(&m.cells));
             b.extend(format!("\n## Link matrix\n\n```\n{text}```\n").into_bytes());
         }
         for c in &all.collectives {

@@ -1,11 +1,14 @@
 //! Both matrices as CSV: one row per directed cell, with the medians, the
 //! confidence intervals and the trial counts, ready for a spreadsheet or
-//! pandas pivot. A pure function from the result to bytes.
+//! pandas pivot. A pure function from the result and its cells' figures
+//! to bytes.
 
-use crate::result::matrix::MatrixResult;
+use crate::result::matrix::{CellFigures, MatrixResult};
 
-/// The cells of `r` as CSV.
-pub fn to_csv(r: &MatrixResult) -> anyhow::Result<Vec<u8>> {
+/// The cells of `r` as CSV, from their figures `cells`
+/// ([`crate::result::matrix::figures_of`] of `r.cells` for a result read
+/// from a file).
+pub fn to_csv(r: &MatrixResult, cells: &[CellFigures]) -> anyhow::Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "from",
@@ -24,7 +27,7 @@ pub fn to_csv(r: &MatrixResult) -> anyhow::Result<Vec<u8>> {
         "error",
     ])?;
     let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
-    for c in &r.cells {
+    for c in cells {
         let (l, b) = (c.latency.as_ref(), c.bandwidth.as_ref());
         w.write_record([
             r.nodes[c.from].name.clone(),
@@ -40,7 +43,7 @@ pub fn to_csv(r: &MatrixResult) -> anyhow::Result<Vec<u8>> {
             opt(b.map(|p| p.ci_low_ns)),
             opt(b.map(|p| p.ci_high_ns)),
             b.map(|p| p.trials.to_string()).unwrap_or_default(),
-            c.error.clone().unwrap_or_default(),
+            c.error.as_deref().unwrap_or_default().to_string(),
         ])?;
     }
     Ok(w.into_inner()?)

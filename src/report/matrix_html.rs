@@ -7,8 +7,11 @@
 //! node or sender), coloured by how far the cell is from the median of
 //! all cells on a diverging scale (blue better, red worse, saturating at
 //! half or twice the median), each with a tooltip. Beyond
-//! [`HEATMAP_MAX_NODES`] nodes the squares would be too many to draw and
-//! too small to see; the node table and the findings remain.
+//! [`HEATMAP_MAX_NODES`] nodes a map of SVG squares would weigh
+//! megabytes (150 MB at 1,000 nodes) with squares too small to point at:
+//! the map is then a PNG image, one pixel per cell, embedded as a data
+//! URI and scaled up without smoothing; the findings and the node table
+//! name the cells and nodes a tooltip would have.
 
 use std::fmt::Write;
 
@@ -18,8 +21,10 @@ use crate::cluster::schedule::Pattern;
 use crate::result::matrix::{MatrixCell, MatrixResult};
 use crate::units::format_bytes;
 
-/// Most nodes drawn as a heatmap.
+/// Most nodes drawn as an SVG heatmap (more: a PNG one).
 pub const HEATMAP_MAX_NODES: usize = 128;
+/// Least width of a heatmap on the page, CSS pixels.
+const HEATMAP_MIN_WIDTH: usize = 480;
 /// Bins of the cell histograms.
 const BINS: usize = 24;
 
@@ -101,8 +106,12 @@ fn section(h: &mut String, m: &MatrixResult, no: usize) {
         };
         let Some(median) = median else { continue };
         // Multipair steps repeat the same pairs: no map to draw.
-        if m.nodes.len() <= HEATMAP_MAX_NODES && m.pattern != Pattern::Multipair {
-            heatmap(h, m, metric, median, title);
+        if m.pattern != Pattern::Multipair {
+            if m.nodes.len() <= HEATMAP_MAX_NODES {
+                heatmap(h, m, metric, median, title);
+            } else {
+                raster_heatmap(h, m, metric, median, title);
+            }
         }
         histogram(h, m, metric, title);
     }
@@ -247,15 +256,63 @@ fn heatmap(h: &mut String, m: &MatrixResult, metric: Metric, median: f64, title:
     h.push_str("</svg></figure>\n");
 }
 
+/// The heatmap of a large matrix: a PNG with one pixel per cell (row:
+/// measuring node), the same colours as [`heatmap`], grey for a cell not
+/// measured, embedded as a data URI.
+fn raster_heatmap(h: &mut String, m: &MatrixResult, metric: Metric, median: f64, title: &str) {
+    let n = m.nodes.len();
+    let mut rgb = vec![0xffu8; n * n * 3];
+    for c in m.cells.iter().filter(|c| c.from < n && c.to < n) {
+        let at = 3 * (c.from * n + c.to);
+        let px = match metric.value(c) {
+            Some(v) => color_rgb(metric.badness(v, median)),
+            None => [0x99; 3],
+        };
+        rgb[at..at + 3].copy_from_slice(&px);
+    }
+    let Ok(png) = encode_png(n, &rgb) else {
+        return;
+    };
+    use base64::Engine as _;
+    let _ = write!(
+        h,
+        "<figure class=heatmap><figcaption>{} &middot; median {} &middot; one pixel per cell,          nodes in the order of the node table</figcaption>
+         <img class=raster alt='{} heatmap of {n} nodes' width={w} height={w}          style='image-rendering:pixelated;max-width:100%;height:auto' src='data:image/png;base64,{}'>         </figure>
+",
+        esc(title),
+        metric.show(median),
+        esc(title),
+        base64::engine::general_purpose::STANDARD.encode(png),
+        w = n.max(HEATMAP_MIN_WIDTH),
+    );
+}
+
+/// An `n` x `n` RGB image as PNG.
+fn encode_png(n: usize, rgb: &[u8]) -> Result<Vec<u8>, png::EncodingError> {
+    let mut out = Vec::new();
+    let side = u32::try_from(n).unwrap_or(u32::MAX);
+    let mut enc = png::Encoder::new(&mut out, side, side);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.write_header()?.write_image_data(rgb)?;
+    Ok(out)
+}
+
 /// Diverging colour: -1 (twice as good) blue, 0 white, 1 (twice as bad) red.
 fn color(badness: f64) -> String {
+    let [r, g, b] = color_rgb(badness);
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// [`color`] as red, green and blue.
+fn color_rgb(badness: f64) -> [u8; 3] {
     let t = badness.abs();
     let (r, g, b) = if badness > 0.0 {
         (255.0, 255.0 - 200.0 * t, 255.0 - 200.0 * t)
     } else {
         (255.0 - 200.0 * t, 255.0 - 120.0 * t, 255.0)
     };
-    format!("#{:02x}{:02x}{:02x}", r as u8, g as u8, b as u8)
+    [r as u8, g as u8, b as u8]
 }
 
 fn histogram(h: &mut String, m: &MatrixResult, metric: Metric, title: &str) {
@@ -365,3 +422,7 @@ fn node_table(h: &mut String, m: &MatrixResult) {
     }
     h.push_str("</table>\n");
 }
+
+#[cfg(test)]
+#[path = "matrix_html_tests.rs"]
+mod tests;

@@ -1,11 +1,13 @@
 //! The terminal view of a matrix: both matrices (or the worst cells when
 //! there are too many nodes to print), the node table and the findings.
-//! A pure function from the result to text.
+//! A pure function from the result and its cells' figures to text (the
+//! figures apart from the result: while measuring, the cells themselves
+//! are on disk, see [`crate::cluster::cells`]).
 
 use std::fmt::Write;
 
 use crate::cluster::schedule::Pattern;
-use crate::result::matrix::MatrixResult;
+use crate::result::matrix::{CellFigures, MatrixResult};
 use crate::units::format_bytes;
 
 /// Most nodes whose full matrices are printed.
@@ -13,8 +15,10 @@ const FULL_MATRIX_NODES: usize = 12;
 /// Worst cells listed when the matrices are not printed in full.
 const WORST_CELLS: usize = 10;
 
-/// The matrix result as text for a terminal.
-pub fn to_text(r: &MatrixResult) -> String {
+/// The matrix result as text for a terminal; `cells` are the figures of
+/// its cells ([`crate::result::matrix::figures_of`] of `r.cells` for a
+/// result read from a file).
+pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
     let mut s = String::new();
     let n = r.nodes.len();
     let how = match r.pattern {
@@ -35,18 +39,18 @@ pub fn to_text(r: &MatrixResult) -> String {
         r.via, r.launch, r.wall_s, r.rounds_s
     );
     let name = |i: usize| r.nodes[i].name.as_str();
-    let mut lat = vec![vec![None; n]; n];
-    let mut bw = vec![vec![None; n]; n];
-    for c in &r.cells {
-        lat[c.from][c.to] = c.latency_ns();
-        bw[c.from][c.to] = c.bits_per_s();
-    }
     if !r.analysis.steps.is_empty() {
         steps_table(&mut s, r);
     }
     if r.pattern == Pattern::Multipair {
         // Its cells repeat the same pairs: the steps say it all.
     } else if n <= FULL_MATRIX_NODES {
+        let mut lat = vec![vec![None; n]; n];
+        let mut bw = vec![vec![None; n]; n];
+        for c in cells.iter().filter(|c| c.from < n && c.to < n) {
+            lat[c.from][c.to] = c.latency_ns();
+            bw[c.from][c.to] = c.bits_per_s();
+        }
         let title = format!(
             "latency, {} ping-pong, one-way us (row: measuring node)",
             format_bytes(r.latency_bytes)
@@ -58,11 +62,15 @@ pub fn to_text(r: &MatrixResult) -> String {
         );
         table(&mut s, &title, r, &bw, |v| format!("{:.1}", v / 1e6));
     } else {
-        let mut worst: Vec<(usize, usize, f64)> = r
-            .cells
+        let mut worst: Vec<(usize, usize, f64)> = cells
             .iter()
             .filter_map(|c| Some((c.from, c.to, c.bits_per_s()?)))
             .collect();
+        // The few lowest of up to a million cells: select, then sort those.
+        if worst.len() > WORST_CELLS {
+            worst.select_nth_unstable_by(WORST_CELLS, |a, b| a.2.total_cmp(&b.2));
+            worst.truncate(WORST_CELLS);
+        }
         worst.sort_by(|a, b| a.2.total_cmp(&b.2));
         let _ = writeln!(s, "\nlowest bandwidth cells:");
         for (a, b, v) in worst.iter().take(WORST_CELLS) {
@@ -133,7 +141,7 @@ pub fn to_text(r: &MatrixResult) -> String {
             node.error.as_deref().unwrap_or("")
         ));
     }
-    let failed = r.cells.iter().filter(|c| c.error.is_some()).count();
+    let failed = cells.iter().filter(|c| c.error.is_some()).count();
     if failed > 0 {
         findings.push(format!(
             "{failed} cells failed (see the result's cells[].error)"

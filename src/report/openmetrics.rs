@@ -27,14 +27,30 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::summary::summary_row;
 use crate::analysis::Analysis;
-use crate::result::matrix::{MatrixCell, MatrixResult};
-use crate::result::{Point, SweepResult};
+use crate::result::matrix::{figures_of, CellFigures, Figure, MatrixResult};
+use crate::result::SweepResult;
 
 /// The labels of every series: host, peer, transport, mode.
 type Labels = [(&'static str, String); 4];
 
 /// The OpenMetrics text of `sweeps` and `matrices`, ending in `# EOF`.
 pub fn to_openmetrics(sweeps: &[SweepResult], matrices: &[MatrixResult]) -> String {
+    let figures: Vec<Vec<CellFigures>> = matrices.iter().map(|m| figures_of(&m.cells)).collect();
+    let matrices: Vec<(&MatrixResult, &[CellFigures])> = matrices
+        .iter()
+        .zip(&figures)
+        .map(|(m, f)| (m, f.as_slice()))
+        .collect();
+    to_openmetrics_figures(sweeps, &matrices)
+}
+
+/// [`to_openmetrics`] of matrices given with their cells' figures apart
+/// (while measuring, a matrix's cells are on disk and only their figures
+/// in memory).
+pub fn to_openmetrics_figures(
+    sweeps: &[SweepResult],
+    matrices: &[(&MatrixResult, &[CellFigures])],
+) -> String {
     let mut families = sweep_families();
     let mut sweeps: Vec<&SweepResult> = sweeps.iter().collect();
     // RFC 3339 in UTC sorts as text; stable, so later arguments win ties.
@@ -43,10 +59,10 @@ pub fn to_openmetrics(sweeps: &[SweepResult], matrices: &[MatrixResult]) -> Stri
         add_sweep(&mut families, r);
     }
     let mut link = link_families();
-    let mut matrices: Vec<&MatrixResult> = matrices.iter().collect();
-    matrices.sort_by(|a, b| a.started_at.cmp(&b.started_at));
-    for m in matrices {
-        add_matrix(&mut link, m);
+    let mut matrices: Vec<&(&MatrixResult, &[CellFigures])> = matrices.iter().collect();
+    matrices.sort_by(|a, b| a.0.started_at.cmp(&b.0.started_at));
+    for (m, cells) in matrices {
+        add_matrix(&mut link, m, cells);
     }
     families.extend(link);
     families.retain(|f| !f.samples.is_empty());
@@ -189,14 +205,14 @@ fn link_families() -> Vec<Family> {
     ]
 }
 
-fn add_matrix(f: &mut [Family], m: &MatrixResult) {
+fn add_matrix(f: &mut [Family], m: &MatrixResult, cells: &[CellFigures]) {
     let name = |i: usize| {
         m.nodes
             .get(i)
             .map(|n| n.name.clone())
             .unwrap_or_else(|| format!("node{i}"))
     };
-    for cell in &m.cells {
+    for cell in cells {
         let labels = |mode: &str| -> Labels {
             [
                 ("host", name(cell.from)),
@@ -208,17 +224,17 @@ fn add_matrix(f: &mut [Family], m: &MatrixResult) {
         let (ping, stream) = (labels("pingpong"), labels("stream"));
         f[LINK_LATENCY].set(&ping, cell.latency_ns().map(|ns| ns / 1e9));
         f[LINK_THROUGHPUT].set(&stream, cell.bits_per_s().map(|b| b / 8.0));
-        f[LINK_NOISY].set(&ping, noisy(cell.latency.as_ref()));
-        f[LINK_NOISY].set(&stream, noisy(cell.bandwidth.as_ref()));
+        f[LINK_NOISY].set(&ping, noisy(cell.latency));
+        f[LINK_NOISY].set(&stream, noisy(cell.bandwidth));
         f[LINK_FAILED].set(&stream, Some(failed(cell)));
     }
 }
 
-fn noisy(p: Option<&Point>) -> Option<f64> {
+fn noisy(p: Option<Figure>) -> Option<f64> {
     p.map(|p| if p.noisy { 1.0 } else { 0.0 })
 }
 
-fn failed(cell: &MatrixCell) -> f64 {
+fn failed(cell: &CellFigures) -> f64 {
     if cell.error.is_some() {
         1.0
     } else {

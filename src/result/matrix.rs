@@ -12,6 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::matrix_figures::{figures_of, CellFigures, Figure, CELL_FIGURES_MAX_BYTES};
 use super::Point;
 use crate::sys::Host;
 

@@ -23,6 +23,7 @@ pub use conditions::Conditions;
 pub use confirmation::{CheckedEvent, Confirmation, RemeasuredPoint};
 pub use link::{LinkEfficiency, LinkEnd};
 pub mod matrix;
+mod matrix_figures;
 pub use mpi_info::{MpiInfo, ProtocolLimit};
 pub mod study;
 pub use npb::{

@@ -1,0 +1,157 @@
+//! The figures of a matrix cell without its trials: what the coordinator
+//! keeps of each cell while the cells themselves stream to disk
+//! ([`crate::cluster::cells`]), and what the analysis, the terminal table
+//! and the exporters read.
+//!
+//! A [`MatrixCell`] with its trials dropped still holds two whole sweep
+//! points (percentiles, CPU costs, limits, tails): about 1.8 KiB a cell in
+//! the coordinator's memory, 1.8 GB for the 999,000 cells of a 1,000-node
+//! matrix. [`CellFigures`] holds what is read of them, in
+//! [`CELL_FIGURES_MAX_BYTES`] or less: about 100 MB at 1,000 nodes.
+//! Not part of the result file: that keeps every cell whole.
+
+use super::matrix::MatrixCell;
+use super::Point;
+
+/// Upper bound of `size_of::<CellFigures>()` (checked by a test).
+pub const CELL_FIGURES_MAX_BYTES: usize = 128;
+
+/// The figures of one point of a cell.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figure {
+    /// Median time, ns (one-way for a ping-pong, per message for a stream).
+    pub median_ns: f64,
+    /// Lower end of the median's confidence interval, ns.
+    pub ci_low_ns: f64,
+    /// Upper end of the median's confidence interval, ns.
+    pub ci_high_ns: f64,
+    /// Throughput at the median, bits/s.
+    pub bits_per_s: f64,
+    /// Trials kept (saturating at `u32::MAX`).
+    pub trials: u32,
+    /// Whether the point was flagged noisy.
+    pub noisy: bool,
+}
+
+impl From<&Point> for Figure {
+    fn from(p: &Point) -> Figure {
+        Figure {
+            median_ns: p.median_ns,
+            ci_low_ns: p.ci_low_ns,
+            ci_high_ns: p.ci_high_ns,
+            bits_per_s: p.bits_per_s,
+            trials: u32::try_from(p.trials).unwrap_or(u32::MAX),
+            noisy: p.noisy,
+        }
+    }
+}
+
+/// The figures of one directed cell (see [`MatrixCell`] for the fields'
+/// meaning).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellFigures {
+    /// Index of the measuring node.
+    pub from: usize,
+    /// Index of the node it measured against.
+    pub to: usize,
+    /// Round or step.
+    pub round: usize,
+    /// Time the measuring agent spent on the cell, seconds.
+    pub measure_s: f64,
+    /// The ping-pong point's figures.
+    pub latency: Option<Figure>,
+    /// The stream point's figures.
+    pub bandwidth: Option<Figure>,
+    /// Why the cell failed, when it did (boxed: most cells have none).
+    pub error: Option<Box<str>>,
+}
+
+impl CellFigures {
+    /// Median one-way latency, ns.
+    pub fn latency_ns(&self) -> Option<f64> {
+        self.latency.map(|p| p.median_ns)
+    }
+
+    /// Median bandwidth, bits/s.
+    pub fn bits_per_s(&self) -> Option<f64> {
+        self.bandwidth.map(|p| p.bits_per_s)
+    }
+}
+
+impl From<&MatrixCell> for CellFigures {
+    fn from(c: &MatrixCell) -> CellFigures {
+        CellFigures {
+            from: c.from,
+            to: c.to,
+            round: c.round,
+            measure_s: c.measure_s,
+            latency: c.latency.as_ref().map(Figure::from),
+            bandwidth: c.bandwidth.as_ref().map(Figure::from),
+            error: c.error.as_deref().map(Box::from),
+        }
+    }
+}
+
+/// The figures of every cell of `cells`, in order.
+pub fn figures_of(cells: &[MatrixCell]) -> Vec<CellFigures> {
+    cells.iter().map(CellFigures::from).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_stay_small() {
+        // The coordinator holds one per cell: N² of them.
+        assert!(
+            std::mem::size_of::<CellFigures>() <= CELL_FIGURES_MAX_BYTES,
+            "{} bytes",
+            std::mem::size_of::<CellFigures>()
+        );
+    }
+
+    #[test]
+    fn figures_carry_what_the_cell_says() {
+        let point = |bytes: u64, median_ns: f64| {
+            let mut p = crate::sweep::engine::test_point(bytes, median_ns);
+            p.ci_low_ns = median_ns - 1.0;
+            p.ci_high_ns = median_ns + 2.0;
+            p.trials = 7;
+            p.noisy = true;
+            p
+        };
+        let cell = MatrixCell {
+            from: 2,
+            to: 5,
+            round: 3,
+            latency: Some(point(8, 4000.0)),
+            bandwidth: Some(point(1 << 22, 40e6)),
+            error: Some("late".into()),
+            measure_s: 1.5,
+        };
+        let f = CellFigures::from(&cell);
+        assert_eq!((f.from, f.to, f.round, f.measure_s), (2, 5, 3, 1.5));
+        assert_eq!(f.latency_ns(), Some(4000.0));
+        assert_eq!(
+            f.bits_per_s(),
+            cell.bandwidth.as_ref().map(|p| p.bits_per_s)
+        );
+        let l = f.latency.unwrap();
+        assert_eq!(
+            (l.ci_low_ns, l.ci_high_ns, l.trials, l.noisy),
+            (3999.0, 4002.0, 7, true)
+        );
+        assert_eq!(f.error.as_deref(), Some("late"));
+        let none = CellFigures::from(&MatrixCell {
+            latency: None,
+            bandwidth: None,
+            error: None,
+            ..cell
+        });
+        assert_eq!(
+            (none.latency_ns(), none.bits_per_s(), none.error),
+            (None, None, None)
+        );
+    }
+}

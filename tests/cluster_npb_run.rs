@@ -247,16 +247,41 @@ fn run_across_a_small_lab_end_to_end() {
         "nodes (lab:",
         "matrix: latency median",
         "tcp sweep, slowest pair",
+        "allreduce over tcp np=2: 8 B",
         "NAS MG class S tcp np=2",
     ] {
         assert!(text.contains(needle), "no {needle:?} in:\n{text}");
     }
+    assert!(
+        !text.contains("matrix over mpi:"),
+        "--only tcp: no MPI matrix"
+    );
     let runs: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
     assert_eq!(runs.len(), 1, "one results directory");
     let d = runs[0].path();
-    for f in ["matrix.json", "npb-mg-S.json", "report.html", "summary.txt"] {
+    for f in [
+        "matrix.json",
+        "npb-mg-S.json",
+        "collective-allreduce.json",
+        "report.html",
+        "summary.txt",
+    ] {
         assert!(d.join(f).is_file(), "no {f}");
     }
+    let c = wulf::result::collective::read_collective_result(&d.join("collective-allreduce.json"))
+        .unwrap();
+    assert_eq!(
+        (c.collective.as_str(), c.nprocs, c.runs.len()),
+        ("allreduce", 2, 1)
+    );
+    let placed = c.runs[0].placement.as_ref().expect("the ranks' placement");
+    let on: Vec<&str> = placed.iter().map(|p| p.node.as_str()).collect();
+    assert_eq!(on, ["node1", "node2"], "one rank on each lab node");
+    let html = std::fs::read_to_string(d.join("report.html")).unwrap();
+    assert!(
+        html.contains("allreduce"),
+        "the report draws the collective"
+    );
     let m = wulf::result::matrix::read_matrix_result(&d.join("matrix.json")).unwrap();
     assert_eq!(m.cells.len(), 2);
     assert!(m.nodes.iter().all(|n| n.host.is_some()), "fingerprints");
@@ -270,6 +295,68 @@ fn run_across_a_small_lab_end_to_end() {
     assert!(s.placement.lab.is_some(), "the sweep ran between lab nodes");
     let mg = read_npb_result(&d.join("npb-mg-S.json")).unwrap();
     check_placed(&mg, "tcp", &["node1", "node2"], true);
+}
+
+/// `wulf run` across a lab with every MPI installed: each MPI's matrix
+/// (its ranks on the lab's nodes, by its own launcher) and allreduce over
+/// tcp and each MPI, in the summary and the results directory.
+#[test]
+fn run_across_a_lab_measures_each_mpi_matrix_and_allreduce() {
+    let _s = serial();
+    let mpis = common::libraries();
+    if !labs_possible() || mpis.is_empty() {
+        return;
+    }
+    let lab = format!("q{}", std::process::id() % 100_000);
+    let _guard = common::lab_up(&lab, 2);
+    let dir = tempdir();
+    let o = run(&[
+        "run",
+        "--launch",
+        &format!("lab:{lab}"),
+        "--quick",
+        "--budget",
+        "6s",
+        "--sizes",
+        "1:4Ki",
+        "--no-npb",
+        "--quiet",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{text}{}", stderr(&o));
+    let d = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let c = wulf::result::collective::read_collective_result(&d.join("collective-allreduce.json"))
+        .unwrap();
+    for mpi in &mpis {
+        // In a lab the MPIs are held to TCP: mpi:NAME(tcp).
+        let via = format!("mpi:{mpi}(tcp)");
+        assert!(
+            text.contains(&format!("matrix over {via}: latency median")),
+            "{text}"
+        );
+        let file = d.join(format!("matrix-mpi-{mpi}-tcp.json"));
+        let m = wulf::result::matrix::read_matrix_result(&file).unwrap();
+        assert_eq!((m.via.as_str(), m.cells.len()), (via.as_str(), 2));
+        assert!(m.cells.iter().all(|c| c.bits_per_s().is_some()), "{via}");
+        let run = c
+            .runs
+            .iter()
+            .find(|r| r.via == via)
+            .expect("an allreduce run");
+        assert!(run.error.is_none() && !run.points.is_empty(), "{run:?}");
+        assert!(
+            text.contains(&format!("allreduce over {via} np=2: 8 B")),
+            "{text}"
+        );
+    }
+    assert!(c.runs.iter().any(|r| r.via == "tcp" && r.error.is_none()));
 }
 
 /// The processes in lab `lab`'s node namespaces whose command line names

@@ -135,6 +135,10 @@ fn unknown_fields_and_other_versions_are_rejected() {
     let e = wulf::result::matrix::read_matrix_result(&json).unwrap_err();
     assert!(format!("{e:#}").contains("surprise"), "{e:#}");
     v["cells"][0].as_object_mut().unwrap().remove("surprise");
+    // Version 1 (before the load patterns' optional fields) is still read.
+    v["schema_version"] = 1.into();
+    std::fs::write(&json, v.to_string()).unwrap();
+    assert!(wulf::result::matrix::read_matrix_result(&json).is_ok());
     v["schema_version"] = 99.into();
     std::fs::write(&json, v.to_string()).unwrap();
     let e = wulf::result::matrix::read_matrix_result(&json).unwrap_err();
@@ -472,8 +476,52 @@ fn load_patterns_measure_their_pairs_at_once() {
         if pattern == "multipair" {
             let pairs: Vec<usize> = r.analysis.steps.iter().map(|s| s.pairs).collect();
             assert_eq!(pairs, [1, 2, 3]);
+            // osu_mbw_mr's small-message rate: every cell streams 8 B
+            // messages too, and each step sums their rates.
+            for st in &r.analysis.steps {
+                let rate: f64 = r
+                    .cells
+                    .iter()
+                    .filter(|c| c.round == st.step)
+                    .map(|c| {
+                        let p = c.rate.as_ref().expect("a small-message stream");
+                        assert_eq!(p.bytes, 8);
+                        1e9 / p.median_ns
+                    })
+                    .sum();
+                let got = st.rate_messages_per_s.expect("a message rate");
+                assert!((got - rate).abs() < 1e-6 * rate, "{got} {rate}");
+            }
+            assert!(r.cells.iter().all(|c| c.alone_bandwidth.is_none()));
+            assert!(text.contains("8 B msgs/s"), "{text}");
+        } else {
+            // Each pair again alone after its step; each node's share kept.
+            assert!(r.cells.iter().all(|c| c.rate.is_none()));
+            for c in &r.cells {
+                let alone = c.alone_bandwidth.as_ref().expect("measured alone");
+                assert_eq!(alone.bytes, r.bandwidth_bytes);
+            }
+            assert_eq!(r.analysis.contention.len(), 6, "every node sends");
+            for k in &r.analysis.contention {
+                assert!((k.kept - k.loaded_bits_per_s / k.alone_bits_per_s).abs() < 1e-9);
+            }
+            assert!(
+                text.contains("alone Mbit/s") && text.contains("kept"),
+                "{text}"
+            );
         }
     }
+    // --no-alone: the pattern alone.
+    let json = dir.path().join("no-alone.json");
+    let out = matrix(
+        &format!("{}[1-4]", tag("noalone")),
+        &["--pattern", "bisection", "--no-alone", "--budget", "1s"],
+        &json,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
+    assert!(r.cells.iter().all(|c| c.alone_bandwidth.is_none()));
+    assert!(r.analysis.contention.is_empty());
     let out = wulf(&[
         "matrix",
         "--launch",

@@ -38,7 +38,7 @@ use std::collections::BTreeMap;
 use crate::cluster::schedule::Pattern;
 use crate::result::matrix::{
     AsymmetricPair, CellFigures, FieldValue, FingerprintDifference, MatrixAnalysis, MatrixNode,
-    NodeSummary, OutlierCell, SlowNode, Spread, StepSummary,
+    NodeContention, NodeSummary, OutlierCell, SlowNode, Spread, StepSummary,
 };
 use crate::stats::robust::{median_mad, z_score, OUTLIER_Z};
 
@@ -117,6 +117,7 @@ pub fn analyse_pattern(
         },
         Pattern::Shift | Pattern::Bisection => MatrixAnalysis {
             steps: step_summaries(cells),
+            contention: contention(nodes.len(), cells),
             ..analyse(nodes, cells)
         },
     }
@@ -126,8 +127,13 @@ pub fn analyse_pattern(
 pub fn step_summaries(cells: &[CellFigures]) -> Vec<StepSummary> {
     let mut by_step: BTreeMap<usize, Vec<&CellFigures>> = BTreeMap::new();
     for c in cells {
-        by_step.entry(c.round).or_default().push(c);
+        by_step.entry(c.round as usize).or_default().push(c);
     }
+    // A sum over the pairs that have the figure; none when none has it.
+    let total = |cs: &[&CellFigures], f: fn(&CellFigures) -> Option<f64>| {
+        let v: Vec<f64> = cs.iter().filter_map(|c| f(c)).collect();
+        (!v.is_empty()).then(|| v.iter().sum())
+    };
     by_step
         .into_iter()
         .map(|(step, cs)| {
@@ -147,7 +153,46 @@ pub fn step_summaries(cells: &[CellFigures]) -> Vec<StepSummary> {
                     .filter_map(|c| c.latency_ns())
                     .map(|ns| 1e9 / (2.0 * ns))
                     .sum(),
+                rate_messages_per_s: total(&cs, |c| c.load().rate_messages_per_s),
+                rate_bits_per_s: total(&cs, |c| c.load().rate_bits_per_s),
+                alone_median_bits_per_s: {
+                    let alone: Vec<f64> = cs
+                        .iter()
+                        .filter_map(|c| c.load().alone_bits_per_s)
+                        .collect();
+                    median_mad(&alone).map(|m| m.0)
+                },
             }
+        })
+        .collect()
+}
+
+/// Each node's bandwidth as a sender under a load pattern against the
+/// same cells alone (medians of the cells that have both); empty when no
+/// cell was measured alone.
+pub fn contention(n: usize, cells: &[CellFigures]) -> Vec<NodeContention> {
+    let mut by_node: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); n];
+    for c in cells {
+        if let (Some(loaded), Some(alone), Some(node)) = (
+            c.bits_per_s(),
+            c.load().alone_bits_per_s,
+            by_node.get_mut(c.from),
+        ) {
+            node.0.push(loaded);
+            node.1.push(alone);
+        }
+    }
+    by_node
+        .iter()
+        .enumerate()
+        .filter_map(|(node, (loaded, alone))| {
+            let (loaded, alone) = (median_mad(loaded)?.0, median_mad(alone)?.0);
+            (alone > 0.0).then(|| NodeContention {
+                node,
+                loaded_bits_per_s: loaded,
+                alone_bits_per_s: alone,
+                kept: loaded / alone,
+            })
         })
         .collect()
 }

@@ -15,6 +15,8 @@ fn cell(from: usize, to: usize, latency_ns: f64, bits_per_s: f64) -> MatrixCell 
         round: 0,
         latency: Some(test_point(8, latency_ns)),
         bandwidth: Some(test_point(BW_BYTES, one_way_ns)),
+        rate: None,
+        alone_bandwidth: None,
         error: None,
         measure_s: 0.0,
     }

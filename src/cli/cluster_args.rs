@@ -52,6 +52,12 @@ pub struct MatrixArgs {
     /// multipair (1, 2 ... N/2 pairs streaming at once, osu_mbw_mr).
     #[arg(long, value_enum, default_value = "pairs")]
     pub pattern: PatternArg,
+    /// With `--pattern shift` or `bisection`, do not stream each pair
+    /// again alone after its step (by default they do, so that each node's
+    /// bandwidth under contention is set against the same pairs alone,
+    /// for half of the budget).
+    #[arg(long)]
+    pub no_alone: bool,
     /// Time budget of all the measuring rounds together.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub budget: Duration,

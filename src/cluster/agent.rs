@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use super::protocol::{prove, CellReport, ControlChannel, Hello, Join, Order, SECRET_ENV};
+use super::protocol::{
+    prove, CellParts, CellReport, ControlChannel, Hello, Join, Order, SECRET_ENV,
+};
 use crate::peer::auth::Secret;
 use crate::peer::server::{serve_on, LocalTransports, ServeOptions, SessionPolicy};
 use crate::result::Mode;
@@ -130,12 +132,13 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
                 bandwidth_bytes,
                 budget_ms,
                 timeout_ms,
+                parts,
             } => measure(
                 &secret,
                 &peer,
                 &via,
-                latency_bytes,
-                bandwidth_bytes,
+                (latency_bytes, bandwidth_bytes),
+                parts,
                 budget_ms,
                 timeout_ms,
             ),
@@ -247,21 +250,26 @@ fn serve_options(secret: Secret) -> ServeOptions {
     }
 }
 
-/// One directed cell: a ping-pong at `latency_bytes`, then a stream at
-/// `bandwidth_bytes`, each an ordinary sweep of one size against the
-/// agent at `peer`, with a third and two thirds of the budget.
+/// One directed cell: the parts asked for (a ping-pong at
+/// `latency_bytes`, a stream at `latency_bytes`), then a stream at
+/// `bandwidth_bytes`, each an ordinary sweep of one size against the agent
+/// at `peer`. The budget is shared in the weights 1 (ping-pong), 1 (small
+/// stream) and 2 (large stream): a cell of the two usual parts gives a
+/// third and two thirds.
 fn measure(
     secret: &Secret,
     peer: &str,
     via: &str,
-    latency_bytes: u64,
-    bandwidth_bytes: u64,
+    (latency_bytes, bandwidth_bytes): (u64, u64),
+    parts: CellParts,
     budget_ms: u64,
     timeout_ms: u64,
 ) -> CellReport {
     let started = std::time::Instant::now();
     let mut report = CellReport::default();
-    let run = |mode: Mode, bytes: u64, share: f64| -> Result<crate::result::Point> {
+    let weights = f64::from(u8::from(parts.latency)) + f64::from(u8::from(parts.rate)) + 2.0;
+    let run = |mode: Mode, bytes: u64, weight: f64| -> Result<crate::result::Point> {
+        let share = weight / weights;
         let mut spec = cell_spec(peer, via, mode, bytes, budget_ms as f64 * share, timeout_ms);
         spec.peer_secret = Some(secret.clone());
         let outcome = run_sweep(&spec, &mut |_| {})?;
@@ -275,12 +283,20 @@ fn measure(
             .next()
             .context("the sweep measured nothing")
     };
-    match run(Mode::Pingpong, latency_bytes, 1.0 / 3.0) {
-        Ok(p) => report.latency = Some(p),
-        Err(e) => report.error = Some(format!("latency: {e:#}")),
+    if parts.latency {
+        match run(Mode::Pingpong, latency_bytes, 1.0) {
+            Ok(p) => report.latency = Some(p),
+            Err(e) => report.error = Some(format!("latency: {e:#}")),
+        }
+    }
+    if parts.rate && report.error.is_none() {
+        match run(Mode::Stream, latency_bytes, 1.0) {
+            Ok(p) => report.rate = Some(p),
+            Err(e) => report.error = Some(format!("message rate: {e:#}")),
+        }
     }
     if report.error.is_none() {
-        match run(Mode::Stream, bandwidth_bytes, 2.0 / 3.0) {
+        match run(Mode::Stream, bandwidth_bytes, 2.0) {
             Ok(p) => report.bandwidth = Some(p),
             Err(e) => report.error = Some(format!("bandwidth: {e:#}")),
         }

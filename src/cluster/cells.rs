@@ -25,8 +25,9 @@ use crate::result::matrix::{MatrixCell, MatrixResult};
 /// The value of [`CellsHeader::kind`].
 pub const CELLS_KIND: &str = "matrix-cells";
 
-/// Version of the cell file's format.
-pub const CELLS_SCHEMA_VERSION: u32 = 1;
+/// Version of the cell file's format (2: cells may carry the matrix
+/// schema 2's `rate` and `alone_bandwidth`; version 1 is still read).
+pub const CELLS_SCHEMA_VERSION: u32 = 2;
 
 /// The first line of a cell file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -135,9 +136,9 @@ pub fn read_cells(path: &Path) -> Result<(CellsHeader, Vec<MatrixCell>)> {
     let mut lines = text.split(|&b| b == b'\n');
     let header: CellsHeader = serde_json::from_slice(lines.next().unwrap_or_default())
         .with_context(|| format!("{}: not a matrix cell file", path.display()))?;
-    if header.kind != CELLS_KIND || header.schema_version != CELLS_SCHEMA_VERSION {
+    if header.kind != CELLS_KIND || !(1..=CELLS_SCHEMA_VERSION).contains(&header.schema_version) {
         bail!(
-            "{}: {} version {}; this wulf reads {CELLS_KIND} version {CELLS_SCHEMA_VERSION}",
+            "{}: {} version {}; this wulf reads {CELLS_KIND} versions 1 to {CELLS_SCHEMA_VERSION}",
             path.display(),
             header.kind,
             header.schema_version
@@ -209,6 +210,8 @@ mod tests {
             round: 0,
             latency: None,
             bandwidth: None,
+            rate: None,
+            alone_bandwidth: None,
             error: Some("test".into()),
             measure_s: 0.5,
         }

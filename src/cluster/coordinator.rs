@@ -21,7 +21,9 @@ use anyhow::{Context, Result};
 
 use super::cells::CellFile;
 use super::launch::{Agents, Launcher};
-use super::protocol::{random_hex, verify, CellReport, ControlChannel, Hello, Join, Order};
+use super::protocol::{
+    random_hex, verify, CellParts, CellReport, ControlChannel, Hello, Join, Order,
+};
 use super::schedule::{self, Pattern};
 use crate::result::matrix::{CellFigures, MatrixCell, MatrixNode};
 
@@ -51,6 +53,12 @@ pub struct MatrixPlan {
     /// The measured agent of each pair serves on its main thread while
     /// told to ([`Order::Serve`]): the agents are ranks of an MPI job.
     pub serve_inline: bool,
+    /// Every cell also streams `latency_bytes` messages (the small-message
+    /// rate; `multipair`).
+    pub rate: bool,
+    /// After each step, each of its pairs streams again alone (its
+    /// bandwidth without the others; `shift` and `bisection`).
+    pub alone: bool,
 }
 
 /// What the coordinator gathered.
@@ -153,7 +161,23 @@ pub fn run(
                 interrupted = true;
                 break 'steps;
             }
-            let measured = measure_group(plan, budget, round, &group, &mut members, &mut nodes);
+            let parts = CellParts {
+                rate: plan.rate,
+                ..CellParts::default()
+            };
+            let mut measured =
+                measure_group(plan, budget, round, &group, parts, &mut members, &mut nodes);
+            if plan.alone && !measured.lost {
+                // Right after the step, while conditions are the same.
+                measured.lost = measure_alone(
+                    plan,
+                    budget,
+                    round,
+                    &mut measured.cells,
+                    &mut members,
+                    &mut nodes,
+                );
+            }
             trouble |= measured.lost;
             for cell in measured.cells {
                 if let Err(e) = cell_file.push(&cell) {
@@ -208,6 +232,42 @@ pub fn run(
     })
 }
 
+/// Measure the stream of each of `cells` (measured at once) again alone,
+/// one after the other, within `budget` in all; its point goes to the
+/// cell's `alone_bandwidth`. Whether a node was lost.
+fn measure_alone(
+    plan: &MatrixPlan,
+    budget: Duration,
+    round: usize,
+    cells: &mut [MatrixCell],
+    members: &mut [Member],
+    nodes: &mut [MatrixNode],
+) -> bool {
+    let each = budget / cells.len().max(1) as u32;
+    let mut lost = false;
+    for cell in cells.iter_mut().filter(|c| c.error.is_none()) {
+        let pair = [(cell.from, cell.to)];
+        let alone = measure_group(
+            plan,
+            each,
+            round,
+            &pair,
+            CellParts::BANDWIDTH_ONLY,
+            members,
+            nodes,
+        );
+        lost |= alone.lost;
+        let Some(a) = alone.cells.into_iter().next() else {
+            continue;
+        };
+        match a.error {
+            Some(e) => cell.error = Some(format!("alone: {e}")),
+            None => cell.alone_bandwidth = a.bandwidth,
+        }
+    }
+    lost
+}
+
 /// How long a cell may take before its measuring agent counts as lost.
 fn cell_deadline(plan: &MatrixPlan, cell_budget: Duration) -> Duration {
     // Two sweeps, each with its connection set-up and fingerprints, every
@@ -217,11 +277,13 @@ fn cell_deadline(plan: &MatrixPlan, cell_budget: Duration) -> Duration {
 }
 
 /// The budget of one cell among `n` nodes: the budget over the steps
-/// (each lasts as long as one cell, its cells running at once), or over
-/// every cell with `--serial`.
+/// (each lasts as long as one cell, its cells running at once; half of it
+/// when the pairs also stream alone after it, which takes the other
+/// half), or over every cell with `--serial`.
 fn cell_budget(plan: &MatrixPlan, n: usize) -> Duration {
     if plan.pattern != Pattern::Pairs {
-        return plan.budget / schedule::steps(plan.pattern, n).max(1) as u32;
+        let step = plan.budget / schedule::steps(plan.pattern, n).max(1) as u32;
+        return if plan.alone { step / 2 } else { step };
     }
     let steps = if plan.serial {
         n * n.saturating_sub(1)
@@ -243,6 +305,7 @@ fn measure_group(
     budget: Duration,
     round: usize,
     group: &[(usize, usize)],
+    parts: CellParts,
     members: &mut [Member],
     nodes: &mut [MatrixNode],
 ) -> Measured {
@@ -277,6 +340,7 @@ fn measure_group(
             bandwidth_bytes: plan.bandwidth_bytes,
             budget_ms: budget.as_millis() as u64,
             timeout_ms: plan.timeout.as_millis() as u64,
+            parts,
         };
         let sent_ok = ch.send(&order);
         let mut cell = MatrixCell {
@@ -285,6 +349,8 @@ fn measure_group(
             round,
             latency: None,
             bandwidth: None,
+            rate: None,
+            alone_bandwidth: None,
             error: None,
             measure_s: 0.0,
         };
@@ -310,6 +376,7 @@ fn measure_group(
             Ok(report) => {
                 cells[i].latency = report.latency;
                 cells[i].bandwidth = report.bandwidth;
+                cells[i].rate = report.rate;
                 cells[i].measure_s = report.measure_s;
                 let failed = report.error.is_some();
                 cells[i].error = report.error;

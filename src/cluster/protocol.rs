@@ -69,6 +69,9 @@ pub enum Order {
         budget_ms: u64,
         /// Bound of every blocking operation, ms.
         timeout_ms: u64,
+        /// What to measure besides the stream at `bandwidth_bytes`.
+        #[serde(default)]
+        parts: CellParts,
     },
     /// Serve the other agents' measuring sessions on your main thread
     /// until the next order (agents that are ranks of an MPI job, whose
@@ -84,6 +87,37 @@ pub enum Order {
     Bye,
 }
 
+/// The sweeps of a cell besides its stream at `bandwidth_bytes`, which
+/// every cell has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellParts {
+    /// The ping-pong at `latency_bytes` (latency).
+    pub latency: bool,
+    /// A stream at `latency_bytes` (the small-message rate, as OSU's
+    /// osu_mbw_mr measures it).
+    pub rate: bool,
+}
+
+impl Default for CellParts {
+    /// A matrix cell: latency and bandwidth.
+    fn default() -> CellParts {
+        CellParts {
+            latency: true,
+            rate: false,
+        }
+    }
+}
+
+impl CellParts {
+    /// Only the stream at `bandwidth_bytes` (a pair's bandwidth alone,
+    /// beside its bandwidth under a load pattern).
+    pub const BANDWIDTH_ONLY: CellParts = CellParts {
+        latency: false,
+        rate: false,
+    };
+}
+
 /// Agent to coordinator: the answer to one [`Order::Measure`] or
 /// [`Order::Ping`].
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -93,6 +127,9 @@ pub struct CellReport {
     pub latency: Option<Point>,
     /// The stream point.
     pub bandwidth: Option<Point>,
+    /// The small-message stream point, when asked for.
+    #[serde(default)]
+    pub rate: Option<Point>,
     /// What failed, if anything.
     pub error: Option<String>,
     /// Time the agent spent on the cell, seconds (both sweeps, with their

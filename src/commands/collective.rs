@@ -53,16 +53,8 @@ pub fn execute(args: &CollectiveArgs) -> Result<()> {
         &ranks.mpi_arg,
         crate::transport::mpi::DEFAULT_WINDOW,
     );
-    let collective = Collective::from(args.operation);
-    let job = CollectiveJob {
-        collective,
-        sizes_bytes: sizes_of(collective, args.sizes.as_ref().map(|s| s.0.as_slice()))?,
-        budget_ms: args.budget.as_millis() as u64,
-        precision: args.precision,
-        timeout_ms: args.timeout.as_millis() as u64,
-    };
     // Sizes and counts that cannot run are refused before anything starts.
-    job.check_process_count(args.np)?;
+    let job = job_of(args)?;
     if let Some(lab) = &ranks.lab {
         for name in args.via.iter().flatten() {
             super::npb::find_transport(name)?;
@@ -124,6 +116,35 @@ pub fn execute(args: &CollectiveArgs) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The ranks' job for `args`, refused when its sizes or process count
+/// cannot run.
+fn job_of(args: &CollectiveArgs) -> Result<CollectiveJob> {
+    let collective = Collective::from(args.operation);
+    let job = CollectiveJob {
+        collective,
+        sizes_bytes: sizes_of(collective, args.sizes.as_ref().map(|s| s.0.as_slice()))?,
+        budget_ms: args.budget.as_millis() as u64,
+        precision: args.precision,
+        timeout_ms: args.timeout.as_millis() as u64,
+    };
+    job.check_process_count(args.np)?;
+    Ok(job)
+}
+
+/// `wulf collective` across nodes another command has set up (`wulf run
+/// --hosts`): the operation of `args` over each backend of `via`, the
+/// ranks placed on `nodes`. The result, and Ctrl-C's error when it came.
+pub(super) fn measure_across(
+    args: &CollectiveArgs,
+    via: &[String],
+    nodes: NpbNodes,
+) -> Result<(CollectiveResult, Option<anyhow::Error>)> {
+    let job = job_of(args)?;
+    let transports = group_transports(via, "a collective", true)?;
+    let (result, stop, _) = run_all(args, &job, &transports, Some(nodes))?;
+    Ok((result, stop))
 }
 
 /// The sizes to measure: `--sizes`, or the operation's defaults.

@@ -96,6 +96,12 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
 }
 
 fn plan(args: &MatrixArgs, hosts: Vec<String>, expected: usize) -> MatrixPlan {
+    let pattern = match args.pattern {
+        PatternArg::Pairs => Pattern::Pairs,
+        PatternArg::Shift => Pattern::Shift,
+        PatternArg::Bisection => Pattern::Bisection,
+        PatternArg::Multipair => Pattern::Multipair,
+    };
     MatrixPlan {
         expected,
         hosts,
@@ -105,13 +111,10 @@ fn plan(args: &MatrixArgs, hosts: Vec<String>, expected: usize) -> MatrixPlan {
         budget: args.budget,
         timeout: args.timeout,
         serial: args.serial,
-        pattern: match args.pattern {
-            PatternArg::Pairs => Pattern::Pairs,
-            PatternArg::Shift => Pattern::Shift,
-            PatternArg::Bisection => Pattern::Bisection,
-            PatternArg::Multipair => Pattern::Multipair,
-        },
+        pattern,
         serve_inline: crate::transport::find(&args.via).is_some_and(|t| t.starts_both_ends()),
+        rate: pattern == Pattern::Multipair,
+        alone: matches!(pattern, Pattern::Shift | Pattern::Bisection) && !args.no_alone,
     }
 }
 

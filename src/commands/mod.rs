@@ -16,6 +16,7 @@ mod offloads;
 pub mod report;
 pub mod run;
 mod run_cluster;
+mod run_cluster_summary;
 mod run_repeat;
 pub mod serve;
 pub mod study;

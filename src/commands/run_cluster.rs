@@ -8,7 +8,11 @@
 //!    serve` and `wulf sweep --peer` on those nodes, [`crate::cluster::pair`]);
 //! 3. multi-pair load (the matrix's `multipair` pattern), with 4 nodes
 //!    or more;
-//! 4. NAS MG across the nodes over tcp and each MPI (`wulf npb`'s plan).
+//! 4. the matrix over each MPI's ranks (one per node, started by the
+//!    library's own launcher; not for simulated `local` nodes);
+//! 5. allreduce across the nodes over tcp and each MPI (`wulf
+//!    collective`), on the largest power of two of ranks the slots allow;
+//! 6. NAS MG across the nodes over tcp and each MPI (`wulf npb`'s plan).
 //!
 //! A part that fails is named and the others still run; what was measured
 //! is saved.
@@ -21,14 +25,21 @@ use anyhow::Result;
 use crate::cli::{MatrixArgs, PatternArg, RunArgs};
 use crate::cluster::nodes::Spread;
 use crate::npb::{Class, Kernel};
+use crate::result::collective::CollectiveResult;
 use crate::result::matrix::{read_matrix_result, MatrixResult};
 use crate::result::{write_atomically, write_json, write_result, NpbResult, SweepResult};
-use crate::units::{format_bits_per_s, format_ns};
 
-/// Shares of the budget: the matrix, each pair sweep, multi-pair.
-const MATRIX_SHARE: f64 = 0.4;
-const PAIR_SHARE: f64 = 0.2;
-const MULTIPAIR_SHARE: f64 = 0.2;
+/// Shares of the budget: the tcp matrix, each pair sweep, multi-pair,
+/// each MPI's matrix, each backend's allreduce sweep.
+const MATRIX_SHARE: f64 = 0.3;
+const PAIR_SHARE: f64 = 0.15;
+const MULTIPAIR_SHARE: f64 = 0.15;
+const MPI_MATRIX_SHARE: f64 = 0.1;
+const ALLREDUCE_SHARE: f64 = 0.05;
+
+/// Allreduce sizes: of a `--quick` run, of another.
+const ALLREDUCE_QUICK_SIZES: &str = "8,1Ki,64Ki";
+const ALLREDUCE_SIZES: &str = "8:1Mi";
 
 /// Sizes of the pair sweeps of a `--quick` run without `--sizes`.
 const QUICK_SIZES: &str = "1:1Mi";
@@ -52,7 +63,7 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
         }
     };
     say(&format!(
-        "{} nodes by {}: matrix, pair sweeps, multi-pair, NAS MG",
+        "{} nodes by {}: matrix, pair sweeps, multi-pair, MPI matrices, allreduce, NAS MG",
         names.len(),
         spread.launch
     ));
@@ -121,7 +132,53 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
     } else if names.len() < 4 {
         say("multi-pair needs 4 nodes or more: skipped");
     }
-    // 4. NAS MG across the nodes.
+    // 4. The matrix over each MPI's ranks, by the library's own launcher
+    // (which cannot reach simulated nodes).
+    let mpis: Vec<String> = backends(args)
+        .into_iter()
+        .filter(|n| n.starts_with("mpi:"))
+        .collect();
+    for mpi in mpis.iter().filter(|_| spread.launch != "local") {
+        if stop.is_some() {
+            break;
+        }
+        say(&format!("matrix over {mpi}"));
+        let path = dir.join(format!("matrix-{}.json", file_safe(mpi)));
+        let mut mm = matrix_args(
+            args,
+            spread,
+            &names,
+            budget.mul_f64(MPI_MATRIX_SHARE),
+            &path,
+        );
+        mm.via = mpi.clone();
+        if !mm.in_lab {
+            // The MPI's launcher starts the ranks.
+            mm.launch = None;
+        }
+        let what = format!("matrix over {mpi}");
+        matrices.extend(run_matrix(&mm, &path, &mut failures, &mut stop, &what));
+        crate::transport::cluster::set(Some(spread.cluster.clone()));
+    }
+    // 5. Allreduce across the nodes.
+    let mut collectives = Vec::new();
+    if stop.is_none() {
+        say("allreduce across the nodes");
+        match run_allreduce(args, spread, budget, dir) {
+            Ok((r, interrupted)) => {
+                if r.runs.iter().any(|x| x.error.is_some()) {
+                    failures.push("allreduce".into());
+                }
+                collectives.push(r);
+                stop = interrupted;
+            }
+            Err(e) => {
+                eprintln!("wulf: allreduce failed: {e:#}");
+                failures.push("allreduce".into());
+            }
+        }
+    }
+    // 6. NAS MG across the nodes.
     let mut npb: Vec<NpbResult> = Vec::new();
     if stop.is_none() && !args.no_npb {
         match run_mg(args, spread, dir) {
@@ -138,7 +195,8 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
             }
         }
     }
-    let summary = summary(&matrices, &sweeps, &sweep_pairs, &npb);
+    let summary =
+        super::run_cluster_summary::summary(&matrices, &sweeps, &sweep_pairs, &collectives, &npb);
     print!("{summary}");
     write_atomically(&dir.join("summary.txt"), summary.as_bytes())?;
     if let Some(path) = &args.openmetrics {
@@ -148,7 +206,8 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
     let report = dir.join("report.html");
     write_atomically(
         &report,
-        crate::report::html::to_html_full(&sweeps, &npb, &[], &matrices)?.as_bytes(),
+        crate::report::html::to_html_every_kind(&sweeps, &npb, &[], &matrices, &collectives)?
+            .as_bytes(),
     )?;
     println!("results: {}", dir.display());
     println!("report:  {}", report.display());
@@ -225,6 +284,7 @@ fn matrix_args(
         bandwidth_size: 4 << 20,
         serial: false,
         pattern: PatternArg::Pairs,
+        no_alone: false,
         budget,
         timeout: args.measure.timeout,
         remote_wulf: args.nodes.remote_wulf.clone(),
@@ -290,16 +350,8 @@ fn run_mg(
     spread: &Spread,
     dir: &Path,
 ) -> Result<(NpbResult, Option<anyhow::Error>)> {
-    let slots = spread.cluster.hosts.len();
-    let most = 1usize << (usize::BITS - 1 - slots.leading_zeros());
-    let via: Vec<String> = super::npb::available_transports()
-        .into_iter()
-        .filter(|n| {
-            crate::transport::find(n)
-                .is_some_and(|t| !t.local_only() && !t.duplicate_across_hosts())
-        })
-        .filter(|n| args.only.as_ref().is_none_or(|o| o.iter().any(|x| x == n)))
-        .collect();
+    let most = most_ranks(spread);
+    let via = backends(args);
     let class = if args.thorough { Class::W } else { Class::S };
     let plan = super::npb::NpbPlan {
         kernel: Kernel::Mg,
@@ -317,108 +369,74 @@ fn run_mg(
     Ok((result, stop))
 }
 
-/// The summary: nodes and what differs, the matrix in brief, the pair
-/// sweeps, multi-pair and MG.
-fn summary(
-    matrices: &[MatrixResult],
-    sweeps: &[SweepResult],
-    sweep_pairs: &[String],
-    npb: &[NpbResult],
-) -> String {
-    use std::fmt::Write;
-    let mut s = String::from("\nwulf run across nodes: summary\n");
-    let pairs = matrices
-        .iter()
-        .find(|m| m.pattern == crate::cluster::schedule::Pattern::Pairs);
-    if let Some(m) = pairs {
-        let nodes: Vec<&str> = m.nodes.iter().map(|n| n.name.as_str()).collect();
-        let _ = writeln!(s, "  nodes ({}): {}", m.launch, nodes.join(", "));
-        let a = &m.analysis;
-        if a.fingerprint_differences.is_empty() {
-            let _ = writeln!(s, "  fingerprints: alike");
-        }
-        for d in &a.fingerprint_differences {
-            let values: Vec<String> = d
-                .values
-                .iter()
-                .map(|v| {
-                    let on: Vec<&str> = v.nodes.iter().map(|&i| nodes[i]).collect();
-                    format!("{} on {}", v.value, on.join(","))
-                })
-                .collect();
-            let _ = writeln!(
-                s,
-                "  fingerprints differ: {}: {}",
-                d.field,
-                values.join("; ")
-            );
-        }
-        if let (Some(l), Some(b)) = (&a.latency, &a.bandwidth) {
-            let _ = writeln!(
-                s,
-                "  matrix: latency median {} (MAD {}), bandwidth median {} (MAD {}), {} cells{}",
-                format_ns(l.median),
-                format_ns(l.mad),
-                format_bits_per_s(b.median),
-                format_bits_per_s(b.mad),
-                m.cells.len(),
-                if m.complete { "" } else { ", INCOMPLETE" }
-            );
-        }
-        for n in &a.slow_nodes {
-            let _ = writeln!(s, "  slow node: {} ({})", nodes[n.node], n.metric);
-        }
-        for c in &a.outlier_cells {
-            if !c.explained_by_node {
-                let _ = writeln!(
-                    s,
-                    "  slow link: {} -> {} ({})",
-                    nodes[c.from], nodes[c.to], c.metric
-                );
-            }
-        }
-    }
-    for (r, pair) in sweeps.iter().zip(sweep_pairs) {
-        let a = crate::analysis::Analysis::of(r);
-        let _ = writeln!(
-            s,
-            "  tcp sweep, {pair}: latency {}, peak {}",
-            a.latency_ns.map(format_ns).unwrap_or_else(|| "-".into()),
-            a.peak_bits_per_s
-                .map(format_bits_per_s)
-                .unwrap_or_else(|| "-".into()),
-        );
-    }
-    for m in matrices
-        .iter()
-        .filter(|m| m.pattern != crate::cluster::schedule::Pattern::Pairs)
-    {
-        for st in &m.analysis.steps {
-            let _ = writeln!(
-                s,
-                "  multi-pair: {} pairs, aggregate {}, slowest pair {}",
-                st.pairs,
-                format_bits_per_s(st.aggregate_bits_per_s),
-                format_bits_per_s(st.min_bits_per_s)
-            );
-        }
-    }
-    for r in npb {
-        for run in &r.runs {
-            let figure = match (&run.error, run.best_mop_s) {
-                (Some(e), _) => format!("FAILED: {e}"),
-                (None, Some(m)) => format!("{m:.1} Mop/s"),
-                _ => "-".into(),
-            };
-            let _ = writeln!(
-                s,
-                "  NAS {} class {} {} np={}: {figure}",
-                r.kernel.to_uppercase(),
-                r.class,
-                run.via,
-                run.nprocs
-            );
-        }
-    }
-    s
+/// The backends that cross nodes (tcp and each MPI's default path), as
+/// `--only` narrows them.
+fn backends(args: &RunArgs) -> Vec<String> {
+    super::npb::available_transports()
+        .into_iter()
+        .filter(|n| {
+            crate::transport::find(n)
+                .is_some_and(|t| !t.local_only() && !t.duplicate_across_hosts())
+        })
+        .filter(|n| args.only.as_ref().is_none_or(|o| o.iter().any(|x| x == n)))
+        .collect()
+}
+
+/// `name` for a file name: `mpi:openmpi(tcp)` as `mpi-openmpi-tcp`.
+fn file_safe(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    s.trim_matches('-').replace("--", "-")
+}
+
+/// The largest power of two of ranks the nodes' slots allow.
+fn most_ranks(spread: &Spread) -> usize {
+    let slots = spread.cluster.hosts.len().max(1);
+    1usize << (usize::BITS - 1 - slots.leading_zeros())
+}
+
+/// Allreduce (`wulf collective allreduce`) across the nodes over each
+/// backend, on [`most_ranks`] ranks, each backend's sweep within its share
+/// of `budget`; saved as `collective-allreduce.json`.
+fn run_allreduce(
+    args: &RunArgs,
+    spread: &Spread,
+    budget: Duration,
+    dir: &Path,
+) -> Result<(CollectiveResult, Option<anyhow::Error>)> {
+    use clap::Parser as _;
+    let np = most_ranks(spread).max(2).to_string();
+    let share = format!("{}ms", budget.mul_f64(ALLREDUCE_SHARE).as_millis().max(200));
+    let timeout = format!("{}ms", args.measure.timeout.as_millis());
+    let sizes = if args.quick {
+        ALLREDUCE_QUICK_SIZES
+    } else {
+        ALLREDUCE_SIZES
+    };
+    // Parsed as the command line would be: the defaults stay the command's.
+    let argv = [
+        "wulf",
+        "collective",
+        "allreduce",
+        "--np",
+        &np,
+        "--budget",
+        &share,
+        "--timeout",
+        &timeout,
+        "--sizes",
+        sizes,
+    ];
+    let cli = crate::cli::Cli::try_parse_from(argv)?;
+    let crate::cli::Command::Collective(mut c) = cli.command else {
+        anyhow::bail!("not a collective command line");
+    };
+    c.wait = args.measure.wait;
+    let via = backends(args);
+    let nodes = super::nodes::npb_nodes(spread);
+    let (result, stop) = super::collective::measure_across(&c, &via, nodes)?;
+    write_json(&dir.join("collective-allreduce.json"), &result)?;
+    Ok((result, stop))
 }

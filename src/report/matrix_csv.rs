@@ -24,6 +24,9 @@ pub fn to_csv(r: &MatrixResult, cells: &[CellFigures]) -> anyhow::Result<Vec<u8>
         "bandwidth_ci_low_ns",
         "bandwidth_ci_high_ns",
         "bandwidth_trials",
+        "rate_messages_per_s",
+        "rate_bits_per_s",
+        "alone_bits_per_s",
         "error",
     ])?;
     let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
@@ -43,6 +46,9 @@ pub fn to_csv(r: &MatrixResult, cells: &[CellFigures]) -> anyhow::Result<Vec<u8>
             opt(b.map(|p| p.ci_low_ns)),
             opt(b.map(|p| p.ci_high_ns)),
             b.map(|p| p.trials.to_string()).unwrap_or_default(),
+            opt(c.load().rate_messages_per_s),
+            opt(c.load().rate_bits_per_s),
+            opt(c.load().alone_bits_per_s),
             c.error.as_deref().unwrap_or_default().to_string(),
         ])?;
     }

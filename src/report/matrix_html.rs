@@ -365,23 +365,81 @@ fn histogram(h: &mut String, m: &MatrixResult, metric: Metric, title: &str) {
 }
 
 fn steps_table(h: &mut String, m: &MatrixResult) {
-    if m.analysis.steps.is_empty() {
+    let steps = &m.analysis.steps;
+    if steps.is_empty() {
         return;
     }
+    let rate = steps.iter().any(|st| st.rate_messages_per_s.is_some());
+    let alone = steps.iter().any(|st| st.alone_median_bits_per_s.is_some());
     h.push_str(
         "<table class=steps><caption>Steps: the pairs of each step measured at the same time</caption>\n\
-         <tr><th>step</th><th>pairs</th><th>aggregate</th><th>slowest pair</th><th>median pair</th><th>ping-pongs/s</th></tr>\n",
+         <tr><th>step</th><th>pairs</th><th>aggregate</th><th>slowest pair</th><th>median pair</th><th>ping-pongs/s</th>",
     );
-    for st in &m.analysis.steps {
-        let _ = writeln!(
+    if rate {
+        let _ = write!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td></tr>",
+            "<th>{} messages/s</th><th>{} messages/s</th>",
+            format_bytes(m.latency_bytes),
+            format_bytes(m.bandwidth_bytes)
+        );
+    }
+    if alone {
+        h.push_str("<th>median pair alone</th>");
+    }
+    h.push_str("</tr>\n");
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    for st in steps {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td>",
             st.step + 1,
             st.pairs,
             Metric::Bandwidth.show(st.aggregate_bits_per_s),
             Metric::Bandwidth.show(st.min_bits_per_s),
             Metric::Bandwidth.show(st.median_bits_per_s),
             st.pingpong_rate_per_s
+        );
+        if rate {
+            let large = st.aggregate_bits_per_s / 8.0 / m.bandwidth_bytes.max(1) as f64;
+            let _ = write!(
+                h,
+                "<td>{}</td><td>{large:.0}</td>",
+                or_dash(st.rate_messages_per_s.map(|v| format!("{v:.0}")))
+            );
+        }
+        if alone {
+            let _ = write!(
+                h,
+                "<td>{}</td>",
+                or_dash(
+                    st.alone_median_bits_per_s
+                        .map(|v| Metric::Bandwidth.show(v))
+                )
+            );
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+    contention_table(h, m);
+}
+
+/// Each node's bandwidth as a sender under the pattern and alone.
+fn contention_table(h: &mut String, m: &MatrixResult) {
+    if m.analysis.contention.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<table class=contention><caption>Contention: each node sending under the pattern against the same pairs alone (medians)</caption>\n\
+         <tr><th>node</th><th>under the pattern</th><th>alone</th><th>kept</th></tr>\n",
+    );
+    for c in &m.analysis.contention {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0}%</td></tr>",
+            esc(m.nodes.get(c.node).map_or("?", |x| x.name.as_str())),
+            Metric::Bandwidth.show(c.loaded_bits_per_s),
+            Metric::Bandwidth.show(c.alone_bits_per_s),
+            100.0 * c.kept
         );
     }
     h.push_str("</table>\n");

@@ -31,6 +31,8 @@ fn matrix(n: usize, slow: usize) -> MatrixResult {
                     BW_BYTES,
                     BW_BYTES as f64 * 8.0 / bits_per_s * 1e9,
                 )),
+                rate: None,
+                alone_bandwidth: None,
                 error: None,
                 measure_s: 0.0,
             });
@@ -129,4 +131,33 @@ fn a_large_matrix_is_one_pixel_per_cell() {
     assert_eq!(px(7, 7), [0xff; 3]);
     // Uniform latency: the latency map has no red.
     assert!(maps[0].2.chunks(3).all(|p| p == [0xff, 0xff, 0xff]));
+}
+
+#[test]
+fn load_pattern_tables_show_the_rate_and_the_pairs_alone() {
+    let mut m = matrix(4, 99);
+    m.pattern = Pattern::Shift;
+    for c in &mut m.cells {
+        c.round = (c.to + 4 - c.from) % 4 - 1;
+        // Under the pattern each pair keeps half of what it has alone.
+        let mut alone = c.bandwidth.clone().unwrap();
+        alone.median_ns /= 2.0;
+        alone.bits_per_s *= 2.0;
+        c.alone_bandwidth = Some(alone);
+        c.rate = Some(test_point(8, 500.0));
+    }
+    let figures = crate::result::matrix::figures_of(&m.cells);
+    m.analysis = crate::analysis::matrix::analyse_pattern(m.pattern, &m.nodes, &figures);
+    assert_eq!(m.analysis.contention.len(), 4);
+    let mut h = String::new();
+    matrix_sections(&mut h, &[m]);
+    assert!(
+        h.contains("<th>8 B messages/s</th><th>4 MiB messages/s</th>"),
+        "{h}"
+    );
+    // Four pairs of a shift step, each 2e6 small messages per second.
+    assert!(h.contains("<td>8000000</td>"), "{h}");
+    assert!(h.contains("<th>median pair alone</th>"));
+    assert!(h.contains("<td>1800.0 Mbit/s</td>"), "the pairs alone: {h}");
+    assert_eq!(h.matches("<td>50%</td>").count(), 4, "each node keeps half");
 }

@@ -172,13 +172,27 @@ pub fn pattern_name(p: Pattern) -> &'static str {
 }
 
 fn steps_table(s: &mut String, r: &MatrixResult) {
-    let _ = writeln!(
+    let steps = &r.analysis.steps;
+    // Columns only for what was measured: the small-message stream
+    // (multipair), the pairs alone (shift, bisection).
+    let rate = steps.iter().any(|st| st.rate_messages_per_s.is_some());
+    let alone = steps.iter().any(|st| st.alone_median_bits_per_s.is_some());
+    let _ = write!(
         s,
         "\n{:>5} {:>6} {:>16} {:>14} {:>16} {:>18}",
         "step", "pairs", "aggregate Mbit/s", "slowest Mbit/s", "median Mbit/s", "ping-pongs/s"
     );
-    for st in &r.analysis.steps {
-        let _ = writeln!(
+    if rate {
+        let small = format!("{} msgs/s", format_bytes(r.latency_bytes));
+        let large = format!("{} msgs/s", format_bytes(r.bandwidth_bytes));
+        let _ = write!(s, " {small:>16} {large:>14}");
+    }
+    if alone {
+        let _ = write!(s, " {:>14}", "alone Mbit/s");
+    }
+    let _ = writeln!(s);
+    for st in steps {
+        let _ = write!(
             s,
             "{:>5} {:>6} {:>16.1} {:>14.1} {:>16.1} {:>18.0}",
             st.step + 1,
@@ -188,7 +202,59 @@ fn steps_table(s: &mut String, r: &MatrixResult) {
             st.median_bits_per_s / 1e6,
             st.pingpong_rate_per_s
         );
+        if rate {
+            let large = st.aggregate_bits_per_s / 8.0 / r.bandwidth_bytes.max(1) as f64;
+            let _ = write!(
+                s,
+                " {:>16} {large:>14.0}",
+                opt(st.rate_messages_per_s, 1.0, 0)
+            );
+        }
+        if alone {
+            let _ = write!(s, " {:>14}", opt(st.alone_median_bits_per_s, 1e6, 1));
+        }
+        let _ = writeln!(s);
     }
+    contention_table(s, r);
+}
+
+/// Each node's bandwidth as a sender under the pattern and alone.
+fn contention_table(s: &mut String, r: &MatrixResult) {
+    let rows = &r.analysis.contention;
+    if rows.is_empty() {
+        return;
+    }
+    let width = name_width(r, 4);
+    let _ = writeln!(
+        s,
+        "\nsending under the pattern against the same pairs alone (medians):\n{:>width$} {:>18} {:>13} {:>6}",
+        "node", "under load Mbit/s", "alone Mbit/s", "kept"
+    );
+    for c in rows {
+        let _ = writeln!(
+            s,
+            "{:>width$} {:>18.1} {:>13.1} {:>5.0}%",
+            r.nodes.get(c.node).map_or("?", |x| x.name.as_str()),
+            c.loaded_bits_per_s / 1e6,
+            c.alone_bits_per_s / 1e6,
+            100.0 * c.kept
+        );
+    }
+}
+
+/// Width of a column of node names, at least `least`.
+fn name_width(r: &MatrixResult, least: usize) -> usize {
+    r.nodes
+        .iter()
+        .map(|x| x.name.len())
+        .max()
+        .unwrap_or(least)
+        .max(least)
+}
+
+/// `v / scale` with `digits` decimals, or `-`.
+fn opt(v: Option<f64>, scale: f64, digits: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{:.digits$}", v / scale))
 }
 
 fn show(metric: &str, v: f64) -> String {
@@ -206,13 +272,7 @@ fn table(
     values: &[Vec<Option<f64>>],
     fmt: impl Fn(f64) -> String,
 ) {
-    let width = r
-        .nodes
-        .iter()
-        .map(|x| x.name.len())
-        .max()
-        .unwrap_or(4)
-        .max(8);
+    let width = name_width(r, 8);
     let _ = writeln!(s, "\n{title}");
     let _ = write!(s, "{:>width$}", "");
     for node in &r.nodes {

@@ -12,12 +12,18 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use super::matrix_figures::{figures_of, CellFigures, Figure, CELL_FIGURES_MAX_BYTES};
+pub use super::matrix_figures::{
+    figures_of, CellFigures, Figure, LoadFigures, CELL_FIGURES_MAX_BYTES,
+};
 use super::Point;
 use crate::sys::Host;
 
 /// Version of the matrix schema.
-pub const MATRIX_SCHEMA_VERSION: u32 = 1;
+pub const MATRIX_SCHEMA_VERSION: u32 = 2;
+/// Oldest matrix schema this wulf reads (version 2 added optional fields:
+/// `cells[].rate`, `cells[].alone_bandwidth`, `analysis.contention` and
+/// three optional figures of `analysis.steps[]`).
+pub const MATRIX_OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// The value of [`MatrixResult::kind`].
 pub const MATRIX_KIND: &str = "matrix";
@@ -117,6 +123,15 @@ pub struct MatrixCell {
     /// The stream point at `bandwidth_bytes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth: Option<Point>,
+    /// A stream at `latency_bytes`: the small-message rate (the
+    /// `multipair` pattern, as OSU's osu_mbw_mr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Point>,
+    /// The stream at `bandwidth_bytes` again with no other pair at work,
+    /// right after the cell's step (the `shift` and `bisection` patterns):
+    /// what the pair gives alone, against `bandwidth` under the pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_bandwidth: Option<Point>,
     /// Why the cell failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -161,6 +176,26 @@ pub struct MatrixAnalysis {
     /// pairs measuring at once achieved together. Empty for `pairs`.
     #[serde(default)]
     pub steps: Vec<StepSummary>,
+    /// Per node, its bandwidth as a sender under the load pattern against
+    /// the same pairs alone (shift and bisection with the pairs also
+    /// measured alone). Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contention: Vec<NodeContention>,
+}
+
+/// One node's bandwidth under a load pattern against alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeContention {
+    /// Node index.
+    pub node: usize,
+    /// Median bandwidth of its cells as a sender under the pattern, bits/s.
+    pub loaded_bits_per_s: f64,
+    /// Median bandwidth of the same cells alone, bits/s.
+    pub alone_bits_per_s: f64,
+    /// `loaded_bits_per_s / alone_bits_per_s`: the share of its bandwidth
+    /// the node keeps under contention.
+    pub kept: f64,
 }
 
 /// The cells of one step of a load pattern, measured at the same time.
@@ -180,6 +215,17 @@ pub struct StepSummary {
     /// Ping-pong round trips per second of all pairs together (each pair:
     /// 1 / (2 x one-way time)); the small-message rate under this load.
     pub pingpong_rate_per_s: f64,
+    /// Messages per second of all pairs' small-message streams together
+    /// (`multipair`: osu_mbw_mr's message rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_messages_per_s: Option<f64>,
+    /// Sum of the pairs' small-message stream bandwidths, bits/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bits_per_s: Option<f64>,
+    /// The median pair's bandwidth alone, bits/s (the pairs measured
+    /// alone too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_median_bits_per_s: Option<f64>,
 }
 
 /// Median and median absolute deviation of a set of cells.
@@ -291,5 +337,9 @@ pub fn is_matrix_result(path: &std::path::Path) -> bool {
 
 /// Read and validate a matrix result.
 pub fn read_matrix_result(path: &std::path::Path) -> anyhow::Result<MatrixResult> {
-    super::read::read_versioned(path, "matrix", MATRIX_SCHEMA_VERSION)
+    super::read::read_versions(
+        path,
+        "matrix",
+        MATRIX_OLDEST_SCHEMA_VERSION..=MATRIX_SCHEMA_VERSION,
+    )
 }

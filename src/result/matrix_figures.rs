@@ -55,15 +55,29 @@ pub struct CellFigures {
     /// Index of the node it measured against.
     pub to: usize,
     /// Round or step.
-    pub round: usize,
+    pub round: u32,
     /// Time the measuring agent spent on the cell, seconds.
-    pub measure_s: f64,
+    pub measure_s: f32,
     /// The ping-pong point's figures.
     pub latency: Option<Figure>,
     /// The stream point's figures.
     pub bandwidth: Option<Figure>,
     /// Why the cell failed, when it did (boxed: most cells have none).
     pub error: Option<Box<str>>,
+    /// What only the load patterns measure (boxed: a `pairs` matrix, the
+    /// large one, has none).
+    pub load: Option<Box<LoadFigures>>,
+}
+
+/// The figures of a cell that only load patterns measure.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LoadFigures {
+    /// The small-message stream's bandwidth, bits/s.
+    pub rate_bits_per_s: Option<f64>,
+    /// The small-message stream's messages per second.
+    pub rate_messages_per_s: Option<f64>,
+    /// The pair's bandwidth alone, bits/s.
+    pub alone_bits_per_s: Option<f64>,
 }
 
 impl CellFigures {
@@ -76,18 +90,34 @@ impl CellFigures {
     pub fn bits_per_s(&self) -> Option<f64> {
         self.bandwidth.map(|p| p.bits_per_s)
     }
+
+    /// The load patterns' figures (all absent for a `pairs` cell).
+    pub fn load(&self) -> LoadFigures {
+        self.load.as_deref().copied().unwrap_or_default()
+    }
 }
 
 impl From<&MatrixCell> for CellFigures {
     fn from(c: &MatrixCell) -> CellFigures {
+        let load = LoadFigures {
+            rate_bits_per_s: c.rate.as_ref().map(|p| p.bits_per_s),
+            // A stream's median is the time per message.
+            rate_messages_per_s: c
+                .rate
+                .as_ref()
+                .filter(|p| p.median_ns > 0.0)
+                .map(|p| 1e9 / p.median_ns),
+            alone_bits_per_s: c.alone_bandwidth.as_ref().map(|p| p.bits_per_s),
+        };
         CellFigures {
             from: c.from,
             to: c.to,
-            round: c.round,
-            measure_s: c.measure_s,
+            round: u32::try_from(c.round).unwrap_or(u32::MAX),
+            measure_s: c.measure_s as f32,
             latency: c.latency.as_ref().map(Figure::from),
             bandwidth: c.bandwidth.as_ref().map(Figure::from),
             error: c.error.as_deref().map(Box::from),
+            load: (load != LoadFigures::default()).then(|| Box::new(load)),
         }
     }
 }
@@ -127,6 +157,8 @@ mod tests {
             round: 3,
             latency: Some(point(8, 4000.0)),
             bandwidth: Some(point(1 << 22, 40e6)),
+            rate: None,
+            alone_bandwidth: None,
             error: Some("late".into()),
             measure_s: 1.5,
         };
@@ -143,6 +175,20 @@ mod tests {
             (3999.0, 4002.0, 7, true)
         );
         assert_eq!(f.error.as_deref(), Some("late"));
+        assert!(f.load.is_none(), "a pairs cell has no load figures");
+        let loaded = CellFigures::from(&MatrixCell {
+            rate: Some(point(8, 250.0)),
+            alone_bandwidth: Some(point(1 << 22, 20e6)),
+            ..cell.clone()
+        });
+        let load = loaded.load();
+        assert_eq!(load.rate_messages_per_s, Some(4e6));
+        let near = |a: Option<f64>, b: f64| a.is_some_and(|a| (a / b - 1.0).abs() < 1e-9);
+        assert!(near(load.rate_bits_per_s, 8.0 * 8.0 / 250e-9), "{load:?}");
+        assert!(
+            near(load.alone_bits_per_s, (1u64 << 22) as f64 * 8.0 / 20e-3),
+            "{load:?}"
+        );
         let none = CellFigures::from(&MatrixCell {
             latency: None,
             bandwidth: None,

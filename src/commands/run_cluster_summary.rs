@@ -109,9 +109,12 @@ pub fn summary(
     }
     for m in matrices.iter().filter(|m| m.pattern != Pattern::Pairs) {
         for st in &m.analysis.steps {
+            let rate = st.rate_messages_per_s.map_or(String::new(), |r| {
+                format!(", {} messages {r:.0}/s", format_bytes(m.latency_bytes))
+            });
             let _ = writeln!(
                 s,
-                "  multi-pair: {} pairs, aggregate {}, slowest pair {}",
+                "  multi-pair: {} pairs, aggregate {}, slowest pair {}{rate}",
                 st.pairs,
                 format_bits_per_s(st.aggregate_bits_per_s),
                 format_bits_per_s(st.min_bits_per_s)

@@ -365,7 +365,7 @@ impl Offloads {
     /// Restore the interface and record it; the settings that could not
     /// be tried join `m.skipped`.
     fn finish(mut self, m: &mut Measured) -> OffloadsRecord {
-        m.skipped.extend(self.skipped.drain(..));
+        m.skipped.append(&mut self.skipped);
         m.warnings.extend(self.calibration_warning.take());
         let outcome = self.guard.restore();
         let after = match &outcome {

@@ -48,13 +48,17 @@ fn curve(s: &Series, get: PerByte) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// One line of the chart: its series, which CPU measure (index), and its
+/// (message size, throughput per CPU-second) points.
+type Curve<'s, 'a> = (&'s Series<'a>, usize, Vec<(f64, f64)>);
+
 /// The chart as SVG; `None` when no result has a CPU figure to draw.
 pub fn throughput_per_cpu(series: &[Series]) -> Result<Option<String>> {
     let measures: [(&str, PerByte); 2] = [
         ("getrusage", getrusage_ns_per_byte),
         ("whole machine", whole_ns_per_byte),
     ];
-    let curves: Vec<(&Series, usize, Vec<(f64, f64)>)> = series
+    let curves: Vec<Curve> = series
         .iter()
         .flat_map(|s| {
             measures

@@ -246,6 +246,10 @@ fn measure_alone(
     let each = budget / cells.len().max(1) as u32;
     let mut lost = false;
     for cell in cells.iter_mut().filter(|c| c.error.is_none()) {
+        // Ctrl-C: the step's cells are kept; the pairs left go without.
+        if crate::sweep::interrupted() {
+            break;
+        }
         let pair = [(cell.from, cell.to)];
         let alone = measure_group(
             plan,

@@ -11,6 +11,7 @@
 mod common;
 
 use std::path::Path;
+use std::process::Output;
 use std::sync::{Mutex, MutexGuard};
 
 use common::{file, have, json, labs_possible, run, stderr, tempdir};
@@ -216,6 +217,17 @@ fn npb_ranks_cross_two_lab_nodes_by_wulf_and_by_open_mpi() {
     );
 }
 
+/// `wulf run --launch lab:LAB --quick --quiet --out DIR` with `extra`.
+fn run_quick_in_lab(lab: &str, dir: &tempfile::TempDir, extra: &[&str]) -> Output {
+    let launch = format!("lab:{lab}");
+    let out = dir.path().to_str().unwrap();
+    let mut args = vec![
+        "run", "--launch", &launch, "--quick", "--quiet", "--out", out,
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
 #[test]
 fn run_across_a_small_lab_end_to_end() {
     let _s = serial();
@@ -225,21 +237,11 @@ fn run_across_a_small_lab_end_to_end() {
     let lab = format!("r{}", std::process::id() % 100_000);
     let _guard = common::lab_up(&lab, 2);
     let dir = tempdir();
-    let o = run(&[
-        "run",
-        "--launch",
-        &format!("lab:{lab}"),
-        "--quick",
-        "--budget",
-        "4s",
-        "--sizes",
-        "1:64Ki",
-        "--only",
-        "tcp",
-        "--quiet",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = run_quick_in_lab(
+        &lab,
+        &dir,
+        &["--budget", "4s", "--sizes", "1:64Ki", "--only", "tcp"],
+    );
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{text}{}", stderr(&o));
     for needle in [
@@ -310,20 +312,11 @@ fn run_across_a_lab_measures_each_mpi_matrix_and_allreduce() {
     let lab = format!("q{}", std::process::id() % 100_000);
     let _guard = common::lab_up(&lab, 2);
     let dir = tempdir();
-    let o = run(&[
-        "run",
-        "--launch",
-        &format!("lab:{lab}"),
-        "--quick",
-        "--budget",
-        "6s",
-        "--sizes",
-        "1:4Ki",
-        "--no-npb",
-        "--quiet",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = run_quick_in_lab(
+        &lab,
+        &dir,
+        &["--budget", "6s", "--sizes", "1:4Ki", "--no-npb"],
+    );
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{text}{}", stderr(&o));
     let d = std::fs::read_dir(dir.path())

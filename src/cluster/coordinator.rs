@@ -11,7 +11,7 @@
 //! row of state per node: memory and work per round grow linearly with
 //! the number of nodes. Each cell goes to the cell file ([`super::cells`])
 //! as soon as it is read; the coordinator keeps only its figures
-//! ([`CellFigures`], about 100 bytes) for the analysis and the terminal.
+//! ([`CellFigures`], 128 bytes) for the analysis and the terminal.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc;
@@ -53,9 +53,6 @@ pub struct MatrixPlan {
     /// The measured agent of each pair serves on its main thread while
     /// told to ([`Order::Serve`]): the agents are ranks of an MPI job.
     pub serve_inline: bool,
-    /// Every cell also streams `latency_bytes` messages (the small-message
-    /// rate; `multipair`).
-    pub rate: bool,
     /// After each step, each of its pairs streams again alone (its
     /// bandwidth without the others; `shift` and `bisection`).
     pub alone: bool,
@@ -161,8 +158,9 @@ pub fn run(
                 interrupted = true;
                 break 'steps;
             }
+            // Multipair is osu_mbw_mr: the small-message rate too.
             let parts = CellParts {
-                rate: plan.rate,
+                rate: plan.pattern == Pattern::Multipair,
                 ..CellParts::default()
             };
             let mut measured =
@@ -274,7 +272,7 @@ fn measure_alone(
 
 /// How long a cell may take before its measuring agent counts as lost.
 fn cell_deadline(plan: &MatrixPlan, cell_budget: Duration) -> Duration {
-    // Two sweeps, each with its connection set-up and fingerprints, every
+    // Up to three sweeps, each with its connection set-up and fingerprints, every
     // step bounded by the timeout; the engine may overrun its budget to
     // reach its fewest trials.
     cell_budget * 3 + plan.timeout * 4 + Duration::from_secs(20)

@@ -113,7 +113,6 @@ fn plan(args: &MatrixArgs, hosts: Vec<String>, expected: usize) -> MatrixPlan {
         serial: args.serial,
         pattern,
         serve_inline: crate::transport::find(&args.via).is_some_and(|t| t.starts_both_ends()),
-        rate: pattern == Pattern::Multipair,
         alone: matches!(pattern, Pattern::Shift | Pattern::Bisection) && !args.no_alone,
     }
 }

@@ -53,8 +53,12 @@ for _ in $(seq 100); do grep -q WULF-LISTENING "$work/serve.out" && break; sleep
 sweep() {
   local link=$1; shift
   if [ "$link" = veth ]; then
-    # One server for every sweep: it turns a client away while it still
-    # ends the last session, so retry that (bounded) rather than fail.
+    # One server for every sweep: it turned a client away while it still
+    # ended the last session, so retry that (bounded) rather than fail.
+    # Since the server lets a client that arrives during that teardown wait
+    # for it (src/peer/session.rs, ENDING_WAIT) and no longer lingers on a
+    # channel its client has left, the retry is no longer needed; it stays
+    # as a guard for a teardown slower than that wait.
     local try
     for try in $(seq 30); do
       ip netns exec "$NS_A" "$WULF" sweep "$@" --peer "$ADDR_B" --timeout 10s --quiet >/dev/null 2>"$work/err" && return 0

@@ -2,7 +2,8 @@
 //! protocol) between two nodes of a real lab: every mode with
 //! `--integrity`, at MTU 1500 and 9000; every message intact through a
 //! switch that drops 5% of all frames; a peer killed mid-sweep leaves a
-//! partial result; and the cases where raw cannot run are clear errors,
+//! partial result; one `wulf serve` accepts a second sweep started right
+//! after the first ended; and the cases where raw cannot run are clear errors,
 //! not hangs: no CAP_NET_RAW, a local sweep (loopback has no Ethernet
 //! addresses), an interface that does not exist, and `wulf run` without a
 //! peer across a link skips it.
@@ -17,8 +18,9 @@ use std::process::Command;
 
 use common::labs_possible;
 use common::lean::{
-    a_killed_peer_leaves_a_partial_result, every_message_arrives_through_a_lossy_switch,
-    every_mode_at_mtu_1500, frame_sweep, refusals_are_clear, serial, text,
+    a_killed_peer_leaves_a_partial_result, a_second_sweep_right_after_the_first_is_accepted,
+    every_message_arrives_through_a_lossy_switch, every_mode_at_mtu_1500, frame_sweep,
+    refusals_are_clear, serial, text,
 };
 
 /// `wulf sweep raw --lab SPEC --json - ARGS...`: the checked result.
@@ -70,6 +72,20 @@ fn a_peer_killed_mid_sweep_leaves_a_partial_result() {
         return;
     }
     a_killed_peer_leaves_a_partial_result("raw");
+}
+
+#[test]
+fn a_second_sweep_right_after_the_first_is_accepted_by_the_same_server() {
+    let _s = serial();
+    if !labs_possible() || !common::in_path("nft") {
+        if std::env::var_os("WULF_REQUIRE_LAB").is_some() {
+            panic!(
+                "losing acknowledgements needs nftables (scripts/install-test-deps installs it)"
+            );
+        }
+        return;
+    }
+    a_second_sweep_right_after_the_first_is_accepted("raw");
 }
 
 #[test]

@@ -23,7 +23,7 @@ use common::lean::{
     every_mode_at_mtu_1500, frame_sweep, refusals_are_clear, serial, signal_once_busy, text,
     LONG_SWEEP,
 };
-use common::{labs_possible, wulf, wulf_bin};
+use common::{labs_possible, wulf_bin};
 use nix::sys::signal::Signal;
 
 /// The settings the measuring end recorded, and the server's.
@@ -139,22 +139,7 @@ fn assert_nothing_stays(lab: &str, after: &str) {
 
 /// `wulf sweep xdp --peer node2` run inside node1 of lab `lab`.
 fn client(lab: &str, args: &[&str]) -> Child {
-    let mut all = vec![
-        "lab",
-        "exec",
-        "--name",
-        lab,
-        "node1",
-        "--",
-        wulf_bin(),
-        "sweep",
-        "xdp",
-        "--peer",
-        "node2",
-        "--quiet",
-    ];
-    all.extend_from_slice(args);
-    wulf(&all)
+    common::lean::sweep_in_node1(lab, "xdp", "node2", args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

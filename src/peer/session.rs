@@ -8,8 +8,8 @@
 //! once when the client goes away or the session outlives `--max-session`.
 
 use std::net::{IpAddr, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -80,35 +80,105 @@ impl SessionPolicy {
 /// that a client that never finishes it never blocks anyone.
 #[derive(Debug, Clone)]
 pub struct TestSlots {
-    used: Arc<AtomicUsize>,
+    shared: Arc<SlotState>,
     max: usize,
 }
+
+#[derive(Debug, Default)]
+struct SlotState {
+    counts: Mutex<SlotCounts>,
+    /// Signalled whenever a slot is given back.
+    freed: Condvar,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct SlotCounts {
+    /// Slots held.
+    used: usize,
+    /// Of those, slots whose test is over and whose session only tears
+    /// down its data channel ([`SlotGuard::ending`]).
+    ending: usize,
+}
+
+/// Longest a new client waits for a slot whose test is over but whose
+/// data channel is still being torn down, before it is told the server is
+/// busy. The slot is kept until the channel is really gone, because the
+/// next test may need what it holds (an XDP program attached to the
+/// interface, an AF_XDP socket bound to its queue 0); but that teardown
+/// waits in the kernel for RCU grace periods and cannot be hurried:
+/// closing a packet socket took 14 ms on the development VM, detaching an
+/// XDP program and closing its socket about 40 ms, the pools' memory more
+/// when messages are large. A client starting its sweep right after the
+/// last one ended used to arrive within that time and was turned away.
+/// Bounded, so that a teardown gone wrong still ends in a clear `busy`.
+const ENDING_WAIT: Duration = Duration::from_secs(2);
 
 impl TestSlots {
     /// At most `max` tests at once.
     pub fn new(max: usize) -> TestSlots {
         TestSlots {
-            used: Arc::new(AtomicUsize::new(0)),
+            shared: Arc::new(SlotState::default()),
             max,
         }
     }
 
-    fn take(&self) -> Option<SlotGuard> {
-        let got = self
-            .used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.max).then_some(n + 1)
-            })
-            .is_ok();
-        got.then(|| SlotGuard(Arc::clone(&self.used)))
+    /// A slot, if one is free, or becomes free by `deadline` while the
+    /// test holding it is over and only tears down (see [`ENDING_WAIT`]);
+    /// a slot held by a running test is never waited for.
+    fn take(&self, deadline: Instant) -> Option<SlotGuard> {
+        let mut counts = lock(&self.shared.counts);
+        loop {
+            if counts.used < self.max {
+                counts.used += 1;
+                return Some(SlotGuard {
+                    shared: Arc::clone(&self.shared),
+                    ending: AtomicBool::new(false),
+                });
+            }
+            let now = Instant::now();
+            if counts.ending == 0 || now >= deadline {
+                return None;
+            }
+            counts = self
+                .shared
+                .freed
+                .wait_timeout(counts, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
     }
 }
 
-struct SlotGuard(Arc<AtomicUsize>);
+fn lock(m: &Mutex<SlotCounts>) -> std::sync::MutexGuard<'_, SlotCounts> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A test slot, given back when dropped.
+struct SlotGuard {
+    shared: Arc<SlotState>,
+    ending: AtomicBool,
+}
+
+impl SlotGuard {
+    /// The test is over (the client said goodbye, went away or failed):
+    /// what is left is tearing down, and a client arriving meanwhile waits
+    /// for the slot instead of being turned away.
+    fn ending(&self) {
+        if !self.ending.swap(true, Ordering::AcqRel) {
+            lock(&self.shared.counts).ending += 1;
+        }
+    }
+}
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        let mut counts = lock(&self.shared.counts);
+        counts.used -= 1;
+        if *self.ending.get_mut() {
+            counts.ending -= 1;
+        }
+        drop(counts);
+        self.shared.freed.notify_all();
     }
 }
 
@@ -131,7 +201,7 @@ pub fn session(
     let mut ch = ControlChannel::new(stream)?;
     let got = handshake(&mut ch, policy, slots, deadline);
     admitted();
-    let (setup, _slot) = match got {
+    let (setup, slot) = match got {
         Ok(Some(s)) => s,
         Ok(None) => return Ok(()),
         Err(e) => return Err(explain(e, dog.fired(), policy)),
@@ -143,6 +213,7 @@ pub fn session(
         local_ip,
         client_ip,
         dog: &dog,
+        slot: slot.as_ref(),
     };
     match test.run(&mut ch) {
         Ok(()) => Ok(()),
@@ -226,7 +297,7 @@ fn handshake(
     };
     let slot = match slots {
         None => None,
-        Some(s) => match s.take() {
+        Some(s) => match s.take(deadline.min(Instant::now() + ENDING_WAIT)) {
             Some(g) => Some(g),
             None => {
                 ch.send(&Reply::Busy)?;
@@ -263,6 +334,8 @@ struct Test<'a> {
     local_ip: IpAddr,
     client_ip: IpAddr,
     dog: &'a Watchdog,
+    /// The test slot (None: a local peer's session, which has none).
+    slot: Option<&'a SlotGuard>,
 }
 
 impl Test<'_> {
@@ -363,6 +436,33 @@ impl Test<'_> {
             warnings,
             cpu,
         })?;
+        let outcome = self.blocks(ch, conn.endpoint.as_mut(), &mut pools, &mut loads);
+        // The test is over, however it ended: the client said goodbye after
+        // its last block's Done (so it holds every message it asked for), or
+        // it went away, or the data channel failed. Frames this end still
+        // has unacknowledged are needed by nobody: a final acknowledgement
+        // the client sent and the link lost would otherwise keep the drop
+        // resending into a closed channel (the frame protocol's linger, up
+        // to about a second at its longest timeout) while the slot is held.
+        // What remains (closing the channel in the kernel, the pools, the
+        // load) runs with the slot marked ending, so that the next client
+        // waits for it instead of being turned away.
+        conn.endpoint.abandon();
+        if let Some(slot) = self.slot {
+            slot.ending();
+        }
+        outcome
+    }
+
+    /// The client's blocks, until it says goodbye.
+    fn blocks(
+        &self,
+        ch: &mut ControlChannel,
+        endpoint: &mut dyn transport::Endpoint,
+        pools: &mut Pools,
+        loads: &mut Option<crate::load::Loads>,
+    ) -> Result<()> {
+        let setup = self.setup;
         loop {
             match ch.recv()? {
                 Request::Block {
@@ -377,15 +477,8 @@ impl Test<'_> {
                             setup.max_bytes
                         );
                     }
-                    let m = server_block(
-                        conn.endpoint.as_mut(),
-                        &mut pools,
-                        mode,
-                        kind,
-                        bytes,
-                        repeats,
-                    )
-                    .context("data channel failed")?;
+                    let m = server_block(endpoint, pools, mode, kind, bytes, repeats)
+                        .context("data channel failed")?;
                     ch.send(&Reply::Done {
                         user_ns: m.cpu.user.as_nanos() as u64,
                         sys_ns: m.cpu.system.as_nanos() as u64,

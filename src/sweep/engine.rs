@@ -236,6 +236,10 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     let peer_host = Some(session.host.clone());
     if error.is_none() {
         session.close()?;
+        // The peer answered every block, so it holds every message: this
+        // end's unacknowledged frames (a final acknowledgement the link
+        // lost) need no linger on drop, which would only delay the exit.
+        conn.endpoint.abandon();
         if let Some(lp) = local {
             lp.finish(Duration::from_secs(2));
         }

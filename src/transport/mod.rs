@@ -112,6 +112,12 @@ pub trait Endpoint: Send {
         Ok(())
     }
 
+    /// The session is over and the peer holds every message it asked for
+    /// (or is gone): whatever this end still keeps unacknowledged is
+    /// needed by nobody, so dropping the channel must not wait to deliver
+    /// it (the frame protocol's linger on drop). The default: nothing to do.
+    fn abandon(&mut self) {}
+
     /// A handle that ends this channel's blocking waits from another
     /// thread (a server whose client went away); None (the default): the
     /// channel's own timeout is the only bound.

@@ -289,3 +289,109 @@ pub fn serve_in(lab: &str, node: &str) -> (Child, String) {
         .to_string();
     (server, port)
 }
+
+/// The switch of lab `lab` drops every acknowledgement-only frame of
+/// wulf's protocol (EtherType 0x88B5, kind 2 at byte 1 of wulf's header)
+/// acknowledging anything (its ack field, bytes 12-15, non-zero: the
+/// handshake's confirmation, ack 0, still passes) until the returned guard
+/// drops. Data frames still carry acknowledgements, so sweeps complete;
+/// but the end of each ping-pong block leaves the server's reply
+/// unacknowledged, as a lost final acknowledgement does.
+pub fn drop_acknowledgements(lab: &str) -> impl Drop {
+    struct Rule(String);
+    impl Drop for Rule {
+        fn drop(&mut self) {
+            nft(&self.0, "delete table bridge wulftest");
+        }
+    }
+    let sw = format!("wlab-{lab}-sw");
+    nft(&sw, "add table bridge wulftest");
+    nft(
+        &sw,
+        "add chain bridge wulftest acks { type filter hook forward priority 0 ; }",
+    );
+    // @ll offsets in bits from the Ethernet header: wulf's header starts
+    // at byte 14, its kind at byte 15, its ack field at bytes 26-29.
+    nft(
+        &sw,
+        "add rule bridge wulftest acks ether type 0x88b5 @ll,120,8 2 @ll,208,32 != 0 drop",
+    );
+    Rule(sw)
+}
+
+fn nft(netns: &str, command: &str) {
+    let out = Command::new("ip")
+        .args(["netns", "exec", netns, "nft", command])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "nft {command}: {}", text(&out));
+}
+
+/// `wulf sweep TRANSPORT --peer PEER --quiet ARGS...` run inside node1
+/// of lab `lab`.
+pub fn sweep_in_node1(lab: &str, transport: &str, peer: &str, args: &[&str]) -> Command {
+    let mut all = vec![
+        "lab",
+        "exec",
+        "--name",
+        lab,
+        "node1",
+        "--",
+        wulf_bin(),
+        "sweep",
+        transport,
+        "--peer",
+        peer,
+        "--quiet",
+    ];
+    all.extend_from_slice(args);
+    wulf(&all)
+}
+
+/// A short ping-pong over `transport` from node1 of lab `lab` against the
+/// server on `port` of node2: its output.
+fn sweep_from_node1(lab: &str, transport: &str, port: &str) -> Output {
+    let peer = format!("node2:{port}");
+    let args = [
+        "--sizes",
+        "8",
+        "--budget",
+        "100ms",
+        "--json",
+        "-",
+        "--timeout",
+        "5s",
+    ];
+    sweep_in_node1(lab, transport, &peer, &args)
+        .output()
+        .unwrap()
+}
+
+/// Two sweeps over `transport` back to back against one `wulf serve`: the
+/// second, started as soon as the first has ended, is accepted at once
+/// (no retry), although the first left the server with its last reply
+/// unacknowledged (every acknowledgement-only frame lost in the switch)
+/// and the server still closes its frame socket in the kernel when the
+/// second arrives. The server used to resend into the closed channel
+/// (about 1.2 s) and to refuse clients until its data channel was gone.
+pub fn a_second_sweep_right_after_the_first_is_accepted(transport: &str) {
+    let lab = format!("b2b{}", std::process::id());
+    let _g = super::lab_up(&lab, 2);
+    let (mut server, port) = serve_in(&lab, "node2");
+    {
+        let _acks = drop_acknowledgements(&lab);
+        let first = sweep_from_node1(&lab, transport, &port);
+        assert!(first.status.success(), "first sweep: {}", text(&first));
+    }
+    let second = sweep_from_node1(&lab, transport, &port);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        !text(&second).contains("busy with another client"),
+        "the second sweep was turned away: {}",
+        text(&second)
+    );
+    assert!(second.status.success(), "second sweep: {}", text(&second));
+    let v: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap();
+    assert_eq!(v["complete"], true, "{v}");
+}

@@ -123,6 +123,8 @@ pub struct Reliable<L: FrameLink> {
     /// Bumped on every sign of life; the stall clock restarts when it moves.
     progress: u64,
     counters: Counters,
+    /// Set by [`Endpoint::abandon`]: the drop does not flush.
+    abandoned: bool,
 }
 
 impl<L: FrameLink> Reliable<L> {
@@ -149,6 +151,7 @@ impl<L: FrameLink> Reliable<L> {
             ack_deadline: None,
             progress: 0,
             counters: Counters::default(),
+            abandoned: false,
         }
     }
 
@@ -474,13 +477,25 @@ impl<L: FrameLink> Endpoint for Reliable<L> {
     fn flush(&mut self) -> io::Result<()> {
         Reliable::flush(self)
     }
+
+    fn abandon(&mut self) {
+        self.abandoned = true;
+    }
 }
 
 impl<L: FrameLink> Drop for Reliable<L> {
     /// A channel dropped without a flush (a group's link at the end of a
     /// job) still delivers its last frames to a peer waiting for them;
-    /// errors are moot here (the peer reports its own).
+    /// errors are moot here (the peer reports its own). Not after
+    /// [`Endpoint::abandon`]: a peer that has everything it asked for
+    /// answers no resend (it closed its end), so the flush would only
+    /// linger through [`LINGER_RESENDS`] timeouts, up to about a second
+    /// at [`RTO_MAX`], before the channel is gone (a `wulf serve` kept
+    /// its test slot meanwhile and turned the next client away).
     fn drop(&mut self) {
+        if self.abandoned {
+            return;
+        }
         if self.window.in_flight() > 0 || self.ack_sent != self.rcv_next {
             let _ = self.flush();
         }

@@ -536,3 +536,61 @@ fn load_patterns_measure_their_pairs_at_once() {
     .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// A matrix file too large to read whole is parsed cell by cell without
+/// its trials: the same cells and figures, the same schema checks.
+#[test]
+fn a_large_matrix_file_is_read_streaming_without_trials() {
+    use wulf::result::matrix::{read_matrix_result, read_matrix_result_within};
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/matrix/lab-fe-node3.json");
+    let whole = read_matrix_result(&fixture).unwrap();
+    // Every file counts as large here.
+    let lean = read_matrix_result_within(&fixture, 0).unwrap();
+    assert_eq!(lean.cells.len(), whole.cells.len());
+    for (a, b) in lean.cells.iter().zip(&whole.cells) {
+        assert_eq!(
+            (a.from, a.to, a.latency_ns(), a.bits_per_s()),
+            (b.from, b.to, b.latency_ns(), b.bits_per_s())
+        );
+        let (la, lb) = (a.latency.as_ref().unwrap(), b.latency.as_ref().unwrap());
+        assert_eq!((la.ci_low_ns, la.trials), (lb.ci_low_ns, lb.trials));
+        assert!(la.trials_ns.is_empty() && !lb.trials_ns.is_empty());
+    }
+    assert_eq!(lean.analysis, whole.analysis);
+    assert!(lean
+        .warnings
+        .iter()
+        .any(|w| w.contains("without the cells' trials")));
+    // The same checks as a whole read: unknown fields, kind, version.
+    let dir = tempdir();
+    let bad = dir.path().join("bad.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    v["cells"][3]["latency"]["surprise"] = 1.into();
+    std::fs::write(&bad, v.to_string()).unwrap();
+    let e = read_matrix_result_within(&bad, 0).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("surprise") && format!("{e:#}").contains("cells[3]"),
+        "{e:#}"
+    );
+    v["cells"][3]["latency"]
+        .as_object_mut()
+        .unwrap()
+        .remove("surprise");
+    v["schema_version"] = 99.into();
+    std::fs::write(&bad, v.to_string()).unwrap();
+    let e = read_matrix_result_within(&bad, 0).unwrap_err();
+    assert!(format!("{e:#}").contains("schema version 99"), "{e:#}");
+    v["schema_version"] = 2.into();
+    v["kind"] = "sweep".into();
+    std::fs::write(&bad, v.to_string()).unwrap();
+    assert!(read_matrix_result_within(&bad, 0).is_err());
+    // Trials are dropped only while a large file is read.
+    assert!(!read_matrix_result(&fixture).unwrap().cells[0]
+        .latency
+        .as_ref()
+        .unwrap()
+        .trials_ns
+        .is_empty());
+}

@@ -77,6 +77,7 @@ pub struct MatrixResult {
     /// The nodes, in the order given; cells refer to them by index.
     pub nodes: Vec<MatrixNode>,
     /// Every directed cell measured or tried.
+    #[serde(deserialize_with = "super::matrix_read::cells")]
     pub cells: Vec<MatrixCell>,
     /// What the cells say (see [`crate::analysis::matrix`]).
     pub analysis: MatrixAnalysis,
@@ -330,16 +331,6 @@ pub struct NodeSummary {
     pub failed_cells: usize,
 }
 
-/// Whether the file at `path` is a matrix result.
-pub fn is_matrix_result(path: &std::path::Path) -> bool {
-    super::read::kind_of(path).as_deref() == Some(MATRIX_KIND)
-}
-
-/// Read and validate a matrix result.
-pub fn read_matrix_result(path: &std::path::Path) -> anyhow::Result<MatrixResult> {
-    super::read::read_versions(
-        path,
-        "matrix",
-        MATRIX_OLDEST_SCHEMA_VERSION..=MATRIX_SCHEMA_VERSION,
-    )
-}
+pub use super::matrix_read::{
+    is_matrix_result, read_matrix_result, read_matrix_result_within, MAX_MATRIX_BYTES,
+};

@@ -24,6 +24,7 @@ pub use confirmation::{CheckedEvent, Confirmation, RemeasuredPoint};
 pub use link::{LinkEfficiency, LinkEnd};
 pub mod matrix;
 mod matrix_figures;
+mod matrix_read;
 pub use mpi_info::{MpiInfo, ProtocolLimit};
 pub mod study;
 pub use npb::{

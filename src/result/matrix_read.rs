@@ -1,0 +1,182 @@
+//! Reading matrix results, also those too large to read whole.
+//!
+//! A matrix file keeps every cell with its trials: about 1.7 KB a cell at
+//! 17 trials a point (the lab fixture), so a few hundred nodes already
+//! pass [`MAX_RESULT_BYTES`], the limit of every other result, and 1,000
+//! nodes (999,000 cells) write gigabytes. Files up to that limit are read
+//! whole, as every result is. Larger ones, up to [`MAX_MATRIX_BYTES`], are
+//! parsed from a buffered reader, cell by cell, each cell's trials dropped
+//! as soon as it is parsed (every figure `wulf report` draws is kept:
+//! medians, intervals, counts), so neither the text nor the trials are
+//! ever all in memory. The schema is checked the same way (unknown fields
+//! rejected); the result says in a warning that its trials were left out.
+
+use std::cell::Cell;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::de::{Deserializer, SeqAccess, Visitor};
+
+use super::matrix::{
+    MatrixCell, MatrixResult, MATRIX_KIND, MATRIX_OLDEST_SCHEMA_VERSION, MATRIX_SCHEMA_VERSION,
+};
+use super::read::{kind_of, read_versions, MAX_RESULT_BYTES};
+
+/// Largest matrix file read (streaming, without trials), bytes: 64 GiB,
+/// far above 1,000 nodes' few gigabytes, below what a disk full of
+/// garbage would make us parse.
+pub const MAX_MATRIX_BYTES: u64 = 64 << 30;
+
+/// Most cells a matrix file may hold: 2,048 nodes' (about 4.2 million),
+/// so that a hostile file of tiny cells cannot make the reader hold
+/// billions of them.
+pub const MAX_MATRIX_CELLS: usize = 2048 * 2047;
+
+thread_local! {
+    /// Set while a large file is parsed: [`cells`] drops the trials.
+    static WITHOUT_TRIALS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the file at `path` is a matrix result.
+pub fn is_matrix_result(path: &Path) -> bool {
+    match std::fs::metadata(path).map(|m| m.len()) {
+        Ok(len) if len > MAX_RESULT_BYTES && len <= MAX_MATRIX_BYTES => {
+            streamed_kind(path).as_deref() == Some(MATRIX_KIND)
+        }
+        _ => kind_of(path).as_deref() == Some(MATRIX_KIND),
+    }
+}
+
+/// Read and validate a matrix result (see the module's doc for files
+/// larger than [`MAX_RESULT_BYTES`]).
+pub fn read_matrix_result(path: &Path) -> Result<MatrixResult> {
+    read_matrix_result_within(path, MAX_RESULT_BYTES)
+}
+
+/// [`read_matrix_result`] reading files of up to `whole_bytes` whole (with
+/// their trials) and larger ones streaming, without trials.
+pub fn read_matrix_result_within(path: &Path, whole_bytes: u64) -> Result<MatrixResult> {
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
+    if len <= whole_bytes.min(MAX_RESULT_BYTES) {
+        return read_versions(
+            path,
+            "matrix",
+            MATRIX_OLDEST_SCHEMA_VERSION..=MATRIX_SCHEMA_VERSION,
+        );
+    }
+    if len > MAX_MATRIX_BYTES {
+        bail!(
+            "{} is {} GiB, larger than any wulf matrix ({} GiB at most)",
+            path.display(),
+            len >> 30,
+            MAX_MATRIX_BYTES >> 30
+        );
+    }
+    let origin = path.display().to_string();
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read {origin}"))?;
+    // take() bounds a file that grows while it is read.
+    let reader = BufReader::with_capacity(1 << 20, file.take(MAX_MATRIX_BYTES + 1));
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let parsed = {
+        let _flag = WithoutTrials::set();
+        serde_path_to_error::deserialize::<_, MatrixResult>(&mut de)
+    };
+    let mut r = parsed.map_err(|e| {
+        anyhow::anyhow!(
+            "{origin} is not a valid wulf matrix result at {}: {}",
+            e.path(),
+            e.inner()
+        )
+    })?;
+    de.end()
+        .with_context(|| format!("{origin} has data after the matrix"))?;
+    if r.kind != MATRIX_KIND {
+        bail!("{origin} is a {} result, not a matrix", r.kind);
+    }
+    if !(MATRIX_OLDEST_SCHEMA_VERSION..=MATRIX_SCHEMA_VERSION).contains(&r.schema_version) {
+        bail!(
+            "{origin} has matrix schema version {}; this wulf reads versions \
+             {MATRIX_OLDEST_SCHEMA_VERSION} to {MATRIX_SCHEMA_VERSION}",
+            r.schema_version
+        );
+    }
+    r.warnings.push(format!(
+        "read without the cells' trials ({} MiB file): medians, intervals and counts are whole",
+        len >> 20
+    ));
+    Ok(r)
+}
+
+/// The `kind` of a large file, parsed from a reader (every other field
+/// skipped unparsed into values).
+fn streamed_kind(path: &Path) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let reader = BufReader::with_capacity(1 << 20, file.take(MAX_MATRIX_BYTES + 1));
+    let k: Kind = serde_json::from_reader(reader).ok()?;
+    k.kind
+}
+
+/// Sets [`WITHOUT_TRIALS`] while it lives (also when parsing fails).
+struct WithoutTrials;
+
+impl WithoutTrials {
+    fn set() -> WithoutTrials {
+        WITHOUT_TRIALS.with(|f| f.set(true));
+        WithoutTrials
+    }
+}
+
+impl Drop for WithoutTrials {
+    fn drop(&mut self) {
+        WITHOUT_TRIALS.with(|f| f.set(false));
+    }
+}
+
+/// `cells` of a matrix result, cell by cell; while [`WITHOUT_TRIALS`] is
+/// set each cell's trials are dropped as soon as it is parsed.
+pub(super) fn cells<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MatrixCell>, D::Error> {
+    struct Cells;
+    impl<'de> Visitor<'de> for Cells {
+        type Value = Vec<MatrixCell>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of matrix cells")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let lean = WITHOUT_TRIALS.with(Cell::get);
+            // A hint from the input is not trusted beyond a bound.
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
+            while let Some(mut c) = seq.next_element::<MatrixCell>()? {
+                if out.len() == MAX_MATRIX_CELLS {
+                    return Err(serde::de::Error::custom(format!(
+                        "more than {MAX_MATRIX_CELLS} cells (2,048 nodes'): not a wulf matrix"
+                    )));
+                }
+                if lean {
+                    for p in [
+                        c.latency.as_mut(),
+                        c.bandwidth.as_mut(),
+                        c.rate.as_mut(),
+                        c.alone_bandwidth.as_mut(),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    {
+                        p.trials_ns = Vec::new();
+                    }
+                }
+                out.push(c);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Cells)
+}

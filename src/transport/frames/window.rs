@@ -117,6 +117,11 @@ impl Stash {
         self.len
     }
 
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Append `data` (the caller checks [`Stash::free`]).
     pub fn put(&mut self, data: &[u8]) {
         debug_assert!(data.len() <= self.free());

@@ -8,7 +8,8 @@
 //! all cells on a diverging scale (blue better, red worse, saturating at
 //! half or twice the median), each with a tooltip. Beyond
 //! [`HEATMAP_MAX_NODES`] nodes a map of SVG squares would weigh
-//! megabytes (150 MB at 1,000 nodes) with squares too small to point at:
+//! megabytes (about 130 bytes of markup a square: over 100 MB a map at
+//! 1,000 nodes) with squares too small to point at:
 //! the map is then a PNG image, one pixel per cell, embedded as a data
 //! URI and scaled up without smoothing; the findings and the node table
 //! name the cells and nodes a tooltip would have.

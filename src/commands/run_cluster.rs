@@ -164,36 +164,22 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
     let mut collectives = Vec::new();
     if stop.is_none() {
         say("allreduce across the nodes");
-        match run_allreduce(args, spread, budget, dir) {
-            Ok((r, interrupted)) => {
-                if r.runs.iter().any(|x| x.error.is_some()) {
-                    failures.push("allreduce".into());
-                }
-                collectives.push(r);
-                stop = interrupted;
-            }
-            Err(e) => {
-                eprintln!("wulf: allreduce failed: {e:#}");
-                failures.push("allreduce".into());
-            }
-        }
+        let ran = run_allreduce(args, spread, budget, dir);
+        let failed = |r: &CollectiveResult| r.runs.iter().any(|x| x.error.is_some());
+        collectives.extend(ranks_part(
+            "allreduce",
+            ran,
+            failed,
+            &mut failures,
+            &mut stop,
+        ));
     }
     // 6. NAS MG across the nodes.
     let mut npb: Vec<NpbResult> = Vec::new();
     if stop.is_none() && !args.no_npb {
-        match run_mg(args, spread, dir) {
-            Ok((r, interrupted)) => {
-                if r.runs.iter().any(|x| x.error.is_some()) {
-                    failures.push("npb mg".into());
-                }
-                npb.push(r);
-                stop = interrupted;
-            }
-            Err(e) => {
-                eprintln!("wulf: npb mg failed: {e:#}");
-                failures.push("npb mg".into());
-            }
-        }
+        let ran = run_mg(args, spread, dir);
+        let failed = |r: &NpbResult| r.runs.iter().any(|x| x.error.is_some());
+        npb.extend(ranks_part("npb mg", ran, failed, &mut failures, &mut stop));
     }
     let summary =
         super::run_cluster_summary::summary(&matrices, &sweeps, &sweep_pairs, &collectives, &npb);
@@ -367,6 +353,32 @@ fn run_mg(
     let (result, stop) = super::npb::run_plan(&plan)?;
     write_json(&dir.join(format!("npb-mg-{class}.json")), &result)?;
     Ok((result, stop))
+}
+
+/// The outcome of a part run on ranks (allreduce, MG): its result, if
+/// any; a failed run or a part that could not run is named in
+/// `failures`, and Ctrl-C's error goes to `stop`.
+fn ranks_part<T>(
+    what: &str,
+    ran: Result<(T, Option<anyhow::Error>)>,
+    failed: impl Fn(&T) -> bool,
+    failures: &mut Vec<String>,
+    stop: &mut Option<anyhow::Error>,
+) -> Option<T> {
+    match ran {
+        Ok((r, interrupted)) => {
+            if failed(&r) {
+                failures.push(what.into());
+            }
+            *stop = interrupted;
+            Some(r)
+        }
+        Err(e) => {
+            eprintln!("wulf: {what} failed: {e:#}");
+            failures.push(what.into());
+            None
+        }
+    }
 }
 
 /// The backends that cross nodes (tcp and each MPI's default path), as

@@ -270,21 +270,66 @@ fn region_is_gone_after_the_client_is_killed_mid_run() {
     assert_no_leaked_region(&[pid]);
 }
 
+/// The limit `key` at point `p`, or `None` when the result's warnings say
+/// the limit `name` was dropped there: a limit's curve gives up its sizes
+/// once its budget share is overrun (slow trials on a busy machine, as
+/// when CI runs test binaries side by side), and says so. A limit missing
+/// without that warning fails the test.
+fn limit_or_warned(
+    r: &serde_json::Value,
+    p: &serde_json::Value,
+    key: &str,
+    name: &str,
+) -> Option<f64> {
+    let v = p["limits"][key].as_f64();
+    if v.is_none() {
+        let said = r["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w.as_str())
+            .any(|w| w.contains(&format!("no {name} limit there")));
+        assert!(
+            said,
+            "{key} missing at {p} without a warning: {}",
+            r["warnings"]
+        );
+    }
+    v
+}
+
 #[test]
 fn efficiency_is_recorded_and_summarised() {
     for t in intranode() {
         let (r, out) = sweep_ok(&[t, "--sizes", "8,65536"]);
+        let mut all_limits = true;
         for p in r["points"].as_array().unwrap() {
             let l = &p["limits"];
             assert!(l["floor_ns"].as_f64().unwrap() > 0.0, "{p}");
-            assert!(l["memcpy_bits_per_s"].as_f64().unwrap() > 0.0, "{p}");
-            assert!(l["c2c_bits_per_s"].as_f64().unwrap() > 0.0, "{p}");
-            assert!(l["c2c_two_copy_bits_per_s"].as_f64().unwrap() > 0.0, "{p}");
+            for (key, name) in [
+                ("memcpy_bits_per_s", "memcpy"),
+                ("c2c_bits_per_s", "c2c"),
+                ("c2c_two_copy_bits_per_s", "c2c-2copy"),
+            ] {
+                match limit_or_warned(&r, p, key, name) {
+                    Some(v) => assert!(v > 0.0, "{p}"),
+                    None => all_limits = false,
+                }
+            }
         }
         let s = &r["summary"];
         let floor = r["points"][0]["limits"]["floor_ns"].as_f64().unwrap();
         let x = s["latency_floor_multiple"].as_f64().unwrap();
         assert!((x - s["latency_ns"].as_f64().unwrap() / floor).abs() < 1e-9 * x);
+        assert!(r["definitions"]["efficiency"]
+            .as_str()
+            .unwrap()
+            .contains("c2c_bits_per_s"));
+        assert!(out.contains("x the cache-line floor"), "{out}");
+        if !all_limits {
+            eprintln!("{t}: a limit was dropped under load; its fractions are not checked");
+            continue;
+        }
         assert!(s["peak_memcpy_fraction"].as_f64().unwrap() > 0.0);
         let peak = s["peak_bytes"].as_u64().unwrap();
         let at_peak = r["points"]
@@ -296,11 +341,6 @@ fn efficiency_is_recorded_and_summarised() {
         let c2c = at_peak["limits"]["c2c_bits_per_s"].as_f64().unwrap();
         let f = s["peak_c2c_fraction"].as_f64().unwrap();
         assert!((f - s["peak_bits_per_s"].as_f64().unwrap() / c2c).abs() < 1e-9 * f);
-        assert!(r["definitions"]["efficiency"]
-            .as_str()
-            .unwrap()
-            .contains("c2c_bits_per_s"));
-        assert!(out.contains("x the cache-line floor"), "{out}");
         assert!(out.contains("of memcpy bandwidth"), "{out}");
         assert!(out.contains("of the core-to-core single copy"), "{out}");
     }

@@ -34,6 +34,7 @@ pub mod commands;
 pub mod error;
 pub mod fuzzing;
 pub mod lab;
+pub mod launch;
 pub mod load;
 pub mod npb;
 pub mod peer;

@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::cells::CellFile;
-use super::launch::{Agents, Launcher};
 use super::protocol::{
     random_hex, verify, CellParts, CellReport, ControlChannel, Hello, Join, Order,
 };
 use super::schedule::{self, Pattern};
+use crate::launch::{Agents, Launcher};
 use crate::result::matrix::{CellFigures, MatrixCell, MatrixNode};
 
 /// What a matrix measures and how.

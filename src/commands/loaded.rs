@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::conditions::{under_load, Prepared};
 use crate::cli::SweepArgs;
-use crate::cluster::mpi::run_sweep;
+use crate::launch::mpi::run_sweep;
 use crate::load::LoadSpec;
 use crate::report::conditions::{npb_pair_table, sweep_pair_table, whole_table};
 use crate::result::{write_result, NpbResult, SweepResult};

@@ -11,11 +11,11 @@ use crate::cluster::agent::{self, AgentOptions};
 use crate::cluster::cells::{cells_path, CellFile};
 use crate::cluster::coordinator::{self, MatrixPlan};
 use crate::cluster::hostlist;
-use crate::cluster::launch::{Launcher, Local, RemoteShell, Slurm};
-use crate::cluster::mpi_ranks::MpiRanks;
 use crate::cluster::schedule::Pattern;
 use crate::error::{usage, WulfError};
 use crate::lab::between::Across;
+use crate::launch::mpi_ranks::MpiRanks;
+use crate::launch::{Launcher, Local, RemoteShell, Slurm};
 use crate::result::matrix::{MatrixResult, MATRIX_KIND, MATRIX_SCHEMA_VERSION};
 use crate::result::write_atomically;
 
@@ -57,15 +57,15 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
     // Started on every node by srun or mpirun: rank 0 coordinates.
     let task =
         (args.hosts.is_none() && args.hostfile.is_none() && args.launch.is_none() && !over_mpi)
-            .then(crate::cluster::launched::task)
+            .then(crate::launch::launched::task)
             .flatten();
     if let Some(t) = &task {
-        let file = crate::cluster::launched::rendezvous_path(&std::env::current_dir()?, t);
+        let file = crate::launch::launched::rendezvous_path(&std::env::current_dir()?, t);
         if t.rank != 0 {
             crate::EXIT_ON_SIGNAL.store(true, std::sync::atomic::Ordering::Relaxed);
-            return crate::cluster::launched::join(&file, node_name(None)?, args.timeout);
+            return crate::launch::launched::join(&file, node_name(None)?, args.timeout);
         }
-        let launcher = crate::cluster::launched::FromLauncher {
+        let launcher = crate::launch::launched::FromLauncher {
             task: t.clone(),
             file,
             name: node_name(None)?,
@@ -140,7 +140,7 @@ fn check_mpi_matrix(args: &MatrixArgs) -> Result<()> {
     if args.hosts.is_none()
         && args.hostfile.is_none()
         && crate::transport::cluster::get().is_none()
-        && crate::cluster::launched::task().is_some()
+        && crate::launch::launched::task().is_some()
     {
         return Err(usage(format!(
             "--via {}: run it from one node with --hosts or --hostfile, not under srun or mpirun \
@@ -311,7 +311,7 @@ fn launcher(args: &MatrixArgs) -> Result<Box<dyn Launcher>> {
             .display()
             .to_string(),
     };
-    crate::cluster::launch::check_remote_path(&remote_wulf).map_err(|e| usage(format!("{e:#}")))?;
+    crate::launch::check_remote_path(&remote_wulf).map_err(|e| usage(format!("{e:#}")))?;
     let in_lab = crate::transport::cluster::get();
     let how = match args.launch.as_deref() {
         Some(h) => h.to_string(),
@@ -362,12 +362,12 @@ fn through_mpi(name: &str, hosts: &[String]) -> Result<()> {
     ));
     let dir = tempfile::tempdir().context("cannot make a directory for the launcher")?;
     let (argv, env) =
-        crate::cluster::mpi::spread::launch_once_per_host(name, hosts, dir.path(), &program)?;
+        crate::launch::mpi::spread::launch_once_per_host(name, hosts, dir.path(), &program)?;
     let mut cmd = std::process::Command::new(&argv[0]);
     cmd.args(&argv[1..]).envs(env);
-    let status = crate::lab::between::run_forwarding_interrupt(&mut cmd)
+    let status = crate::launch::process::run_forwarding_interrupt(&mut cmd)
         .with_context(|| format!("cannot start {}", argv[0]))?;
-    super::lab_relay(crate::lab::between::exit_code(status))
+    super::lab_relay(crate::launch::process::exit_code(status))
 }
 
 /// `args` without the given options and their values (`--x V`, `--x=V`).

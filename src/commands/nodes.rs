@@ -36,7 +36,7 @@ pub fn prepare(
     // a launcher: there each task is a rank already.
     let from_allocation;
     let n = match std::env::var("SLURM_JOB_NODELIST") {
-        Ok(list) if !n.given() && !in_lab && crate::cluster::launched::task().is_none() => {
+        Ok(list) if !n.given() && !in_lab && crate::launch::launched::task().is_none() => {
             from_allocation = NodesArgs {
                 hosts: Some(list),
                 launch: Some("slurm".into()),

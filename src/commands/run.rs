@@ -7,9 +7,9 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 
 use crate::cli::RunArgs;
-use crate::cluster::mpi::run_sweep;
 use crate::error::WulfError;
 use crate::lab::between::Across;
+use crate::launch::mpi::run_sweep;
 use crate::npb::{Class, Kernel};
 use crate::report;
 use crate::result::{write_atomically, write_json, write_result, NpbResult, SweepResult};

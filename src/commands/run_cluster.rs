@@ -218,7 +218,7 @@ pub fn node_options(args: &RunArgs) -> Result<Option<crate::cli::NodesArgs>> {
     if args.nodes.given() || args.in_lab || args.lab.is_some() {
         return Ok(Some(args.nodes.clone()));
     }
-    let Some(task) = crate::cluster::launched::task() else {
+    let Some(task) = crate::launch::launched::task() else {
         return Ok(Some(args.nodes.clone()));
     };
     if task.rank != 0 {

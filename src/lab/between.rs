@@ -16,7 +16,7 @@
 //!
 //! The lab is removed when the command ends, however it ends; an interrupt
 //! is handed on to the inner command exactly once
-//! ([`run_forwarding_interrupt`]), which saves what it measured.
+//! ([`run_forwarding_interrupt`](crate::launch::process::run_forwarding_interrupt)), which saves what it measured.
 
 use std::ffi::OsString;
 use std::net::IpAddr;
@@ -25,7 +25,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::{command_in, LinkOptions, TempLab};
-use crate::peer::local::LocalPeer;
+use crate::launch::local_peer::LocalPeer;
+use crate::launch::process::{exit_code, run_forwarding_interrupt};
 
 /// How long a server in a fresh node may take to listen.
 const SERVE_START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -127,41 +128,6 @@ fn serve_in_node2(temp: &TempLab, once: bool) -> Result<LocalPeer> {
         SERVE_START_TIMEOUT,
     )
     .context("cannot start wulf serve in node2 of the lab")
-}
-
-/// Run `cmd` to its end in a process group of its own, handing it one
-/// SIGINT when this process is interrupted. A terminal's Ctrl-C reaches only
-/// this process, so the child gets exactly one interrupt (its first stops
-/// it gracefully and saves what it measured; a second would end it at once)
-/// and the same happens when only this process is signalled (a batch
-/// system's SIGINT or SIGTERM).
-pub fn run_forwarding_interrupt(
-    cmd: &mut std::process::Command,
-) -> std::io::Result<std::process::ExitStatus> {
-    use std::os::unix::process::CommandExt;
-    use std::sync::atomic::Ordering;
-    let mut child = cmd.process_group(0).spawn()?;
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let mut forwarded = false;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(status);
-        }
-        if !forwarded && crate::sweep::INTERRUPTED.load(Ordering::Relaxed) {
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
-            forwarded = true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The exit code a child's status stands for (128 + signal when killed).
-pub fn exit_code(status: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1)
 }
 
 /// This process's arguments after the program name, without `--lab X` /

@@ -3,7 +3,7 @@
 //! A run of `np` ranks is started either by wulf itself (the ranks are
 //! `wulf worker` processes linked by one of wulf's transports) or by a
 //! transport's own launcher (MPI's `mpirun`, see
-//! [`crate::cluster::mpi::launch_group`]). Either way each rank
+//! [`crate::launch::mpi::launch_group`]). Either way each rank
 //! receives the same [`RankJob`], builds its [`Communicator`] and calls
 //! [`run_rank`]; rank 0's list of outcomes is the run's result.
 

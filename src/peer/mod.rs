@@ -10,7 +10,6 @@
 
 pub mod auth;
 pub mod client;
-pub mod local;
 pub mod protocol;
 pub mod server;
 mod session;

@@ -106,50 +106,19 @@ impl Cluster {
     }
 
     /// A command that runs `argv` on host `i` through the remote shell
-    /// (here, through `sh -c`, when the hosts are simulated).
+    /// (here, through `sh -c`, when the hosts are simulated), built by
+    /// [`crate::launch::remote_shell::command_on`].
     pub fn command_on(&self, i: usize, argv: &[String]) -> Result<Command> {
         let host = &self.first(i + 1)?[i];
-        // The remote side joins the words and hands them to `sh -c`, as
-        // rsh and ssh do: quote each so paths with spaces stay one word.
-        let words = argv
-            .iter()
-            .map(|a| shell_quote(a))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let Some((program, lead)) = self.rsh.split_first() else {
-            let mut c = Command::new("sh");
-            c.arg("-c").arg(words);
-            return Ok(c);
-        };
-        let mut c = Command::new(program);
-        c.args(lead).arg(&host.name).arg(words);
-        Ok(c)
+        Ok(crate::launch::remote_shell::command_on(
+            &self.rsh, &host.name, argv,
+        ))
     }
 
-    /// Write the remote shell as one executable script in `dir` and return
-    /// its path: some launchers (MPICH's Hydra) take the path of a program,
-    /// not a command line.
+    /// The remote shell as one executable script in `dir`
+    /// ([`crate::launch::remote_shell::rsh_script`]).
     pub fn rsh_script(&self, dir: &Path) -> Result<PathBuf> {
-        use std::os::unix::fs::PermissionsExt;
-        let words: Vec<String> = self.rsh.iter().map(|w| shell_quote(w)).collect();
-        let path = dir.join("rsh");
-        let text = format!("#!/bin/sh\nexec {} \"$@\"\n", words.join(" "));
-        std::fs::write(&path, text)
-            .with_context(|| format!("cannot write the remote shell {}", path.display()))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
-        Ok(path)
-    }
-}
-
-/// `s` as one word of a POSIX shell command line.
-pub fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-=:,@%+".contains(&b));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
+        crate::launch::remote_shell::rsh_script(&self.rsh, dir)
     }
 }
 
@@ -176,15 +145,6 @@ mod tests {
     }
 
     #[test]
-    fn quoting_keeps_words_whole() {
-        assert_eq!(shell_quote("/usr/bin/wulf"), "/usr/bin/wulf");
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(shell_quote(""), "''");
-        assert_eq!(shell_quote("$HOME;rm"), "'$HOME;rm'");
-    }
-
-    #[test]
     fn hosts_and_commands() {
         let c = two();
         assert_eq!(c.host_list(2).unwrap(), "node1,node2");
@@ -202,11 +162,5 @@ mod tests {
             .collect();
         assert_eq!(cmd.get_program(), "/x y/wulf");
         assert_eq!(args, ["lab", "rsh", "node2", "'/a b/wulf' npb-rank"]);
-        let dir = tempfile::tempdir().unwrap();
-        let script = std::fs::read_to_string(c.rsh_script(dir.path()).unwrap()).unwrap();
-        assert!(
-            script.contains("exec '/x y/wulf' lab rsh \"$@\""),
-            "{script}"
-        );
     }
 }

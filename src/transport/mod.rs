@@ -11,7 +11,7 @@
 //!
 //! A transport whose two ends must be started by a launcher of its own (MPI)
 //! says so ([`Transport::starts_both_ends`]); the launchers
-//! ([`crate::cluster::mpi`]) start its jobs, in which it makes endpoints
+//! ([`crate::launch::mpi`]) start its jobs, in which it makes endpoints
 //! like any other. Across hosts (a lab's nodes) the launchers are handed a
 //! [`Cluster`] and place the processes; the others measure against a peer.
 //!
@@ -306,7 +306,7 @@ pub trait Transport: Send + Sync {
     }
 
     /// Whether the processes of both ends are started by this transport's
-    /// own launcher ([`crate::cluster::mpi`]): a sweep across hosts then
+    /// own launcher ([`crate::launch::mpi`]): a sweep across hosts then
     /// places them on a [`Cluster`] ([`cluster::set`]) instead of
     /// measuring against a `wulf serve` peer. False (the default).
     fn starts_both_ends(&self) -> bool {

@@ -3,7 +3,7 @@
 //! transport.
 //!
 //! [`run_group`] first offers the run to the transport's own launcher
-//! ([`crate::cluster::mpi::launch_group`]: MPI starts its ranks with
+//! ([`crate::launch::mpi::launch_group`]: MPI starts its ranks with
 //! `mpirun`).
 //! Transports without one (tcp, unix, shm, cma) get ranks started by wulf
 //! itself: this process becomes the coordinator, starts `np` copies of
@@ -30,8 +30,9 @@ mod wire;
 pub use rank::run as run_rank_process;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+
+use crate::launch::process::Process;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -73,7 +74,7 @@ pub fn run_task(
         .availability()
         .map_err(|why| usage(format!("{} is not available here: {why}", transport.name())))?;
     task.check_process_count(np)?;
-    if let Some(outcome) = crate::cluster::mpi::launch_group(transport.name(), np, task) {
+    if let Some(outcome) = crate::launch::mpi::launch_group(transport.name(), np, task) {
         return outcome;
     }
     let cluster = crate::transport::cluster::get();
@@ -100,7 +101,7 @@ pub fn run_task(
 
 /// The ranks' processes, killed when the group is dropped.
 struct Group {
-    children: Vec<Child>,
+    children: Vec<Process>,
     listener: TcpListener,
     /// Each rank's host, for errors (empty when all run here).
     hosts: Vec<String>,
@@ -137,7 +138,7 @@ impl Group {
                 "--rank".into(),
                 rank.to_string(),
             ];
-            let mut cmd = match cluster {
+            let cmd = match cluster {
                 Some(c) => c.command_on(rank, &argv)?,
                 None => {
                     let mut c = Command::new(&argv[0]);
@@ -145,22 +146,14 @@ impl Group {
                     c
                 }
             };
-            cmd.stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit())
-                // Their own process group: a terminal's Ctrl-C reaches the
-                // coordinator, which ends them; and a remote shell's whole
-                // chain down to the rank ends with one kill.
-                .process_group(0);
-            // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-            let child = cmd
-                .spawn()
+            // Its own process group (a terminal's Ctrl-C reaches the
+            // coordinator, which ends them; a remote shell's whole chain
+            // down to the rank ends with one kill), dying with this process.
+            let options = crate::launch::process::Options {
+                parent_death_signal: Some(libc::SIGKILL),
+                ..Default::default()
+            };
+            let child = Process::spawn(cmd, None, &options)
                 .with_context(|| format!("cannot start rank {rank}"))?;
             group.children.push(child);
         }
@@ -312,8 +305,8 @@ impl Group {
 
     /// Fails if any rank has exited.
     fn check_alive(&mut self) -> Result<()> {
-        for (rank, child) in self.children.iter_mut().enumerate() {
-            if let Some(status) = child.try_wait()? {
+        for (rank, p) in self.children.iter_mut().enumerate() {
+            if let Some(status) = p.child.try_wait()? {
                 bail!(peer(format!(
                     "rank {rank}{} died ({status})",
                     on(&self.hosts, rank)
@@ -325,8 +318,8 @@ impl Group {
 
     /// Fails if a rank exited without success before reporting.
     fn check_alive_or_finished(&mut self) -> Result<()> {
-        for (rank, child) in self.children.iter_mut().enumerate() {
-            if let Some(status) = child.try_wait()? {
+        for (rank, p) in self.children.iter_mut().enumerate() {
+            if let Some(status) = p.child.try_wait()? {
                 if !status.success() {
                     bail!(peer(format!(
                         "rank {rank}{} died ({status})",
@@ -339,13 +332,8 @@ impl Group {
     }
 
     fn kill(&mut self) {
-        for child in &mut self.children {
-            // The whole group: a rank started through a remote shell is a
-            // grandchild. A group id is not reused while any member lives.
-            // SAFETY: killpg only sends a signal.
-            unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
-            let _ = child.kill();
-            let _ = child.wait();
+        for p in &mut self.children {
+            p.end_group(nix::sys::signal::Signal::SIGKILL);
         }
     }
 }

@@ -11,7 +11,7 @@
 //! statistics, CPU accounting, integrity pass and result schema of every
 //! other transport. Starting the jobs (`mpirun -np 2 wulf worker JOB` for
 //! a sweep, `-np N` for NAS kernels, collectives and matrix agents) is the
-//! launchers' work: [`crate::cluster::mpi`], which learns what it needs
+//! launchers' work: [`crate::launch::mpi`], which learns what it needs
 //! here ([`launchable`]). A channel between two ranks of a larger job
 //! works too: the listening rank learns its peer from the peer's hello.
 //!

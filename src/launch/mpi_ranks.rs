@@ -6,7 +6,7 @@
 //!
 //! Ranks can set up MPI channels only on the thread that initialised MPI,
 //! so the measured agent of a pair serves on its main thread while the
-//! coordinator has it serve ([`super::protocol::Order::Serve`]); this is
+//! coordinator has it serve ([`crate::cluster::protocol::Order::Serve`]); this is
 //! why such a matrix measures one directed pair per agent at a time (the
 //! tournament of pairs, not the shift or multi-pair patterns, where one
 //! node measures and serves at once).
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::launch::{resolve_host, Agents, Launcher};
+use super::{resolve_host, Agents, Launcher};
 
 /// One MPI job whose ranks are the agents.
 pub struct MpiRanks {
@@ -34,7 +34,7 @@ impl Launcher for MpiRanks {
 
     fn coordinator_ip(&self, hosts: &[String]) -> Result<IpAddr> {
         let first = hosts.first().context("no hosts")?;
-        super::agent::local_address_toward(resolve_host(first)?)
+        crate::cluster::agent::local_address_toward(resolve_host(first)?)
     }
 
     fn start(&self, hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents> {

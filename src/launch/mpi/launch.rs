@@ -14,9 +14,8 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -291,30 +290,24 @@ pub(super) fn command(
 /// Start the launcher `argv` in its own process group, its output going to
 /// files of the job directory `dir`.
 pub(super) fn spawn(argv: &[String], dir: &Path) -> Result<Child> {
-    let out = std::fs::File::create(dir.join("launcher.out"))?;
-    let err = std::fs::File::create(dir.join("launcher.err"))?;
     let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        // Its own group: the terminal's Ctrl-C reaches only this wulf, which
-        // stops the job gracefully, and a kill reaches every rank.
-        .process_group(0);
+    cmd.args(&argv[1..]);
     // SAFETY: getuid cannot fail.
     if unsafe { libc::getuid() } == 0 {
         // Open MPI refuses root without these; set for this job only.
         cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     }
-    // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
-    cmd.spawn()
+    // Its own group (see crate::launch::process): the terminal's Ctrl-C
+    // reaches only this wulf, which stops the job gracefully, and a kill
+    // reaches every rank.
+    let options = crate::launch::process::Options {
+        parent_death_signal: Some(libc::SIGTERM),
+        output_files: Some((dir.join("launcher.out"), dir.join("launcher.err"))),
+        ..Default::default()
+    };
+    crate::launch::process::Process::spawn(cmd, None, &options)
+        .map(crate::launch::process::Process::into_child)
         .with_context(|| format!("cannot start the MPI launcher {}", argv[0]))
 }
 

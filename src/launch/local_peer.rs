@@ -9,16 +9,17 @@
 use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::AsFd;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
+use super::process::{Options, Process};
+
 /// A running local peer.
 pub struct LocalPeer {
-    child: Child,
+    process: Process,
     /// Its control address.
     pub addr: SocketAddr,
 }
@@ -41,54 +42,37 @@ impl LocalPeer {
     /// Start `cmd`, a `wulf serve --announce` (possibly wrapped, as a lab
     /// node runs it), and wait (at most `timeout`) for its port; `ip` is
     /// where clients reach it.
-    pub fn spawn(mut cmd: Command, ip: IpAddr, timeout: Duration) -> Result<LocalPeer> {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .process_group(0);
-        // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().context("cannot start the local peer")?;
-        let port = match read_port(&mut child, timeout) {
+    pub fn spawn(cmd: Command, ip: IpAddr, timeout: Duration) -> Result<LocalPeer> {
+        let options = Options {
+            stdout_piped: true,
+            parent_death_signal: Some(libc::SIGTERM),
+            ..Options::default()
+        };
+        let mut process =
+            Process::spawn(cmd, None, &options).context("cannot start the local peer")?;
+        let port = match read_port(&mut process.child, timeout) {
             Ok(p) => p,
             Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
+                process.end_group(nix::sys::signal::Signal::SIGKILL);
                 return Err(e);
             }
         };
         Ok(LocalPeer {
-            child,
+            process,
             addr: SocketAddr::new(ip, port),
         })
     }
 
-    /// Wait for the peer to exit on its own (after `Bye`), killing it if it
+    /// Wait for the peer to exit on its own (after `Bye`), ending it if it
     /// has not within `grace`.
     pub fn finish(mut self, grace: Duration) {
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.finish(grace);
     }
 }
 
 impl Drop for LocalPeer {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        self.process.end_group(nix::sys::signal::Signal::SIGKILL);
     }
 }
 

@@ -1,0 +1,363 @@
+//! The one way wulf spawns a process, and the processes a launcher started.
+//!
+//! Every process wulf starts (a local peer, an agent, a remote shell, an
+//! MPI launcher, a NAS rank) runs in a process group of its own: a
+//! terminal's Ctrl-C reaches only the wulf that started it, which ends the
+//! run in order, and one signal to the group ends a remote shell's whole
+//! chain down to the process it started. Where it must not outlive its
+//! parent even if that parent is killed, it is bound to die with it
+//! (`PR_SET_PDEATHSIG`). Its stderr is either the terminal's or kept (the
+//! last few KiB) so that the error naming a failed launch can quote it.
+//! [`run_forwarding_interrupt`] runs a command in the foreground the same
+//! way (a lab's node1, a study's sweeps, an MPI launcher running `wulf
+//! matrix` once per host). The one exception is the remote end of a pair
+//! sweep ([`crate::cluster::pair`]), whose stdin stays open as its
+//! lifeline.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+/// Most bytes kept of what one process printed on stderr.
+const STDERR_KEEP_BYTES: usize = 4096;
+
+/// How a process is started (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// A line written to its stdin, then closed (a secret through a remote
+    /// shell); None: stdin is /dev/null.
+    pub stdin_line: Option<String>,
+    /// Its stdout is a pipe the caller reads (a local peer announcing its
+    /// port); otherwise /dev/null.
+    pub stdout_piped: bool,
+    /// Its stderr is kept for [`Process::last_said`]; otherwise it is this
+    /// process's own.
+    pub keep_stderr: bool,
+    /// The signal it gets when its parent dies, if any.
+    pub parent_death_signal: Option<libc::c_int>,
+    /// Files its stdout and stderr go to (an MPI launcher's, read back for
+    /// error messages and by its ranks' relay); overrides the two above.
+    pub output_files: Option<(PathBuf, PathBuf)>,
+}
+
+/// A started process.
+pub struct Process {
+    /// The host it is for; None: for every host (srun, an MPI launcher),
+    /// or this machine.
+    pub host: Option<String>,
+    /// The process.
+    pub child: Child,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Process {
+    /// Start `cmd` for `host` as `options` say.
+    pub fn spawn(mut cmd: Command, host: Option<String>, options: &Options) -> Result<Process> {
+        cmd.process_group(0)
+            .stdout(if options.stdout_piped {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stderr(if options.keep_stderr {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
+            .stdin(if options.stdin_line.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
+        if let Some((out, err)) = &options.output_files {
+            let create = |p: &PathBuf| {
+                std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))
+            };
+            cmd.stdout(create(out)?).stderr(create(err)?);
+        }
+        if let Some(signal) = options.parent_death_signal {
+            // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, signal);
+                    Ok(())
+                });
+            }
+        }
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {program}"))?;
+        if let (Some(line), Some(mut stdin)) = (&options.stdin_line, child.stdin.take()) {
+            // A dead remote shell shows up as a missing node, not here.
+            let _ = writeln!(stdin, "{line}");
+        }
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(mut pipe) = child.stderr.take() {
+            let keep = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 1024];
+                while let Ok(n) = pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut k = keep.lock().unwrap_or_else(|e| e.into_inner());
+                    k.extend_from_slice(&buf[..n]);
+                    if k.len() > STDERR_KEEP_BYTES {
+                        let cut = k.len() - STDERR_KEEP_BYTES;
+                        k.drain(..cut);
+                    }
+                }
+            });
+        }
+        Ok(Process {
+            host,
+            child,
+            stderr,
+        })
+    }
+
+    /// The process alone, for a caller that waits on it its own way (an
+    /// MPI job's bounded wait).
+    pub fn into_child(self) -> Child {
+        self.child
+    }
+
+    /// The last line it printed on stderr, if kept ("" if none).
+    pub fn last_said(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(|e| e.into_inner()))
+            .trim()
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// Whether it has exited (and been reaped).
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// End its whole process group with `signal` (a process started
+    /// through a remote shell is a grandchild; a group id is not reused
+    /// while any member lives), kill it if still there, and reap it.
+    pub fn end_group(&mut self, signal: nix::sys::signal::Signal) {
+        if !self.has_exited() {
+            let group = nix::unistd::Pid::from_raw(-(self.child.id() as i32));
+            let _ = nix::sys::signal::kill(group, signal);
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+
+    /// Wait up to `grace` for it to exit by itself, then end its group.
+    pub fn finish(&mut self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if self.has_exited() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.end_group(nix::sys::signal::Signal::SIGTERM);
+    }
+}
+
+/// The processes a launcher started (one per host, or one for all), ended
+/// when dropped: agents exit by themselves when the coordinator closes
+/// their connections; whatever is left after a grace period is killed.
+pub struct Agents {
+    procs: Vec<Process>,
+    /// Files the processes need while they run (an MPI job's directory),
+    /// removed after they end.
+    _files: Option<tempfile::TempDir>,
+}
+
+impl Agents {
+    /// No processes (the launcher that started wulf started the agents).
+    pub fn none() -> Agents {
+        Agents::of(Vec::new())
+    }
+
+    /// The agents `procs`, one per host.
+    pub fn of(procs: Vec<Process>) -> Agents {
+        Agents {
+            procs,
+            _files: None,
+        }
+    }
+
+    /// One process that starts the agents of every host (an MPI launcher),
+    /// with the directory of files it needs until it ends.
+    pub fn one_for_all(cmd: Command, files: tempfile::TempDir) -> Result<Agents> {
+        Ok(Agents {
+            procs: vec![Process::spawn(cmd, None, &agent_options(None))?],
+            _files: Some(files),
+        })
+    }
+
+    /// For a host that never joined: what its launch printed, or that it
+    /// is still running.
+    pub fn why_missing(&mut self, host: &str) -> String {
+        for p in &mut self.procs {
+            if p.host.as_deref().is_some_and(|h| h != host) {
+                continue;
+            }
+            let said = p.last_said();
+            return match p.child.try_wait() {
+                Ok(Some(status)) => format!(
+                    "its launch exited with {status}{}",
+                    if said.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {said}")
+                    }
+                ),
+                _ if !said.is_empty() => format!("its launch said: {said}"),
+                _ => "its agent did not connect back".into(),
+            };
+        }
+        "no agent was started for it".into()
+    }
+
+    /// Whether every launched process has exited (none can join any more).
+    pub fn all_exited(&mut self) -> bool {
+        self.procs.iter_mut().all(Process::has_exited)
+    }
+
+    /// Wait up to `grace` for every process to exit, then kill the rest.
+    pub fn finish(mut self, grace: Duration) {
+        self.end(grace);
+    }
+
+    fn end(&mut self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline && !self.all_exited() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for p in &mut self.procs {
+            p.end_group(nix::sys::signal::Signal::SIGTERM);
+        }
+        self.procs.clear();
+    }
+}
+
+impl Drop for Agents {
+    fn drop(&mut self) {
+        self.end(Duration::from_secs(3));
+    }
+}
+
+/// How an agent (or the process that starts agents) is started: stderr
+/// kept for [`Agents::why_missing`], `stdin_line` on its stdin.
+pub fn agent_options(stdin_line: Option<&str>) -> Options {
+    Options {
+        stdin_line: stdin_line.map(str::to_string),
+        stdout_piped: false,
+        keep_stderr: true,
+        parent_death_signal: None,
+        output_files: None,
+    }
+}
+
+/// Run `cmd` to its end in a process group of its own, handing it one
+/// SIGINT when this process is interrupted. A terminal's Ctrl-C reaches only
+/// this process, so the child gets exactly one interrupt (its first stops
+/// it gracefully and saves what it measured; a second would end it at once)
+/// and the same happens when only this process is signalled (a batch
+/// system's SIGINT or SIGTERM).
+pub fn run_forwarding_interrupt(
+    cmd: &mut std::process::Command,
+) -> std::io::Result<std::process::ExitStatus> {
+    use std::os::unix::process::CommandExt;
+    use std::sync::atomic::Ordering;
+    let mut child = cmd.process_group(0).spawn()?;
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut forwarded = false;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if !forwarded && crate::sweep::INTERRUPTED.load(Ordering::Relaxed) {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+            forwarded = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The exit code a child's status stands for (128 + signal when killed).
+pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_is_kept_and_the_last_line_named() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo first >&2; echo; echo 'last words' >&2; exit 3"]);
+        let mut p = Process::spawn(cmd, None, &agent_options(None)).unwrap();
+        let status = p.child.wait().unwrap();
+        assert_eq!(status.code(), Some(3));
+        // The reader thread may still be draining the pipe.
+        let t0 = Instant::now();
+        while p.last_said() != "last words" && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(p.last_said(), "last words");
+    }
+
+    #[test]
+    fn the_stdin_line_arrives_and_the_group_is_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("got");
+        let mut cmd = Command::new("sh");
+        // The shell's child (sleep) is in the same group: ending the group
+        // ends both.
+        cmd.arg("-c")
+            .arg(format!("read x; echo \"$x\" > {}; sleep 60", out.display()));
+        let mut p = Process::spawn(cmd, Some("h".into()), &agent_options(Some("s3cret"))).unwrap();
+        let t0 = Instant::now();
+        while std::fs::read_to_string(&out).unwrap_or_default() != "s3cret\n" {
+            assert!(t0.elapsed() < Duration::from_secs(10), "no stdin line");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let pgid = p.child.id() as i32;
+        p.finish(Duration::from_millis(50));
+        assert!(p.has_exited());
+        // No live member of the group is left (a zombie waiting for its
+        // reaper does not count: it runs nothing).
+        let t0 = Instant::now();
+        while live_members(pgid) > 0 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "group outlived");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Processes of group `pgid` that are not zombies, from /proc.
+    fn live_members(pgid: i32) -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+            .filter(|stat| {
+                // pid (comm) state ppid pgrp ...: comm may hold spaces.
+                let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z"
+            })
+            .count()
+    }
+}

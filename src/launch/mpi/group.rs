@@ -30,8 +30,8 @@ use anyhow::{bail, Context, Result};
 
 use super::job::{self, GroupJob, JobKind, Report};
 use super::launch::{self, Limits, Plan};
-use super::worker::{report_failure, watchdog};
-use crate::error::{exit_code_of, peer, usage, WulfError};
+use super::worker::{empty_report, report_failure, watchdog};
+use crate::error::{exit_code_of, usage};
 use crate::npb::comm::MpiComm;
 use crate::npb::{RankTask, TaskRun};
 use crate::transport::mpi::ffi::Mpi;
@@ -108,23 +108,7 @@ pub fn launch(plan: &Plan, np: usize, task: &RankTask) -> Result<TaskRun> {
             });
         }
     }
-    let how = match (&waited.killed, waited.status) {
-        (Some(why), _) => format!("{why} and was killed"),
-        (None, Some(s)) => format!("ended without a result ({s})"),
-        (None, None) => "ended without a result".into(),
-    };
-    let msg = format!(
-        "the MPI job `{shown}` {how}{}",
-        launch::output_tail(dir.path())
-    );
-    if waited.interrupted {
-        Err(anyhow::Error::new(WulfError::Interrupted).context(msg))
-    } else if waited.ready_after.is_some() {
-        // The ranks started, so the failure is one of a rank or the link.
-        Err(peer(msg))
-    } else {
-        Err(anyhow::anyhow!(msg))
-    }
+    Err(waited.no_result(&shown, dir.path()))
 }
 
 /// One rank of the group job `job` (`wulf worker JOB`).
@@ -147,17 +131,7 @@ pub(super) fn rank(job: &GroupJob) -> Result<()> {
     // Ready once every rank is: the heartbeat deadline starts then.
     mpi.barrier()
         .context("the ranks could not synchronise after MPI_Init")?;
-    let mut report = Report {
-        result: None,
-        output: None,
-        error: None,
-        exit_code: 0,
-        library_version: mpi.library_version(),
-        standard_version: mpi.version(),
-        thread_level: mpi.thread_level().name().into(),
-        processors: vec![mpi.processor_name()],
-        hostnames: None,
-    };
+    let mut report = empty_report(&mpi, vec![mpi.processor_name()]);
     if rank == 0 {
         std::fs::write(job.dir.join(job::READY), b"ready\n")?;
     }

@@ -172,21 +172,7 @@ pub fn run(
                 }
             }
         }
-        None => {
-            let how = match (&waited.killed, waited.status) {
-                (Some(why), _) => format!("{why} and was killed"),
-                (None, Some(s)) => format!("ended without a result ({s})"),
-                (None, None) => "ended without a result".into(),
-            };
-            let msg = format!("the MPI job `{shown}` {how}{}", output_tail(dir.path()));
-            if waited.interrupted {
-                Err(anyhow::Error::new(WulfError::Interrupted).context(msg))
-            } else if waited.ready_after.is_some() {
-                Err(peer(msg))
-            } else {
-                Err(anyhow::anyhow!(msg))
-            }
-        }
+        None => Err(waited.no_result(&shown, dir.path())),
     }
 }
 
@@ -334,6 +320,29 @@ pub(super) struct Waited {
     pub ready_after: Option<Duration>,
     /// Whether the launching wulf was interrupted.
     pub interrupted: bool,
+}
+
+impl Waited {
+    /// The error of a job `shown` (its command line) that ended without a
+    /// result: how it ended, the last lines it printed (from its job
+    /// directory `dir`), as an interruption, a fault of a rank or the link
+    /// (the ranks had started), or a failed launch.
+    pub fn no_result(&self, shown: &str, dir: &Path) -> anyhow::Error {
+        let how = match (&self.killed, self.status) {
+            (Some(why), _) => format!("{why} and was killed"),
+            (None, Some(s)) => format!("ended without a result ({s})"),
+            (None, None) => "ended without a result".into(),
+        };
+        let msg = format!("the MPI job `{shown}` {how}{}", output_tail(dir));
+        if self.interrupted {
+            anyhow::Error::new(WulfError::Interrupted).context(msg)
+        } else if self.ready_after.is_some() {
+            // The ranks started, so the failure is one of a rank or the link.
+            peer(msg)
+        } else {
+            anyhow::anyhow!(msg)
+        }
+    }
 }
 
 /// Watch the job until its launcher exits or a limit is missed (then kill

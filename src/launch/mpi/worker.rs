@@ -156,17 +156,7 @@ fn rank0(mpi: Mpi, job: &Job, names: Vec<String>, same_host: bool) -> Result<()>
         Ok(IpAddr::V6(v6)) => format!("[{v6}]:{port}"),
         _ => format!("{ip}:{port}"),
     });
-    let mut report = Report {
-        result: None,
-        output: None,
-        error: None,
-        exit_code: 0,
-        library_version: mpi.library_version(),
-        standard_version: mpi.version(),
-        thread_level: mpi.thread_level().name().into(),
-        processors: names,
-        hostnames: None,
-    };
+    let mut report = empty_report(&mpi, names);
     std::fs::write(job.dir.join(job::READY), b"ready\n")?;
     let mut progress = std::fs::File::create(job.dir.join(job::PROGRESS))?;
     park(mpi);
@@ -260,17 +250,27 @@ fn accept_within(listener: &TcpListener, timeout: Duration) -> Result<TcpStream>
 /// Write rank 0's report of a job that failed before producing anything.
 pub(super) fn report_failure(dir: &Path, mpi: &Mpi, processors: Vec<String>, msg: &str, code: i32) {
     let report = Report {
-        result: None,
-        output: None,
         error: Some(msg.into()),
         exit_code: code,
+        ..empty_report(mpi, processors)
+    };
+    let _ = job::write(&dir.join(job::REPORT), &report);
+}
+
+/// Rank 0's report with nothing in it yet: the library's own description
+/// and the ranks' processors.
+pub(super) fn empty_report(mpi: &Mpi, processors: Vec<String>) -> Report {
+    Report {
+        result: None,
+        output: None,
+        error: None,
+        exit_code: 0,
         library_version: mpi.library_version(),
         standard_version: mpi.version(),
         thread_level: mpi.thread_level().name().into(),
         processors,
         hostnames: None,
-    };
-    let _ = job::write(&dir.join(job::REPORT), &report);
+    }
 }
 
 /// Start the watchdog thread of this rank (see the module documentation).

@@ -539,11 +539,21 @@ fn load_patterns_measure_their_pairs_at_once() {
 
 /// A matrix file too large to read whole is parsed cell by cell without
 /// its trials: the same cells and figures, the same schema checks.
+/// The matrix of a 4-node lab with node3 on an fe link, as `wulf matrix`
+/// wrote it.
+fn lab_fixture() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/matrix/lab-fe-node3.json")
+}
+
+/// `fixture` as JSON, to be made wrong in one place.
+fn fixture_value(fixture: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap()
+}
+
 #[test]
 fn a_large_matrix_file_is_read_streaming_without_trials() {
     use wulf::result::matrix::{read_matrix_result, read_matrix_result_within};
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/matrix/lab-fe-node3.json");
+    let fixture = lab_fixture();
     let whole = read_matrix_result(&fixture).unwrap();
     // Every file counts as large here.
     let lean = read_matrix_result_within(&fixture, 0).unwrap();
@@ -565,8 +575,7 @@ fn a_large_matrix_file_is_read_streaming_without_trials() {
     // The same checks as a whole read: unknown fields, kind, version.
     let dir = tempdir();
     let bad = dir.path().join("bad.json");
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let mut v = fixture_value(&fixture);
     v["cells"][3]["latency"]["surprise"] = 1.into();
     std::fs::write(&bad, v.to_string()).unwrap();
     let e = read_matrix_result_within(&bad, 0).unwrap_err();
@@ -593,4 +602,40 @@ fn a_large_matrix_file_is_read_streaming_without_trials() {
         .unwrap()
         .trials_ns
         .is_empty());
+}
+
+#[test]
+fn reports_read_a_matrix_as_figures_whole_or_streaming() {
+    use wulf::result::matrix::{
+        figures_of, read_matrix_figures, read_matrix_figures_within, read_matrix_result,
+    };
+    let fixture = lab_fixture();
+    let whole = read_matrix_result(&fixture).unwrap();
+    let expected = figures_of(&whole.cells);
+    assert!(!expected.is_empty());
+    // Read whole, then turned into figures.
+    let small = read_matrix_figures(&fixture).unwrap();
+    // Every file counts as large here: each cell becomes figures as parsed.
+    let large = read_matrix_figures_within(&fixture, 0).unwrap();
+    for m in [&small, &large] {
+        assert_eq!(m.figures, expected);
+        assert!(m.result.cells.is_empty());
+        assert_eq!(m.analysis, whole.analysis);
+        assert_eq!(m.nodes, whole.nodes);
+    }
+    assert!(large
+        .warnings
+        .iter()
+        .any(|w| w.contains("without the cells' trials")));
+    // A bad file after a good one: refused, and no figures of either are
+    // left for the next read.
+    let dir = tempdir();
+    let bad = dir.path().join("bad.json");
+    let mut v = fixture_value(&fixture);
+    v["cells"][5]["surprise"] = 1.into();
+    std::fs::write(&bad, v.to_string()).unwrap();
+    let e = read_matrix_figures_within(&bad, 0).unwrap_err();
+    assert!(format!("{e:#}").contains("surprise"), "{e:#}");
+    let again = read_matrix_figures_within(&fixture, 0).unwrap();
+    assert_eq!(again.figures, expected);
 }

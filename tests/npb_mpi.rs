@@ -1,5 +1,5 @@
 //! NAS MG over the real MPI libraries, through the MPI launchers'
-//! `wulf::cluster::mpi::launch_group`: 1, 2 and 4 ranks under Open MPI and MPICH,
+//! `wulf::launch::mpi::launch_group`: 1, 2 and 4 ranks under Open MPI and MPICH,
 //! 2 ranks on their TCP-forced variants, and a clear error (not a hang)
 //! for a rank count MG cannot use.
 //!
@@ -44,7 +44,7 @@ fn group(transport: &str, np: usize, class: Class) -> anyhow::Result<Vec<NpbOutc
     if let Err(why) = t.availability() {
         panic!("{transport} is installed but unavailable: {why}");
     }
-    wulf::cluster::mpi::launch_group(t.name(), np, &RankTask::Npb(job(class)))
+    wulf::launch::mpi::launch_group(t.name(), np, &RankTask::Npb(job(class)))
         .unwrap_or_else(|| panic!("{transport} has no launch_group"))
         .and_then(|g| g.into_group_run())
         .map(|g| {
@@ -126,7 +126,7 @@ fn a_missing_library_says_what_was_tried() {
         window: wulf::transport::mpi::DEFAULT_WINDOW,
     });
     let t = wulf::transport::find("mpi:ghost").expect("listed even when missing");
-    let e = wulf::cluster::mpi::launch_group(t.name(), 2, &RankTask::Npb(job(Class::S)))
+    let e = wulf::launch::mpi::launch_group(t.name(), 2, &RankTask::Npb(job(Class::S)))
         .expect("MPI transports launch groups")
         .expect_err("nothing to run");
     launcher_args(&[]);
@@ -197,7 +197,7 @@ fn signal_rank_1(transport: &str, kernel: wulf::npb::Kernel, signal: i32) -> (St
         false
     });
     let t0 = Instant::now();
-    let r = wulf::cluster::mpi::launch_group(t.name(), 2, &RankTask::Npb(long)).unwrap();
+    let r = wulf::launch::mpi::launch_group(t.name(), 2, &RankTask::Npb(long)).unwrap();
     let took = t0.elapsed();
     assert!(signaller.join().unwrap(), "rank 1 of {transport} never ran");
     let e = r.expect_err("a rank was stopped or killed");
@@ -263,7 +263,7 @@ fn timings() {
                     repetitions: 5,
                     timeout_ms: 60_000,
                 };
-                let o = wulf::cluster::mpi::launch_group(t.name(), np, &RankTask::Npb(job))
+                let o = wulf::launch::mpi::launch_group(t.name(), np, &RankTask::Npb(job))
                     .unwrap()
                     .and_then(|g| g.into_group_run())
                     .unwrap()

@@ -16,7 +16,7 @@ use crate::cli::{ReportArgs, ReportFormat};
 use crate::report;
 use crate::report::study_html::LoadedStudy;
 use crate::result::collective::{is_collective_result, read_collective_result, CollectiveResult};
-use crate::result::matrix::{is_matrix_result, read_matrix_result, MatrixResult};
+use crate::result::matrix::{is_matrix_result, read_matrix_figures, MatrixFigures};
 use crate::result::{
     is_npb_result, is_study_result, read_npb_result, read_result, read_study_result,
     write_atomically, NpbResult, SweepResult,
@@ -64,7 +64,7 @@ pub fn read_all(paths: &[PathBuf]) -> Result<Loaded> {
         if is_collective_result(p) {
             collectives.push(read_collective_result(p)?);
         } else if is_matrix_result(p) {
-            matrices.push(read_matrix_result(p)?);
+            matrices.push(read_matrix_figures(p)?);
         } else if is_study_result(p) {
             let summary = read_study_result(p)?;
             let dir = p.parent().unwrap_or(Path::new("."));
@@ -100,7 +100,7 @@ pub struct Loaded {
     /// Study summaries with their sweeps.
     pub studies: Vec<LoadedStudy>,
     /// Link matrices.
-    pub matrices: Vec<MatrixResult>,
+    pub matrices: Vec<MatrixFigures>,
     /// Collective results (`wulf collective`).
     pub collectives: Vec<CollectiveResult>,
 }
@@ -250,8 +250,7 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         };
         // Markdown only: the other formats refused matrices above.
         for m in &all.matrices {
-            let text =
-                report::matrix_text::to_text(m, &crate::result::matrix::figures_of(&m.cells));
+            let text = report::matrix_text::to_text(&m.result, &m.figures);
             b.extend(format!("\n## Link matrix\n\n```\n{text}```\n").into_bytes());
         }
         for c in &all.collectives {

@@ -26,7 +26,7 @@ use crate::cli::{MatrixArgs, PatternArg, RunArgs};
 use crate::cluster::nodes::Spread;
 use crate::npb::{Class, Kernel};
 use crate::result::collective::CollectiveResult;
-use crate::result::matrix::{read_matrix_result, MatrixResult};
+use crate::result::matrix::{read_matrix_figures, MatrixFigures};
 use crate::result::{write_atomically, write_json, write_result, NpbResult, SweepResult};
 
 /// Shares of the budget: the tcp matrix, each pair sweep, multi-pair,
@@ -116,7 +116,7 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
         }
     }
     // 3. Multi-pair load.
-    let mut matrices: Vec<MatrixResult> = matrix.into_iter().collect();
+    let mut matrices: Vec<MatrixFigures> = matrix.into_iter().collect();
     if stop.is_none() && names.len() >= 4 {
         let path = dir.join("multipair.json");
         let mut mp = matrix_args(args, spread, &names, budget.mul_f64(MULTIPAIR_SHARE), &path);
@@ -291,7 +291,7 @@ fn run_matrix(
     failures: &mut Vec<String>,
     stop: &mut Option<anyhow::Error>,
     what: &str,
-) -> Option<MatrixResult> {
+) -> Option<MatrixFigures> {
     if let Err(e) = super::matrix::execute(m) {
         eprintln!("wulf: the {what} failed: {e:#}");
         if is_interrupt(&e) {
@@ -300,14 +300,14 @@ fn run_matrix(
             failures.push(what.to_string());
         }
     }
-    read_matrix_result(path).ok()
+    read_matrix_figures(path).ok()
 }
 
 /// The slowest directed cell by bandwidth, and the one nearest the
 /// median (another pair when there is one): `(label, from, to)`.
-fn chosen_pairs(m: &MatrixResult) -> Vec<(&'static str, usize, usize)> {
+fn chosen_pairs(m: &MatrixFigures) -> Vec<(&'static str, usize, usize)> {
     let mut cells: Vec<(f64, usize, usize)> = m
-        .cells
+        .figures
         .iter()
         .filter_map(|c| Some((c.bits_per_s()?, c.from, c.to)))
         .collect();

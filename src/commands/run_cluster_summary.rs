@@ -5,14 +5,14 @@
 
 use crate::cluster::schedule::Pattern;
 use crate::result::collective::CollectiveResult;
-use crate::result::matrix::MatrixResult;
+use crate::result::matrix::MatrixFigures;
 use crate::result::{NpbResult, SweepResult};
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
 
 /// The summary: nodes and what differs, the matrix in brief, the pair
 /// sweeps, multi-pair and MG.
 pub fn summary(
-    matrices: &[MatrixResult],
+    matrices: &[MatrixFigures],
     sweeps: &[SweepResult],
     sweep_pairs: &[String],
     collectives: &[CollectiveResult],
@@ -20,7 +20,7 @@ pub fn summary(
 ) -> String {
     use std::fmt::Write;
     let mut s = String::from("\nwulf run across nodes: summary\n");
-    let is_pairs = |m: &&MatrixResult| m.pattern == Pattern::Pairs;
+    let is_pairs = |m: &&MatrixFigures| m.pattern == Pattern::Pairs;
     // The tcp matrix in full; the MPIs' in a line each.
     let pairs = matrices
         .iter()
@@ -58,7 +58,7 @@ pub fn summary(
                 format_ns(l.mad),
                 format_bits_per_s(b.median),
                 format_bits_per_s(b.mad),
-                m.cells.len(),
+                m.figures.len(),
                 if m.complete { "" } else { ", INCOMPLETE" }
             );
         }
@@ -87,7 +87,7 @@ pub fn summary(
             m.via,
             l.map_or("-".into(), |l| format_ns(l.median)),
             b.map_or("-".into(), |b| format_bits_per_s(b.median)),
-            m.cells.len(),
+            m.figures.len(),
             if m.analysis.slow_nodes.is_empty() {
                 String::new()
             } else {

@@ -29,7 +29,7 @@ use super::study_html::{study_sections, LoadedStudy};
 use super::summary::{labels, num_or_dash, physical_limit, size_or_dash, summary_row, SummaryRow};
 use crate::analysis::Analysis;
 use crate::result::collective::CollectiveResult;
-use crate::result::matrix::MatrixResult;
+use crate::result::matrix::MatrixFigures;
 use crate::result::{NpbResult, SweepResult};
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
 
@@ -63,7 +63,7 @@ pub fn to_html_full(
     sweeps: &[SweepResult],
     npb: &[NpbResult],
     studies: &[LoadedStudy],
-    matrices: &[MatrixResult],
+    matrices: &[MatrixFigures],
 ) -> Result<String> {
     to_html_every_kind(sweeps, npb, studies, matrices, &[])
 }
@@ -74,7 +74,7 @@ pub fn to_html_every_kind(
     sweeps: &[SweepResult],
     npb: &[NpbResult],
     studies: &[LoadedStudy],
-    matrices: &[MatrixResult],
+    matrices: &[MatrixFigures],
     collectives: &[CollectiveResult],
 ) -> Result<String> {
     let results = sweeps;
@@ -158,7 +158,7 @@ fn header(
     results: &[SweepResult],
     npb: &[NpbResult],
     studies: &[LoadedStudy],
-    matrices: &[MatrixResult],
+    matrices: &[MatrixFigures],
     collectives: &[CollectiveResult],
 ) {
     let mut hosts: Vec<&str> = results

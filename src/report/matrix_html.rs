@@ -19,7 +19,7 @@ use std::fmt::Write;
 use super::html_details::esc;
 use super::matrix_text::pattern_name;
 use crate::cluster::schedule::Pattern;
-use crate::result::matrix::{MatrixCell, MatrixResult};
+use crate::result::matrix::{CellFigures, MatrixFigures, MatrixResult};
 use crate::units::format_bytes;
 
 /// Most nodes drawn as an SVG heatmap (more: a PNG one).
@@ -30,7 +30,7 @@ const HEATMAP_MIN_WIDTH: usize = 480;
 const BINS: usize = 24;
 
 /// One section per matrix.
-pub fn matrix_sections(h: &mut String, matrices: &[MatrixResult]) {
+pub fn matrix_sections(h: &mut String, matrices: &[MatrixFigures]) {
     for (i, m) in matrices.iter().enumerate() {
         section(h, m, i + 1);
     }
@@ -43,7 +43,7 @@ enum Metric {
 }
 
 impl Metric {
-    fn value(self, c: &MatrixCell) -> Option<f64> {
+    fn value(self, c: &CellFigures) -> Option<f64> {
         match self {
             Metric::Latency => c.latency_ns(),
             Metric::Bandwidth => c.bits_per_s(),
@@ -67,7 +67,7 @@ impl Metric {
     }
 }
 
-fn section(h: &mut String, m: &MatrixResult, no: usize) {
+fn section(h: &mut String, m: &MatrixFigures, no: usize) {
     let _ = write!(
         h,
         "<section id=matrix{no} class=matrix><h2>Link matrix: {} nodes over {}{}</h2>\n\
@@ -199,7 +199,7 @@ fn findings(h: &mut String, m: &MatrixResult) {
     h.push_str("</ul>\n");
 }
 
-fn heatmap(h: &mut String, m: &MatrixResult, metric: Metric, median: f64, title: &str) {
+fn heatmap(h: &mut String, m: &MatrixFigures, metric: Metric, median: f64, title: &str) {
     let n = m.nodes.len();
     let cell = (480 / n.max(1)).clamp(3, 40);
     let label = if n <= 32 { 70 } else { 0 };
@@ -226,7 +226,7 @@ fn heatmap(h: &mut String, m: &MatrixResult, metric: Metric, median: f64, title:
             );
         }
     }
-    for c in &m.cells {
+    for c in &m.figures {
         let (x, y) = (label + c.to * cell, label + c.from * cell);
         let (fill, tip) = match metric.value(c) {
             Some(v) => (
@@ -260,10 +260,10 @@ fn heatmap(h: &mut String, m: &MatrixResult, metric: Metric, median: f64, title:
 /// The heatmap of a large matrix: a PNG with one pixel per cell (row:
 /// measuring node), the same colours as [`heatmap`], grey for a cell not
 /// measured, embedded as a data URI.
-fn raster_heatmap(h: &mut String, m: &MatrixResult, metric: Metric, median: f64, title: &str) {
+fn raster_heatmap(h: &mut String, m: &MatrixFigures, metric: Metric, median: f64, title: &str) {
     let n = m.nodes.len();
     let mut rgb = vec![0xffu8; n * n * 3];
-    for c in m.cells.iter().filter(|c| c.from < n && c.to < n) {
+    for c in m.figures.iter().filter(|c| c.from < n && c.to < n) {
         let at = 3 * (c.from * n + c.to);
         let px = match metric.value(c) {
             Some(v) => color_rgb(metric.badness(v, median)),
@@ -316,8 +316,8 @@ fn color_rgb(badness: f64) -> [u8; 3] {
     [r as u8, g as u8, b as u8]
 }
 
-fn histogram(h: &mut String, m: &MatrixResult, metric: Metric, title: &str) {
-    let values: Vec<f64> = m.cells.iter().filter_map(|c| metric.value(c)).collect();
+fn histogram(h: &mut String, m: &MatrixFigures, metric: Metric, title: &str) {
+    let values: Vec<f64> = m.figures.iter().filter_map(|c| metric.value(c)).collect();
     let (lo, hi) = values
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {

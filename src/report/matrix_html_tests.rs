@@ -89,7 +89,7 @@ fn rasters(html: &str) -> Vec<(u32, u32, Vec<u8>)> {
 #[test]
 fn a_small_matrix_is_drawn_in_squares() {
     let mut h = String::new();
-    matrix_sections(&mut h, &[matrix(6, 2)]);
+    matrix_sections(&mut h, &[matrix(6, 2).into()]);
     assert!(rasters(&h).is_empty());
     // Two maps of 30 cells each, every square with its tooltip.
     assert_eq!(h.matches("stroke-width=0.5><title>").count(), 60);
@@ -104,7 +104,7 @@ fn a_large_matrix_is_one_pixel_per_cell() {
     let n = HEATMAP_MAX_NODES + 22;
     let slow = 101;
     let mut h = String::new();
-    matrix_sections(&mut h, &[matrix(n, slow)]);
+    matrix_sections(&mut h, &[matrix(n, slow).into()]);
     let maps = rasters(&h);
     assert_eq!(maps.len(), 2, "a latency and a bandwidth map");
     let maps_drawn: Vec<&str> = h
@@ -150,7 +150,7 @@ fn load_pattern_tables_show_the_rate_and_the_pairs_alone() {
     m.analysis = crate::analysis::matrix::analyse_pattern(m.pattern, &m.nodes, &figures);
     assert_eq!(m.analysis.contention.len(), 4);
     let mut h = String::new();
-    matrix_sections(&mut h, &[m]);
+    matrix_sections(&mut h, &[m.into()]);
     assert!(
         h.contains("<th>8 B messages/s</th><th>4 MiB messages/s</th>"),
         "{h}"

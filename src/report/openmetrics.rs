@@ -27,19 +27,17 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::summary::summary_row;
 use crate::analysis::Analysis;
-use crate::result::matrix::{figures_of, CellFigures, Figure, MatrixResult};
+use crate::result::matrix::{CellFigures, Figure, MatrixFigures, MatrixResult};
 use crate::result::SweepResult;
 
 /// The labels of every series: host, peer, transport, mode.
 type Labels = [(&'static str, String); 4];
 
 /// The OpenMetrics text of `sweeps` and `matrices`, ending in `# EOF`.
-pub fn to_openmetrics(sweeps: &[SweepResult], matrices: &[MatrixResult]) -> String {
-    let figures: Vec<Vec<CellFigures>> = matrices.iter().map(|m| figures_of(&m.cells)).collect();
+pub fn to_openmetrics(sweeps: &[SweepResult], matrices: &[MatrixFigures]) -> String {
     let matrices: Vec<(&MatrixResult, &[CellFigures])> = matrices
         .iter()
-        .zip(&figures)
-        .map(|(m, f)| (m, f.as_slice()))
+        .map(|m| (&m.result, m.figures.as_slice()))
         .collect();
     to_openmetrics_figures(sweeps, &matrices)
 }

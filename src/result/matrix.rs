@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::matrix_figures::{
-    figures_of, CellFigures, Figure, LoadFigures, CELL_FIGURES_MAX_BYTES,
+    figures_of, CellFigures, Figure, LoadFigures, MatrixFigures, CELL_FIGURES_MAX_BYTES,
 };
 use super::Point;
 use crate::sys::Host;
@@ -332,5 +332,6 @@ pub struct NodeSummary {
 }
 
 pub use super::matrix_read::{
-    is_matrix_result, read_matrix_result, read_matrix_result_within, MAX_MATRIX_BYTES,
+    is_matrix_result, read_matrix_figures, read_matrix_figures_within, read_matrix_result,
+    read_matrix_result_within, MAX_MATRIX_BYTES,
 };

@@ -9,8 +9,10 @@
 //! matrix. [`CellFigures`] holds what is read of them, in
 //! [`CELL_FIGURES_MAX_BYTES`] or less: about 100 MB at 1,000 nodes.
 //! Not part of the result file: that keeps every cell whole.
+//! [`MatrixFigures`] is a whole matrix so: what reports read (`wulf
+//! report` of a 1,000-node matrix holds about 128 MB, not 1.8 GB).
 
-use super::matrix::MatrixCell;
+use super::matrix::{MatrixCell, MatrixResult};
 use super::Point;
 
 /// Upper bound of `size_of::<CellFigures>()` (checked by a test).
@@ -125,6 +127,33 @@ impl From<&MatrixCell> for CellFigures {
 /// The figures of every cell of `cells`, in order.
 pub fn figures_of(cells: &[MatrixCell]) -> Vec<CellFigures> {
     cells.iter().map(CellFigures::from).collect()
+}
+
+/// A matrix result as reports read it: everything but the cells, which are
+/// kept as figures only (see the module docs). Derefs to the result, so
+/// its header, nodes and analysis read as they do on a [`MatrixResult`].
+#[derive(Debug, Clone)]
+pub struct MatrixFigures {
+    /// The result, its `cells` empty.
+    pub result: MatrixResult,
+    /// The figures of its cells, in the file's order.
+    pub figures: Vec<CellFigures>,
+}
+
+impl From<MatrixResult> for MatrixFigures {
+    fn from(mut result: MatrixResult) -> MatrixFigures {
+        let figures = figures_of(&result.cells);
+        result.cells = Vec::new();
+        MatrixFigures { result, figures }
+    }
+}
+
+impl std::ops::Deref for MatrixFigures {
+    type Target = MatrixResult;
+
+    fn deref(&self) -> &MatrixResult {
+        &self.result
+    }
 }
 
 #[cfg(test)]

@@ -10,8 +10,12 @@
 //! medians, intervals, counts), so neither the text nor the trials are
 //! ever all in memory. The schema is checked the same way (unknown fields
 //! rejected); the result says in a warning that its trials were left out.
+//!
+//! Reports need less still: [`read_matrix_figures`] keeps each cell as its
+//! figures only ([`CellFigures`], 128 bytes), turned into them as it is
+//! parsed when the file is large.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io::{BufReader, Read};
 use std::path::Path;
 
@@ -21,6 +25,7 @@ use serde::de::{Deserializer, SeqAccess, Visitor};
 use super::matrix::{
     MatrixCell, MatrixResult, MATRIX_KIND, MATRIX_OLDEST_SCHEMA_VERSION, MATRIX_SCHEMA_VERSION,
 };
+use super::matrix_figures::{CellFigures, MatrixFigures};
 use super::read::{kind_of, read_versions, MAX_RESULT_BYTES};
 
 /// Largest matrix file read (streaming, without trials), bytes: 64 GiB,
@@ -33,9 +38,22 @@ pub const MAX_MATRIX_BYTES: u64 = 64 << 30;
 /// billions of them.
 pub const MAX_MATRIX_CELLS: usize = 2048 * 2047;
 
+/// What [`cells`] keeps of each cell while a large file is parsed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Lean {
+    /// Everything (a file read whole).
+    Whole,
+    /// The cell without its trials.
+    WithoutTrials,
+    /// Only its figures, collected in [`FIGURES`]; `cells` stays empty.
+    Figures,
+}
+
 thread_local! {
-    /// Set while a large file is parsed: [`cells`] drops the trials.
-    static WITHOUT_TRIALS: Cell<bool> = const { Cell::new(false) };
+    /// Set while a large file is parsed (see [`Lean`]).
+    static LEAN: Cell<Lean> = const { Cell::new(Lean::Whole) };
+    /// The figures of the cells parsed with [`Lean::Figures`].
+    static FIGURES: RefCell<Vec<CellFigures>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Whether the file at `path` is a matrix result.
@@ -67,6 +85,36 @@ pub fn read_matrix_result_within(path: &Path, whole_bytes: u64) -> Result<Matrix
             MATRIX_OLDEST_SCHEMA_VERSION..=MATRIX_SCHEMA_VERSION,
         );
     }
+    read_streaming(path, len, Lean::WithoutTrials)
+}
+
+/// Read and validate a matrix result as figures (see the module's doc):
+/// what reports hold of it.
+pub fn read_matrix_figures(path: &Path) -> Result<MatrixFigures> {
+    read_matrix_figures_within(path, MAX_RESULT_BYTES)
+}
+
+/// [`read_matrix_figures`] reading files of up to `whole_bytes` whole and
+/// larger ones streaming, each cell turned into its figures as it is parsed.
+pub fn read_matrix_figures_within(path: &Path, whole_bytes: u64) -> Result<MatrixFigures> {
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
+    if len <= whole_bytes.min(MAX_RESULT_BYTES) {
+        return read_matrix_result_within(path, whole_bytes).map(MatrixFigures::from);
+    }
+    let result = read_streaming(path, len, Lean::Figures);
+    // Taken also after a failed parse: nothing is left for the next file.
+    let figures = FIGURES.with(|f| std::mem::take(&mut *f.borrow_mut()));
+    Ok(MatrixFigures {
+        result: result?,
+        figures,
+    })
+}
+
+/// Parse the `len`-byte matrix file at `path` from a reader, keeping of
+/// each cell what `lean` says.
+fn read_streaming(path: &Path, len: u64, lean: Lean) -> Result<MatrixResult> {
     if len > MAX_MATRIX_BYTES {
         bail!(
             "{} is {} GiB, larger than any wulf matrix ({} GiB at most)",
@@ -81,7 +129,7 @@ pub fn read_matrix_result_within(path: &Path, whole_bytes: u64) -> Result<Matrix
     let reader = BufReader::with_capacity(1 << 20, file.take(MAX_MATRIX_BYTES + 1));
     let mut de = serde_json::Deserializer::from_reader(reader);
     let parsed = {
-        let _flag = WithoutTrials::set();
+        let _flag = LeanWhile::set(lean);
         serde_path_to_error::deserialize::<_, MatrixResult>(&mut de)
     };
     let mut r = parsed.map_err(|e| {
@@ -123,24 +171,26 @@ fn streamed_kind(path: &Path) -> Option<String> {
     k.kind
 }
 
-/// Sets [`WITHOUT_TRIALS`] while it lives (also when parsing fails).
-struct WithoutTrials;
+/// Sets [`LEAN`] while it lives (also when parsing fails).
+struct LeanWhile;
 
-impl WithoutTrials {
-    fn set() -> WithoutTrials {
-        WITHOUT_TRIALS.with(|f| f.set(true));
-        WithoutTrials
+impl LeanWhile {
+    fn set(lean: Lean) -> LeanWhile {
+        LEAN.with(|f| f.set(lean));
+        FIGURES.with(|f| f.borrow_mut().clear());
+        LeanWhile
     }
 }
 
-impl Drop for WithoutTrials {
+impl Drop for LeanWhile {
     fn drop(&mut self) {
-        WITHOUT_TRIALS.with(|f| f.set(false));
+        LEAN.with(|f| f.set(Lean::Whole));
     }
 }
 
-/// `cells` of a matrix result, cell by cell; while [`WITHOUT_TRIALS`] is
-/// set each cell's trials are dropped as soon as it is parsed.
+/// `cells` of a matrix result, cell by cell; while [`LEAN`] is set each
+/// cell's trials are dropped as soon as it is parsed, or the cell is
+/// turned into its figures.
 pub(super) fn cells<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MatrixCell>, D::Error> {
     struct Cells;
     impl<'de> Visitor<'de> for Cells {
@@ -151,16 +201,26 @@ pub(super) fn cells<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MatrixCell>, 
         }
 
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let lean = WITHOUT_TRIALS.with(Cell::get);
+            let lean = LEAN.with(Cell::get);
             // A hint from the input is not trusted beyond a bound.
-            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
+            let mut out = Vec::with_capacity(if lean == Lean::Figures {
+                0
+            } else {
+                seq.size_hint().unwrap_or(0).min(1 << 16)
+            });
+            let mut count = 0usize;
             while let Some(mut c) = seq.next_element::<MatrixCell>()? {
-                if out.len() == MAX_MATRIX_CELLS {
+                if count == MAX_MATRIX_CELLS {
                     return Err(serde::de::Error::custom(format!(
                         "more than {MAX_MATRIX_CELLS} cells (2,048 nodes'): not a wulf matrix"
                     )));
                 }
-                if lean {
+                count += 1;
+                if lean == Lean::Figures {
+                    FIGURES.with(|f| f.borrow_mut().push(CellFigures::from(&c)));
+                    continue;
+                }
+                if lean == Lean::WithoutTrials {
                     for p in [
                         c.latency.as_mut(),
                         c.bandwidth.as_mut(),

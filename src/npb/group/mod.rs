@@ -31,8 +31,6 @@ pub use rank::run as run_rank_process;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
-
-use crate::launch::process::Process;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -41,6 +39,7 @@ use anyhow::{bail, ensure, Context, Result};
 
 use self::wire::{ToCoordinator, ToRank};
 use crate::error::{peer, usage, with_exit_code, WulfError};
+use crate::launch::process::Process;
 use crate::npb::{GroupRun, RankJob, RankTask, TaskOutput, TaskRun};
 use crate::peer::protocol::ControlChannel;
 use crate::transport::{ChannelOptions, Cluster, Transport};

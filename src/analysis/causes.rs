@@ -116,7 +116,7 @@ impl CauseHints {
             page_bytes: get("page_bytes").or(Some(DEFAULT_PAGE_BYTES)),
             eager_limit_bytes: get("eager_limit_bytes"),
             thresholds: map
-                .get(crate::transport::THRESHOLDS_KEY)
+                .get(crate::result::THRESHOLDS_KEY)
                 .and_then(|v| v.as_array())
                 .map(|list| {
                     list.iter()

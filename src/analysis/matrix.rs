@@ -35,7 +35,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::cluster::schedule::Pattern;
+use crate::result::matrix::Pattern;
 use crate::result::matrix::{
     AsymmetricPair, CellFigures, FieldValue, FingerprintDifference, MatrixAnalysis, MatrixNode,
     NodeContention, NodeSummary, OutlierCell, SlowNode, Spread, StepSummary,

@@ -23,8 +23,9 @@ use super::cells::CellFile;
 use super::protocol::{
     random_hex, verify, CellParts, CellReport, ControlChannel, Hello, Join, Order,
 };
-use super::schedule::{self, Pattern};
+use super::schedule;
 use crate::launch::{Agents, Launcher};
+use crate::result::matrix::Pattern;
 use crate::result::matrix::{CellFigures, MatrixCell, MatrixNode};
 
 /// What a matrix measures and how.

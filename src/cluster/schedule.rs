@@ -7,6 +7,8 @@
 //! Memory and work per round are linear in N: a round is computed on its
 //! own from its index, never the whole schedule at once.
 
+use crate::result::matrix::Pattern;
+
 /// One pair of node indices, `a < b`.
 pub type Pair = (usize, usize);
 
@@ -66,21 +68,6 @@ mod tests {
             assert_eq!(met.len(), n * n.saturating_sub(1) / 2, "n={n}");
         }
     }
-}
-
-/// What a matrix run measures at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Pattern {
-    /// Every pair, both directions: the tournament's rounds (LinkTest).
-    Pairs,
-    /// Step k: every node i sends to node i+k (mod N) at once (mpiGraph).
-    Shift,
-    /// The first half of the nodes to the second half at once, then back.
-    Bisection,
-    /// Step k: k disjoint pairs stream at once, k = 1 .. N/2 (OSU's
-    /// osu_mbw_mr): how the aggregate grows with the pairs.
-    Multipair,
 }
 
 /// Steps of `pattern` among `n` nodes (0 for fewer than two).

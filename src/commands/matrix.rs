@@ -11,11 +11,11 @@ use crate::cluster::agent::{self, AgentOptions};
 use crate::cluster::cells::{cells_path, CellFile};
 use crate::cluster::coordinator::{self, MatrixPlan};
 use crate::cluster::hostlist;
-use crate::cluster::schedule::Pattern;
 use crate::error::{usage, WulfError};
 use crate::lab::between::Across;
 use crate::launch::mpi_ranks::MpiRanks;
 use crate::launch::{Launcher, Local, RemoteShell, Slurm};
+use crate::result::matrix::Pattern;
 use crate::result::matrix::{MatrixResult, MATRIX_KIND, MATRIX_SCHEMA_VERSION};
 use crate::result::write_atomically;
 

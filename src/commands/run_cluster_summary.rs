@@ -3,9 +3,9 @@
 //! pair sweeps, multi-pair, allreduce and NAS MG. A pure function of the
 //! results to text.
 
-use crate::cluster::schedule::Pattern;
 use crate::result::collective::CollectiveResult;
 use crate::result::matrix::MatrixFigures;
+use crate::result::matrix::Pattern;
 use crate::result::{NpbResult, SweepResult};
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
 

@@ -28,68 +28,12 @@ pub mod outcome;
 mod rank_job;
 pub mod rng;
 
+pub use crate::result::npb_outcome::Class;
 pub use kernel::{Kernel, MAX_PROCESSES};
 pub use outcome::NpbOutcome;
 pub use rank_job::{
     run_rank, GroupRun, RankJob, RankOutput, RankRun, RankTask, TaskOutput, TaskRun,
 };
-
-use std::fmt;
-use std::str::FromStr;
-
-/// An NPB problem class: the problem size and iteration count of a kernel.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-pub enum Class {
-    /// Sample size, for quick tests.
-    S,
-    /// Workstation size.
-    W,
-    /// Standard test problem.
-    A,
-    /// Standard test problem, 4x A's work for most kernels.
-    B,
-    /// Standard test problem, 4x B's work for most kernels.
-    C,
-}
-
-impl Class {
-    /// Every class wulf implements, smallest first.
-    pub const ALL: [Class; 5] = [Class::S, Class::W, Class::A, Class::B, Class::C];
-
-    /// The class letter as NPB prints it.
-    pub fn letter(self) -> char {
-        match self {
-            Class::S => 'S',
-            Class::W => 'W',
-            Class::A => 'A',
-            Class::B => 'B',
-            Class::C => 'C',
-        }
-    }
-}
-
-impl fmt::Display for Class {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.letter())
-    }
-}
-
-impl FromStr for Class {
-    type Err = anyhow::Error;
-
-    fn from_str(s: &str) -> anyhow::Result<Self> {
-        Class::ALL
-            .into_iter()
-            .find(|c| s.len() == 1 && s.eq_ignore_ascii_case(&c.letter().to_string()))
-            .ok_or_else(|| {
-                crate::error::usage(format!(
-                    "unknown NPB class {s:?} (expected S, W, A, B or C)"
-                ))
-            })
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -10,90 +10,10 @@
 
 use std::time::Instant;
 
-use anyhow::Result;
-use serde::{Deserialize, Serialize};
-
 use super::comm::Communicator;
 use super::Class;
-
-/// A verified run of an NPB kernel, as seen by every rank.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NpbOutcome {
-    /// The problem class.
-    pub class: Class,
-    /// Number of ranks.
-    pub nprocs: usize,
-    /// Ranks along each axis of the kernel's process grid (MG: x, y, z;
-    /// CG: columns, rows, 1; EP and IS: nprocs, 1, 1).
-    pub proc_grid: [usize; 3],
-    /// The communicator backend's name.
-    pub backend: String,
-    /// MG only: grid points per side of the finest grid.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub grid_points: Option<usize>,
-    /// Iterations timed (MG V-cycles, CG outer iterations, IS rankings;
-    /// 1 for EP).
-    pub iterations: usize,
-    /// Wall time of the timed section, the maximum over ranks.
-    pub time_s: f64,
-    /// CPU time a rank's thread spent in the timed section, the maximum over
-    /// ranks. Well below `time_s` means ranks waited: for messages, or for a
-    /// CPU on a loaded machine (then `time_s` says more about the load than
-    /// about the code). NaN where the platform has no thread CPU clock.
-    pub cpu_time_s: f64,
-    /// NPB's rate for the kernel, millions of operations per second.
-    pub mop_s: f64,
-    /// `mop_s` divided by the number of ranks.
-    pub mop_s_per_process: f64,
-    /// MG only: L2 norm of the final residual.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub norm: Option<f64>,
-    /// MG only: NPB's reference value for `norm`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference_norm: Option<f64>,
-    /// Largest relative error of a verified value against its reference
-    /// (0 for IS, whose checks are exact).
-    pub relative_error: f64,
-    /// MG only: largest |r| of the final residual (NPB's uniform norm,
-    /// reported only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_abs_residual: Option<f64>,
-    /// EP, IS, CG: the values verified against NPB's references.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub checks: Vec<CheckedValue>,
-    /// Whether the run verified: always true in an outcome (an unverified
-    /// run is an error), kept so that saved results say so.
-    pub verified: bool,
-}
-
-/// One value a kernel verified and NPB's reference for it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CheckedValue {
-    /// NPB's name of the value (`sx`, `zeta`, `partial checks`...).
-    pub name: String,
-    /// What the run produced.
-    pub value: f64,
-    /// NPB's reference.
-    pub reference: f64,
-}
-
-impl CheckedValue {
-    /// A checked value.
-    pub fn new(name: &str, value: f64, reference: f64) -> Self {
-        CheckedValue {
-            name: name.to_string(),
-            value,
-            reference,
-        }
-    }
-
-    /// `|value - reference| / |reference|` (NaN when the value is NaN).
-    pub fn relative_error(&self) -> f64 {
-        (self.value - self.reference).abs() / self.reference.abs()
-    }
-}
+pub use crate::result::npb_outcome::{CheckedValue, NpbOutcome};
+use anyhow::Result;
 
 /// A run of EP, IS or CG whose results missed NPB's references.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

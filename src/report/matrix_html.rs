@@ -18,7 +18,7 @@ use std::fmt::Write;
 
 use super::html_details::esc;
 use super::matrix_text::pattern_name;
-use crate::cluster::schedule::Pattern;
+use crate::result::matrix::Pattern;
 use crate::result::matrix::{CellFigures, MatrixFigures, MatrixResult};
 use crate::units::format_bytes;
 

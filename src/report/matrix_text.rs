@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use crate::cluster::schedule::Pattern;
+use crate::result::matrix::Pattern;
 use crate::result::matrix::{CellFigures, MatrixResult};
 use crate::units::format_bytes;
 

@@ -66,7 +66,7 @@ pub struct CollectiveResult {
     /// The lab whose nodes the ranks ran in, one per node (`--lab`);
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lab: Option<crate::lab::LabPlacement>,
+    pub lab: Option<super::LabPlacement>,
     /// How the ranks were placed on nodes when they ran across a node
     /// list (`--hosts`, `--hostfile`, `--launch`; version 2), as in an NPB
     /// result; absent on one host.
@@ -86,7 +86,7 @@ pub struct CollectiveRun {
     /// How wulf's own transports made ranks wait (`spin`, `block`); MPI
     /// transports leave it to the library.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait: Option<crate::transport::WaitMode>,
+    pub wait: Option<super::WaitMode>,
     /// Why this backend has no figures, or stopped early; None when it ran
     /// to the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]

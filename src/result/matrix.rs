@@ -28,6 +28,21 @@ pub const MATRIX_OLDEST_SCHEMA_VERSION: u32 = 1;
 /// The value of [`MatrixResult::kind`].
 pub const MATRIX_KIND: &str = "matrix";
 
+/// What a matrix run measures at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// Every pair, both directions: the tournament's rounds (LinkTest).
+    Pairs,
+    /// Step k: every node i sends to node i+k (mod N) at once (mpiGraph).
+    Shift,
+    /// The first half of the nodes to the second half at once, then back.
+    Bisection,
+    /// Step k: k disjoint pairs stream at once, k = 1 .. N/2 (OSU's
+    /// osu_mbw_mr): how the aggregate grows with the pairs.
+    Multipair,
+}
+
 /// One `wulf matrix` run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,7 +85,7 @@ pub struct MatrixResult {
     /// What was measured at once: `pairs` (the tournament), `shift`,
     /// `bisection` or `multipair`.
     #[serde(default = "pairs")]
-    pub pattern: crate::cluster::schedule::Pattern,
+    pub pattern: Pattern,
     /// Rounds of the tournament (pairs), or steps of the other patterns;
     /// cells name theirs in `round`.
     pub rounds: usize,
@@ -86,8 +101,8 @@ pub struct MatrixResult {
     pub warnings: Vec<String>,
 }
 
-fn pairs() -> crate::cluster::schedule::Pattern {
-    crate::cluster::schedule::Pattern::Pairs
+fn pairs() -> Pattern {
+    Pattern::Pairs
 }
 
 /// One node of a matrix.

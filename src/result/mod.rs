@@ -10,17 +10,22 @@
 pub mod collective;
 mod conditions;
 mod confirmation;
+mod lab;
 mod link;
 mod mpi_info;
 mod npb;
+pub mod npb_outcome;
 mod read;
 mod run_to_run;
 mod schema;
+mod thresholds;
 mod validate;
+mod wait_mode;
 mod write;
 
 pub use conditions::Conditions;
 pub use confirmation::{CheckedEvent, Confirmation, RemeasuredPoint};
+pub use lab::{LabLink, LabPlacement};
 pub use link::{LinkEfficiency, LinkEnd};
 pub mod matrix;
 mod matrix_figures;
@@ -41,4 +46,6 @@ pub use study::{
     is_study_result, read_study_result, StudyCaseResult, StudyResult, StudyRow, StudyTable,
     STUDY_KIND, STUDY_SCHEMA_VERSION,
 };
+pub use thresholds::{periodic_threshold_value, thresholds_value, THRESHOLDS_KEY};
+pub use wait_mode::WaitMode;
 pub use write::{write_atomically, write_atomically_with, write_json, write_result};

@@ -10,8 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::npb::Class;
-use crate::npb::NpbOutcome;
+use super::npb_outcome::Class;
+use super::npb_outcome::NpbOutcome;
 
 /// Version of the NPB result schema. Version 2 added the kernels EP, IS
 /// and CG: an outcome's MG-only fields became optional and `checks` lists
@@ -64,7 +64,7 @@ pub struct NpbResult {
     /// The lab whose nodes the ranks ran in, one per node (`--lab`);
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lab: Option<crate::lab::LabPlacement>,
+    pub lab: Option<super::LabPlacement>,
     /// Background load and `--cost whole` calibration (version 3); absent
     /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -122,7 +122,7 @@ pub struct NpbRun {
     /// How wulf's own transports made ranks wait: `spin` (sockets
     /// busy-polled too) or `block`; MPI transports leave it to the library.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait: Option<crate::transport::WaitMode>,
+    pub wait: Option<super::WaitMode>,
     /// Why this combination has no figures (failed, or impossible such as
     /// a process count the kernel cannot use); None when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]

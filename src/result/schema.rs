@@ -213,7 +213,7 @@ pub struct Placement {
     /// The lab nodes and links the two ends ran in, when measured in a
     /// lab (`--lab`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lab: Option<crate::lab::LabPlacement>,
+    pub lab: Option<super::LabPlacement>,
 }
 
 /// CPU time spent by one end during a point's trials (getrusage of that

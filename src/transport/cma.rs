@@ -238,8 +238,8 @@ fn finish(
     settings.insert("ptracer_set".into(), json!(ptracer));
     settings.insert("wait".into(), json!(opts.wait.name()));
     settings.insert(
-        super::THRESHOLDS_KEY.into(),
-        super::thresholds_value(&[(
+        crate::result::THRESHOLDS_KEY.into(),
+        crate::result::thresholds_value(&[(
             SPLIT_MIN_BYTES as u64,
             format!("cma split threshold ({SPLIT_MIN_BYTES} B): from here the sender writes half with process_vm_writev while the receiver reads"),
         )]),

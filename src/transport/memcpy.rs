@@ -174,8 +174,8 @@ impl Baseline for MemcpyBench {
             })
             .collect();
         m.insert(
-            super::THRESHOLDS_KEY.into(),
-            super::thresholds_value(&thresholds),
+            crate::result::THRESHOLDS_KEY.into(),
+            crate::result::thresholds_value(&thresholds),
         );
         m
     }

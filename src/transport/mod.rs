@@ -50,8 +50,8 @@ pub mod unix;
 pub mod wait;
 pub mod xdp;
 
+pub use crate::result::WaitMode;
 pub use cluster::{Cluster, ClusterHost};
-pub use wait::WaitMode;
 
 use crate::result::Mode;
 
@@ -320,27 +320,6 @@ pub trait Transport: Send + Sync {
     fn duplicate_across_hosts(&self) -> bool {
         false
     }
-}
-
-/// Key of the list of thresholds in a transport's settings
-/// ([`Connected::settings`], a baseline's settings): the sizes at which
-/// the transport itself is known to change how it moves a message, each
-/// `{"bytes": N, "what": "..."}`. The analysis names a drop-out or
-/// switch-over after the one it matches, without knowing which transport
-/// spoke (see `analysis::causes`).
-pub const THRESHOLDS_KEY: &str = "thresholds";
-
-/// The thresholds list for [`THRESHOLDS_KEY`]: (size, what changes there).
-pub fn thresholds_value(list: &[(u64, String)]) -> serde_json::Value {
-    list.iter()
-        .map(|(bytes, what)| serde_json::json!({ "bytes": bytes, "what": what }))
-        .collect()
-}
-
-/// A threshold for [`THRESHOLDS_KEY`] that repeats at every multiple of
-/// `bytes` (what changes at each).
-pub fn periodic_threshold_value(bytes: u64, what: &str) -> serde_json::Value {
-    serde_json::json!([{ "bytes": bytes, "every": true, "what": what }])
 }
 
 /// Options that only some transports use, given once per command before

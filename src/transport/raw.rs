@@ -158,8 +158,11 @@ fn finish(
     settings.insert("rcvbuf_bytes".into(), json!(rcvbuf));
     settings.insert("busy_poll".into(), json!(opts.busy_poll));
     settings.insert(
-        super::THRESHOLDS_KEY.into(),
-        super::periodic_threshold_value(channel.chunk_bytes() as u64, "one more frame (MTU)"),
+        crate::result::THRESHOLDS_KEY.into(),
+        crate::result::periodic_threshold_value(
+            channel.chunk_bytes() as u64,
+            "one more frame (MTU)",
+        ),
     );
     Connected {
         endpoint: Box::new(channel),

@@ -323,8 +323,8 @@ fn finish(
     settings.insert("single_copy_sends".into(), json!(direct.peer_reads_mine));
     settings.insert("single_copy_receives".into(), json!(direct.peer.is_some()));
     settings.insert(
-        super::THRESHOLDS_KEY.into(),
-        super::thresholds_value(&[
+        crate::result::THRESHOLDS_KEY.into(),
+        crate::result::thresholds_value(&[
             (single, format!("shm single-copy threshold ({single} B): from here the receiver copies each message once out of the sender's shared send buffer instead of through the ring (copy-in/copy-out), as MPI switches from eager to rendezvous")),
             (INLINE_BYTES as u64, format!("shm inline size ({INLINE_BYTES} B): larger messages leave the slot's header line for its data area")),
             (chunk, format!("shm chunk size ({chunk} B): larger messages are copied in several chunks, one slot each")),

@@ -127,8 +127,8 @@ fn finish(
         .filter(|&p| p > 0)
         .unwrap_or(4096) as u64;
     settings.insert(
-        super::THRESHOLDS_KEY.into(),
-        super::periodic_threshold_value(
+        crate::result::THRESHOLDS_KEY.into(),
+        crate::result::periodic_threshold_value(
             page,
             &format!("unix socket buffers come in {page} B pages: a larger message needs one more"),
         ),

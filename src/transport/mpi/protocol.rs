@@ -160,7 +160,7 @@ pub fn protocol_limits(install: &MpiInstall, launcher_args: &[String]) -> Vec<Pr
 }
 
 /// Add `limits` to the thresholds of the sweep `result` (see
-/// [`crate::transport::THRESHOLDS_KEY`]), so the analysis can name events
+/// [`crate::result::THRESHOLDS_KEY`]), so the analysis can name events
 /// after them: the data path's own first (TCP's when the sweep was forced
 /// onto TCP, the others' otherwise), as the first match is the one named.
 pub fn state_thresholds(
@@ -175,8 +175,8 @@ pub fn state_thresholds(
     ordered.sort_by_key(|l| l.name.contains("tcp") != on_tcp);
     let list: Vec<(u64, String)> = ordered.iter().map(|l| (l.bytes, what(l))).collect();
     result.options.transport.insert(
-        crate::transport::THRESHOLDS_KEY.into(),
-        crate::transport::thresholds_value(&list),
+        crate::result::THRESHOLDS_KEY.into(),
+        crate::result::thresholds_value(&list),
     );
 }
 

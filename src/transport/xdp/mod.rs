@@ -161,7 +161,7 @@ fn channel(
         },
     );
     let chunk = reliable.chunk_bytes();
-    let threshold = super::periodic_threshold_value(chunk as u64, "one more frame (MTU)");
+    let threshold = crate::result::periodic_threshold_value(chunk as u64, "one more frame (MTU)");
     let mode = if setup.zero_copy { "zero-copy" } else { "copy" };
     let settings = [
         ("interface", json!(iface)),
@@ -174,7 +174,7 @@ fn channel(
         ("xdp_attach", json!(setup.attach.name())),
         ("rx_queue", json!(setup.queue)),
         ("rx_queues", json!(setup.queues)),
-        (super::THRESHOLDS_KEY, threshold),
+        (crate::result::THRESHOLDS_KEY, threshold),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

@@ -32,6 +32,7 @@ pub mod cluster;
 pub mod collective;
 pub mod commands;
 pub mod error;
+pub mod exec;
 pub mod fuzzing;
 pub mod lab;
 pub mod launch;

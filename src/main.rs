@@ -45,7 +45,7 @@ fn main() {
 fn install_signal_handler() {
     let result = ctrlc::set_handler(|| {
         if wulf::EXIT_ON_SIGNAL.load(Ordering::Relaxed)
-            || wulf::sweep::INTERRUPTED.swap(true, Ordering::Relaxed)
+            || wulf::exec::INTERRUPTED.swap(true, Ordering::Relaxed)
         {
             std::process::exit(130);
         }

@@ -8,7 +8,7 @@
 //! machine vanished: TCP keepalive notices within a minute), and it never
 //! waits for anything without a bound.
 
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -350,18 +350,4 @@ pub(super) fn keepalive(stream: &TcpStream) -> Result<()> {
         .with_retries(6);
     socket2::SockRef::from(stream).set_tcp_keepalive(&ka)?;
     Ok(())
-}
-
-/// The local address this machine uses to reach `host` (no packet is
-/// sent: a UDP socket's connect only picks a route).
-pub fn local_address_toward(target: IpAddr) -> Result<IpAddr> {
-    let bind: SocketAddr = if target.is_ipv6() {
-        "[::]:0".parse().expect("valid")
-    } else {
-        "0.0.0.0:0".parse().expect("valid")
-    };
-    let s = std::net::UdpSocket::bind(bind)?;
-    s.connect(SocketAddr::new(target, 9))
-        .with_context(|| format!("no route to {target}"))?;
-    Ok(s.local_addr()?.ip())
 }

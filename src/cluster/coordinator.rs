@@ -24,7 +24,7 @@ use super::protocol::{
     random_hex, verify, CellParts, CellReport, ControlChannel, Hello, Join, Order,
 };
 use super::schedule;
-use crate::launch::{Agents, Launcher};
+use crate::exec::{Agents, Launcher};
 use crate::result::matrix::Pattern;
 use crate::result::matrix::{CellFigures, MatrixCell, MatrixNode};
 

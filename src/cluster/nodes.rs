@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::hostlist;
-use crate::launch::{check_remote_path, resolve_host, RemoteShell};
+use crate::exec::{check_remote_path, resolve_host, RemoteShell};
 use crate::transport::{Cluster, ClusterHost};
 
 /// A node's name and how many processes it takes.
@@ -223,7 +223,7 @@ fn srun_script(dir: &Path) -> Result<String> {
 /// what MPI libraries are held to (Open MPI's `btl_tcp_if_include`,
 /// MPICH's `-iface`), so their ranks talk over the nodes' network.
 fn network_toward(target: IpAddr) -> Result<(String, String)> {
-    let local = super::agent::local_address_toward(target)?;
+    let local = crate::exec::local_address_toward(target)?;
     let ifaces = nix::ifaddrs::getifaddrs().context("cannot list the interfaces")?;
     for i in ifaces {
         let (Some(addr), Some(mask)) = (i.address, i.netmask) else {

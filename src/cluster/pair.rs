@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::orphan::EXIT_ON_STDIN_EOF_ENV;
-use crate::launch::remote_shell::shell_quote;
+use crate::exec::remote_shell::shell_quote;
 use crate::peer::auth::{random_hex, SECRET_ENV};
 use crate::result::SweepResult;
 use crate::transport::Cluster;

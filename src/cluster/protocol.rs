@@ -22,8 +22,7 @@ pub use crate::peer::auth::random_hex;
 use crate::peer::auth::Secret;
 pub use crate::peer::protocol::{ControlChannel, Hello};
 
-/// Environment variable that carries the run's secret to an agent.
-pub const SECRET_ENV: &str = "WULF_AGENT_SECRET";
+pub use crate::exec::SECRET_ENV;
 
 /// Agent to coordinator: who it is, and its proof.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -10,8 +10,8 @@ use crate::cli::{
     LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs,
 };
 use crate::error::{usage, WulfError};
+use crate::exec::process::exit_code;
 use crate::lab::{self, build, state, status, LinkOptions};
-use crate::launch::process::exit_code;
 
 /// Run `wulf lab`.
 pub fn execute(args: &LabArgs) -> Result<()> {

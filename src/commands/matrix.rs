@@ -12,9 +12,9 @@ use crate::cluster::cells::{cells_path, CellFile};
 use crate::cluster::coordinator::{self, MatrixPlan};
 use crate::cluster::hostlist;
 use crate::error::{usage, WulfError};
+use crate::exec::{Launcher, Local, RemoteShell, Slurm};
 use crate::lab::between::Across;
 use crate::launch::mpi_ranks::MpiRanks;
-use crate::launch::{Launcher, Local, RemoteShell, Slurm};
 use crate::result::matrix::Pattern;
 use crate::result::matrix::{MatrixResult, MATRIX_KIND, MATRIX_SCHEMA_VERSION};
 use crate::result::write_atomically;
@@ -311,7 +311,7 @@ fn launcher(args: &MatrixArgs) -> Result<Box<dyn Launcher>> {
             .display()
             .to_string(),
     };
-    crate::launch::check_remote_path(&remote_wulf).map_err(|e| usage(format!("{e:#}")))?;
+    crate::exec::check_remote_path(&remote_wulf).map_err(|e| usage(format!("{e:#}")))?;
     let in_lab = crate::transport::cluster::get();
     let how = match args.launch.as_deref() {
         Some(h) => h.to_string(),
@@ -365,9 +365,9 @@ fn through_mpi(name: &str, hosts: &[String]) -> Result<()> {
         crate::launch::mpi::spread::launch_once_per_host(name, hosts, dir.path(), &program)?;
     let mut cmd = std::process::Command::new(&argv[0]);
     cmd.args(&argv[1..]).envs(env);
-    let status = crate::launch::process::run_forwarding_interrupt(&mut cmd)
+    let status = crate::exec::process::run_forwarding_interrupt(&mut cmd)
         .with_context(|| format!("cannot start {}", argv[0]))?;
-    super::lab_relay(crate::launch::process::exit_code(status))
+    super::lab_relay(crate::exec::process::exit_code(status))
 }
 
 /// `args` without the given options and their values (`--x V`, `--x=V`).

@@ -14,8 +14,8 @@ use anyhow::{Context, Result};
 
 use crate::cli::{StudyArg, StudyArgs};
 use crate::error::{usage, WulfError};
+use crate::exec::process::{exit_code, run_forwarding_interrupt};
 use crate::lab::LinkRate;
-use crate::launch::process::{exit_code, run_forwarding_interrupt};
 use crate::report::study_html::LoadedStudy;
 use crate::result::{
     read_result, write_atomically, write_json, StudyResult, SweepResult, STUDY_KIND,

@@ -16,7 +16,7 @@
 //!
 //! The lab is removed when the command ends, however it ends; an interrupt
 //! is handed on to the inner command exactly once
-//! ([`run_forwarding_interrupt`](crate::launch::process::run_forwarding_interrupt)), which saves what it measured.
+//! ([`run_forwarding_interrupt`](crate::exec::process::run_forwarding_interrupt)), which saves what it measured.
 
 use std::ffi::OsString;
 use std::net::IpAddr;
@@ -25,8 +25,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::{command_in, LinkOptions, TempLab};
-use crate::launch::local_peer::LocalPeer;
-use crate::launch::process::{exit_code, run_forwarding_interrupt};
+use crate::exec::local_peer::LocalPeer;
+use crate::exec::process::{exit_code, run_forwarding_interrupt};
 
 /// How long a server in a fresh node may take to listen.
 const SERVE_START_TIMEOUT: Duration = Duration::from_secs(20);

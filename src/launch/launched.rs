@@ -20,8 +20,8 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Agents, Launcher};
 use crate::cluster::agent::{self, AgentOptions};
+use crate::exec::{Agents, Launcher};
 
 /// How far before an agent's start a rendezvous file may have been written
 /// (tasks of one launch start within moments of each other).

@@ -1,72 +1,16 @@
-//! Every way wulf starts processes, behind one interface.
+//! Jobs: what wulf runs through launchers, above the layers it drives.
 //!
-//! wulf starts processes in many places: the local peer of a sweep
-//! (`wulf serve` on loopback), `wulf matrix`'s agents on every node (as
-//! processes here, through ssh, a lab's remote shell, srun or an MPI
-//! launcher), the ranks of an MPI job (through that MPI's own launcher) and
-//! wulf's own NAS ranks (here or through the remote shell). All of them go
-//! through this module:
+//! Starting a process is [`crate::exec`]'s; this module holds the jobs that
+//! need the sweep engine, the cluster's agents or the NAS kernels, and so
+//! sit above them:
 //!
-//! * [`process`]: the one way a process is spawned: its own process group
-//!   (a terminal's Ctrl-C reaches only the wulf that started it, which ends
-//!   it in order), optionally bound to die with its parent, its stderr
-//!   kept for the error that names a failed launch, and the whole group
-//!   killed when it outlives its grace;
-//! * [`Launcher`]: starting one `wulf agent` per node, with
-//!   [`local::Local`], [`remote_shell::RemoteShell`] (ssh, a lab),
-//!   [`slurm::Slurm`], [`mpi_ranks::MpiRanks`] (an MPI's launcher);
-//!   [`remote_shell::command_on`] runs any command on a host the same way;
-//! * [`local_peer`]: a sweep's peer on this machine;
 //! * [`mpi`]: jobs started by an MPI's own launcher (sweeps in two ranks,
 //!   NAS and collective groups, one process per host);
+//! * [`mpi_ranks`]: [`mpi_ranks::MpiRanks`], the [`crate::exec::Launcher`]
+//!   that starts `wulf matrix`'s agents as the ranks of an MPI job;
 //! * [`launched`]: the other way round, wulf started by a launcher
 //!   (`srun wulf matrix`, `mpirun wulf matrix`), reading its rank.
-//!
-//! A launcher tells each agent where the coordinator listens and hands it
-//! the run's secret without putting it on a command line (the environment
-//! for processes it starts directly or through Slurm, stdin through a
-//! remote shell). What stays the same for every launcher (accepting agents,
-//! authenticating them, the schedule) lives in
-//! [`crate::cluster::coordinator`]; a launcher only starts processes and
-//! says, for a node that never joined, what its launch printed.
-
-use std::net::{IpAddr, SocketAddr};
-
-use anyhow::Result;
 
 pub mod launched;
-pub mod local;
-pub mod local_peer;
 pub mod mpi;
 pub mod mpi_ranks;
-pub mod process;
-pub mod remote_shell;
-pub mod slurm;
-
-pub use local::Local;
-pub use process::Agents;
-pub use remote_shell::{check_remote_path, resolve_host, RemoteShell};
-pub use slurm::Slurm;
-
-/// A way of starting agents.
-pub trait Launcher {
-    /// How results name it (`local`, `ssh`, `lab:NAME`, `slurm`).
-    fn name(&self) -> String;
-    /// The address the coordinator listens on, reachable from every host.
-    fn coordinator_ip(&self, hosts: &[String]) -> Result<IpAddr>;
-    /// Start one agent per host, each connecting back to `coordinator`.
-    fn start(&self, hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents>;
-}
-
-/// The arguments of `wulf agent` after the program.
-pub(crate) fn agent_args(coordinator: SocketAddr, name: Option<&str>) -> Vec<String> {
-    let mut a = vec![
-        "agent".to_string(),
-        "--coordinator".into(),
-        coordinator.to_string(),
-    ];
-    if let Some(n) = name {
-        a.extend(["--name".into(), n.to_string()]);
-    }
-    a
-}

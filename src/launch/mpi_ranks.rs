@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::{resolve_host, Agents, Launcher};
+use crate::exec::{resolve_host, Agents, Launcher};
 
 /// One MPI job whose ranks are the agents.
 pub struct MpiRanks {
@@ -34,7 +34,7 @@ impl Launcher for MpiRanks {
 
     fn coordinator_ip(&self, hosts: &[String]) -> Result<IpAddr> {
         let first = hosts.first().context("no hosts")?;
-        crate::cluster::agent::local_address_toward(resolve_host(first)?)
+        crate::exec::local_address_toward(resolve_host(first)?)
     }
 
     fn start(&self, hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents> {

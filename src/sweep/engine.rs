@@ -26,7 +26,7 @@ use super::loops::{client_block, Pools};
 use super::policy::{measure_point, BlockRunner, BlockTiming, PointOutcome, PointPlan};
 use super::timer::clock_read_cost_ns;
 use crate::error::{peer, WulfError};
-use crate::launch::local_peer::LocalPeer;
+use crate::exec::local_peer::LocalPeer;
 use crate::peer::client::{resolve, PeerSession};
 use crate::peer::protocol::{BlockKind, Setup};
 use crate::peer::DEFAULT_PORT;

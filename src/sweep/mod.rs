@@ -29,13 +29,6 @@ pub mod schedule;
 pub mod timer;
 mod whole;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Set by the Ctrl-C / SIGTERM handler; the engine checks it between
-/// trials (never inside a timing loop) and stops, keeping what it measured.
-pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Whether the user asked to stop.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
-}
+/// The stop flag (see [`crate::exec::INTERRUPTED`]), where the engine
+/// and older callers look for it.
+pub use crate::exec::{interrupted, INTERRUPTED};

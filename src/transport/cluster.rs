@@ -107,18 +107,18 @@ impl Cluster {
 
     /// A command that runs `argv` on host `i` through the remote shell
     /// (here, through `sh -c`, when the hosts are simulated), built by
-    /// [`crate::launch::remote_shell::command_on`].
+    /// [`crate::exec::remote_shell::command_on`].
     pub fn command_on(&self, i: usize, argv: &[String]) -> Result<Command> {
         let host = &self.first(i + 1)?[i];
-        Ok(crate::launch::remote_shell::command_on(
+        Ok(crate::exec::remote_shell::command_on(
             &self.rsh, &host.name, argv,
         ))
     }
 
     /// The remote shell as one executable script in `dir`
-    /// ([`crate::launch::remote_shell::rsh_script`]).
+    /// ([`crate::exec::remote_shell::rsh_script`]).
     pub fn rsh_script(&self, dir: &Path) -> Result<PathBuf> {
-        crate::launch::remote_shell::rsh_script(&self.rsh, dir)
+        crate::exec::remote_shell::rsh_script(&self.rsh, dir)
     }
 }
 

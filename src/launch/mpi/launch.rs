@@ -284,16 +284,16 @@ pub(super) fn spawn(argv: &[String], dir: &Path) -> Result<Child> {
         cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     }
-    // Its own group (see crate::launch::process): the terminal's Ctrl-C
+    // Its own group (see crate::exec::process): the terminal's Ctrl-C
     // reaches only this wulf, which stops the job gracefully, and a kill
     // reaches every rank.
-    let options = crate::launch::process::Options {
+    let options = crate::exec::process::Options {
         parent_death_signal: Some(libc::SIGTERM),
         output_files: Some((dir.join("launcher.out"), dir.join("launcher.err"))),
         ..Default::default()
     };
-    crate::launch::process::Process::spawn(cmd, None, &options)
-        .map(crate::launch::process::Process::into_child)
+    crate::exec::process::Process::spawn(cmd, None, &options)
+        .map(crate::exec::process::Process::into_child)
         .with_context(|| format!("cannot start the MPI launcher {}", argv[0]))
 }
 

@@ -39,7 +39,7 @@ use anyhow::{bail, ensure, Context, Result};
 
 use self::wire::{ToCoordinator, ToRank};
 use crate::error::{peer, usage, with_exit_code, WulfError};
-use crate::launch::process::Process;
+use crate::exec::process::Process;
 use crate::npb::{GroupRun, RankJob, RankTask, TaskOutput, TaskRun};
 use crate::peer::protocol::ControlChannel;
 use crate::transport::{ChannelOptions, Cluster, Transport};
@@ -84,7 +84,7 @@ pub fn run_task(
     // Where the ranks reach this process: in a lab node or on a node
     // list, the address on the way to the first rank's host.
     let here = match &cluster {
-        Some(_) => crate::cluster::agent::local_address_toward(addresses[0])?,
+        Some(_) => crate::exec::local_address_toward(addresses[0])?,
         None => IpAddr::V4(Ipv4Addr::LOCALHOST),
     };
     let mut group = Group::start(np, cluster.as_ref(), here)?;
@@ -148,7 +148,7 @@ impl Group {
             // Its own process group (a terminal's Ctrl-C reaches the
             // coordinator, which ends them; a remote shell's whole chain
             // down to the rank ends with one kill), dying with this process.
-            let options = crate::launch::process::Options {
+            let options = crate::exec::process::Options {
                 parent_death_signal: Some(libc::SIGKILL),
                 ..Default::default()
             };

@@ -7,8 +7,8 @@ use std::process::Command;
 use anyhow::{Context, Result};
 
 use super::process::{agent_options, Process};
+use super::SECRET_ENV;
 use super::{agent_args, resolve_host, Agents, Launcher};
-use crate::cluster::protocol::SECRET_ENV;
 
 /// Agents as the tasks of one `srun` step, one task per node; each names
 /// itself after its node (SLURMD_NODENAME). srun passes the environment,
@@ -25,7 +25,7 @@ impl Launcher for Slurm {
 
     fn coordinator_ip(&self, hosts: &[String]) -> Result<IpAddr> {
         let first = hosts.first().context("no hosts")?;
-        crate::cluster::agent::local_address_toward(resolve_host(first)?)
+        super::local_address_toward(resolve_host(first)?)
     }
 
     fn start(&self, hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents> {

@@ -106,7 +106,7 @@ impl Launcher for RemoteShell {
     fn coordinator_ip(&self, hosts: &[String]) -> Result<IpAddr> {
         let first = hosts.first().context("no hosts")?;
         let ip = resolve_host(first)?;
-        crate::cluster::agent::local_address_toward(ip)
+        super::local_address_toward(ip)
     }
 
     fn start(&self, hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents> {

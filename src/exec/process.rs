@@ -283,7 +283,7 @@ pub fn run_forwarding_interrupt(
         if let Some(status) = child.try_wait()? {
             return Ok(status);
         }
-        if !forwarded && crate::sweep::INTERRUPTED.load(Ordering::Relaxed) {
+        if !forwarded && super::INTERRUPTED.load(Ordering::Relaxed) {
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
             forwarded = true;
         }

@@ -6,8 +6,8 @@ use std::process::Command;
 use anyhow::Result;
 
 use super::process::{agent_options, Process};
+use super::SECRET_ENV;
 use super::{agent_args, Agents, Launcher};
-use crate::cluster::protocol::SECRET_ENV;
 
 /// Agents as processes on this machine, over loopback: simulated nodes
 /// for testing the coordinator at scale (`--launch local`).

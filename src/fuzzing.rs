@@ -52,7 +52,7 @@ pub fn units(data: &[u8]) {
     };
     let _ = crate::units::parse_bytes(text);
     let _ = crate::units::parse_duration(text);
-    let _ = crate::sweep::schedule::parse_sizes(text, true);
+    let _ = crate::message::schedule::parse_sizes(text, true);
     let _ = crate::cluster::hostlist::expand(text);
     let _ = crate::cluster::hostlist::parse_hostfile(text);
 }

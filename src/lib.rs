@@ -37,6 +37,8 @@ pub mod fuzzing;
 pub mod lab;
 pub mod launch;
 pub mod load;
+pub mod measure;
+pub mod message;
 pub mod npb;
 pub mod peer;
 pub mod report;

@@ -1,7 +1,7 @@
 //! What every rank of a collective run executes, whoever started it.
 //!
 //! Rank 0 leads: it runs `wulf sweep`'s repetition policy
-//! ([`crate::sweep::policy::measure_point`]: calibration, trials until the
+//! ([`crate::measure::policy::measure_point`]: calibration, trials until the
 //! median's 95% interval is within the precision or the size's share of
 //! the budget is spent, noisy sizes flagged) and, before each block, sends
 //! every other rank its order (size and repeat count, or stop) over the
@@ -25,10 +25,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::{Collective, CollectiveJob, CollectiveOutput};
+use crate::measure::policy::{measure_point, BlockRunner, BlockTiming};
 use crate::npb::comm::Communicator;
 use crate::result::collective::CollectivePoint;
 use crate::sweep::engine::plan_for;
-use crate::sweep::policy::{measure_point, BlockRunner, BlockTiming};
 
 /// First value of an order: stop (the others: unused).
 const STOP: f64 = 0.0;
@@ -206,7 +206,7 @@ impl Buffers {
             values,
             send,
             recv,
-            clock_ns: crate::sweep::timer::clock_read_cost_ns(),
+            clock_ns: crate::measure::timer::clock_read_cost_ns(),
         }
     }
 

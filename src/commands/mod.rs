@@ -30,9 +30,9 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{MeasureArgs, ModeArg, WaitArg};
+use crate::message::schedule;
 use crate::result::Mode;
 use crate::sweep::engine::SweepSpec;
-use crate::sweep::schedule;
 use crate::transport::{self, ChannelOptions, ExtraOptions, WaitMode};
 
 impl From<ModeArg> for Mode {

@@ -19,6 +19,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
+pub use crate::measure::loops::BlockKind;
 use crate::result::Mode;
 use crate::transport::ChannelOptions;
 
@@ -82,18 +83,6 @@ pub struct Setup {
     /// (`--load` text, `--load-peer`); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loads: Option<String>,
-}
-
-/// What a block does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BlockKind {
-    /// A timed block in the sweep's mode.
-    Timed,
-    /// Individually timed round trips for tail latency (ping-pong).
-    Tails,
-    /// Pattern-checked transfers in the sweep's mode, untimed.
-    Integrity,
 }
 
 /// Client to server.

@@ -17,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use super::auth::{random_hex, Secret};
 use super::protocol::{ControlChannel, Hello, Reply, Request, Setup, MAGIC, MAX_REQUEST_BYTES};
 use super::watchdog::{Fired, Watchdog};
-use crate::sweep::loops::{server_block, Pools};
+use crate::measure::loops::{server_block, Pools};
 use crate::sys::{pin_current_thread, Host};
 use crate::transport;
 

@@ -194,7 +194,7 @@ mod tests {
         assert_eq!(p[0].label, "tcp-ge-mtu1500");
         assert_eq!(p[11].label, "tipc-10ge-mtu9000");
         assert_eq!(p[11].lab_spec(), "10ge,mtu=9000");
-        let sizes = crate::sweep::schedule::parse_sizes(&p[0].sizes, false).unwrap();
+        let sizes = crate::message::schedule::parse_sizes(&p[0].sizes, false).unwrap();
         assert!(sizes.contains(&CPU_BYTES), "{sizes:?}");
         assert_eq!(p[4].sweep_args, ["--load", "cpu:1"]);
     }

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::engine::{plan_for, SweepRunner, SweepSpec};
-use super::policy::measure_point;
 use crate::analysis::{analyse_curve, confirm, CauseHints};
 use crate::error::WulfError;
+use crate::measure::policy::measure_point;
 use crate::result::{CheckedEvent, Confirmation, Point, RemeasuredPoint};
 use crate::stats::Summary;
 

@@ -22,11 +22,11 @@ use serde::{Deserialize, Serialize};
 
 pub(super) use super::assemble::{assemble, Finish, Start};
 use super::limits::{self, Limits};
-use super::loops::{client_block, Pools};
-use super::policy::{measure_point, BlockRunner, BlockTiming, PointOutcome, PointPlan};
-use super::timer::clock_read_cost_ns;
 use crate::error::{peer, WulfError};
 use crate::exec::local_peer::LocalPeer;
+use crate::measure::loops::{client_block, Pools};
+use crate::measure::policy::{measure_point, BlockRunner, BlockTiming, PointOutcome, PointPlan};
+use crate::measure::timer::clock_read_cost_ns;
 use crate::peer::client::{resolve, PeerSession};
 use crate::peer::protocol::{BlockKind, Setup};
 use crate::peer::DEFAULT_PORT;
@@ -454,7 +454,10 @@ impl Runner<'_> {
         kind: BlockKind,
         bytes: u64,
         repeats: u64,
-    ) -> Result<(super::loops::BlockMeasure, crate::peer::client::PeerBlock)> {
+    ) -> Result<(
+        crate::measure::loops::BlockMeasure,
+        crate::peer::client::PeerBlock,
+    )> {
         self.session.start_block(self.mode, kind, bytes, repeats)?;
         let mine = client_block(
             self.ep,

@@ -17,8 +17,8 @@ use super::engine::{
     assemble, measure_all, Finish, Pinned, Start, SweepOutcome, SweepRunner, SweepSpec,
 };
 use super::limits;
-use super::policy::{BlockRunner, BlockTiming};
-use super::timer::clock_read_cost_ns;
+use crate::measure::policy::{BlockRunner, BlockTiming};
+use crate::measure::timer::clock_read_cost_ns;
 use crate::result::{Definitions, Mode, Placement, Point, Tails};
 use crate::transport::baseline::Baseline;
 

@@ -22,7 +22,7 @@ use anyhow::Result;
 
 use super::engine::{plan_for, SweepSpec};
 use super::in_process::BaselineRunner;
-use super::policy::measure_point;
+use crate::measure::policy::measure_point;
 use crate::result::{Limits as PointLimits, Mode, Point};
 use crate::transport::baseline::{Baseline, BaselineSetup, LimitKind};
 use crate::transport::c2c::{C2cBench, Copies};
@@ -405,7 +405,7 @@ fn measure_curve(
     sizes: &[u64],
     budget_ns: u64,
 ) -> Result<Curve> {
-    let overhead = super::timer::clock_read_cost_ns();
+    let overhead = crate::measure::timer::clock_read_cost_ns();
     let mut runner = BaselineRunner::new(bench, mode, overhead);
     let mut max_repeats = u64::MAX;
     curve_within(sizes, budget_ns, |bytes, share_ns| {
@@ -474,7 +474,7 @@ fn measure_floor(spec: &SweepSpec, cpus: FloorKey, budget_ns: u64) -> Result<f64
     s.helper_cpu = cpus.1;
     s.wait = floor_wait(cpus);
     let mut bench = CachelineBench::new(&s)?;
-    let overhead = super::timer::clock_read_cost_ns();
+    let overhead = crate::measure::timer::clock_read_cost_ns();
     let mut runner = BaselineRunner::new(&mut bench, Mode::Pingpong, overhead);
     let plan = plan_for(budget_ns, spec.precision, u64::MAX);
     let o = measure_point(&mut runner, FLOOR_BYTES, &plan, &super::interrupted)?;

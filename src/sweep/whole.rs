@@ -10,9 +10,9 @@
 use anyhow::Result;
 
 use super::engine::SweepRunner;
-use super::policy::{BlockRunner, BlockTiming};
 use crate::load::soaker::{Calibration, Lost, Soaker};
 use crate::load::whole::WholeCpu;
+use crate::measure::policy::{BlockRunner, BlockTiming};
 use crate::result::{Mode, Point, Tails};
 
 /// Wraps a runner; soaks only when `--cost whole` is active.

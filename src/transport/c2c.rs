@@ -41,12 +41,12 @@ use serde_json::{json, Map, Value};
 use super::baseline::{Baseline, BaselineBlock, BaselineSetup, Helper, LimitKind};
 use super::wait::{Doorbell, Waiter};
 use super::Transport;
+use crate::message::pattern::{check, fill};
 use crate::result::Mode;
-use crate::sweep::loops::{check, fill};
 use crate::sys::{thread_cpu_time, CpuTime};
 
 /// Largest message either baseline carries (the default schedule's largest).
-pub const MAX_BYTES: u64 = crate::sweep::schedule::DEFAULT_MAX_BYTES + 16;
+pub const MAX_BYTES: u64 = crate::message::schedule::DEFAULT_MAX_BYTES + 16;
 
 const PAGE_BYTES: usize = 4096;
 /// Bytes of a doorbell or a flag line (two cache lines: adjacent-line

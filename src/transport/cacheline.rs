@@ -28,8 +28,8 @@ use serde_json::{json, Map, Value};
 use super::baseline::{Baseline, BaselineBlock, BaselineSetup, Helper, LimitKind};
 use super::wait::{Doorbell, Waiter};
 use super::Transport;
+use crate::message::pattern::{check, fill};
 use crate::result::Mode;
-use crate::sweep::loops::{check, fill};
 use crate::sys::{thread_cpu_time, CpuTime};
 
 /// Payload size whose one-way time is the cache-line floor: a u64 beside its
@@ -64,7 +64,7 @@ impl Transport for Cacheline {
     }
 
     fn default_sizes(&self, perturb: bool) -> Option<Vec<u64>> {
-        let mut s = crate::sweep::schedule::netpipe(1, DEFAULT_MAX_BYTES, perturb);
+        let mut s = crate::message::schedule::netpipe(1, DEFAULT_MAX_BYTES, perturb);
         s.retain(|&b| b <= DEFAULT_MAX_BYTES);
         Some(s)
     }

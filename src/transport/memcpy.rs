@@ -24,8 +24,8 @@ use serde_json::{json, Map, Value};
 
 use super::baseline::{Baseline, BaselineBlock, BaselineSetup, LimitKind};
 use super::Transport;
+use crate::message::buffers::{BufferPool, FALLBACK_LLC_BYTES};
 use crate::result::{Mode, Plateau, Point};
-use crate::sweep::buffers::{BufferPool, FALLBACK_LLC_BYTES};
 use crate::sys::thread_cpu_time;
 
 /// The memcpy baseline.
@@ -52,8 +52,8 @@ impl Transport for Memcpy {
 
     fn default_sizes(&self, perturb: bool) -> Option<Vec<u64>> {
         let llc = crate::sys::last_level_cache_bytes().unwrap_or(FALLBACK_LLC_BYTES);
-        let max = (4 * llc).max(crate::sweep::schedule::DEFAULT_MAX_BYTES);
-        Some(crate::sweep::schedule::netpipe(1, max, perturb))
+        let max = (4 * llc).max(crate::message::schedule::DEFAULT_MAX_BYTES);
+        Some(crate::message::schedule::netpipe(1, max, perturb))
     }
 
     fn limit_kind(&self) -> Option<super::baseline::LimitKind> {
@@ -129,7 +129,7 @@ impl Baseline for MemcpyBench {
     }
 
     fn integrity(&mut self, bytes: u64) -> io::Result<()> {
-        use crate::sweep::loops::{check, fill};
+        use crate::message::pattern::{check, fill};
         self.src.prepare(bytes);
         self.dst.prepare(bytes);
         for op in 0..3 {

@@ -50,6 +50,7 @@ pub mod unix;
 pub mod wait;
 pub mod xdp;
 
+pub use crate::message::buffers::SendMemory;
 pub use crate::result::WaitMode;
 pub use cluster::{Cluster, ClusterHost};
 
@@ -134,16 +135,6 @@ pub trait Endpoint: Send {
     fn send_memory(&mut self, _bytes: usize) -> io::Result<Option<SendMemory>> {
         Ok(None)
     }
-}
-
-/// Memory an endpoint lends for send buffers ([`Endpoint::send_memory`]).
-pub struct SendMemory {
-    /// The writable mapping, page aligned.
-    pub map: memmap2::MmapMut,
-    /// Held as long as the mapping lives: the endpoint keeps a weak
-    /// reference, so that it never takes an address for its own memory
-    /// once this mapping is gone and the address reused.
-    pub lease: std::sync::Arc<()>,
 }
 
 /// Ends a socket's blocking waits (accept, send, receive, poll) from another

@@ -184,7 +184,7 @@ const TAILS_MIN_SAMPLES: u64 = 1_000;
 /// policy keeps, of one round trip each (both directions of a ping-pong
 /// cross the link), plus the tail and integrity passes when asked for.
 fn least_wire_time(spec: &SweepSpec, bits_per_s: u64) -> Duration {
-    let blocks = 2 + crate::sweep::policy::MIN_TRIALS_ON_BUDGET as u64;
+    let blocks = 2 + crate::measure::policy::MIN_TRIALS_ON_BUDGET as u64;
     let bytes: u64 = spec
         .sizes
         .iter()

@@ -8,7 +8,7 @@
 //! message comes from memory; otherwise one slot is reused and stays hot.
 //!
 //! A send pool may live in memory the transport lends
-//! ([`Endpoint::send_memory`]: shm's single-copy path lets the receiver copy
+//! ([`crate::transport::Endpoint::send_memory`]: shm's single-copy path lets the receiver copy
 //! straight out of it); the sweep then sends from it like from any other.
 //!
 //! Pools are anonymous mappings, so a pool that cannot be had (a `--nocache`
@@ -19,7 +19,15 @@
 
 use std::sync::Arc;
 
-use crate::transport::{Endpoint, SendMemory};
+/// Memory an endpoint lends for send buffers ([`crate::transport::Endpoint::send_memory`]).
+pub struct SendMemory {
+    /// The writable mapping, page aligned.
+    pub map: memmap2::MmapMut,
+    /// Held as long as the mapping lives: the endpoint keeps a weak
+    /// reference, so that it never takes an address for its own memory
+    /// once this mapping is gone and the address reused.
+    pub lease: std::sync::Arc<()>,
+}
 
 /// Assumed last-level cache size when the kernel does not report one.
 pub const FALLBACK_LLC_BYTES: u64 = 32 << 20;
@@ -53,18 +61,17 @@ impl BufferPool {
         Self::build(max_bytes, offset_bytes, nocache, llc_bytes, |_| Ok(None))
     }
 
-    /// A pool to send from, in memory `ep` lends when it does (see
-    /// [`Endpoint::send_memory`]), else like [`BufferPool::new`].
+    /// A pool to send from, in memory `lend` lends when it does (an
+    /// endpoint's [`crate::transport::Endpoint::send_memory`]), else like
+    /// [`BufferPool::new`].
     pub fn for_sending(
-        ep: &mut dyn Endpoint,
+        lend: impl FnOnce(usize) -> std::io::Result<Option<SendMemory>>,
         max_bytes: u64,
         offset_bytes: u64,
         nocache: bool,
         llc_bytes: Option<u64>,
     ) -> std::io::Result<Self> {
-        Self::build(max_bytes, offset_bytes, nocache, llc_bytes, |bytes| {
-            ep.send_memory(bytes)
-        })
+        Self::build(max_bytes, offset_bytes, nocache, llc_bytes, lend)
     }
 
     fn build(

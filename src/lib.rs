@@ -30,6 +30,7 @@ pub mod analysis;
 pub mod cli;
 pub mod cluster;
 pub mod collective;
+pub mod comm;
 pub mod commands;
 pub mod error;
 pub mod exec;

@@ -2,7 +2,7 @@
 //! on every rank of a group at once, with the statistics of `wulf sweep`.
 //!
 //! The same code runs over each backend through the NAS communicator
-//! ([`crate::npb::comm::Communicator`]): over `mpi:NAME` the ranks are an
+//! ([`crate::comm::Communicator`]): over `mpi:NAME` the ranks are an
 //! MPI job and each operation is the library's own call (MPI_Allreduce,
 //! MPI_Alltoall, MPI_Bcast, MPI_Barrier through wulf's adapter), so the
 //! library picks its algorithm; over wulf's own transports (shm, tcp, unix,

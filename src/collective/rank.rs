@@ -25,8 +25,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::{Collective, CollectiveJob, CollectiveOutput};
+use crate::comm::Communicator;
 use crate::measure::policy::{measure_point, BlockRunner, BlockTiming};
-use crate::npb::comm::Communicator;
 use crate::result::collective::CollectivePoint;
 use crate::sweep::engine::plan_for;
 
@@ -275,7 +275,7 @@ fn separated(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::npb::comm::ThreadComm;
+    use crate::comm::ThreadComm;
 
     fn job(collective: Collective, sizes_bytes: Vec<u64>) -> CollectiveJob {
         CollectiveJob {

@@ -24,7 +24,7 @@ use crate::cli::{CollectiveArgs, OperationArg};
 use crate::collective::{Collective, CollectiveJob};
 use crate::error::{exit_code_of, usage, with_exit_code, WulfError};
 use crate::lab::between::{run_in_node1, Across};
-use crate::npb::group::run_task;
+use crate::launch::group::run_task;
 use crate::npb::{RankTask, TaskOutput};
 use crate::report::collective_table::to_text;
 use crate::result::collective::{

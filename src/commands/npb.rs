@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::cli::{NpbArgs, NpbRankArgs};
 use crate::error::{exit_code_of, usage, with_exit_code, WulfError};
 use crate::lab::between::Across;
-use crate::npb::group::run_group;
+use crate::launch::group::run_group;
 use crate::npb::{Class, Kernel, RankJob};
 use crate::report::npb_table::npb_tables;
 use crate::result::{
@@ -188,7 +188,7 @@ fn path_for_kernel(path: &std::path::Path, kernel: Kernel) -> std::path::PathBuf
 
 /// Run a rank process (`wulf npb-rank`, started by [`run_group`]).
 pub fn execute_rank(args: &NpbRankArgs) -> Result<()> {
-    crate::npb::group::run_rank_process(args.control, args.rank)
+    crate::launch::group::run_rank_process(args.control, args.rank)
 }
 
 /// Every transport here that can link processes.

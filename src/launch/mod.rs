@@ -4,6 +4,9 @@
 //! need the sweep engine, the cluster's agents or the NAS kernels, and so
 //! sit above them:
 //!
+//! * [`group`]: NAS kernels and collectives on `np` ranks, each a process
+//!   linked by a transport: offered to the transport's own launcher
+//!   ([`mpi`]) first, else started by wulf (`wulf npb-rank`);
 //! * [`mpi`]: jobs started by an MPI's own launcher (sweeps in two ranks,
 //!   NAS and collective groups, one process per host);
 //! * [`mpi_ranks`]: [`mpi_ranks::MpiRanks`], the [`crate::exec::Launcher`]
@@ -11,6 +14,7 @@
 //! * [`launched`]: the other way round, wulf started by a launcher
 //!   (`srun wulf matrix`, `mpirun wulf matrix`), reading its rank.
 
+pub mod group;
 pub mod launched;
 pub mod mpi;
 pub mod mpi_ranks;

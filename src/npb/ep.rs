@@ -11,10 +11,10 @@
 
 use anyhow::Result;
 
-use super::comm::Communicator;
 use super::outcome::{CheckedValue, NpbOutcome, RunShape, Timer};
 use super::rng::{mul_mod, pow_mod, to_unit, MULTIPLIER, SEED_EP};
 use super::Class;
+use crate::comm::Communicator;
 
 /// log2 of the pairs per batch (NPB's `MK`).
 const BATCH_PAIRS_LOG2: u32 = 16;

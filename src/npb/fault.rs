@@ -7,7 +7,7 @@
 //! matrix-vector product). The variable is read once, before any timed
 //! section; nothing else changes when it is unset.
 
-use super::comm::Communicator;
+use crate::comm::Communicator;
 
 /// The environment variable naming the fault to inject.
 pub const FAULT_VAR: &str = "WULF_NPB_FAULT";

@@ -8,9 +8,9 @@ use std::str::FromStr;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::comm::Communicator;
 use super::mg::{Decomposition, MgParams};
 use super::{cg, ep, is, Class, NpbOutcome};
+use crate::comm::Communicator;
 use crate::error::usage;
 
 /// Largest process count the command line accepts for one kernel run.

@@ -6,21 +6,21 @@
 //!
 //! * [`rng`]: NPB's linear congruential generator, shared by the kernels;
 //! * [`comm`]: the [`comm::Communicator`] trait the kernels run over, with
-//!   serial and in-process (threads) backends;
+//!   serial and in-process (threads) backends (its own module,
+//!   [`crate::comm`], shared with the collectives);
 //! * [`mg`]: the MG multigrid kernel, serial and parallel;
 //! * [`ep`], [`is`], [`cg`]: the EP, IS and CG kernels, likewise;
 //! * [`Kernel`]: which kernel a run is, its process-count rule;
 //! * [`outcome`]: the verified outcome every kernel reports, and the
 //!   timing every kernel shares;
-//! * [`group`]: parallel runs of separate processes over a transport;
+//! * [`crate::launch::group`]: parallel runs of separate processes over a
+//!   transport (above the kernels, with the other launched jobs);
 //! * [`RankJob`] / [`run_rank`]: what each rank of such a run executes;
 //!   [`RankTask`]: a kernel or a collective benchmark, as groups carry it.
 
 pub mod cg;
-pub mod comm;
 pub mod ep;
 pub mod fault;
-pub mod group;
 pub mod is;
 mod kernel;
 pub mod mg;
@@ -28,6 +28,9 @@ pub mod outcome;
 mod rank_job;
 pub mod rng;
 
+/// The communicators the kernels run over, where the kernels' callers
+/// (and older paths) find them.
+pub use crate::comm;
 pub use crate::result::npb_outcome::Class;
 pub use kernel::{Kernel, MAX_PROCESSES};
 pub use outcome::NpbOutcome;

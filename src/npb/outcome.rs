@@ -10,8 +10,8 @@
 
 use std::time::Instant;
 
-use super::comm::Communicator;
 use super::Class;
+use crate::comm::Communicator;
 pub use crate::result::npb_outcome::{CheckedValue, NpbOutcome};
 use anyhow::Result;
 

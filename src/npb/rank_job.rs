@@ -12,8 +12,8 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::comm::Communicator;
 use super::{Class, Kernel, NpbOutcome};
+use crate::comm::Communicator;
 
 /// The work of one rank: `repetitions` verified runs of `kernel` of `class`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,7 +106,7 @@ const RUN_PER_REPETITION: Duration = Duration::from_secs(30 * 60);
 
 /// Everything a group of ranks can run, whoever starts them: a NAS kernel
 /// or a collective benchmark (`wulf collective`). The process groups
-/// ([`crate::npb::group`], MPI's launcher) carry a task and bring back its
+/// ([`crate::launch::group`], MPI's launcher) carry a task and bring back its
 /// [`TaskOutput`] without knowing which it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -31,8 +31,8 @@ use anyhow::{bail, Context, Result};
 use super::job::{self, GroupJob, JobKind, Report};
 use super::launch::{self, Limits, Plan};
 use super::worker::{empty_report, report_failure, watchdog};
+use crate::comm::MpiComm;
 use crate::error::{exit_code_of, usage};
-use crate::npb::comm::MpiComm;
 use crate::npb::{RankTask, TaskRun};
 use crate::transport::mpi::ffi::Mpi;
 

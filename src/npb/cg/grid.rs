@@ -26,7 +26,7 @@ use std::ops::Range;
 
 use anyhow::Result;
 
-use crate::npb::comm::Communicator;
+use crate::comm::Communicator;
 
 /// One rank's place in CG's process grid.
 #[derive(Debug, Clone, PartialEq)]

@@ -17,9 +17,9 @@ pub use makea::{make_matrix, Csr, RCOND};
 
 use anyhow::Result;
 
-use super::comm::Communicator;
 use super::outcome::{CheckedValue, NpbOutcome, RunShape, Timer};
 use super::Class;
+use crate::comm::Communicator;
 use crate::error::usage;
 
 /// CG iterations of each solve (NPB's `cgitmax`).

@@ -28,10 +28,10 @@ pub use params::{IsParams, ITERATIONS, TEST_KEYS};
 use anyhow::Result;
 
 use self::ranking::Ranker;
-use super::comm::Communicator;
 use super::outcome::{CheckedValue, NpbOutcome, RunShape, Timer};
 use super::rng::{jump, randlc, MULTIPLIER, SEED_MG};
 use super::Class;
+use crate::comm::Communicator;
 
 /// The keys of global indices `[first, first + out.len())`:
 /// `floor(max_key / 4 * (r1 + r2 + r3 + r4))` from four draws each.

@@ -35,7 +35,7 @@ use anyhow::Result;
 use bytemuck::cast_slice;
 
 use super::params::IsParams;
-use crate::npb::comm::Communicator;
+use crate::comm::Communicator;
 
 /// The most buckets of any class (NPB's `NUM_BUCKETS`, 2^10 from class W
 /// up; class S has 2^9). Per-bucket arrays have this fixed length, so the
@@ -344,7 +344,7 @@ impl Ranker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::npb::comm::{SerialComm, ThreadComm};
+    use crate::comm::{SerialComm, ThreadComm};
     use crate::npb::is::{generate_keys, keys_of};
     use crate::npb::Class;
 

@@ -13,7 +13,7 @@
 
 use super::decomp::{Decomposition, AXES};
 use super::kernels::Shape;
-use crate::npb::comm::Communicator;
+use crate::comm::Communicator;
 use anyhow::Result;
 
 /// Message buffers for halo exchanges, sized once for the largest plane.
@@ -244,7 +244,7 @@ pub fn scatter_replicated(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::npb::comm::{SerialComm, ThreadComm};
+    use crate::comm::{SerialComm, ThreadComm};
 
     /// A value that identifies global point (x, y, z) of an n^3 grid.
     fn tag(n: usize, x: usize, y: usize, z: usize) -> f64 {

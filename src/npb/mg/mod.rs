@@ -25,7 +25,7 @@ pub mod params;
 mod rhs;
 mod solver;
 
-use crate::npb::comm::Communicator;
+use crate::comm::Communicator;
 use crate::npb::outcome::{NpbOutcome, Timer};
 use crate::npb::Class;
 use anyhow::Result;

@@ -11,7 +11,7 @@
 
 use super::decomp::Decomposition;
 use super::kernels::Shape;
-use crate::npb::comm::Communicator;
+use crate::comm::Communicator;
 use crate::npb::rng::{jump, mul_mod, pow_mod, vranlc, MULTIPLIER, SEED_MG};
 use anyhow::{ensure, Result};
 
@@ -167,7 +167,7 @@ pub fn build_rhs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::npb::comm::{SerialComm, ThreadComm};
+    use crate::comm::{SerialComm, ThreadComm};
 
     /// Global positions and signs of the charges this rank holds.
     fn charges_on(comm: &dyn Communicator, n: usize) -> Result<Vec<(usize, f64)>> {

@@ -25,7 +25,7 @@ use super::halo::{exchange, gather_replicated, scatter_replicated, GatherBuffers
 use super::kernels::{interp_resid, norm_parts, psinv, resid, rprj3, Lines, Shape};
 use super::params::MgParams;
 use super::rhs::build_rhs;
-use crate::npb::comm::Communicator;
+use crate::comm::Communicator;
 use anyhow::Result;
 
 /// One level of this rank: its block shape and the correction u and

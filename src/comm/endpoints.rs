@@ -2,7 +2,7 @@
 //! transports (tcp, unix, shm, cma: anything with an [`Endpoint`]).
 //!
 //! Every pair of ranks holds one endpoint (a full mesh, set up by
-//! [`crate::npb::group`]). A message is an 8-byte header carrying its
+//! [`crate::launch::group`]). A message is an 8-byte header carrying its
 //! length in bytes, then its bytes (an `f64` value 8 of them, an IS key 4). The header is sent
 //! ([`Endpoint::send_parts`]: one writev on a socket) and received as a
 //! message of its own, so that endpoints that match a receive to a send

@@ -1,4 +1,7 @@
-//! The communicator the NPB kernels run over.
+//! The communicator ranks run over: the NPB kernels ([`crate::npb`]) and
+//! `wulf collective`'s ranks ([`crate::collective`]) alike. It sits below
+//! both (it imports only the transports and the MPI adapter), so that the
+//! rank tasks above can use both.
 //!
 //! A kernel sees its peers only through [`Communicator`]: point-to-point
 //! messages between ranks `0..size`, plus the few collectives the kernels

@@ -7,8 +7,8 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context, Result};
 
 use super::wire::{ToCoordinator, ToRank};
+use crate::comm::EndpointComm;
 use crate::error::exit_code_of;
-use crate::npb::comm::EndpointComm;
 use crate::npb::RankOutput;
 use crate::peer::protocol::ControlChannel;
 use crate::transport::{self, ChannelOptions, Endpoint, Transport};

@@ -11,7 +11,7 @@
 //! control connection each ([`wire`]): every rank prepares a data channel
 //! for each higher rank with [`Transport::listen`], the coordinator hands
 //! the descriptions to the higher ranks, which [`Transport::connect`].
-//! The ranks then run the job over [`crate::npb::comm::EndpointComm`]
+//! The ranks then run the job over [`crate::comm::EndpointComm`]
 //! and report. Nothing here depends on which transport it is.
 //!
 //! Given a [`Cluster`] (`wulf npb --lab`), rank i is started on host i

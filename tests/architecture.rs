@@ -1,0 +1,259 @@
+//! The crate's modules form layers: no module imports, directly or through
+//! others, a module that imports it back (see ARCHITECTURE.md).
+//!
+//! The module graph is built from the source as text, by the same rules as
+//! `module_cycles.py` (the project's shared checker): a module is a
+//! directory `src/<m>/` or a file `src/<m>.rs` (`main` and `lib` are not
+//! modules); module `a` depends on `b` when `a`'s non-test code names
+//! `crate::b` (also inside a grouped `use crate::{b::x, c::y}`). Test code
+//! is left out: files named `tests.rs` or `*_tests.rs`, everything after
+//! `#[cfg(test)] mod tests`, and comment lines. A re-export counts like any
+//! other reference, so a `pub use` that points up a layer is a dependency.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Module name -> the modules it names, each with the files that name it.
+type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+/// The module graph of the crate whose sources are under `src`.
+fn module_graph(src: &Path) -> Graph {
+    let mut files = Vec::new();
+    walk(src, &mut files);
+    let mut graph = Graph::new();
+    for path in files {
+        let rel = path.strip_prefix(src).expect("under src");
+        let first = rel
+            .components()
+            .next()
+            .expect("a path")
+            .as_os_str()
+            .to_string_lossy()
+            .into_owned();
+        let top = first.strip_suffix(".rs").unwrap_or(&first).to_string();
+        let name = path.file_name().expect("a file").to_string_lossy();
+        if top == "main" || top == "lib" || name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let raw = fs::read(&path).expect("readable source");
+        let text = String::from_utf8_lossy(&raw);
+        let deps = module_refs(&non_test_code(&text));
+        let entry = graph.entry(top.clone()).or_default();
+        for d in deps.into_iter().filter(|d| *d != top) {
+            entry
+                .entry(d)
+                .or_default()
+                .insert(rel.display().to_string());
+        }
+    }
+    // Only edges to modules that exist (`crate::error` is one; a name that
+    // is no module, such as a macro's, is not).
+    let names: BTreeSet<String> = graph.keys().cloned().collect();
+    for deps in graph.values_mut() {
+        deps.retain(|d, _| names.contains(d));
+    }
+    graph
+}
+
+/// Every `.rs` file under `dir`.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).expect("readable directory") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            walk(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The text before the first `#[cfg(test)] mod tests`, without comment lines.
+fn non_test_code(text: &str) -> String {
+    let code = &text[..test_module_start(text).unwrap_or(text.len())];
+    code.lines()
+        .filter(|l| !l.trim().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Where `#[cfg(test)]`, blanks, `mod`, at least one blank, `tests` first occurs.
+fn test_module_start(text: &str) -> Option<usize> {
+    const ATTR: &str = "#[cfg(test)]";
+    let mut from = 0;
+    while let Some(i) = text[from..].find(ATTR).map(|i| i + from) {
+        let rest = text[i + ATTR.len()..].trim_start();
+        if let Some(after_mod) = rest.strip_prefix("mod") {
+            let name = after_mod.trim_start();
+            if name.len() < after_mod.len() && name.starts_with("tests") {
+                return Some(i);
+            }
+        }
+        from = i + ATTR.len();
+    }
+    None
+}
+
+fn is_ident_start(c: u8) -> bool {
+    c.is_ascii_lowercase() || c == b'_'
+}
+
+fn is_ident_char(c: u8) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_'
+}
+
+/// The length of the identifier (`[a-z_][a-z0-9_]*`) at the start of `s`.
+fn ident_len(s: &[u8]) -> usize {
+    match s.first() {
+        Some(&c) if is_ident_start(c) => {
+            1 + s[1..].iter().take_while(|&&c| is_ident_char(c)).count()
+        }
+        _ => 0,
+    }
+}
+
+/// The modules named by `crate::m` and by `crate::{m::x, n::y}` in `code`.
+fn module_refs(code: &str) -> BTreeSet<String> {
+    const CRATE: &str = "crate::";
+    let bytes = code.as_bytes();
+    let mut out = BTreeSet::new();
+    let mut from = 0;
+    while let Some(i) = code[from..].find(CRATE).map(|i| i + from) {
+        let at = i + CRATE.len();
+        let n = ident_len(&bytes[at..]);
+        if n > 0 {
+            out.insert(code[at..at + n].to_string());
+        } else if bytes.get(at) == Some(&b'{') {
+            // A group runs to the first closing brace.
+            if let Some(len) = code[at + 1..].find('}') {
+                group_refs(&code[at + 1..at + 1 + len], &mut out);
+            }
+        }
+        from = at;
+    }
+    out
+}
+
+/// The modules of a grouped import's items: an identifier followed by
+/// `::`, at the group's start or after a comma, a brace or a blank.
+fn group_refs(group: &str, out: &mut BTreeSet<String>) {
+    let bytes = group.as_bytes();
+    for i in 0..bytes.len() {
+        let starts =
+            i == 0 || matches!(bytes[i - 1], b',' | b'{') || (bytes[i - 1] as char).is_whitespace();
+        let n = if starts { ident_len(&bytes[i..]) } else { 0 };
+        if n > 0 && group[i + n..].starts_with("::") {
+            out.insert(group[i..i + n].to_string());
+        }
+    }
+}
+
+/// The strongly connected components of more than one module (Tarjan).
+fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    struct Tarjan<'a> {
+        graph: &'a Graph,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, v: &'a str) {
+            let n = self.index.len();
+            self.index.insert(v, n);
+            self.low.insert(v, n);
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in self.graph[v].keys() {
+                let w = w.as_str();
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.low[v].min(self.low[w]);
+                    self.low.insert(v, low);
+                } else if self.on_stack.contains(w) {
+                    let low = self.low[v].min(self.index[w]);
+                    self.low.insert(v, low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut comp = Vec::new();
+                loop {
+                    let w = self.stack.pop().expect("on the stack");
+                    self.on_stack.remove(w);
+                    comp.push(w.to_string());
+                    if w == v {
+                        break;
+                    }
+                }
+                if comp.len() > 1 {
+                    comp.sort();
+                    self.out.push(comp);
+                }
+            }
+        }
+    }
+    let mut t = Tarjan {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            t.visit(v);
+        }
+    }
+    t.out
+}
+
+#[test]
+fn no_module_imports_one_that_imports_it_back() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = module_graph(&src);
+    assert!(
+        graph.len() > 10,
+        "too few modules found under {}",
+        src.display()
+    );
+    let found = cycles(&graph);
+    let mut report = String::new();
+    for comp in &found {
+        report += &format!("cycle: {}\n", comp.join(", "));
+        for a in comp {
+            for (b, files) in &graph[a] {
+                if comp.contains(b) {
+                    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+                    report += &format!("  {a} -> {b}: {}\n", files.join(" "));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "modules that import each other (see ARCHITECTURE.md for the layers):\n{report}"
+    );
+}
+
+#[test]
+fn the_graph_reads_imports_as_the_checker_does() {
+    let code =
+        "use crate::a::x;\n// use crate::commented::x;\nuse crate::{b::y, c::{z, w}, d::v};\n\
+                fn f() { crate::e(); crate::Upper; }\n#[cfg(test)]\nmod tests { use crate::t; }";
+    let refs = module_refs(&non_test_code(code));
+    // `d` follows the first closing brace of the group: the checker's
+    // grouped-import rule does not see it either.
+    let want: BTreeSet<String> = ["a", "b", "c", "e"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(refs, want);
+    let mut g = Graph::new();
+    for (a, b) in [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "d")] {
+        g.entry(a.into()).or_default().entry(b.into()).or_default();
+        g.entry(b.into()).or_default();
+    }
+    assert_eq!(
+        cycles(&g),
+        vec![vec!["a".to_string(), "b".into(), "c".into()]]
+    );
+}

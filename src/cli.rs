@@ -226,14 +226,14 @@ pub struct SweepArgs {
     #[arg(long, value_name = "HOST[:PORT]")]
     pub peer: Option<String>,
     /// Write the result as JSON ('-' for standard output).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_file)]
     pub json: Option<PathBuf>,
     /// Write the points as CSV.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_file)]
     pub csv: Option<PathBuf>,
     /// Write latency, peak, n_1/2 and noise as OpenMetrics (atomically,
     /// for node_exporter's textfile collector).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_file)]
     pub openmetrics: Option<PathBuf>,
     /// Measure between two nodes of a temporary lab with these links:
     /// fe, ge, 10ge or a rate, then mtu=BYTES, nodeN=LINK, mtu.nodeN=BYTES,
@@ -282,7 +282,7 @@ pub struct RunArgs {
     pub out: PathBuf,
     /// Also write every transport's latency, peak, n_1/2 and noise as
     /// OpenMetrics here (atomically, for node_exporter's textfile collector).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_file)]
     pub openmetrics: Option<PathBuf>,
     /// Only these transports (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
@@ -417,6 +417,17 @@ pub(crate) fn parse_window(s: &str) -> Result<u64, String> {
         Ok(n) if (1..=1024).contains(&n) => Ok(n),
         _ => Err(format!("'{s}': the window is a count from 1 to 1024")),
     }
+}
+
+/// An output file argument (`--json`, `--csv`, `-o` ...): `-` is standard
+/// output, a device or FIFO is written through, a directory is refused here,
+/// before anything is measured (the writer in `result::write` says why).
+pub(crate) fn output_file(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    if s != "-" && std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+        return Err(format!("{s} is a directory: give a file name to write to"));
+    }
+    Ok(path)
 }
 
 pub(crate) fn parse_mpi(s: &str) -> Result<(String, PathBuf), String> {

@@ -4,6 +4,8 @@
 //! And text from a result is always escaped in the HTML report.
 
 mod common;
+#[path = "hostile_files/outputs.rs"]
+mod outputs;
 
 use std::path::{Path, PathBuf};
 
@@ -89,6 +91,22 @@ fn impossible_values_are_refused_with_the_field_named() {
             &["points[4].ci_low_ns"],
         ),
         (
+            // A throughput of bytes over 1e-300 ns is infinite.
+            "tiny.json",
+            Box::new(|v| v["points"][0]["median_ns"] = json!(1e-300)),
+            &["points[0].median_ns", "shorter than any measurement"],
+        ),
+        (
+            "cpu.json",
+            Box::new(|v| v["points"][1]["cpu_client"]["ns_per_byte"] = json!(1.7e308)),
+            &["points[1].cpu_client.ns_per_byte", "beyond"],
+        ),
+        (
+            "limit.json",
+            Box::new(|v| v["points"][1]["limits"]["memcpy_bits_per_s"] = json!(1e300)),
+            &["points[1].limits.memcpy_bits_per_s", "beyond"],
+        ),
+        (
             "type.json",
             Box::new(|v| v["points"][1]["repeats"] = json!("many")),
             &["points[1].repeats", "invalid type"],
@@ -122,6 +140,26 @@ fn impossible_values_are_refused_with_the_field_named() {
         let p = write(&dir, name, &v.to_string());
         refused(&p, expected);
     }
+}
+
+/// An NPB result with an impossible rate is refused with the field named
+/// (the rates are drawn on the report's charts).
+#[test]
+fn impossible_npb_rates_are_refused() {
+    let dir = tempdir();
+    let good = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/npb-mg-S.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(good).unwrap()).unwrap();
+    v["runs"][0]["best_mop_s"] = json!(1.7e308);
+    let bad = write(&dir, "npb-huge.json", &v.to_string());
+    let out = file(&dir, "r.html");
+    let o = run(&["report", bad.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("runs[0].best_mop_s") && e.contains("beyond"),
+        "{e}"
+    );
+    assert!(!out.exists());
 }
 
 #[test]

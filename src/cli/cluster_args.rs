@@ -77,14 +77,14 @@ pub struct MatrixArgs {
     pub rsh: String,
     /// Write the result (JSON) here; `-` for standard output (default:
     /// wulf-results/matrix-TIME.json).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::cli::output_file)]
     pub json: Option<PathBuf>,
     /// Write both matrices as CSV here.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::cli::output_file)]
     pub csv: Option<PathBuf>,
     /// Write every cell's latency and bandwidth as OpenMetrics here
     /// (atomically, for node_exporter's textfile collector).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::cli::output_file)]
     pub openmetrics: Option<PathBuf>,
     /// No progress on standard error.
     #[arg(long)]

@@ -49,7 +49,7 @@ pub struct CollectiveArgs {
     #[arg(long, value_enum)]
     pub wait: Option<WaitArg>,
     /// Write the result as JSON ('-' for standard output).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::cli::output_file)]
     pub json: Option<PathBuf>,
     /// MPI libraries and the lab (`--lab SPEC`: one rank per node of a
     /// temporary lab, as `wulf npb --lab`).

@@ -85,7 +85,7 @@ pub struct NpbMgArgs {
     #[arg(long, value_enum)]
     pub wait: Option<WaitArg>,
     /// Write the result as JSON ('-' for standard output).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::cli::output_file)]
     pub json: Option<PathBuf>,
     /// MPI libraries and the lab, as `wulf collective` takes them.
     #[command(flatten)]

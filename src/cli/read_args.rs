@@ -33,7 +33,7 @@ pub struct ReportArgs {
     pub results: Vec<PathBuf>,
     /// Output file ('-' for standard output). Default: report.html for
     /// HTML, standard output for the other formats.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", value_parser = crate::cli::output_file)]
     pub output: Option<PathBuf>,
     /// Output format. Default: from the output file's extension (.html,
     /// .csv, .dat, .out, .md, .prom), else html.
@@ -73,7 +73,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub markdown: bool,
     /// Also write the comparison as a self-contained HTML page.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::cli::output_file)]
     pub html: Option<PathBuf>,
     /// 1 - the coverage of the change intervals (0.05: 95% intervals).
     #[arg(long, default_value = "0.05", value_parser = parse_level)]

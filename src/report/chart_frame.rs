@@ -53,19 +53,29 @@ impl Axis {
     }
 
     /// A logarithmic axis over `lo..=hi` with ticks at powers of `base`
-    /// thinned to at most 8.
+    /// thinned to at most [`MAX_TICKS`]. Whatever it is given (zero,
+    /// infinities, NaN, 1e-300 .. 1e308) the range is first brought into
+    /// [`LOG_SPAN`] and every loop below is bounded by it.
     pub(super) fn log(desc: &str, lo: f64, hi: f64, base: f64, fmt: fn(f64) -> String) -> Axis {
+        let (lo, hi) = log_span(lo, hi);
         let (lo, hi) = (lo / 1.4, hi * 1.4);
+        let base = if base.is_finite() && base > 1.0 {
+            base
+        } else {
+            10.0
+        };
         let mut ticks: Vec<f64> = Vec::new();
         let mut step = base;
-        loop {
+        // At most log_base(1e600) steps (about 2,000 for base 2), each
+        // pushing at most as many ticks: bounded work for any input.
+        while step.is_finite() {
             ticks.clear();
             let mut v = step.powf((lo.ln() / step.ln()).ceil());
-            while v <= hi {
+            while v <= hi && ticks.len() <= MAX_TICKS {
                 ticks.push(v);
                 v *= step;
             }
-            if ticks.len() <= 8 {
+            if ticks.len() <= MAX_TICKS {
                 break;
             }
             step *= base;
@@ -80,8 +90,19 @@ impl Axis {
         }
     }
 
-    /// A linear axis from `lo` to a little above `hi` with about 6 round ticks.
+    /// A linear axis from `lo` to a little above `hi` with about 6 round
+    /// ticks; bounded whatever it is given (non-finite values are replaced,
+    /// at most 2 x [`MAX_TICKS`] ticks).
     pub(super) fn linear(desc: &str, lo: f64, hi: f64, fmt: fn(f64) -> String) -> Axis {
+        let finite = |v: f64, or: f64| {
+            if v.is_finite() {
+                v.clamp(-1e300, 1e300)
+            } else {
+                or
+            }
+        };
+        let lo = finite(lo, 0.0);
+        let hi = finite(hi, lo + 1.0);
         let hi = if hi > lo { hi * 1.08 } else { lo + 1.0 };
         let raw = (hi - lo) / 6.0;
         let mag = 10f64.powf(raw.log10().floor());
@@ -90,10 +111,14 @@ impl Axis {
             .map(|m| m * mag)
             .find(|s| *s >= raw)
             .unwrap_or(10.0 * mag);
-        let ticks = (0..)
-            .map(|k| (lo / step).ceil() * step + k as f64 * step)
-            .take_while(|v| *v <= hi)
-            .collect();
+        let ticks = if step > 0.0 && step.is_finite() {
+            (0..2 * MAX_TICKS)
+                .map(|k| (lo / step).ceil() * step + k as f64 * step)
+                .take_while(|v| *v <= hi)
+                .collect()
+        } else {
+            vec![lo]
+        };
         Axis {
             desc: desc.into(),
             log: false,
@@ -103,6 +128,30 @@ impl Axis {
             fmt,
         }
     }
+}
+
+/// Most ticks a logarithmic axis shows.
+const MAX_TICKS: usize = 8;
+
+/// The widest range a logarithmic axis spans, in data units.
+const LOG_SPAN: (f64, f64) = (1e-300, 1e300);
+
+/// `lo..=hi` made drawable on a log scale: non-positive and non-finite
+/// ends replaced by the other end (or 1), both clamped to [`LOG_SPAN`],
+/// in order.
+fn log_span(lo: f64, hi: f64) -> (f64, f64) {
+    let ok = |v: f64| v.is_finite() && v > 0.0;
+    let (lo, hi) = match (ok(lo), ok(hi)) {
+        (true, true) => (lo, hi),
+        (true, false) => (lo, lo),
+        (false, true) => (hi, hi),
+        (false, false) => (1.0, 1.0),
+    };
+    let (lo, hi) = (
+        lo.clamp(LOG_SPAN.0, LOG_SPAN.1),
+        hi.clamp(LOG_SPAN.0, LOG_SPAN.1),
+    );
+    (lo.min(hi), lo.max(hi))
 }
 
 /// A linear plotters axis (in transformed units) whose ticks are given
@@ -226,5 +275,40 @@ mod tests {
         let l = Axis::linear("y", 0.0, 59.0, num);
         assert_eq!(l.ticks.first(), Some(&0.0));
         assert!(l.ticks.len() >= 4 && l.ticks.len() <= 8, "{:?}", l.ticks);
+    }
+
+    /// Whatever an axis is given (a hostile result file once made a tick
+    /// loop run until the OOM killer came), it ends with a few ticks.
+    #[test]
+    fn axes_are_bounded_for_any_input() {
+        let extremes = [
+            0.0,
+            -0.0,
+            -1.0,
+            1e-300,
+            5e-324,
+            1e308,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1.0,
+        ];
+        for &lo in &extremes {
+            for &hi in &extremes {
+                for base in [2.0, 4.0, 10.0, 1.0, 0.0, f64::NAN] {
+                    let a = Axis::log("x", lo, hi, base, num);
+                    assert!(
+                        a.ticks.len() <= MAX_TICKS,
+                        "{lo} {hi} {base}: {:?}",
+                        a.ticks
+                    );
+                    assert!(a.lo.is_finite() && a.hi.is_finite() && a.lo > 0.0 && a.lo <= a.hi);
+                }
+                let l = Axis::linear("y", lo, hi, num);
+                assert!(l.ticks.len() <= 2 * MAX_TICKS, "{lo} {hi}: {:?}", l.ticks);
+                assert!(l.lo.is_finite() && l.hi.is_finite());
+            }
+        }
     }
 }

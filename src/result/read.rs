@@ -116,7 +116,9 @@ pub fn read_npb_result(path: &Path) -> Result<NpbResult> {
              {NPB_OLDEST_SCHEMA_VERSION} to {NPB_SCHEMA_VERSION}"
         ),
     }
-    decode(&text, &origin, "wulf NPB result")
+    let result: NpbResult = decode(&text, &origin, "wulf NPB result")?;
+    super::validate::npb(&result).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    Ok(result)
 }
 
 /// Whether the file at `path` is an NPB result rather than a sweep result

@@ -4,13 +4,28 @@
 //! they may hold, so that a file edited by hand, damaged, or written by
 //! something else is refused with the field named instead of drawing
 //! nonsense (a negative latency, an infinite throughput) or tripping the
-//! analysis. Bounds are generous: a time per operation up to 10^15 ns (11
-//! days), sizes up to 2^50 bytes.
+//! analysis. Bounds are generous but physical: a time per operation from
+//! 0.01 ns (a 100 GHz clock tick) to 10^15 ns (11 days), sizes up to 2^50
+//! bytes, rates below 10^18 bit/s, CPU time per byte or message below the
+//! longest time. Every figure the report derives from them (a throughput
+//! is bytes over a time) is then finite, so no chart or table meets an
+//! infinity (a 7 KB file with `median_ns` 1e-300 once made `wulf report`
+//! allocate until the OOM killer fired).
 
+use super::npb::NpbResult;
 use super::{Point, SweepResult};
 
+/// Shortest time per operation accepted, ns.
+const MIN_TIME_NS: f64 = 0.01;
 /// Longest time per operation accepted, ns.
 const MAX_TIME_NS: f64 = 1e15;
+/// Largest ratio accepted (a multiple of a floor, a fraction of a limit,
+/// a speed-up).
+const MAX_RATIO: f64 = 1e12;
+/// Longest run accepted, s (30 years).
+const MAX_WALL_S: f64 = 1e9;
+/// Highest NAS rate accepted, Mop/s (10^21 operations a second).
+const MAX_MOP_S: f64 = 1e15;
 /// Largest message size accepted, bytes.
 const MAX_BYTES: u64 = 1 << 50;
 /// Highest throughput accepted, bits/s (far above any memory bus).
@@ -32,18 +47,22 @@ pub fn sweep(r: &SweepResult) -> Result<(), String> {
         previous = Some(p.bytes);
     }
     let s = &r.summary;
-    for (name, v) in [
-        ("latency_ns", s.latency_ns),
-        ("peak_bits_per_s", s.peak_bits_per_s),
-        ("latency_floor_multiple", s.latency_floor_multiple),
-        ("peak_memcpy_fraction", s.peak_memcpy_fraction),
-        ("peak_c2c_fraction", s.peak_c2c_fraction),
+    for (name, v, max) in [
+        ("latency_ns", s.latency_ns, MAX_TIME_NS),
+        ("peak_bits_per_s", s.peak_bits_per_s, MAX_BITS_PER_S),
+        (
+            "latency_floor_multiple",
+            s.latency_floor_multiple,
+            MAX_RATIO,
+        ),
+        ("peak_memcpy_fraction", s.peak_memcpy_fraction, MAX_RATIO),
+        ("peak_c2c_fraction", s.peak_c2c_fraction, MAX_RATIO),
     ] {
         if let Some(v) = v {
-            finite_non_negative(v, f64::MAX).map_err(|e| format!("summary.{name} {e}"))?;
+            finite_non_negative(v, max).map_err(|e| format!("summary.{name} {e}"))?;
         }
     }
-    finite_non_negative(r.wall_s, f64::MAX).map_err(|e| format!("wall_s {e}"))?;
+    finite_non_negative(r.wall_s, MAX_WALL_S).map_err(|e| format!("wall_s {e}"))?;
     Ok(())
 }
 
@@ -55,16 +74,16 @@ fn point(p: &Point) -> Result<(), String> {
         ("min_ns", p.min_ns),
         ("median_ns", p.median_ns),
         ("mean_ns", p.mean_ns),
-        ("stddev_ns", p.stddev_ns),
         ("p90_ns", p.p90_ns),
         ("p99_ns", p.p99_ns),
         ("ci_low_ns", p.ci_low_ns),
         ("ci_high_ns", p.ci_high_ns),
     ] {
-        finite_non_negative(v, MAX_TIME_NS).map_err(|e| format!("{name} {e}"))?;
+        time(v).map_err(|e| format!("{name} {e}"))?;
     }
+    finite_non_negative(p.stddev_ns, MAX_TIME_NS).map_err(|e| format!("stddev_ns {e}"))?;
     for (j, &t) in p.trials_ns.iter().enumerate() {
-        finite_non_negative(t, MAX_TIME_NS).map_err(|e| format!("trials_ns[{j}] {e}"))?;
+        time(t).map_err(|e| format!("trials_ns[{j}] {e}"))?;
     }
     finite_non_negative(p.bits_per_s, MAX_BITS_PER_S).map_err(|e| format!("bits_per_s {e}"))?;
     if p.ci_low_ns > p.ci_high_ns {
@@ -79,17 +98,25 @@ fn point(p: &Point) -> Result<(), String> {
         ("cpu_server.ns_per_byte", p.cpu_server.ns_per_byte),
         ("cpu_server.ns_per_message", p.cpu_server.ns_per_message),
     ] {
-        finite_non_negative(v, f64::MAX).map_err(|e| format!("{name} {e}"))?;
+        finite_non_negative(v, MAX_TIME_NS).map_err(|e| format!("{name} {e}"))?;
     }
     if let Some(l) = &p.limits {
-        for (name, v) in [
-            ("limits.memcpy_bits_per_s", l.memcpy_bits_per_s),
-            ("limits.floor_ns", l.floor_ns),
-            ("limits.c2c_bits_per_s", l.c2c_bits_per_s),
-            ("limits.c2c_two_copy_bits_per_s", l.c2c_two_copy_bits_per_s),
+        for (name, v, max) in [
+            (
+                "limits.memcpy_bits_per_s",
+                l.memcpy_bits_per_s,
+                MAX_BITS_PER_S,
+            ),
+            ("limits.floor_ns", l.floor_ns, MAX_TIME_NS),
+            ("limits.c2c_bits_per_s", l.c2c_bits_per_s, MAX_BITS_PER_S),
+            (
+                "limits.c2c_two_copy_bits_per_s",
+                l.c2c_two_copy_bits_per_s,
+                MAX_BITS_PER_S,
+            ),
         ] {
             if let Some(v) = v {
-                finite_non_negative(v, f64::MAX).map_err(|e| format!("{name} {e}"))?;
+                finite_non_negative(v, max).map_err(|e| format!("{name} {e}"))?;
             }
         }
     }
@@ -102,6 +129,44 @@ fn point(p: &Point) -> Result<(), String> {
         ] {
             finite_non_negative(v, MAX_TIME_NS).map_err(|e| format!("{name} {e}"))?;
         }
+    }
+    Ok(())
+}
+
+/// Check an NPB result's figures (the outcomes' own checks are the
+/// verification's); the error names the first offending field.
+pub fn npb(r: &NpbResult) -> Result<(), String> {
+    finite_non_negative(r.wall_s, MAX_WALL_S).map_err(|e| format!("wall_s {e}"))?;
+    for (i, run) in r.runs.iter().enumerate() {
+        if run.nprocs == 0 {
+            return Err(format!("runs[{i}].nprocs is 0"));
+        }
+        for (name, v, max) in [
+            ("best_mop_s", run.best_mop_s, MAX_MOP_S),
+            ("median_mop_s", run.median_mop_s, MAX_MOP_S),
+            (
+                "best_mop_s_per_process",
+                run.best_mop_s_per_process,
+                MAX_MOP_S,
+            ),
+            ("speedup", run.speedup, MAX_RATIO),
+            ("parallel_efficiency", run.parallel_efficiency, MAX_RATIO),
+        ] {
+            if let Some(v) = v {
+                finite_non_negative(v, max).map_err(|e| format!("runs[{i}].{name} {e}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A time per operation: finite, from [`MIN_TIME_NS`] to [`MAX_TIME_NS`].
+fn time(v: f64) -> Result<(), String> {
+    finite_non_negative(v, MAX_TIME_NS)?;
+    if v < MIN_TIME_NS {
+        return Err(format!(
+            "is {v:e} ns, shorter than any measurement (at least {MIN_TIME_NS} ns)"
+        ));
     }
     Ok(())
 }

@@ -44,6 +44,9 @@ pub const TAILS_MAX_BYTES: u64 = 64 << 10;
 const TAILS_TIME_PER_SIZE: Duration = Duration::from_millis(100);
 /// Bounds on the number of individually timed round trips per size.
 const TAILS_SAMPLES: (u64, u64) = (1_000, 100_000);
+/// Longest round trip a tail histogram holds apart, ns (one hour); a
+/// longer one is counted at this value.
+const TAILS_MAX_NS: u64 = 3_600_000_000_000;
 /// Operations per integrity block.
 const INTEGRITY_REPEATS: u64 = 3;
 
@@ -491,7 +494,11 @@ impl Runner<'_> {
             .clamp(TAILS_SAMPLES.0, TAILS_SAMPLES.1);
         self.samples = Vec::with_capacity(n as usize);
         self.block(BlockKind::Tails, bytes, n)?;
-        let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        // Bounded explicitly: `Histogram::new` starts with a highest value
+        // of 2 and `saturating_record` clamps instead of growing, which
+        // once made every percentile 1 ns.
+        let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, TAILS_MAX_NS, 3)
+            .expect("1 ns .. 1 h at 3 significant digits is valid");
         for &s in &self.samples {
             h.saturating_record(s.max(1));
         }

@@ -1,29 +1,41 @@
 //! wulf: what an interconnect and message-passing stack really delivers.
 //!
 //! The crate is one binary and a library the binary and the integration
-//! tests share. Modules are cut so that each could become its own crate:
+//! tests share. Modules are cut so that each could become its own crate,
+//! and they form layers: a module imports only modules below it (see
+//! `ARCHITECTURE.md`; `tests/architecture.rs` fails on any import cycle).
+//! Bottom to top:
 //!
-//! * [`cli`]: argument parsing only;
-//! * [`units`]: sizes and durations with units, shared by every command;
-//! * [`transport`]: one file per transport behind one trait; nothing outside
-//!   it branches on the kind of transport;
-//! * [`sweep`]: size schedules, the repetition policy and the timing loops;
-//! * [`peer`]: the control protocol between the measuring side and its peer;
-//! * [`stats`]: pure statistics over kept trials;
-//! * [`analysis`]: derived figures (n_1/2, saturation, switch-overs, drop-outs);
-//! * [`report`]: exporters, pure functions from results to bytes;
-//! * [`result`]: the versioned result schema and atomic file writing;
+//! * [`error`], [`stats`] (pure statistics over kept trials), [`units`]
+//!   (sizes and durations with units);
 //! * [`sys`]: the machine fingerprint and OS services;
-//! * [`npb`]: NAS Parallel Benchmark kernels written for wulf;
-//! * [`collective`]: collective operations timed over sizes on a group of
-//!   ranks (each MPI's own, or wulf's plain algorithms);
-//! * [`cluster`]: wulf across many nodes: node lists, launchers, agents,
-//!   the coordinator of the all-pairs matrix;
+//! * [`exec`]: spawning processes, the agent launchers (local, remote
+//!   shell, Slurm), the local peer, the stop flag;
+//! * [`message`]: size schedules, message buffers, the integrity pattern;
 //! * [`load`]: measurement conditions: background load and the whole CPU
 //!   cost (cyclesoak's soakers);
+//! * [`result`]: the versioned result schema, every serialized type, and
+//!   atomic file writing;
+//! * [`analysis`]: derived figures (n_1/2, saturation, switch-overs, drop-outs);
+//! * [`transport`]: one file per transport behind one trait, with the
+//!   in-process baselines; nothing outside it branches on the kind of
+//!   transport;
+//! * [`comm`]: the communicator ranks run over (NAS kernels, collectives);
 //! * [`lab`]: the link lab, emulated nodes and shaped links on one machine;
-//! * [`study`]: the seeds' network studies as plans of lab sweeps, and their tables;
+//! * [`measure`]: the timing loops and the repetition policy;
 //! * [`tune`]: which settings make a transport fastest, and the advice;
+//! * [`peer`]: the control protocol between the measuring side and its peer;
+//! * [`study`]: the seeds' network studies as plans of lab sweeps, and their tables;
+//! * [`sweep`]: a whole sweep against a peer or in process, and its result;
+//! * [`cluster`]: wulf across many nodes: node lists, agents, the
+//!   coordinator of the all-pairs matrix;
+//! * [`collective`]: collective operations timed over sizes on a group of
+//!   ranks (each MPI's own, or wulf's plain algorithms);
+//! * [`npb`]: NAS Parallel Benchmark kernels written for wulf;
+//! * [`launch`]: jobs started through launchers: groups of ranks, MPI
+//!   jobs, wulf started by a launcher;
+//! * [`cli`]: argument parsing only;
+//! * [`report`]: exporters, pure functions from results to bytes;
 //! * [`commands`]: one file per subcommand, gluing the above together.
 
 pub mod analysis;

@@ -1,12 +1,12 @@
 //! wulf across many nodes: node lists, the agents, and the coordinator
 //! that runs the all-pairs matrix. The launchers that start the agents are
-//! in [`crate::launch`].
+//! in [`crate::exec`] (and the MPI one in [`crate::launch`]).
 //!
 //! # Design
 //!
 //! One coordinator (the `wulf matrix` process) and one agent per node. The
 //! coordinator listens on an ephemeral port and makes a one-time secret;
-//! a [`crate::launch::Launcher`] (processes on this machine, ssh, a lab's remote
+//! a [`crate::exec::Launcher`] (processes on this machine, ssh, a lab's remote
 //! shell, srun) starts `wulf agent` on every node and hands it the secret
 //! without a command line seeing it. Each agent connects back, proves it
 //! knows the secret ([`protocol`]), sends its fingerprint, and serves

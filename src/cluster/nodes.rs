@@ -7,7 +7,7 @@
 //! hostfile's `slots=`); ranks fill a node's slots before the next, as
 //! MPI's by-slot mapping does, and the transports see a node of k slots as
 //! k hosts in a row. How wulf reaches the nodes is the same choice as for
-//! `wulf matrix`'s agents ([`crate::launch`]): ssh with options that never
+//! `wulf matrix`'s agents ([`crate::exec`]): ssh with options that never
 //! wait for a person, srun (one step per process, through a small
 //! rsh-compatible script), simulated nodes on this machine, or a lab's
 //! remote shell.

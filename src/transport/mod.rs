@@ -5,7 +5,7 @@
 //! [`Transport::listen`] and sends the returned description (opaque JSON) to
 //! the measuring side over the control connection, which calls
 //! [`Transport::connect`] with it. Both then hold an [`Endpoint`], the only
-//! thing the timing loops in `sweep` ever touch. Nothing outside this module
+//! thing the timing loops in `measure` ever touch. Nothing outside this module
 //! branches on the kind of transport: adding one means adding a file here and
 //! a line in [`registry`].
 //!

@@ -25,6 +25,11 @@ pub enum WulfError {
     /// A comparison found a regression beyond the threshold (exit 4).
     #[error("{0}")]
     Regression(String),
+    /// A comparison gate could neither pass nor fail: no slowdown shown,
+    /// but the data are too noisy to exclude one beyond the threshold
+    /// (exit 5).
+    #[error("{0}")]
+    Inconclusive(String),
     /// The user interrupted the run (exit 130).
     #[error("interrupted")]
     Interrupted,
@@ -41,6 +46,7 @@ impl WulfError {
             WulfError::Usage(_) => 2,
             WulfError::Peer(_) => 3,
             WulfError::Regression(_) => 4,
+            WulfError::Inconclusive(_) => 5,
             WulfError::Interrupted => 130,
             WulfError::Relayed(code) => *code,
         }

@@ -59,16 +59,22 @@ pub struct CompareArgs {
     /// Repeated runs of B (with --a).
     #[arg(long = "b", num_args = 1.., value_name = "FILE", requires = "a")]
     pub b: Vec<PathBuf>,
-    /// Exit with code 4 when B is slower than A by more than this
-    /// percentage (e.g. 10 or 10%) in a band, the latency or the peak, and
-    /// beyond the interval and the run-to-run noise floor.
+    /// Exit with code 4 when B is shown slower than A by more than this
+    /// percentage (e.g. 10 or 10%) in a band, the latency or the peak (the
+    /// whole interval beyond the run-to-run band); with code 5 when nothing
+    /// is shown but a verdict is inconclusive and such a slowdown cannot be
+    /// excluded.
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub fail_if_slower: Option<f64>,
-    /// The run-to-run noise floor to use (e.g. 10 or 10%) instead of the
-    /// one measured from the runs, recorded by `wulf run --repeat`, or the
-    /// built-in default.
+    /// The run-to-run band to use (e.g. 10 or 10%) instead of the one
+    /// estimated from the runs, recorded by `wulf run --repeat`, or read
+    /// from single runs' trials.
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub noise_floor: Option<f64>,
+    /// The equivalence margin in percent: "no change" only when the change's
+    /// interval, widened by the run-to-run band, lies within +-PCT.
+    #[arg(long, value_name = "PCT", default_value = "10", value_parser = parse_percent)]
+    pub margin: f64,
     /// Print Markdown tables (for tickets) instead of terminal tables.
     #[arg(long)]
     pub markdown: bool,

@@ -24,9 +24,11 @@ pub fn execute(args: &CompareArgs) -> Result<()> {
     let opts = CompareOptions {
         level: args.level,
         noise_floor: args.noise_floor.map(|p| p / 100.0),
+        margin: args.margin / 100.0,
         ..CompareOptions::default()
     };
     let mut failures = Vec::new();
+    let mut undecided = Vec::new();
     let mut sections = Vec::new();
     for (i, (a_paths, b_paths)) in pairs(args)?.into_iter().enumerate() {
         if i > 0 {
@@ -41,6 +43,10 @@ pub fn execute(args: &CompareArgs) -> Result<()> {
             if !reasons.is_empty() {
                 failures.push(format!("{b_name}: {}", reasons.join("; ")));
             }
+            let open = c.undecided(pct);
+            if !open.is_empty() {
+                undecided.push(format!("{b_name}: {}", open.join("; ")));
+            }
         }
         sections.push(Section {
             a_name,
@@ -52,10 +58,16 @@ pub fn execute(args: &CompareArgs) -> Result<()> {
         write_atomically(path, to_html(&sections).as_bytes())?;
         eprintln!("comparison: {}", path.display());
     }
-    match (args.fail_if_slower, failures.is_empty()) {
-        (Some(pct), false) => Err(WulfError::Regression(format!(
-            "slower than the baseline by more than {pct}%, beyond the interval and the run-to-run noise floor: {}",
+    match (args.fail_if_slower, failures.is_empty(), undecided.is_empty()) {
+        (Some(pct), false, _) => Err(WulfError::Regression(format!(
+            "slower than the baseline by more than {pct}%, beyond the interval and the run-to-run band: {}",
             failures.join(" | ")
+        ))
+        .into()),
+        (Some(pct), true, false) => Err(WulfError::Inconclusive(format!(
+            "no slowdown shown, but one beyond {pct}% cannot be excluded (too noisy; rerun with more runs \
+             per side, e.g. `wulf run --repeat 3`): {}",
+            undecided.join(" | ")
         ))
         .into()),
         _ => Ok(()),

@@ -23,9 +23,10 @@ pub fn notes(c: &Comparison) -> Vec<String> {
     let mut out = Vec::new();
     if c.single_runs() {
         out.push(format!(
-            "One run per side: the run-to-run variation is unknown. The {coverage:.0}% interval counts only \
-             the trials of each run (a bootstrap over them), which share their run's conditions, so a verdict \
-             also needs a change beyond the between-run noise floor."
+            "One run per side: the {coverage:.0}% interval counts only the trials of each run (a bootstrap \
+             over them), which share their run's conditions; the run-to-run band comes from the files' \
+             recorded floor or the runs' own trials and size-to-size changes, which cannot see a shift \
+             common to a whole run (its CPU placement). Several runs per side (`wulf run --repeat 3`) settle it."
         ));
     } else {
         out.push(format!(
@@ -36,12 +37,11 @@ pub fn notes(c: &Comparison) -> Vec<String> {
     }
     out.push(format!(
         "Change: B's time / A's time - 1 over the {} sizes every run measured (per band the geometric mean \
-         of the sizes' median times, then over runs; + means B is slower). Verdict: a change only when \
-         the interval excludes 0 and the change exceeds the floor: the largest of 3%, t(0.975, df) * s * \
-         sqrt(1/runs A + 1/runs B) with s the spread of ln(band time) between the runs of a side, and the \
-         machine's floor of one run against one (runs made one after another share the machine's state, so \
-         more runs do not lower it).",
-        c.sizes
+         of the sizes' median times, then over runs; + means B is slower). Verdicts: a change when the \
+         whole interval lies beyond the run-to-run band; \"no change\" when the interval widened by the band \
+         lies within +-{:.0}% (--margin); \"inconclusive\" otherwise.",
+        c.sizes,
+        100.0 * c.margin
     ));
     let floors = c
         .bands
@@ -56,19 +56,19 @@ pub fn notes(c: &Comparison) -> Vec<String> {
         }
         said.push(word);
         out.push(match f.source {
-            FloorSource::Given => "Floor given on the command line (--noise-floor).".into(),
-            FloorSource::Runs { .. } => {
-                "Floor \"runs\": set by the spread between the runs given on each side.".into()
-            }
+            FloorSource::Given => "Band given on the command line (--noise-floor).".into(),
+            FloorSource::Runs { .. } => "Band \"runs\": t(0.975, df) * s * sqrt(1/runs A + 1/runs B), s the \
+                 spread of ln(band time) between the runs of a side."
+                .into(),
             FloorSource::Recorded { repetitions } => format!(
-                "Floor \"recorded\": the floor of one run against one that `wulf run --repeat {repetitions}` \
+                "Band \"recorded\": the floor of one run against one that `wulf run --repeat {repetitions}` \
                  recorded in the files."
             ),
-            FloorSource::Default => "Floor \"default\": wulf's built-in floor of one run against one, from \
-                 A/A runs on the busy 2-vCPU machine wulf was developed on, not measured here. Measure this machine's with `wulf run --repeat 3` (or give several runs per \
-                 side)."
+            FloorSource::Trials { .. } => "Band \"trials\": 2 x the larger of sqrt(2) x the spread of the \
+                 runs' trials (median absolute deviation of ln time) and the spread of the change from one \
+                 size to the next."
                 .into(),
-            FloorSource::Minimum => "Floor \"minimum\": 3%, below which the trials' intervals cannot \
+            FloorSource::Minimum => "Band \"minimum\": 3%, below which the trials' intervals cannot \
                  separate two medians."
                 .into(),
         });
@@ -97,7 +97,7 @@ pub fn band_rows(c: &Comparison) -> Vec<Vec<String>> {
         "B".into(),
         "time change".into(),
         interval_header(c),
-        "floor".into(),
+        "run-to-run band".into(),
         "verdict".into(),
     ]];
     for b in &c.bands {
@@ -123,7 +123,7 @@ pub fn figure_rows(c: &Comparison) -> Vec<Vec<String>> {
         "B".into(),
         "change".into(),
         format!("time {}", interval_header(c)),
-        "floor".into(),
+        "run-to-run band".into(),
         "verdict".into(),
     ]];
     for f in &c.figures {
@@ -178,7 +178,7 @@ fn interval(i: &RatioInterval) -> String {
 }
 
 fn floor(f: &Floor) -> String {
-    format!("+-{:.1}% ({})", 100.0 * f.fraction, f.source.word())
+    format!("{} ({})", f.band_text(), f.source.word())
 }
 
 fn value(f: &FigureDiff, v: Option<f64>) -> String {

@@ -23,7 +23,7 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max
 padding:0 1em;color:#222}table{border-collapse:collapse;margin:.8em 0}\
 th,td{padding:.25em .7em;border-bottom:1px solid #ddd}th{text-align:left}\
 td.r{text-align:right;font-variant-numeric:tabular-nums}\
-.a-faster{background:#fde2e1}.b-faster{background:#e1f5e4}.same{color:#555}\
+.a-faster{background:#fde2e1}.b-faster{background:#e1f5e4}.same{color:#555}.inconclusive{background:#fff6d5}\
 p.note{font-size:.92em;color:#444;max-width:60em}";
 
 /// The page holding every section.
@@ -66,6 +66,8 @@ fn table(s: &mut String, rows: &[Vec<String>], right: &[bool]) {
             "a-faster"
         } else if verdict.starts_with("B faster") {
             "b-faster"
+        } else if verdict.starts_with("inconclusive") {
+            "inconclusive"
         } else {
             "same"
         };

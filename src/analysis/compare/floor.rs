@@ -1,53 +1,46 @@
-//! The between-run noise floor: the smallest change `wulf compare` will
-//! call a change.
+//! The run-to-run band: how far two runs of the *same* configuration
+//! stay apart, the change `wulf compare` must exceed to call a change.
 //!
 //! # The rule
 //!
-//! Two runs of the same configuration on the same machine differ by more
-//! than their trials' intervals say: each run gets its own CPU placement,
-//! page layout and host load. The floor of a band is the change two groups
-//! of runs of the *same* configuration stay within in about 95% of cases,
-//! the largest of three terms (in log space, where it is symmetric):
+//! Two runs of one configuration on one machine differ by more than their
+//! trials' intervals say: each run gets its own CPU placement, page layout
+//! and host load. The band is estimated from the data compared, never from
+//! a table (a built-in table keyed by transport once made floors of
+//! +-598% to +-57,507%, so a halved link was "no change"). In log space,
+//! where it is symmetric, it is the largest of:
 //!
 //! * 3%: below it the trials' own intervals (the sweep's default precision
 //!   is 2%) cannot separate two medians;
-//! * the runs' term, when a side has two or more runs: `t(0.975, df) * s *
+//! * with two or more runs on a side, the runs' term: `t(0.975, df) * s *
 //!   sqrt(1/n_a + 1/n_b)`, with `s` the standard deviation of ln(band
-//!   figure) between the runs of a side (pooled over the sides, `df`
-//!   degrees of freedom) and `n_a`, `n_b` the runs per side
-//!   ([`crate::stats::hier_bootstrap::noise_bound`]);
-//! * the machine's term, `f1`: the floor of one run against one that
-//!   `wulf run --repeat N` recorded in the files (`run_to_run`, the largest
-//!   if several), else the built-in default [`DEFAULT_ONE_RUN_FLOORS`],
-//!   stated as such in the output. A few runs underestimate a heavy-tailed
-//!   spread (a run that met a busy CPU is 100 times slower), so what the
-//!   machine is known to do bounds the floor from below. It is not divided
-//!   by the number of runs: runs made one after another share the
-//!   machine's state, whose load changes over minutes, so averaging them
-//!   does not average that out (`bench/compare_aa.sh` saw three-run groups
-//!   differ as much as single runs).
+//!   figure) between the runs of a side, pooled over the sides
+//!   ([`crate::stats::hier_bootstrap::noise_bound`]); more runs narrow it;
+//! * with one run per side, the one-run floor `wulf run --repeat N`
+//!   recorded in the files (`run_to_run`), measured on the machine;
+//! * else, with one run per side, the trials' term: `2 * max(sqrt(2) *
+//!   s_trial, s_step)`. `s_trial` is the robust spread of ln(trial time)
+//!   within each size (the median absolute deviation, pooled over the
+//!   band's sizes and both runs): a run's conditions moving while it ran,
+//!   a busy machine, and noisy points all widen it. `s_step` is the spread
+//!   of the per-size change B/A from one size to the next (the mean
+//!   squared successive difference, so a change that grows smoothly with
+//!   size does not count as noise): sizes are measured at different
+//!   moments of a run, so it sees the machine drift between them. What
+//!   neither can see is a shift common to a whole run (its CPU placement);
+//!   the output says so, and several runs per side (or `--repeat`) settle
+//!   it.
 //!
-//! `--noise-floor PCT` replaces all three.
+//! `--noise-floor PCT` replaces all of them.
 
 use crate::stats::hier_bootstrap::noise_bound;
 
 /// The least floor, as a fraction.
 pub const MIN_FLOOR_FRACTION: f64 = 0.03;
 
-/// The built-in floors of one run against one, `(transport, floor per
-/// band of [`super::SIZE_BANDS`])`, as fractions: the 97.5th percentile of
-/// the change between two runs over every pair of 48 `wulf sweep` runs of
-/// 3 to 4 s (A/A pairs) made over an hour on the 2-vCPU machine wulf was
-/// developed on, shared with other engineers' builds (load average 5 to 7).
-/// The 97.5th rather than the 95th: the load changes from one half-hour to
-/// the next, and the 95th percentile of one half-hour left 92% of the next
-/// one's A/A verdicts at "no change". Busy-polling shm suffers most from a
-/// CPU it has to share: its runs differed up to 500-fold below 64 B. Other
-/// transports get the larger of the two per band.
-pub const DEFAULT_ONE_RUN_FLOORS: [(&str, [f64; 5]); 2] = [
-    ("shm", [575.07, 136.5, 88.62, 16.51, 5.98]),
-    ("tcp", [0.76, 0.72, 0.75, 2.34, 1.69]),
-];
+/// Standard deviations of one run's figure difference that the trials'
+/// term spans (about a 95% band).
+pub const TRIALS_SPAN: f64 = 2.0;
 
 /// Where a floor came from: the term that set it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,8 +59,11 @@ pub enum FloorSource {
         /// Its N.
         repetitions: usize,
     },
-    /// The built-in one-run floor ([`DEFAULT_ONE_RUN_FLOORS`]).
-    Default,
+    /// Estimated from the two single runs' own trials and per-size changes.
+    Trials {
+        /// Standard deviation of ln(B/A) of one run against one.
+        log_sd: f64,
+    },
     /// The least floor, [`MIN_FLOOR_FRACTION`].
     Minimum,
 }
@@ -79,7 +75,7 @@ impl FloorSource {
             FloorSource::Given => "given",
             FloorSource::Runs { .. } => "runs",
             FloorSource::Recorded { .. } => "recorded",
-            FloorSource::Default => "default",
+            FloorSource::Trials { .. } => "trials",
             FloorSource::Minimum => "minimum",
         }
     }
@@ -103,6 +99,21 @@ impl Floor {
         let f = 1.0 + self.fraction;
         ratio > f || ratio * f < 1.0
     }
+
+    /// The band as it applies to a time ratio, e.g. "-9.1% .. +10.0%"
+    /// (symmetric in log space, so not in percent).
+    pub fn band_text(&self) -> String {
+        format!(
+            "{:+.1}% .. +{:.1}%",
+            100.0 * (1.0 / (1.0 + self.fraction) - 1.0),
+            100.0 * self.fraction
+        )
+    }
+
+    /// The floor in log space: ln(1 + fraction).
+    pub fn log(&self) -> f64 {
+        self.fraction.ln_1p()
+    }
 }
 
 /// What the floor of one band or figure is estimated from.
@@ -115,10 +126,11 @@ pub struct FloorInputs<'a> {
     /// The largest one-run floor recorded in the files for the band, with
     /// the repetitions it came from.
     pub recorded: Option<(f64, usize)>,
-    /// The band whose default applies.
-    pub band: &'static str,
-    /// The transport whose default applies (A's).
-    pub transport: &'a str,
+    /// The standard deviation of ln(B/A) of one run against one, from the
+    /// runs' trials and per-size changes (see the module notes).
+    pub trials: Option<f64>,
+    /// The band the floor is for.
+    pub band: &'a str,
 }
 
 /// The floor by the rule of the module notes, for `n_a` and `n_b` runs.
@@ -129,20 +141,20 @@ pub fn floor(inputs: &FloorInputs<'_>, n_a: usize, n_b: usize) -> Floor {
             source: FloorSource::Given,
         };
     }
-    let (one_run, machine) = match inputs.recorded {
-        Some((f, repetitions)) => (f, FloorSource::Recorded { repetitions }),
-        None => (
-            default_one_run_floor(inputs.transport, inputs.band),
-            FloorSource::Default,
-        ),
-    };
-    let mut terms = vec![
-        (MIN_FLOOR_FRACTION.ln_1p(), FloorSource::Minimum),
-        (one_run.ln_1p(), machine),
-    ];
-    if let Some((log_sd, df)) = inputs.runs {
-        let bound = noise_bound(log_sd, df, n_a, n_b).ln();
-        terms.push((bound, FloorSource::Runs { log_sd, df }));
+    let mut terms = vec![(MIN_FLOOR_FRACTION.ln_1p(), FloorSource::Minimum)];
+    let several = n_a >= 2 || n_b >= 2;
+    match (several, inputs.runs, inputs.recorded, inputs.trials) {
+        (true, Some((log_sd, df)), _, _) => {
+            let bound = noise_bound(log_sd, df, n_a, n_b).ln();
+            terms.push((bound, FloorSource::Runs { log_sd, df }));
+        }
+        (_, _, Some((f, repetitions)), _) => {
+            terms.push((f.ln_1p(), FloorSource::Recorded { repetitions }))
+        }
+        (_, _, _, Some(log_sd)) => {
+            terms.push((TRIALS_SPAN * log_sd, FloorSource::Trials { log_sd }))
+        }
+        _ => {}
     }
     let (log_floor, source) =
         terms
@@ -164,19 +176,4 @@ pub fn floor(inputs: &FloorInputs<'_>, n_a: usize, n_b: usize) -> Floor {
 /// runs gives (what `wulf run --repeat` records), at least the minimum.
 pub fn one_run_floor(log_sd: f64, df: usize) -> f64 {
     (noise_bound(log_sd, df, 1, 1) - 1.0).max(MIN_FLOOR_FRACTION)
-}
-
-/// The built-in one-run floor of `band` for `transport` (see
-/// [`DEFAULT_ONE_RUN_FLOORS`]).
-pub fn default_one_run_floor(transport: &str, band: &str) -> f64 {
-    let Some(k) = super::SIZE_BANDS.iter().position(|b| b.0 == band) else {
-        return f64::INFINITY;
-    };
-    match DEFAULT_ONE_RUN_FLOORS.iter().find(|d| d.0 == transport) {
-        Some(d) => d.1[k],
-        None => DEFAULT_ONE_RUN_FLOORS
-            .iter()
-            .map(|d| d.1[k])
-            .fold(0.0, f64::max),
-    }
 }

@@ -19,24 +19,32 @@
 //!   (Kalibera & Jones 2013, [`crate::stats::hier_bootstrap`]). With one
 //!   run per side it can only resample trials: it then says nothing about
 //!   run-to-run variation, and the output says so.
-//! * A change is reported ("A faster" or "B faster") only when the interval
-//!   excludes no change *and* the change exceeds the between-run noise floor
-//!   of [`floor`] (measured from the runs, recorded by `wulf run --repeat
-//!   N`, or the built-in default). Otherwise: "no change beyond run-to-run
-//!   noise".
+//! * The run-to-run band ([`floor`]) is estimated from the data compared:
+//!   the spread between the runs of a side, a floor `wulf run --repeat N`
+//!   recorded, or (one run per side) the runs' own trials and per-size
+//!   changes. Three verdicts follow ([`Verdict::of`]):
+//!   - "A faster" / "B faster" when the whole interval of the change lies
+//!     beyond the band (a change is shown);
+//!   - "no change" only when equivalence is shown: the interval widened by
+//!     the band lies inside +-`margin` (10% unless `--margin` says);
+//!   - "inconclusive" otherwise: too noisy to say either; more runs per
+//!     side (`--repeat`) narrow it.
 //!
 //! # Figures
 //!
 //! Latency is tested the same way at the smallest common size, the peak at
-//! A's peak size (each with the floor of its band); n_1/2 and the
+//! A's peak size, both sides' rates read there so that like is compared
+//! with like (each with the floor of its band); n_1/2 and the
 //! saturation point are read off many sizes (the median over a side's
 //! runs) and carry no test.
 //!
 //! # Regression gate
 //!
-//! `--fail-if-slower PCT` fails when a band, the latency or the peak is
-//! "A faster" (B slower, by the rule above) and B's time exceeds A's by
-//! more than PCT percent (for the peak: A's peak / B's peak > 1 + PCT/100).
+//! `--fail-if-slower PCT` fails (exit 4) only on a shown slowdown: a band,
+//! the latency or the peak is "A faster" and B's time exceeds A's by more
+//! than PCT percent. Where nothing is shown but a verdict is inconclusive
+//! and its widened interval reaches beyond PCT, it cannot pass either: its
+//! own exit code (5) says "rerun with more runs".
 
 use crate::result::SweepResult;
 use crate::stats::hier_bootstrap::{
@@ -52,6 +60,10 @@ pub use floor::{Floor, FloorInputs, FloorSource, MIN_FLOOR_FRACTION};
 /// 1 - the coverage of the intervals, unless told otherwise.
 pub const DEFAULT_LEVEL: f64 = 0.05;
 
+/// The equivalence margin, as a fraction: "no change" needs the whole
+/// widened interval within +-10%, unless `--margin` says otherwise.
+pub const DEFAULT_MARGIN: f64 = 0.10;
+
 /// The size bands of the comparison table: name, first and last size.
 pub const SIZE_BANDS: [(&str, u64, u64); 5] = [
     ("<= 64 B", 0, 64),
@@ -64,8 +76,11 @@ pub const SIZE_BANDS: [(&str, u64, u64); 5] = [
 /// Whether B differs from A in a band or figure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// No change beyond the interval and the noise floor.
+    /// No change: the interval widened by the run-to-run band lies within
+    /// the equivalence margin.
     Same,
+    /// Neither a change nor its absence is shown: too noisy.
+    Inconclusive,
     /// A takes less time: B is slower.
     AFaster,
     /// B takes less time.
@@ -78,24 +93,39 @@ impl Verdict {
     /// Words for tables.
     pub fn text(self) -> &'static str {
         match self {
-            Verdict::Same => "no change beyond run-to-run noise",
+            Verdict::Same => "no change (within the margin)",
+            Verdict::Inconclusive => "inconclusive: too noisy, rerun with --repeat",
             Verdict::AFaster => "A faster",
             Verdict::BFaster => "B faster",
             Verdict::Untested => "not tested",
         }
     }
 
-    /// The verdict of a time ratio B / A with its interval and floor.
-    pub fn of(interval: &RatioInterval, floor: &Floor) -> Verdict {
-        if !floor.exceeded_by(interval.ratio) {
-            Verdict::Same
-        } else if interval.low > 1.0 && interval.ratio > 1.0 {
-            Verdict::AFaster
-        } else if interval.high < 1.0 && interval.ratio < 1.0 {
-            Verdict::BFaster
-        } else {
-            Verdict::Same
+    /// The verdict of a time ratio B / A with its interval, the run-to-run
+    /// band `floor` and the equivalence `margin` (a fraction), all
+    /// compared in log space, where they are symmetric.
+    pub fn of(interval: &RatioInterval, floor: &Floor, margin: f64) -> Verdict {
+        let band = floor.log();
+        let (low, high) = (interval.low.ln(), interval.high.ln());
+        if !(low.is_finite() && high.is_finite()) {
+            return Verdict::Inconclusive;
         }
+        let margin = margin.ln_1p();
+        if low > band {
+            Verdict::AFaster
+        } else if high < -band {
+            Verdict::BFaster
+        } else if low - band >= -margin && high + band <= margin {
+            Verdict::Same
+        } else {
+            Verdict::Inconclusive
+        }
+    }
+
+    /// The largest time ratio B / A the evidence leaves possible: the
+    /// interval's upper end widened by the band.
+    pub fn worst_ratio(interval: &RatioInterval, floor: &Floor) -> f64 {
+        interval.high * (1.0 + floor.fraction)
     }
 }
 
@@ -160,6 +190,8 @@ pub struct Comparison {
     pub only_in_b: usize,
     /// Common sizes marked noisy in some run.
     pub noisy_sizes: usize,
+    /// The equivalence margin applied, as a fraction.
+    pub margin: f64,
 }
 
 impl Comparison {
@@ -177,6 +209,8 @@ pub struct CompareOptions {
     pub level: f64,
     /// `--noise-floor`, as a fraction, replacing the estimated floor.
     pub noise_floor: Option<f64>,
+    /// `--margin`, as a fraction: the equivalence margin of "no change".
+    pub margin: f64,
     /// Bootstrap resamples.
     pub resamples: usize,
 }
@@ -186,6 +220,7 @@ impl Default for CompareOptions {
         CompareOptions {
             level: DEFAULT_LEVEL,
             noise_floor: None,
+            margin: DEFAULT_MARGIN,
             resamples: BootstrapOptions::default().resamples,
         }
     }
@@ -222,7 +257,7 @@ pub fn compare(a: &[SweepResult], b: &[SweepResult], opts: &CompareOptions) -> C
                 a_ns,
                 b_ns,
                 interval,
-                verdict: Verdict::of(&interval, &floor),
+                verdict: Verdict::of(&interval, &floor, opts.margin),
                 floor,
             })
         })
@@ -245,6 +280,7 @@ pub fn compare(a: &[SweepResult], b: &[SweepResult], opts: &CompareOptions) -> C
         only_in_a: count_only(a),
         only_in_b: count_only(b),
         noisy_sizes,
+        margin: opts.margin,
     }
 }
 
@@ -320,8 +356,8 @@ impl Context<'_> {
             given: self.opts.noise_floor,
             runs: pooled_spread(&spreads),
             recorded: recorded_spread(self.a.iter().chain(self.b), band),
+            trials: self.one_run_sd(sizes),
             band,
-            transport: self.a.first().map_or("", |r| r.transport.as_str()),
         };
         let floor = floor::floor(&inputs, ra.len(), rb.len());
         let group = |runs: &[Run]| crate::stats::hier_bootstrap::group_figure(runs);
@@ -342,7 +378,7 @@ impl Context<'_> {
                 tested_at_bytes: Some(at),
                 interval: Some(interval),
                 floor: Some(floor),
-                verdict: Verdict::of(&interval, &floor),
+                verdict: Verdict::of(&interval, &floor, self.opts.margin),
             })
         };
         let untested = |name| FigureDiff {
@@ -368,14 +404,10 @@ impl Context<'_> {
                 .filter_map(|&s| Some((s, rate(self.mean_median(side, s)?, s))))
                 .max_by(|x, y| x.1.total_cmp(&y.1))
         };
-        let mut peak =
+        // Both sides' rates at A's peak size, where the test is: B's own
+        // peak at another size beside A's interval compared unlike things.
+        let peak =
             tested("peak", peak_of(self.a).map(|p| p.0), &rate).unwrap_or_else(|| untested("peak"));
-        // The figure is each side's own peak; the test is at A's peak size.
-        peak.b = peak_of(self.b).map(|p| p.1);
-        peak.change = match (peak.a, peak.b) {
-            (Some(a), Some(b)) if a > 0.0 => Some(b / a - 1.0),
-            _ => None,
-        };
         out.push(peak);
         let median_of = |side: &[SweepResult], f: &dyn Fn(&Analysis) -> Option<u64>| {
             let mut v: Vec<f64> = side
@@ -406,6 +438,46 @@ impl Context<'_> {
         out
     }
 
+    /// The standard deviation of ln(B/A) of one run against one over
+    /// `sizes`, from the runs' trials and per-size changes (see
+    /// [`floor`]'s notes): `max(sqrt(2) * s_trial, s_step)`.
+    fn one_run_sd(&self, sizes: &[u64]) -> Option<f64> {
+        let (mut sum, mut n) = (0.0, 0usize);
+        for r in self.a.iter().chain(self.b) {
+            for &s in sizes {
+                let Some(p) = point(r, s) else { continue };
+                let logs: Vec<f64> = p.trials_ns.iter().map(|t| t.ln()).collect();
+                if logs.len() < 3 {
+                    continue;
+                }
+                if let Some((_, mad)) = crate::stats::robust::median_mad(&logs) {
+                    // 1.4826 MAD estimates a normal standard deviation.
+                    let sd = 1.4826 * mad;
+                    sum += sd * sd;
+                    n += 1;
+                }
+            }
+        }
+        let s_trial = (n > 0).then(|| (sum / n as f64).sqrt())?;
+        let steps: Vec<f64> = sizes
+            .iter()
+            .filter_map(|&s| {
+                Some(self.mean_median(self.b, s)?.ln() - self.mean_median(self.a, s)?.ln())
+            })
+            .collect::<Vec<f64>>()
+            .windows(2)
+            .map(|w| (w[1] - w[0]).powi(2))
+            .collect();
+        // The mean squared successive difference is twice the variance of
+        // independent per-size noise; needs two steps to say anything.
+        let s_step = if steps.len() >= 2 {
+            (crate::stats::mean(&steps) / 2.0).sqrt()
+        } else {
+            0.0
+        };
+        Some((std::f64::consts::SQRT_2 * s_trial).max(s_step))
+    }
+
     /// The geometric mean over a side's runs of the median time at
     /// `bytes`, as the tested figures are.
     fn mean_median(&self, side: &[SweepResult], bytes: u64) -> Option<f64> {
@@ -433,40 +505,54 @@ fn recorded_spread<'a>(
 }
 
 impl Comparison {
-    /// The reasons B counts as slower than A by more than `pct` percent
-    /// under the comparison's rule (see the module notes); empty when it
-    /// does not.
+    /// The reasons B is shown slower than A by more than `pct` percent
+    /// (a verdict "A faster" and a change beyond `pct`); empty when none.
     pub fn regressions(&self, pct: f64) -> Vec<String> {
         let limit = 1.0 + pct / 100.0;
-        let mut out = Vec::new();
-        for b in &self.bands {
-            let r = b.interval.ratio;
-            if b.verdict == Verdict::AFaster && r > limit {
-                out.push(format!(
-                    "sizes {}: {:.1}% slower (interval {:+.1}% to {:+.1}%, floor {:.1}%)",
-                    b.name,
-                    100.0 * (r - 1.0),
-                    100.0 * (b.interval.low - 1.0),
-                    100.0 * (b.interval.high - 1.0),
-                    100.0 * b.floor.fraction
-                ));
-            }
-        }
-        for f in &self.figures {
-            let Some(i) = f.interval.filter(|_| f.verdict == Verdict::AFaster) else {
-                continue;
-            };
-            match (f.name, f.a, f.b) {
-                ("latency", _, _) if i.ratio > limit => {
-                    out.push(format!("latency {:.1}% higher", 100.0 * (i.ratio - 1.0)))
-                }
-                ("peak", Some(a), Some(b)) if b > 0.0 && a / b > limit => {
-                    out.push(format!("peak {:.1}% lower", 100.0 * (1.0 - b / a)))
-                }
-                _ => {}
-            }
-        }
-        out
+        self.tested()
+            .filter(|(_, i, _, v)| *v == Verdict::AFaster && i.ratio > limit)
+            .map(|(name, i, f, _)| {
+                format!(
+                    "{name}: {:.1}% slower (interval {:+.1}% to {:+.1}%, run-to-run band {})",
+                    100.0 * (i.ratio - 1.0),
+                    100.0 * (i.low - 1.0),
+                    100.0 * (i.high - 1.0),
+                    f.band_text()
+                )
+            })
+            .collect()
+    }
+
+    /// The bands and figures that are inconclusive and could hide a
+    /// slowdown beyond `pct` percent (the interval widened by the band
+    /// reaches past it): a gate can neither pass nor fail them.
+    pub fn undecided(&self, pct: f64) -> Vec<String> {
+        let limit = 1.0 + pct / 100.0;
+        self.tested()
+            .filter(|(_, i, f, v)| {
+                *v == Verdict::Inconclusive && Verdict::worst_ratio(i, f) > limit
+            })
+            .map(|(name, i, f, _)| {
+                format!(
+                    "{name}: {:+.1}%, but up to {:+.1}% cannot be excluded",
+                    100.0 * (i.ratio - 1.0),
+                    100.0 * (Verdict::worst_ratio(&i, &f) - 1.0)
+                )
+            })
+            .collect()
+    }
+
+    /// Every tested band and figure: its name, interval, floor and verdict.
+    fn tested(&self) -> impl Iterator<Item = (String, RatioInterval, Floor, Verdict)> + '_ {
+        let bands = self
+            .bands
+            .iter()
+            .map(|b| (format!("sizes {}", b.name), b.interval, b.floor, b.verdict));
+        let figures = self
+            .figures
+            .iter()
+            .filter_map(|f| Some((f.name.to_string(), f.interval?, f.floor?, f.verdict)));
+        bands.chain(figures)
     }
 
     /// Bands and tested figures that changed either way.

@@ -1,4 +1,3 @@
-use super::floor::default_one_run_floor;
 use super::spread::band_spreads;
 use super::*;
 use crate::result::{BandSpread, RunToRun};
@@ -58,8 +57,20 @@ fn recorded(r: &SweepResult, f: f64) -> SweepResult {
     r
 }
 
+/// The result with each size's trials spread apart: alternately times
+/// `low` and `high`, the median kept.
+fn spread_trials(r: &SweepResult, low: f64, high: f64) -> SweepResult {
+    let mut r = r.clone();
+    for p in &mut r.points {
+        for (k, t) in p.trials_ns.iter_mut().enumerate() {
+            *t *= if k % 2 == 0 { low } else { high };
+        }
+    }
+    r
+}
+
 #[test]
-fn identical_runs_change_nothing() {
+fn identical_runs_change_nothing_and_the_band_comes_from_their_trials() {
     let a = fixture();
     let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&a), &opts());
     assert_eq!(c.sizes, a.points.len());
@@ -68,59 +79,69 @@ fn identical_runs_change_nothing() {
     assert_eq!(c.bands.len(), 4);
     for b in &c.bands {
         assert_eq!(b.interval.ratio, 1.0, "{}", b.name);
-        assert_eq!(b.verdict, Verdict::Same);
-        assert_eq!(b.floor.source, FloorSource::Default);
-        let want = default_one_run_floor("tcp", b.name);
-        assert!((b.floor.fraction - want).abs() < 1e-12);
+        match b.floor.source {
+            FloorSource::Trials { log_sd } => {
+                let want = (floor::TRIALS_SPAN * log_sd).exp_m1();
+                assert!((b.floor.fraction - want).abs() < 1e-12);
+            }
+            FloorSource::Minimum => assert_eq!(b.floor.fraction, MIN_FLOOR_FRACTION),
+            other => panic!("{}: {other:?}", b.name),
+        }
+        assert_ne!(b.verdict, Verdict::AFaster);
+        assert_ne!(b.verdict, Verdict::BFaster);
     }
     assert_eq!(c.changes(), 0);
     assert!(c.regressions(0.0).is_empty());
     assert_eq!(c.only_in_a + c.only_in_b, 0);
 }
 
-/// One run per side: the trials say a 20% slowdown is real, but the
-/// default floor of tcp is wider, so no verdict; a doubling is beyond it.
+/// One run per side: a doubling (a halved link) is shown in every band; a
+/// 20% change is shown or inconclusive, never "no change" (it is beyond
+/// the 10% margin).
 #[test]
-fn one_run_per_side_needs_a_change_beyond_the_floor() {
+fn one_clean_run_per_side_shows_a_halved_link() {
     let a = fixture();
-    let slow = scaled(&a, 1.2);
-    let c = compare(std::slice::from_ref(&a), &[slow], &opts());
-    for b in &c.bands {
-        assert!((b.interval.ratio - 1.2).abs() < 1e-9, "{}", b.name);
-        assert!(b.interval.low > 1.0, "the trials alone see it: {b:?}");
-        assert!(b.floor.fraction > 0.2);
-        assert_eq!(b.verdict, Verdict::Same, "{}", b.name);
-    }
     let double = scaled(&a, 2.0);
     let c = compare(
         std::slice::from_ref(&a),
         std::slice::from_ref(&double),
         &opts(),
     );
-    let floors: Vec<f64> = c.bands.iter().map(|b| b.floor.fraction).collect();
-    for b in &c.bands {
-        let beyond = 2.0 > 1.0 + b.floor.fraction;
-        let want = if beyond {
-            Verdict::AFaster
-        } else {
-            Verdict::Same
-        };
-        assert_eq!(b.verdict, want, "{} floor {}", b.name, b.floor.fraction);
-    }
-    assert!(
-        c.bands.iter().any(|b| b.verdict == Verdict::AFaster),
-        "{floors:?}"
-    );
+    assert_eq!(verdicts(&c), vec![Verdict::AFaster; 4], "{:?}", c.bands);
     assert!(!c.regressions(50.0).is_empty());
     assert!(
         c.regressions(150.0).is_empty(),
         "{:?}",
         c.regressions(150.0)
     );
+    let c = compare(std::slice::from_ref(&a), &[scaled(&a, 1.2)], &opts());
+    for b in &c.bands {
+        assert!((b.interval.ratio - 1.2).abs() < 1e-9, "{}", b.name);
+        assert_ne!(b.verdict, Verdict::Same, "{}", b.name);
+        let shown = b.interval.low > 1.0 + b.floor.fraction;
+        assert_eq!(b.verdict == Verdict::AFaster, shown, "{b:?}");
+    }
     // The other way round B is faster, which is no regression.
     let c = compare(&[double], &[a], &opts());
-    assert!(c.bands.iter().any(|b| b.verdict == Verdict::BFaster));
+    assert_eq!(verdicts(&c), vec![Verdict::BFaster; 4]);
     assert!(c.regressions(0.0).is_empty());
+}
+
+/// Runs whose trials spread wide (a busy machine) never give a change
+/// their trials cannot carry: a 30% shift is inconclusive, and the gate
+/// can neither pass nor fail it.
+#[test]
+fn noisy_single_runs_are_inconclusive_not_a_change() {
+    let a = spread_trials(&fixture(), 0.6, 1.6);
+    let b = scaled(&a, 1.3);
+    let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), &opts());
+    for band in &c.bands {
+        assert!(matches!(band.floor.source, FloorSource::Trials { .. }));
+        assert!(band.floor.fraction > 0.5, "{band:?}");
+        assert_eq!(band.verdict, Verdict::Inconclusive, "{}", band.name);
+    }
+    assert!(c.regressions(10.0).is_empty());
+    assert!(!c.undecided(10.0).is_empty());
 }
 
 #[test]
@@ -143,13 +164,13 @@ fn a_given_floor_replaces_the_estimate() {
     assert!(c.regressions(25.0).is_empty());
 }
 
-/// Three runs a side, 1% apart within a side and 20% between: the
-/// machine's default floor (not lowered by more runs) still hides it; with a
-/// recorded one-run floor of 2% the runs' own spread and the minimum
-/// decide, and every band is slower, by exactly the geometric means' ratio.
+/// Three runs a side, 1% apart within a side and 20% between: their own
+/// spread sets the band (a recorded floor does not widen it), and every
+/// band is slower, by exactly the geometric means' ratio. Runs 40% apart
+/// on one side leave a 30% change inconclusive.
 #[test]
-fn several_runs_per_side_use_their_spread_and_the_machines() {
-    let a = recorded(&fixture(), 0.02);
+fn several_runs_per_side_use_their_own_spread() {
+    let a = recorded(&fixture(), 5.0);
     let side = |f: [f64; 3]| f.map(|x| scaled(&a, x)).to_vec();
     let (sa, sb) = (side([1.0, 1.01, 0.99]), side([1.2, 1.21, 1.19]));
     let ratio = (1.2f64 * 1.21 * 1.19 / (1.01 * 0.99)).cbrt();
@@ -159,26 +180,9 @@ fn several_runs_per_side_use_their_spread_and_the_machines() {
     for b in &c.bands {
         assert!((b.interval.ratio - ratio).abs() < 1e-9, "{}", b.name);
         assert!(b.interval.low > 1.0);
-        assert_eq!(b.floor.source, FloorSource::Minimum);
-        assert!((b.floor.fraction - MIN_FLOOR_FRACTION).abs() < 1e-12);
+        assert!(b.floor.fraction < 0.05, "{b:?}");
     }
     assert_eq!(verdicts(&c), vec![Verdict::AFaster; 4]);
-    let strip = |v: Vec<SweepResult>| -> Vec<SweepResult> {
-        v.into_iter()
-            .map(|mut r| {
-                r.run_to_run = None;
-                r
-            })
-            .collect()
-    };
-    let c = compare(&strip(sa), &strip(sb), &opts());
-    for b in &c.bands {
-        assert_eq!(b.floor.source, FloorSource::Default);
-        let want = default_one_run_floor("tcp", b.name);
-        assert!((b.floor.fraction - want).abs() < 1e-12);
-    }
-    assert_eq!(verdicts(&c), vec![Verdict::Same; 4]);
-    // Runs 40% apart on one side: an 8% change is within their noise.
     let c = compare(&side([1.0, 1.4, 1.4])[..2], &[scaled(&a, 1.3)], &opts());
     let s = 1.4f64.ln() / 2f64.sqrt();
     let want = (t_975(1) * s * 1.5f64.sqrt()).exp() - 1.0;
@@ -191,11 +195,11 @@ fn several_runs_per_side_use_their_spread_and_the_machines() {
             b.floor.fraction
         );
     }
-    assert_eq!(verdicts(&c), vec![Verdict::Same; 4]);
+    assert_eq!(verdicts(&c), vec![Verdict::Inconclusive; 4]);
 }
 
 #[test]
-fn a_recorded_floor_replaces_the_default_for_single_runs() {
+fn a_recorded_floor_sets_the_band_of_single_runs() {
     let a = recorded(&fixture(), 0.2);
     let c = compare(std::slice::from_ref(&a), &[scaled(&a, 1.3)], &opts());
     for b in &c.bands {
@@ -204,7 +208,39 @@ fn a_recorded_floor_replaces_the_default_for_single_runs() {
         assert_eq!(b.verdict, Verdict::AFaster);
     }
     let c = compare(std::slice::from_ref(&a), &[scaled(&a, 1.15)], &opts());
-    assert_eq!(verdicts(&c), vec![Verdict::Same; 4]);
+    assert_eq!(verdicts(&c), vec![Verdict::Inconclusive; 4]);
+}
+
+/// The peak row reads both sides at A's peak size, where it is tested,
+/// even when B's own peak lies at another size.
+#[test]
+fn the_peak_compares_like_with_like() {
+    let a = fixture();
+    let rate =
+        |p: &crate::result::Point| a.mode.bytes_per_op(p.bytes) as f64 * 8.0 / (p.median_ns * 1e-9);
+    let peak_at = (0..a.points.len())
+        .max_by(|&i, &j| rate(&a.points[i]).total_cmp(&rate(&a.points[j])))
+        .unwrap();
+    // B's size beside A's peak gets 10x faster: B's own peak moves there.
+    let moved = if peak_at > 0 { peak_at - 1 } else { 1 };
+    let mut b = a.clone();
+    b.points[moved]
+        .trials_ns
+        .iter_mut()
+        .for_each(|t| *t /= 10.0);
+    b.points[moved].median_ns /= 10.0;
+    let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), &opts());
+    let peak = c.figures.iter().find(|f| f.name == "peak").unwrap();
+    assert_eq!(peak.tested_at_bytes, Some(a.points[peak_at].bytes));
+    assert!(
+        (peak.a.unwrap() / rate(&a.points[peak_at]) - 1.0).abs() < 1e-9,
+        "{peak:?}"
+    );
+    assert!(
+        (peak.b.unwrap() / rate(&b.points[peak_at]) - 1.0).abs() < 1e-9,
+        "{peak:?}"
+    );
+    assert!(peak.change.unwrap().abs() < 1e-9);
 }
 
 #[test]
@@ -236,18 +272,35 @@ fn sizes_measured_by_one_side_only_are_counted() {
 }
 
 #[test]
-fn the_floor_is_symmetric_and_the_verdict_needs_both_conditions() {
+fn three_verdicts_from_the_interval_the_band_and_the_margin() {
     let f = Floor {
         fraction: 0.25,
         source: FloorSource::Given,
     };
     assert!(!f.exceeded_by(1.25) && f.exceeded_by(1.26));
     assert!(!f.exceeded_by(0.8) && f.exceeded_by(0.79));
+    assert_eq!(f.band_text(), "-20.0% .. +25.0%");
     let i = |ratio, low, high| RatioInterval { ratio, low, high };
-    assert_eq!(Verdict::of(&i(1.5, 1.1, 1.9), &f), Verdict::AFaster);
-    assert_eq!(Verdict::of(&i(0.5, 0.4, 0.7), &f), Verdict::BFaster);
-    // Beyond the floor but the interval holds 1: no verdict.
-    assert_eq!(Verdict::of(&i(1.5, 0.9, 1.9), &f), Verdict::Same);
-    // The interval excludes 1 but within the floor: no verdict.
-    assert_eq!(Verdict::of(&i(1.2, 1.1, 1.3), &f), Verdict::Same);
+    let m = DEFAULT_MARGIN;
+    // The whole interval beyond the band: shown.
+    assert_eq!(Verdict::of(&i(1.5, 1.3, 1.7), &f, m), Verdict::AFaster);
+    assert_eq!(Verdict::of(&i(0.5, 0.4, 0.7), &f, m), Verdict::BFaster);
+    // Beyond the band but the interval reaches into it: inconclusive.
+    assert_eq!(Verdict::of(&i(1.5, 1.1, 1.9), &f, m), Verdict::Inconclusive);
+    // Tight around 1 but the band is wider than the margin: inconclusive.
+    assert_eq!(
+        Verdict::of(&i(1.0, 0.99, 1.01), &f, m),
+        Verdict::Inconclusive
+    );
+    // Tight, a narrow band: equivalence shown.
+    let narrow = Floor {
+        fraction: 0.05,
+        source: FloorSource::Given,
+    };
+    assert_eq!(Verdict::of(&i(1.0, 0.99, 1.01), &narrow, m), Verdict::Same);
+    assert_eq!(
+        Verdict::of(&i(1.0, 0.99, 1.06), &narrow, m),
+        Verdict::Inconclusive
+    );
+    assert!((Verdict::worst_ratio(&i(1.0, 0.99, 1.06), &narrow) - 1.113).abs() < 1e-9);
 }

@@ -208,6 +208,44 @@ fn garbage_and_wrong_messages_end_only_their_own_session() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// Request values out of range are refused with a message before use,
+/// never a panic: a block of 0 bytes once panicked the session thread
+/// (with `panic = "abort"` the server would have died).
+#[test]
+fn request_values_are_checked_before_use() {
+    let dir = tempdir();
+    let log = file(&dir, "serve.log");
+    let server = Server::start_logged(&[], &log);
+    let addr = server.addr();
+    for mode in ["stream", "pingpong", "bidir"] {
+        let mut c = Raw::connect(&addr);
+        c.handshake();
+        let r = c.setup("tcp", 5_000, None);
+        let port = r["description"]["port"].as_u64().unwrap();
+        let data = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        assert_eq!(c.recv()["reply"], "ready");
+        c.send(json!({"cmd": "block", "mode": mode, "kind": "timed", "bytes": 0, "repeats": 3}));
+        let r = c.recv();
+        assert_eq!(r["reply"], "error", "{mode}: {r}");
+        assert!(r["message"].as_str().unwrap().contains("0 bytes"), "{r}");
+        drop(data);
+    }
+    let mut c = Raw::connect(&addr);
+    c.handshake();
+    c.send(json!({
+        "cmd": "setup", "transport": "tcp",
+        "channel": {"sndbuf_bytes": null, "rcvbuf_bytes": null, "nodelay": true,
+                    "ipv6": false, "timeout_ms": 5000},
+        "max_bytes": 0, "nocache": false, "offset_bytes": 0, "cpu": null
+    }));
+    let r = c.recv();
+    assert_eq!(r["reply"], "error", "{r}");
+    let o = good_sweep(&addr, &[], Duration::from_secs(3));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!text.contains("panicked"), "{text}");
+}
+
 #[test]
 fn a_shared_secret_authenticates_both_ends() {
     let dir = tempdir();

@@ -343,6 +343,9 @@ impl Test<'_> {
     /// quietly declines.
     fn check(&self) -> Result<Vec<String>> {
         let (setup, policy) = (self.setup, self.policy);
+        if setup.max_bytes == 0 {
+            bail!("a largest message of 0 bytes: messages are at least 1 byte");
+        }
         if setup.max_bytes > policy.max_bytes {
             bail!(
                 "messages of {} bytes exceed this server's --max-size of {} bytes",
@@ -471,9 +474,11 @@ impl Test<'_> {
                     bytes,
                     repeats,
                 } => {
-                    if bytes > setup.max_bytes {
+                    // Checked before use: a block of 0 bytes once panicked
+                    // the session thread (a range end out of bounds).
+                    if bytes == 0 || bytes > setup.max_bytes {
                         bail!(
-                            "block of {bytes} bytes exceeds the announced maximum {}",
+                            "a block of {bytes} bytes is outside 1 to the announced maximum {}",
                             setup.max_bytes
                         );
                     }

@@ -411,3 +411,56 @@ fn run_writes_a_report_beside_its_results() {
     assert!(html.contains("unix pingpong") && html.contains("<svg"));
     assert!(path.with_file_name("unix-pingpong.json").exists());
 }
+
+/// A report is drawn from its files alone: it never looks for an MPI on
+/// the machine (one `wulf report` once made 36 path probes for mpicc and
+/// mpirun, so its HTML depended on what was installed where it was
+/// drawn). A fake `mpicc` first in PATH records every probe that runs it;
+/// a command that does look for MPIs shows the fake works.
+#[test]
+fn a_report_never_probes_for_an_mpi() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let marker = dir.path().join("probed");
+    let fake = bin.join("mpicc");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\necho \"$0 $*\" >> {}\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Only the fake in PATH: the installed MPIs' suffixed wrappers
+    // (mpicc.openmpi) would be found by a mere stat, which runs nothing.
+    let path = bin.display().to_string();
+    let out = file(&dir, "r.html");
+    let o = wulf(&[
+        "report",
+        fixture_path("tcp-pingpong.json").to_str().unwrap(),
+        fixture_path("memcpy-stream.json").to_str().unwrap(),
+        fixture_path("npb-mg-S.json").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ])
+    .env("PATH", &path)
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !marker.exists(),
+        "the report probed: {:?}",
+        std::fs::read_to_string(&marker)
+    );
+    // The control: naming an unknown transport lists every transport,
+    // MPIs included, so it runs the fake.
+    let o = wulf(&["sweep", "no-such-transport"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        marker.exists(),
+        "the fake mpicc was never run: the test cannot see a probe"
+    );
+}

@@ -98,7 +98,7 @@ pub fn to_html_every_kind(
             first_dropout_no: d_no,
             first_switchover_no: s_no,
             limit_bits_per_s: physical_limit(r).map(|l| l.bits_per_s),
-            limit_role: crate::transport::find(&r.transport).and_then(|t| t.limit_kind()),
+            limit_role: crate::transport::limit_kind_of(&r.transport),
         });
         d_no += analyses[i].dropouts.len();
         s_no += analyses[i].switchovers.len();
@@ -367,7 +367,7 @@ fn summary_table(h: &mut String, rows: &[SummaryRow]) {
     h.push_str(
         "<p class=note>Figures from the medians of the kept trials; rates in SI units (1 Mbit/s = 10<sup>6</sup> bit/s). \
          \"not reached\": the largest sizes measured are still latency-bound. \
-         Rules: see the README section \"Analysis rules\".</p>\n</section>\n",
+         Rules: see docs/methodology.md, \"Analysis rules\".</p>\n</section>\n",
     );
 }
 

@@ -125,7 +125,7 @@ pub fn summary_row(label: &str, r: &SweepResult, a: &Analysis) -> SummaryRow {
         noisy_points: r.summary.noisy_points,
         points: r.points.len(),
         complete: r.complete,
-        reference: crate::transport::find(&r.transport).is_some_and(|t| t.limit_kind().is_some()),
+        reference: crate::transport::limit_kind_of(&r.transport).is_some(),
         limit: physical_limit(r),
     }
 }

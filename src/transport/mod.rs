@@ -333,7 +333,16 @@ pub fn configure(options: ExtraOptions) {
 
 /// Every transport wulf knows, in the order `wulf run` measures them.
 pub fn registry() -> Vec<Box<dyn Transport>> {
-    let mut all: Vec<Box<dyn Transport>> = vec![
+    let mut all = built_in();
+    // Every MPI found at run time, each also forced onto TCP.
+    all.extend(mpi::transports());
+    all
+}
+
+/// The transports compiled into wulf, without looking for an MPI (no
+/// probe of the machine).
+fn built_in() -> Vec<Box<dyn Transport>> {
+    vec![
         Box::new(cacheline::Cacheline),
         Box::new(memcpy::Memcpy),
         Box::new(c2c::C2c::SINGLE),
@@ -345,10 +354,20 @@ pub fn registry() -> Vec<Box<dyn Transport>> {
         Box::new(raw::Raw),
         Box::new(xdp::Xdp),
         Box::new(tipc::Tipc),
-    ];
-    // Every MPI found at run time, each also forced onto TCP.
-    all.extend(mpi::transports());
-    all
+    ]
+}
+
+/// The physical limit the transport called `name` measures, if it is one
+/// of the in-process baselines. Answered from the built-in transports
+/// alone, so a report drawn from result files never probes the machine
+/// for MPIs (one `wulf report` once made 36 path probes for mpicc and
+/// mpirun, and its HTML depended on what was installed where it was
+/// drawn).
+pub fn limit_kind_of(name: &str) -> Option<baseline::LimitKind> {
+    built_in()
+        .into_iter()
+        .find(|t| t.name() == name)
+        .and_then(|t| t.limit_kind())
 }
 
 /// The transport called `name`, if wulf knows it.

@@ -1,6 +1,6 @@
 //! Error kinds that decide wulf's exit code.
 //!
-//! Exit codes (documented in the README):
+//! Exit codes (documented in docs/reference.md):
 //!
 //! | code | meaning |
 //! |---|---|

@@ -19,7 +19,21 @@ struct Raw {
 
 impl Raw {
     fn connect(addr: &str) -> Raw {
-        let s = TcpStream::connect(addr).unwrap();
+        Raw::from(TcpStream::connect(addr).unwrap())
+    }
+
+    /// Connected from `source` (another loopback address: another host,
+    /// as far as the server's per-source limits go).
+    fn connect_from(addr: &str, source: &str) -> std::io::Result<Raw> {
+        let to: std::net::SocketAddr = addr.parse().unwrap();
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+        let from: std::net::SocketAddr = format!("{source}:0").parse().unwrap();
+        s.bind(&from.into())?;
+        s.connect_timeout(&to.into(), Duration::from_secs(5))?;
+        Ok(Raw::from(TcpStream::from(s)))
+    }
+
+    fn from(s: TcpStream) -> Raw {
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         Raw {
             w: s.try_clone().unwrap(),
@@ -160,27 +174,79 @@ fn slow_handshakes_and_connection_floods_cannot_hold_the_server() {
     assert!(dropped, "a trickling client was never dropped");
     assert!(started.elapsed() < Duration::from_secs(8));
 
-    // A flood of idle connections: the ones beyond the server's few
-    // pending places are closed on arrival.
+    // A flood of idle connections from one address: each newcomer beyond
+    // the per-source places ends that source's oldest handshake, so at
+    // most those few stay open.
     let mut idle: Vec<Raw> = (0..40).map(|_| Raw::connect(&addr)).collect();
-    let closed_at_once = idle
+    let still_open = idle
         .iter_mut()
-        .filter_map(|c| {
-            // Each admitted one gets the server's Hello; the refused ones
-            // only an end of file.
-            let mut line = String::new();
-            c.w.set_read_timeout(Some(Duration::from_millis(500)))
-                .unwrap();
-            matches!(c.r.read_line(&mut line), Ok(0)).then_some(())
-        })
+        .map(|c| !c.closed_within(Duration::from_millis(300)))
+        .filter(|open| *open)
         .count();
-    // 16 may wait in their handshake; a few may have been dropped by then.
-    assert!(closed_at_once >= 20, "only {closed_at_once} of 40 closed");
+    assert!(
+        still_open <= 4,
+        "{still_open} of 40 idle connections still held a place"
+    );
     // Once the deadline has dropped the idle ones, clients get in again.
     std::thread::sleep(Duration::from_millis(1500));
     let o = good_sweep(&addr, &[], Duration::from_secs(5));
     assert!(o.status.success(), "{}", stderr(&o));
     drop(idle);
+}
+
+/// The lockout: idle connections that take every handshake place and
+/// reconnect whenever dropped once kept every client out (0 of 20 good
+/// sweeps got in). Now a source holds at most 4 places and each newcomer
+/// beyond them ends its own source's oldest handshake: with 20 such
+/// holders on each of 4 other addresses (other hosts), every good sweep
+/// gets in at its first or second attempt.
+#[test]
+fn idle_connections_that_reconnect_never_lock_clients_out() {
+    let server = Server::start(&["--max-handshake", "10s"]);
+    let addr = server.addr();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let holders: Vec<_> = (0..80)
+        .map(|k| {
+            let (addr, stop) = (addr.clone(), stop.clone());
+            let source = format!("127.0.0.{}", 2 + k % 4);
+            std::thread::spawn(move || {
+                // Bounded: at most 30 s, whatever happens.
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline
+                {
+                    let Ok(mut c) = Raw::connect_from(&addr, &source) else {
+                        std::thread::sleep(Duration::from_millis(10));
+                        continue;
+                    };
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                        && !c.closed_within(Duration::from_millis(100))
+                    {}
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..5 {
+        let mut attempts = 0;
+        let o = loop {
+            attempts += 1;
+            let mut args = vec!["sweep", "tcp", "--peer", &addr, "--sizes", "1,64"];
+            args.extend_from_slice(QUICK);
+            let o = run(&args);
+            if o.status.success() || attempts >= 2 {
+                break o;
+            }
+        };
+        assert!(
+            o.status.success(),
+            "not in after {attempts} attempts: {}",
+            stderr(&o)
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in holders {
+        h.join().unwrap();
+    }
 }
 
 #[test]

@@ -2,9 +2,19 @@
 //! server sets itself.
 //!
 //! Admission happens before any work: an address outside `--allow` is
-//! closed at once, and so is any connection beyond [`MAX_PENDING`] still in
-//! their handshake, so a flood of idle or trickling connections costs a
-//! bounded number of threads and a few kilobytes each. Each admitted
+//! closed at once, and at most [`MAX_PENDING`] connections are in their
+//! handshake, at most [`MAX_PENDING_PER_SOURCE`] from one address, so a
+//! flood of idle or trickling connections costs a bounded number of
+//! threads and a few kilobytes each. A connection beyond either limit is
+//! not turned away: the *oldest* handshake of its source (or, over the
+//! total, the oldest of the source holding the most places) is ended
+//! instead. Refusing the newcomer, as
+//! this server once did, let 16 idle connections that reconnect when
+//! dropped lock every client out (0 of 20 good sweeps got in); ending the
+//! oldest means a place held idle is lost to the next arrival, and a real
+//! client, whose handshake takes milliseconds, is through before the
+//! flood reaches it (sshd's MaxStartups and PerSourcePenalties answer the
+//! same attack by dropping early and per source). Each admitted
 //! connection gets its own thread; its [`session`] does the handshake
 //! (version, authentication with the shared secret) by a deadline, and only
 //! then takes one of the server's test slots (one for `wulf serve`) or is
@@ -12,18 +22,23 @@
 //! its own session, and never holds the server longer than the server's own
 //! `--max-timeout` and `--max-session`.
 
+use std::collections::VecDeque;
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 pub use super::session::{session, LocalTransports, SessionPolicy, TestSlots};
 
-/// Connections in their handshake at once; more are closed on arrival.
+/// Connections in their handshake at once; a newcomer beyond it ends the
+/// oldest handshake.
 pub const MAX_PENDING: usize = 16;
+
+/// Connections in their handshake at once from one address; a newcomer
+/// beyond it ends that address's oldest handshake.
+pub const MAX_PENDING_PER_SOURCE: usize = 4;
 
 /// Pause after a failed accept (out of file descriptors, say), so that a
 /// persistent failure does not spin the CPU or flood the log.
@@ -133,7 +148,7 @@ pub fn allowed(allow: &[ipnet::IpNet], ip: IpAddr) -> bool {
 /// Accept clients on `listener` forever (the accept loop of `wulf serve`
 /// and of a cluster agent).
 pub fn serve_on(listener: TcpListener, opts: &ServeOptions) {
-    let pending = Arc::new(AtomicUsize::new(0));
+    let pending = Arc::new(Pending::default());
     let slots = TestSlots::new(opts.max_tests.max(1));
     let log = opts.log;
     for conn in listener.incoming() {
@@ -157,12 +172,10 @@ pub fn serve_on(listener: TcpListener, opts: &ServeOptions) {
             }
             continue;
         }
-        if pending.fetch_add(1, Ordering::AcqRel) >= MAX_PENDING {
-            pending.fetch_sub(1, Ordering::AcqRel);
+        let Some(admission) = Pending::admit(&pending, &stream, who.ip(), log) else {
             // Dropping the stream closes it: no thread, no allocation.
             continue;
-        }
-        let admission = Admission(Some(Arc::clone(&pending)));
+        };
         let policy = opts.policy.clone();
         let slots = slots.clone();
         let spawned = std::thread::Builder::new()
@@ -178,13 +191,70 @@ pub fn serve_on(listener: TcpListener, opts: &ServeOptions) {
     }
 }
 
+/// The connections in their handshake, oldest first: an id, the source
+/// address, and a handle to end the connection.
+#[derive(Default)]
+struct Pending {
+    entries: Mutex<VecDeque<(u64, IpAddr, TcpStream)>>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+impl Pending {
+    /// Take a place for `stream` from `ip`, ending the oldest handshake of
+    /// its source or of all when a limit is reached (see the module
+    /// notes); `None` when no handle to it can be made (out of
+    /// descriptors: the connection is closed).
+    fn admit(
+        pending: &Arc<Pending>,
+        stream: &TcpStream,
+        ip: IpAddr,
+        log: bool,
+    ) -> Option<Admission> {
+        let handle = stream.try_clone().ok()?;
+        let id = pending
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut entries = pending.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let count = |ip: IpAddr| entries.iter().filter(|e| e.1 == ip).count();
+        let victim = if count(ip) >= MAX_PENDING_PER_SOURCE {
+            entries.iter().position(|e| e.1 == ip)
+        } else if entries.len() >= MAX_PENDING {
+            // The oldest handshake of the source holding the most places:
+            // a flood from many addresses ends its own connections before
+            // a client's single one.
+            let heaviest = entries.iter().map(|e| e.1).max_by_key(|&ip| count(ip));
+            heaviest.and_then(|h| entries.iter().position(|e| e.1 == h))
+        } else {
+            None
+        };
+        if let Some(k) = victim.and_then(|k| entries.remove(k)) {
+            // Its session's next read fails at once and the thread ends;
+            // its admission then finds its entry gone.
+            let _ = k.2.shutdown(Shutdown::Both);
+            if log {
+                eprintln!(
+                    "wulf serve: ended a handshake from {} to admit a newer one",
+                    k.1
+                );
+            }
+        }
+        entries.push_back((id, ip, handle));
+        Some(Admission(Some((Arc::clone(pending), id))))
+    }
+
+    fn release(&self, id: u64) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.retain(|e| e.0 != id);
+    }
+}
+
 /// A connection's place among those in their handshake, given back once.
-struct Admission(Option<Arc<AtomicUsize>>);
+struct Admission(Option<(Arc<Pending>, u64)>);
 
 impl Admission {
     fn release(&mut self) {
-        if let Some(p) = self.0.take() {
-            p.fetch_sub(1, Ordering::AcqRel);
+        if let Some((p, id)) = self.0.take() {
+            p.release(id);
         }
     }
 }

@@ -149,6 +149,12 @@ fn bad_input_is_exit_2_and_makes_nothing() {
     for args in [
         vec!["lab", "up", "--name", "a/b"],
         vec!["lab", "up", "--name", "x;rm"],
+        // Every subcommand checks the name: `--name ../../x` once made
+        // exec, status and rsh load a state file from anywhere.
+        vec!["lab", "exec", "--name", "../../x", "node1", "--", "true"],
+        vec!["lab", "status", "--name", "../x"],
+        vec!["lab", "down", "--name", "a/b"],
+        vec!["lab", "rsh", "--name", "../../tmp/x", "node1", "true"],
         vec!["lab", "up", "--link", "fast"],
         vec!["lab", "up", "--mtu", "100"],
         vec!["lab", "up", "--nodes", "2", "--link", "node3=fe"],

@@ -34,7 +34,7 @@ pub enum LabAction {
 #[derive(Debug, Clone, Args)]
 pub struct LabUpArgs {
     /// Name of the lab (letters, digits, '-', '_').
-    #[arg(long, default_value = "lab")]
+    #[arg(long, value_parser = lab_name, default_value = "lab")]
     pub name: String,
     /// Number of nodes.
     #[arg(long, default_value = "2")]
@@ -63,7 +63,7 @@ pub struct LabUpArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LabExecArgs {
     /// Name of the lab.
-    #[arg(long, default_value = "lab")]
+    #[arg(long, value_parser = lab_name, default_value = "lab")]
     pub name: String,
     /// The node (node1 ...).
     pub node: String,
@@ -76,7 +76,7 @@ pub struct LabExecArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LabStatusArgs {
     /// Only this lab.
-    #[arg(long)]
+    #[arg(long, value_parser = lab_name)]
     pub name: Option<String>,
     /// Print JSON.
     #[arg(long)]
@@ -87,7 +87,7 @@ pub struct LabStatusArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LabDownArgs {
     /// Name of the lab.
-    #[arg(long, default_value = "lab", conflicts_with = "all")]
+    #[arg(long, value_parser = lab_name, default_value = "lab", conflicts_with = "all")]
     pub name: String,
     /// Remove every lab, and namespaces left by labs whose state is gone.
     #[arg(long)]
@@ -98,7 +98,7 @@ pub struct LabDownArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LabRshArgs {
     /// Name of the lab.
-    #[arg(long)]
+    #[arg(long, value_parser = lab_name)]
     pub name: String,
     /// Everything the launcher passes: options it adds for ssh (ignored),
     /// the host, then the command words.
@@ -170,4 +170,10 @@ pub struct StudyArgs {
 /// A `--load` spec as written, once it parses.
 fn checked_load(text: &str) -> Result<String, String> {
     crate::load::parse_loads(text).map(|_| text.to_string())
+}
+
+/// A lab name as clap reads it: checked at once (exit 2), since it becomes
+/// part of namespace names and paths (see [`crate::lab::spec::validate_name`]).
+fn lab_name(s: &str) -> Result<String, String> {
+    crate::lab::spec::validate_name(s).map(|_| s.to_string())
 }

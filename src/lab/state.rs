@@ -109,6 +109,9 @@ pub fn save(state: &LabState) -> Result<()> {
 
 /// Read lab `name`.
 pub fn load(name: &str) -> Result<LabState> {
+    // The name becomes a path: `--name ../../x` once loaded a state file
+    // from anywhere.
+    super::spec::validate_name(name).map_err(crate::error::usage)?;
     let path = lab_dir(name).join("state.json");
     let text = std::fs::read_to_string(&path).map_err(|_| {
         crate::error::usage(format!(

@@ -381,9 +381,13 @@ impl Summary {
             peak_bits_per_s: peak.map(|p| p.bits_per_s),
             peak_bytes: peak.map(|p| p.bytes),
             noisy_points: points.iter().filter(|p| p.noisy).count() as u64,
+            // Withheld below 1: nothing is faster than the floor, so a
+            // latency under it says the floor was measured on a busier
+            // moment (once printed as 0.01x "the floor"), not a fact.
             latency_floor_multiple: first.and_then(|p| {
                 let floor = p.limits?.floor_ns?;
-                (floor > 0.0).then(|| p.median_ns / floor)
+                let multiple = p.median_ns / floor;
+                (floor > 0.0 && multiple >= 1.0).then_some(multiple)
             }),
             peak_memcpy_fraction: peak.and_then(|p| {
                 let memcpy = p.limits?.memcpy_bits_per_s?;
@@ -395,5 +399,31 @@ impl Summary {
             }),
             plateaus: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A latency below the floor measured before the sweep is no multiple
+    /// of it (once printed as 0.01x "the floor"): withheld.
+    #[test]
+    fn a_floor_multiple_below_one_is_withheld() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        );
+        let mut r = crate::result::read_result(std::path::Path::new(path)).unwrap();
+        let median = r.points[0].median_ns;
+        let limits = |floor_ns| Limits {
+            floor_ns: Some(floor_ns),
+            ..Limits::default()
+        };
+        r.points[0].limits = Some(limits(median / 4.0));
+        let x = Summary::from_points(&r.points).latency_floor_multiple;
+        assert!((x.unwrap() - 4.0).abs() < 1e-9);
+        r.points[0].limits = Some(limits(median * 4.0));
+        assert_eq!(Summary::from_points(&r.points).latency_floor_multiple, None);
     }
 }

@@ -60,6 +60,17 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
             spec.precision * 100.0
         ));
     }
+    if let Some(p) = f.points.first() {
+        if let Some(floor) = p.limits.and_then(|l| l.floor_ns) {
+            if p.median_ns < floor {
+                warnings.push(format!(
+                    "the latency ({:.0} ns) is below the cache-line floor measured before the sweep \
+                     ({floor:.0} ns): the floor met a busier moment; its multiple is withheld",
+                    p.median_ns
+                ));
+            }
+        }
+    }
     let timeout = spec.channel.timeout();
     SweepResult {
         schema_version: result::SCHEMA_VERSION,

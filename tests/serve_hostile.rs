@@ -97,6 +97,19 @@ impl Raw {
     }
 }
 
+/// The data connection the server's `listening` reply `r` describes,
+/// opened as the client does: with the test's token first.
+fn open_data(r: &Value) -> TcpStream {
+    let port = r["description"]["port"].as_u64().unwrap() as u16;
+    let token = r["description"]["token"].as_str().unwrap();
+    let bytes: Vec<u8> = (0..token.len() / 2)
+        .map(|k| u8::from_str_radix(&token[2 * k..2 * k + 2], 16).unwrap())
+        .collect();
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(&bytes).unwrap();
+    s
+}
+
 /// A one-size sweep against `addr`, retried while the server says busy
 /// (it may still be closing the previous session) for up to `patience`.
 fn good_sweep(addr: &str, extra: &[&str], patience: Duration) -> std::process::Output {
@@ -143,8 +156,7 @@ fn a_vanished_client_with_a_huge_timeout_frees_the_server_at_once() {
     let mut c = Raw::connect(&addr);
     c.handshake();
     let r = c.setup("tcp", 50_000, None);
-    let port = r["description"]["port"].as_u64().unwrap();
-    let data = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+    let data = open_data(&r);
     assert_eq!(c.recv()["reply"], "ready");
     c.send(json!({"cmd": "block", "mode": "pingpong", "kind": "timed",
                   "bytes": 1, "repeats": 1_000_000_000_000u64}));
@@ -249,6 +261,49 @@ fn idle_connections_that_reconnect_never_lock_clients_out() {
     }
 }
 
+/// The data connection belongs to the authenticated client: an outsider
+/// who reaches the data port first (once measured against), without the
+/// test's token or from another address, is closed, and the client's own
+/// connection is still accepted.
+#[test]
+fn the_data_channel_is_bound_to_the_authenticated_client() {
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let mut c = Raw::connect(&addr);
+    assert_eq!(c.handshake()["reply"], "welcome");
+    let r = c.setup("tcp", 10_000, None);
+    assert_eq!(r["reply"], "listening", "{r}");
+    let port = r["description"]["port"].as_u64().unwrap() as u16;
+    let token = r["description"]["token"].as_str().unwrap().to_string();
+    let bytes: Vec<u8> = (0..token.len() / 2)
+        .map(|k| u8::from_str_radix(&token[2 * k..2 * k + 2], 16).unwrap())
+        .collect();
+    // An outsider on the client's address without the token.
+    let mut outsider = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let _ = outsider.write_all(&[0u8; 16]);
+    // The right token from another address.
+    let data = format!("127.0.0.1:{port}");
+    let mut elsewhere = Raw::connect_from(&data, "127.0.0.7").unwrap();
+    let _ = elsewhere.w.write_all(&bytes);
+    c.w.set_read_timeout(Some(Duration::from_millis(800)))
+        .unwrap();
+    let mut line = String::new();
+    assert!(
+        c.r.read_line(&mut line).is_err(),
+        "the server took an outsider's data connection: {line}"
+    );
+    assert!(
+        elsewhere.closed_within(Duration::from_secs(3)),
+        "another address was kept"
+    );
+    // The client itself, with the token.
+    c.w.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut own = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    own.write_all(&bytes).unwrap();
+    assert_eq!(c.recv()["reply"], "ready");
+    drop(outsider);
+}
+
 #[test]
 fn garbage_and_wrong_messages_end_only_their_own_session() {
     let server = Server::start(&[]);
@@ -287,8 +342,7 @@ fn request_values_are_checked_before_use() {
         let mut c = Raw::connect(&addr);
         c.handshake();
         let r = c.setup("tcp", 5_000, None);
-        let port = r["description"]["port"].as_u64().unwrap();
-        let data = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        let data = open_data(&r);
         assert_eq!(c.recv()["reply"], "ready");
         c.send(json!({"cmd": "block", "mode": mode, "kind": "timed", "bytes": 0, "repeats": 3}));
         let r = c.recv();
@@ -438,7 +492,10 @@ fn allow_lists_and_pinning_are_the_servers_decision() {
 
 #[test]
 fn a_test_longer_than_max_session_ends_and_keeps_what_it_measured() {
-    let server = Server::start(&["--max-session", "4s"]);
+    // 6 s: the sweep's physical limits take their share of its 8 s budget
+    // first (a few seconds on a busy machine), and some points must be
+    // measured before the server ends the test.
+    let server = Server::start(&["--max-session", "6s"]);
     let dir = tempdir();
     let out = file(&dir, "r.json");
     let o = run(&[

@@ -415,7 +415,8 @@ impl Test<'_> {
             }
             None => None,
         };
-        let listener = transport.listen(&setup.channel, self.local_ip)?;
+        let mut listener = transport.listen(&setup.channel, self.local_ip)?;
+        listener.expect_peer(self.client_ip);
         self.dog.guard(listener.abort_handle());
         ch.send(&Reply::Listening {
             description: listener.describe(),

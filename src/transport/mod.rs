@@ -231,6 +231,12 @@ pub trait Listener: Send {
     fn abort_handle(&self) -> Option<AbortHandle> {
         None
     }
+    /// Accept the data connection only from `ip`, the address of the
+    /// authenticated control connection (a server calls it before
+    /// [`Listener::accept`]). The default ignores it: transports whose
+    /// channel is not reached by address (local-only ones, offered to
+    /// loopback clients alone) or that do not check it yet.
+    fn expect_peer(&mut self, _ip: IpAddr) {}
 }
 
 /// A kind of transport.

@@ -7,8 +7,9 @@
 //! A requested MSS (TCP_MAXSEG) is also set before listen/connect: it is
 //! announced in the SYN, and accepted sockets inherit it from the listener.
 
+use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
@@ -57,6 +58,8 @@ impl Transport for Tcp {
         Ok(Box::new(TcpListener {
             socket,
             port,
+            token: data_token()?,
+            peer: None,
             opts: opts.clone(),
             warnings,
         }))
@@ -80,25 +83,110 @@ impl Transport for Tcp {
         socket
             .connect_timeout(&SockAddr::from(addr), opts.timeout())
             .with_context(|| format!("cannot open the data connection to {addr}"))?;
+        // The first bytes prove the connection belongs to this test (the
+        // token came over the authenticated control connection).
+        let token = description
+            .get("token")
+            .and_then(Value::as_str)
+            .and_then(parse_token)
+            .context("the peer sent no data token")?;
+        (&socket)
+            .write_all(&token)
+            .with_context(|| format!("cannot send the data token to {addr}"))?;
         finish(socket, opts, warnings)
     }
+}
+
+/// Bytes of the per-test token that opens a data connection.
+const TOKEN_BYTES: usize = 16;
+
+/// How long an accepted connection may take to send its token.
+const TOKEN_WAIT: Duration = Duration::from_secs(2);
+
+/// A fresh random token from the kernel.
+fn data_token() -> Result<[u8; TOKEN_BYTES]> {
+    let mut token = [0u8; TOKEN_BYTES];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut token))
+        .context("cannot read /dev/urandom for the data token")?;
+    Ok(token)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn parse_token(text: &str) -> Option<[u8; TOKEN_BYTES]> {
+    let mut token = [0u8; TOKEN_BYTES];
+    if text.len() != 2 * TOKEN_BYTES {
+        return None;
+    }
+    for (k, byte) in token.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * k..2 * k + 2)?, 16).ok()?;
+    }
+    Some(token)
+}
+
+/// Whether two addresses are one host's (an IPv4 client on a dual-stack
+/// socket shows as ::ffff:a.b.c.d).
+fn same_host(a: IpAddr, b: IpAddr) -> bool {
+    let plain = |ip: IpAddr| match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    };
+    plain(a) == plain(b)
 }
 
 struct TcpListener {
     socket: Socket,
     port: u16,
+    /// What the data connection must send first.
+    token: [u8; TOKEN_BYTES],
+    /// The only address a data connection is accepted from, if set.
+    peer: Option<IpAddr>,
     opts: ChannelOptions,
     warnings: Vec<String>,
 }
 
 impl Listener for TcpListener {
     fn describe(&self) -> Value {
-        json!({ "port": self.port })
+        json!({ "port": self.port, "token": hex(&self.token) })
     }
 
+    /// Accept the data connection of this test: from the expected peer
+    /// and opening with the token. Anything else (an outsider who found
+    /// the port first once got the server to measure against it) is
+    /// closed, and the wait goes on until the deadline.
     fn accept(self: Box<Self>, timeout: Duration) -> Result<Connected> {
-        let (socket, _) = super::unix::accept_within(&self.socket, timeout)?;
-        finish(socket, &self.opts, self.warnings)
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                anyhow::bail!(
+                    "the other side did not open the data connection within {}",
+                    humantime::format_duration(timeout)
+                );
+            }
+            let (socket, from) = super::unix::accept_within(&self.socket, left)?;
+            let from_ip = from.as_socket().map(|a| a.ip());
+            if let (Some(want), Some(got)) = (self.peer, from_ip) {
+                if !same_host(want, got) {
+                    continue;
+                }
+            }
+            let wait = left.min(TOKEN_WAIT).max(Duration::from_millis(1));
+            socket.set_read_timeout(Some(wait))?;
+            let mut got = [0u8; TOKEN_BYTES];
+            if (&socket).read_exact(&mut got).is_err() || got != self.token {
+                continue;
+            }
+            socket.set_read_timeout(None)?;
+            return finish(socket, &self.opts, self.warnings);
+        }
+    }
+
+    fn expect_peer(&mut self, ip: IpAddr) {
+        self.peer = Some(ip);
     }
 
     fn abort_handle(&self) -> Option<super::AbortHandle> {

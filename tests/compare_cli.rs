@@ -16,10 +16,15 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// `fixture` with every time multiplied by `factor`, written to `out`.
+/// `fixture` with every time multiplied by `factor`, written to `out`, as
+/// a clean run: no point noisy, a quiet machine (the fixture itself was
+/// measured on a busy one: single runs of it are never judged).
 fn doctored(fixture: &Path, factor: f64, out: &Path) {
     let mut r = wulf::result::read_result(fixture).unwrap();
+    r.host.load_before = [0.1; 3];
+    r.host.load_after = Some([0.1; 3]);
     for p in &mut r.points {
+        p.noisy = false;
         p.trials_ns.iter_mut().for_each(|t| *t *= factor);
         for v in [
             &mut p.min_ns,
@@ -69,26 +74,43 @@ fn runs(dir: &tempfile::TempDir, tag: &str, factors: &[f64]) -> Vec<String> {
 const SAME: &str = "no change (within the margin)";
 const INCONCLUSIVE: &str = "inconclusive: too noisy";
 
-/// The fixture is a noisy run (62 of its 93 sizes): against itself it is
-/// never a change, and "no change" cannot be shown either: inconclusive,
-/// and a 0% gate can neither pass nor fail (exit 5).
+/// The fixture was measured on a busy machine (load 2.7 on 2 CPUs, 62 of
+/// 93 sizes noisy): single runs of it are never judged, not even a
+/// doubling, and a gate can neither pass nor fail (exit 5). As clean runs
+/// against themselves they are never a change, and with a wide margin
+/// "no change" is shown.
 #[test]
-fn identical_noisy_runs_are_never_a_change() {
+fn unclean_single_runs_are_never_judged_clean_ones_never_differ_from_themselves() {
+    let dir = tempdir();
     let a = fixture("tcp-pingpong.json");
     let a = a.to_str().unwrap();
     let o = run(&["compare", a, a, "--fail-if-slower", "0"]);
     assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
     assert!(stderr(&o).contains("cannot be excluded"), "{}", stderr(&o));
     let text = stdout(&o);
+    assert!(text.contains("unknown (unclean runs)"), "{text}");
+    // Four bands and the two tested figures.
+    assert_eq!(verdicts(&text, INCONCLUSIVE), 6, "{text}");
+    let doubled = runs(&dir, "d", &[2.0]);
+    // The doubled copy is clean, but A is not: still no verdict.
+    let o = run(&["compare", a, &doubled[0]]);
+    assert_eq!(verdicts(&stdout(&o), INCONCLUSIVE), 6, "{}", stdout(&o));
+
+    let clean = runs(&dir, "c", &[1.0]);
+    let o = run(&["compare", &clean[0], &clean[0]]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
     assert!(
         text.contains("(trials)") && text.contains("Band \"trials\""),
         "{text}"
     );
-    // Four bands and the two tested figures.
-    assert_eq!(verdicts(&text, INCONCLUSIVE), 6, "{text}");
-    assert_eq!(verdicts(&text, "A faster") + verdicts(&text, "B faster"), 0);
+    assert_eq!(
+        verdicts(&text, "A faster") + verdicts(&text, "B faster"),
+        0,
+        "{text}"
+    );
     // A wide margin shows equivalence where the band is narrow enough.
-    let o = run(&["compare", a, a, "--margin", "200"]);
+    let o = run(&["compare", &clean[0], &clean[0], "--margin", "200"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(verdicts(&stdout(&o), SAME), 6, "{}", stdout(&o));
 }
@@ -101,10 +123,8 @@ fn identical_noisy_runs_are_never_a_change() {
 #[test]
 fn single_runs_show_a_halved_link() {
     let dir = tempdir();
-    let a = fixture("tcp-pingpong.json");
-    let a = a.to_str().unwrap();
-    let r = runs(&dir, "b", &[1.2, 2.0]);
-    let (slow, halved) = (r[0].as_str(), r[1].as_str());
+    let r = runs(&dir, "b", &[1.0, 1.2, 2.0]);
+    let (a, slow, halved) = (r[0].as_str(), r[1].as_str(), r[2].as_str());
 
     let o = run(&["compare", a, halved, "--fail-if-slower", "10"]);
     assert_eq!(o.status.code(), Some(4), "{}", stdout(&o));

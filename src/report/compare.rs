@@ -68,6 +68,11 @@ pub fn notes(c: &Comparison) -> Vec<String> {
                  runs' trials (median absolute deviation of ln time) and the spread of the change from one \
                  size to the next."
                 .into(),
+            FloorSource::Unclean => "Band \"unknown (unclean runs)\": one run per side, made on a busy \
+                 machine (load at or above its CPUs) or with most points noisy: a whole run shifts together \
+                 there (A/A pairs of such runs differed 3-fold with tight trials), so no verdict can be given. \
+                 Rerun on a quiet machine, or give several runs per side (`wulf run --repeat 3`)."
+                .into(),
             FloorSource::Minimum => "Band \"minimum\": 3%, below which the trials' intervals cannot \
                  separate two medians."
                 .into(),

@@ -31,6 +31,15 @@
 //!   the output says so, and several runs per side (or `--repeat`) settle
 //!   it.
 //!
+//! A single run per side made on a busy machine (a one-minute load
+//! average at or above its CPU count, before or after the run) or with
+//! most of the band's points noisy has no usable band at all: there a
+//! whole run shifts together (A/A pairs of busy-polling shm runs on a
+//! loaded 2-vCPU machine differed 3-fold with tight trials, so neither
+//! term above could see it). Its band is unknown ([`FloorSource::Unclean`])
+//! and every verdict inconclusive: several runs per side, or a floor
+//! `wulf run --repeat` recorded, settle it.
+//!
 //! `--noise-floor PCT` replaces all of them.
 
 use crate::stats::hier_bootstrap::noise_bound;
@@ -66,6 +75,9 @@ pub enum FloorSource {
     },
     /// The least floor, [`MIN_FLOOR_FRACTION`].
     Minimum,
+    /// Unknown: single runs on a busy machine or with most points noisy
+    /// (see the module notes); the fraction is infinite.
+    Unclean,
 }
 
 impl FloorSource {
@@ -77,6 +89,7 @@ impl FloorSource {
             FloorSource::Recorded { .. } => "recorded",
             FloorSource::Trials { .. } => "trials",
             FloorSource::Minimum => "minimum",
+            FloorSource::Unclean => "unclean runs",
         }
     }
 }
@@ -103,6 +116,9 @@ impl Floor {
     /// The band as it applies to a time ratio, e.g. "-9.1% .. +10.0%"
     /// (symmetric in log space, so not in percent).
     pub fn band_text(&self) -> String {
+        if !self.fraction.is_finite() {
+            return "unknown".into();
+        }
         format!(
             "{:+.1}% .. +{:.1}%",
             100.0 * (1.0 / (1.0 + self.fraction) - 1.0),
@@ -131,6 +147,9 @@ pub struct FloorInputs<'a> {
     pub trials: Option<f64>,
     /// The band the floor is for.
     pub band: &'a str,
+    /// Whether the runs are single, busy or mostly noisy (see the module
+    /// notes).
+    pub unclean: bool,
 }
 
 /// The floor by the rule of the module notes, for `n_a` and `n_b` runs.
@@ -143,6 +162,12 @@ pub fn floor(inputs: &FloorInputs<'_>, n_a: usize, n_b: usize) -> Floor {
     }
     let mut terms = vec![(MIN_FLOOR_FRACTION.ln_1p(), FloorSource::Minimum)];
     let several = n_a >= 2 || n_b >= 2;
+    if !several && inputs.recorded.is_none() && inputs.unclean {
+        return Floor {
+            fraction: f64::INFINITY,
+            source: FloorSource::Unclean,
+        };
+    }
     match (several, inputs.runs, inputs.recorded, inputs.trials) {
         (true, Some((log_sd, df)), _, _) => {
             let bound = noise_bound(log_sd, df, n_a, n_b).ln();

@@ -358,6 +358,7 @@ impl Context<'_> {
             recorded: recorded_spread(self.a.iter().chain(self.b), band),
             trials: self.one_run_sd(sizes),
             band,
+            unclean: self.unclean(sizes),
         };
         let floor = floor::floor(&inputs, ra.len(), rb.len());
         let group = |runs: &[Run]| crate::stats::hier_bootstrap::group_figure(runs);
@@ -436,6 +437,26 @@ impl Context<'_> {
             });
         }
         out
+    }
+
+    /// Whether a run of either side was made on a busy machine (a
+    /// one-minute load average at or above its CPU count, before or
+    /// after) or has most of `sizes` noisy: its whole-run shift is
+    /// unknown (see [`floor`]).
+    fn unclean(&self, sizes: &[u64]) -> bool {
+        self.a.iter().chain(self.b).any(|r| {
+            let cpus = r.host.cpus.max(1) as f64;
+            let load = r
+                .host
+                .load_after
+                .map_or(0.0, |l| l[0])
+                .max(r.host.load_before[0]);
+            let noisy = sizes
+                .iter()
+                .filter(|&&s| point(r, s).is_some_and(|p| p.noisy))
+                .count();
+            load >= cpus || 2 * noisy > sizes.len()
+        })
     }
 
     /// The standard deviation of ln(B/A) of one run against one over

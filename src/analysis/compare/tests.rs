@@ -3,7 +3,18 @@ use super::*;
 use crate::result::{BandSpread, RunToRun};
 use crate::stats::hier_bootstrap::t_975;
 
+/// The fixture as a clean run: no point noisy, a quiet machine.
 fn fixture() -> SweepResult {
+    let mut r = noisy_fixture();
+    r.points.iter_mut().for_each(|p| p.noisy = false);
+    r.host.load_before = [0.1; 3];
+    r.host.load_after = Some([0.1; 3]);
+    r
+}
+
+/// The fixture as it was measured: 62 of its 93 sizes noisy, the load
+/// (2.7) above the machine's 2 CPUs.
+fn noisy_fixture() -> SweepResult {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/tcp-pingpong.json"
@@ -142,6 +153,39 @@ fn noisy_single_runs_are_inconclusive_not_a_change() {
     }
     assert!(c.regressions(10.0).is_empty());
     assert!(!c.undecided(10.0).is_empty());
+}
+
+/// Single runs made on a busy machine, or mostly noisy, have no usable
+/// band (a whole run shifts together there): every verdict inconclusive,
+/// even for a doubling, and the gate undecided; a given floor or several
+/// runs per side still decide.
+#[test]
+fn unclean_single_runs_are_never_judged() {
+    let a = noisy_fixture();
+    let c = compare(std::slice::from_ref(&a), &[scaled(&a, 2.0)], &opts());
+    for b in &c.bands {
+        assert_eq!(b.floor.source, FloorSource::Unclean, "{}", b.name);
+        assert_eq!(b.verdict, Verdict::Inconclusive, "{}", b.name);
+    }
+    assert!(c.regressions(10.0).is_empty());
+    assert_eq!(c.undecided(10.0).len(), 6, "{:?}", c.undecided(10.0));
+    // Busy alone (no point noisy) is enough.
+    let mut busy = fixture();
+    busy.host.load_after = Some([2.0, 1.0, 1.0]);
+    let c = compare(std::slice::from_ref(&busy), &[scaled(&busy, 2.0)], &opts());
+    assert!(c
+        .bands
+        .iter()
+        .all(|b| b.floor.source == FloorSource::Unclean));
+    let given = CompareOptions {
+        noise_floor: Some(0.1),
+        ..opts()
+    };
+    let c = compare(std::slice::from_ref(&a), &[scaled(&a, 2.0)], &given);
+    assert_eq!(verdicts(&c), vec![Verdict::AFaster; 4]);
+    let side = |f: [f64; 3]| f.map(|x| scaled(&a, x)).to_vec();
+    let c = compare(&side([1.0, 1.01, 0.99]), &side([2.0, 2.02, 1.98]), &opts());
+    assert_eq!(verdicts(&c), vec![Verdict::AFaster; 4]);
 }
 
 #[test]

@@ -109,8 +109,9 @@ import sys, math
 truth = dict(l.split("|") for l in sys.argv[1].splitlines())
 should = hit = 0
 for l in sys.stdin:
-    n, _, v = l.strip().split("|")
-    if n == "exit" or n not in truth: continue
+    parts = l.strip().split("|")
+    if len(parts) != 3 or parts[0] not in truth: continue
+    n, _, v = parts
     t = float(truth[n])
     if abs(math.log1p(t)) <= math.log1p(0.25): continue
     should += 1

@@ -249,3 +249,27 @@ fn busy_polling_sockets_in_every_mode_with_integrity() {
         assert_eq!(r["options"]["transport"]["busy_poll"], false);
     }
 }
+
+/// A region left by a wulf process that is gone (killed with -9 between
+/// its listen and the client's connect: no drop ran) is removed by the
+/// next shm run; a live process's region is kept.
+#[test]
+fn stale_shm_regions_of_dead_processes_are_swept() {
+    // A pid that existed and is gone: a child that has been waited for.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let stale = std::path::PathBuf::from(format!("/dev/shm/wulf-{dead}-5ca1ab1e"));
+    let live = std::path::PathBuf::from(format!("/dev/shm/wulf-{}-5ca1ab1e", std::process::id()));
+    std::fs::write(&stale, b"left behind").unwrap();
+    std::fs::write(&live, b"in use").unwrap();
+    let mut args = vec!["sweep", "shm", "--sizes", "8"];
+    args.extend_from_slice(QUICK);
+    let o = run(&args);
+    let (kept, swept) = (live.exists(), !stale.exists());
+    let _ = std::fs::remove_file(&live);
+    let _ = std::fs::remove_file(&stale);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(kept, "a live process's region was removed");
+    assert!(swept, "the stale region is still there");
+}

@@ -58,6 +58,37 @@ pub struct RegionHeader {
 
 const _: () = assert!(std::mem::size_of::<RegionHeader>() <= HEADER_BYTES);
 
+/// Unlink the regions of wulf processes that are gone: a peer killed
+/// with -9 between its `listen` and the client's connect leaves its region
+/// behind (a drop never runs), and nothing else would ever remove it.
+/// Names carry the creator's pid (`wulf-<pid>-<tag>`); a region whose pid
+/// no longer exists is stale. Best effort: errors are ignored.
+pub fn remove_stale() {
+    let Ok(entries) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    let prefix = &NAME_PREFIX[1..];
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+            .filter(|&p| p > 0)
+        else {
+            continue;
+        };
+        let gone = matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        if gone {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// A mapped region, unlinked at the latest when dropped.
 #[derive(Debug)]
 pub struct Region {
@@ -70,6 +101,7 @@ impl Region {
     /// Create, size, map (pre-faulted) and zero a new region of `bytes`,
     /// with `magic` and `params` in its header.
     pub fn create(magic: u64, params: [u32; PARAMS], bytes: usize) -> Result<Region> {
+        remove_stale();
         let bytes = bytes.max(HEADER_BYTES);
         let pid = std::process::id();
         let mut last = None;

@@ -313,7 +313,7 @@ fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 #[test]
 fn load_peer_runs_the_load_on_wulf_serve_records_it_and_stops_it() {
     let _g = serial();
-    let mut server = Server::start(&[]);
+    let mut server = Server::start(&["--allow-load"]);
     let spid = server.child.id();
     assert_eq!(load_threads_of(spid), 0);
     let dir = tempdir();
@@ -392,7 +392,7 @@ fn load_peer_runs_the_load_on_wulf_serve_records_it_and_stops_it() {
 #[test]
 fn a_peer_load_stops_when_the_client_is_interrupted() {
     let _g = serial();
-    let mut server = Server::start(&[]);
+    let mut server = Server::start(&["--allow-load"]);
     let spid = server.child.id();
     let dir = tempdir();
     let out = file(&dir, "r.json");

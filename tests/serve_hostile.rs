@@ -304,6 +304,50 @@ fn the_data_channel_is_bound_to_the_authenticated_client() {
     drop(outsider);
 }
 
+/// What a test costs is the server's decision: without its flags, a
+/// client's load and buffers beyond --max-memory are refused before
+/// anything runs (an open server once ran 22 load threads and touched
+/// 2.2 GB with nocache pools for anyone); with them, granted.
+#[test]
+fn a_client_gets_only_what_the_server_grants() {
+    let setup = |c: &mut Raw, max_bytes: u64, nocache: bool, loads: Option<&str>| {
+        c.send(json!({
+            "cmd": "setup", "transport": "tcp",
+            "channel": {"sndbuf_bytes": null, "rcvbuf_bytes": null, "nodelay": true,
+                        "ipv6": false, "timeout_ms": 5000},
+            "max_bytes": max_bytes, "nocache": nocache, "offset_bytes": 0, "cpu": null,
+            "loads": loads
+        }));
+        c.recv()
+    };
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let mut c = Raw::connect(&addr);
+    c.handshake();
+    let r = setup(&mut c, 1024, false, Some("cpu:1"));
+    assert_eq!(r["reply"], "error", "{r}");
+    assert!(
+        r["message"].as_str().unwrap().contains("--allow-load"),
+        "{r}"
+    );
+    let mut c = Raw::connect(&addr);
+    c.handshake();
+    let r = setup(&mut c, 1 << 30, true, None);
+    assert_eq!(r["reply"], "error", "{r}");
+    assert!(
+        r["message"].as_str().unwrap().contains("--max-memory"),
+        "{r}"
+    );
+    drop(c);
+    drop(server);
+
+    let server = Server::start(&["--allow-load", "--max-memory", "4Gi"]);
+    let mut c = Raw::connect(&server.addr());
+    c.handshake();
+    let r = setup(&mut c, 1024, false, Some("cpu:1"));
+    assert_eq!(r["reply"], "listening", "{r}");
+}
+
 #[test]
 fn garbage_and_wrong_messages_end_only_their_own_session() {
     let server = Server::start(&[]);

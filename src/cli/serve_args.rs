@@ -43,6 +43,18 @@ pub struct ServeArgs {
     /// (`--cpus`); otherwise the server runs unpinned and says so.
     #[arg(long)]
     pub allow_pinning: bool,
+    /// Let clients run a background load on this machine during their test
+    /// (`wulf sweep --load-peer`); off by default.
+    #[arg(long)]
+    pub allow_load: bool,
+    /// Offer the lean stacks (raw, xdp: raw frames, a NIC's queue) to
+    /// clients on other hosts; loopback clients always may use them.
+    #[arg(long)]
+    pub allow_lean: bool,
+    /// Most memory one test's buffers may map (both pools; --nocache pools
+    /// span twice the last-level cache).
+    #[arg(long, default_value = "512Mi", value_parser = parse_bytes, value_name = "BYTES")]
+    pub max_memory: u64,
     /// Serve one client, then exit.
     #[arg(long, hide = true)]
     pub once: bool,

@@ -240,6 +240,10 @@ fn serve_options(secret: Secret) -> ServeOptions {
             handshake_limit: HANDSHAKE_TIMEOUT,
             local_transports: LocalTransports::LoopbackClients,
             allow_pinning: false,
+            // Only the run's own coordinator and agents prove the secret.
+            allow_load: true,
+            allow_lean_remote: true,
+            max_memory_bytes: u64::MAX,
             secret: Some(secret),
         },
         allow: Vec::new(),

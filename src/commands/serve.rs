@@ -25,6 +25,9 @@ pub fn execute(args: &ServeArgs) -> anyhow::Result<()> {
             handshake_limit: args.max_handshake,
             local_transports: LocalTransports::LoopbackClients,
             allow_pinning: args.allow_pinning,
+            allow_load: args.allow_load,
+            allow_lean_remote: args.allow_lean,
+            max_memory_bytes: args.max_memory,
             secret,
         }
     };

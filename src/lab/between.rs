@@ -121,6 +121,12 @@ fn serve_in_node2(temp: &TempLab, once: bool) -> Result<LocalPeer> {
         "0".into(),
         "--bind".into(),
         server.address.to_string().into(),
+        // The lab's own server, for this run alone: it grants what the run
+        // asks (loads on the peer, the lean stacks, any buffers).
+        "--allow-load".into(),
+        "--allow-lean".into(),
+        "--max-memory".into(),
+        "1048576Gi".into(),
     ]);
     LocalPeer::spawn(
         command_in(&temp.state, &server.name, &serve)?,

@@ -34,6 +34,21 @@ pub const FALLBACK_LLC_BYTES: u64 = 32 << 20;
 
 const PAGE_BYTES: usize = 4096;
 
+/// The memory one pool for messages up to `max_bytes` maps, bytes (a test
+/// has two, one to send from and one to receive into): what a server
+/// checks against its `--max-memory` before it maps anything.
+pub fn pool_bytes(max_bytes: u64, offset_bytes: u64, nocache: bool, llc_bytes: Option<u64>) -> u64 {
+    let llc_bytes = llc_bytes.unwrap_or(FALLBACK_LLC_BYTES);
+    let one =
+        (max_bytes.saturating_add(offset_bytes)).div_ceil(PAGE_BYTES as u64) * PAGE_BYTES as u64;
+    let total = if nocache {
+        one.max(one.saturating_add(2 * llc_bytes))
+    } else {
+        one
+    };
+    total.saturating_add(PAGE_BYTES as u64)
+}
+
 /// A pool of equal-sized message slots.
 pub struct BufferPool {
     storage: memmap2::MmapMut,
@@ -84,11 +99,8 @@ impl BufferPool {
         let llc_bytes = llc_bytes.unwrap_or(FALLBACK_LLC_BYTES);
         let offset = offset_bytes as usize;
         let one = round_up(max_bytes as usize + offset, PAGE_BYTES);
-        let total = if nocache {
-            one.max(2 * llc_bytes as usize + one)
-        } else {
-            one
-        };
+        let total =
+            pool_bytes(max_bytes, offset_bytes, nocache, Some(llc_bytes)) as usize - PAGE_BYTES;
         let (storage, lease) = match lend(total + PAGE_BYTES)? {
             Some(SendMemory { mut map, lease }) => {
                 map.fill(0xa5);

@@ -56,6 +56,15 @@ pub struct SessionPolicy {
     pub local_transports: LocalTransports,
     /// Whether clients may pin the server's measuring thread to a CPU.
     pub allow_pinning: bool,
+    /// Whether clients may run a background load here (`--load-peer`;
+    /// `wulf serve --allow-load`).
+    pub allow_load: bool,
+    /// Whether clients from another host may ask for the lean stacks
+    /// (raw, xdp), which take a NIC's queue or send raw frames
+    /// (`wulf serve --allow-lean`); loopback clients always may.
+    pub allow_lean_remote: bool,
+    /// Most memory a test's buffer pools may map, bytes (`--max-memory`).
+    pub max_memory_bytes: u64,
     /// The shared secret clients must prove, if any.
     pub secret: Option<Secret>,
 }
@@ -71,10 +80,17 @@ impl SessionPolicy {
             handshake_limit: Duration::from_secs(60),
             local_transports: LocalTransports::Always,
             allow_pinning: true,
+            allow_load: true,
+            allow_lean_remote: true,
+            max_memory_bytes: u64::MAX,
             secret: None,
         }
     }
 }
+
+/// Transports that take a NIC's queue or send raw frames: a server offers
+/// them to clients on other hosts only when it says so.
+const LEAN_TRANSPORTS: [&str; 2] = ["raw", "xdp"];
 
 /// The server's slots for concurrent tests: taken after the handshake, so
 /// that a client that never finishes it never blocks anyone.
@@ -364,6 +380,35 @@ impl Test<'_> {
             bail!(
                 "a buffer offset of {} bytes exceeds the largest a server accepts ({MAX_OFFSET_BYTES} bytes)",
                 setup.offset_bytes
+            );
+        }
+        // What a test costs is the server's decision, checked before any
+        // of it is spent: a client once had an open server run 22 load
+        // threads, touch 2.2 GB with nocache pools, and attach XDP to a NIC.
+        if setup.loads.is_some() && !policy.allow_load {
+            bail!("this server does not run loads for its clients (start it with --allow-load)");
+        }
+        if LEAN_TRANSPORTS.contains(&setup.transport.as_str())
+            && !policy.allow_lean_remote
+            && !self.client_ip.is_loopback()
+        {
+            bail!(
+                "transport {} takes a NIC's queue or sends raw frames: this server offers it to other hosts only with --allow-lean",
+                setup.transport
+            );
+        }
+        let pools = 2 * crate::message::buffers::pool_bytes(
+            setup.max_bytes,
+            setup.offset_bytes,
+            setup.nocache,
+            Host::probe().llc_bytes,
+        );
+        if pools > policy.max_memory_bytes {
+            bail!(
+                "buffers of {pools} bytes for messages of {} bytes{} exceed this server's --max-memory of {} bytes",
+                setup.max_bytes,
+                if setup.nocache { " with --nocache" } else { "" },
+                policy.max_memory_bytes
             );
         }
         let mut warnings = Vec::new();

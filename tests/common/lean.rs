@@ -273,6 +273,7 @@ pub fn serve_in(lab: &str, node: &str) -> (Child, String) {
         wulf_bin(),
         "serve",
         "--announce",
+        "--allow-lean",
     ])
     .stdout(Stdio::piped())
     .stderr(Stdio::null())

@@ -348,6 +348,35 @@ fn a_client_gets_only_what_the_server_grants() {
     assert_eq!(r["reply"], "listening", "{r}");
 }
 
+/// A client that vanishes after asking for a shared-memory channel (shm,
+/// cma) frees the server at once, as for tcp: the wait on the region once
+/// held the server until the data timeout (10 s here), and the soak's
+/// good client then needed 50 attempts.
+#[test]
+fn a_vanished_shared_memory_client_frees_the_server_at_once() {
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    for transport in ["shm", "cma"] {
+        let mut c = Raw::connect(&addr);
+        c.handshake();
+        let r = c.setup(transport, 10_000, None);
+        if r["reply"] != "listening" {
+            // cma needs ptrace permission between the two processes.
+            assert_eq!(transport, "cma", "{r}");
+            continue;
+        }
+        drop(c);
+        let started = Instant::now();
+        let o = good_sweep(&addr, &[], Duration::from_secs(3));
+        assert!(o.status.success(), "{transport}: {}", stderr(&o));
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{transport}: the server was held {:?}",
+            started.elapsed()
+        );
+    }
+}
+
 #[test]
 fn garbage_and_wrong_messages_end_only_their_own_session() {
     let server = Server::start(&[]);

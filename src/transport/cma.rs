@@ -127,6 +127,7 @@ impl Transport for Cma {
         region.header().words[0].store(&*probe as *const u64 as u64, Ordering::Release);
         Ok(Box::new(CmaListener {
             region,
+            abort: super::AbortPair::new()?,
             probe,
             opts: opts.clone(),
         }))
@@ -178,6 +179,8 @@ impl Transport for Cma {
 
 struct CmaListener {
     region: Region,
+    /// Ends the wait for the client when the server's watchdog says so.
+    abort: super::AbortPair,
     probe: Box<u64>,
     opts: ChannelOptions,
 }
@@ -187,9 +190,14 @@ impl Listener for CmaListener {
         json!({ "name": self.region.name(), "bytes": self.region.len() })
     }
 
+    fn abort_handle(&self) -> Option<super::AbortHandle> {
+        self.abort.handle()
+    }
+
     fn accept(self: Box<Self>, timeout: Duration) -> Result<Connected> {
         let mut region = self.region;
-        let client = region.wait_for_attach(timeout)?;
+        let abort = self.abort;
+        let client = region.wait_for_attach(timeout, &|| abort.aborted())?;
         region.unlink();
         let ptracer = allow_reads_by(client);
         let addr = region.header().words[1].load(Ordering::Relaxed);

@@ -157,6 +157,39 @@ impl AbortHandle {
     }
 }
 
+/// What an [`AbortHandle`] wakes for a listener that waits on something
+/// other than a socket (a shared-memory region): a connected pair of Unix
+/// sockets, one end behind the handle, the other checked while waiting.
+/// Without it a vanished client held a shm or cma server until the data
+/// timeout (10 s in the soak, 60 s at most) instead of ending at once.
+pub struct AbortPair {
+    handle_end: std::os::unix::net::UnixStream,
+    watch_end: std::os::unix::net::UnixStream,
+}
+
+impl AbortPair {
+    /// A fresh pair, not aborted.
+    pub fn new() -> io::Result<AbortPair> {
+        let (handle_end, watch_end) = std::os::unix::net::UnixStream::pair()?;
+        watch_end.set_nonblocking(true)?;
+        Ok(AbortPair {
+            handle_end,
+            watch_end,
+        })
+    }
+
+    /// The handle that aborts the wait.
+    pub fn handle(&self) -> Option<AbortHandle> {
+        AbortHandle::of(&self.handle_end).ok()
+    }
+
+    /// Whether the handle was used (its end shut down).
+    pub fn aborted(&self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(io::Read::read(&mut &self.watch_end, &mut byte), Ok(0))
+    }
+}
+
 /// Options for a data channel. Each transport uses what applies to it and
 /// records what it did in [`Connected::settings`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -151,6 +151,7 @@ impl Transport for Shm {
         region.header().words[0].store(lender.fd() as u64, Ordering::Relaxed);
         Ok(Box::new(ShmListener {
             region,
+            abort: super::AbortPair::new()?,
             layout,
             lender,
             opts: opts.clone(),
@@ -226,6 +227,8 @@ enum Side {
 
 struct ShmListener {
     region: Region,
+    /// Ends the wait for the client when the server's watchdog says so.
+    abort: super::AbortPair,
     layout: Layout,
     lender: Lender,
     opts: ChannelOptions,
@@ -236,9 +239,14 @@ impl Listener for ShmListener {
         json!({ "name": self.region.name(), "bytes": self.region.len() })
     }
 
+    fn abort_handle(&self) -> Option<super::AbortHandle> {
+        self.abort.handle()
+    }
+
     fn accept(self: Box<Self>, timeout: Duration) -> Result<Connected> {
         let mut region = self.region;
-        let client = region.wait_for_attach(timeout)?;
+        let abort = self.abort;
+        let client = region.wait_for_attach(timeout, &|| abort.aborted())?;
         region.unlink();
         let h = region.header();
         let peer = PeerMemory::open(client, h.words[1].load(Ordering::Relaxed)).ok();

@@ -251,12 +251,15 @@ impl Region {
 
     /// Creator side: wait until the opener has attached, at most `timeout`;
     /// returns its process id.
-    pub fn wait_for_attach(&self, timeout: Duration) -> Result<u32> {
+    pub fn wait_for_attach(&self, timeout: Duration, aborted: &dyn Fn() -> bool) -> Result<u32> {
         let deadline = Instant::now() + timeout;
         loop {
             let pid = self.header().client_pid.load(Ordering::Acquire);
             if pid != 0 {
                 return Ok(pid);
+            }
+            if aborted() {
+                bail!("the wait for the other side to open the shared memory was aborted");
             }
             if Instant::now() >= deadline {
                 bail!(
@@ -316,7 +319,8 @@ mod tests {
         assert_eq!(b.len(), 8192);
         b.attach();
         assert_eq!(
-            a.wait_for_attach(Duration::from_secs(1)).unwrap(),
+            a.wait_for_attach(Duration::from_secs(1), &|| false)
+                .unwrap(),
             std::process::id()
         );
         // SAFETY: both map the same object; plain bytes beyond the header.
@@ -348,6 +352,8 @@ mod tests {
     #[test]
     fn attach_wait_times_out() {
         let a = Region::create(MAGIC, [0; PARAMS], 4096).unwrap();
-        assert!(a.wait_for_attach(Duration::from_millis(20)).is_err());
+        assert!(a
+            .wait_for_attach(Duration::from_millis(20), &|| false)
+            .is_err());
     }
 }

@@ -11,6 +11,7 @@
 //! (`--secret-file`) or the environment ([`SECRET_ENV`]), never the command
 //! line, where every user of the machine could read it in `ps`.
 
+use crate::sys::random::hex;
 use std::fmt;
 use std::path::Path;
 
@@ -140,14 +141,7 @@ fn read_secret_file(path: &Path) -> Result<Secret> {
 
 /// A fresh random value from the kernel, hex (nonces and secrets).
 pub fn random_hex() -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = [0u8; RANDOM_BYTES];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(hex(&bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    Ok(hex(&crate::sys::random::random_bytes::<RANDOM_BYTES>()?))
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {

@@ -137,11 +137,7 @@ pub fn open_server_warning(opts: &ServeOptions) -> Option<String> {
 
 /// Whether `ip` may connect under `--allow`.
 pub fn allowed(allow: &[ipnet::IpNet], ip: IpAddr) -> bool {
-    // An IPv4 client on a dual-stack socket shows as ::ffff:a.b.c.d.
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
-        v4 => v4,
-    };
+    let ip = crate::sys::path::plain_ip(ip);
     allow.is_empty() || allow.iter().any(|n| n.contains(&ip))
 }
 

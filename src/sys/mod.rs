@@ -23,6 +23,7 @@ pub mod interface;
 pub mod link_limit;
 pub mod path;
 pub mod qdisc;
+pub mod random;
 mod tcp_sysctl;
 mod topology;
 

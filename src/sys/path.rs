@@ -33,6 +33,15 @@ pub fn same_machine(local: &Host, peer: &Host, peer_addr: IpAddr) -> bool {
     ) == Some(true)
 }
 
+/// `ip` as the host it names: an IPv4 client on a dual-stack socket shows
+/// as ::ffff:a.b.c.d, which is a.b.c.d.
+pub fn plain_ip(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map(std::net::IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    }
+}
+
 /// Decision from what a result recorded (for reading files later, perhaps
 /// elsewhere): the two boot ids and whether `local`'s path to the peer
 /// crossed an interface (`Host::path_crosses_interface`). `None` when the

@@ -88,7 +88,7 @@ impl Transport for Tcp {
         let token = description
             .get("token")
             .and_then(Value::as_str)
-            .and_then(parse_token)
+            .and_then(crate::sys::random::from_hex::<TOKEN_BYTES>)
             .context("the peer sent no data token")?;
         (&socket)
             .write_all(&token)
@@ -105,36 +105,12 @@ const TOKEN_WAIT: Duration = Duration::from_secs(2);
 
 /// A fresh random token from the kernel.
 fn data_token() -> Result<[u8; TOKEN_BYTES]> {
-    let mut token = [0u8; TOKEN_BYTES];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut token))
-        .context("cannot read /dev/urandom for the data token")?;
-    Ok(token)
+    crate::sys::random::random_bytes().context("cannot read /dev/urandom for the data token")
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn parse_token(text: &str) -> Option<[u8; TOKEN_BYTES]> {
-    let mut token = [0u8; TOKEN_BYTES];
-    if text.len() != 2 * TOKEN_BYTES {
-        return None;
-    }
-    for (k, byte) in token.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(text.get(2 * k..2 * k + 2)?, 16).ok()?;
-    }
-    Some(token)
-}
-
-/// Whether two addresses are one host's (an IPv4 client on a dual-stack
-/// socket shows as ::ffff:a.b.c.d).
+/// Whether two addresses are one host's.
 fn same_host(a: IpAddr, b: IpAddr) -> bool {
-    let plain = |ip: IpAddr| match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
-        v4 => v4,
-    };
-    plain(a) == plain(b)
+    crate::sys::path::plain_ip(a) == crate::sys::path::plain_ip(b)
 }
 
 struct TcpListener {
@@ -150,7 +126,7 @@ struct TcpListener {
 
 impl Listener for TcpListener {
     fn describe(&self) -> Value {
-        json!({ "port": self.port, "token": hex(&self.token) })
+        json!({ "port": self.port, "token": crate::sys::random::hex(&self.token) })
     }
 
     /// Accept the data connection of this test: from the expected peer

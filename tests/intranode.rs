@@ -319,13 +319,28 @@ fn efficiency_is_recorded_and_summarised() {
         }
         let s = &r["summary"];
         let floor = r["points"][0]["limits"]["floor_ns"].as_f64().unwrap();
-        let x = s["latency_floor_multiple"].as_f64().unwrap();
-        assert!((x - s["latency_ns"].as_f64().unwrap() / floor).abs() < 1e-9 * x);
+        let latency = s["latency_ns"].as_f64().unwrap();
+        match s["latency_floor_multiple"].as_f64() {
+            Some(x) => {
+                assert!((x - latency / floor).abs() < 1e-9 * x);
+                assert!(out.contains("x the cache-line floor"), "{out}");
+            }
+            // Under load the floor can meet a busier moment than the point;
+            // a multiple below one is withheld, and the run must say so.
+            None => {
+                assert!(latency < floor, "withheld although {latency} >= {floor}");
+                assert!(
+                    r["warnings"].to_string().contains("its multiple is withheld"),
+                    "{}",
+                    r["warnings"]
+                );
+                eprintln!("{t}: the floor met a busier moment; its multiple is withheld");
+            }
+        }
         assert!(r["definitions"]["efficiency"]
             .as_str()
             .unwrap()
             .contains("c2c_bits_per_s"));
-        assert!(out.contains("x the cache-line floor"), "{out}");
         if !all_limits {
             eprintln!("{t}: a limit was dropped under load; its fractions are not checked");
             continue;
@@ -522,15 +537,28 @@ fn memcpy_curve_is_sane() {
 
 #[test]
 fn cacheline_curve_is_sane() {
-    let (r, out) = sweep_ok(&["cacheline", "--sizes", "1,8,64,512,4Ki"]);
-    assert_eq!(r["mode"], "pingpong");
-    assert_eq!(r["complete"], true);
-    assert_eq!(r["placement"]["server_cpu"], 1);
-    let m = medians(&r);
-    assert!(m.iter().all(|(_, t)| *t > 0.0));
-    // 64 cache lines take longer than one.
-    assert!(m[4].1 > m[1].1, "{m:?}");
-    assert!(out.contains("latency"));
+    // 64 cache lines take longer than one. Both ends spin on the two CPUs
+    // of the test machine, so one preempted point (once 8 B at 5.6 us
+    // against 4 KiB at 0.7 us, with other tests running) can invert the
+    // pair: the physical order is asked of the faster of the two one-line
+    // sizes, in up to three runs, and the structure of every run.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (r, out) = sweep_ok(&["cacheline", "--sizes", "1,8,64,512,4Ki"]);
+        assert_eq!(r["mode"], "pingpong");
+        assert_eq!(r["complete"], true);
+        assert_eq!(r["placement"]["server_cpu"], 1);
+        assert!(out.contains("latency"));
+        let m = medians(&r);
+        assert_eq!(m.len(), 5, "{m:?}");
+        assert!(m.iter().all(|(_, t)| *t > 0.0));
+        if m[4].1 > m[0].1.min(m[1].1) {
+            seen.clear();
+            break;
+        }
+        seen.push(m);
+    }
+    assert!(seen.is_empty(), "one cache line never beat 64 in 3 runs: {seen:?}");
     // The default schedule stays within a few KiB.
     let (d, _) = sweep_ok(&["cacheline", "--no-perturb"]);
     let sizes: Vec<u64> = medians(&d).iter().map(|p| p.0).collect();

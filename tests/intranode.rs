@@ -330,7 +330,9 @@ fn efficiency_is_recorded_and_summarised() {
             None => {
                 assert!(latency < floor, "withheld although {latency} >= {floor}");
                 assert!(
-                    r["warnings"].to_string().contains("its multiple is withheld"),
+                    r["warnings"]
+                        .to_string()
+                        .contains("its multiple is withheld"),
                     "{}",
                     r["warnings"]
                 );
@@ -558,7 +560,10 @@ fn cacheline_curve_is_sane() {
         }
         seen.push(m);
     }
-    assert!(seen.is_empty(), "one cache line never beat 64 in 3 runs: {seen:?}");
+    assert!(
+        seen.is_empty(),
+        "one cache line never beat 64 in 3 runs: {seen:?}"
+    );
     // The default schedule stays within a few KiB.
     let (d, _) = sweep_ok(&["cacheline", "--no-perturb"]);
     let sizes: Vec<u64> = medians(&d).iter().map(|p| p.0).collect();

@@ -101,17 +101,25 @@ fn a_loaded_sweep_with_the_whole_cost_records_both() {
     let kinds: Vec<&str> = c.loads.iter().map(|l| l.kind.as_str()).collect();
     assert_eq!(kinds, ["cpu", "memory", "network"]);
     assert!(c.loads.iter().all(|l| l.ran_s > 0.0));
-    let cal = c.soaker.expect("calibration recorded");
-    assert!(!cal.cpus.is_empty());
-    if !cal.trusted {
-        assert!(
-            r.warnings.iter().any(|w| w.contains("whole CPU cost")),
-            "{:?}",
-            r.warnings
-        );
-    }
+    // The kernel's accounting, its background measured with the loads
+    // running, so that their own CPU is subtracted; and said so.
+    let base = c.kernel_baseline.expect("background recorded");
+    assert!(base.cpu_count() >= 1 && base.includes_loads, "{base:?}");
+    assert!(c.soaker.is_none(), "no soakers without --cost soak");
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("whole CPU cost under --load")),
+        "{:?}",
+        r.warnings
+    );
     for p in &r.points {
         let w = p.cpu_whole.as_ref().expect("every point has a whole cost");
+        assert_eq!(w.method.as_deref(), Some("kernel"));
+        assert!(
+            w.busy_ticks.is_some() && w.background_cpu_ns.unwrap() > 0.0,
+            "{w:?}"
+        );
         assert!(w.ns_per_byte.unwrap() >= 0.0 && w.wall_ns > 0);
         assert!((0.0..=1.0).contains(&w.machine_share));
         assert!(w.getrusage_ns_per_byte.unwrap() >= 0.0);
@@ -473,7 +481,7 @@ fn a_thorough_run_records_the_whole_cost() {
             .unwrap_or_else(|| panic!("no {t} result in {}", run_dir.display()));
         let r = wulf::result::read_result(&f).unwrap();
         let c = r.conditions.expect("conditions recorded");
-        assert!(c.soaker.is_some(), "{t}: the calibration");
+        assert!(c.kernel_baseline.is_some(), "{t}: the background");
         assert!(c.loads.is_empty());
         assert!(!r.points.is_empty());
         assert!(

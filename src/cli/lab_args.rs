@@ -141,8 +141,8 @@ pub struct StudyArgs {
     /// names them).
     #[arg(long, value_name = "HOST[:PORT]", conflicts_with_all = ["link", "mtu"])]
     pub peer: Option<String>,
-    /// lean-stacks: CPU cost to measure in each sweep, process (getrusage)
-    /// or whole (also the whole machine's, as `wulf sweep --cost whole`).
+    /// lean-stacks: CPU cost to measure in each sweep, process (getrusage),
+    /// whole or soak (also the whole machine's, as `wulf sweep --cost`).
     #[arg(long, value_enum, default_value = "process")]
     pub cost: super::CostArg,
     /// lean-stacks: background load during every sweep, as `wulf sweep

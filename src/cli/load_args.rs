@@ -18,17 +18,23 @@ fn parse_load_list(text: &str) -> Result<LoadList, String> {
 pub enum CostArg {
     /// getrusage of each end's measuring thread (always recorded).
     Process,
+    /// Also everything the machine spent, by the kernel's own accounting:
+    /// busy time in /proc/stat over the measured blocks, every CPU, user,
+    /// system, irq and softirq, less the background measured before the run.
+    Whole,
     /// Also everything the machine spent, by cyclesoak's method: idle-class
     /// soaker threads on every CPU, calibrated first, lose what the
-    /// measurement used (user, system, softirq, interrupts, kernel threads).
-    Whole,
+    /// measurement used; the kernel's figure is recorded beside it. The
+    /// soakers perturb what they measure (see docs/methodology.md).
+    Soak,
 }
 
 /// `--cost`, `--load`, `--loaded-vs-unloaded`.
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
-    /// CPU cost to measure: process (getrusage, default) or whole (the
-    /// whole machine, cyclesoak's method; needs an otherwise idle machine).
+    /// CPU cost to measure: process (getrusage, default), whole (the whole
+    /// machine by the kernel's accounting in /proc/stat) or soak (the whole
+    /// machine by cyclesoak's soaker threads, the kernel's figure beside it).
     #[arg(long, value_enum, default_value = "process")]
     pub cost: CostArg,
     /// Background load for the whole measurement, comma-separated:

@@ -6,14 +6,16 @@
 use anyhow::Result;
 
 use crate::cli::{CostArg, LoadArgs};
-use crate::load::soaker::{calibrate_idle, Calibration};
+use crate::load::kernel::{KernelBaseline, BASELINE_SPAN};
+use crate::load::soaker::calibrate_idle;
+use crate::load::whole::WholeSetup;
 use crate::load::{LoadRecord, LoadSpec, Loads};
 use crate::result::Conditions;
 
 /// What a command was asked to measure under.
 pub struct Prepared {
-    /// The soakers' calibration, with `--cost whole`.
-    pub calibration: Option<Calibration>,
+    /// The whole-cost setup, with `--cost whole` or `--cost soak`.
+    pub whole: Option<WholeSetup>,
     /// The loads of `--load` (empty: none).
     pub loads: Vec<LoadSpec>,
     /// `--loaded-vs-unloaded`.
@@ -23,33 +25,42 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Calibrate the soakers if asked (and make the calibration active for
-    /// this process and those it starts); warn on stderr when the machine
-    /// was not idle enough to trust it.
+    /// Set the whole cost up if asked (the background measured, and with
+    /// `--cost soak` the soakers calibrated) and make it active for this
+    /// process and those it starts; warn on stderr when the machine was
+    /// not idle enough to trust it.
     pub fn from_args(a: &LoadArgs) -> Result<Prepared> {
-        let calibration = match a.cost {
+        let whole = match a.cost {
             CostArg::Process => None,
-            CostArg::Whole => {
-                let cal = calibrate_idle()
-                    .map_err(|e| anyhow::anyhow!("cannot start the soaker threads: {e}"))?;
-                if let Some(w) = cal.warning() {
+            CostArg::Whole | CostArg::Soak => {
+                let kernel = KernelBaseline::measure(BASELINE_SPAN, false)
+                    .map_err(|e| anyhow::anyhow!("cannot read /proc/stat: {e}"))?;
+                let soak = match a.cost {
+                    CostArg::Soak => Some(
+                        calibrate_idle()
+                            .map_err(|e| anyhow::anyhow!("cannot start the soaker threads: {e}"))?,
+                    ),
+                    _ => None,
+                };
+                let setup = WholeSetup { kernel, soak };
+                for w in setup.warnings() {
                     eprintln!("wulf: warning: {w}");
                 }
-                crate::load::whole::activate(&cal);
-                Some(cal)
+                crate::load::whole::activate(&setup);
+                Some(setup)
             }
         };
         Ok(Prepared {
-            calibration,
+            whole,
             loads: a.load.as_ref().map(|l| l.0.clone()).unwrap_or_default(),
             both: a.loaded_vs_unloaded,
             load_peer: false,
         })
     }
 
-    /// The whole CPU cost alone (`wulf run --thorough`): calibrate the
-    /// soakers now, before any peer or rank starts, and make the
-    /// calibration active.
+    /// The whole CPU cost alone (`wulf run --thorough`): measure the
+    /// background now, before any peer or rank starts, and make the setup
+    /// active.
     pub fn whole_cost() -> Result<Prepared> {
         Prepared::from_args(&LoadArgs {
             cost: CostArg::Whole,
@@ -60,28 +71,33 @@ impl Prepared {
 
     /// Whether there is anything to record.
     pub fn any(&self) -> bool {
-        self.calibration.is_some() || !self.loads.is_empty()
+        self.whole.is_some() || !self.loads.is_empty()
     }
 
     /// The conditions block of a result measured under `loads`; `role`
-    /// names the half of `--loaded-vs-unloaded`. Also the warning to add
-    /// to the result when the calibration is untrusted.
+    /// names the half of `--loaded-vs-unloaded`. Also the warnings to add
+    /// to the result about its whole cost. The setup is the one active now
+    /// (its background measured again while loads ran).
     pub fn conditions(
         &self,
         role: Option<&str>,
         loads: Vec<LoadRecord>,
-    ) -> (Conditions, Option<String>) {
+    ) -> (Conditions, Vec<String>) {
+        let whole = self
+            .whole
+            .as_ref()
+            .map(|_| crate::load::whole::active().unwrap_or_else(|| self.whole.clone().unwrap()));
         let c = Conditions {
             role: role.map(str::to_string),
             loads,
             peer_loads: Vec::new(),
-            soaker: self.calibration.clone(),
-            whole_cost_scope: self
-                .calibration
+            soaker: whole.as_ref().and_then(|w| w.soak.clone()),
+            kernel_baseline: whole.as_ref().map(|w| w.kernel.clone()),
+            whole_cost_scope: whole
                 .as_ref()
                 .map(|_| "the CPUs of the machine wulf was started on".to_string()),
         };
-        (c, self.calibration.as_ref().and_then(Calibration::warning))
+        (c, whole.map(|w| w.warnings()).unwrap_or_default())
     }
 }
 
@@ -89,9 +105,13 @@ impl Prepared {
 /// returns (or unwinds), and what they achieved comes back with its value.
 pub fn under_load<T>(specs: &[LoadSpec], f: impl FnOnce() -> T) -> Result<(T, Vec<LoadRecord>)> {
     if specs.is_empty() {
+        crate::load::whole::loads_running(false)?;
         return Ok((f(), Vec::new()));
     }
     let loads = Loads::start(specs)?;
+    // The loads' own busy time becomes part of the background the whole
+    // cost subtracts: measured now, with them running, before the work.
+    crate::load::whole::loads_running(true)?;
     let out = f();
     Ok((out, loads.stop()))
 }

@@ -74,6 +74,11 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
     // Calibrated before any rank starts; the loads run for every kernel.
     let prepared = super::conditions::Prepared::from_args(&a.conditions)?;
     let loads = crate::load::Loads::start(if prepared.both { &[] } else { &prepared.loads })?;
+    if !prepared.both && !prepared.loads.is_empty() {
+        // The loads' own busy time joins the background the whole cost
+        // subtracts: measured now, with them running.
+        crate::load::whole::loads_running(true)?;
+    }
     let mut plans = Vec::new();
     let mut results = Vec::new();
     let mut failed = Vec::new();

@@ -60,8 +60,9 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     }
     let mut measure = args.measure.clone();
     measure.tails |= args.thorough;
-    // --thorough: the whole CPU cost too (cyclesoak's soakers, calibrated
-    // here, before any peer starts, while the machine is as idle as it gets).
+    // --thorough: the whole CPU cost too (the kernel's accounting, its
+    // background measured here, before any peer starts, while the machine
+    // is as idle as it gets).
     let whole = match args.thorough {
         true => Some(super::conditions::Prepared::whole_cost()?),
         false => None,

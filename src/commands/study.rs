@@ -52,8 +52,10 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         return Err(usage(format!("--mtu: {bad} is outside 576..9000")));
     }
     let mut sweep_args = Vec::new();
-    if a.cost == crate::cli::CostArg::Whole {
-        sweep_args.extend(["--cost".to_string(), "whole".to_string()]);
+    match a.cost {
+        crate::cli::CostArg::Process => {}
+        crate::cli::CostArg::Whole => sweep_args.extend(["--cost".into(), "whole".into()]),
+        crate::cli::CostArg::Soak => sweep_args.extend(["--cost".into(), "soak".into()]),
     }
     if let Some(load) = &a.load {
         sweep_args.extend(["--load".to_string(), load.clone()]);

@@ -16,7 +16,7 @@ use anyhow::Result;
 use super::offloads::{coalesce_answer, ethtool_version, read_state, OffloadGuard};
 use crate::cli::{MeasureArgs, TuneArgs, TuneTarget, TuneTcpArgs};
 use crate::error::WulfError;
-use crate::load::soaker::calibrate_idle;
+use crate::load::kernel::{KernelBaseline, BASELINE_SPAN};
 use crate::peer::client::resolve;
 use crate::peer::DEFAULT_PORT;
 use crate::report;
@@ -339,16 +339,17 @@ struct Offloads {
 }
 
 impl Offloads {
-    /// Check for ethtool, calibrate the soakers (the whole CPU cost is
+    /// Check for ethtool, measure the background (the whole CPU cost is
     /// what offloads move between the NIC, softirqs and our threads, which
     /// getrusage mostly misses), remember the interface's state and plan.
     fn prepare(a: &TuneTcpArgs) -> Result<Offloads> {
         let tool = ethtool_version()?;
         let interface = path_interface(a)?
             .ok_or_else(|| anyhow::anyhow!("--offloads: no interface on the route to the peer"))?;
-        let cal = calibrate_idle()
-            .map_err(|e| anyhow::anyhow!("cannot start the soaker threads: {e}"))?;
-        crate::load::whole::activate(&cal);
+        let kernel = KernelBaseline::measure(BASELINE_SPAN, false)
+            .map_err(|e| anyhow::anyhow!("cannot read /proc/stat: {e}"))?;
+        let warning = kernel.warning();
+        crate::load::whole::activate(&crate::load::whole::WholeSetup { kernel, soak: None });
         let guard = OffloadGuard::take(&interface);
         let answer = coalesce_answer(&interface, guard.before());
         let (configs, skipped) = offload_configs(&interface, guard.before(), answer.as_deref());
@@ -358,7 +359,7 @@ impl Offloads {
             guard,
             configs,
             skipped,
-            calibration_warning: cal.warning(),
+            calibration_warning: warning,
         })
     }
 

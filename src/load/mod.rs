@@ -1,5 +1,6 @@
 //! Conditions of a measurement: the whole CPU cost of communication
-//! ([`soaker`], cyclesoak's method) and controlled background load
+//! ([`kernel`], the kernel's accounting, or [`soaker`], cyclesoak's
+//! method; [`whole`] puts them together) and controlled background load
 //! (`--load cpu[:N],memory[:N],network[:RATE]`).
 //!
 //! Every load runs on threads of this process, started before the
@@ -9,6 +10,7 @@
 //! per second) is read when it stops and recorded in the result.
 
 mod cpu;
+pub mod kernel;
 mod memory;
 mod network;
 pub mod peer;

@@ -1,52 +1,136 @@
-//! `--cost whole`: the calibration in force for this process, and the
-//! figures recorded per sweep point and per NAS run.
+//! `--cost whole` and `--cost soak`: the setup in force for this process,
+//! and the figures recorded per sweep point and per NAS run.
 //!
-//! The command calibrates once, before any peer or rank starts, and makes
-//! the calibration active; the sweep engine then runs soakers around its
-//! points (see `sweep::whole`). A sweep measured in other processes (an
-//! MPI job's rank 0) finds the calibration in the environment variable
-//! [`CALIBRATION_ENV`], which the launched processes inherit.
+//! Two methods, both recorded side by side when the soakers run:
+//! - **kernel** (`--cost whole`, the default method): busy time from
+//!   `/proc/stat` over the measured blocks, every CPU, less the background
+//!   measured before the run (see `kernel`). It agrees with the kernel's
+//!   accounting by construction and perturbs nothing; its resolution is a
+//!   tick per CPU and window.
+//! - **soak** (`--cost soak`): cyclesoak's method (see `soaker`): what
+//!   idle-class soaker threads lose. It sees time the kernel's tick misses,
+//!   but the soakers change what they measure (wakeups get faster, the
+//!   ends' own CPU time rises), so it is opt-in.
+//!
+//! The command sets the method up once, before any peer or rank starts,
+//! and makes it active; the sweep engine then reads the counters around
+//! its blocks (see `sweep::whole`). A sweep measured in other processes (an
+//! MPI job's rank 0) finds the setup in the environment variable
+//! [`SETUP_ENV`], which the launched processes inherit.
 
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use super::kernel::{busy_between, KernelBaseline, StatReader, Ticks, BASELINE_SPAN};
 use super::soaker::{Calibration, Lost, Snapshot, Soaker};
 
-/// Environment variable carrying the active calibration (JSON) to
-/// processes wulf starts.
-pub const CALIBRATION_ENV: &str = "WULF_SOAK_CALIBRATION";
+/// Environment variable carrying the active setup (JSON) to processes
+/// wulf starts.
+pub const SETUP_ENV: &str = "WULF_WHOLE_COST";
 
-static ACTIVE: Mutex<Option<Calibration>> = Mutex::new(None);
+/// How the whole CPU cost is measured in this run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WholeSetup {
+    /// The background the kernel figures subtract.
+    pub kernel: KernelBaseline,
+    /// The soakers' idle calibration, with `--cost soak`: their figure is
+    /// then the primary one and the kernel's stands beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<Calibration>,
+}
 
-/// Make `cal` the calibration of this process and of the processes it
-/// starts from now on.
-pub fn activate(cal: &Calibration) {
-    *ACTIVE.lock().unwrap_or_else(|e| e.into_inner()) = Some(cal.clone());
-    if let Ok(json) = serde_json::to_string(cal) {
-        std::env::set_var(CALIBRATION_ENV, json);
+impl WholeSetup {
+    /// The method whose figure is primary: `kernel` or `soak`.
+    pub fn method(&self) -> &'static str {
+        if self.soak.is_some() {
+            "soak"
+        } else {
+            "kernel"
+        }
+    }
+
+    /// The warnings a result measured with this setup carries.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w: Vec<String> = self.kernel.warning().into_iter().collect();
+        if let Some(cal) = &self.soak {
+            w.extend(cal.warning());
+            if self.kernel.includes_loads {
+                w.push(
+                    "whole CPU cost (soak) under --load: the soakers cannot tell the loads' CPU from \
+                     the measurement's, so their figure counts both; the kernel figure beside it \
+                     subtracts the loads"
+                        .to_string(),
+                );
+            }
+        }
+        w
     }
 }
 
-/// The active calibration, if `--cost whole` is on (here or in the wulf
-/// that started this process).
-pub fn active() -> Option<Calibration> {
-    if let Some(c) = ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).clone() {
-        return Some(c);
+static ACTIVE: Mutex<Option<WholeSetup>> = Mutex::new(None);
+/// The background measured on the idle machine, restored when the loads
+/// of a `--loaded-vs-unloaded` half stop.
+static IDLE: Mutex<Option<KernelBaseline>> = Mutex::new(None);
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Make `setup` the whole-cost setup of this process and of the processes
+/// it starts from now on.
+pub fn activate(setup: &WholeSetup) {
+    if !setup.kernel.includes_loads {
+        *lock(&IDLE) = Some(setup.kernel.clone());
     }
-    let json = std::env::var(CALIBRATION_ENV).ok()?;
+    *lock(&ACTIVE) = Some(setup.clone());
+    if let Ok(json) = serde_json::to_string(setup) {
+        std::env::set_var(SETUP_ENV, json);
+    }
+}
+
+/// The active setup, if a whole cost was asked for (here or in the wulf
+/// that started this process).
+pub fn active() -> Option<WholeSetup> {
+    if let Some(s) = lock(&ACTIVE).clone() {
+        return Some(s);
+    }
+    let json = std::env::var(SETUP_ENV).ok()?;
     serde_json::from_str(&json).ok()
+}
+
+/// Tell the whole cost whether `--load` threads now run: with loads, the
+/// background is measured again with them running (so that the kernel
+/// figures subtract the loads' own CPU); without, the idle background is
+/// restored. Nothing happens when no whole cost is active.
+pub fn loads_running(running: bool) -> std::io::Result<()> {
+    let Some(mut setup) = lock(&ACTIVE).clone() else {
+        return Ok(());
+    };
+    if running {
+        setup.kernel = KernelBaseline::measure(BASELINE_SPAN, true)?;
+    } else if let Some(idle) = lock(&IDLE).clone() {
+        setup.kernel = idle;
+    }
+    activate(&setup);
+    Ok(())
 }
 
 /// The whole CPU cost of one sweep point or one NAS run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WholeCpu {
-    /// CPU time the soakers lost over the measured blocks, all CPUs, ns.
+    /// What `cpu_ns` counts: `kernel` (busy time in /proc/stat, less the
+    /// background) or `soak` (what the soakers lost). Absent in files
+    /// written before the kernel method existed: `soak`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// CPU time the measured blocks cost the machine, all CPUs, ns.
     pub cpu_ns: f64,
-    /// Wall time the soakers were read over, ns.
+    /// Wall time of the measured blocks, ns.
     pub wall_ns: u64,
-    /// `cpu_ns` as a share of all soaked CPUs over `wall_ns` (0..=1).
+    /// `cpu_ns` as a share of all CPUs over `wall_ns` (0..=1).
     pub machine_share: f64,
     /// Sweep points: whole CPU per byte that crossed the channel, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,12 +146,24 @@ pub struct WholeCpu {
     /// spent than getrusage saw (1 = it saw everything).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub whole_over_getrusage: Option<f64>,
+    /// Kernel busy ticks the kernel figure rests on, all CPUs (its
+    /// resolution: about one tick of sampling error per CPU and window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_ticks: Option<u64>,
+    /// The background subtracted from the kernel's busy time, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_cpu_ns: Option<f64>,
+    /// With `method` soak: the kernel's figure for the same blocks, CPU ns
+    /// (side by side with the soakers').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_cpu_ns: Option<f64>,
 }
 
 impl WholeCpu {
     /// From lost capacity over `ncpu` soaked CPUs, without per-byte figures.
     pub fn from_lost(lost: Lost, ncpu: usize) -> WholeCpu {
         WholeCpu {
+            method: Some("soak".to_string()),
             cpu_ns: lost.cpu_ns,
             wall_ns: lost.wall_ns,
             machine_share: lost.share(ncpu),
@@ -75,30 +171,197 @@ impl WholeCpu {
             ns_per_message: None,
             getrusage_ns_per_byte: None,
             whole_over_getrusage: None,
+            busy_ticks: None,
+            background_cpu_ns: None,
+            kernel_cpu_ns: None,
         }
+    }
+
+    /// From `busy_ticks` over windows of `wall_ns` in all, against the
+    /// background of `base`; with `soak`, the soakers' figure is primary.
+    pub fn from_kernel(
+        base: &KernelBaseline,
+        busy_ticks: u64,
+        wall_ns: u64,
+        soak: Option<(Lost, usize)>,
+    ) -> WholeCpu {
+        let background = base.background_cpus() * wall_ns as f64;
+        // Clamped only here, on the whole window: the per-window sampling
+        // error is zero on average, and a clamp per block would bias it.
+        let kernel = (busy_ticks as f64 * base.ns_per_tick - background).max(0.0);
+        let mut w = match soak {
+            Some((lost, ncpu)) => {
+                let mut w = WholeCpu::from_lost(lost, ncpu);
+                w.kernel_cpu_ns = Some(kernel);
+                w
+            }
+            None => {
+                let mut w = WholeCpu::from_lost(Lost::default(), base.cpu_count());
+                w.method = Some("kernel".to_string());
+                w.cpu_ns = kernel;
+                w.wall_ns = wall_ns;
+                w.machine_share = if wall_ns == 0 || base.cpu_count() == 0 {
+                    0.0
+                } else {
+                    (kernel / (wall_ns as f64 * base.cpu_count() as f64)).min(1.0)
+                };
+                w
+            }
+        };
+        w.busy_ticks = Some(busy_ticks);
+        w.background_cpu_ns = Some(background);
+        w
     }
 }
 
-/// Soakers running for the length of one NAS run (or any span of work).
+/// The kernel's and (with `--cost soak`) the soakers' counters, read around
+/// a window of work.
+pub struct Counters {
+    setup: WholeSetup,
+    reader: StatReader,
+    soaker: Option<Soaker>,
+}
+
+/// One reading of [`Counters`].
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    ticks: Ticks,
+    soak: Option<Snapshot>,
+}
+
+/// What one window of work cost, before the background is subtracted.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Window {
+    /// Busy ticks, all CPUs.
+    pub busy_ticks: u64,
+    /// Wall time, ns.
+    pub wall_ns: u64,
+    /// What the soakers lost (zero without them).
+    pub lost: Lost,
+}
+
+impl Window {
+    /// Add another window.
+    pub fn add(&mut self, other: Window) {
+        self.busy_ticks += other.busy_ticks;
+        self.wall_ns += other.wall_ns;
+        self.lost.add(other.lost);
+    }
+}
+
+impl Counters {
+    /// Counters for the active setup (soakers started with `--cost soak`);
+    /// None when no whole cost is active or the counters cannot be read.
+    pub fn start() -> Option<Counters> {
+        let setup = active()?;
+        let soaker = match &setup.soak {
+            Some(cal) => Some(Soaker::start(&cal.cpus).ok()?),
+            None => None,
+        };
+        let mut reader = StatReader::new();
+        reader.read().ok()?;
+        Some(Counters {
+            setup,
+            reader,
+            soaker,
+        })
+    }
+
+    /// Read every counter into `into` (its buffers reused).
+    pub fn read_into(&mut self, into: &mut Reading) {
+        if self.reader.read_into(&mut into.ticks).is_err() {
+            into.ticks = Ticks::default();
+        }
+        into.soak = self.soaker.as_ref().map(Soaker::snapshot);
+    }
+
+    /// What the machine spent between two readings.
+    pub fn window(&self, a: &Reading, b: &Reading) -> Window {
+        let (busy_ticks, wall_ns) = busy_between(&a.ticks, &b.ticks);
+        let lost = match (&self.setup.soak, &a.soak, &b.soak) {
+            (Some(cal), Some(x), Some(y)) => Lost::between(cal, x, y),
+            _ => Lost::default(),
+        };
+        Window {
+            busy_ticks,
+            wall_ns,
+            lost,
+        }
+    }
+
+    /// The whole CPU of `w`, no per-byte figures.
+    pub fn whole(&self, w: &Window) -> WholeCpu {
+        let soak = self.setup.soak.as_ref().map(|cal| (w.lost, cal.cpus.len()));
+        WholeCpu::from_kernel(&self.setup.kernel, w.busy_ticks, w.wall_ns, soak)
+    }
+}
+
+/// Counters read over the length of one NAS run (or any span of work).
 pub struct Span {
-    soaker: Soaker,
-    cal: Calibration,
-    from: Snapshot,
+    counters: Counters,
+    from: Reading,
 }
 
 impl Span {
-    /// Start soakers with the active calibration; None when `--cost whole`
-    /// is off or soakers cannot start.
+    /// Start reading; None when no whole cost is active.
     pub fn start() -> Option<Span> {
-        let cal = active()?;
-        let soaker = Soaker::start(&cal.cpus).ok()?;
-        let from = soaker.snapshot();
-        Some(Span { soaker, cal, from })
+        let mut counters = Counters::start()?;
+        let mut from = Reading::default();
+        counters.read_into(&mut from);
+        Some(Span { counters, from })
     }
 
     /// Stop, and the whole CPU the span used.
-    pub fn finish(self) -> WholeCpu {
-        let lost = Lost::between(&self.cal, &self.from, &self.soaker.snapshot());
-        WholeCpu::from_lost(lost, self.cal.cpus.len())
+    pub fn finish(mut self) -> WholeCpu {
+        let mut to = Reading::default();
+        self.counters.read_into(&mut to);
+        let w = self.counters.window(&self.from, &to);
+        self.counters.whole(&w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base(shares: Vec<f64>) -> KernelBaseline {
+        KernelBaseline {
+            cpus: (0..shares.len()).collect(),
+            busy_share: shares,
+            span_ms: 500.0,
+            ns_per_tick: 1e7,
+            held_cpus: Vec::new(),
+            includes_loads: false,
+            load_average_1m: None,
+        }
+    }
+
+    #[test]
+    fn the_kernel_figure_is_busy_time_less_the_background() {
+        // 2 CPUs, 1 s, 120 busy ticks of 10 ms; background 0.1 CPU.
+        let w = WholeCpu::from_kernel(&base(vec![0.05, 0.05]), 120, 1_000_000_000, None);
+        assert_eq!(w.method.as_deref(), Some("kernel"));
+        assert!((w.cpu_ns - 1.1e9).abs() < 1.0, "{w:?}");
+        assert!((w.machine_share - 0.55).abs() < 1e-9);
+        assert_eq!(w.busy_ticks, Some(120));
+        assert!((w.background_cpu_ns.unwrap() - 1e8).abs() < 1.0);
+    }
+
+    #[test]
+    fn with_soakers_their_figure_leads_and_the_kernel_stands_beside_it() {
+        let lost = Lost {
+            wall_ns: 1_000_000_000,
+            cpu_ns: 7e8,
+        };
+        let w = WholeCpu::from_kernel(&base(vec![0.0; 2]), 50, 1_000_000_000, Some((lost, 2)));
+        assert_eq!(w.method.as_deref(), Some("soak"));
+        assert_eq!(w.cpu_ns, 7e8);
+        assert!((w.kernel_cpu_ns.unwrap() - 5e8).abs() < 1.0);
+    }
+
+    #[test]
+    fn an_idle_window_never_costs_below_zero() {
+        let w = WholeCpu::from_kernel(&base(vec![0.5]), 0, 1_000_000, None);
+        assert_eq!(w.cpu_ns, 0.0);
     }
 }

@@ -455,7 +455,7 @@ type CpuOf = fn(&crate::result::Point) -> f64;
 
 /// CPU time per byte moved against size, both ends: the measuring end (A)
 /// solid, the peer (B) dashed, and with `--cost whole` the whole machine
-/// (cyclesoak's soakers: everything the sweep cost) dotted; log-log.
+/// (--cost whole or soak: everything the sweep cost the machine) dotted; log-log.
 pub fn cpu_cost(series: &[Series]) -> Result<String> {
     let x = size_axis(series, u64::MAX);
     let vals = || {

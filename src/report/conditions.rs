@@ -6,25 +6,43 @@ use std::fmt::Write;
 use crate::result::{Conditions, NpbResult, SweepResult};
 use crate::units::{format_bytes, format_ns};
 
-/// Per size: whole CPU per byte and per message against getrusage's, or
-/// None when the sweep did not measure the whole cost.
-pub fn whole_table(r: &SweepResult) -> Option<String> {
-    if r.points.iter().all(|p| p.cpu_whole.is_none()) {
-        return None;
+/// What a whole-cost figure of `method` counts, for table headings.
+fn method_words(method: Option<&str>) -> &'static str {
+    match method {
+        Some("kernel") => "the kernel's busy time in /proc/stat, every CPU, less the background",
+        _ => "cyclesoak: what the idle-class soakers lost, every CPU, everything",
     }
+}
+
+/// Per size: whole CPU per byte and per message against getrusage's, or
+/// None when the sweep did not measure the whole cost. With the soakers,
+/// the kernel's figure stands beside theirs.
+pub fn whole_table(r: &SweepResult) -> Option<String> {
+    let first = r.points.iter().find_map(|p| p.cpu_whole.as_ref())?;
+    let side_by_side = first.kernel_cpu_ns.is_some();
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "whole CPU cost (cyclesoak: what the idle-class soakers lost, every CPU, everything):"
+        "whole CPU cost ({}):",
+        method_words(first.method.as_deref())
+    );
+    let _ = write!(
+        s,
+        "{:>10}  {:>12}  {:>14}  {:>15}  {:>13}  {:>9}",
+        "size", "whole ns/B", "getrusage ns/B", "whole/getrusage", "whole ns/msg", "machine"
     );
     let _ = writeln!(
         s,
-        "{:>10}  {:>12}  {:>14}  {:>14}  {:>13}  {:>9}",
-        "size", "whole ns/B", "getrusage ns/B", "whole/getrusage", "whole ns/msg", "machine"
+        "{}",
+        if side_by_side {
+            "  kernel ns/B"
+        } else {
+            "  ticks"
+        }
     );
     for p in &r.points {
         let Some(w) = &p.cpu_whole else { continue };
-        let _ = writeln!(
+        let _ = write!(
             s,
             "{:>10}  {:>12.3}  {:>14.3}  {:>15}  {:>13.0}  {:>8.0}%",
             format_bytes(p.bytes),
@@ -35,6 +53,34 @@ pub fn whole_table(r: &SweepResult) -> Option<String> {
                 .unwrap_or_else(|| "-".into()),
             w.ns_per_message.unwrap_or(f64::NAN),
             w.machine_share * 100.0
+        );
+        let extra = match (w.kernel_cpu_ns, w.ns_per_byte, w.busy_ticks) {
+            (Some(k), Some(per_byte), _) if w.cpu_ns > 0.0 => {
+                format!("  {:>11.3}", per_byte * k / w.cpu_ns)
+            }
+            (Some(_), _, _) => format!("  {:>11}", "-"),
+            (None, _, Some(t)) => format!("  {t:>5}"),
+            (None, _, None) => String::new(),
+        };
+        let _ = writeln!(s, "{extra}");
+    }
+    if let Some(b) = r
+        .conditions
+        .as_ref()
+        .and_then(|c| c.kernel_baseline.as_ref())
+    {
+        let _ = writeln!(
+            s,
+            "  background subtracted: {:.2} CPUs of {} (measured over {:.0} ms{}); a tick is {}",
+            b.background_cpus(),
+            b.cpu_count(),
+            b.span_ms,
+            if b.includes_loads {
+                ", loads running"
+            } else {
+                ""
+            },
+            format_ns(b.ns_per_tick)
         );
     }
     if let Some(cal) = r.conditions.as_ref().and_then(|c| c.soaker.as_ref()) {
@@ -177,9 +223,15 @@ pub fn npb_whole_text(r: &NpbResult) -> Option<String> {
             w.machine_share * 100.0
         );
     }
+    let method = r
+        .runs
+        .iter()
+        .find_map(|run| run.cpu_whole.as_ref())
+        .and_then(|w| w.method.as_deref());
     (!s.is_empty()).then(|| {
         format!(
-            "whole CPU of each combination (cyclesoak; start-up and verification included):\n{s}"
+            "whole CPU of each combination ({}; start-up and verification included):\n{s}",
+            method_words(method)
         )
     })
 }

@@ -4,9 +4,8 @@
 //! application, which shows when nodes are loaded.
 //!
 //! Two measures per result: getrusage's (the CPU time of both ends'
-//! measuring threads, solid) and, with `--cost whole`, the whole machine's
-//! (cyclesoak's soakers: softirqs, interrupts and kernel threads included,
-//! dotted). Bits per CPU-second = 8e9 / (CPU ns per byte), the reciprocal of
+//! measuring threads, solid) and, with `--cost whole` or `soak`, the whole
+//! machine's (softirqs, interrupts and kernel threads included, dotted). Bits per CPU-second = 8e9 / (CPU ns per byte), the reciprocal of
 //! the CPU chart's figure, so the two charts agree point by point.
 
 use anyhow::Result;

@@ -98,7 +98,7 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
             &svg,
             "Data moved per second of CPU time (seed 001, Fig. 2), the reciprocal of the CPU cost: \
              solid, getrusage of both ends' measuring threads; dotted, the whole machine \
-             (--cost whole: cyclesoak's soakers, softirqs and kernel threads included).",
+             (--cost whole or soak: every CPU, softirqs and kernel threads included).",
         );
     }
     limit_figures(h, series, memcpy)?;

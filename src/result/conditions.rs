@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::load::kernel::KernelBaseline;
 use crate::load::soaker::Calibration;
 use crate::load::LoadRecord;
 
@@ -22,9 +23,14 @@ pub struct Conditions {
     /// remote peer, as its `wulf serve` ran them; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peer_loads: Vec<LoadRecord>,
-    /// The soakers' idle calibration, when `--cost whole` was on.
+    /// The soakers' idle calibration, with `--cost soak` (and with
+    /// `--cost whole` in files written before the kernel method).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soaker: Option<Calibration>,
+    /// The background the kernel's whole-cost figures subtract, with
+    /// `--cost whole` or `--cost soak`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_baseline: Option<KernelBaseline>,
     /// What the whole cost covers: this machine's CPUs only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub whole_cost_scope: Option<String>,

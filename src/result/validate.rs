@@ -120,6 +120,9 @@ fn point(p: &Point) -> Result<(), String> {
             }
         }
     }
+    if let Some(w) = &p.cpu_whole {
+        whole(w).map_err(|e| format!("cpu_whole.{e}"))?;
+    }
     if let Some(t) = &p.tails {
         for (name, v) in [
             ("tails.p50_ns", t.p50_ns),
@@ -155,6 +158,39 @@ pub fn npb(r: &NpbResult) -> Result<(), String> {
             if let Some(v) = v {
                 finite_non_negative(v, max).map_err(|e| format!("runs[{i}].{name} {e}"))?;
             }
+        }
+        if let Some(w) = &run.cpu_whole {
+            whole(w).map_err(|e| format!("runs[{i}].cpu_whole.{e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A whole CPU cost's figures: CPU times and per-byte figures as times, a
+/// machine share within 0..=1, ratios bounded (a crafted 1.7e308 once made
+/// a chart's axis loop forever).
+fn whole(w: &crate::load::whole::WholeCpu) -> Result<(), String> {
+    let optional = [
+        ("ns_per_byte", w.ns_per_byte, MAX_TIME_NS),
+        ("ns_per_message", w.ns_per_message, MAX_TIME_NS),
+        (
+            "getrusage_ns_per_byte",
+            w.getrusage_ns_per_byte,
+            MAX_TIME_NS,
+        ),
+        ("whole_over_getrusage", w.whole_over_getrusage, MAX_RATIO),
+        ("background_cpu_ns", w.background_cpu_ns, MAX_TIME_NS),
+        ("kernel_cpu_ns", w.kernel_cpu_ns, MAX_TIME_NS),
+    ];
+    for (name, v, max) in [
+        ("cpu_ns", Some(w.cpu_ns), MAX_TIME_NS),
+        ("machine_share", Some(w.machine_share), 1.0),
+    ]
+    .into_iter()
+    .chain(optional)
+    {
+        if let Some(v) = v {
+            finite_non_negative(v, max).map_err(|e| format!("{name} {e}"))?;
         }
     }
     Ok(())

@@ -1,36 +1,40 @@
-//! The sweep side of `--cost whole`: a [`SweepRunner`] that wraps the real
-//! one and reads the soakers' counters before and after every block.
+//! The sweep side of `--cost whole` and `--cost soak`: a [`SweepRunner`]
+//! that wraps the real one and reads the kernel's busy ticks (and the
+//! soakers' counters) before and after every block.
 //!
-//! The reads happen outside the timed part of a block (between blocks) and
-//! are relaxed loads, so the timing loop itself is untouched. The lost
-//! capacity of the blocks kept as a point's trials gives the point's whole
-//! CPU cost; a block's window includes its few control messages, so the
+//! The reads happen outside the timed part of a block (between blocks):
+//! a read of /proc/stat and relaxed loads, so the timing loop itself is
+//! untouched. The cost of the blocks kept as a point's trials gives the
+//! point's whole CPU cost; a block's window includes its few control messages, so the
 //! figure is what the point's blocks cost the machine, everything included.
 
 use anyhow::Result;
 
 use super::engine::SweepRunner;
-use crate::load::soaker::{Calibration, Lost, Soaker};
-use crate::load::whole::WholeCpu;
+use crate::load::whole::{Counters, Reading, WholeCpu, Window};
 use crate::measure::policy::{BlockRunner, BlockTiming};
 use crate::result::{Mode, Point, Tails};
 
-/// Wraps a runner; soaks only when `--cost whole` is active.
+/// Wraps a runner; reads the counters only when a whole cost is active.
 pub(super) struct Meter<'a> {
     inner: &'a mut dyn SweepRunner,
-    soak: Option<(Soaker, Calibration)>,
-    /// Lost capacity of each block since the last point was taken.
-    blocks: Vec<Lost>,
+    counters: Option<Counters>,
+    /// Readings before and after a block, kept so that reading does not
+    /// allocate once their buffers have grown.
+    before: Reading,
+    after: Reading,
+    /// What each block cost since the last point was taken.
+    blocks: Vec<Window>,
 }
 
 impl<'a> Meter<'a> {
-    /// Wrap `inner`, starting soakers if a calibration is active.
+    /// Wrap `inner`, with counters (and soakers) if a whole cost is active.
     pub fn new(inner: &'a mut dyn SweepRunner) -> Meter<'a> {
-        let soak = crate::load::whole::active()
-            .and_then(|cal| Soaker::start(&cal.cpus).ok().map(|s| (s, cal)));
         Meter {
             inner,
-            soak,
+            counters: Counters::start(),
+            before: Reading::default(),
+            after: Reading::default(),
             blocks: Vec::new(),
         }
     }
@@ -38,11 +42,11 @@ impl<'a> Meter<'a> {
     /// The whole CPU cost of `point`, from its kept trials (the last
     /// `point.trials` blocks run), and forget the blocks.
     pub fn take_point(&mut self, point: &Point, mode: Mode) -> Option<WholeCpu> {
-        let (_, cal) = self.soak.as_ref()?;
+        let counters = self.counters.as_ref()?;
         let kept = (point.trials as usize).min(self.blocks.len());
-        let mut lost = Lost::default();
-        for l in &self.blocks[self.blocks.len() - kept..] {
-            lost.add(*l);
+        let mut sum = Window::default();
+        for w in &self.blocks[self.blocks.len() - kept..] {
+            sum.add(*w);
         }
         self.blocks.clear();
         let ops = (point.trials * point.repeats).max(1) as f64;
@@ -50,11 +54,11 @@ impl<'a> Meter<'a> {
             Mode::Pingpong | Mode::Bidir => (2 * point.bytes, 2),
             Mode::Stream => (point.bytes, 1),
         };
-        let mut w = WholeCpu::from_lost(lost, cal.cpus.len());
-        let per_byte = lost.cpu_ns / (ops * bytes_per_op.max(1) as f64);
+        let mut w = counters.whole(&sum);
+        let per_byte = w.cpu_ns / (ops * bytes_per_op.max(1) as f64);
         let getrusage = point.cpu_client.ns_per_byte + point.cpu_server.ns_per_byte;
         w.ns_per_byte = Some(per_byte);
-        w.ns_per_message = Some(lost.cpu_ns / (ops * msgs_per_op as f64));
+        w.ns_per_message = Some(w.cpu_ns / (ops * msgs_per_op as f64));
         w.getrusage_ns_per_byte = Some(getrusage);
         w.whole_over_getrusage = (getrusage > 0.0).then(|| per_byte / getrusage);
         Some(w)
@@ -63,13 +67,13 @@ impl<'a> Meter<'a> {
 
 impl BlockRunner for Meter<'_> {
     fn run(&mut self, bytes: u64, repeats: u64) -> Result<BlockTiming> {
-        let Some((soaker, cal)) = &self.soak else {
+        let Some(counters) = &mut self.counters else {
             return self.inner.run(bytes, repeats);
         };
-        let before = soaker.snapshot();
+        counters.read_into(&mut self.before);
         let t = self.inner.run(bytes, repeats)?;
-        self.blocks
-            .push(Lost::between(cal, &before, &soaker.snapshot()));
+        counters.read_into(&mut self.after);
+        self.blocks.push(counters.window(&self.before, &self.after));
         Ok(t)
     }
 }

@@ -109,8 +109,8 @@ pub struct ConfigSummary {
     pub points: u64,
     /// Points marked noisy.
     pub noisy_points: u64,
-    /// Whole CPU cost per byte at the peak size (cyclesoak's method, all
-    /// CPUs), ns; with `--offloads`, which measures it.
+    /// Whole CPU cost per byte at the peak size (the kernel's busy time,
+    /// all CPUs), ns; with `--offloads`, which measures it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub whole_ns_per_byte: Option<f64>,
     /// getrusage's CPU per byte at the peak size (both ends' measuring

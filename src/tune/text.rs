@@ -282,7 +282,7 @@ fn offloads(s: &TuneSummary, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "(CPU per byte at the peak size: whole = every CPU's lost idle time, cyclesoak's method; \
+        "(CPU per byte at the peak size: whole = every CPU's busy time in /proc/stat; \
          getrusage = both ends' threads)"
     );
     match (&o.restore_error, o.restored) {

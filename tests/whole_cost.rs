@@ -1,0 +1,136 @@
+//! The whole CPU cost (issue 30): by default the kernel's own accounting
+//! (/proc/stat busy time over the measured blocks, less the background
+//! measured before the run), with the soakers (cyclesoak's method) only
+//! when asked, their figure and the kernel's side by side. A CPU held by
+//! other work before the run is named.
+//!
+//! Agreement with an outside sampler of /proc/stat is a benchmark, not a
+//! test (bench/cost_vs_procstat.sh): these tests check what is recorded.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn wulf(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_wulf"))
+        .args(args)
+        .output()
+        .expect("run wulf")
+}
+
+fn sweep(dir: &tempfile::TempDir, cost: &str) -> (wulf::result::SweepResult, String) {
+    let out = dir.path().join(format!("{cost}.json"));
+    let o = wulf(&[
+        "sweep",
+        "tcp",
+        "--sizes",
+        "1Ki,64Ki",
+        "--budget",
+        "0.4s",
+        "--no-perturb",
+        "--cost",
+        cost,
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (wulf::result::read_result(&out).unwrap(), stdout)
+}
+
+#[test]
+fn the_default_whole_cost_is_the_kernels_busy_time_with_its_resolution() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, text) = sweep(&dir, "whole");
+    assert!(
+        text.contains("the kernel's busy time in /proc/stat"),
+        "{text}"
+    );
+    assert!(text.contains("background subtracted"), "{text}");
+    let c = r.conditions.unwrap();
+    let base = c.kernel_baseline.expect("the background");
+    assert_eq!(base.cpus.len(), base.busy_share.len());
+    assert!(base.cpu_count() >= 1 && base.span_ms >= 400.0, "{base:?}");
+    assert!(base.busy_share.iter().all(|s| (0.0..=1.0).contains(s)));
+    assert!(!base.includes_loads && c.soaker.is_none());
+    for p in &r.points {
+        let w = p.cpu_whole.as_ref().unwrap();
+        assert_eq!(w.method.as_deref(), Some("kernel"));
+        // Both ends run on this machine: the machine was busy while they
+        // talked (ticks of sampling error aside, never negative).
+        assert!(w.cpu_ns >= 0.0 && w.wall_ns > 0, "{w:?}");
+        assert!(w.busy_ticks.is_some() && w.kernel_cpu_ns.is_none());
+        let per_byte = w.ns_per_byte.unwrap();
+        let ops = (p.trials * p.repeats) as f64;
+        assert!((per_byte * ops * 2.0 * p.bytes as f64 - w.cpu_ns).abs() <= 1e-6 * w.cpu_ns + 1e-6);
+    }
+}
+
+#[test]
+fn with_soak_both_figures_are_recorded_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, text) = sweep(&dir, "soak");
+    assert!(text.contains("kernel ns/B"), "{text}");
+    let c = r.conditions.unwrap();
+    assert!(c.soaker.is_some() && c.kernel_baseline.is_some());
+    for p in &r.points {
+        let w = p.cpu_whole.as_ref().unwrap();
+        assert_eq!(w.method.as_deref(), Some("soak"));
+        assert!(w.kernel_cpu_ns.unwrap() >= 0.0, "{w:?}");
+    }
+}
+
+/// Keep CPU `cpu` busy for half of every 10 ms until `stop`.
+fn half_load(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        wulf::sys::pin_current_thread(cpu).ok();
+        while !stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(5) {
+                std::hint::spin_loop();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    })
+}
+
+#[test]
+fn a_cpu_held_at_half_rate_before_the_run_is_named() {
+    let cpu = wulf::sys::cpu_count() - 1;
+    let stop = Arc::new(AtomicBool::new(false));
+    let burner = half_load(cpu, stop.clone());
+    // The background is measured in the first half second of the run.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let o = wulf(&[
+        "sweep",
+        "tcp",
+        "--sizes",
+        "1Ki",
+        "--budget",
+        "0.2s",
+        "--cost",
+        "whole",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    stop.store(true, Ordering::Relaxed);
+    burner.join().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = wulf::result::read_result(&out).unwrap();
+    let base = r.conditions.unwrap().kernel_baseline.unwrap();
+    // At least half busy (more if other work shares the CPU).
+    assert!(base.share_of(cpu).unwrap() >= 0.4, "{base:?}");
+    assert!(base.held_cpus.contains(&cpu), "{base:?}");
+    let named = format!("CPU {cpu} ");
+    assert!(
+        r.warnings.iter().any(|w| w.contains(&named)),
+        "{:?}",
+        r.warnings
+    );
+}

@@ -71,6 +71,7 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
             }
         }
     }
+    warnings.extend(whole_below_own(&f.points, spec.peer.is_some()));
     let timeout = spec.channel.timeout();
     SweepResult {
         schema_version: result::SCHEMA_VERSION,
@@ -108,4 +109,36 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         run_to_run: None,
         conditions: None,
     }
+}
+
+/// The whole machine cannot have spent less than the ends' own threads
+/// (getrusage, a part of it): a whole cost below that means the background
+/// subtracted was not what ran during the sweep (a busy machine whose load
+/// changed, or one so busy that both were all of it). With a remote peer
+/// only this machine's end counts. A warning naming the sizes, if any.
+fn whole_below_own(points: &[result::Point], remote_peer: bool) -> Option<String> {
+    let low: Vec<String> = points
+        .iter()
+        .filter(|p| {
+            let Some(whole) = p.cpu_whole.as_ref().and_then(|w| w.ns_per_byte) else {
+                return false;
+            };
+            let own = p.cpu_client.ns_per_byte
+                + if remote_peer {
+                    0.0
+                } else {
+                    p.cpu_server.ns_per_byte
+                };
+            whole < 0.9 * own
+        })
+        .map(|p| crate::units::format_bytes(p.bytes))
+        .collect();
+    (!low.is_empty()).then(|| {
+        format!(
+            "whole CPU cost below the ends' own CPU time (getrusage) at {}: the machine's other work \
+             changed during the sweep, so the background subtracted was wrong; those whole-cost \
+             figures are not to be trusted (measure on a quieter machine)",
+            low.join(", ")
+        )
+    })
 }

@@ -101,6 +101,21 @@ fn a_loaded_sweep_with_the_whole_cost_records_both() {
     let kinds: Vec<&str> = c.loads.iter().map(|l| l.kind.as_str()).collect();
     assert_eq!(kinds, ["cpu", "memory", "network"]);
     assert!(c.loads.iter().all(|l| l.ran_s > 0.0));
+    // Placed away from the measured ends (CPUs 0 and 1) when the machine
+    // has CPUs to spare; on top of them, with a warning, when it has not.
+    let cpu_load = &c.loads[0];
+    if wulf::sys::cpu_count() > 2 {
+        assert!(
+            cpu_load.cpus.iter().all(|c| !matches!(c, Some(0 | 1))),
+            "{cpu_load:?}"
+        );
+    } else {
+        assert!(
+            r.warnings.iter().any(|w| w.contains("on the measured ends' CPUs")),
+            "{:?}",
+            r.warnings
+        );
+    }
     // The kernel's accounting, its background measured with the loads
     // running, so that their own CPU is subtracted; and said so.
     let base = c.kernel_baseline.expect("background recorded");

@@ -9,7 +9,7 @@ use crate::cli::{CostArg, LoadArgs};
 use crate::load::kernel::{KernelBaseline, BASELINE_SPAN};
 use crate::load::soaker::calibrate_idle;
 use crate::load::whole::WholeSetup;
-use crate::load::{LoadRecord, LoadSpec, Loads};
+use crate::load::{LoadRecord, LoadSpec, Loads, Placement};
 use crate::result::Conditions;
 
 /// What a command was asked to measure under.
@@ -101,17 +101,31 @@ impl Prepared {
     }
 }
 
-/// Run `f` with `specs` loading the machine; the loads stop when `f`
-/// returns (or unwinds), and what they achieved comes back with its value.
-pub fn under_load<T>(specs: &[LoadSpec], f: impl FnOnce() -> T) -> Result<(T, Vec<LoadRecord>)> {
+/// Run `f` with `specs` loading the machine, their threads on `placement`
+/// (the measured ends' CPUs last); the loads stop when `f` returns (or
+/// unwinds), and what they achieved comes back with its value, with the
+/// warnings about where they ran.
+pub fn under_load<T>(
+    specs: &[LoadSpec],
+    placement: &Placement,
+    f: impl FnOnce() -> T,
+) -> Result<(T, Vec<LoadRecord>, Vec<String>)> {
     if specs.is_empty() {
         crate::load::whole::loads_running(false)?;
-        return Ok((f(), Vec::new()));
+        return Ok((f(), Vec::new(), Vec::new()));
     }
-    let loads = Loads::start(specs)?;
+    let loads = Loads::start_placed(specs, placement)?;
+    let warnings = loads.warnings().to_vec();
     // The loads' own busy time becomes part of the background the whole
     // cost subtracts: measured now, with them running, before the work.
     crate::load::whole::loads_running(true)?;
     let out = f();
-    Ok((out, loads.stop()))
+    Ok((out, loads.stop(), warnings))
+}
+
+/// Where the loads of a NAS run go: away from the CPUs its ranks use (rank
+/// i on CPU i, up to the largest process count asked for).
+pub fn npb_placement(nprocs: &[usize]) -> Placement {
+    let most = nprocs.iter().copied().max().unwrap_or(1);
+    Placement::avoiding(&(0..most).collect::<Vec<_>>())
 }

@@ -31,7 +31,9 @@ pub fn measure_sweep(
     };
     let pb = super::progress_bar(spec.sizes.len() as u64, quiet, &label);
     crate::load::peer::request(if prepared.load_peer { loads } else { &[] });
-    let (outcome, records) = under_load(loads, || {
+    let ends: Vec<usize> = [spec.cpus.0, spec.cpus.1].into_iter().flatten().collect();
+    let placement = crate::load::Placement::avoiding(&ends);
+    let (outcome, records, load_warnings) = under_load(loads, &placement, || {
         run_sweep(spec, &mut |p| {
             pb.set_message(format_bytes(p.bytes));
             pb.inc(1);
@@ -45,6 +47,7 @@ pub fn measure_sweep(
         outcome.result.conditions = Some(c);
         outcome.result.warnings.extend(warning);
     }
+    outcome.result.warnings.extend(load_warnings);
     Ok(outcome)
 }
 
@@ -119,13 +122,16 @@ pub fn npb_plan(
     role: Option<&str>,
     loads: &[LoadSpec],
 ) -> Result<(NpbResult, Option<anyhow::Error>)> {
-    let (out, records) = under_load(loads, || super::npb::run_plan(plan))?;
+    let placement = super::conditions::npb_placement(&plan.nprocs);
+    let (out, records, load_warnings) =
+        under_load(loads, &placement, || super::npb::run_plan(plan))?;
     let (mut result, stop) = out?;
     if prepared.any() || role.is_some() {
         let (c, warning) = prepared.conditions(role, records);
         result.conditions = Some(c);
         result.warnings.extend(warning);
     }
+    result.warnings.extend(load_warnings);
     Ok((result, stop))
 }
 

@@ -73,7 +73,10 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
     }
     // Calibrated before any rank starts; the loads run for every kernel.
     let prepared = super::conditions::Prepared::from_args(&a.conditions)?;
-    let loads = crate::load::Loads::start(if prepared.both { &[] } else { &prepared.loads })?;
+    let loads = crate::load::Loads::start_placed(
+        if prepared.both { &[] } else { &prepared.loads },
+        &super::conditions::npb_placement(&a.np),
+    )?;
     if !prepared.both && !prepared.loads.is_empty() {
         // The loads' own busy time joins the background the whole cost
         // subtracts: measured now, with them running.
@@ -109,6 +112,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             let (c, warning) = prepared.conditions(None, loads.records());
             result.conditions = Some(c);
             result.warnings.extend(warning);
+            result.warnings.extend(loads.warnings().iter().cloned());
         }
         let mut tables = npb_tables(&result);
         tables.push_str(&crate::report::conditions::npb_whole_text(&result).unwrap_or_default());

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{record, LoadRecord, Workers};
+use super::{record, LoadRecord, Placement, Workers};
 
 /// Bytes touched between two checks of the stop flag.
 const SLICE_BYTES: usize = 1 << 20;
@@ -13,16 +13,19 @@ const DEFAULT_BUFFER_BYTES: u64 = 64 << 20;
 /// Largest buffer per thread.
 const MAX_BUFFER_BYTES: u64 = 256 << 20;
 
-/// Start `threads` streaming threads, thread i pinned to CPU i mod `ncpu`,
+/// Start `threads` streaming threads, thread i pinned to `placement`'s CPU i,
 /// each with its own buffer of twice the last-level cache.
-pub(super) fn start(threads: usize, ncpu: usize) -> anyhow::Result<(Workers, LoadRecord)> {
+pub(super) fn start(
+    threads: usize,
+    placement: &Placement,
+) -> anyhow::Result<(Workers, LoadRecord)> {
     let buffer_bytes = crate::sys::last_level_cache_bytes()
         .map(|llc| (2 * llc).clamp(8 << 20, MAX_BUFFER_BYTES))
         .unwrap_or(DEFAULT_BUFFER_BYTES);
     let mut w = Workers::new();
     let mut cpus = Vec::with_capacity(threads);
     for i in 0..threads {
-        let cpu = i % ncpu.max(1);
+        let cpu = placement.cpu_of(i);
         cpus.push(Some(cpu));
         w.spawn(format!("wulf-load-mem{i}"), move |stop, count| {
             let _ = crate::sys::pin_current_thread(cpu);

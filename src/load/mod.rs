@@ -211,22 +211,103 @@ struct Running {
 /// Running background loads; stopped and joined on drop (always).
 pub struct Loads {
     running: Vec<Running>,
+    warnings: Vec<String>,
+}
+
+/// Where load threads go: the CPUs the measured ends do not use first,
+/// then (only when a load asks for more threads than there are free CPUs)
+/// the ends' own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// CPUs in the order threads are placed on them, round-robin.
+    pub order: Vec<usize>,
+    /// How many CPUs at the start of `order` the ends do not use.
+    pub free: usize,
+}
+
+impl Placement {
+    /// Every CPU of this machine, those in `ends` last.
+    pub fn avoiding(ends: &[usize]) -> Placement {
+        Placement::of((0..crate::sys::cpu_count()).collect(), ends)
+    }
+
+    /// `cpus`, those in `ends` last.
+    pub fn of(cpus: Vec<usize>, ends: &[usize]) -> Placement {
+        let (mut order, taken): (Vec<usize>, Vec<usize>) =
+            cpus.into_iter().partition(|c| !ends.contains(c));
+        let free = order.len();
+        order.extend(taken);
+        Placement { order, free }
+    }
+
+    /// Threads of a load that gives no count: one per free CPU, or one per
+    /// CPU when none is free (they then share the ends' CPUs, with a warning).
+    pub fn default_threads(&self) -> usize {
+        if self.free > 0 {
+            self.free
+        } else {
+            self.order.len().max(1)
+        }
+    }
+
+    /// The CPU of thread `i`.
+    pub fn cpu_of(&self, i: usize) -> usize {
+        self.order
+            .get(i % self.order.len().max(1))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Whether thread `i` lands on a CPU of the measured ends.
+    pub fn on_an_end(&self, i: usize) -> bool {
+        self.order.len() > self.free && i % self.order.len().max(1) >= self.free
+    }
 }
 
 impl Loads {
-    /// Start every load in `specs`. A load that cannot start stops those
-    /// already started (the guard drops) and is an error.
+    /// Start every load in `specs`, placed anywhere. A load that cannot
+    /// start stops those already started (the guard drops) and is an error.
     pub fn start(specs: &[LoadSpec]) -> anyhow::Result<Loads> {
+        Loads::start_placed(specs, &Placement::avoiding(&[]))
+    }
+
+    /// Start every load in `specs`, its threads on the CPUs of `placement`
+    /// (the measured ends' CPUs last); a warning for each load whose threads
+    /// had to share the ends' CPUs.
+    pub fn start_placed(specs: &[LoadSpec], placement: &Placement) -> anyhow::Result<Loads> {
         let mut loads = Loads {
             running: Vec::new(),
+            warnings: Vec::new(),
         };
-        let ncpu = crate::sys::cpu_count();
         for &spec in specs {
             let (workers, record) = match spec {
-                LoadSpec::Cpu { threads } => cpu::start(threads.unwrap_or(ncpu), ncpu)?,
-                LoadSpec::Memory { threads } => memory::start(threads.unwrap_or(ncpu), ncpu)?,
+                LoadSpec::Cpu { threads } => {
+                    cpu::start(threads.unwrap_or(placement.default_threads()), placement)?
+                }
+                LoadSpec::Memory { threads } => {
+                    memory::start(threads.unwrap_or(placement.default_threads()), placement)?
+                }
                 LoadSpec::Network { rate_bits_per_s } => network::start(rate_bits_per_s)?,
             };
+            // Network loads are not pinned: only pinned threads are placed.
+            let pinned = record.cpus.iter().any(Option::is_some);
+            let shared: Vec<String> = (0..record.threads)
+                .filter(|&i| pinned && placement.on_an_end(i))
+                .map(|i| placement.cpu_of(i).to_string())
+                .collect();
+            if !shared.is_empty() {
+                loads.warnings.push(format!(
+                    "load: {} x{} has {} thread(s) on the measured ends' CPUs ({}): {} of {} CPUs \
+                     are free of the ends, so the load competes with the measurement for its CPUs \
+                     as well as for the machine",
+                    record.kind,
+                    record.threads,
+                    shared.len(),
+                    shared.join(","),
+                    placement.free,
+                    placement.order.len()
+                ));
+            }
             loads.running.push(Running {
                 spec,
                 record,
@@ -234,6 +315,11 @@ impl Loads {
             });
         }
         Ok(loads)
+    }
+
+    /// What a result should say about where the loads ran.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Stop every load and say what each achieved.
@@ -319,6 +405,27 @@ fn record(kind: &str, cpus: Vec<Option<usize>>) -> LoadRecord {
         ran_s: 0.0,
         iterations_per_s: None,
         bytes_per_s: None,
+    }
+}
+
+#[cfg(test)]
+mod placement_tests {
+    use super::Placement;
+
+    #[test]
+    fn loads_go_to_the_cpus_the_ends_leave_free_and_onto_theirs_only_when_asked() {
+        let p = Placement::of((0..4).collect(), &[0, 1]);
+        assert_eq!(p.order, [2, 3, 0, 1]);
+        assert_eq!(p.default_threads(), 2);
+        assert_eq!((p.cpu_of(0), p.cpu_of(1), p.cpu_of(2)), (2, 3, 0));
+        assert!(!p.on_an_end(1) && p.on_an_end(2) && !p.on_an_end(4));
+        // Two CPUs, both measured: one thread per CPU, on the ends.
+        let full = Placement::of(vec![0, 1], &[0, 1]);
+        assert_eq!((full.free, full.default_threads()), (0, 2));
+        assert!(full.on_an_end(0));
+        // Nothing to avoid: nothing is ever on an end.
+        let any = Placement::of(vec![0, 1], &[]);
+        assert!(!any.on_an_end(1));
     }
 }
 

@@ -9,12 +9,13 @@
 //! waits for anything without a bound.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
 use super::protocol::{
-    prove, CellParts, CellReport, ControlChannel, Hello, Join, Order, SECRET_ENV,
+    agent_proof, random_hex, unseal_mesh, verify_coordinator, CellParts, CellReport, Claim,
+    ControlChannel, Hello, Join, Order, MAX_REQUEST_BYTES, SECRET_ENV,
 };
 use crate::peer::auth::Secret;
 use crate::peer::server::{serve_on, LocalTransports, ServeOptions, SessionPolicy};
@@ -29,8 +30,11 @@ const MAX_SERVE_BYTES: u64 = 1 << 30;
 /// Longest data-channel timeout and session another agent may ask for.
 const MAX_SERVE_TIMEOUT: Duration = Duration::from_secs(3600);
 
-/// How long the handshake with the coordinator may take.
+/// How long the handshake with the coordinator may take, tries included.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Pause before joining again after a cut handshake.
+const RETRY: Duration = Duration::from_millis(200);
 
 /// What an agent needs to start.
 #[derive(Debug, Clone)]
@@ -39,7 +43,8 @@ pub struct AgentOptions {
     pub coordinator: Vec<SocketAddr>,
     /// The node name this agent stands for (its host name by default).
     pub name: String,
-    /// The run's secret (from [`SECRET_ENV`] or stdin).
+    /// The run's secret or this node's key alone
+    /// ([`crate::exec::credentials`]; from [`SECRET_ENV`] or stdin).
     pub secret: String,
     /// Serve the other agents' sessions on this thread, when the
     /// coordinator says so ([`Order::Serve`]), instead of on a thread of
@@ -70,44 +75,18 @@ pub fn read_secret() -> Result<String> {
 
 /// Run the agent to the end of its run.
 pub fn run(opts: &AgentOptions) -> Result<()> {
-    let stream = connect_any(&opts.coordinator)?;
-    keepalive(&stream)?;
-    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
-    stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
-    // Serve on the address the coordinator reached us from: the node's
-    // address on the cluster network.
-    let here = stream.local_addr()?.ip();
-    let listener = TcpListener::bind(SocketAddr::new(here, 0))
-        .with_context(|| format!("cannot listen on {here}"))?;
-    let serve_address = listener.local_addr()?;
-    let mut ch = ControlChannel::new(stream)?;
-    ch.send(&Hello::ours())?;
-    let hello: Hello = ch.recv()?;
-    if hello.tool_version != Hello::ours().tool_version {
-        bail!(
-            "the coordinator runs wulf {}, this agent runs wulf {}",
-            hello.tool_version,
-            Hello::ours().tool_version
-        );
-    }
-    let nonce = match ch.recv::<Order>()? {
-        Order::Challenge { nonce } => nonce,
-        Order::Refused { message } => bail!("the coordinator refused: {message}"),
-        other => bail!("expected a challenge, got {other:?}"),
+    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+    let (mut ch, listener, secret) = loop {
+        match join(opts, deadline) {
+            Ok(joined) => break joined,
+            // The coordinator ended the handshake before proving itself:
+            // a flood of connections took this one's place. Again, soon.
+            Err(e) if e.downcast_ref::<Cut>().is_some() && Instant::now() + RETRY < deadline => {
+                std::thread::sleep(RETRY);
+            }
+            Err(e) => return Err(e),
+        }
     };
-    let host = crate::sys::Host::probe().with_interface_holding(here);
-    ch.send(&Join {
-        name: opts.name.clone(),
-        proof: prove(&opts.secret, &nonce, &opts.name),
-        serve_address: serve_address.to_string(),
-        host,
-    })?;
-    match ch.recv::<Order>()? {
-        Order::Welcome => {}
-        Order::Refused { message } => bail!("the coordinator refused this agent: {message}"),
-        other => bail!("expected a welcome, got {other:?}"),
-    }
-    let secret = Secret::trusted(&opts.secret);
     let served = serve_options(secret.clone());
     let inline = if opts.serve_inline {
         Some((listener, served))
@@ -151,11 +130,109 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
                 continue;
             }
             Order::Bye | Order::Refused { .. } => return Ok(()),
-            Order::Welcome | Order::Challenge { .. } => continue,
+            Order::Welcome | Order::Challenge { .. } | Order::Proof { .. } => continue,
         };
         if ch.send(&report).is_err() {
             return Ok(());
         }
+    }
+}
+
+/// One attempt to join: connect, listen where the coordinator was
+/// reached from, and the handshake.
+fn join(opts: &AgentOptions, deadline: Instant) -> Result<(ControlChannel, TcpListener, Secret)> {
+    let stream = connect_any(&opts.coordinator)?;
+    keepalive(&stream)?;
+    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    // Serve on the address the coordinator reached us from: the node's
+    // address on the cluster network.
+    let here = stream.local_addr()?.ip();
+    let listener = TcpListener::bind(SocketAddr::new(here, 0))
+        .with_context(|| format!("cannot listen on {here}"))?;
+    let serve_address = listener.local_addr()?;
+    let mut ch = ControlChannel::new(stream)?;
+    let secret = handshake(&mut ch, opts, serve_address, here, deadline)?;
+    Ok((ch, listener, secret))
+}
+
+/// The connection ended before the coordinator proved itself (worth
+/// another try: nothing about this machine was sent).
+#[derive(Debug)]
+struct Cut;
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the coordinator ended the connection before proving itself")
+    }
+}
+
+impl std::error::Error for Cut {}
+
+/// The agent's side of the handshake: Hellos, its claim to its name and
+/// proof, the coordinator's proof (checked before anything about this
+/// machine is sent), then its fingerprint. Returns the key the agents
+/// measure each other with. Every read is bounded in size and time.
+fn handshake(
+    ch: &mut ControlChannel,
+    opts: &AgentOptions,
+    serve_address: SocketAddr,
+    here: std::net::IpAddr,
+    deadline: Instant,
+) -> Result<Secret> {
+    let recv_order =
+        |ch: &mut ControlChannel| -> Result<Order> { ch.recv_by(deadline, MAX_REQUEST_BYTES) };
+    // Until the coordinator has proved itself, a failed read or write is
+    // a cut connection, tried again by the caller.
+    let cut = |e: anyhow::Error| e.context(Cut);
+    ch.send(&Hello::ours()).map_err(cut)?;
+    let hello: Hello = ch.recv_by(deadline, MAX_REQUEST_BYTES).map_err(cut)?;
+    if hello.tool_version != Hello::ours().tool_version {
+        bail!(
+            "the coordinator runs wulf {}, this agent runs wulf {}",
+            hello.tool_version,
+            Hello::ours().tool_version
+        );
+    }
+    let theirs = match recv_order(ch).map_err(cut)? {
+        Order::Challenge { nonce } => nonce,
+        Order::Refused { message } => bail!("the coordinator refused: {message}"),
+        other => bail!("expected a challenge, got {other:?}"),
+    };
+    let key = crate::exec::credentials::key_of(&opts.secret, &opts.name);
+    let ours = random_hex()?;
+    ch.send(&Claim {
+        name: opts.name.clone(),
+        nonce: ours.clone(),
+        proof: agent_proof(&key, &theirs, &ours),
+    })
+    .map_err(cut)?;
+    let mesh = match recv_order(ch).map_err(cut)? {
+        Order::Proof { proof, mesh } => {
+            if !verify_coordinator(&key, &theirs, &ours, &proof) {
+                return Err(crate::error::peer(format!(
+                    "the coordinator at {} could not prove the run's secret: not this \
+                     run's coordinator; nothing was sent to it",
+                    ch.stream()
+                        .peer_addr()
+                        .map_or_else(|_| "?".to_string(), |a| a.to_string())
+                )));
+            }
+            unseal_mesh(&key, &theirs, &ours, &mesh)
+                .context("the coordinator sent a malformed agents' key")?
+        }
+        Order::Refused { message } => bail!("the coordinator refused this agent: {message}"),
+        other => bail!("expected the coordinator's proof, got {other:?}"),
+    };
+    let host = crate::sys::Host::probe().with_interface_holding(here);
+    ch.send(&Join {
+        serve_address: serve_address.to_string(),
+        host,
+    })?;
+    match recv_order(ch)? {
+        Order::Welcome => Ok(Secret::trusted(&mesh)),
+        Order::Refused { message } => bail!("the coordinator refused this agent: {message}"),
+        other => bail!("expected a welcome, got {other:?}"),
     }
 }
 

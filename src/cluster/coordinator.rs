@@ -2,8 +2,10 @@
 //! lets in only those that prove the run's secret, runs the tournament's
 //! rounds, and collects every cell as it arrives.
 //!
-//! Agents are accepted and authenticated on threads of their own (a slow
-//! or hostile connection delays only itself, and every read is bounded);
+//! Agents are accepted and authenticated on threads of their own, under
+//! the limits of [`super::admission`] (a slow or hostile connection delays
+//! only itself, a flood costs a bounded number of threads, every read is
+//! bounded);
 //! the rounds then run on this thread alone: a round's orders go out to
 //! all its measuring agents, then their reports are read one after the
 //! other. Since the pairs of a round measure at the same time, reading in
@@ -13,18 +15,16 @@
 //! as soon as it is read; the coordinator keeps only its figures
 //! ([`CellFigures`], 128 bytes) for the analysis and the terminal.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc;
+use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use super::admission::{admit, Keys};
 use super::cells::CellFile;
-use super::protocol::{
-    random_hex, verify, CellParts, CellReport, ControlChannel, Hello, Join, Order,
-};
+use super::protocol::{mesh_key, random_hex, CellParts, CellReport, ControlChannel, Order};
 use super::schedule;
-use crate::exec::{Agents, Launcher};
+use crate::exec::Launcher;
 use crate::result::matrix::Pattern;
 use crate::result::matrix::{CellFigures, MatrixCell, MatrixNode};
 
@@ -76,9 +76,13 @@ pub struct Gathered {
     pub node_trouble: bool,
 }
 
-struct Member {
-    ch: Option<ControlChannel>,
-    serve_address: String,
+/// A node's agent, once joined: its control connection (None when it
+/// never joined or was lost) and where it serves.
+pub(super) struct Member {
+    /// The control connection.
+    pub(super) ch: Option<ControlChannel>,
+    /// Where its measuring server listens (`IP:PORT`).
+    pub(super) serve_address: String,
 }
 
 /// Start the agents with `launcher`, run the matrix, end the agents.
@@ -97,8 +101,11 @@ pub fn run(
     let listener = TcpListener::bind(SocketAddr::new(ip, 0))
         .with_context(|| format!("cannot listen for agents on {ip}"))?;
     let addr = listener.local_addr()?;
-    let secret = random_hex().context("cannot make the run's secret")?;
-    let mut agents = launcher.start(&plan.hosts, addr, &secret)?;
+    let keys = Keys {
+        secret: random_hex().context("cannot make the run's secret")?,
+        mesh: mesh_key().context("cannot make the agents' key")?,
+    };
+    let mut agents = launcher.start(&plan.hosts, addr, &keys.secret)?;
     let mut nodes: Vec<MatrixNode> = plan
         .hosts
         .iter()
@@ -115,14 +122,7 @@ pub fn run(
             serve_address: String::new(),
         })
         .collect();
-    admit(
-        plan,
-        listener,
-        &secret,
-        &mut agents,
-        &mut nodes,
-        &mut members,
-    )?;
+    admit(plan, listener, &keys, &mut agents, &mut nodes, &mut members)?;
     let n = nodes.len();
     let names: Vec<String> = nodes.iter().map(|x| x.name.clone()).collect();
     cell_file.start(started_at, &names)?;
@@ -425,161 +425,4 @@ fn lose(
     if nodes[who].error.is_none() {
         nodes[who].error = Some(format!("lost in round {}: {e:#}", round + 1));
     }
-}
-
-/// Accept and authenticate agents until every host has joined, every
-/// launch has exited, or the timeout passes; name the missing hosts.
-fn admit(
-    plan: &MatrixPlan,
-    listener: TcpListener,
-    secret: &str,
-    agents: &mut Agents,
-    nodes: &mut Vec<MatrixNode>,
-    members: &mut Vec<Member>,
-) -> Result<()> {
-    let n = plan.expected;
-    let named_by_agents = plan.hosts.is_empty();
-    // Starting a thousand remote shells takes time of its own.
-    let wait = plan.timeout.max(Duration::from_secs(10)) + Duration::from_millis(20 * n as u64);
-    let deadline = Instant::now() + wait;
-    listener.set_nonblocking(true)?;
-    let (tx, rx) = mpsc::channel::<(Join, ControlChannel)>();
-    let mut joined = 0;
-    let mut exited_since: Option<Instant> = None;
-    while joined < n && Instant::now() < deadline {
-        if crate::sweep::interrupted() {
-            break;
-        }
-        match listener.accept() {
-            Ok((stream, _)) => {
-                let tx = tx.clone();
-                let nonce = random_hex()?;
-                let timeout = plan.timeout.max(Duration::from_secs(30));
-                let secret = secret.to_string();
-                std::thread::spawn(move || {
-                    if let Ok((join, ch)) = handshake(&stream, &secret, &nonce, timeout) {
-                        let _ = tx.send((join, ch));
-                    }
-                });
-                continue;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e).context("cannot accept agents"),
-        }
-        while let Ok((join, mut ch)) = rx.try_recv() {
-            let known = nodes.iter().position(|x| x.name == join.name);
-            let i = match known {
-                Some(i) => i,
-                None if named_by_agents && nodes.len() < n => {
-                    nodes.push(MatrixNode {
-                        name: join.name.clone(),
-                        address: None,
-                        host: None,
-                        error: None,
-                    });
-                    members.push(Member {
-                        ch: None,
-                        serve_address: String::new(),
-                    });
-                    nodes.len() - 1
-                }
-                None => {
-                    let _ = ch.send(&Order::Refused {
-                        message: format!("'{}' is not a node of this run", join.name),
-                    });
-                    continue;
-                }
-            };
-            if members[i].ch.is_some() {
-                let _ = ch.send(&Order::Refused {
-                    message: format!(
-                        "{} has already joined: run one task per node (srun \
-                         --ntasks-per-node=1, mpirun --map-by ppr:1:node)",
-                        join.name
-                    ),
-                });
-                continue;
-            }
-            let _ = ch.send(&Order::Welcome);
-            members[i] = Member {
-                ch: Some(ch),
-                serve_address: join.serve_address.clone(),
-            };
-            nodes[i].address = Some(join.serve_address);
-            nodes[i].host = Some(join.host);
-            joined += 1;
-        }
-        // Every launch has ended: nobody else can join (after a moment
-        // for connections already made).
-        if agents.all_exited() {
-            let since = *exited_since.get_or_insert_with(Instant::now);
-            if since.elapsed() > Duration::from_secs(1) {
-                break;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    for (i, m) in members.iter().enumerate() {
-        if m.ch.is_none() {
-            let why = agents.why_missing(&plan.hosts[i]);
-            nodes[i].error = Some(format!("did not join within {}s: {why}", wait.as_secs()));
-        }
-    }
-    if named_by_agents {
-        if joined < n {
-            anyhow::ensure!(
-                joined >= 2,
-                crate::error::peer(format!(
-                    "only {joined} of {n} agents joined within {}s",
-                    wait.as_secs()
-                ))
-            );
-        }
-        // Node order by name, as a host list would give it.
-        let mut both: Vec<(MatrixNode, Member)> = nodes.drain(..).zip(members.drain(..)).collect();
-        both.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-        for (node, member) in both {
-            nodes.push(node);
-            members.push(member);
-        }
-    }
-    Ok(())
-}
-
-/// The coordinator's side of an agent's handshake: Hellos, the challenge,
-/// the join and its proof (a wrong proof is refused here).
-fn handshake(
-    stream: &TcpStream,
-    secret: &str,
-    nonce: &str,
-    timeout: Duration,
-) -> Result<(Join, ControlChannel)> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream.set_write_timeout(Some(timeout))?;
-    super::agent::keepalive(stream)?;
-    let mut ch = ControlChannel::new(stream.try_clone()?)?;
-    ch.send(&Hello::ours())?;
-    let hello: Hello = ch.recv()?;
-    if hello.tool_version != Hello::ours().tool_version {
-        let _ = ch.send(&Order::Refused {
-            message: format!(
-                "the coordinator runs wulf {}, this agent runs wulf {}",
-                Hello::ours().tool_version,
-                hello.tool_version
-            ),
-        });
-        anyhow::bail!("agent of wulf {}", hello.tool_version);
-    }
-    ch.send(&Order::Challenge {
-        nonce: nonce.to_string(),
-    })?;
-    let join: Join = ch.recv()?;
-    if !verify(secret, nonce, &join.name, &join.proof) {
-        let _ = ch.send(&Order::Refused {
-            message: "wrong secret".into(),
-        });
-        anyhow::bail!("{} sent a wrong proof", join.name);
-    }
-    Ok((join, ch))
 }

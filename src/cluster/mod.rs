@@ -8,8 +8,12 @@
 //! coordinator listens on an ephemeral port and makes a one-time secret;
 //! a [`crate::exec::Launcher`] (processes on this machine, ssh, a lab's remote
 //! shell, srun) starts `wulf agent` on every node and hands it the secret
-//! without a command line seeing it. Each agent connects back, proves it
-//! knows the secret ([`protocol`]), sends its fingerprint, and serves
+//! without a command line seeing it (to an agent started for a named host,
+//! only its node's key, [`crate::exec::credentials`]). Each agent connects
+//! back from one of the hosts' addresses, proves it holds its node's key and
+//! has the coordinator prove it too ([`protocol`]; the limits on who may
+//! connect and how many at once are in `admission`), sends its
+//! fingerprint, and serves
 //! measurements to the other agents with the same server session as
 //! `wulf serve`. The coordinator then walks the round-robin tournament
 //! ([`schedule`]): in each round it orders the first node of every pair to
@@ -20,6 +24,7 @@
 //!
 //! Agents end with their control connection, so none outlives a run.
 
+mod admission;
 pub mod agent;
 pub mod cells;
 pub mod coordinator;

@@ -2,36 +2,68 @@
 //! line over the control framing of [`crate::peer::protocol`].
 //!
 //! An agent connects to the coordinator and both send [`Hello`] (the
-//! version check every wulf connection starts with). The coordinator then
-//! sends a challenge ([`Order::Challenge`]); the agent proves it knows the run's one-time
-//! secret with an HMAC-SHA-256 of the challenge and its name ([`prove`]),
-//! so a process that merely found the coordinator's port cannot join, and
-//! a proof overheard on the wire is worth nothing in another run or for
-//! another name. The secret itself never crosses the network or appears on
-//! a command line: launchers hand it over through the environment or
-//! stdin. After [`Join`], the coordinator sends [`Order`]s and the agent
+//! version check every wulf connection starts with). Then each side proves
+//! to the other that it knows the agent's node key (an HMAC of the run's
+//! one-time secret and the node's name, [`crate::exec::credentials`]):
+//!
+//! 1. the coordinator sends a challenge ([`Order::Challenge`]);
+//! 2. the agent answers with a [`Claim`]: its name, a nonce of its own and
+//!    its proof ([`agent_proof`]) of both nonces;
+//! 3. the coordinator derives the key of the claimed name, checks the
+//!    proof, and answers with its own ([`Order::Proof`], [`coordinator_proof`])
+//!    and, sealed with the node key, the key the agents use among
+//!    themselves ([`seal_mesh`]);
+//! 4. only then does the agent send its fingerprint ([`Join`]).
+//!
+//! So a process that merely found the coordinator's port cannot join; an
+//! agent never tells its fingerprint to, nor measures for, a coordinator
+//! that cannot prove the run's secret (a planted rendezvous file, a port
+//! taken over); an agent holding one node's key cannot join under
+//! another's name; and a proof overheard on the wire is worth nothing in
+//! another run, for another name or in the other role. The secret and the
+//! keys never cross the network in the clear and never appear on a command
+//! line: launchers hand them over through the environment or stdin. After
+//! the coordinator's [`Order::Welcome`] it sends [`Order`]s and the agent
 //! answers each with one [`CellReport`], so results stream back cell by
 //! cell instead of in one message at the end.
 
 use serde::{Deserialize, Serialize};
 
 use crate::result::Point;
+use crate::sys::random::{from_hex, hex};
 use crate::sys::Host;
 
 pub use crate::peer::auth::random_hex;
 use crate::peer::auth::Secret;
-pub use crate::peer::protocol::{ControlChannel, Hello};
+pub use crate::peer::protocol::{ControlChannel, Hello, MAX_REQUEST_BYTES};
 
 pub use crate::exec::SECRET_ENV;
 
-/// Agent to coordinator: who it is, and its proof.
+/// Longest [`Join`] line the coordinator reads: a machine's fingerprint
+/// (a few kilobytes; this leaves room for hundreds of interfaces) bounds
+/// what one connection may make it hold. Hellos and [`Claim`]s are held to
+/// [`MAX_REQUEST_BYTES`].
+pub const MAX_JOIN_BYTES: u64 = 256 << 10;
+
+/// Agent to coordinator, answering [`Order::Challenge`]: who it is, and
+/// its proof.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    /// The node name the agent was started for.
+    pub name: String,
+    /// Fresh random nonce of the agent, hex: the coordinator's proof
+    /// answers it.
+    pub nonce: String,
+    /// [`agent_proof`] with the node's key.
+    pub proof: String,
+}
+
+/// Agent to coordinator, once the coordinator has proved itself: where
+/// the agent serves and what machine it is.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Join {
-    /// The node name the agent was started for.
-    pub name: String,
-    /// [`prove`] of the challenge's nonce and `name`.
-    pub proof: String,
     /// Where the agent's measuring server listens (`IP:PORT`).
     pub serve_address: String,
     /// The agent's machine, with the interface toward the coordinator.
@@ -47,7 +79,15 @@ pub enum Order {
         /// Random, hex.
         nonce: String,
     },
-    /// Accepted (answer to a good [`Join`]).
+    /// The coordinator's answer to a good [`Claim`]: its own proof, and
+    /// the key agents measure each other with.
+    Proof {
+        /// [`coordinator_proof`] with the node's key.
+        proof: String,
+        /// The agents' common key, [`seal_mesh`]ed with the node's key.
+        mesh: String,
+    },
+    /// Accepted (answer to a [`Join`]).
     Welcome,
     /// Refused, with the reason; the agent exits.
     Refused {
@@ -137,35 +177,112 @@ pub struct CellReport {
     pub measure_s: f64,
 }
 
-/// The proof that an agent named `name` knows `secret`, for `nonce`
-/// ([`Secret::prove`] in the agent's role).
-pub fn prove(secret: &str, nonce: &str, name: &str) -> String {
-    Secret::trusted(secret).prove(AGENT_ROLE, nonce, name)
-}
-
-/// Whether `proof` is [`prove`]`(secret, nonce, name)`, compared in
-/// constant time.
-pub fn verify(secret: &str, nonce: &str, name: &str, proof: &str) -> bool {
-    Secret::trusted(secret).verify(AGENT_ROLE, nonce, name, proof)
-}
-
 /// Role label in an agent's proof (see [`crate::peer::auth`]).
 const AGENT_ROLE: &str = "wulf-agent";
+
+/// Role label in the coordinator's proof: a proof is never valid in the
+/// other role, so neither side can reflect the other's.
+const COORDINATOR_ROLE: &str = "wulf-coordinator";
+
+/// Label of the pad that seals the agents' common key.
+const MESH_ROLE: &str = "wulf-mesh";
+
+/// The agent's proof that it holds `key` (its node's key), for the
+/// coordinator's nonce `theirs` and its own `ours`.
+pub fn agent_proof(key: &str, theirs: &str, ours: &str) -> String {
+    Secret::trusted(key).prove(AGENT_ROLE, ours, theirs)
+}
+
+/// Whether `proof` is [`agent_proof`]`(key, theirs, ours)` (`theirs` is
+/// the coordinator's nonce), compared in constant time.
+pub fn verify_agent(key: &str, theirs: &str, ours: &str, proof: &str) -> bool {
+    Secret::trusted(key).verify(AGENT_ROLE, ours, theirs, proof)
+}
+
+/// The coordinator's proof that it holds `key` (it derives every node's
+/// key from the secret), for its nonce `ours` and the agent's `theirs`.
+pub fn coordinator_proof(key: &str, ours: &str, theirs: &str) -> String {
+    Secret::trusted(key).prove(COORDINATOR_ROLE, ours, theirs)
+}
+
+/// Whether `proof` is [`coordinator_proof`]`(key, ours, theirs)`,
+/// compared in constant time.
+pub fn verify_coordinator(key: &str, ours: &str, theirs: &str, proof: &str) -> bool {
+    Secret::trusted(key).verify(COORDINATOR_ROLE, ours, theirs, proof)
+}
+
+/// A fresh key for the agents to measure each other with, hex: not the
+/// run's secret, which agents holding only their node's key never see.
+pub fn mesh_key() -> std::io::Result<String> {
+    random_hex()
+}
+
+/// `mesh` (32 bytes, hex) sealed for the agent holding `key`: XOR with an
+/// HMAC of both nonces under the node's key, a one-time pad that only the
+/// coordinator and that agent can make. None when `mesh` is not 32 bytes.
+pub fn seal_mesh(
+    key: &str,
+    coordinator_nonce: &str,
+    agent_nonce: &str,
+    mesh: &str,
+) -> Option<String> {
+    let pad = mesh_pad(key, coordinator_nonce, agent_nonce)?;
+    let plain = from_hex::<32>(mesh)?;
+    Some(hex(&xor(&plain, &pad)))
+}
+
+/// The agents' key from what [`seal_mesh`] made, if it is well formed.
+pub fn unseal_mesh(
+    key: &str,
+    coordinator_nonce: &str,
+    agent_nonce: &str,
+    sealed: &str,
+) -> Option<String> {
+    let pad = mesh_pad(key, coordinator_nonce, agent_nonce)?;
+    let sealed = from_hex::<32>(sealed)?;
+    Some(hex(&xor(&sealed, &pad)))
+}
+
+fn mesh_pad(key: &str, coordinator_nonce: &str, agent_nonce: &str) -> Option<[u8; 32]> {
+    from_hex::<32>(&Secret::trusted(key).prove(MESH_ROLE, coordinator_nonce, agent_nonce))
+}
+
+fn xor(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
+    std::array::from_fn(|i| a[i] ^ b[i])
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn proofs_bind_secret_nonce_and_name() {
-        let p = prove("s3cret", "n1", "node1");
+    fn proofs_bind_key_nonces_and_role() {
+        let p = agent_proof("k1", "cn", "an");
         assert_eq!(p.len(), 64);
-        assert!(verify("s3cret", "n1", "node1", &p));
-        assert!(!verify("other", "n1", "node1", &p));
-        assert!(!verify("s3cret", "n2", "node1", &p));
-        assert!(!verify("s3cret", "n1", "node2", &p));
-        assert!(!verify("s3cret", "n1", "node1", "zz"));
-        assert!(!verify("s3cret", "n1", "node1", ""));
+        assert!(verify_agent("k1", "cn", "an", &p));
+        assert!(!verify_agent("k2", "cn", "an", &p));
+        assert!(!verify_agent("k1", "cn2", "an", &p));
+        assert!(!verify_agent("k1", "an", "cn", &p), "nonces swapped");
+        assert!(!verify_agent("k1", "cn", "an", "zz"));
+        assert!(!verify_agent("k1", "cn", "an", ""));
+        let q = coordinator_proof("k1", "cn", "an");
+        assert!(verify_coordinator("k1", "cn", "an", &q));
+        assert!(!verify_coordinator("k2", "cn", "an", &q));
+        // Neither proof passes for the other role (no reflection).
+        assert!(!verify_coordinator("k1", "cn", "an", &p));
+        assert!(!verify_agent("k1", "cn", "an", &q));
+    }
+
+    #[test]
+    fn the_mesh_key_opens_only_with_the_node_key_and_nonces() {
+        let mesh = mesh_key().unwrap();
+        let sealed = seal_mesh("k1", "cn", "an", &mesh).unwrap();
+        assert_ne!(sealed, mesh);
+        assert_eq!(unseal_mesh("k1", "cn", "an", &sealed).unwrap(), mesh);
+        assert_ne!(unseal_mesh("k2", "cn", "an", &sealed).unwrap(), mesh);
+        assert_ne!(unseal_mesh("k1", "cn", "an2", &sealed).unwrap(), mesh);
+        assert!(unseal_mesh("k1", "cn", "an", "zz").is_none());
+        assert!(seal_mesh("k1", "cn", "an", "short").is_none());
     }
 
     #[test]

@@ -29,8 +29,9 @@ impl Launcher for Local {
         let mut procs = Vec::with_capacity(hosts.len());
         for h in hosts {
             let mut cmd = Command::new(&self.wulf);
+            // Its node's key alone: it cannot join under another name.
             cmd.args(agent_args(coordinator, Some(h)))
-                .env(SECRET_ENV, secret);
+                .env(SECRET_ENV, super::credentials::for_node(secret, h));
             procs.push(Process::spawn(cmd, Some(h.clone()), &agent_options(None))?);
         }
         Ok(Agents::of(procs))

@@ -37,6 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 
+pub mod credentials;
 pub mod local;
 pub mod local_peer;
 pub mod process;

@@ -118,7 +118,8 @@ impl Launcher for RemoteShell {
             procs.push(Process::spawn(
                 cmd,
                 Some(h.clone()),
-                &agent_options(Some(secret)),
+                // Its node's key alone: it cannot join under another name.
+                &agent_options(Some(&super::credentials::for_node(secret, h))),
             )?);
         }
         Ok(Agents::of(procs))

@@ -7,7 +7,11 @@
 //! Rank 0 tells the others where it listens through a rendezvous file in
 //! the working directory (launchers start every task there, and clusters
 //! share it): its addresses, its port and the run's secret, readable by
-//! the user alone, written atomically and removed at the end. The file is
+//! the user alone, written atomically and removed at the end. A task takes
+//! only a file that is the user's own with mode 0600 (one planted by
+//! someone else would steer it to their coordinator), and even then joins
+//! only a coordinator that proves the secret back
+//! ([`crate::cluster::protocol`]). The file is
 //! named after the job where the launcher says which job it is (Slurm's
 //! job and step, Open MPI's namespace); an agent takes only a file written
 //! since shortly before it started, so a stale one from an earlier run is
@@ -86,12 +90,14 @@ pub fn task_from(env: impl Fn(&str) -> Option<String>) -> Option<Task> {
     (t.size > 1 && t.rank < t.size).then_some(t)
 }
 
-/// What rank 0 publishes.
+/// What rank 0 publishes in the rendezvous file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Meeting {
-    addresses: Vec<SocketAddr>,
-    secret: String,
+pub struct Meeting {
+    /// The coordinator's addresses, tried in order.
+    pub addresses: Vec<SocketAddr>,
+    /// The run's secret (every task derives its node's key from it).
+    pub secret: String,
 }
 
 /// The rendezvous file of `task` in `dir`.
@@ -175,12 +181,13 @@ impl Drop for FromLauncher {
 }
 
 /// A task of rank above 0: wait for rank 0's rendezvous file, then serve
-/// as this node's agent until the run ends.
+/// as this node's agent until the run ends. A file that is not the user's
+/// own, readable by the user alone, is refused at once ([`read_fresh`]).
 pub fn join(file: &Path, name: String, timeout: Duration) -> Result<()> {
     let started = SystemTime::now();
     let deadline = Instant::now() + timeout.max(Duration::from_secs(10));
     let meeting = loop {
-        if let Some(m) = read_fresh(file, started) {
+        if let Some(m) = read_fresh(file, started)? {
             break m;
         }
         if Instant::now() > deadline {
@@ -200,12 +207,79 @@ pub fn join(file: &Path, name: String, timeout: Duration) -> Result<()> {
     })
 }
 
-fn read_fresh(file: &Path, started: SystemTime) -> Option<Meeting> {
-    let written = std::fs::metadata(file).ok()?.modified().ok()?;
-    if written + FRESHNESS < started {
-        return None;
+/// Longest rendezvous file read: a few addresses and a secret.
+const MAX_MEETING_BYTES: u64 = 64 << 10;
+
+/// Rank 0's meeting from `file`, if it is there and was written since
+/// shortly before `started` (None: not yet, or a stale one). Whoever can
+/// write the file decides which coordinator this rank trusts with its
+/// fingerprint and measures for, so a file that is not the user's own,
+/// not a regular file, or open to others (rank 0 writes it mode 0600) is
+/// an error (exit 3) naming the file and what it should be, never used.
+pub fn read_fresh(file: &Path, started: SystemTime) -> Result<Option<Meeting>> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let refuse = |why: String| {
+        crate::error::peer(format!(
+            "refusing the rendezvous file {}: {why}; rank 0 writes it as a regular file owned \
+             by you (uid {}) with mode 0600 (remove it if it is not yours, and run again)",
+            file.display(),
+            own_uid()
+        ))
+    };
+    // Not through a symbolic link: its target would be someone's choice.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(file);
+    let f = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(refuse("it is a symbolic link".into()))
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "cannot read the rendezvous file {}",
+                file.display()
+            )))
+        }
+    };
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(refuse("it is not a regular file".into()));
     }
-    serde_json::from_slice(&std::fs::read(file).ok()?).ok()
+    if meta.uid() != own_uid() {
+        return Err(refuse(format!("it is owned by uid {}", meta.uid())));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(refuse(format!(
+            "its mode is {:04o}, open to other users",
+            meta.mode() & 0o7777
+        )));
+    }
+    let written = meta.modified()?;
+    if written + FRESHNESS < started {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_MEETING_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_MEETING_BYTES {
+        return Err(refuse(format!(
+            "it is longer than {MAX_MEETING_BYTES} bytes"
+        )));
+    }
+    // Written whole by a rename, so never half there: a file that does not
+    // parse is not rank 0's.
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| refuse(format!("it is not a meeting of wulf's ranks ({e})")))
+}
+
+/// This process's effective user id: the owner a rendezvous file must have.
+fn own_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// Write `bytes` to `path` readable by the owner alone, atomically.
@@ -279,5 +353,44 @@ mod tests {
         // One task alone measures nothing between nodes.
         assert!(task_from(env(&[("PMI_RANK", "0"), ("PMI_SIZE", "1")])).is_none());
         assert!(task_from(env(&[])).is_none());
+    }
+
+    #[test]
+    fn only_the_users_own_private_rendezvous_file_is_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".wulf-matrix-x.json");
+        let now = SystemTime::now();
+        assert!(read_fresh(&file, now).unwrap().is_none(), "not there yet");
+        let meeting = br#"{"addresses":["127.0.0.1:9"],"secret":"s"}"#;
+        write_private(&file, meeting).unwrap();
+        let m = read_fresh(&file, now).unwrap().unwrap();
+        assert_eq!(m.secret, "s");
+        // Stale: left by an earlier run.
+        let later = now + FRESHNESS + Duration::from_secs(5);
+        assert!(read_fresh(&file, later).unwrap().is_none());
+        // Open to others: refused, naming the file and the mode.
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = format!("{:#}", read_fresh(&file, now).unwrap_err());
+        assert!(
+            e.contains(".wulf-matrix-x.json") && e.contains("0644") && e.contains("0600"),
+            "{e}"
+        );
+        // Through a symbolic link: refused.
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let e = format!("{:#}", read_fresh(&link, now).unwrap_err());
+        assert!(e.contains("symbolic link"), "{e}");
+        // Not a meeting.
+        std::fs::write(&file, b"{}").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(read_fresh(&file, now).is_err());
+        // Another user's (only root can make one here).
+        if own_uid() == 0 {
+            write_private(&file, meeting).unwrap();
+            std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+            let e = format!("{:#}", read_fresh(&file, now).unwrap_err());
+            assert!(e.contains("owned by uid 65534"), "{e}");
+        }
     }
 }

@@ -188,19 +188,34 @@ pub fn serve_on(listener: TcpListener, opts: &ServeOptions) {
 }
 
 /// The connections in their handshake, oldest first: an id, the source
-/// address, and a handle to end the connection.
+/// address, and a handle to end the connection (`wulf matrix`'s
+/// coordinator admits its agents' connections with it too).
 #[derive(Default)]
-struct Pending {
+pub struct Pending {
     entries: Mutex<VecDeque<(u64, IpAddr, TcpStream)>>,
     next_id: std::sync::atomic::AtomicU64,
+    /// Places in all and per source, when not [`MAX_PENDING`] and
+    /// [`MAX_PENDING_PER_SOURCE`].
+    limits: Option<(usize, usize)>,
 }
 
 impl Pending {
+    /// Handshake places with other limits than `wulf serve`'s: `total` in
+    /// all, `per_source` from one address (a coordinator expecting many
+    /// agents at once, all of them from this machine's loopback when
+    /// simulated).
+    pub fn with_limits(total: usize, per_source: usize) -> Pending {
+        Pending {
+            limits: Some((total.max(1), per_source.max(1))),
+            ..Pending::default()
+        }
+    }
+
     /// Take a place for `stream` from `ip`, ending the oldest handshake of
     /// its source or of all when a limit is reached (see the module
     /// notes); `None` when no handle to it can be made (out of
     /// descriptors: the connection is closed).
-    fn admit(
+    pub fn admit(
         pending: &Arc<Pending>,
         stream: &TcpStream,
         ip: IpAddr,
@@ -210,11 +225,14 @@ impl Pending {
         let id = pending
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (max, per_source) = pending
+            .limits
+            .unwrap_or((MAX_PENDING, MAX_PENDING_PER_SOURCE));
         let mut entries = pending.entries.lock().unwrap_or_else(|e| e.into_inner());
         let count = |ip: IpAddr| entries.iter().filter(|e| e.1 == ip).count();
-        let victim = if count(ip) >= MAX_PENDING_PER_SOURCE {
+        let victim = if count(ip) >= per_source {
             entries.iter().position(|e| e.1 == ip)
-        } else if entries.len() >= MAX_PENDING {
+        } else if entries.len() >= max {
             // The oldest handshake of the source holding the most places:
             // a flood from many addresses ends its own connections before
             // a client's single one.
@@ -245,7 +263,7 @@ impl Pending {
 }
 
 /// A connection's place among those in their handshake, given back once.
-struct Admission(Option<(Arc<Pending>, u64)>);
+pub struct Admission(Option<(Arc<Pending>, u64)>);
 
 impl Admission {
     fn release(&mut self) {

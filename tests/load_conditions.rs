@@ -272,9 +272,17 @@ fn loaded_vs_unloaded_prints_both_tables() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("unloaded against loaded"), "{text}");
-    for role in ["unloaded", "loaded"] {
+    // Interleaved pairs, each size with its interval and a verdict (or
+    // none, when the interval includes no change).
+    assert!(text.contains("3 interleaved pairs"), "{text}");
+    assert!(text.contains("95% interval"), "{text}");
+    let verdicts = ["slower under load", "faster under load", "no change beyond noise"];
+    let rows = text.lines().filter(|l| verdicts.iter().any(|v| l.contains(v)));
+    assert_eq!(rows.count(), 1, "{text}");
+    for role in ["unloaded", "loaded", "unloaded-2", "loaded-2", "unloaded-3", "loaded-3"] {
         let r = wulf::result::read_result(&file(&dir, &format!("s-{role}.json"))).unwrap();
-        assert_eq!(r.conditions.unwrap().role.as_deref(), Some(role));
+        let want = role.split('-').next();
+        assert_eq!(r.conditions.unwrap().role.as_deref(), want);
     }
 }
 

@@ -71,39 +71,58 @@ pub fn tagged(path: &Path, tag: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// `wulf sweep --loaded-vs-unloaded`: an unloaded and a loaded sweep in
-/// turn, each with the full budget, then the table of both.
+/// Interleaved pairs `--loaded-vs-unloaded` sweeps are measured in.
+pub const PAIRS: usize = 3;
+
+/// `wulf sweep --loaded-vs-unloaded`: [`PAIRS`] interleaved pairs of an
+/// unloaded and a loaded sweep (ABABAB), each with a share of the budget,
+/// then the table of both with the change's interval over the pairs.
+/// Files: `NAME-unloaded.json` and `NAME-loaded.json` (the first pair),
+/// `NAME-unloaded-2.json` ... for the others.
 pub fn sweep(args: &SweepArgs, spec: &SweepSpec, prepared: &Prepared) -> Result<()> {
     if args.json.as_deref() == Some(Path::new("-")) {
         return Err(crate::error::usage(
-            "--loaded-vs-unloaded writes two files: give --json a file name, not '-'",
+            "--loaded-vs-unloaded writes several files: give --json a file name, not '-'",
         ));
     }
-    let mut results = Vec::new();
-    for (role, loads) in [("unloaded", &[][..]), ("loaded", &prepared.loads[..])] {
-        let outcome = measure_sweep(spec, prepared, Some(role), loads, args.measure.quiet)?;
-        if let Some(path) = &args.json {
-            write_result(&tagged(path, role), &outcome.result)?;
+    let share = SweepSpec {
+        budget: (spec.budget / PAIRS as u32).max(std::time::Duration::from_millis(100)),
+        ..spec.clone()
+    };
+    let (mut unloaded, mut loaded) = (Vec::new(), Vec::new());
+    for pair in 1..=PAIRS {
+        for (role, loads) in [("unloaded", &[][..]), ("loaded", &prepared.loads[..])] {
+            let outcome = measure_sweep(&share, prepared, Some(role), loads, args.measure.quiet)?;
+            if let Some(path) = &args.json {
+                let tag = match pair {
+                    1 => role.to_string(),
+                    n => format!("{role}-{n}"),
+                };
+                write_result(&tagged(path, &tag), &outcome.result)?;
+            }
+            if let Some(e) = outcome.error {
+                return Err(e);
+            }
+            match role {
+                "unloaded" => unloaded.push(outcome.result),
+                _ => loaded.push(outcome.result),
+            }
         }
-        if let Some(e) = outcome.error {
-            return Err(e);
-        }
-        results.push(outcome.result);
     }
-    let (u, l) = (&results[0], &results[1]);
+    let (u, l) = (&unloaded[0], &loaded[0]);
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "{} {}: unloaded against loaded (median one-way time)",
         u.transport, u.mode
     )?;
-    write!(out, "{}", sweep_pair_table(u, l))?;
+    write!(out, "{}", sweep_pair_table(&unloaded, &loaded))?;
     for r in [u, l] {
         let text = conditions_text(r);
         if !text.is_empty() {
             writeln!(
                 out,
-                "\n{}:",
+                "\n{} (first pair):",
                 r.conditions
                     .as_ref()
                     .and_then(|c| c.role.clone())

@@ -106,32 +106,86 @@ pub fn loads_text(c: &Conditions) -> String {
     crate::load::Loads::describe(&c.loads) + &peer
 }
 
-/// `--loaded-vs-unloaded` for a sweep: per size, both medians and the
-/// relative change, and both getrusage costs.
-pub fn sweep_pair_table(unloaded: &SweepResult, loaded: &SweepResult) -> String {
+/// `--loaded-vs-unloaded` sweeps measured in interleaved pairs
+/// (unloaded, loaded, unloaded, ...): per size the median one-way time of
+/// each condition (median over the pairs), the change with its 95%
+/// interval over the pairs' ratios, and a verdict only where the interval
+/// excludes no change; the CPU per byte of both.
+pub fn sweep_pair_table(unloaded: &[SweepResult], loaded: &[SweepResult]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:>10}  {:>10}  {:>10}  {:>8}  {:>13}  {:>13}",
-        "size", "unloaded", "loaded", "change", "cpu ns/B unl", "cpu ns/B load"
+        "{:>10}  {:>10}  {:>10}  {:>8}  {:>19}  {:>22}  {:>13}  {:>13}",
+        "size",
+        "unloaded",
+        "loaded",
+        "change",
+        "95% interval",
+        "verdict",
+        "cpu ns/B unl",
+        "cpu ns/B load"
     );
-    for u in &unloaded.points {
-        let Some(l) = loaded.points.iter().find(|p| p.bytes == u.bytes) else {
+    let Some(first) = unloaded.first() else {
+        return s;
+    };
+    let at = |rs: &[SweepResult], bytes: u64| -> Vec<crate::result::Point> {
+        rs.iter()
+            .filter_map(|r| r.points.iter().find(|p| p.bytes == bytes).cloned())
+            .collect()
+    };
+    let median = |v: Vec<f64>| {
+        let mut v = v;
+        v.sort_by(f64::total_cmp);
+        crate::stats::quantile_sorted(&v, 0.5)
+    };
+    let cpu = |p: &crate::result::Point| p.cpu_client.ns_per_byte + p.cpu_server.ns_per_byte;
+    for u0 in &first.points {
+        let (us, ls) = (at(unloaded, u0.bytes), at(loaded, u0.bytes));
+        let pairs: Vec<(f64, f64)> = us
+            .iter()
+            .zip(&ls)
+            .map(|(u, l)| (u.median_ns, l.median_ns))
+            .collect();
+        if pairs.is_empty() {
             continue;
+        }
+        let change = crate::stats::paired::paired_change(&pairs);
+        let (interval, verdict) = match change {
+            Some(c) => (
+                format!("{:+.1}% .. {:+.1}%", c.low * 100.0, c.high * 100.0),
+                match c.direction() {
+                    1 => "slower under load",
+                    -1 => "faster under load",
+                    _ => "no change beyond noise",
+                },
+            ),
+            None => ("-".to_string(), "too few pairs"),
         };
-        let cpu = |p: &crate::result::Point| p.cpu_client.ns_per_byte + p.cpu_server.ns_per_byte;
+        let mid = |ps: &[crate::result::Point]| median(ps.iter().map(|p| p.median_ns).collect());
+        let (u, l) = (mid(&us), mid(&ls));
         let _ = writeln!(
             s,
-            "{:>10}  {:>10}  {:>10}  {:>+7.1}%  {:>13.3}  {:>13.3}",
-            format_bytes(u.bytes),
-            format_ns(u.median_ns),
-            format_ns(l.median_ns),
-            (l.median_ns / u.median_ns - 1.0) * 100.0,
-            cpu(u),
-            cpu(l)
+            "{:>10}  {:>10}  {:>10}  {:>+7.1}%  {:>19}  {:>22}  {:>13.3}  {:>13.3}",
+            format_bytes(u0.bytes),
+            format_ns(u),
+            format_ns(l),
+            change.map_or((l / u - 1.0) * 100.0, |c| c.change * 100.0),
+            interval,
+            verdict,
+            median(us.iter().map(cpu).collect()),
+            median(ls.iter().map(cpu).collect())
         );
     }
+    let _ = writeln!(
+        s,
+        "({} interleaved pairs; a verdict only where the 95% interval over the pairs excludes no change)",
+        pairs_count(unloaded, loaded)
+    );
     s
+}
+
+fn pairs_count(unloaded: &[SweepResult], loaded: &[SweepResult]) -> usize {
+    unloaded.len().min(loaded.len())
 }
 
 /// `--loaded-vs-unloaded` for NAS kernels, in the form of seed 001's

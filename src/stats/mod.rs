@@ -17,10 +17,13 @@
 //!   the Hodges–Lehmann shift ([`rank_test`]), for the same reason;
 //! * two groups of repeated runs are compared with a hierarchical bootstrap
 //!   over runs, then trials (Kalibera & Jones, ISMM 2013;
-//!   [`hier_bootstrap`]), whose interval includes the run-to-run variation.
+//!   [`hier_bootstrap`]), whose interval includes the run-to-run variation;
+//! * two conditions measured in interleaved pairs are compared with a
+//!   t-interval over the pairs' log ratios ([`paired`]).
 
 pub mod hier_bootstrap;
 mod median_ci;
+pub mod paired;
 pub mod rank_test;
 pub mod robust;
 pub mod student_t;

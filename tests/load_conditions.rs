@@ -111,7 +111,9 @@ fn a_loaded_sweep_with_the_whole_cost_records_both() {
         );
     } else {
         assert!(
-            r.warnings.iter().any(|w| w.contains("on the measured ends' CPUs")),
+            r.warnings
+                .iter()
+                .any(|w| w.contains("on the measured ends' CPUs")),
             "{:?}",
             r.warnings
         );
@@ -276,10 +278,23 @@ fn loaded_vs_unloaded_prints_both_tables() {
     // none, when the interval includes no change).
     assert!(text.contains("3 interleaved pairs"), "{text}");
     assert!(text.contains("95% interval"), "{text}");
-    let verdicts = ["slower under load", "faster under load", "no change beyond noise"];
-    let rows = text.lines().filter(|l| verdicts.iter().any(|v| l.contains(v)));
+    let verdicts = [
+        "slower under load",
+        "faster under load",
+        "no change beyond noise",
+    ];
+    let rows = text
+        .lines()
+        .filter(|l| verdicts.iter().any(|v| l.contains(v)));
     assert_eq!(rows.count(), 1, "{text}");
-    for role in ["unloaded", "loaded", "unloaded-2", "loaded-2", "unloaded-3", "loaded-3"] {
+    for role in [
+        "unloaded",
+        "loaded",
+        "unloaded-2",
+        "loaded-2",
+        "unloaded-3",
+        "loaded-3",
+    ] {
         let r = wulf::result::read_result(&file(&dir, &format!("s-{role}.json"))).unwrap();
         let want = role.split('-').next();
         assert_eq!(r.conditions.unwrap().role.as_deref(), want);

@@ -11,13 +11,14 @@
 # times (default 2). Agreement: the ratio within 0.9-1.1 on a quiet machine.
 # The getrusage column is the ends' own threads, for scale: what the kernel
 # saw beyond them is softirq, interrupts and the other end's wakeups.
-# Usage: bench/cost_vs_procstat.sh [ROUNDS] [--soak]  (--soak: --cost soak,
-# the soakers' figure against the same sampler)
+# (The soakers of --cost soak are busy time to /proc/stat, so an outside
+# sampler cannot check them; their figure stands beside the kernel's in
+# each result instead.)
+# Usage: bench/cost_vs_procstat.sh [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-2}
 COST=whole
-[ "${2:-}" = "--soak" ] && COST=soak
 WULF=${WULF:-target/release/wulf}
 [ -x "$WULF" ] || cargo build --release --quiet
 work=$(mktemp -d)

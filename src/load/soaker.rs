@@ -94,6 +94,10 @@ impl Calibration {
 /// Running soaker threads, one per CPU; stopped and joined on drop.
 pub struct Soaker {
     counters: Arc<Vec<Counter>>,
+    /// Each soaker thread's CPU-time clock, readable from any thread: the
+    /// kernel counts a soaker's time as busy, and the kernel figure beside
+    /// the soakers' must leave it out.
+    clocks: Vec<libc::clockid_t>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     cpus: Vec<usize>,
@@ -104,6 +108,15 @@ pub struct Soaker {
 pub struct Snapshot {
     at: Instant,
     counts: Vec<u64>,
+    /// CPU time of all soaker threads so far, ns.
+    soakers_cpu_ns: u64,
+}
+
+impl Snapshot {
+    /// CPU time the soaker threads themselves ran between `self` and `later`, ns.
+    pub fn soakers_cpu_ns_until(&self, later: &Snapshot) -> u64 {
+        later.soakers_cpu_ns.saturating_sub(self.soakers_cpu_ns)
+    }
 }
 
 /// The capacity lost to everything else between two snapshots.
@@ -123,6 +136,7 @@ impl Soaker {
         let stop = Arc::new(AtomicBool::new(false));
         let mut soaker = Soaker {
             counters: counters.clone(),
+            clocks: Vec::new(),
             stop: stop.clone(),
             threads: Vec::new(),
             cpus: cpus.to_vec(),
@@ -140,6 +154,18 @@ impl Soaker {
                     }
                     soak(&counters[i].0, &stop);
                 })?;
+            let mut clock: libc::clockid_t = 0;
+            // SAFETY: the thread is alive (joined only on drop) and `clock`
+            // is a valid place for the id.
+            let rc = unsafe {
+                libc::pthread_getcpuclockid(
+                    std::os::unix::thread::JoinHandleExt::as_pthread_t(&handle),
+                    &mut clock,
+                )
+            };
+            if rc == 0 {
+                soaker.clocks.push(clock);
+            }
             // Pushed at once, so a failure to spawn the next one still
             // stops and joins this one (on drop).
             soaker.threads.push(handle);
@@ -159,7 +185,25 @@ impl Soaker {
 
     /// The counts now (relaxed loads: never synchronises with the soakers).
     pub fn snapshot(&self) -> Snapshot {
+        let soakers_cpu_ns = self
+            .clocks
+            .iter()
+            .map(|&c| {
+                let mut ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                // SAFETY: `ts` is a valid timespec; a clock of a thread
+                // that ended gives an error, read as zero.
+                if unsafe { libc::clock_gettime(c, &mut ts) } == 0 {
+                    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+                } else {
+                    0
+                }
+            })
+            .sum();
         Snapshot {
+            soakers_cpu_ns,
             at: Instant::now(),
             counts: self
                 .counters
@@ -333,11 +377,13 @@ mod tests {
         let a = Snapshot {
             at: t0,
             counts: vec![0, 0],
+            soakers_cpu_ns: 0,
         };
         // One second: CPU 0 ran at a quarter of idle, CPU 1 at full speed.
         let b = Snapshot {
             at: t0 + Duration::from_secs(1),
             counts: vec![250_000_000, 1_100_000_000],
+            soakers_cpu_ns: 0,
         };
         let l = Lost::between(&c, &a, &b);
         assert_eq!(l.wall_ns, 1_000_000_000);

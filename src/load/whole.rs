@@ -178,19 +178,22 @@ impl WholeCpu {
     }
 
     /// From `busy_ticks` over windows of `wall_ns` in all, against the
-    /// background of `base`; with `soak`, the soakers' figure is primary.
+    /// background of `base`; with `soak` (what the soakers lost, over how
+    /// many CPUs, and the soaker threads' own CPU time, which the kernel
+    /// counts as busy and is left out), the soakers' figure is primary.
     pub fn from_kernel(
         base: &KernelBaseline,
         busy_ticks: u64,
         wall_ns: u64,
-        soak: Option<(Lost, usize)>,
+        soak: Option<(Lost, usize, u64)>,
     ) -> WholeCpu {
         let background = base.background_cpus() * wall_ns as f64;
+        let soakers = soak.map_or(0.0, |s| s.2 as f64);
         // Clamped only here, on the whole window: the per-window sampling
         // error is zero on average, and a clamp per block would bias it.
-        let kernel = (busy_ticks as f64 * base.ns_per_tick - background).max(0.0);
+        let kernel = (busy_ticks as f64 * base.ns_per_tick - background - soakers).max(0.0);
         let mut w = match soak {
-            Some((lost, ncpu)) => {
+            Some((lost, ncpu, _)) => {
                 let mut w = WholeCpu::from_lost(lost, ncpu);
                 w.kernel_cpu_ns = Some(kernel);
                 w
@@ -238,6 +241,9 @@ pub struct Window {
     pub wall_ns: u64,
     /// What the soakers lost (zero without them).
     pub lost: Lost,
+    /// CPU time the soaker threads themselves ran, ns: busy to the kernel,
+    /// so left out of its figure.
+    pub soakers_cpu_ns: u64,
 }
 
 impl Window {
@@ -246,6 +252,7 @@ impl Window {
         self.busy_ticks += other.busy_ticks;
         self.wall_ns += other.wall_ns;
         self.lost.add(other.lost);
+        self.soakers_cpu_ns += other.soakers_cpu_ns;
     }
 }
 
@@ -278,20 +285,25 @@ impl Counters {
     /// What the machine spent between two readings.
     pub fn window(&self, a: &Reading, b: &Reading) -> Window {
         let (busy_ticks, wall_ns) = busy_between(&a.ticks, &b.ticks);
-        let lost = match (&self.setup.soak, &a.soak, &b.soak) {
-            (Some(cal), Some(x), Some(y)) => Lost::between(cal, x, y),
-            _ => Lost::default(),
+        let (lost, soakers_cpu_ns) = match (&self.setup.soak, &a.soak, &b.soak) {
+            (Some(cal), Some(x), Some(y)) => (Lost::between(cal, x, y), x.soakers_cpu_ns_until(y)),
+            _ => (Lost::default(), 0),
         };
         Window {
             busy_ticks,
             wall_ns,
             lost,
+            soakers_cpu_ns,
         }
     }
 
     /// The whole CPU of `w`, no per-byte figures.
     pub fn whole(&self, w: &Window) -> WholeCpu {
-        let soak = self.setup.soak.as_ref().map(|cal| (w.lost, cal.cpus.len()));
+        let soak = self
+            .setup
+            .soak
+            .as_ref()
+            .map(|cal| (w.lost, cal.cpus.len(), w.soakers_cpu_ns));
         WholeCpu::from_kernel(&self.setup.kernel, w.busy_ticks, w.wall_ns, soak)
     }
 }
@@ -353,7 +365,13 @@ mod tests {
             wall_ns: 1_000_000_000,
             cpu_ns: 7e8,
         };
-        let w = WholeCpu::from_kernel(&base(vec![0.0; 2]), 50, 1_000_000_000, Some((lost, 2)));
+        // 150 busy ticks of 10 ms, of which the soakers ran 1 s.
+        let w = WholeCpu::from_kernel(
+            &base(vec![0.0; 2]),
+            150,
+            1_000_000_000,
+            Some((lost, 2, 1_000_000_000)),
+        );
         assert_eq!(w.method.as_deref(), Some("soak"));
         assert_eq!(w.cpu_ns, 7e8);
         assert!((w.kernel_cpu_ns.unwrap() - 5e8).abs() < 1.0);

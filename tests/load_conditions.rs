@@ -246,6 +246,9 @@ fn loaded_vs_unloaded_prints_both_tables() {
         "LOADED",
         "loaded against unloaded",
         "against tcp, loaded",
+        // One repetition: no pairs, and it says so.
+        "over interleaved repetitions",
+        "fewer than 2 pairs",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }

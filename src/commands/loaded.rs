@@ -177,23 +177,33 @@ pub fn npb(
                     nprocs: vec![np],
                     ..plan.clone()
                 };
-                for (i, (role, loads)) in [("unloaded", &[][..]), ("loaded", &prepared.loads[..])]
-                    .into_iter()
-                    .enumerate()
-                {
-                    let (r, stop) = npb_plan(&one, prepared, Some(role), loads)?;
-                    match &mut pair[i] {
-                        None => pair[i] = Some(r),
-                        Some(acc) => {
-                            acc.runs.extend(r.runs);
-                            acc.wall_s += r.wall_s;
-                            if r.conditions.is_some() {
-                                acc.conditions = r.conditions;
+                // Repetitions interleaved (unloaded, loaded, unloaded, ...),
+                // so that a drift of the machine hits both alike and the
+                // pairs give the change an interval.
+                let single = super::npb::NpbPlan {
+                    repetitions: 1,
+                    ..one.clone()
+                };
+                for rep in 0..one.repetitions.max(1) {
+                    for (i, (role, loads)) in
+                        [("unloaded", &[][..]), ("loaded", &prepared.loads[..])]
+                            .into_iter()
+                            .enumerate()
+                    {
+                        let (r, stop) = npb_plan(&single, prepared, Some(role), loads)?;
+                        match &mut pair[i] {
+                            None => pair[i] = Some(r),
+                            Some(acc) => {
+                                merge_runs(&mut acc.runs, r.runs, rep > 0);
+                                acc.wall_s += r.wall_s;
+                                if r.conditions.is_some() {
+                                    acc.conditions = r.conditions;
+                                }
                             }
                         }
-                    }
-                    if let Some(e) = stop {
-                        return Err(e);
+                        if let Some(e) = stop {
+                            return Err(e);
+                        }
                     }
                 }
             }
@@ -217,4 +227,53 @@ pub fn npb(
         write!(out, "{}", crate::report::conditions::loads_text(c))?;
     }
     Ok(())
+}
+
+/// Add `more` to `runs`: with `same_combination`, another repetition of
+/// the last run (its outcomes appended, the best and median derived again,
+/// the whole CPU summed); otherwise new combinations.
+fn merge_runs(
+    runs: &mut Vec<crate::result::NpbRun>,
+    more: Vec<crate::result::NpbRun>,
+    same_combination: bool,
+) {
+    for m in more {
+        let last = runs
+            .iter_mut()
+            .rev()
+            .find(|r| r.via == m.via && r.nprocs == m.nprocs);
+        match last {
+            Some(r) if same_combination => {
+                let mut outcomes = std::mem::take(&mut r.outcomes);
+                outcomes.extend(m.outcomes);
+                let error = r.error.take().or(m.error);
+                let mut merged = crate::result::NpbRun::new(&r.via, r.nprocs, Ok(outcomes));
+                merged.error = error;
+                merged.wait = r.wait;
+                merged.mpi = r.mpi.take();
+                merged.placement = r.placement.take();
+                merged.cpu_whole = match (r.cpu_whole.take(), m.cpu_whole) {
+                    (Some(mut a), Some(b)) => {
+                        // Shares over the same CPUs: weighted by wall time.
+                        let wall = (a.wall_ns + b.wall_ns).max(1) as f64;
+                        a.machine_share = (a.machine_share * a.wall_ns as f64
+                            + b.machine_share * b.wall_ns as f64)
+                            / wall;
+                        a.cpu_ns += b.cpu_ns;
+                        a.wall_ns += b.wall_ns;
+                        a.busy_ticks = a.busy_ticks.zip(b.busy_ticks).map(|(x, y)| x + y);
+                        a.background_cpu_ns = a
+                            .background_cpu_ns
+                            .zip(b.background_cpu_ns)
+                            .map(|(x, y)| x + y);
+                        a.kernel_cpu_ns = a.kernel_cpu_ns.zip(b.kernel_cpu_ns).map(|(x, y)| x + y);
+                        Some(a)
+                    }
+                    (a, b) => a.or(b),
+                };
+                *r = merged;
+            }
+            _ => runs.push(m),
+        }
+    }
 }

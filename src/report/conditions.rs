@@ -242,6 +242,7 @@ pub fn npb_pair_table(unloaded: &[NpbResult], loaded: &[NpbResult]) -> String {
         }
         s.push('\n');
     }
+    s.push_str(&npb_pair_intervals(unloaded, loaded, np));
     if vias.iter().any(|v| v == "tcp") {
         for (title, rs) in [("unloaded", unloaded), ("loaded", loaded)] {
             header(&mut s, &format!("\nagainst tcp, {title} (np={np}):"));
@@ -288,4 +289,47 @@ pub fn npb_whole_text(r: &NpbResult) -> Option<String> {
             method_words(method)
         )
     })
+}
+
+/// The NAS runs' repetitions were interleaved (unloaded, loaded, ...):
+/// per kernel and transport at `np`, the change of Mop/s with its 95%
+/// interval over the pairs and a verdict only where it excludes no change.
+fn npb_pair_intervals(unloaded: &[NpbResult], loaded: &[NpbResult], np: usize) -> String {
+    let mut s = String::new();
+    for u in unloaded {
+        let Some(l) = loaded.iter().find(|l| l.kernel == u.kernel) else {
+            continue;
+        };
+        for ur in u.runs.iter().filter(|r| r.nprocs == np) {
+            let Some(lr) = l.runs.iter().find(|r| r.via == ur.via && r.nprocs == np) else {
+                continue;
+            };
+            let pairs: Vec<(f64, f64)> = ur
+                .outcomes
+                .iter()
+                .zip(&lr.outcomes)
+                .map(|(a, b)| (a.mop_s, b.mop_s))
+                .collect();
+            let line = match crate::stats::paired::paired_change(&pairs) {
+                Some(c) => format!(
+                    "{:+.1}% (95%: {:+.1}% .. {:+.1}%, {} pairs) {}",
+                    c.change * 100.0,
+                    c.low * 100.0,
+                    c.high * 100.0,
+                    c.pairs,
+                    match c.direction() {
+                        1 => "faster under load",
+                        -1 => "slower under load",
+                        _ => "no change beyond noise",
+                    }
+                ),
+                None => "fewer than 2 pairs: no interval (--repetitions 3 or more)".to_string(),
+            };
+            let _ = writeln!(s, "  {:<6} {:<14} {line}", u.kernel.to_uppercase(), ur.via);
+        }
+    }
+    if s.is_empty() {
+        return s;
+    }
+    format!("\nloaded against unloaded, Mop/s over interleaved repetitions (np={np}):\n{s}")
 }

@@ -108,3 +108,59 @@ fn reports_read_a_matrix_as_figures_whole_or_streaming() {
     let again = read_matrix_figures_within(&fixture, 0).unwrap();
     assert_eq!(again.figures, expected);
 }
+
+/// Crafted node indices (once a panic of `wulf report`) and impossible
+/// figures are refused with the field named, whole or streaming, and
+/// `wulf report` says so instead of drawing.
+#[test]
+fn crafted_indices_and_impossible_figures_are_refused() {
+    use wulf::result::matrix::{read_matrix_result, read_matrix_result_within};
+    let fixture = lab_fixture();
+    let dir = tempdir();
+    let bad = dir.path().join("bad.json");
+    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
+        (
+            "cells[2].from",
+            Box::new(|v| v["cells"][2]["from"] = 99.into()),
+        ),
+        ("cells[0].to", Box::new(|v| v["cells"][0]["to"] = 4.into())),
+        // A short node list: the cells name nodes it lacks.
+        (
+            "but the file lists 2 nodes",
+            Box::new(|v| {
+                v["nodes"].as_array_mut().unwrap().truncate(2);
+            }),
+        ),
+        (
+            "cells[1].latency.median_ns",
+            Box::new(|v| v["cells"][1]["latency"]["median_ns"] = (-5.0).into()),
+        ),
+        (
+            "cells[1].bandwidth.bits_per_s",
+            Box::new(|v| v["cells"][1]["bandwidth"]["bits_per_s"] = 1e308.into()),
+        ),
+        (
+            "analysis.slow_nodes",
+            Box::new(|v| v["analysis"]["slow_nodes"][0]["node"] = 7.into()),
+        ),
+    ];
+    for (want, spoil) in cases {
+        let mut v = fixture_value(&fixture);
+        spoil(&mut v);
+        std::fs::write(&bad, v.to_string()).unwrap();
+        for e in [
+            read_matrix_result(&bad).unwrap_err(),
+            read_matrix_result_within(&bad, 0).unwrap_err(),
+        ] {
+            let text = format!("{e:#}");
+            assert!(text.contains(want), "{want}: {text}");
+        }
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_wulf"))
+            .args(["report", bad.to_str().unwrap(), "-o"])
+            .arg(dir.path().join("r.html"))
+            .output()
+            .unwrap();
+        assert_ne!(o.status.code(), Some(101), "{want}: report panicked");
+        assert!(!o.status.success(), "{want}: a report was drawn");
+    }
+}

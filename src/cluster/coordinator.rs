@@ -381,8 +381,18 @@ fn measure_group(
                 cells[i].bandwidth = report.bandwidth;
                 cells[i].rate = report.rate;
                 cells[i].measure_s = report.measure_s;
-                let failed = report.error.is_some();
                 cells[i].error = report.error;
+                // What an agent sends is checked like a file: a negative
+                // or 1e308 figure is never saved as a measurement.
+                if let Err(e) = crate::result::validate::cell(&cells[i]) {
+                    let c = &mut cells[i];
+                    (c.latency, c.bandwidth, c.rate, c.measure_s) = (None, None, None, 0.0);
+                    c.error = Some(format!(
+                        "{} reported impossible figures ({e}); the cell is dropped",
+                        nodes[from].name
+                    ));
+                }
+                let failed = cells[i].error.is_some();
                 // A failed cell may mean its peer died: ask. An agent
                 // serving on its main thread is asked anyway: the Ping
                 // ends its serving.

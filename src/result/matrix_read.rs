@@ -79,11 +79,13 @@ pub fn read_matrix_result_within(path: &Path, whole_bytes: u64) -> Result<Matrix
         .with_context(|| format!("cannot read {}", path.display()))?
         .len();
     if len <= whole_bytes.min(MAX_RESULT_BYTES) {
-        return read_versions(
+        let r: MatrixResult = read_versions(
             path,
             "matrix",
             MATRIX_OLDEST_SCHEMA_VERSION..=MATRIX_SCHEMA_VERSION,
-        );
+        )?;
+        super::validate::matrix(&r).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        return Ok(r);
     }
     read_streaming(path, len, Lean::WithoutTrials)
 }
@@ -151,6 +153,7 @@ fn read_streaming(path: &Path, len: u64, lean: Lean) -> Result<MatrixResult> {
             r.schema_version
         );
     }
+    super::validate::matrix(&r).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     r.warnings.push(format!(
         "read without the cells' trials ({} MiB file): medians, intervals and counts are whole",
         len >> 20

@@ -19,7 +19,7 @@ mod read;
 mod run_to_run;
 mod schema;
 mod thresholds;
-mod validate;
+pub mod validate;
 mod wait_mode;
 mod write;
 

@@ -218,3 +218,87 @@ fn finite_non_negative(v: f64, max: f64) -> Result<(), String> {
         Ok(())
     }
 }
+
+/// Most rounds (or steps) a matrix can have: a tournament of the largest
+/// cluster wulf expects (2^16 nodes) has fewer.
+const MAX_ROUNDS: usize = 1 << 16;
+
+/// Check a matrix result: every node index (cells, analysis) names a node
+/// of `nodes`, rounds are bounded, and every cell's figures are physical
+/// (three crafted indices once made `wulf report` panic, and an agent's
+/// negative or 1e308 cells were saved as they came).
+pub fn matrix(r: &crate::result::matrix::MatrixResult) -> Result<(), String> {
+    let n = r.nodes.len();
+    let node = |what: String, i: usize| -> Result<(), String> {
+        if i < n {
+            Ok(())
+        } else {
+            Err(format!("{what} is node {i}, but the file lists {n} nodes"))
+        }
+    };
+    if r.rounds > MAX_ROUNDS {
+        return Err(format!("rounds is {}, above {MAX_ROUNDS}", r.rounds));
+    }
+    for (name, v) in [
+        ("wall_s", r.wall_s),
+        ("rounds_s", r.rounds_s),
+        ("coordinator_cpu_s", r.coordinator_cpu_s),
+    ] {
+        finite_non_negative(v, MAX_WALL_S).map_err(|e| format!("{name} {e}"))?;
+    }
+    for (i, c) in r.cells.iter().enumerate() {
+        node(format!("cells[{i}].from"), c.from)?;
+        node(format!("cells[{i}].to"), c.to)?;
+        if c.round > MAX_ROUNDS {
+            return Err(format!(
+                "cells[{i}].round is {}, above {MAX_ROUNDS}",
+                c.round
+            ));
+        }
+        cell(c).map_err(|e| format!("cells[{i}].{e}"))?;
+    }
+    let a = &r.analysis;
+    for (i, o) in a.outlier_cells.iter().enumerate() {
+        node(format!("analysis.outlier_cells[{i}].from"), o.from)?;
+        node(format!("analysis.outlier_cells[{i}].to"), o.to)?;
+    }
+    for (i, s) in a.slow_nodes.iter().enumerate() {
+        node(format!("analysis.slow_nodes[{i}].node"), s.node)?;
+    }
+    for (i, p) in a.asymmetric_pairs.iter().enumerate() {
+        node(format!("analysis.asymmetric_pairs[{i}].a"), p.a)?;
+        node(format!("analysis.asymmetric_pairs[{i}].b"), p.b)?;
+    }
+    for (i, d) in a.fingerprint_differences.iter().enumerate() {
+        for (j, v) in d.values.iter().enumerate() {
+            for &k in &v.nodes {
+                node(
+                    format!("analysis.fingerprint_differences[{i}].values[{j}].nodes"),
+                    k,
+                )?;
+            }
+        }
+    }
+    for (i, s) in a.node_summary.iter().enumerate() {
+        node(format!("analysis.node_summary[{i}].node"), s.node)?;
+    }
+    for (i, c) in a.contention.iter().enumerate() {
+        node(format!("analysis.contention[{i}].node"), c.node)?;
+    }
+    Ok(())
+}
+
+/// A matrix cell's figures: each point physical, the time bounded.
+pub fn cell(c: &crate::result::matrix::MatrixCell) -> Result<(), String> {
+    for (name, p) in [
+        ("latency", &c.latency),
+        ("bandwidth", &c.bandwidth),
+        ("rate", &c.rate),
+        ("alone_bandwidth", &c.alone_bandwidth),
+    ] {
+        if let Some(p) = p {
+            point(p).map_err(|e| format!("{name}.{e}"))?;
+        }
+    }
+    finite_non_negative(c.measure_s, MAX_WALL_S).map_err(|e| format!("measure_s {e}"))
+}

@@ -118,7 +118,8 @@ fn crafted_indices_and_impossible_figures_are_refused() {
     let fixture = lab_fixture();
     let dir = tempdir();
     let bad = dir.path().join("bad.json");
-    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
+    type Spoil = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(&str, Spoil)> = vec![
         (
             "cells[2].from",
             Box::new(|v| v["cells"][2]["from"] = 99.into()),

@@ -5,7 +5,7 @@
 //! tests in `tests/fuzz_properties.rs` call them with proptest's within
 //! `cargo test`, so the same properties are checked on every run.
 
-use crate::cluster::protocol::{CellReport, Join, Order};
+use crate::cluster::protocol::{CellReport, Claim, Join, Order};
 use crate::peer::protocol::{parse_line, Hello, Reply, Request};
 
 /// The control-message decoders of `wulf serve`, its clients and the
@@ -18,6 +18,7 @@ pub fn control_message(data: &[u8]) {
     let _ = parse_line::<Request>(line);
     let _ = parse_line::<Reply>(line);
     let _ = parse_line::<Order>(line);
+    let _ = parse_line::<Claim>(line);
     let _ = parse_line::<Join>(line);
     let _ = parse_line::<CellReport>(line);
 }

@@ -80,6 +80,29 @@ fn threads_and_fds(pid: u32) -> (usize, usize) {
 }
 
 /// Wait for `child` at most `limit`, then kill it; its output.
+/// A short two-node local matrix through the agent wrapper `slow`,
+/// saved to `json`: the run both flood tests keep going.
+fn quick_matrix<'a>(hosts: &'a str, slow: &'a Path, json: &'a Path) -> [&'a str; 16] {
+    [
+        "matrix",
+        "--launch",
+        "local",
+        "--hosts",
+        hosts,
+        "--remote-wulf",
+        slow.to_str().unwrap(),
+        "--budget",
+        "2s",
+        "--bandwidth-size",
+        "64Ki",
+        "--timeout",
+        "10s",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]
+}
+
 fn wait_bounded(mut child: Child, limit: Duration) -> Output {
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
@@ -105,28 +128,11 @@ fn a_flood_of_idle_connections_neither_stops_the_matrix_nor_grows_the_coordinato
     );
     let t = tag("flood");
     let hosts = format!("{t}1,{t}2");
-    let child = wulf(&[
-        "matrix",
-        "--launch",
-        "local",
-        "--hosts",
-        &hosts,
-        "--remote-wulf",
-        slow.to_str().unwrap(),
-        "--budget",
-        "2s",
-        "--bandwidth-size",
-        "64Ki",
-        "--timeout",
-        "10s",
-        "--quiet",
-        "--json",
-        json.to_str().unwrap(),
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let child = wulf(&quick_matrix(&hosts, &slow, &json))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let pid = child.id();
     let addr = coordinator_of(&format!("{t}1"), Duration::from_secs(20))
         .expect("the agents' launch names the coordinator");
@@ -190,28 +196,8 @@ fn out_of_descriptors_is_a_pause_not_the_end_of_the_run() {
     let hosts = format!("{t}1,{t}2");
     // A coordinator with few descriptors to spare.
     let child = Command::new("sh")
-        .args([
-            "-c",
-            "ulimit -Sn 22; exec \"$@\"",
-            "sh",
-            wulf_bin(),
-            "matrix",
-            "--launch",
-            "local",
-            "--hosts",
-            &hosts,
-            "--remote-wulf",
-            slow.to_str().unwrap(),
-            "--budget",
-            "2s",
-            "--bandwidth-size",
-            "64Ki",
-            "--timeout",
-            "10s",
-            "--quiet",
-            "--json",
-            json.to_str().unwrap(),
-        ])
+        .args(["-c", "ulimit -Sn 22; exec \"$@\"", "sh", wulf_bin()])
+        .args(quick_matrix(&hosts, &slow, &json))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -86,7 +86,7 @@ impl Prepared {
         let whole = self
             .whole
             .as_ref()
-            .map(|_| crate::load::whole::active().unwrap_or_else(|| self.whole.clone().unwrap()));
+            .map(|w| crate::load::whole::active().unwrap_or_else(|| w.clone()));
         let c = Conditions {
             role: role.map(str::to_string),
             loads,

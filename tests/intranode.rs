@@ -325,8 +325,7 @@ fn efficiency_is_recorded_and_summarised() {
                 assert!((x - latency / floor).abs() < 1e-9 * x);
                 assert!(out.contains("x the cache-line floor"), "{out}");
             }
-            // Under load the floor can meet a busier moment than the point;
-            // a multiple below one is withheld, and the run must say so.
+            // A floor met at a busier moment is withheld, and said so.
             None => {
                 assert!(latency < floor, "withheld although {latency} >= {floor}");
                 assert!(
@@ -539,11 +538,9 @@ fn memcpy_curve_is_sane() {
 
 #[test]
 fn cacheline_curve_is_sane() {
-    // 64 cache lines take longer than one. Both ends spin on the two CPUs
-    // of the test machine, so one preempted point (once 8 B at 5.6 us
-    // against 4 KiB at 0.7 us, with other tests running) can invert the
-    // pair: the physical order is asked of the faster of the two one-line
-    // sizes, in up to three runs, and the structure of every run.
+    // 64 cache lines take longer than one; one preempted point (8 B at
+    // 5.6 us against 4 KiB at 0.7 us) can invert a pair, so the faster
+    // one-line size is asked, in up to three runs.
     let mut seen = Vec::new();
     for _ in 0..3 {
         let (r, out) = sweep_ok(&["cacheline", "--sizes", "1,8,64,512,4Ki"]);

@@ -419,6 +419,8 @@ fn cell_spec(
         peer: Some(peer.to_string()),
         peer_secret: None,
         command_line: std::env::args().collect(),
+        whole: None,
+        peer_loads: Vec::new(),
     }
 }
 

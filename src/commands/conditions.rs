@@ -26,9 +26,10 @@ pub struct Prepared {
 
 impl Prepared {
     /// Set the whole cost up if asked (the background measured, and with
-    /// `--cost soak` the soakers calibrated) and make it active for this
-    /// process and those it starts; warn on stderr when the machine was
-    /// not idle enough to trust it.
+    /// `--cost soak` the soakers calibrated); warn on stderr when the
+    /// machine was not idle enough to trust it. The setup is handed to
+    /// each measurement (a sweep's spec, a NAS run's span), never made
+    /// process-wide.
     pub fn from_args(a: &LoadArgs) -> Result<Prepared> {
         let whole = match a.cost {
             CostArg::Process => None,
@@ -46,7 +47,6 @@ impl Prepared {
                 for w in setup.warnings() {
                     eprintln!("wulf: warning: {w}");
                 }
-                crate::load::whole::activate(&setup);
                 Some(setup)
             }
         };
@@ -59,8 +59,7 @@ impl Prepared {
     }
 
     /// The whole CPU cost alone (`wulf run --thorough`): measure the
-    /// background now, before any peer or rank starts, and make the setup
-    /// active.
+    /// background now, before any peer or rank starts.
     pub fn whole_cost() -> Result<Prepared> {
         Prepared::from_args(&LoadArgs {
             cost: CostArg::Whole,
@@ -74,19 +73,18 @@ impl Prepared {
         self.whole.is_some() || !self.loads.is_empty()
     }
 
-    /// The conditions block of a result measured under `loads`; `role`
-    /// names the half of `--loaded-vs-unloaded`. Also the warnings to add
-    /// to the result about its whole cost. The setup is the one active now
-    /// (its background measured again while loads ran).
+    /// The conditions block of a result measured under `loads` with the
+    /// whole-cost setup `whole` (this one's, its background measured again
+    /// while loads ran: see [`under_load`]); `role` names the half of
+    /// `--loaded-vs-unloaded`. Also the warnings to add to the result
+    /// about its whole cost.
     pub fn conditions(
         &self,
         role: Option<&str>,
         loads: Vec<LoadRecord>,
+        whole: Option<&WholeSetup>,
     ) -> (Conditions, Vec<String>) {
-        let whole = self
-            .whole
-            .as_ref()
-            .map(|w| crate::load::whole::active().unwrap_or_else(|| w.clone()));
+        let whole = whole.or(self.whole.as_ref()).cloned();
         let c = Conditions {
             role: role.map(str::to_string),
             loads,
@@ -101,26 +99,56 @@ impl Prepared {
     }
 }
 
+/// What [`under_load`] gives back besides the work's own value.
+pub struct UnderLoad {
+    /// What the loads achieved.
+    pub records: Vec<LoadRecord>,
+    /// Where they ran, when that was not where they should (shared CPUs).
+    pub warnings: Vec<String>,
+    /// The whole-cost setup the work was measured with: the command's,
+    /// its background measured again with the loads running.
+    pub whole: Option<WholeSetup>,
+}
+
 /// Run `f` with `specs` loading the machine, their threads on `placement`
-/// (the measured ends' CPUs last); the loads stop when `f` returns (or
-/// unwinds), and what they achieved comes back with its value, with the
-/// warnings about where they ran.
+/// (the measured ends' CPUs last). `f` gets the whole-cost setup to
+/// measure with: `whole` itself without loads, or with the loads' own busy
+/// time joined to the background it subtracts (measured after they
+/// started, before the work). The loads stop when `f` returns (or
+/// unwinds).
 pub fn under_load<T>(
     specs: &[LoadSpec],
     placement: &Placement,
-    f: impl FnOnce() -> T,
-) -> Result<(T, Vec<LoadRecord>, Vec<String>)> {
+    whole: Option<&WholeSetup>,
+    f: impl FnOnce(Option<&WholeSetup>) -> T,
+) -> Result<(T, UnderLoad)> {
     if specs.is_empty() {
-        crate::load::whole::loads_running(false)?;
-        return Ok((f(), Vec::new(), Vec::new()));
+        let out = f(whole);
+        let whole = whole.cloned();
+        let records = Vec::new();
+        let warnings = Vec::new();
+        return Ok((
+            out,
+            UnderLoad {
+                records,
+                warnings,
+                whole,
+            },
+        ));
     }
     let loads = Loads::start_placed(specs, placement)?;
     let warnings = loads.warnings().to_vec();
-    // The loads' own busy time becomes part of the background the whole
-    // cost subtracts: measured now, with them running, before the work.
-    crate::load::whole::loads_running(true)?;
-    let out = f();
-    Ok((out, loads.stop(), warnings))
+    let whole = whole.map(WholeSetup::with_loads_running).transpose()?;
+    let out = f(whole.as_ref());
+    let records = loads.stop();
+    Ok((
+        out,
+        UnderLoad {
+            records,
+            warnings,
+            whole,
+        },
+    ))
 }
 
 /// Where the loads of a NAS run go: away from the CPUs its ranks use (rank

@@ -30,11 +30,20 @@ pub fn measure_sweep(
         None => spec.transport.clone(),
     };
     let pb = super::progress_bar(spec.sizes.len() as u64, quiet, &label);
-    crate::load::peer::request(if prepared.load_peer { loads } else { &[] });
     let ends: Vec<usize> = [spec.cpus.0, spec.cpus.1].into_iter().flatten().collect();
     let placement = crate::load::Placement::avoiding(&ends);
-    let (outcome, records, load_warnings) = under_load(loads, &placement, || {
-        run_sweep(spec, &mut |p| {
+    let (outcome, loaded) = under_load(loads, &placement, prepared.whole.as_ref(), |whole| {
+        let spec = SweepSpec {
+            whole: whole.cloned(),
+            // `--load-peer`: the remote peer runs the same loads.
+            peer_loads: if prepared.load_peer {
+                loads.to_vec()
+            } else {
+                Vec::new()
+            },
+            ..spec.clone()
+        };
+        run_sweep(&spec, &mut |p| {
             pb.set_message(format_bytes(p.bytes));
             pb.inc(1);
         })
@@ -42,12 +51,12 @@ pub fn measure_sweep(
     pb.finish_and_clear();
     let mut outcome = outcome?;
     if prepared.any() || role.is_some() {
-        let (mut c, warning) = prepared.conditions(role, records);
-        c.peer_loads = crate::load::peer::take_records();
+        let (mut c, warning) = prepared.conditions(role, loaded.records, loaded.whole.as_ref());
+        c.peer_loads = std::mem::take(&mut outcome.peer_loads);
         outcome.result.conditions = Some(c);
         outcome.result.warnings.extend(warning);
     }
-    outcome.result.warnings.extend(load_warnings);
+    outcome.result.warnings.extend(loaded.warnings);
     Ok(outcome)
 }
 
@@ -142,15 +151,20 @@ pub fn npb_plan(
     loads: &[LoadSpec],
 ) -> Result<(NpbResult, Option<anyhow::Error>)> {
     let placement = super::conditions::npb_placement(&plan.nprocs);
-    let (out, records, load_warnings) =
-        under_load(loads, &placement, || super::npb::run_plan(plan))?;
+    let (out, loaded) = under_load(loads, &placement, prepared.whole.as_ref(), |whole| {
+        let plan = super::npb::NpbPlan {
+            whole: whole.cloned(),
+            ..plan.clone()
+        };
+        super::npb::run_plan(&plan)
+    })?;
     let (mut result, stop) = out?;
     if prepared.any() || role.is_some() {
-        let (c, warning) = prepared.conditions(role, records);
+        let (c, warning) = prepared.conditions(role, loaded.records, loaded.whole.as_ref());
         result.conditions = Some(c);
         result.warnings.extend(warning);
     }
-    result.warnings.extend(load_warnings);
+    result.warnings.extend(loaded.warnings);
     Ok((result, stop))
 }
 

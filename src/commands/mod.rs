@@ -153,6 +153,8 @@ pub fn sweep_spec(
         },
         peer,
         command_line: std::env::args().collect(),
+        whole: None,
+        peer_loads: Vec::new(),
     })
 }
 

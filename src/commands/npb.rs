@@ -40,6 +40,9 @@ pub struct NpbPlan {
     /// The node list the ranks are placed on (`--hosts`), if any; the
     /// hosts themselves are [`crate::transport::cluster::get`].
     pub nodes: Option<crate::result::NpbNodes>,
+    /// The whole-CPU-cost setup each run is measured with (`--cost whole`
+    /// or `soak`); None: not asked for.
+    pub whole: Option<crate::load::whole::WholeSetup>,
 }
 
 /// Run `wulf npb`.
@@ -77,11 +80,12 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         if prepared.both { &[] } else { &prepared.loads },
         &super::conditions::npb_placement(&a.np),
     )?;
-    if !prepared.both && !prepared.loads.is_empty() {
-        // The loads' own busy time joins the background the whole cost
-        // subtracts: measured now, with them running.
-        crate::load::whole::loads_running(true)?;
-    }
+    // The loads' own busy time joins the background the whole cost
+    // subtracts: measured now, with them running.
+    let whole = match &prepared.whole {
+        Some(w) if !prepared.both && !prepared.loads.is_empty() => Some(w.with_loads_running()?),
+        w => w.clone(),
+    };
     let mut plans = Vec::new();
     let mut results = Vec::new();
     let mut failed = Vec::new();
@@ -102,6 +106,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             wait: a.wait.map(Into::into),
             progress: true,
             nodes: spread.as_deref().map(super::nodes::npb_nodes),
+            whole: whole.clone(),
         };
         if prepared.both {
             plans.push(plan);
@@ -109,7 +114,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         }
         let (mut result, stop, code) = run_plan_coded(&plan)?;
         if prepared.any() {
-            let (c, warning) = prepared.conditions(None, loads.records());
+            let (c, warning) = prepared.conditions(None, loads.records(), whole.as_ref());
             result.conditions = Some(c);
             result.warnings.extend(warning);
             result.warnings.extend(loads.warnings().iter().cloned());
@@ -306,7 +311,7 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
         for &np in &plan.nprocs {
             let channel = super::group_channel(np, plan.wait, plan.timeout);
             let wait = channel.wait;
-            let span = crate::load::whole::Span::start();
+            let span = crate::load::whole::Span::start(plan.whole.as_ref());
             let outcome = run_group(t.as_ref(), np, &job, &channel);
             let cpu_whole = span.map(crate::load::whole::Span::finish);
             if let Err(e) = &outcome {

@@ -116,7 +116,8 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             // In a lab, transports that start both ends place them on the
             // nodes; the others measure against the server in node2.
             let peer = args.peer.clone().filter(|_| !t.starts_both_ends());
-            let spec = super::sweep_spec(&measure, name, t.default_mode(), share, peer)?;
+            let mut spec = super::sweep_spec(&measure, name, t.default_mode(), share, peer)?;
+            spec.whole = whole.as_ref().and_then(|w| w.whole.clone());
             let pb = super::progress_bar(spec.sizes.len() as u64, measure.quiet, name);
             let outcome = run_sweep(&spec, &mut |p| {
                 pb.set_message(format_bytes(p.bytes));
@@ -131,7 +132,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
                 Ok(o) => {
                     let mut result = o.result;
                     if let Some(w) = &whole {
-                        let (c, warning) = w.conditions(None, Vec::new());
+                        let (c, warning) = w.conditions(None, Vec::new(), None);
                         result.conditions = Some(c);
                         result.warnings.extend(warning);
                     }
@@ -266,10 +267,11 @@ fn run_npb(
         wait: args.measure.wait.map(Into::into),
         progress: !args.measure.quiet,
         nodes: None,
+        whole: whole.and_then(|w| w.whole.clone()),
     };
     let (mut result, stop) = super::npb::run_plan(&plan)?;
     if let Some(w) = whole {
-        let (c, warning) = w.conditions(None, Vec::new());
+        let (c, warning) = w.conditions(None, Vec::new(), None);
         result.conditions = Some(c);
         result.warnings.extend(warning);
     }

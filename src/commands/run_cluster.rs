@@ -349,6 +349,7 @@ fn run_mg(
         wait: args.measure.wait.map(Into::into),
         progress: !args.measure.quiet,
         nodes: Some(super::nodes::npb_nodes(spread)),
+        whole: None,
     };
     let (result, stop) = super::npb::run_plan(&plan)?;
     write_json(&dir.join(format!("npb-mg-{class}.json")), &result)?;

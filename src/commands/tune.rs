@@ -256,7 +256,7 @@ fn measure(
 fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let base = super::sweep_spec(
+    let mut base = super::sweep_spec(
         &measure_args(a),
         TRANSPORT,
         Mode::Pingpong,
@@ -269,6 +269,7 @@ fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
     } else {
         None
     };
+    base.whole = offloads.as_ref().map(|o| o.whole.clone());
     let offload_configs = offloads.as_ref().map(|o| o.configs.clone());
     let configs = plan(&mss, offload_configs.as_deref().unwrap_or_default());
     let dir = session_dir(&a.out);
@@ -330,6 +331,8 @@ fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
 /// The `--offloads` part of a session: the interface's guard, the
 /// configurations planned for it and what cannot be tried.
 struct Offloads {
+    /// The whole-CPU-cost setup every configuration's sweep measures with.
+    whole: crate::load::whole::WholeSetup,
     interface: String,
     tool: String,
     guard: OffloadGuard,
@@ -349,11 +352,12 @@ impl Offloads {
         let kernel = KernelBaseline::measure(BASELINE_SPAN, false)
             .map_err(|e| anyhow::anyhow!("cannot read /proc/stat: {e}"))?;
         let warning = kernel.warning();
-        crate::load::whole::activate(&crate::load::whole::WholeSetup { kernel, soak: None });
+        let whole = crate::load::whole::WholeSetup { kernel, soak: None };
         let guard = OffloadGuard::take(&interface);
         let answer = coalesce_answer(&interface, guard.before());
         let (configs, skipped) = offload_configs(&interface, guard.before(), answer.as_deref());
         Ok(Offloads {
+            whole,
             interface,
             tool,
             guard,

@@ -2,17 +2,13 @@
 //! its `wulf serve` for the length of the test and stopped when the test
 //! ends (however it ends: the server's load guard drops with the session).
 //!
-//! The request and the peer's records pass through this process rather
-//! than through every layer between the command and the peer session:
-//! the command says what the peer should run ([`request`]) before the
-//! sweep, the peer session sends it with its set-up and, when it closes,
-//! leaves what the peer's loads achieved here ([`record`]) for the command
-//! to put in the result ([`take_records`]). As with the `--cost whole`
-//! calibration, one measurement runs at a time per process.
+//! The request travels with the sweep (its spec's `peer_loads`, sent in
+//! the peer session's set-up), and what the peer's loads achieved comes
+//! back with the sweep's outcome when the session closes: no state is kept
+//! in this process. This file holds the server's side: the limit it
+//! enforces on what a client may ask for.
 
-use std::sync::Mutex;
-
-use super::{LoadRecord, LoadSpec};
+use super::LoadSpec;
 
 /// Most load threads per CPU a server runs for a client: a client may
 /// load the server, not make it unusable.
@@ -32,33 +28,6 @@ pub fn check_allowed(specs: &[LoadSpec], ncpu: usize) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-static REQUESTED: Mutex<Vec<LoadSpec>> = Mutex::new(Vec::new());
-static RECORDS: Mutex<Vec<LoadRecord>> = Mutex::new(Vec::new());
-
-/// Ask the peers of the sweeps that follow to run `specs` (empty: none),
-/// and forget any records of earlier sweeps.
-pub fn request(specs: &[LoadSpec]) {
-    *REQUESTED.lock().unwrap_or_else(|e| e.into_inner()) = specs.to_vec();
-    RECORDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
-}
-
-/// The loads the peer should run, as `--load` text; `None` for none.
-pub fn requested() -> Option<String> {
-    let specs = REQUESTED.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    (!specs.is_empty()).then(|| super::spec_text(&specs))
-}
-
-/// Keep what the peer's loads achieved.
-pub fn record(records: Vec<LoadRecord>) {
-    *RECORDS.lock().unwrap_or_else(|e| e.into_inner()) = records;
-}
-
-/// What the peer's loads achieved in the last sweep (empty when none ran
-/// or the sweep ended before the peer could say), and forget it.
-pub fn take_records() -> Vec<LoadRecord> {
-    std::mem::take(&mut *RECORDS.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 #[cfg(test)]

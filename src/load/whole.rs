@@ -13,21 +13,15 @@
 //!   ends' own CPU time rises), so it is opt-in.
 //!
 //! The command sets the method up once, before any peer or rank starts,
-//! and makes it active; the sweep engine then reads the counters around
-//! its blocks (see `sweep::whole`). A sweep measured in other processes (an
-//! MPI job's rank 0) finds the setup in the environment variable
-//! [`SETUP_ENV`], which the launched processes inherit.
-
-use std::sync::Mutex;
+//! and hands the [`WholeSetup`] down with the work: a sweep carries it in
+//! its spec (so an MPI job's rank 0, which reads the spec from the job
+//! file, has it too), a NAS run in the [`Span`] around it. Nothing here is
+//! process-wide: two sweeps of one process may use different setups.
 
 use serde::{Deserialize, Serialize};
 
 use super::kernel::{busy_between, KernelBaseline, StatReader, Ticks, BASELINE_SPAN};
 use super::soaker::{Calibration, Lost, Snapshot, Soaker};
-
-/// Environment variable carrying the active setup (JSON) to processes
-/// wulf starts.
-pub const SETUP_ENV: &str = "WULF_WHOLE_COST";
 
 /// How the whole CPU cost is measured in this run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,52 +63,16 @@ impl WholeSetup {
     }
 }
 
-static ACTIVE: Mutex<Option<WholeSetup>> = Mutex::new(None);
-/// The background measured on the idle machine, restored when the loads
-/// of a `--loaded-vs-unloaded` half stop.
-static IDLE: Mutex<Option<KernelBaseline>> = Mutex::new(None);
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Make `setup` the whole-cost setup of this process and of the processes
-/// it starts from now on.
-pub fn activate(setup: &WholeSetup) {
-    if !setup.kernel.includes_loads {
-        *lock(&IDLE) = Some(setup.kernel.clone());
+impl WholeSetup {
+    /// This setup with `--load` threads running: the background measured
+    /// again now, with them, so that the kernel figures subtract the
+    /// loads' own CPU. Call it after the loads started.
+    pub fn with_loads_running(&self) -> std::io::Result<WholeSetup> {
+        Ok(WholeSetup {
+            kernel: KernelBaseline::measure(BASELINE_SPAN, true)?,
+            soak: self.soak.clone(),
+        })
     }
-    *lock(&ACTIVE) = Some(setup.clone());
-    if let Ok(json) = serde_json::to_string(setup) {
-        std::env::set_var(SETUP_ENV, json);
-    }
-}
-
-/// The active setup, if a whole cost was asked for (here or in the wulf
-/// that started this process).
-pub fn active() -> Option<WholeSetup> {
-    if let Some(s) = lock(&ACTIVE).clone() {
-        return Some(s);
-    }
-    let json = std::env::var(SETUP_ENV).ok()?;
-    serde_json::from_str(&json).ok()
-}
-
-/// Tell the whole cost whether `--load` threads now run: with loads, the
-/// background is measured again with them running (so that the kernel
-/// figures subtract the loads' own CPU); without, the idle background is
-/// restored. Nothing happens when no whole cost is active.
-pub fn loads_running(running: bool) -> std::io::Result<()> {
-    let Some(mut setup) = lock(&ACTIVE).clone() else {
-        return Ok(());
-    };
-    if running {
-        setup.kernel = KernelBaseline::measure(BASELINE_SPAN, true)?;
-    } else if let Some(idle) = lock(&IDLE).clone() {
-        setup.kernel = idle;
-    }
-    activate(&setup);
-    Ok(())
 }
 
 /// The whole CPU cost of one sweep point or one NAS run.
@@ -257,10 +215,10 @@ impl Window {
 }
 
 impl Counters {
-    /// Counters for the active setup (soakers started with `--cost soak`);
-    /// None when no whole cost is active or the counters cannot be read.
-    pub fn start() -> Option<Counters> {
-        let setup = active()?;
+    /// Counters for `setup` (soakers started with `--cost soak`); None
+    /// when the counters cannot be read.
+    pub fn start(setup: &WholeSetup) -> Option<Counters> {
+        let setup = setup.clone();
         let soaker = match &setup.soak {
             Some(cal) => Some(Soaker::start(&cal.cpus).ok()?),
             None => None,
@@ -315,9 +273,10 @@ pub struct Span {
 }
 
 impl Span {
-    /// Start reading; None when no whole cost is active.
-    pub fn start() -> Option<Span> {
-        let mut counters = Counters::start()?;
+    /// Start reading with `setup`; None without one (no whole cost asked
+    /// for) or when the counters cannot be read.
+    pub fn start(setup: Option<&WholeSetup>) -> Option<Span> {
+        let mut counters = Counters::start(setup?)?;
         let mut from = Reading::default();
         counters.read_into(&mut from);
         Some(Span { counters, from })

@@ -109,11 +109,6 @@ impl PeerSession {
         }
         ch.send(&ours).map_err(as_peer)?;
         let authenticated = authenticate(&mut ch, addr, secret)?;
-        // `--load-peer` (see `load::peer`): the peer runs the load too.
-        let setup = &Setup {
-            loads: crate::load::peer::requested(),
-            ..setup.clone()
-        };
         ch.send(&Request::Setup(setup.clone())).map_err(as_peer)?;
         let (description, host) = match ch.recv::<Reply>().map_err(as_peer)? {
             Reply::Listening { description, host } => (description, host),
@@ -195,19 +190,22 @@ impl PeerSession {
         }
     }
 
-    /// End the session politely; a peer's background load is stopped
-    /// first and what it achieved kept for the result (`load::peer`).
-    pub fn close(mut self) -> Result<()> {
+    /// End the session politely; a peer's background load
+    /// (`--load-peer`) is stopped first, and what it achieved comes back
+    /// (empty when it ran none).
+    pub fn close(mut self) -> Result<Vec<crate::load::LoadRecord>> {
+        let mut records = Vec::new();
         if self.loads {
             self.ch.send(&Request::StopLoads).map_err(as_peer)?;
             match self.ch.recv::<Reply>().map_err(as_peer)? {
-                Reply::Loads { loads } => crate::load::peer::record(loads),
+                Reply::Loads { loads } => records = loads,
                 other => return Err(unexpected(self.addr, other)),
             }
         }
         self.ch
             .send(&Request::Bye)
-            .context("cannot say goodbye to the peer")
+            .context("cannot say goodbye to the peer")?;
+        Ok(records)
     }
 }
 

@@ -84,6 +84,15 @@ pub struct SweepSpec {
     pub peer_secret: Option<crate::peer::auth::Secret>,
     /// The command line, for the record.
     pub command_line: Vec<String>,
+    /// The whole-CPU-cost setup (`--cost whole` or `soak`), measured by the
+    /// command before any peer or rank started; None: not asked for. It
+    /// travels with the spec, so an MPI job's rank 0 measures with it too.
+    #[serde(default)]
+    pub whole: Option<crate::load::whole::WholeSetup>,
+    /// Loads the remote peer runs during the sweep (`--load-peer`; empty:
+    /// none). Not written to an MPI job's file: MPI sweeps take no peer.
+    #[serde(skip)]
+    pub peer_loads: Vec<crate::load::LoadSpec>,
 }
 
 /// A finished or cut-short sweep.
@@ -92,6 +101,9 @@ pub struct SweepOutcome {
     pub result: SweepResult,
     /// Why the sweep stopped early, if it did.
     pub error: Option<anyhow::Error>,
+    /// What the remote peer's loads achieved (`--load-peer`; empty when
+    /// none ran or the sweep ended before the peer could say).
+    pub peer_loads: Vec<crate::load::LoadRecord>,
 }
 
 /// Run a sweep. `on_point` is called after each point (for progress).
@@ -147,8 +159,8 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         nocache: spec.nocache,
         offset_bytes: spec.offset_bytes,
         cpu: spec.cpus.1,
-        // Filled in by the peer session with `--load-peer` (`load::peer`).
-        loads: None,
+        // `--load-peer`: the peer runs the same loads during the test.
+        loads: (!spec.peer_loads.is_empty()).then(|| crate::load::spec_text(&spec.peer_loads)),
     };
     host = host.with_interface_for_peer(addr.ip());
     let (mut session, mut conn) = PeerSession::open(
@@ -237,8 +249,9 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         lab: crate::lab::placement(Some(addr.ip())),
     };
     let peer_host = Some(session.host.clone());
+    let mut peer_loads = Vec::new();
     if error.is_none() {
-        session.close()?;
+        peer_loads = session.close()?;
         // The peer answered every block, so it holds every message: this
         // end's unacknowledged frames (a final acknowledgement the link
         // lost) need no linger on drop, which would only delay the exit.
@@ -274,7 +287,11 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     if spec.peer.is_some() {
         result.options.authenticated = Some(authenticated);
     }
-    Ok(SweepOutcome { result, error })
+    Ok(SweepOutcome {
+        result,
+        error,
+        peer_loads,
+    })
 }
 
 /// Pins the calling thread for the length of a sweep and gives it back its
@@ -337,7 +354,7 @@ pub(super) fn measure_all(
 ) -> Result<Option<result::Confirmation>> {
     // `--cost whole`: soakers around every block (a plain pass-through
     // otherwise).
-    let mut meter = super::whole::Meter::new(runner);
+    let mut meter = super::whole::Meter::new(runner, spec.whole.as_ref());
     let runner = &mut meter;
     if spec.integrity {
         for &bytes in &spec.sizes {

@@ -135,5 +135,9 @@ pub(super) fn run_baseline(
         },
     );
     result.summary.plateaus = plateaus;
-    Ok(SweepOutcome { result, error })
+    Ok(SweepOutcome {
+        result,
+        error,
+        peer_loads: Vec::new(),
+    })
 }

@@ -11,7 +11,7 @@
 use anyhow::Result;
 
 use super::engine::SweepRunner;
-use crate::load::whole::{Counters, Reading, WholeCpu, Window};
+use crate::load::whole::{Counters, Reading, WholeCpu, WholeSetup, Window};
 use crate::measure::policy::{BlockRunner, BlockTiming};
 use crate::result::{Mode, Point, Tails};
 
@@ -28,11 +28,12 @@ pub(super) struct Meter<'a> {
 }
 
 impl<'a> Meter<'a> {
-    /// Wrap `inner`, with counters (and soakers) if a whole cost is active.
-    pub fn new(inner: &'a mut dyn SweepRunner) -> Meter<'a> {
+    /// Wrap `inner`, with counters (and soakers) when `setup` asks for a
+    /// whole cost.
+    pub fn new(inner: &'a mut dyn SweepRunner, setup: Option<&WholeSetup>) -> Meter<'a> {
         Meter {
             inner,
-            counters: Counters::start(),
+            counters: setup.and_then(Counters::start),
             before: Reading::default(),
             after: Reading::default(),
             blocks: Vec::new(),

@@ -162,7 +162,11 @@ pub fn run(
                             .warnings
                             .push(format!("the MPI job {why} and was killed"));
                     }
-                    Ok(SweepOutcome { result, error })
+                    Ok(SweepOutcome {
+                        result,
+                        error,
+                        peer_loads: Vec::new(),
+                    })
                 }
                 None => {
                     // Rank 0's own account is precise; the launcher's
@@ -586,6 +590,8 @@ mod tests {
             peer: None,
             peer_secret: None,
             command_line: vec![],
+            whole: None,
+            peer_loads: Vec::new(),
         };
         // 8 round trips of 1 MiB each way at 100 Mbit/s.
         let t = least_wire_time(&spec, 100_000_000).as_secs_f64();

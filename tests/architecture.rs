@@ -257,3 +257,97 @@ fn the_graph_reads_imports_as_the_checker_does() {
         vec![vec!["a".to_string(), "b".into(), "c".into()]]
     );
 }
+
+/// Process-wide state the code may keep, by file and name, each for a
+/// reason ARCHITECTURE.md gives ("No process globals"): the stop flag a
+/// signal handler sets, caches of facts about the machine, MPI's own
+/// per-process state, scratch buffers. Configuration is not among them: it
+/// travels in the run context, the sweep spec or the channel options.
+const ALLOWED_STATICS: &[(&str, &str)] = &[
+    ("exec/mod.rs", "INTERRUPTED"), // the stop flag (Ctrl-C handler)
+    ("lib.rs", "EXIT_ON_SIGNAL"),   // how that handler ends the process
+    ("sweep/limits.rs", "TABLE"),   // limits measured on this machine
+    ("transport/cma.rs", "PROBED"), // whether this kernel allows cma
+    ("transport/cma.rs", "WORD"),   // the probe's target word
+    ("transport/shm_region.rs", "COUNTER"), // unique region names
+    ("transport/mpi/loader.rs", "API"), // the loaded adapter's symbols
+    ("transport/mpi/ffi.rs", "INITIALISED"), // MPI_Init once per process
+    ("transport/mpi/ffi.rs", "PROGRESS"), // MPI calls made (stall check)
+    ("transport/mpi/endpoint.rs", "SLOT"), // the rank's one MPI handle
+    ("transport/mpi/mod.rs", "WORKER"), // this process is an MPI job's rank
+    ("transport/mpi/mod.rs", "ENTRIES"), // MPI installations found
+    ("comm/mod.rs", "REDUCE_SCRATCH"), // a reduction's scratch buffer
+    // serde's Deserialize takes no context: a matrix read lean keeps its
+    // choice and the figures it streams out beside the decoder, per thread.
+    ("result/matrix_read.rs", "LEAN"),
+    ("result/matrix_read.rs", "FIGURES"),
+];
+
+/// The names of the `static` items (and thread-locals) in `code`.
+fn static_names(code: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in code.lines() {
+        let t = line.trim_start();
+        let t = t.strip_prefix("pub ").unwrap_or(t);
+        let t = t.strip_prefix("pub(crate) ").unwrap_or(t);
+        let Some(rest) = t.strip_prefix("static ") else {
+            continue;
+        };
+        let rest = rest.strip_prefix("mut ").unwrap_or(rest);
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            names.push(name);
+        }
+    }
+    names
+}
+
+#[test]
+fn no_process_globals_beyond_the_documented_ones() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    let mut unexpected = Vec::new();
+    let mut set_var = Vec::new();
+    for path in files {
+        let rel = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let name = path.file_name().unwrap().to_string_lossy();
+        if name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let code = non_test_code(&fs::read_to_string(&path).unwrap());
+        for s in static_names(&code) {
+            if !ALLOWED_STATICS.contains(&(rel.as_str(), s.as_str())) {
+                unexpected.push(format!("{rel}: static {s}"));
+            }
+        }
+        if code.contains("set_var(") {
+            set_var.push(rel);
+        }
+    }
+    assert!(
+        unexpected.is_empty(),
+        "process-wide state that is not documented in ARCHITECTURE.md (\"No process globals\"): \
+         pass it in the run context, the spec or the options instead, or add it with its reason:\n{}",
+        unexpected.join("\n")
+    );
+    assert!(
+        set_var.is_empty(),
+        "std::env::set_var outside tests (children get Command::env): {set_var:?}"
+    );
+}
+
+#[test]
+fn statics_are_found_as_the_check_reads_them() {
+    let code =
+        "pub static A: u8 = 0;\n    static B: Mutex<()> = Mutex::new(());\nstatic mut C: u8 = 0;\n\
+                pub(crate) static D: u8 = 0;\nlet s = \"static\";\nfn static_x() {}";
+    assert_eq!(static_names(code), vec!["A", "B", "C", "D"]);
+}

@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 /// cma needs process_vm_readv between processes; some containers forbid it.
 fn cma_available() -> bool {
-    match wulf::transport::find("cma").unwrap().availability() {
+    match wulf::transport::find("cma", &Default::default())
+        .unwrap()
+        .availability()
+    {
         Ok(()) => true,
         Err(why) => {
             eprintln!("cma skipped: {why}");

@@ -9,6 +9,7 @@
 
 mod common;
 use common::{have, libraries};
+use wulf::launch::RunContext;
 
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
@@ -39,12 +40,23 @@ fn job(class: Class) -> RankJob {
 
 /// Run MG of `class` on `np` ranks of `transport`.
 fn group(transport: &str, np: usize, class: Class) -> anyhow::Result<Vec<NpbOutcome>> {
-    let t = wulf::transport::find(transport)
-        .unwrap_or_else(|| panic!("{transport} is not listed: {:?}", wulf::transport::names()));
+    group_in(&RunContext::default(), transport, np, class)
+}
+
+/// [`group`] with the options of `ctx`.
+fn group_in(
+    ctx: &RunContext,
+    transport: &str,
+    np: usize,
+    class: Class,
+) -> anyhow::Result<Vec<NpbOutcome>> {
+    let t = ctx
+        .find(transport)
+        .unwrap_or_else(|| panic!("{transport} is not listed: {:?}", ctx.names()));
     if let Err(why) = t.availability() {
         panic!("{transport} is installed but unavailable: {why}");
     }
-    wulf::launch::mpi::launch_group(t.name(), np, &RankTask::Npb(job(class)))
+    wulf::launch::mpi::launch_group(ctx, t.name(), np, &RankTask::Npb(job(class)))
         .unwrap_or_else(|| panic!("{transport} has no launch_group"))
         .and_then(|g| g.into_group_run())
         .map(|g| {
@@ -120,16 +132,16 @@ fn a_rank_count_mg_cannot_use_is_a_clear_error() {
 #[test]
 fn a_missing_library_says_what_was_tried() {
     let _s = serial();
-    wulf::transport::configure(wulf::transport::ExtraOptions {
+    let ctx = RunContext::with_transports(wulf::transport::ExtraOptions {
         mpi: vec![("ghost".into(), "/nonexistent/ghost/mpicc".into())],
-        mpi_launcher_args: vec![],
-        window: wulf::transport::mpi::DEFAULT_WINDOW,
+        ..Default::default()
     });
-    let t = wulf::transport::find("mpi:ghost").expect("listed even when missing");
-    let e = wulf::launch::mpi::launch_group(t.name(), 2, &RankTask::Npb(job(Class::S)))
+    let t = ctx.find("mpi:ghost").expect("listed even when missing");
+    let e = wulf::launch::mpi::launch_group(&ctx, t.name(), 2, &RankTask::Npb(job(Class::S)))
         .expect("MPI transports launch groups")
         .expect_err("nothing to run");
-    launcher_args(&[]);
+    // The options were this context's alone.
+    assert!(RunContext::default().find("mpi:ghost").is_none());
     let msg = format!("{e:#}");
     assert!(msg.contains("/nonexistent/ghost/mpicc"), "{msg}");
 }
@@ -182,7 +194,7 @@ fn signal_rank_1(transport: &str, kernel: wulf::npb::Kernel, signal: i32) -> (St
         repetitions: 1000,
         timeout_ms: 3000,
     };
-    let t = wulf::transport::find(transport).unwrap();
+    let t = RunContext::default().find(transport).unwrap();
     let signaller = std::thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
@@ -197,7 +209,9 @@ fn signal_rank_1(transport: &str, kernel: wulf::npb::Kernel, signal: i32) -> (St
         false
     });
     let t0 = Instant::now();
-    let r = wulf::launch::mpi::launch_group(t.name(), 2, &RankTask::Npb(long)).unwrap();
+    let r =
+        wulf::launch::mpi::launch_group(&RunContext::default(), t.name(), 2, &RankTask::Npb(long))
+            .unwrap();
     let took = t0.elapsed();
     assert!(signaller.join().unwrap(), "rank 1 of {transport} never ran");
     let e = r.expect_err("a rank was stopped or killed");
@@ -256,18 +270,23 @@ fn timings() {
         for class in [Class::S, Class::W] {
             for np in [1, 2, 4] {
                 let transport = format!("mpi:{lib}");
-                let t = wulf::transport::find(&transport).unwrap();
+                let t = RunContext::default().find(&transport).unwrap();
                 let job = RankJob {
                     kernel: wulf::npb::Kernel::Mg,
                     class,
                     repetitions: 5,
                     timeout_ms: 60_000,
                 };
-                let o = wulf::launch::mpi::launch_group(t.name(), np, &RankTask::Npb(job))
-                    .unwrap()
-                    .and_then(|g| g.into_group_run())
-                    .unwrap()
-                    .outcomes;
+                let o = wulf::launch::mpi::launch_group(
+                    &RunContext::default(),
+                    t.name(),
+                    np,
+                    &RankTask::Npb(job),
+                )
+                .unwrap()
+                .and_then(|g| g.into_group_run())
+                .unwrap()
+                .outcomes;
                 assert!(o.iter().all(|o| o.verified));
                 let mut times: Vec<f64> = o.iter().map(|o| o.time_s).collect();
                 times.sort_by(f64::total_cmp);
@@ -282,12 +301,11 @@ fn timings() {
     }
 }
 
-fn launcher_args(args: &[&str]) {
-    wulf::transport::configure(wulf::transport::ExtraOptions {
-        mpi: vec![],
+fn launcher_args(args: &[&str]) -> RunContext {
+    RunContext::with_transports(wulf::transport::ExtraOptions {
         mpi_launcher_args: args.iter().map(|s| s.to_string()).collect(),
-        window: wulf::transport::mpi::DEFAULT_WINDOW,
-    });
+        ..Default::default()
+    })
 }
 
 #[test]
@@ -298,9 +316,7 @@ fn launcher_arguments_reach_the_launcher_and_a_wrong_size_is_caught() {
     }
     // Open MPI takes the last -np (MPICH refuses a second one), so this
     // job really has 1 rank where 2 were asked for.
-    launcher_args(&["-np", "1"]);
-    let r = group("mpi:openmpi", 2, Class::S);
-    launcher_args(&[]);
+    let r = group_in(&launcher_args(&["-np", "1"]), "mpi:openmpi", 2, Class::S);
     let e = r.expect_err("the job has the wrong size");
     let msg = format!("{e:#}");
     assert!(msg.contains("has 1 ranks where 2 were asked for"), "{msg}");

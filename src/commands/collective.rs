@@ -25,6 +25,7 @@ use crate::collective::{Collective, CollectiveJob};
 use crate::error::{exit_code_of, usage, with_exit_code, WulfError};
 use crate::lab::between::{run_in_node1, Across};
 use crate::launch::group::run_task;
+use crate::launch::RunContext;
 use crate::npb::{RankTask, TaskOutput};
 use crate::report::collective_table::to_text;
 use crate::result::collective::{
@@ -48,16 +49,16 @@ impl From<OperationArg> for Collective {
 /// Run `wulf collective`.
 pub fn execute(args: &CollectiveArgs) -> Result<()> {
     let ranks = &args.ranks;
-    super::configure_mpi(
+    let mut ctx = RunContext::with_transports(super::mpi_options(
         &ranks.mpi,
         &ranks.mpi_arg,
         crate::transport::mpi::DEFAULT_WINDOW,
-    );
+    ));
     // Sizes and counts that cannot run are refused before anything starts.
     let job = job_of(args)?;
     if let Some(lab) = &ranks.lab {
         for name in args.via.iter().flatten() {
-            super::npb::find_transport(name)?;
+            ctx.find_or_usage(name)?;
         }
         let across = Across {
             nodes: args.np,
@@ -66,7 +67,7 @@ pub fn execute(args: &CollectiveArgs) -> Result<()> {
         };
         return super::lab_relay(run_in_node1(lab, across)?);
     }
-    super::spread_in_lab(ranks.in_lab)?;
+    super::spread_in_lab(&mut ctx, ranks.in_lab)?;
     // `--hosts`/`--hostfile`/`--launch`: the ranks go over those nodes,
     // started as `wulf npb --hosts` starts them.
     let spread = match super::nodes::prepare(
@@ -78,18 +79,21 @@ pub fn execute(args: &CollectiveArgs) -> Result<()> {
         super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
         super::nodes::Nodes::Here(s) => s,
     };
-    if let Some(c) = crate::transport::cluster::get() {
+    if let Some(s) = &spread {
+        ctx.cluster = Some(s.cluster.clone());
+    }
+    if let Some(c) = &ctx.cluster {
         c.first(args.np).map_err(|e| usage(format!("{e:#}")))?;
     }
     let via = match (&args.via, args.nodes.launch.as_deref()) {
         (Some(v), _) => v.clone(),
         // `--launch mpi:NAME`: that MPI's ranks, by its launcher.
         (None, Some(m)) if m.starts_with("mpi:") => vec![m.to_string()],
-        (None, _) => default_backends(),
+        (None, _) => default_backends(&ctx),
     };
-    let transports = group_transports(&via, "a collective", true)?;
+    let transports = group_transports(&ctx, &via, "a collective", true)?;
     let nodes = spread.as_deref().map(super::nodes::npb_nodes);
-    let (result, stop, failed_code) = run_all(args, &job, &transports, nodes)?;
+    let (result, stop, failed_code) = run_all(&ctx, args, &job, &transports, nodes)?;
     let text = to_text(&result);
     if args.json.as_deref() == Some(std::path::Path::new("-")) {
         eprint!("{text}");
@@ -137,13 +141,14 @@ fn job_of(args: &CollectiveArgs) -> Result<CollectiveJob> {
 /// --hosts`): the operation of `args` over each backend of `via`, the
 /// ranks placed on `nodes`. The result, and Ctrl-C's error when it came.
 pub(super) fn measure_across(
+    ctx: &RunContext,
     args: &CollectiveArgs,
     via: &[String],
     nodes: NpbNodes,
 ) -> Result<(CollectiveResult, Option<anyhow::Error>)> {
     let job = job_of(args)?;
-    let transports = group_transports(via, "a collective", true)?;
-    let (result, stop, _) = run_all(args, &job, &transports, Some(nodes))?;
+    let transports = group_transports(ctx, via, "a collective", true)?;
+    let (result, stop, _) = run_all(ctx, args, &job, &transports, Some(nodes))?;
     Ok((result, stop))
 }
 
@@ -159,12 +164,12 @@ fn sizes_of(collective: Collective, given: Option<&[u64]>) -> Result<Vec<u64>> {
 /// Every MPI available here on its default path (the libraries' own
 /// algorithms), then shm (wulf's plain ones, over its fastest channel), or
 /// tcp when the ranks are spread over nodes (shm cannot cross them).
-fn default_backends() -> Vec<String> {
-    let mut via: Vec<String> = available_transports()
+fn default_backends(ctx: &RunContext) -> Vec<String> {
+    let mut via: Vec<String> = available_transports(ctx)
         .into_iter()
         .filter(|n| n.starts_with("mpi:") && !n.ends_with(')'))
         .collect();
-    via.push(if super::spread() { "tcp" } else { "shm" }.into());
+    via.push(if ctx.spread() { "tcp" } else { "shm" }.into());
     via
 }
 
@@ -172,12 +177,13 @@ fn default_backends() -> Vec<String> {
 /// back beside the result); a failed backend is recorded and the others
 /// go on, and the first failure's exit code comes back.
 fn run_all(
+    ctx: &RunContext,
     args: &CollectiveArgs,
     job: &CollectiveJob,
     transports: &[Box<dyn Transport>],
     nodes: Option<NpbNodes>,
 ) -> Result<(CollectiveResult, Option<anyhow::Error>, Option<i32>)> {
-    let cluster = crate::transport::cluster::get();
+    let cluster = ctx.cluster.clone();
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let cpus = cpu_count();
@@ -191,7 +197,12 @@ fn run_all(
     let task = RankTask::Collective(job.clone());
     let (mut runs, mut stop, mut first_code) = (Vec::new(), None, None);
     for t in transports {
-        let channel = super::group_channel(args.np, args.wait.map(Into::into), args.timeout);
+        let channel = super::group_channel(
+            args.np,
+            args.wait.map(Into::into),
+            args.timeout,
+            ctx.spread(),
+        );
         let mpi_backend = t.name().starts_with("mpi:");
         let mut run = CollectiveRun {
             via: t.name().to_string(),
@@ -207,7 +218,7 @@ fn run_all(
             placement: None,
         };
         let ran = Instant::now();
-        match run_task(t.as_ref(), args.np, &task, &channel) {
+        match run_task(ctx, t.as_ref(), args.np, &task, &channel) {
             Ok(done) => {
                 run.mpi = done.mpi;
                 if nodes.is_some() {
@@ -284,7 +295,7 @@ fn run_all(
         // Several ranks per node of a list: `nodes` says where.
         lab: match &nodes {
             Some(n) if n.hosts.iter().any(|h| h.slots > 1) => None,
-            _ => crate::lab::group_placement(if super::spread() { args.np } else { 1 }),
+            _ => crate::lab::group_placement(if ctx.spread() { args.np } else { 1 }),
         },
         nodes,
     };

@@ -11,6 +11,7 @@ use anyhow::Result;
 use super::conditions::{under_load, Prepared};
 use crate::cli::SweepArgs;
 use crate::launch::mpi::run_sweep;
+use crate::launch::RunContext;
 use crate::load::LoadSpec;
 use crate::report::conditions::{npb_pair_table, sweep_pair_table, whole_table};
 use crate::result::{write_result, NpbResult, SweepResult};
@@ -19,6 +20,7 @@ use crate::units::format_bytes;
 
 /// Run one sweep under `loads`, its conditions recorded as `role`.
 pub fn measure_sweep(
+    ctx: &RunContext,
     spec: &SweepSpec,
     prepared: &Prepared,
     role: Option<&str>,
@@ -43,7 +45,7 @@ pub fn measure_sweep(
             },
             ..spec.clone()
         };
-        run_sweep(&spec, &mut |p| {
+        run_sweep(ctx, &spec, &mut |p| {
             pb.set_message(format_bytes(p.bytes));
             pb.inc(1);
         })
@@ -88,7 +90,12 @@ pub const PAIRS: usize = 3;
 /// then the table of both with the change's interval over the pairs.
 /// Files: `NAME-unloaded.json` and `NAME-loaded.json` (the first pair),
 /// `NAME-unloaded-2.json` ... for the others.
-pub fn sweep(args: &SweepArgs, spec: &SweepSpec, prepared: &Prepared) -> Result<()> {
+pub fn sweep(
+    ctx: &RunContext,
+    args: &SweepArgs,
+    spec: &SweepSpec,
+    prepared: &Prepared,
+) -> Result<()> {
     if args.json.as_deref() == Some(Path::new("-")) {
         return Err(crate::error::usage(
             "--loaded-vs-unloaded writes several files: give --json a file name, not '-'",
@@ -101,7 +108,8 @@ pub fn sweep(args: &SweepArgs, spec: &SweepSpec, prepared: &Prepared) -> Result<
     let (mut unloaded, mut loaded) = (Vec::new(), Vec::new());
     for pair in 1..=PAIRS {
         for (role, loads) in [("unloaded", &[][..]), ("loaded", &prepared.loads[..])] {
-            let outcome = measure_sweep(&share, prepared, Some(role), loads, args.measure.quiet)?;
+            let outcome =
+                measure_sweep(ctx, &share, prepared, Some(role), loads, args.measure.quiet)?;
             if let Some(path) = &args.json {
                 let tag = match pair {
                     1 => role.to_string(),
@@ -145,6 +153,7 @@ pub fn sweep(args: &SweepArgs, spec: &SweepSpec, prepared: &Prepared) -> Result<
 
 /// Run an NAS plan with `loads` around it; its conditions recorded.
 pub fn npb_plan(
+    ctx: &RunContext,
     plan: &super::npb::NpbPlan,
     prepared: &Prepared,
     role: Option<&str>,
@@ -156,7 +165,7 @@ pub fn npb_plan(
             whole: whole.cloned(),
             ..plan.clone()
         };
-        super::npb::run_plan(&plan)
+        super::npb::run_plan(ctx, &plan)
     })?;
     let (mut result, stop) = out?;
     if prepared.any() || role.is_some() {
@@ -172,6 +181,7 @@ pub fn npb_plan(
 /// count, an unloaded then a loaded run of all repetitions, then seed
 /// 001's kernel-by-transport tables of both and the relative changes.
 pub fn npb(
+    ctx: &RunContext,
     plans: Vec<super::npb::NpbPlan>,
     prepared: &Prepared,
     json: Option<&Path>,
@@ -204,7 +214,7 @@ pub fn npb(
                             .into_iter()
                             .enumerate()
                     {
-                        let (r, stop) = npb_plan(&single, prepared, Some(role), loads)?;
+                        let (r, stop) = npb_plan(ctx, &single, prepared, Some(role), loads)?;
                         match &mut pair[i] {
                             None => pair[i] = Some(r),
                             Some(acc) => {

@@ -15,6 +15,7 @@ use crate::error::{usage, WulfError};
 use crate::exec::{Launcher, Local, RemoteShell, Slurm};
 use crate::lab::between::Across;
 use crate::launch::mpi_ranks::MpiRanks;
+use crate::launch::RunContext;
 use crate::result::matrix::Pattern;
 use crate::result::matrix::{MatrixResult, MATRIX_KIND, MATRIX_SCHEMA_VERSION};
 use crate::result::write_atomically;
@@ -43,16 +44,18 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
             "--serial measures one pair at a time: it goes with --pattern pairs only",
         ));
     }
-    super::spread_in_lab(args.in_lab)?;
-    if crate::transport::find(&args.via).is_none_or(|t| t.local_only()) {
+    // A matrix takes no MPI options: its MPIs are the ones found here.
+    let mut ctx = RunContext::default();
+    super::spread_in_lab(&mut ctx, args.in_lab)?;
+    if ctx.find(&args.via).is_none_or(|t| t.local_only()) {
         return Err(usage(format!(
             "--via {}: a matrix runs over a transport that crosses between nodes (tcp)",
             args.via
         )));
     }
-    let over_mpi = crate::transport::find(&args.via).is_some_and(|t| t.starts_both_ends());
+    let over_mpi = ctx.find(&args.via).is_some_and(|t| t.starts_both_ends());
     if over_mpi {
-        check_mpi_matrix(args)?;
+        check_mpi_matrix(&ctx, args)?;
     }
     // Started on every node by srun or mpirun: rank 0 coordinates.
     let task =
@@ -70,10 +73,10 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
             file,
             name: node_name(None)?,
         };
-        let plan = plan(args, Vec::new(), t.size);
+        let plan = plan(&ctx, args, Vec::new(), t.size);
         return measure(args, &plan, &launcher);
     }
-    let hosts = hosts(args)?;
+    let hosts = hosts(&ctx, args)?;
     if hosts.len() < 2 {
         return Err(usage(format!(
             "a matrix needs at least 2 nodes, got {}",
@@ -81,21 +84,22 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
         )));
     }
     if let Some(name) = args.launch.as_deref().and_then(|l| l.strip_prefix("mpi:")) {
-        return through_mpi(name, &hosts);
+        return through_mpi(&ctx, name, &hosts);
     }
     let launcher: Box<dyn Launcher> = if over_mpi {
         Box::new(MpiRanks {
+            ctx: ctx.clone(),
             via: args.via.clone(),
             timeout: args.timeout,
         })
     } else {
-        launcher(args)?
+        launcher(&ctx, args)?
     };
     let expected = hosts.len();
-    measure(args, &plan(args, hosts, expected), launcher.as_ref())
+    measure(args, &plan(&ctx, args, hosts, expected), launcher.as_ref())
 }
 
-fn plan(args: &MatrixArgs, hosts: Vec<String>, expected: usize) -> MatrixPlan {
+fn plan(ctx: &RunContext, args: &MatrixArgs, hosts: Vec<String>, expected: usize) -> MatrixPlan {
     let pattern = match args.pattern {
         PatternArg::Pairs => Pattern::Pairs,
         PatternArg::Shift => Pattern::Shift,
@@ -112,7 +116,7 @@ fn plan(args: &MatrixArgs, hosts: Vec<String>, expected: usize) -> MatrixPlan {
         timeout: args.timeout,
         serial: args.serial,
         pattern,
-        serve_inline: crate::transport::find(&args.via).is_some_and(|t| t.starts_both_ends()),
+        serve_inline: ctx.find(&args.via).is_some_and(|t| t.starts_both_ends()),
         alone: matches!(pattern, Pattern::Shift | Pattern::Bisection) && !args.no_alone,
     }
 }
@@ -120,7 +124,7 @@ fn plan(args: &MatrixArgs, hosts: Vec<String>, expected: usize) -> MatrixPlan {
 /// What a matrix over an MPI's ranks cannot do: its launcher starts the
 /// ranks (no other `--launch`, not under srun or mpirun), and a rank
 /// measures or serves, never both at once (the pairs pattern only).
-fn check_mpi_matrix(args: &MatrixArgs) -> Result<()> {
+fn check_mpi_matrix(ctx: &RunContext, args: &MatrixArgs) -> Result<()> {
     if args.pattern != PatternArg::Pairs {
         return Err(usage(format!(
             "--via {}: over MPI ranks a matrix takes --pattern pairs only (a rank cannot measure and serve at once)",
@@ -139,7 +143,7 @@ fn check_mpi_matrix(args: &MatrixArgs) -> Result<()> {
     }
     if args.hosts.is_none()
         && args.hostfile.is_none()
-        && crate::transport::cluster::get().is_none()
+        && ctx.cluster.is_none()
         && crate::launch::launched::task().is_some()
     {
         return Err(usage(format!(
@@ -284,7 +288,7 @@ fn node_name(given: Option<&str>) -> Result<String> {
         .map(|h| h.to_string_lossy().into_owned())
 }
 
-fn hosts(args: &MatrixArgs) -> Result<Vec<String>> {
+fn hosts(ctx: &RunContext, args: &MatrixArgs) -> Result<Vec<String>> {
     let bad = |e: anyhow::Error| usage(format!("{e:#}"));
     if let Some(list) = &args.hosts {
         return hostlist::expand(list).map_err(bad);
@@ -292,7 +296,7 @@ fn hosts(args: &MatrixArgs) -> Result<Vec<String>> {
     if let Some(file) = &args.hostfile {
         return hostlist::read_hostfile(file).map_err(bad);
     }
-    if let Some(c) = crate::transport::cluster::get() {
+    if let Some(c) = &ctx.cluster {
         return Ok(c.hosts.iter().map(|h| h.name.clone()).collect());
     }
     if let Ok(list) = std::env::var("SLURM_JOB_NODELIST") {
@@ -303,7 +307,7 @@ fn hosts(args: &MatrixArgs) -> Result<Vec<String>> {
     ))
 }
 
-fn launcher(args: &MatrixArgs) -> Result<Box<dyn Launcher>> {
+fn launcher(ctx: &RunContext, args: &MatrixArgs) -> Result<Box<dyn Launcher>> {
     let remote_wulf = match &args.remote_wulf {
         Some(p) => p.clone(),
         None => std::env::current_exe()
@@ -312,7 +316,7 @@ fn launcher(args: &MatrixArgs) -> Result<Box<dyn Launcher>> {
             .to_string(),
     };
     crate::exec::check_remote_path(&remote_wulf).map_err(|e| usage(format!("{e:#}")))?;
-    let in_lab = crate::transport::cluster::get();
+    let in_lab = ctx.cluster.clone();
     let how = match args.launch.as_deref() {
         Some(h) => h.to_string(),
         None if in_lab.is_some() => "lab".into(),
@@ -353,7 +357,7 @@ fn launcher(args: &MatrixArgs) -> Result<Box<dyn Launcher>> {
 /// `--launch mpi:NAME`: run this same matrix command once on every host
 /// under the MPI's launcher; the tasks meet as under a launcher the user
 /// ran (rank 0 coordinates and prints). Returns with the job's exit code.
-fn through_mpi(name: &str, hosts: &[String]) -> Result<()> {
+fn through_mpi(ctx: &RunContext, name: &str, hosts: &[String]) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
     let mut program = vec![exe.display().to_string()];
     program.extend(without_options(
@@ -362,7 +366,7 @@ fn through_mpi(name: &str, hosts: &[String]) -> Result<()> {
     ));
     let dir = tempfile::tempdir().context("cannot make a directory for the launcher")?;
     let (argv, env) =
-        crate::launch::mpi::spread::launch_once_per_host(name, hosts, dir.path(), &program)?;
+        crate::launch::mpi::spread::launch_once_per_host(ctx, name, hosts, dir.path(), &program)?;
     let mut cmd = std::process::Command::new(&argv[0]);
     cmd.args(&argv[1..]).envs(env);
     let status = crate::exec::process::run_forwarding_interrupt(&mut cmd)

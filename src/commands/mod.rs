@@ -30,10 +30,11 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{MeasureArgs, ModeArg, WaitArg};
+use crate::launch::RunContext;
 use crate::message::schedule;
 use crate::result::Mode;
 use crate::sweep::engine::SweepSpec;
-use crate::transport::{self, ChannelOptions, ExtraOptions, WaitMode};
+use crate::transport::{ChannelOptions, ExtraOptions, WaitMode};
 
 impl From<ModeArg> for Mode {
     fn from(m: ModeArg) -> Mode {
@@ -45,16 +46,19 @@ impl From<ModeArg> for Mode {
     }
 }
 
-/// Hand the options only some transports use (MPI) to the transports,
-/// before any of them is listed or run.
-pub fn configure_transports(m: &MeasureArgs) {
-    configure_mpi(&m.mpi, &m.mpi_arg, m.window);
-    transport::raw::configure_iface(m.iface.clone());
+/// The run context of a command with the shared measurement options: the
+/// options only some transports use (MPI), no cluster yet.
+pub fn context_for(m: &MeasureArgs) -> RunContext {
+    RunContext::with_transports(mpi_options(&m.mpi, &m.mpi_arg, m.window))
 }
 
-/// Hand `--mpi`, `--mpi-arg` and `--window` to the transports.
-pub fn configure_mpi(mpi: &[(String, std::path::PathBuf)], mpi_arg: &[String], window: u64) {
-    transport::configure(ExtraOptions {
+/// The transport options of `--mpi`, `--mpi-arg` and `--window`.
+pub fn mpi_options(
+    mpi: &[(String, std::path::PathBuf)],
+    mpi_arg: &[String],
+    window: u64,
+) -> ExtraOptions {
+    ExtraOptions {
         mpi: mpi.to_vec(),
         // `--mpi-arg '--mca btl self,tcp'` is three launcher arguments.
         mpi_launcher_args: mpi_arg
@@ -62,7 +66,7 @@ pub fn configure_mpi(mpi: &[(String, std::path::PathBuf)], mpi_arg: &[String], w
             .flat_map(|a| a.split_whitespace().map(str::to_string))
             .collect(),
         window,
-    });
+    }
 }
 
 impl From<WaitArg> for WaitMode {
@@ -76,12 +80,14 @@ impl From<WaitArg> for WaitMode {
 }
 
 /// The pattern a transport is measured in when none is given.
-pub fn default_mode(transport: &str) -> Mode {
-    transport::find(transport).map_or(Mode::Pingpong, |t| t.default_mode())
+pub fn default_mode(ctx: &RunContext, transport: &str) -> Mode {
+    ctx.find(transport)
+        .map_or(Mode::Pingpong, |t| t.default_mode())
 }
 
 /// Build a sweep specification from the shared measurement options.
 pub fn sweep_spec(
+    ctx: &RunContext,
     m: &MeasureArgs,
     transport: &str,
     mode: Mode,
@@ -91,7 +97,8 @@ pub fn sweep_spec(
     let sizes = match &m.sizes {
         Some(text) => schedule::parse_sizes(text, !m.no_perturb)
             .map_err(|e| crate::error::usage(format!("--sizes: {e}")))?,
-        None => transport::find(transport)
+        None => ctx
+            .find(transport)
             .and_then(|t| t.default_sizes(!m.no_perturb))
             .unwrap_or_else(|| schedule::netpipe(1, schedule::DEFAULT_MAX_BYTES, !m.no_perturb)),
     };
@@ -143,6 +150,7 @@ pub fn sweep_spec(
             // Sockets keep the classic blocking receive (NetPIPE's) unless
             // spinning is asked for by name.
             busy_poll: m.wait == Some(WaitArg::Spin),
+            iface: m.iface.clone(),
         },
         cpus,
         // A local peer has no secret: only a remote one needs proving.
@@ -186,25 +194,30 @@ pub fn lab_relay(code: i32) -> anyhow::Result<()> {
 }
 
 /// With `--in-lab` (given by `--lab` to the command it runs in node1):
-/// hand the transports the nodes of the lab this process runs in, so
-/// those that start their own processes place one on each node.
-pub fn spread_in_lab(in_lab: bool) -> anyhow::Result<()> {
+/// spread `ctx` over the nodes of the lab this process runs in, so that
+/// transports that start their own processes place one on each node.
+pub fn spread_in_lab(ctx: &mut RunContext, in_lab: bool) -> anyhow::Result<()> {
     if in_lab {
         let (lab, node) = crate::lab::current()?;
-        transport::cluster::set(Some(crate::lab::cluster(&lab, &node)?));
+        ctx.cluster = Some(crate::lab::cluster(&lab, &node)?);
     }
     Ok(())
 }
 
 /// The data channels of a group of `np` ranks wulf starts itself (`wulf
 /// npb`, `wulf collective`): `wait` if given, else spin while there is a
-/// CPU per rank outside a lab, else block.
-pub fn group_channel(np: usize, wait: Option<WaitMode>, timeout: Duration) -> ChannelOptions {
+/// CPU per rank and the ranks are not `spread` over hosts, else block.
+pub fn group_channel(
+    np: usize,
+    wait: Option<WaitMode>,
+    timeout: Duration,
+    spread: bool,
+) -> ChannelOptions {
     // Spinning ranks starve each other once they outnumber the CPUs.
     // In a lab they also starve the emulated link, whose shaping
     // and forwarding run on the same CPUs (softirq work): MG class
     // S over tcp on fe took 0.67 s spinning, 0.029 s blocking.
-    let wait = wait.unwrap_or(if np <= crate::sys::cpu_count() && !spread() {
+    let wait = wait.unwrap_or(if np <= crate::sys::cpu_count() && !spread {
         WaitMode::Spin
     } else {
         WaitMode::Block
@@ -220,12 +233,8 @@ pub fn group_channel(np: usize, wait: Option<WaitMode>, timeout: Duration) -> Ch
         // Poll sockets too while there is a CPU per rank, as MPI
         // libraries do: a sleeping receive costs a wake-up per message.
         busy_poll: wait == WaitMode::Spin,
+        iface: None,
     }
-}
-
-/// Whether this command spreads over a lab's nodes (see [`spread_in_lab`]).
-pub fn spread() -> bool {
-    transport::cluster::get().is_some()
 }
 
 /// The one-line note for transports left out because they cannot cross

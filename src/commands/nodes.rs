@@ -20,7 +20,8 @@ pub enum Nodes {
 }
 
 /// Act on the node options: relay into the lab `--launch lab:NAME` names,
-/// or hand the transports the nodes ([`crate::transport::cluster::set`]);
+/// or the nodes to spread over (the caller puts their cluster in its run
+/// context);
 /// with none, inside a Slurm allocation, its nodes by srun.
 /// Bad lists, unknown hosts and launchers are usage errors, before
 /// anything starts; so is `--launch mpi:NAME` with other transports in
@@ -76,7 +77,6 @@ pub fn prepare(
         _ => None,
     };
     let s = spread(list, &how, lab, ppn, n.remote_wulf.clone(), timeout).map_err(bad)?;
-    crate::transport::cluster::set(Some(s.cluster.clone()));
     Ok(Nodes::Here(Some(Box::new(s))))
 }
 

@@ -10,6 +10,7 @@ use crate::cli::{NpbArgs, NpbRankArgs};
 use crate::error::{exit_code_of, usage, with_exit_code, WulfError};
 use crate::lab::between::Across;
 use crate::launch::group::run_group;
+use crate::launch::RunContext;
 use crate::npb::{Class, Kernel, RankJob};
 use crate::report::npb_table::npb_tables;
 use crate::result::{
@@ -38,7 +39,7 @@ pub struct NpbPlan {
     /// Print a line per run on stderr.
     pub progress: bool,
     /// The node list the ranks are placed on (`--hosts`), if any; the
-    /// hosts themselves are [`crate::transport::cluster::get`].
+    /// hosts themselves are the run context's cluster.
     pub nodes: Option<crate::result::NpbNodes>,
     /// The whole-CPU-cost setup each run is measured with (`--cost whole`
     /// or `soak`); None: not asked for.
@@ -49,11 +50,15 @@ pub struct NpbPlan {
 pub fn execute(args: &NpbArgs) -> Result<()> {
     let (kernels, a) = args.kernel.parts();
     let r = &a.ranks;
-    super::configure_mpi(&r.mpi, &r.mpi_arg, crate::transport::mpi::DEFAULT_WINDOW);
+    let mut ctx = RunContext::with_transports(super::mpi_options(
+        &r.mpi,
+        &r.mpi_arg,
+        crate::transport::mpi::DEFAULT_WINDOW,
+    ));
     if let Some(lab) = &r.lab {
         // Unknown names fail here, before a lab is built for nothing.
         for name in a.via.iter().flatten() {
-            find_transport(name)?;
+            ctx.find_or_usage(name)?;
         }
         let across = Across {
             nodes: a.np.iter().copied().max().unwrap_or(1),
@@ -62,11 +67,14 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         };
         return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
     }
-    super::spread_in_lab(r.in_lab)?;
+    super::spread_in_lab(&mut ctx, r.in_lab)?;
     let spread = match super::nodes::prepare(&a.nodes, a.via.as_deref(), r.in_lab, a.timeout)? {
         super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
         super::nodes::Nodes::Here(s) => s,
     };
+    if let Some(s) = &spread {
+        ctx.cluster = Some(s.cluster.clone());
+    }
     let several = kernels.len() > 1;
     let to_stdout = a.json.as_deref() == Some(std::path::Path::new("-"));
     if several && to_stdout {
@@ -99,7 +107,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
                 (Some(v), _) => v.clone(),
                 // `--launch mpi:NAME`: that MPI's ranks, by its launcher.
                 (None, Some(m)) if m.starts_with("mpi:") => vec![m.to_string()],
-                (None, _) => available_transports(),
+                (None, _) => available_transports(&ctx),
             },
             repetitions: a.repetitions as usize,
             timeout: a.timeout,
@@ -112,7 +120,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             plans.push(plan);
             continue;
         }
-        let (mut result, stop, code) = run_plan_coded(&plan)?;
+        let (mut result, stop, code) = run_plan_coded(&ctx, &plan)?;
         if prepared.any() {
             let (c, warning) = prepared.conditions(None, loads.records(), whole.as_ref());
             result.conditions = Some(c);
@@ -149,7 +157,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         results.push(result);
     }
     if prepared.both {
-        return super::loaded::npb(plans, &prepared, a.json.as_deref());
+        return super::loaded::npb(&ctx, plans, &prepared, a.json.as_deref());
     }
     if several {
         print!("\n{}", crate::report::npb_table::kernels_table(&results));
@@ -206,8 +214,8 @@ pub fn execute_rank(args: &NpbRankArgs) -> Result<()> {
 }
 
 /// Every transport here that can link processes.
-pub fn available_transports() -> Vec<String> {
-    transport::registry()
+pub fn available_transports(ctx: &RunContext) -> Vec<String> {
+    ctx.registry()
         .into_iter()
         // Ranks wulf starts share hosts, and raw frames cannot join two
         // processes of one host.
@@ -220,6 +228,7 @@ pub fn available_transports() -> Vec<String> {
 /// baseline cannot: usage error); in a lab, those that cannot cross nodes
 /// are left out, with a note when `note`.
 pub(super) fn group_transports(
+    ctx: &RunContext,
     via: &[String],
     what: &str,
     note: bool,
@@ -227,13 +236,13 @@ pub(super) fn group_transports(
     let mut transports = Vec::new();
     let mut skipped = Vec::new();
     for name in via {
-        let t = find_transport(name)?;
+        let t = ctx.find_or_usage(name)?;
         if !t.links_processes() {
             return Err(usage(format!(
                 "{name} is an in-process baseline: it cannot link the processes of {what}"
             )));
         }
-        if super::spread() && t.local_only() {
+        if ctx.spread() && t.local_only() {
             skipped.push(t.name());
         } else {
             transports.push(t);
@@ -252,36 +261,28 @@ pub(super) fn group_transports(
     Ok(transports)
 }
 
-/// The transport called `name`, or a usage error listing the known ones.
-pub(super) fn find_transport(name: &str) -> Result<Box<dyn transport::Transport>> {
-    transport::find(name).ok_or_else(|| {
-        usage(format!(
-            "unknown transport '{name}' (known: {})",
-            transport::names().join(", ")
-        ))
-    })
-}
-
 /// Runs every combination of `plan`. Failed combinations are recorded
 /// with their error and the others go on; Ctrl-C stops the plan, and the
 /// result (marked incomplete) comes back with the interruption.
-pub fn run_plan(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
-    run_plan_coded(plan).map(|(result, stop, _)| (result, stop))
+pub fn run_plan(ctx: &RunContext, plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>)> {
+    run_plan_coded(ctx, plan).map(|(result, stop, _)| (result, stop))
 }
 
 /// [`run_plan`], and the exit code of the first failed combination (see
 /// [`crate::error::exit_code_of`]), if one failed.
-fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, Option<i32>)> {
+fn run_plan_coded(
+    ctx: &RunContext,
+    plan: &NpbPlan,
+) -> Result<(NpbResult, Option<anyhow::Error>, Option<i32>)> {
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let transports = group_transports(&plan.via, "a NAS kernel", plan.progress)?;
+    let transports = group_transports(ctx, &plan.via, "a NAS kernel", plan.progress)?;
     // Counts the kernel cannot use are refused before anything starts.
     for &np in &plan.nprocs {
         plan.kernel.check_process_count(plan.class, np)?;
     }
     let most = plan.nprocs.iter().copied().max().unwrap_or(1);
-    let cluster = transport::cluster::get();
-    if let Some(c) = &cluster {
+    if let Some(c) = &ctx.cluster {
         c.first(most).map_err(|e| usage(format!("{e:#}")))?;
     }
     let cpus = cpu_count();
@@ -309,10 +310,10 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
     let mut first_code = None;
     'all: for t in &transports {
         for &np in &plan.nprocs {
-            let channel = super::group_channel(np, plan.wait, plan.timeout);
+            let channel = super::group_channel(np, plan.wait, plan.timeout, ctx.spread());
             let wait = channel.wait;
             let span = crate::load::whole::Span::start(plan.whole.as_ref());
-            let outcome = run_group(t.as_ref(), np, &job, &channel);
+            let outcome = run_group(ctx, t.as_ref(), np, &job, &channel);
             let cpu_whole = span.map(crate::load::whole::Span::finish);
             if let Err(e) = &outcome {
                 let interrupted = e
@@ -333,7 +334,7 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
             let mut run = NpbRun::new(t.name(), np, outcome);
             run.mpi = mpi;
             if plan.nodes.is_some() {
-                run.placement = cluster.as_ref().map(|c| placement(c, np, &hostnames));
+                run.placement = ctx.cluster.as_ref().map(|c| placement(c, np, &hostnames));
             }
             run.wait = Some(wait);
             run.cpu_whole = cpu_whole;
@@ -378,7 +379,7 @@ fn run_plan_coded(plan: &NpbPlan) -> Result<(NpbResult, Option<anyhow::Error>, O
         // each): the lab's links. Several per node: `nodes` says where.
         lab: match &plan.nodes {
             Some(n) if n.hosts.iter().any(|h| h.slots > 1) => None,
-            _ => crate::lab::group_placement(if super::spread() { most } else { 1 }),
+            _ => crate::lab::group_placement(if ctx.spread() { most } else { 1 }),
         },
         nodes: plan.nodes.clone(),
         conditions: None,

@@ -10,10 +10,10 @@ use crate::cli::RunArgs;
 use crate::error::WulfError;
 use crate::lab::between::Across;
 use crate::launch::mpi::run_sweep;
+use crate::launch::RunContext;
 use crate::npb::{Class, Kernel};
 use crate::report;
 use crate::result::{write_atomically, write_json, write_result, NpbResult, SweepResult};
-use crate::transport;
 use crate::units::format_bytes;
 
 /// Total sweep budget of a default run, shared among the transports found
@@ -22,7 +22,7 @@ pub const DEFAULT_BUDGET: Duration = Duration::from_secs(50);
 
 /// Run `wulf run`.
 pub fn execute(args: &RunArgs) -> Result<()> {
-    super::configure_transports(&args.measure);
+    let mut ctx = super::context_for(&args.measure);
     if let Some(lab) = &args.lab {
         // In node1: tcp against a `wulf serve` in node2; MPI ranks and NAS
         // MG ranks one per node.
@@ -33,7 +33,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         };
         return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
     }
-    super::spread_in_lab(args.in_lab)?;
+    super::spread_in_lab(&mut ctx, args.in_lab)?;
     let budget = args.budget.unwrap_or(if args.quick {
         DEFAULT_BUDGET / 4
     } else if args.thorough {
@@ -54,7 +54,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
         super::nodes::Nodes::Here(Some(spread)) => {
             let dir = results_dir(&args.out);
-            return super::run_cluster::execute(args, &spread, budget, &dir);
+            return super::run_cluster::execute(&ctx, args, &spread, budget, &dir);
         }
         super::nodes::Nodes::Here(None) => {}
     }
@@ -74,7 +74,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     let mut stop: Option<anyhow::Error> = None;
     let mut chosen = Vec::new();
     let mut local = Vec::new();
-    for t in transport::registry() {
+    for t in ctx.registry() {
         let name = t.name();
         if args
             .only
@@ -85,11 +85,11 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         }
         // Between lab nodes only what crosses the network is measured,
         // each path once.
-        if super::spread() && t.local_only() {
+        if ctx.spread() && t.local_only() {
             local.push(name);
             continue;
         }
-        if super::spread() && t.duplicate_across_hosts() {
+        if ctx.spread() && t.duplicate_across_hosts() {
             continue;
         }
         if t.needs_link() && args.peer.is_none() {
@@ -116,10 +116,10 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             // In a lab, transports that start both ends place them on the
             // nodes; the others measure against the server in node2.
             let peer = args.peer.clone().filter(|_| !t.starts_both_ends());
-            let mut spec = super::sweep_spec(&measure, name, t.default_mode(), share, peer)?;
+            let mut spec = super::sweep_spec(&ctx, &measure, name, t.default_mode(), share, peer)?;
             spec.whole = whole.as_ref().and_then(|w| w.whole.clone());
             let pb = super::progress_bar(spec.sizes.len() as u64, measure.quiet, name);
-            let outcome = run_sweep(&spec, &mut |p| {
+            let outcome = run_sweep(&ctx, &spec, &mut |p| {
                 pb.set_message(format_bytes(p.bytes));
                 pb.inc(1);
             });
@@ -159,7 +159,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     let mut npb_results = Vec::new();
     if stop.is_none() && !args.no_npb {
         for kernel in NPB_KERNELS {
-            match run_npb(args, &dir, &measured, kernel, whole.as_ref()) {
+            match run_npb(&ctx, args, &dir, &measured, kernel, whole.as_ref()) {
                 Ok((r, interrupted)) => {
                     if r.runs.iter().any(|x| x.error.is_some()) {
                         failures.push(npb_label(kernel));
@@ -245,17 +245,18 @@ fn npb_repetitions(kernel: Kernel) -> usize {
 /// `npb-KERNEL-CLASS.json`. Returns the result and the interruption, if
 /// any.
 fn run_npb(
+    ctx: &RunContext,
     args: &RunArgs,
     dir: &std::path::Path,
     measured: &[&'static str],
     kernel: Kernel,
     whole: Option<&super::conditions::Prepared>,
 ) -> Result<(NpbResult, Option<anyhow::Error>)> {
-    let via: Vec<String> = super::npb::available_transports()
+    let via: Vec<String> = super::npb::available_transports(ctx)
         .into_iter()
         .filter(|n| args.only.as_ref().is_none_or(|o| o.iter().any(|x| x == n)))
         // In a lab, the paths the sweeps measured (left-out ones noted).
-        .filter(|n| !super::spread() || measured.iter().any(|m| m == n))
+        .filter(|n| !ctx.spread() || measured.iter().any(|m| m == n))
         .collect();
     let plan = super::npb::NpbPlan {
         kernel,
@@ -269,7 +270,7 @@ fn run_npb(
         nodes: None,
         whole: whole.and_then(|w| w.whole.clone()),
     };
-    let (mut result, stop) = super::npb::run_plan(&plan)?;
+    let (mut result, stop) = super::npb::run_plan(ctx, &plan)?;
     if let Some(w) = whole {
         let (c, warning) = w.conditions(None, Vec::new(), None);
         result.conditions = Some(c);

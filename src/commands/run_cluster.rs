@@ -24,6 +24,7 @@ use anyhow::Result;
 
 use crate::cli::{MatrixArgs, PatternArg, RunArgs};
 use crate::cluster::nodes::Spread;
+use crate::launch::RunContext;
 use crate::npb::{Class, Kernel};
 use crate::result::collective::CollectiveResult;
 use crate::result::matrix::{read_matrix_figures, MatrixFigures};
@@ -44,8 +45,19 @@ const ALLREDUCE_SIZES: &str = "8:1Mi";
 /// Sizes of the pair sweeps of a `--quick` run without `--sizes`.
 const QUICK_SIZES: &str = "1:1Mi";
 
-/// Run `wulf run` over the nodes of `spread`, saving under `dir`.
-pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) -> Result<()> {
+/// Run `wulf run` over the nodes of `spread`, saving under `dir`; `ctx`
+/// holds the command's transport options.
+pub fn execute(
+    ctx: &RunContext,
+    args: &RunArgs,
+    spread: &Spread,
+    budget: Duration,
+    dir: &Path,
+) -> Result<()> {
+    let ctx = &RunContext {
+        cluster: Some(spread.cluster.clone()),
+        ..ctx.clone()
+    };
     let names: Vec<String> = spread.nodes.iter().map(|(n, _)| n.clone()).collect();
     if names.len() < 2 {
         return Err(crate::error::usage(format!(
@@ -77,8 +89,6 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
         &matrix_path,
     );
     let matrix = run_matrix(&m, &matrix_path, &mut failures, &mut stop, "matrix");
-    // The matrix set the lab's nodes for itself: the rest spreads over ours.
-    crate::transport::cluster::set(Some(spread.cluster.clone()));
     // 2. Full sweeps between the slowest and a typical pair.
     let mut sweeps: Vec<SweepResult> = Vec::new();
     let mut sweep_pairs: Vec<String> = Vec::new();
@@ -128,13 +138,12 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
             &mut stop,
             "multi-pair",
         ));
-        crate::transport::cluster::set(Some(spread.cluster.clone()));
     } else if names.len() < 4 {
         say("multi-pair needs 4 nodes or more: skipped");
     }
     // 4. The matrix over each MPI's ranks, by the library's own launcher
     // (which cannot reach simulated nodes).
-    let mpis: Vec<String> = backends(args)
+    let mpis: Vec<String> = backends(ctx, args)
         .into_iter()
         .filter(|n| n.starts_with("mpi:"))
         .collect();
@@ -158,13 +167,12 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
         }
         let what = format!("matrix over {mpi}");
         matrices.extend(run_matrix(&mm, &path, &mut failures, &mut stop, &what));
-        crate::transport::cluster::set(Some(spread.cluster.clone()));
     }
     // 5. Allreduce across the nodes.
     let mut collectives = Vec::new();
     if stop.is_none() {
         say("allreduce across the nodes");
-        let ran = run_allreduce(args, spread, budget, dir);
+        let ran = run_allreduce(ctx, args, spread, budget, dir);
         let failed = |r: &CollectiveResult| r.runs.iter().any(|x| x.error.is_some());
         collectives.extend(ranks_part(
             "allreduce",
@@ -177,7 +185,7 @@ pub fn execute(args: &RunArgs, spread: &Spread, budget: Duration, dir: &Path) ->
     // 6. NAS MG across the nodes.
     let mut npb: Vec<NpbResult> = Vec::new();
     if stop.is_none() && !args.no_npb {
-        let ran = run_mg(args, spread, dir);
+        let ran = run_mg(ctx, args, spread, dir);
         let failed = |r: &NpbResult| r.runs.iter().any(|x| x.error.is_some());
         npb.extend(ranks_part("npb mg", ran, failed, &mut failures, &mut stop));
     }
@@ -332,12 +340,13 @@ fn chosen_pairs(m: &MatrixFigures) -> Vec<(&'static str, usize, usize)> {
 /// alone, then the largest power of two the slots allow, over tcp and
 /// each MPI.
 fn run_mg(
+    ctx: &RunContext,
     args: &RunArgs,
     spread: &Spread,
     dir: &Path,
 ) -> Result<(NpbResult, Option<anyhow::Error>)> {
     let most = most_ranks(spread);
-    let via = backends(args);
+    let via = backends(ctx, args);
     let class = if args.thorough { Class::W } else { Class::S };
     let plan = super::npb::NpbPlan {
         kernel: Kernel::Mg,
@@ -351,7 +360,7 @@ fn run_mg(
         nodes: Some(super::nodes::npb_nodes(spread)),
         whole: None,
     };
-    let (result, stop) = super::npb::run_plan(&plan)?;
+    let (result, stop) = super::npb::run_plan(ctx, &plan)?;
     write_json(&dir.join(format!("npb-mg-{class}.json")), &result)?;
     Ok((result, stop))
 }
@@ -384,11 +393,11 @@ fn ranks_part<T>(
 
 /// The backends that cross nodes (tcp and each MPI's default path), as
 /// `--only` narrows them.
-fn backends(args: &RunArgs) -> Vec<String> {
-    super::npb::available_transports()
+fn backends(ctx: &RunContext, args: &RunArgs) -> Vec<String> {
+    super::npb::available_transports(ctx)
         .into_iter()
         .filter(|n| {
-            crate::transport::find(n)
+            ctx.find(n)
                 .is_some_and(|t| !t.local_only() && !t.duplicate_across_hosts())
         })
         .filter(|n| args.only.as_ref().is_none_or(|o| o.iter().any(|x| x == n)))
@@ -414,6 +423,7 @@ fn most_ranks(spread: &Spread) -> usize {
 /// backend, on [`most_ranks`] ranks, each backend's sweep within its share
 /// of `budget`; saved as `collective-allreduce.json`.
 fn run_allreduce(
+    ctx: &RunContext,
     args: &RunArgs,
     spread: &Spread,
     budget: Duration,
@@ -447,9 +457,9 @@ fn run_allreduce(
         anyhow::bail!("not a collective command line");
     };
     c.wait = args.measure.wait;
-    let via = backends(args);
+    let via = backends(ctx, args);
     let nodes = super::nodes::npb_nodes(spread);
-    let (result, stop) = super::collective::measure_across(&c, &via, nodes)?;
+    let (result, stop) = super::collective::measure_across(ctx, &c, &via, nodes)?;
     write_json(&dir.join("collective-allreduce.json"), &result)?;
     Ok((result, stop))
 }

@@ -191,7 +191,8 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
 /// The transports of fe-vs-ge: `--only`'s (each must cross a network), or
 /// every network path found here.
 fn transports(only: Option<&[String]>) -> Result<Vec<String>> {
-    let found = crate::transport::network_paths();
+    // A study takes no MPI options: its MPIs are the ones found here.
+    let found = crate::transport::network_paths(&Default::default());
     match only {
         None => Ok(found),
         Some(list) => {
@@ -215,7 +216,7 @@ fn transports(only: Option<&[String]>) -> Result<Vec<String>> {
 fn lean_transports(only: Option<&[String]>, peer: bool) -> Vec<String> {
     let mpis = match peer {
         true => Vec::new(),
-        false => crate::transport::network_paths()
+        false => crate::transport::network_paths(&Default::default())
             .into_iter()
             .filter(|t| t.starts_with("mpi:"))
             .collect(),
@@ -233,7 +234,7 @@ fn lean_transports(only: Option<&[String]>, peer: bool) -> Vec<String> {
 /// Why `transport` cannot run here, if it cannot: not built into this
 /// wulf, or unavailable (no capability, no kernel support).
 fn unavailable(transport: &str) -> Option<String> {
-    match crate::transport::find(transport) {
+    match crate::transport::find(transport, &Default::default()) {
         None => Some("not built into this wulf".into()),
         Some(t) => t.availability().err(),
     }

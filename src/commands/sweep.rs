@@ -13,15 +13,9 @@ use crate::result::{write_atomically, write_result, SweepResult};
 
 /// Run `wulf sweep`.
 pub fn execute(args: &SweepArgs) -> Result<()> {
-    super::configure_transports(&args.measure);
+    let mut ctx = super::context_for(&args.measure);
     if let Some(lab) = &args.lab {
-        let t = crate::transport::find(&args.transport).ok_or_else(|| {
-            crate::error::usage(format!(
-                "unknown transport '{}' (known: {})",
-                args.transport,
-                crate::transport::names().join(", ")
-            ))
-        })?;
+        let t = ctx.find_or_usage(&args.transport)?;
         if t.local_only() {
             return Err(crate::error::usage(format!(
                 "--lab: {} does not cross a network; measure tcp or an MPI between lab nodes",
@@ -42,13 +36,14 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
         };
         return super::lab_relay(code);
     }
-    super::spread_in_lab(args.in_lab)?;
+    super::spread_in_lab(&mut ctx, args.in_lab)?;
     let spec = super::sweep_spec(
+        &ctx,
         &args.measure,
         &args.transport,
         args.mode
             .map(Into::into)
-            .unwrap_or_else(|| super::default_mode(&args.transport)),
+            .unwrap_or_else(|| super::default_mode(&ctx, &args.transport)),
         args.budget,
         args.peer.clone(),
     )?;
@@ -56,10 +51,16 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
     let mut prepared = super::conditions::Prepared::from_args(&args.conditions)?;
     prepared.load_peer = args.load_peer;
     if prepared.both {
-        return super::loaded::sweep(args, &spec, &prepared);
+        return super::loaded::sweep(&ctx, args, &spec, &prepared);
     }
-    let outcome =
-        super::loaded::measure_sweep(&spec, &prepared, None, &prepared.loads, args.measure.quiet)?;
+    let outcome = super::loaded::measure_sweep(
+        &ctx,
+        &spec,
+        &prepared,
+        None,
+        &prepared.loads,
+        args.measure.quiet,
+    )?;
     let mut table = report::table::sweep_table(&outcome.result);
     table.push_str(&super::loaded::conditions_text(&outcome.result));
     let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));

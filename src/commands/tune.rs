@@ -256,7 +256,10 @@ fn measure(
 fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    // Tuning measures tcp alone: no MPI options, no cluster.
+    let ctx = crate::launch::RunContext::default();
     let mut base = super::sweep_spec(
+        &ctx,
         &measure_args(a),
         TRANSPORT,
         Mode::Pingpong,

@@ -11,10 +11,15 @@
 //!   NAS and collective groups, one process per host);
 //! * [`mpi_ranks`]: [`mpi_ranks::MpiRanks`], the [`crate::exec::Launcher`]
 //!   that starts `wulf matrix`'s agents as the ranks of an MPI job;
+//! * [`context`]: [`RunContext`], what one command runs with (transport
+//!   options, the cluster), handed down instead of process globals;
 //! * [`launched`]: the other way round, wulf started by a launcher
 //!   (`srun wulf matrix`, `mpirun wulf matrix`), reading its rank.
 
+pub mod context;
 pub mod group;
 pub mod launched;
 pub mod mpi;
 pub mod mpi_ranks;
+
+pub use context::RunContext;

@@ -23,6 +23,8 @@ use crate::exec::{resolve_host, Agents, Launcher};
 pub struct MpiRanks {
     /// The transport (`mpi:openmpi`, `mpi:mpich(tcp)`...).
     pub via: String,
+    /// The command's run context (its cluster places the job in a lab).
+    pub ctx: super::RunContext,
     /// Bound of an MPI call that makes no progress in a rank.
     pub timeout: Duration,
 }
@@ -43,6 +45,7 @@ impl Launcher for MpiRanks {
             .tempdir()
             .context("cannot create a directory for the MPI job")?;
         let (argv, env) = super::mpi::spread::agent_job(
+            &self.ctx,
             &self.via,
             hosts,
             dir.path(),

@@ -424,12 +424,15 @@ impl Test<'_> {
     fn run(&self, ch: &mut ControlChannel) -> Result<()> {
         let setup = self.setup;
         let mut warnings = self.check()?;
-        let transport = transport::find(&setup.transport).with_context(|| {
-            format!(
-                "this server does not know the transport '{}'",
-                setup.transport
-            )
-        })?;
+        // A server offers the built-in transports and the MPIs found by
+        // default (it takes no --mpi).
+        let transport =
+            transport::find(&setup.transport, &Default::default()).with_context(|| {
+                format!(
+                    "this server does not know the transport '{}'",
+                    setup.transport
+                )
+            })?;
         if transport.local_only()
             && self.policy.local_transports == LocalTransports::LoopbackClients
             && !self.client_ip.is_loopback()

@@ -112,11 +112,15 @@ pub struct SweepOutcome {
 pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<SweepOutcome> {
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let transport = transport::find(&spec.transport).ok_or_else(|| {
+    // The engine measures against a peer or in process: no MPI options
+    // apply (an MPI's sweeps are jobs of its own launcher, see
+    // `launch::mpi`; inside such a job the registry lists the job's one).
+    let options = transport::ExtraOptions::default();
+    let transport = transport::find(&spec.transport, &options).ok_or_else(|| {
         crate::error::usage(format!(
             "unknown transport '{}' (known: {})",
             spec.transport,
-            transport::names().join(", ")
+            transport::names(&options).join(", ")
         ))
     })?;
     transport.availability().map_err(|why| {

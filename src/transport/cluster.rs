@@ -12,7 +12,6 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::RwLock;
 
 use anyhow::{Context, Result};
 
@@ -50,20 +49,6 @@ pub struct Cluster {
     /// Where wulf is on the hosts, when not at this wulf's own path
     /// (`--remote-wulf`).
     pub remote_wulf: Option<String>,
-}
-
-/// The cluster of this command, if any (see [`set`]).
-static CLUSTER: RwLock<Option<Cluster>> = RwLock::new(None);
-
-/// Spread the processes of every later sweep or NPB run over `cluster`
-/// (None: everything on this host, the default).
-pub fn set(cluster: Option<Cluster>) {
-    *CLUSTER.write().unwrap_or_else(|e| e.into_inner()) = cluster;
-}
-
-/// The cluster set for this command, if any.
-pub fn get() -> Option<Cluster> {
-    CLUSTER.read().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 impl Cluster {

@@ -5,19 +5,9 @@
 //! Ethernet interfaces qualify: loopback is refused with the reason.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
-
-/// The interface `--iface` chose for the measuring side, if any.
-static CHOSEN: Mutex<Option<String>> = Mutex::new(None);
-
-/// Set the interface the measuring side sends from (`--iface`); None: the
-/// one on the route to the peer.
-pub fn configure(iface: Option<String>) {
-    *CHOSEN.lock().unwrap_or_else(|e| e.into_inner()) = iface;
-}
 
 /// What the listening end of a frame channel tells the connecting end
 /// (its description on the control connection).
@@ -42,8 +32,13 @@ pub struct FramePeer {
 
 impl FramePeer {
     /// From the listener's `description`; `peer_ip` is its address on
-    /// the control connection.
-    pub fn from_description(description: &Value, peer_ip: IpAddr) -> Result<FramePeer> {
+    /// the control connection, `chosen` the interface `--iface` named for
+    /// this end (None: the one on the route to the peer).
+    pub fn from_description(
+        description: &Value,
+        peer_ip: IpAddr,
+        chosen: Option<&str>,
+    ) -> Result<FramePeer> {
         let id = description
             .get("id")
             .and_then(Value::as_u64)
@@ -54,9 +49,8 @@ impl FramePeer {
             .and_then(Value::as_str)
             .and_then(parse_mac)
             .context("the peer sent no MAC address")?;
-        let chosen = CHOSEN.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let iface = match chosen {
-            Some(name) => Iface::named(&name)?,
+            Some(name) => Iface::named(name)?,
             None => Iface::toward(peer_ip)?,
         };
         Ok(FramePeer { id, mac, iface })

@@ -217,6 +217,12 @@ pub struct ChannelOptions {
     /// explicitly; `wulf npb` whenever its ranks spin).
     #[serde(default)]
     pub busy_poll: bool,
+    /// The interface the frame transports (raw, xdp) send from on the
+    /// measuring side (`--iface`); None: the one the route to the peer
+    /// takes. This end's choice alone: never sent to the peer nor written
+    /// to a result (the connection's settings name the interface used).
+    #[serde(skip)]
+    pub iface: Option<String>,
 }
 
 impl ChannelOptions {
@@ -233,6 +239,7 @@ impl ChannelOptions {
             timeout_ms: 5000,
             wait,
             busy_poll: false,
+            iface: None,
         }
     }
 
@@ -352,8 +359,9 @@ pub trait Transport: Send + Sync {
     }
 }
 
-/// Options that only some transports use, given once per command before
-/// any sweep (the command line's `--mpi`, `--mpi-arg`, `--window`).
+/// Options that only some transports use (the command line's `--mpi`,
+/// `--mpi-arg`, `--window`): part of the command's run context, handed to
+/// the registry with every lookup ([`find`]), never stored process-wide.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExtraOptions {
     /// Further MPI installations: `mpi:NAME` for each (NAME, path of its mpicc).
@@ -365,16 +373,23 @@ pub struct ExtraOptions {
     pub window: u64,
 }
 
-/// Set the [`ExtraOptions`] for this process (before `registry()` is used).
-pub fn configure(options: ExtraOptions) {
-    mpi::configure(options);
+impl Default for ExtraOptions {
+    /// No further MPI, no launcher arguments, the default window.
+    fn default() -> ExtraOptions {
+        ExtraOptions {
+            mpi: Vec::new(),
+            mpi_launcher_args: Vec::new(),
+            window: mpi::DEFAULT_WINDOW,
+        }
+    }
 }
 
-/// Every transport wulf knows, in the order `wulf run` measures them.
-pub fn registry() -> Vec<Box<dyn Transport>> {
+/// Every transport wulf knows with `options`, in the order `wulf run`
+/// measures them.
+pub fn registry(options: &ExtraOptions) -> Vec<Box<dyn Transport>> {
     let mut all = built_in();
     // Every MPI found at run time, each also forced onto TCP.
-    all.extend(mpi::transports());
+    all.extend(mpi::transports(options));
     all
 }
 
@@ -409,22 +424,22 @@ pub fn limit_kind_of(name: &str) -> Option<baseline::LimitKind> {
         .and_then(|t| t.limit_kind())
 }
 
-/// The transport called `name`, if wulf knows it.
-pub fn find(name: &str) -> Option<Box<dyn Transport>> {
-    registry().into_iter().find(|t| t.name() == name)
+/// The transport called `name` with `options`, if wulf knows it.
+pub fn find(name: &str, options: &ExtraOptions) -> Option<Box<dyn Transport>> {
+    registry(options).into_iter().find(|t| t.name() == name)
 }
 
-/// Names of all transports, for error messages.
-pub fn names() -> Vec<&'static str> {
-    registry().iter().map(|t| t.name()).collect()
+/// Names of all transports with `options`, for error messages.
+pub fn names(options: &ExtraOptions) -> Vec<&'static str> {
+    registry(options).iter().map(|t| t.name()).collect()
 }
 
 /// The transports available here that cross a network, one per stack:
 /// every transport that is not local-only, each MPI by its TCP-forced
 /// variant only (between hosts its default path is TCP too, so both would
 /// measure the same stack). What a study across lab nodes compares.
-pub fn network_paths() -> Vec<String> {
-    let all: Vec<Box<dyn Transport>> = registry()
+pub fn network_paths(options: &ExtraOptions) -> Vec<String> {
+    let all: Vec<Box<dyn Transport>> = registry(options)
         .into_iter()
         .filter(|t| !t.local_only() && t.availability().is_ok())
         .collect();

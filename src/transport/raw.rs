@@ -35,12 +35,6 @@ const ETH_HEADER_BYTES: usize = 14;
 /// with the kernel's per-frame overhead fits many times over.
 const RCVBUF_BYTES: usize = 8 << 20;
 
-/// Set the interface the frame transports send from on the measuring
-/// side (`--iface`); None: the one on the route to the peer.
-pub fn configure_iface(iface: Option<String>) {
-    super::iface::configure(iface);
-}
-
 /// The `raw` transport.
 pub struct Raw;
 
@@ -94,7 +88,7 @@ impl Transport for Raw {
             id: peer_id,
             mac,
             iface,
-        } = FramePeer::from_description(description, peer_ip)?;
+        } = FramePeer::from_description(description, peer_ip, opts.iface.as_deref())?;
         let mut link = PacketLink::open(&iface, mac, opts.timeout())?;
         let own_id = fresh_id();
         let mtu = handshake::connect(&mut link, own_id, peer_id, opts.timeout())

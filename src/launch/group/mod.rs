@@ -51,18 +51,20 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// outcomes (one per repetition, all verified), with the MPI library's
 /// description when an MPI launched the ranks.
 pub fn run_group(
+    ctx: &crate::launch::RunContext,
     transport: &dyn Transport,
     np: usize,
     job: &RankJob,
     channel: &ChannelOptions,
 ) -> Result<GroupRun> {
-    run_task(transport, np, &RankTask::Npb(job.clone()), channel)?.into_group_run()
+    run_task(ctx, transport, np, &RankTask::Npb(job.clone()), channel)?.into_group_run()
 }
 
 /// Runs `task` on `np` ranks linked by `transport` and returns rank 0's
 /// output, with the MPI library's description when an MPI launched the
 /// ranks ([`run_group`] for any task).
 pub fn run_task(
+    ctx: &crate::launch::RunContext,
     transport: &dyn Transport,
     np: usize,
     task: &RankTask,
@@ -73,10 +75,10 @@ pub fn run_task(
         .availability()
         .map_err(|why| usage(format!("{} is not available here: {why}", transport.name())))?;
     task.check_process_count(np)?;
-    if let Some(outcome) = crate::launch::mpi::launch_group(transport.name(), np, task) {
+    if let Some(outcome) = crate::launch::mpi::launch_group(ctx, transport.name(), np, task) {
         return outcome;
     }
-    let cluster = crate::transport::cluster::get();
+    let cluster = ctx.cluster.clone();
     let addresses: Vec<IpAddr> = match &cluster {
         Some(c) => c.first(np)?.iter().map(|h| h.address).collect(),
         None => vec![IpAddr::V4(Ipv4Addr::LOCALHOST); np],

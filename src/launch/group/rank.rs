@@ -57,7 +57,10 @@ fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<RankOutput> {
         bail!("the coordinator did not send the set-up first");
     };
     ensure!(rank < size, "rank {rank} outside a group of {size}");
-    let t = transport::find(&name).with_context(|| format!("no transport {name:?}"))?;
+    // A rank of wulf's own group links by a built-in transport: no MPI
+    // options apply (an MPI's ranks are started by its own launcher).
+    let t = transport::find(&name, &Default::default())
+        .with_context(|| format!("no transport {name:?}"))?;
     let address = |r: usize| {
         addresses
             .get(r)

@@ -22,6 +22,7 @@ use anyhow::{Context, Result};
 
 use super::job::{self, Job, JobKind, Report};
 use crate::error::{peer, usage, WulfError};
+use crate::launch::RunContext;
 use crate::result::{MpiInfo, Point};
 use crate::sweep::engine::{SweepOutcome, SweepSpec};
 use crate::transport::mpi::build::Adapter;
@@ -67,18 +68,18 @@ pub struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    /// The plan of the MPI transport `l`: its adapter built, or why it
-    /// cannot be.
-    pub fn of(l: &'a Launchable) -> Result<Plan<'a>> {
+    /// The plan of the MPI transport `l` in `ctx`: its adapter built, or
+    /// why it cannot be.
+    pub fn of(l: &'a Launchable, ctx: &RunContext) -> Result<Plan<'a>> {
         Ok(Plan {
             name: l.name(),
             install: l.install()?,
             adapter: l.adapter()?,
             variant: l.variant(),
             variant_args: l.variant_args()?,
-            options: crate::transport::mpi::config(),
+            options: ctx.transports.clone(),
             // Simulated hosts (`--launch local`) are all this machine.
-            cluster: crate::transport::cluster::get().filter(|c| !c.is_local()),
+            cluster: ctx.cluster.clone().filter(|c| !c.is_local()),
         })
     }
 }

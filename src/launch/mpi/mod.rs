@@ -20,6 +20,7 @@ pub mod worker;
 
 use anyhow::Result;
 
+use super::RunContext;
 use crate::npb::{RankTask, TaskRun};
 use crate::result::Point;
 use crate::sweep::engine::{SweepOutcome, SweepSpec};
@@ -27,26 +28,37 @@ use crate::sweep::engine::{SweepOutcome, SweepSpec};
 pub use worker::run as run_worker;
 
 /// Run the sweep `spec` as a job of its MPI's launcher when its transport
-/// is an MPI's (None: it is not; the engine runs it against a peer).
+/// is an MPI's in `ctx` (None: it is not; the engine runs it against a
+/// peer).
 pub fn launch_sweep(
+    ctx: &RunContext,
     spec: &SweepSpec,
     on_point: &mut dyn FnMut(&Point),
 ) -> Option<Result<SweepOutcome>> {
-    let l = crate::transport::mpi::launchable(&spec.transport)?;
-    Some(launch::Plan::of(&l).and_then(|plan| launch::run(&plan, spec, on_point)))
+    let l = crate::transport::mpi::launchable(&spec.transport, &ctx.transports)?;
+    Some(launch::Plan::of(&l, ctx).and_then(|plan| launch::run(&plan, spec, on_point)))
 }
 
 /// Run `task` on `np` ranks as a job of the launcher of the MPI transport
 /// `name` (None: it is not an MPI's; wulf starts the ranks itself).
-pub fn launch_group(name: &str, np: usize, task: &RankTask) -> Option<Result<TaskRun>> {
-    let l = crate::transport::mpi::launchable(name)?;
-    Some(launch::Plan::of(&l).and_then(|plan| group::launch(&plan, np, task)))
+pub fn launch_group(
+    ctx: &RunContext,
+    name: &str,
+    np: usize,
+    task: &RankTask,
+) -> Option<Result<TaskRun>> {
+    let l = crate::transport::mpi::launchable(name, &ctx.transports)?;
+    Some(launch::Plan::of(&l, ctx).and_then(|plan| group::launch(&plan, np, task)))
 }
 
 /// A sweep wherever its transport's processes must run: as a job of an
 /// MPI's own launcher, or here against a peer (the engine).
-pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<SweepOutcome> {
-    match launch_sweep(spec, on_point) {
+pub fn run_sweep(
+    ctx: &RunContext,
+    spec: &SweepSpec,
+    on_point: &mut dyn FnMut(&Point),
+) -> Result<SweepOutcome> {
+    match launch_sweep(ctx, spec, on_point) {
         Some(outcome) => outcome,
         None => crate::sweep::engine::run_sweep(spec, on_point),
     }

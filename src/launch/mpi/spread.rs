@@ -3,30 +3,32 @@
 //! MPI users run (`wulf matrix --launch mpi:NAME`), and the agent jobs of
 //! a matrix over MPI (`wulf matrix --via mpi:NAME`: each rank an agent).
 
+use crate::launch::RunContext;
 use crate::transport::mpi::discover::{Flavor, MpiInstall};
-use crate::transport::mpi::{config, launchable};
+use crate::transport::mpi::launchable;
 
 /// An environment variable for the launcher: name and value.
 pub type EnvVar = (String, String);
 
 /// The command line (and environment) that starts `program` once on each
 /// of `hosts` with the launcher of the MPI `mpi:NAME`: how `wulf matrix
-/// --launch mpi:NAME` starts itself on every node. In a lab ([`crate::transport::cluster`]),
-/// the launcher reaches the nodes through the lab's remote shell (a script
-/// written in `dir`) and keeps to its network, as for ranks.
+/// --launch mpi:NAME` starts itself on every node. In a lab (`ctx`'s
+/// cluster), the launcher reaches the nodes through the lab's remote shell
+/// (a script written in `dir`) and keeps to its network, as for ranks.
 pub fn launch_once_per_host(
+    ctx: &RunContext,
     name: &str,
     hosts: &[String],
     dir: &std::path::Path,
     program: &[String],
 ) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
     let full = format!("mpi:{name}");
-    let l = launchable(&full)
+    let l = launchable(&full, &ctx.transports)
         .ok_or_else(|| crate::error::usage(format!("--launch {full}: no MPI of that name")))?;
     let install = l
         .install()
         .map_err(|why| crate::error::usage(format!("--launch {full}: {why:#}")))?;
-    once_per_host(&full, install, &[], hosts, dir, program)
+    once_per_host(ctx, &full, install, &[], hosts, dir, program)
 }
 
 /// Start one agent of a matrix per host of `hosts`, as the ranks of one
@@ -35,6 +37,7 @@ pub fn launch_once_per_host(
 /// run's secret, is written in `dir` (private to its owner), which must
 /// outlive the job.
 pub fn agent_job(
+    ctx: &RunContext,
     via: &str,
     hosts: &[String],
     dir: &std::path::Path,
@@ -43,13 +46,14 @@ pub fn agent_job(
     timeout: std::time::Duration,
 ) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
     let usage = |why: anyhow::Error| crate::error::usage(format!("--via {via}: {why:#}"));
-    let l = launchable(via).ok_or_else(|| usage(anyhow::anyhow!("no MPI of that name")))?;
+    let l = launchable(via, &ctx.transports)
+        .ok_or_else(|| usage(anyhow::anyhow!("no MPI of that name")))?;
     let install = l.install().map_err(usage)?;
     let adapter = l.adapter().map_err(usage)?;
     let job = super::job::AgentJob {
         transport: via.to_string(),
         adapter: adapter.library.clone(),
-        window: config().window,
+        window: ctx.transports.window,
         hosts: hosts.to_vec(),
         coordinator,
         secret: secret.to_string(),
@@ -58,13 +62,13 @@ pub fn agent_job(
     };
     let job_path = dir.join(super::job::JOB);
     super::job::write(&job_path, &super::job::JobKind::Agent(job))?;
-    let exe = match crate::transport::cluster::get().and_then(|c| c.remote_wulf) {
+    let exe = match ctx.cluster.as_ref().and_then(|c| c.remote_wulf.clone()) {
         Some(p) => p,
         None => super::launch::worker_exe()?.display().to_string(),
     };
     let program = [exe, "worker".into(), job_path.display().to_string()];
     let variant = l.variant_args()?;
-    once_per_host(via, install, variant, hosts, dir, &program)
+    once_per_host(ctx, via, install, variant, hosts, dir, &program)
 }
 
 /// The launcher's command line and environment that start `program` once
@@ -72,6 +76,7 @@ pub fn agent_job(
 /// arguments of a TCP-forced variant, needless in a lab, whose arguments
 /// hold every rank to its network anyway.
 fn once_per_host(
+    ctx: &RunContext,
     full: &str,
     install: &MpiInstall,
     variant: &[&str],
@@ -80,7 +85,7 @@ fn once_per_host(
     program: &[String],
 ) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
     let list = hosts.join(",");
-    let placement: Vec<String> = match (crate::transport::cluster::get(), install.flavor) {
+    let placement: Vec<String> = match (&ctx.cluster, install.flavor) {
         (Some(c), flavor) => {
             let agent = c.rsh_script(dir)?;
             let mut args = flavor
@@ -110,8 +115,8 @@ fn once_per_host(
     ];
     argv.extend(install.flavor.base_args().iter().map(|s| s.to_string()));
     argv.extend(placement);
-    argv.extend(config().mpi_launcher_args);
-    if crate::transport::cluster::get().is_none() {
+    argv.extend(ctx.transports.mpi_launcher_args.iter().cloned());
+    if ctx.cluster.is_none() {
         argv.extend(variant.iter().map(|s| s.to_string()));
     }
     argv.extend(program.iter().cloned());

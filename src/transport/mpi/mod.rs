@@ -35,7 +35,7 @@ pub mod protocol;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::Result;
 
@@ -56,32 +56,11 @@ pub const DEFAULT_WINDOW: u64 = 64;
 /// Name of the TCP-forced variant, as in `mpi:openmpi(tcp)`.
 const TCP_VARIANT: &str = "tcp";
 
-/// Options from the command line (`--mpi`, `--mpi-arg`, `--window`).
-static CONFIG: RwLock<Option<ExtraOptions>> = RwLock::new(None);
-
 /// Set inside an MPI worker: the one transport this process serves.
 static WORKER: OnceLock<(&'static str, u64)> = OnceLock::new();
 
 /// Entries discovered so far, reused by every `registry()` call.
 static ENTRIES: Mutex<Vec<Arc<Entry>>> = Mutex::new(Vec::new());
-
-/// Store the command line's options (see [`super::configure`]).
-pub(super) fn configure(options: ExtraOptions) {
-    *CONFIG.write().unwrap_or_else(|e| e.into_inner()) = Some(options);
-}
-
-/// The options in effect (`--mpi`, `--mpi-arg`, `--window`).
-pub fn config() -> ExtraOptions {
-    CONFIG
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
-        .unwrap_or(ExtraOptions {
-            mpi: Vec::new(),
-            mpi_launcher_args: Vec::new(),
-            window: DEFAULT_WINDOW,
-        })
-}
 
 /// One MPI, found or not, and its adapter once built.
 struct Entry {
@@ -110,9 +89,9 @@ fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
 
-/// The MPI entries for the current options, discovering each once.
-fn entries() -> Vec<Arc<Entry>> {
-    let cfg = config();
+/// The MPI entries for `cfg` (the built-in flavors and `--mpi`'s),
+/// discovering each once per process.
+fn entries(cfg: &ExtraOptions) -> Vec<Arc<Entry>> {
     let mut wanted: Vec<(String, Origin)> = Vec::new();
     for (name, flavor) in [("openmpi", Flavor::OpenMpi), ("mpich", Flavor::Mpich)] {
         // A `--mpi openmpi=...` replaces the built-in one.
@@ -148,8 +127,8 @@ fn entries() -> Vec<Arc<Entry>> {
         .collect()
 }
 
-/// The MPI transports to list in the registry.
-pub(super) fn transports() -> Vec<Box<dyn Transport>> {
+/// The MPI transports to list in the registry for `cfg`.
+pub(super) fn transports(cfg: &ExtraOptions) -> Vec<Box<dyn Transport>> {
     if let Some(&(name, window)) = WORKER.get() {
         return vec![Box::new(MpiTransport {
             name,
@@ -157,7 +136,7 @@ pub(super) fn transports() -> Vec<Box<dyn Transport>> {
         })];
     }
     let mut out: Vec<Box<dyn Transport>> = Vec::new();
-    for entry in entries() {
+    for entry in entries(cfg) {
         // A TCP variant only for a library found and known how to force.
         let has_tcp = entry
             .install
@@ -338,13 +317,14 @@ impl Launchable {
     }
 }
 
-/// The MPI transport `name` on the launching side, if it is one (inside a
-/// job, the transports are the job's channels, and none is launchable).
-pub fn launchable(name: &str) -> Option<Launchable> {
+/// The MPI transport `name` on the launching side, if it is one among
+/// `cfg`'s (inside a job, the transports are the job's channels, and none
+/// is launchable).
+pub fn launchable(name: &str, cfg: &ExtraOptions) -> Option<Launchable> {
     if WORKER.get().is_some() {
         return None;
     }
-    entries().into_iter().find_map(|entry| {
+    entries(cfg).into_iter().find_map(|entry| {
         let tcp = entry.tcp_name == name
             && entry
                 .install
@@ -360,28 +340,29 @@ mod tests {
 
     #[test]
     fn builtins_are_always_listed_and_users_override_them() {
-        configure(ExtraOptions {
+        let cfg = ExtraOptions {
             mpi: vec![
                 ("openmpi".into(), "/nonexistent/ompi/mpicc".into()),
                 ("broken".into(), "/nonexistent/mpicc".into()),
             ],
             mpi_launcher_args: vec![],
             window: DEFAULT_WINDOW,
-        });
-        let names: Vec<&str> = transports().iter().map(|t| t.name()).collect();
+        };
+        let names: Vec<&str> = transports(&cfg).iter().map(|t| t.name()).collect();
         assert!(names.contains(&"mpi:mpich"), "{names:?}");
         assert!(names.contains(&"mpi:broken"), "{names:?}");
         assert!(!names.contains(&"mpi:broken(tcp)"), "{names:?}");
-        let broken = transports()
+        let broken = transports(&cfg)
             .into_iter()
             .find(|t| t.name() == "mpi:openmpi")
             .unwrap();
         let why = broken.availability().unwrap_err();
         assert!(why.contains("/nonexistent/ompi/mpicc"), "{why}");
-        configure(ExtraOptions {
-            mpi: vec![],
-            mpi_launcher_args: vec![],
-            window: DEFAULT_WINDOW,
-        });
+        // The options are this call's alone: the defaults list no user MPI.
+        let names: Vec<&str> = transports(&ExtraOptions::default())
+            .iter()
+            .map(|t| t.name())
+            .collect();
+        assert!(!names.contains(&"mpi:broken"), "{names:?}");
     }
 }

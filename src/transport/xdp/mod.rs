@@ -104,8 +104,8 @@ impl Transport for Xdp {
         opts: &ChannelOptions,
         peer_ip: IpAddr,
     ) -> Result<Connected> {
-        // `--iface` (set through raw::configure_iface) applies here too.
-        let peer = FramePeer::from_description(description, peer_ip)?;
+        // `--iface` (the channel options') applies here too.
+        let peer = FramePeer::from_description(description, peer_ip, opts.iface.as_deref())?;
         let mut link = XdpLink::open(&peer.iface, peer.mac)?;
         let own_id = fastrand::u32(1..);
         let mtu = handshake::connect(&mut link, own_id, peer.id, opts.timeout())

@@ -157,27 +157,34 @@ fn ipv6_loopback() {
 
 #[test]
 fn tails_report_percentiles_and_timer_cost() {
-    let r = sweep_json("unix", &["--tails", "--sizes", "1,128Ki"]);
-    let pts = r["points"].as_array().unwrap();
-    let t = &pts[0]["tails"];
-    assert!(t["samples"].as_u64().unwrap() >= 1000);
-    let p50 = t["p50_ns"].as_f64().unwrap();
-    let p99 = t["p99_ns"].as_f64().unwrap();
-    let p999 = t["p999_ns"].as_f64().unwrap();
-    assert!(p50 > 0.0 && p50 <= p99 && p99 <= p999 && p999 <= t["max_ns"].as_f64().unwrap());
     // Single round trips bracket the trials' one-way median: the tail
     // histogram once saturated every sample at 2 ns (p50 1 ns beside a
-    // 26 us median). Half a round trip is within a factor of 5 of it even
-    // on a busy machine; and samples vary, so the percentiles are not one
-    // constant.
-    let median = pts[0]["median_ns"].as_f64().unwrap();
-    assert!(
-        p50 > median / 5.0 && p50 < median * 5.0,
-        "tail p50 {p50} ns against the median {median} ns"
-    );
-    assert!(t["max_ns"].as_f64().unwrap() > p50, "{t}");
-    assert!(t["timer_cost_ns"].as_f64().unwrap() >= 0.0);
-    assert!(pts[1].get("tails").is_none(), "no tail pass above 64 KiB");
+    // 26 us median). Half a round trip is within a factor of 5 of it; on a
+    // busy machine the trials and the tail pass can meet different
+    // moments (a 79 us median beside a 13 us p50 under a parallel build),
+    // so the bracket is asked of one run in three. A saturated histogram
+    // fails all three.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let r = sweep_json("unix", &["--tails", "--sizes", "1,128Ki"]);
+        let pts = r["points"].as_array().unwrap();
+        let t = &pts[0]["tails"];
+        assert!(t["samples"].as_u64().unwrap() >= 1000);
+        let p50 = t["p50_ns"].as_f64().unwrap();
+        let p99 = t["p99_ns"].as_f64().unwrap();
+        let p999 = t["p999_ns"].as_f64().unwrap();
+        assert!(p50 > 0.0 && p50 <= p99 && p99 <= p999 && p999 <= t["max_ns"].as_f64().unwrap());
+        // Samples vary, so the percentiles are not one constant.
+        assert!(t["max_ns"].as_f64().unwrap() > p50, "{t}");
+        assert!(t["timer_cost_ns"].as_f64().unwrap() >= 0.0);
+        assert!(pts[1].get("tails").is_none(), "no tail pass above 64 KiB");
+        let median = pts[0]["median_ns"].as_f64().unwrap();
+        if p50 > median / 5.0 && p50 < median * 5.0 {
+            return;
+        }
+        seen.push(format!("tail p50 {p50} ns against the median {median} ns"));
+    }
+    panic!("in no run did the tails bracket the median: {seen:?}");
 }
 
 #[test]

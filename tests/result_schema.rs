@@ -142,7 +142,7 @@ fn other_schema_versions_are_refused_with_a_message() {
     let p = dir.path().join("future.json");
     std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
     let e = read_result(&p).unwrap_err().to_string();
-    assert!(e.contains("99") && e.contains("versions 1 to 3"), "{e}");
+    assert!(e.contains("99") && e.contains("versions 1 to 4"), "{e}");
     std::fs::write(&p, b"{\"not\": \"wulf\"}").unwrap();
     assert!(read_result(&p)
         .unwrap_err()
@@ -317,4 +317,101 @@ fn run_to_run_is_optional_and_strict() {
         .unwrap()
         .remove("log_sd");
     assert!(parse(&bad).is_err(), "a missing field is refused too");
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+#[test]
+fn every_fixture_reads_once_as_its_kind_and_old_sweeps_have_no_kind() {
+    use wulf::result::{read_any, AnyResult};
+    for (name, kind) in [
+        ("tcp-pingpong.json", "sweep"),
+        ("unix-pingpong.json", "sweep"),
+        ("memcpy-stream.json", "sweep"),
+        ("npb-mg-S.json", "npb"),
+        ("study-mtu-buffers/study.json", "study"),
+        ("study-mtu-buffers/mtu1500-curve.json", "sweep"),
+        ("matrix/lab-fe-node3.json", "matrix"),
+    ] {
+        let r = read_any(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        assert_eq!(r.kind(), kind, "{name}");
+        if kind == "sweep" {
+            // The fixtures predate `kind`: they must keep reading without it.
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
+            assert!(v.get("kind").is_none(), "{name} is no longer an old file");
+            let AnyResult::Sweep(s) = r else {
+                unreachable!()
+            };
+            assert_eq!(s.kind, "sweep");
+            assert_eq!(*s, read_result(&fixture(name)).unwrap());
+        }
+    }
+}
+
+#[test]
+fn a_sweep_is_written_with_its_kind_and_reads_back() {
+    let mut r = read_result(Path::new(FIXTURE)).unwrap();
+    r.limit_role = Some(wulf::result::LimitRole::MemcpyBandwidth);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v4.json");
+    write_result(&out, &r).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["kind"], "sweep");
+    assert_eq!(v["limit_role"], "memcpy-bandwidth");
+    assert_eq!(read_result(&out).unwrap(), r);
+    // `limit_role` takes only the four roles.
+    let mut bad = v.clone();
+    bad["limit_role"] = "fastest".into();
+    assert!(parse(&bad).is_err());
+}
+
+#[test]
+fn unknown_and_mistyped_kinds_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("odd.json");
+    for (kind, says) in [
+        (serde_json::json!("telemetry"), "\"telemetry\""),
+        (serde_json::json!(7), "7"),
+    ] {
+        let mut v = fixture_value();
+        v["kind"] = kind;
+        std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+        let e = format!("{:#}", wulf::result::read_any(&p).unwrap_err());
+        assert!(e.contains(p.to_str().unwrap()), "{e}");
+        assert!(e.contains(says) && e.contains("does not read"), "{e}");
+        assert!(e.contains("sweep, npb, matrix, collective, study"), "{e}");
+        // The sweep reader refuses it too, as a kind that is not a sweep.
+        let e = read_result(&p).unwrap_err().to_string();
+        assert!(e.contains("not a sweep result"), "{e}");
+    }
+}
+
+#[test]
+fn the_one_reader_keeps_unknown_fields_out_and_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("r.json");
+    let mut v = fixture_value();
+    v["kind"] = "sweep".into();
+    v["points"][1]["surprise"] = 1.into();
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+    let e = format!("{:#}", wulf::result::read_any(&p).unwrap_err());
+    assert!(e.contains("points[1]") && e.contains("surprise"), "{e}");
+    // A kind stated twice is a duplicated field, not a second opinion.
+    let text = std::fs::read_to_string(FIXTURE).unwrap();
+    let twice = text.replacen('{', "{\"kind\": \"sweep\", \"kind\": \"npb\",", 1);
+    std::fs::write(&p, twice).unwrap();
+    assert!(wulf::result::read_any(&p).is_err());
+    // Another kind's document under its own kind keeps its own checks.
+    let mut npb: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("npb-mg-S.json")).unwrap()).unwrap();
+    npb["surprise"] = 1.into();
+    std::fs::write(&p, serde_json::to_vec(&npb).unwrap()).unwrap();
+    let e = format!("{:#}", wulf::result::read_any(&p).unwrap_err());
+    assert!(e.contains("NPB result") && e.contains("surprise"), "{e}");
 }

@@ -188,12 +188,25 @@ pub fn is_collective_result(path: &std::path::Path) -> bool {
 /// Read a collective result file (versions 1 and 2), rejecting other versions and unknown
 /// fields, and values no measurement can produce.
 pub fn read_collective_result(path: &std::path::Path) -> anyhow::Result<CollectiveResult> {
-    let r: CollectiveResult = super::read::read_versions(
-        path,
+    let text = super::read_text(path)?;
+    let origin = path.display().to_string();
+    collective_from(&super::read::header(&text, &origin)?, &text, &origin)
+}
+
+/// The collective result in `text`, whose header `h` was read already.
+pub(super) fn collective_from(
+    h: &super::read::Header,
+    text: &str,
+    origin: &str,
+) -> anyhow::Result<CollectiveResult> {
+    let r: CollectiveResult = super::read::versioned_from(
+        h,
+        text,
+        origin,
         "collective",
         COLLECTIVE_OLDEST_SCHEMA_VERSION..=COLLECTIVE_SCHEMA_VERSION,
     )?;
-    check(&r).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    check(&r).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     Ok(r)
 }
 

@@ -10,8 +10,20 @@ use serde::{Deserialize, Serialize};
 /// files read as version 2 files without them. Version 3 added
 /// `conditions.peer_loads` (`--load-peer`) and the core-to-core copy
 /// limits (`points[].limits.c2c_bits_per_s`, `c2c_two_copy_bits_per_s`,
-/// `summary.peak_c2c_fraction`); older files read without them.
-pub const SCHEMA_VERSION: u32 = 3;
+/// `summary.peak_c2c_fraction`); older files read without them. Version 4
+/// added `kind` (`"sweep"`, so every result names its kind) and
+/// `limit_role` (what an in-process baseline measures, so a report needs
+/// no transport table); older files read without them.
+pub const SCHEMA_VERSION: u32 = 4;
+
+/// The value of [`SweepResult::kind`]. Files older than version 4 have no
+/// `kind`: a document without one is a sweep result.
+pub const SWEEP_KIND: &str = "sweep";
+
+/// The `kind` of a sweep result read from a file that has none.
+fn sweep_kind() -> String {
+    SWEEP_KIND.into()
+}
 
 /// The oldest sweep result schema version this wulf still reads.
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -20,6 +32,9 @@ pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepResult {
+    /// Always [`SWEEP_KIND`] (version 4); files without it are sweeps too.
+    #[serde(default = "sweep_kind")]
+    pub kind: String,
     /// Version of this schema ([`SCHEMA_VERSION`]).
     pub schema_version: u32,
     /// Version of the wulf that measured it.
@@ -43,6 +58,11 @@ pub struct SweepResult {
     pub peer_host: Option<crate::sys::Host>,
     /// Transport name as given on the command line (`tcp`, `unix`, ...).
     pub transport: String,
+    /// For an in-process baseline (`memcpy`, `cacheline`, `c2c`...), the
+    /// machine limit it measures, so a report draws it as a limit without
+    /// looking the transport up (version 4); absent for a transport.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_role: Option<LimitRole>,
     /// `pingpong`, `stream` or `bidir`.
     pub mode: Mode,
     /// Definitions of the figures, so a file explains itself.
@@ -79,6 +99,22 @@ pub struct SweepResult {
     /// calibration of `--cost whole` (schema version 2); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<super::Conditions>,
+}
+
+/// The machine limit an in-process baseline sweep measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LimitRole {
+    /// Copy bandwidth in one process at each size (`bits_per_s`).
+    MemcpyBandwidth,
+    /// One-way time of a cache-line hand-off between two CPUs (`median_ns`).
+    CachelineFloor,
+    /// One core copying out what the other just wrote, per size: the floor
+    /// under single-copy transfers.
+    C2cSingleCopy,
+    /// Copy-in, hand-off and copy-out between the two cores, per size: the
+    /// floor under copy-in/copy-out transfers.
+    C2cTwoCopy,
 }
 
 /// Communication pattern of a sweep.

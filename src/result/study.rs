@@ -159,9 +159,21 @@ pub fn is_study_result(path: &std::path::Path) -> bool {
 
 /// Read and validate a study summary.
 pub fn read_study_result(path: &std::path::Path) -> anyhow::Result<StudyResult> {
-    match super::read::read_versioned(path, "study", STUDY_SCHEMA_VERSION) {
+    let text = super::read_text(path)?;
+    let origin = path.display().to_string();
+    study_from(&super::read::header(&text, &origin)?, &text, &origin)
+}
+
+/// The study summary in `text`, whose header `h` was read already.
+pub(super) fn study_from(
+    h: &super::read::Header,
+    text: &str,
+    origin: &str,
+) -> anyhow::Result<StudyResult> {
+    let at = |v: u32| super::read::versioned_from(h, text, origin, "study", v..=v);
+    match at(STUDY_SCHEMA_VERSION) {
         Ok(r) => Ok(r),
         // Version 1 lacks only optional fields: read it as it is.
-        Err(e) => super::read::read_versioned(path, "study", 1).map_err(|_| e),
+        Err(e) => at(1).map_err(|_| e),
     }
 }

@@ -415,3 +415,64 @@ fn the_one_reader_keeps_unknown_fields_out_and_names_them() {
     let e = format!("{:#}", wulf::result::read_any(&p).unwrap_err());
     assert!(e.contains("NPB result") && e.contains("surprise"), "{e}");
 }
+
+/// Compare the generated JSON Schema of each kind with its committed
+/// snapshot under docs/schema/, or rewrite the snapshots when
+/// WULF_UPDATE_SNAPSHOTS is set (as the report snapshots do): a change to
+/// the on-disk format is then a reviewed diff of those files.
+#[test]
+fn the_json_schema_of_every_kind_matches_its_snapshot() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schema");
+    let update = std::env::var_os("WULF_UPDATE_SNAPSHOTS").is_some_and(|v| v != "0");
+    let schemas = wulf::result::json_schema::schemas();
+    let kinds: Vec<&str> = schemas.iter().map(|(k, _)| *k).collect();
+    assert_eq!(kinds, wulf::result::KINDS);
+    let mut stale = Vec::new();
+    for (kind, schema) in schemas {
+        let path = dir.join(format!("{kind}.schema.json"));
+        let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &text).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+            panic!(
+                "no snapshot {}: run with WULF_UPDATE_SNAPSHOTS=1 to create it",
+                path.display()
+            )
+        });
+        if expected != text {
+            let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts/schema");
+            std::fs::create_dir_all(&out).unwrap();
+            std::fs::write(out.join(format!("{kind}.schema.json")), &text).unwrap();
+            stale.push(kind);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "the schema of {stale:?} changed: review the diff against \
+         target/test-artifacts/schema/ and rerun with WULF_UPDATE_SNAPSHOTS=1"
+    );
+}
+
+#[test]
+fn every_sweep_fixture_validates_against_the_schema_shape() {
+    // Without a validator crate: every top-level field of a fixture is a
+    // property of the schema, and every required property is present.
+    let schemas = wulf::result::json_schema::schemas();
+    let sweep = serde_json::to_value(&schemas[0].1).unwrap();
+    let props = sweep["properties"].as_object().unwrap();
+    let v = fixture_value();
+    for key in v.as_object().unwrap().keys() {
+        assert!(props.contains_key(key), "{key} is not in the schema");
+    }
+    for key in sweep["required"].as_array().unwrap() {
+        assert!(v.get(key.as_str().unwrap()).is_some(), "{key} is required");
+    }
+    assert!(!sweep["required"]
+        .as_array()
+        .unwrap()
+        .contains(&"kind".into()));
+    assert_eq!(sweep["additionalProperties"], false);
+}

@@ -27,7 +27,7 @@ pub const COLLECTIVE_OLDEST_SCHEMA_VERSION: u32 = 1;
 pub const COLLECTIVE_KIND: &str = "collective";
 
 /// One `wulf collective` invocation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CollectiveResult {
     /// Always [`COLLECTIVE_KIND`].
@@ -49,6 +49,7 @@ pub struct CollectiveResult {
     /// Wall time of the whole invocation, seconds.
     pub wall_s: f64,
     /// The machine.
+    #[schemars(with = "super::json_schema::Host")]
     pub host: crate::sys::Host,
     /// `allreduce`, `alltoall`, `bcast` or `barrier`.
     pub collective: String,
@@ -75,7 +76,7 @@ pub struct CollectiveResult {
 }
 
 /// One backend's sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CollectiveRun {
     /// The transport linking the ranks (`mpi:openmpi`, `shm`, `tcp`...).
@@ -104,7 +105,7 @@ pub struct CollectiveRun {
 }
 
 /// One size of one backend.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CollectivePoint {
     /// Message size, bytes: the buffer each rank reduces (allreduce), the

@@ -29,7 +29,7 @@ pub const MATRIX_OLDEST_SCHEMA_VERSION: u32 = 1;
 pub const MATRIX_KIND: &str = "matrix";
 
 /// What a matrix run measures at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Pattern {
     /// Every pair, both directions: the tournament's rounds (LinkTest).
@@ -44,7 +44,7 @@ pub enum Pattern {
 }
 
 /// One `wulf matrix` run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MatrixResult {
     /// Always [`MATRIX_KIND`].
@@ -106,7 +106,7 @@ fn pairs() -> Pattern {
 }
 
 /// One node of a matrix.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MatrixNode {
     /// The name it was given as (`--hosts`).
@@ -117,6 +117,7 @@ pub struct MatrixNode {
     /// Its fingerprint, as its agent read it (interfaces toward the
     /// coordinator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<super::json_schema::Host>")]
     pub host: Option<Host>,
     /// Why the node is missing or was lost, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,7 +125,7 @@ pub struct MatrixNode {
 }
 
 /// One directed cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MatrixCell {
     /// Index of the measuring node.
@@ -171,7 +172,7 @@ impl MatrixCell {
 }
 
 /// The findings of a matrix.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MatrixAnalysis {
     /// Median and spread of all cells, per metric.
@@ -200,7 +201,7 @@ pub struct MatrixAnalysis {
 }
 
 /// One node's bandwidth under a load pattern against alone.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeContention {
     /// Node index.
@@ -215,7 +216,7 @@ pub struct NodeContention {
 }
 
 /// The cells of one step of a load pattern, measured at the same time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepSummary {
     /// Step (the cells' `round`).
@@ -245,7 +246,7 @@ pub struct StepSummary {
 }
 
 /// Median and median absolute deviation of a set of cells.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Spread {
     /// Median.
@@ -258,7 +259,7 @@ pub struct Spread {
 }
 
 /// A cell far from the rest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutlierCell {
     /// Measuring node index.
@@ -279,7 +280,7 @@ pub struct OutlierCell {
 }
 
 /// A node whose links are slow as a whole.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlowNode {
     /// Node index.
@@ -295,7 +296,7 @@ pub struct SlowNode {
 }
 
 /// A pair whose directions disagree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AsymmetricPair {
     /// The lower node index.
@@ -313,7 +314,7 @@ pub struct AsymmetricPair {
 }
 
 /// One fingerprint field that differs between nodes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FingerprintDifference {
     /// Dotted path of the field (`interfaces[0].mtu_bytes`).
@@ -323,7 +324,7 @@ pub struct FingerprintDifference {
 }
 
 /// A value of a fingerprint field and who has it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FieldValue {
     /// The value, as JSON text.
@@ -333,7 +334,7 @@ pub struct FieldValue {
 }
 
 /// One node's medians.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSummary {
     /// Node index.

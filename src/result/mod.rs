@@ -11,6 +11,7 @@ mod any;
 pub mod collective;
 mod conditions;
 mod confirmation;
+pub mod json_schema;
 mod lab;
 mod link;
 mod mpi_info;

@@ -27,7 +27,7 @@ pub const NPB_OLDEST_SCHEMA_VERSION: u32 = 1;
 pub const NPB_KIND: &str = "npb";
 
 /// One `wulf npb` invocation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NpbResult {
     /// Always [`NPB_KIND`]: what tells this file from a sweep result.
@@ -49,6 +49,7 @@ pub struct NpbResult {
     /// Wall time of the whole invocation in seconds.
     pub wall_s: f64,
     /// The machine.
+    #[schemars(with = "super::json_schema::Host")]
     pub host: crate::sys::Host,
     /// The kernel (`cg`, `ep`, `is` or `mg`).
     pub kernel: String,
@@ -76,7 +77,7 @@ pub struct NpbResult {
 }
 
 /// The node list a run spread its ranks over.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NpbNodes {
     /// What started wulf's own ranks on them: `ssh`, `slurm`, `local`
@@ -88,7 +89,7 @@ pub struct NpbNodes {
 }
 
 /// One node of [`NpbNodes`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NpbNodeSlots {
     /// The node's name.
@@ -98,7 +99,7 @@ pub struct NpbNodeSlots {
 }
 
 /// Where one rank ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RankPlacement {
     /// The rank.
@@ -112,7 +113,7 @@ pub struct RankPlacement {
 }
 
 /// One transport at one process count.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NpbRun {
     /// Transport linking the ranks (`shm`, `tcp`, `mpi:openmpi`...).
@@ -148,6 +149,7 @@ pub struct NpbRun {
     /// Whole CPU the machine spent over this combination's runs, start-up
     /// and verification included (`--cost whole`, version 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<super::json_schema::WholeCpu>")]
     pub cpu_whole: Option<crate::load::whole::WholeCpu>,
     /// Across nodes: every rank's node, in rank order (see
     /// [`NpbResult::nodes`]); absent on one host.

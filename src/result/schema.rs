@@ -29,7 +29,7 @@ fn sweep_kind() -> String {
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// One sweep of one transport in one mode.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SweepResult {
     /// Always [`SWEEP_KIND`] (version 4); files without it are sweeps too.
@@ -52,9 +52,11 @@ pub struct SweepResult {
     /// Wall time of the whole sweep in seconds.
     pub wall_s: f64,
     /// The machine the measuring (client) side ran on.
+    #[schemars(with = "super::json_schema::Host")]
     pub host: crate::sys::Host,
     /// The machine the peer ran on, as the peer reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<super::json_schema::Host>")]
     pub peer_host: Option<crate::sys::Host>,
     /// Transport name as given on the command line (`tcp`, `unix`, ...).
     pub transport: String,
@@ -102,7 +104,7 @@ pub struct SweepResult {
 }
 
 /// The machine limit an in-process baseline sweep measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum LimitRole {
     /// Copy bandwidth in one process at each size (`bits_per_s`).
@@ -118,7 +120,7 @@ pub enum LimitRole {
 }
 
 /// Communication pattern of a sweep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// A sends n bytes, B returns n bytes; time = half the round trip.
@@ -151,7 +153,7 @@ impl std::fmt::Display for Mode {
 }
 
 /// Plain-language definitions stored in every file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Definitions {
     /// What one trial's time (`trials_ns`) is.
@@ -205,7 +207,7 @@ impl Definitions {
 }
 
 /// Options in effect for the sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Options {
     /// Total time budget in seconds.
@@ -235,7 +237,7 @@ pub struct Options {
 }
 
 /// Where the two endpoints ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Placement {
     /// Host name of the measuring side.
@@ -254,7 +256,7 @@ pub struct Placement {
 
 /// CPU time spent by one end during a point's trials (getrusage of that
 /// process's measuring thread, never system-wide counters).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CpuCost {
     /// User time in ns over all timed trials of the point.
@@ -268,7 +270,7 @@ pub struct CpuCost {
 }
 
 /// Per-message tail latency from the optional `--tails` pass.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Tails {
     /// Number of individually timed round trips.
@@ -287,7 +289,7 @@ pub struct Tails {
 }
 
 /// One message size.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Point {
     /// Message size in bytes.
@@ -334,11 +336,12 @@ pub struct Point {
     /// The whole CPU cost of this point's kept trials (`--cost whole`,
     /// cyclesoak's method; schema version 2); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<super::json_schema::WholeCpu>")]
     pub cpu_whole: Option<crate::load::whole::WholeCpu>,
 }
 
 /// Physical limits of the machine at one message size.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// memcpy bandwidth at this size within one process, bits/s.
@@ -361,7 +364,7 @@ pub struct Limits {
 }
 
 /// A plateau of a memory-hierarchy curve (the memcpy baseline).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Plateau {
     /// `L1`, `L2`, `L3`... or `DRAM`.
@@ -379,7 +382,7 @@ pub struct Plateau {
 }
 
 /// Figures derived from the points.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Summary {
     /// Median one-way time at the smallest size; null with no points.

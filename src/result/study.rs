@@ -23,7 +23,7 @@ pub const STUDY_SCHEMA_VERSION: u32 = 2;
 pub const STUDY_KIND: &str = "study";
 
 /// One `wulf study` invocation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StudyResult {
     /// Always [`STUDY_KIND`].
@@ -44,6 +44,7 @@ pub struct StudyResult {
     /// Wall time of the whole study, seconds.
     pub wall_s: f64,
     /// The machine the lab ran on.
+    #[schemars(with = "super::json_schema::Host")]
     pub host: crate::sys::Host,
     /// The study (`mtu-buffers`, `fe-vs-ge`).
     pub study: String,
@@ -65,7 +66,7 @@ pub struct StudyResult {
 }
 
 /// One sweep of a study.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StudyCaseResult {
     /// Short label (`mtu 9000, buf 64KiB`).
@@ -127,7 +128,7 @@ pub struct StudyCaseResult {
 }
 
 /// A table of figures: rows by one factor, columns by another.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StudyTable {
     /// Title (`Peak throughput, Mbit/s, by socket buffer and MTU`).
@@ -143,7 +144,7 @@ pub struct StudyTable {
 }
 
 /// One row of a [`StudyTable`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StudyRow {
     /// Row label.

@@ -43,62 +43,59 @@ pub enum Pattern {
     Multipair,
 }
 
-/// One `wulf matrix` run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MatrixResult {
-    /// Always [`MATRIX_KIND`].
-    pub kind: String,
-    /// [`MATRIX_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// Version of the wulf that ran it (every agent runs the same).
-    pub tool_version: String,
-    /// False when cut short (Ctrl-C, a node lost): the cells present are
-    /// complete, the missing ones are listed in `cells` with an error or
-    /// absent.
-    pub complete: bool,
-    /// Why it is incomplete, when it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incomplete_reason: Option<String>,
-    /// The command line, argument by argument.
-    pub command_line: Vec<String>,
-    /// Start time, RFC 3339 in UTC.
-    pub started_at: String,
-    /// Wall time of the whole matrix, seconds.
-    pub wall_s: f64,
-    /// Time spent in the measuring rounds alone, seconds (wall time less
-    /// start-up and analysis): `wall_s - rounds_s` is coordination.
-    pub rounds_s: f64,
-    /// CPU time the coordinating process used, seconds (user + system).
-    pub coordinator_cpu_s: f64,
-    /// Transport between the nodes (`tcp`).
-    pub via: String,
-    /// How the agents were started (`ssh`, `lab:NAME`, `slurm`, `local`).
-    pub launch: String,
-    /// Ping-pong size of the latency matrix, bytes.
-    pub latency_bytes: u64,
-    /// Stream size of the bandwidth matrix, bytes.
-    pub bandwidth_bytes: u64,
-    /// Pairs measured one at a time (`--serial`) rather than a whole round
-    /// at once.
-    pub serial: bool,
-    /// What was measured at once: `pairs` (the tournament), `shift`,
-    /// `bisection` or `multipair`.
-    #[serde(default = "pairs")]
-    pub pattern: Pattern,
-    /// Rounds of the tournament (pairs), or steps of the other patterns;
-    /// cells name theirs in `round`.
-    pub rounds: usize,
-    /// The nodes, in the order given; cells refer to them by index.
-    pub nodes: Vec<MatrixNode>,
-    /// Every directed cell measured or tried.
-    #[serde(deserialize_with = "super::matrix_read::cells")]
-    pub cells: Vec<MatrixCell>,
-    /// What the cells say (see [`crate::analysis::matrix`]).
-    pub analysis: MatrixAnalysis,
-    /// Non-fatal observations.
-    #[serde(default)]
-    pub warnings: Vec<String>,
+super::envelope::result_document! {
+    /// One `wulf matrix` run.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct MatrixResult {
+        envelope {
+            /// Always [`MATRIX_KIND`].
+            kind,
+            /// [`MATRIX_SCHEMA_VERSION`].
+            schema_version,
+            /// Version of the wulf that ran it (every agent runs the same).
+            tool_version,
+            /// False when cut short (Ctrl-C, a node lost): the cells present are
+            /// complete, the missing ones are listed in `cells` with an error or
+            /// absent.
+            complete,
+            /// Wall time of the whole matrix, seconds.
+            wall_s,
+        }
+        /// Time spent in the measuring rounds alone, seconds (wall time less
+        /// start-up and analysis): `wall_s - rounds_s` is coordination.
+        pub rounds_s: f64,
+        /// CPU time the coordinating process used, seconds (user + system).
+        pub coordinator_cpu_s: f64,
+        /// Transport between the nodes (`tcp`).
+        pub via: String,
+        /// How the agents were started (`ssh`, `lab:NAME`, `slurm`, `local`).
+        pub launch: String,
+        /// Ping-pong size of the latency matrix, bytes.
+        pub latency_bytes: u64,
+        /// Stream size of the bandwidth matrix, bytes.
+        pub bandwidth_bytes: u64,
+        /// Pairs measured one at a time (`--serial`) rather than a whole round
+        /// at once.
+        pub serial: bool,
+        /// What was measured at once: `pairs` (the tournament), `shift`,
+        /// `bisection` or `multipair`.
+        #[serde(default = "pairs")]
+        pub pattern: Pattern,
+        /// Rounds of the tournament (pairs), or steps of the other patterns;
+        /// cells name theirs in `round`.
+        pub rounds: usize,
+        /// The nodes, in the order given; cells refer to them by index.
+        pub nodes: Vec<MatrixNode>,
+        /// Every directed cell measured or tried.
+        #[serde(deserialize_with = "super::matrix_read::cells")]
+        pub cells: Vec<MatrixCell>,
+        /// What the cells say (see [`crate::analysis::matrix`]).
+        pub analysis: MatrixAnalysis,
+        /// Non-fatal observations.
+        #[serde(default)]
+        pub warnings: Vec<String>,
+    }
 }
 
 fn pairs() -> Pattern {

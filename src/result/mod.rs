@@ -11,6 +11,7 @@ mod any;
 pub mod collective;
 mod conditions;
 mod confirmation;
+mod envelope;
 pub mod json_schema;
 mod lab;
 mod link;

@@ -28,79 +28,76 @@ fn sweep_kind() -> String {
 /// The oldest sweep result schema version this wulf still reads.
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
-/// One sweep of one transport in one mode.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SweepResult {
-    /// Always [`SWEEP_KIND`] (version 4); files without it are sweeps too.
-    #[serde(default = "sweep_kind")]
-    pub kind: String,
-    /// Version of this schema ([`SCHEMA_VERSION`]).
-    pub schema_version: u32,
-    /// Version of the wulf that measured it.
-    pub tool_version: String,
-    /// False when the run was cut short (Ctrl-C, peer died, error): the
-    /// points present were measured properly, but some are missing.
-    pub complete: bool,
-    /// Why the run is incomplete, when it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incomplete_reason: Option<String>,
-    /// The command line, argument by argument.
-    pub command_line: Vec<String>,
-    /// Start time, RFC 3339 in UTC.
-    pub started_at: String,
-    /// Wall time of the whole sweep in seconds.
-    pub wall_s: f64,
-    /// The machine the measuring (client) side ran on.
-    #[schemars(with = "super::json_schema::Host")]
-    pub host: crate::sys::Host,
-    /// The machine the peer ran on, as the peer reported it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<super::json_schema::Host>")]
-    pub peer_host: Option<crate::sys::Host>,
-    /// Transport name as given on the command line (`tcp`, `unix`, ...).
-    pub transport: String,
-    /// For an in-process baseline (`memcpy`, `cacheline`, `c2c`...), the
-    /// machine limit it measures, so a report draws it as a limit without
-    /// looking the transport up (version 4); absent for a transport.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit_role: Option<LimitRole>,
-    /// `pingpong`, `stream` or `bidir`.
-    pub mode: Mode,
-    /// Definitions of the figures, so a file explains itself.
-    pub definitions: Definitions,
-    /// Options in effect, including what the kernel granted.
-    pub options: Options,
-    /// Where each endpoint ran.
-    pub placement: Placement,
-    /// Measured cost of reading the clock once, subtracted from block times.
-    pub timer_overhead_ns: f64,
-    /// One entry per message size, ascending.
-    pub points: Vec<Point>,
-    /// Figures derived from the points.
-    pub summary: Summary,
-    /// Non-fatal observations (a clamped socket buffer, noisy points...).
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    /// The physical limit of the network path the data crossed, when a
-    /// link speed and MTU on it are known, and the measured peak against it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub link: Option<super::LinkEfficiency>,
-    /// The MPI library and launch of an `mpi:` transport; absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mpi: Option<super::MpiInfo>,
-    /// The confirmation pass: candidate events measured again with fresh
-    /// trials after the sweep; absent in older files and cut-short runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confirmation: Option<super::Confirmation>,
-    /// The run-to-run spread of this transport and mode, when the result is
-    /// one of the repetitions of `wulf run --repeat N`; absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_to_run: Option<super::RunToRun>,
-    /// The conditions of the measurement: background load and the soaker
-    /// calibration of `--cost whole` (schema version 2); absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<super::Conditions>,
+super::envelope::result_document! {
+    /// One sweep of one transport in one mode.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct SweepResult {
+        envelope {
+            /// Always [`SWEEP_KIND`] (version 4); files without it are sweeps too.
+            #[serde(default = "sweep_kind")]
+            kind,
+            /// Version of this schema ([`SCHEMA_VERSION`]).
+            schema_version,
+            /// Version of the wulf that measured it.
+            tool_version,
+            /// False when the run was cut short (Ctrl-C, peer died, error): the
+            /// points present were measured properly, but some are missing.
+            complete,
+            /// Wall time of the whole sweep in seconds.
+            wall_s,
+        }
+        /// The machine the measuring (client) side ran on.
+        #[schemars(with = "super::json_schema::Host")]
+        pub host: crate::sys::Host,
+        /// The machine the peer ran on, as the peer reported it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "Option<super::json_schema::Host>")]
+        pub peer_host: Option<crate::sys::Host>,
+        /// Transport name as given on the command line (`tcp`, `unix`, ...).
+        pub transport: String,
+        /// For an in-process baseline (`memcpy`, `cacheline`, `c2c`...), the
+        /// machine limit it measures, so a report draws it as a limit without
+        /// looking the transport up (version 4); absent for a transport.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub limit_role: Option<LimitRole>,
+        /// `pingpong`, `stream` or `bidir`.
+        pub mode: Mode,
+        /// Definitions of the figures, so a file explains itself.
+        pub definitions: Definitions,
+        /// Options in effect, including what the kernel granted.
+        pub options: Options,
+        /// Where each endpoint ran.
+        pub placement: Placement,
+        /// Measured cost of reading the clock once, subtracted from block times.
+        pub timer_overhead_ns: f64,
+        /// One entry per message size, ascending.
+        pub points: Vec<Point>,
+        /// Figures derived from the points.
+        pub summary: Summary,
+        /// Non-fatal observations (a clamped socket buffer, noisy points...).
+        #[serde(default)]
+        pub warnings: Vec<String>,
+        /// The physical limit of the network path the data crossed, when a
+        /// link speed and MTU on it are known, and the measured peak against it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub link: Option<super::LinkEfficiency>,
+        /// The MPI library and launch of an `mpi:` transport; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub mpi: Option<super::MpiInfo>,
+        /// The confirmation pass: candidate events measured again with fresh
+        /// trials after the sweep; absent in older files and cut-short runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub confirmation: Option<super::Confirmation>,
+        /// The run-to-run spread of this transport and mode, when the result is
+        /// one of the repetitions of `wulf run --repeat N`; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub run_to_run: Option<super::RunToRun>,
+        /// The conditions of the measurement: background load and the soaker
+        /// calibration of `--cost whole` (schema version 2); absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub conditions: Option<super::Conditions>,
+    }
 }
 
 /// The machine limit an in-process baseline sweep measures.

@@ -285,6 +285,20 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_limit_role_decides_and_older_files_fall_back_on_the_name() {
+        use crate::result::LimitRole;
+        let mut r = fixture();
+        assert_eq!(limit_role(&r), None, "tcp measures no limit");
+        // An older file (no stored role) of a baseline: looked up by name.
+        r.transport = "c2c-2copy".into();
+        assert_eq!(limit_role(&r), Some(LimitRole::C2cTwoCopy));
+        // A stored role is taken as it is, whatever the name says.
+        r.transport = "renamed".into();
+        r.limit_role = Some(LimitRole::CachelineFloor);
+        assert_eq!(limit_role(&r), Some(LimitRole::CachelineFloor));
+    }
+
+    #[test]
     fn labels_name_only_what_differs() {
         let a = fixture();
         let mut b = a.clone();

@@ -39,10 +39,12 @@ pub fn result_file(data: &[u8]) {
 }
 
 /// Only the decoding part of [`result_file`] (the part whose memory must
-/// stay proportional to the input).
+/// stay proportional to the input), and the reader of every kind behind
+/// `wulf report`, which dispatches on the input's `kind`.
 pub fn result_decoder(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = crate::result::parse_result(text, "fuzz input");
+        let _ = crate::result::parse_any(text, "fuzz input");
     }
 }
 

@@ -464,3 +464,40 @@ fn a_report_never_probes_for_an_mpi() {
         "the fake mpicc was never run: the test cannot see a probe"
     );
 }
+
+/// A baseline's limit role stored in the file (schema version 4) draws
+/// the same report as the role an older file's transport name gives.
+#[test]
+fn a_stored_limit_role_draws_as_the_looked_up_one() {
+    let old = read_result(&fixture_path("memcpy-stream.json")).unwrap();
+    assert_eq!(old.limit_role, None, "the fixture is an older file");
+    let dir = tempdir();
+    let v4 = file(&dir, "memcpy-v4.json");
+    let mut stored = old.clone();
+    stored.limit_role = Some(wulf::result::LimitRole::MemcpyBandwidth);
+    wulf::result::write_result(&v4, &stored).unwrap();
+    let stored = read_result(&v4).unwrap();
+    let tcp = fixtures().remove(0);
+    assert_eq!(
+        report::html::to_html(&[tcp.clone(), stored]).unwrap(),
+        report::html::to_html(&[tcp, old]).unwrap()
+    );
+}
+
+#[test]
+fn a_result_of_an_unknown_kind_is_an_error_naming_it() {
+    let dir = tempdir();
+    let odd = file(&dir, "odd.json");
+    let mut v = json(&fixture_path("tcp-pingpong.json"));
+    v["kind"] = "telemetry".into();
+    std::fs::write(&odd, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = file(&dir, "r.html");
+    let o = run(&["report", odd.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(odd.to_str().unwrap()), "{}", stderr(&o));
+    assert!(stderr(&o).contains("telemetry"), "{}", stderr(&o));
+    assert!(!out.exists());
+    let o = run(&["compare", odd.to_str().unwrap(), odd.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a sweep result"), "{}", stderr(&o));
+}

@@ -142,7 +142,7 @@ fn other_schema_versions_are_refused_with_a_message() {
     let p = dir.path().join("future.json");
     std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
     let e = read_result(&p).unwrap_err().to_string();
-    assert!(e.contains("99") && e.contains("versions 1 to 3"), "{e}");
+    assert!(e.contains("99") && e.contains("versions 1 to 4"), "{e}");
     std::fs::write(&p, b"{\"not\": \"wulf\"}").unwrap();
     assert!(read_result(&p)
         .unwrap_err()
@@ -317,4 +317,162 @@ fn run_to_run_is_optional_and_strict() {
         .unwrap()
         .remove("log_sd");
     assert!(parse(&bad).is_err(), "a missing field is refused too");
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+#[test]
+fn every_fixture_reads_once_as_its_kind_and_old_sweeps_have_no_kind() {
+    use wulf::result::{read_any, AnyResult};
+    for (name, kind) in [
+        ("tcp-pingpong.json", "sweep"),
+        ("unix-pingpong.json", "sweep"),
+        ("memcpy-stream.json", "sweep"),
+        ("npb-mg-S.json", "npb"),
+        ("study-mtu-buffers/study.json", "study"),
+        ("study-mtu-buffers/mtu1500-curve.json", "sweep"),
+        ("matrix/lab-fe-node3.json", "matrix"),
+    ] {
+        let r = read_any(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        assert_eq!(r.kind(), kind, "{name}");
+        if kind == "sweep" {
+            // The fixtures predate `kind`: they must keep reading without it.
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
+            assert!(v.get("kind").is_none(), "{name} is no longer an old file");
+            let AnyResult::Sweep(s) = r else {
+                unreachable!()
+            };
+            assert_eq!(s.kind, "sweep");
+            assert_eq!(*s, read_result(&fixture(name)).unwrap());
+        }
+    }
+}
+
+#[test]
+fn a_sweep_is_written_with_its_kind_and_reads_back() {
+    let mut r = read_result(Path::new(FIXTURE)).unwrap();
+    r.limit_role = Some(wulf::result::LimitRole::MemcpyBandwidth);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v4.json");
+    write_result(&out, &r).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["kind"], "sweep");
+    assert_eq!(v["limit_role"], "memcpy-bandwidth");
+    assert_eq!(read_result(&out).unwrap(), r);
+    // `limit_role` takes only the four roles.
+    let mut bad = v.clone();
+    bad["limit_role"] = "fastest".into();
+    assert!(parse(&bad).is_err());
+}
+
+#[test]
+fn unknown_and_mistyped_kinds_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("odd.json");
+    for (kind, says) in [
+        (serde_json::json!("telemetry"), "\"telemetry\""),
+        (serde_json::json!(7), "7"),
+    ] {
+        let mut v = fixture_value();
+        v["kind"] = kind;
+        std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+        let e = format!("{:#}", wulf::result::read_any(&p).unwrap_err());
+        assert!(e.contains(p.to_str().unwrap()), "{e}");
+        assert!(e.contains(says) && e.contains("does not read"), "{e}");
+        assert!(e.contains("sweep, npb, matrix, collective, study"), "{e}");
+        // The sweep reader refuses it too, as a kind that is not a sweep.
+        let e = read_result(&p).unwrap_err().to_string();
+        assert!(e.contains("not a sweep result"), "{e}");
+    }
+}
+
+#[test]
+fn the_one_reader_keeps_unknown_fields_out_and_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("r.json");
+    let mut v = fixture_value();
+    v["kind"] = "sweep".into();
+    v["points"][1]["surprise"] = 1.into();
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+    let e = format!("{:#}", wulf::result::read_any(&p).unwrap_err());
+    assert!(e.contains("points[1]") && e.contains("surprise"), "{e}");
+    // A kind stated twice is a duplicated field, not a second opinion.
+    let text = std::fs::read_to_string(FIXTURE).unwrap();
+    let twice = text.replacen('{', "{\"kind\": \"sweep\", \"kind\": \"npb\",", 1);
+    std::fs::write(&p, twice).unwrap();
+    assert!(wulf::result::read_any(&p).is_err());
+    // Another kind's document under its own kind keeps its own checks.
+    let mut npb: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("npb-mg-S.json")).unwrap()).unwrap();
+    npb["surprise"] = 1.into();
+    std::fs::write(&p, serde_json::to_vec(&npb).unwrap()).unwrap();
+    let e = format!("{:#}", wulf::result::read_any(&p).unwrap_err());
+    assert!(e.contains("NPB result") && e.contains("surprise"), "{e}");
+}
+
+/// Compare the generated JSON Schema of each kind with its committed
+/// snapshot under docs/schema/, or rewrite the snapshots when
+/// WULF_UPDATE_SNAPSHOTS is set (as the report snapshots do): a change to
+/// the on-disk format is then a reviewed diff of those files.
+#[test]
+fn the_json_schema_of_every_kind_matches_its_snapshot() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schema");
+    let update = std::env::var_os("WULF_UPDATE_SNAPSHOTS").is_some_and(|v| v != "0");
+    let schemas = wulf::result::json_schema::schemas();
+    let kinds: Vec<&str> = schemas.iter().map(|(k, _)| *k).collect();
+    assert_eq!(kinds, wulf::result::KINDS);
+    let mut stale = Vec::new();
+    for (kind, schema) in schemas {
+        let path = dir.join(format!("{kind}.schema.json"));
+        let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &text).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+            panic!(
+                "no snapshot {}: run with WULF_UPDATE_SNAPSHOTS=1 to create it",
+                path.display()
+            )
+        });
+        if expected != text {
+            let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts/schema");
+            std::fs::create_dir_all(&out).unwrap();
+            std::fs::write(out.join(format!("{kind}.schema.json")), &text).unwrap();
+            stale.push(kind);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "the schema of {stale:?} changed: review the diff against \
+         target/test-artifacts/schema/ and rerun with WULF_UPDATE_SNAPSHOTS=1"
+    );
+}
+
+#[test]
+fn every_sweep_fixture_validates_against_the_schema_shape() {
+    // Without a validator crate: every top-level field of a fixture is a
+    // property of the schema, and every required property is present.
+    let schemas = wulf::result::json_schema::schemas();
+    let sweep = serde_json::to_value(&schemas[0].1).unwrap();
+    let props = sweep["properties"].as_object().unwrap();
+    let v = fixture_value();
+    for key in v.as_object().unwrap().keys() {
+        assert!(props.contains_key(key), "{key} is not in the schema");
+    }
+    for key in sweep["required"].as_array().unwrap() {
+        assert!(v.get(key.as_str().unwrap()).is_some(), "{key} is required");
+    }
+    assert!(!sweep["required"]
+        .as_array()
+        .unwrap()
+        .contains(&"kind".into()));
+    assert_eq!(sweep["additionalProperties"], false);
 }

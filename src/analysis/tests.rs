@@ -388,7 +388,9 @@ fn result_of(
         })
         .collect();
     SweepResult {
+        kind: crate::result::SWEEP_KIND.into(),
         link: None,
+        limit_role: None,
         schema_version: crate::result::SCHEMA_VERSION,
         tool_version: "test".into(),
         complete: true,

@@ -15,11 +15,11 @@ use anyhow::Result;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report;
 use crate::report::study_html::LoadedStudy;
-use crate::result::collective::{is_collective_result, read_collective_result, CollectiveResult};
-use crate::result::matrix::{is_matrix_result, read_matrix_figures, MatrixFigures};
+use crate::result::collective::{CollectiveResult, COLLECTIVE_KIND};
+use crate::result::matrix::{MatrixFigures, MATRIX_KIND};
 use crate::result::{
-    is_npb_result, is_study_result, read_npb_result, read_result, read_study_result,
-    write_atomically, NpbResult, SweepResult,
+    read_any_kind, read_result, write_atomically, AnyResult, NpbResult, ReadAny, SweepResult,
+    NPB_KIND, STUDY_KIND, SWEEP_KIND,
 };
 
 /// Read every result file, failing on the first that is unreadable or not a
@@ -28,14 +28,31 @@ pub fn read_results(paths: &[PathBuf]) -> Result<Vec<SweepResult>> {
     paths
         .iter()
         .map(|p| {
-            if is_npb_result(p) {
-                return Err(crate::error::usage(format!(
-                    "{} is an NPB result: this command takes sweep results \
-                     (`wulf report` draws NPB results)",
-                    p.display()
-                )));
+            let read = read_any_kind(p);
+            match read.kind.as_deref() {
+                Some(NPB_KIND) => {
+                    return Err(crate::error::usage(format!(
+                        "{} is an NPB result: this command takes sweep results \
+                         (`wulf report` draws NPB results)",
+                        p.display()
+                    )))
+                }
+                Some(kind) if kind != SWEEP_KIND => {
+                    anyhow::bail!(
+                        "{} is a wulf {kind:?} result, not a sweep result",
+                        p.display()
+                    )
+                }
+                _ => {}
             }
-            read_result(p)
+            match read.result? {
+                AnyResult::Sweep(r) => Ok(*r),
+                other => anyhow::bail!(
+                    "{} is a wulf {:?} result, not a sweep result",
+                    p.display(),
+                    other.kind()
+                ),
+            }
         })
         .collect()
 }
@@ -43,45 +60,73 @@ pub fn read_results(paths: &[PathBuf]) -> Result<Vec<SweepResult>> {
 /// Read every result file, sweep or NPB (told apart by the NPB file's
 /// `kind`), keeping the order within each kind.
 pub fn read_any(paths: &[PathBuf]) -> Result<(Vec<SweepResult>, Vec<NpbResult>)> {
-    let (mut sweeps, mut npb) = (Vec::new(), Vec::new());
-    for p in paths {
-        if is_npb_result(p) {
-            npb.push(read_npb_result(p)?);
-        } else {
-            sweeps.push(read_result(p)?);
-        }
-    }
-    Ok((sweeps, npb))
+    let read: Vec<ReadAny> = paths.iter().map(|p| read_any_kind(p)).collect();
+    let all = load(paths, read)?;
+    Ok((all.sweeps, all.npb))
 }
 
 /// Read every result file: sweeps, NPB results and study summaries (each
 /// with the sweep files it names, relative to its own directory; one that
 /// is missing is left out of the charts, its table cells stay).
 pub fn read_all(paths: &[PathBuf]) -> Result<Loaded> {
+    load(paths, paths.iter().map(|p| read_any_kind(p)).collect())
+}
+
+/// Whether `read` is a file whose `kind` is one of `kinds`, as its header
+/// says (also when the rest of it is invalid).
+fn is_kind(read: &ReadAny, kinds: &[&str]) -> bool {
+    read.kind.as_deref().is_some_and(|k| kinds.contains(&k))
+}
+
+/// The results of `paths`, each read once (`read`, in the same order),
+/// sorted by kind. Errors come as they did when each kind had its own
+/// reader: the first failing matrix, collective or study file in order,
+/// then the first failing sweep or NPB file.
+fn load(paths: &[PathBuf], read: Vec<ReadAny>) -> Result<Loaded> {
     let (mut plain, mut studies, mut matrices) = (Vec::new(), Vec::new(), Vec::new());
-    let mut collectives = Vec::new();
-    for p in paths {
-        if is_collective_result(p) {
-            collectives.push(read_collective_result(p)?);
-        } else if is_matrix_result(p) {
-            matrices.push(read_matrix_figures(p)?);
-        } else if is_study_result(p) {
-            let summary = read_study_result(p)?;
-            let dir = p.parent().unwrap_or(Path::new("."));
-            let sweeps = summary
-                .cases
-                .iter()
-                .filter_map(|c| {
-                    let f = c.file.as_ref()?;
-                    read_result(&dir.join(f)).ok().map(|r| (c.label.clone(), r))
-                })
-                .collect();
-            studies.push(LoadedStudy { summary, sweeps });
-        } else {
-            plain.push(p.clone());
+    let (mut collectives, mut sweeps, mut npb) = (Vec::new(), Vec::new(), Vec::new());
+    let read: Vec<(&PathBuf, ReadAny)> = paths.iter().zip(read).collect();
+    for (p, r) in read {
+        if !is_kind(&r, &[COLLECTIVE_KIND, MATRIX_KIND, STUDY_KIND]) {
+            plain.push(r.result);
+            continue;
+        }
+        match r.result? {
+            AnyResult::Collective(c) => collectives.push(*c),
+            AnyResult::Matrix(m) => matrices.push(*m),
+            AnyResult::Study(summary) => {
+                let dir = p.parent().unwrap_or(Path::new("."));
+                let sweeps = summary
+                    .cases
+                    .iter()
+                    .filter_map(|c| {
+                        let f = c.file.as_ref()?;
+                        read_result(&dir.join(f)).ok().map(|r| (c.label.clone(), r))
+                    })
+                    .collect();
+                studies.push(LoadedStudy {
+                    summary: *summary,
+                    sweeps,
+                });
+            }
+            // The header's kind chose the decoder: no other kind comes back.
+            other => unreachable!(
+                "a {} file read as a {}",
+                r.kind.unwrap_or_default(),
+                other.kind()
+            ),
         }
     }
-    let (sweeps, npb) = read_any(&plain)?;
+    for r in plain {
+        match r? {
+            AnyResult::Sweep(s) => sweeps.push(*s),
+            AnyResult::Npb(n) => npb.push(*n),
+            other => unreachable!(
+                "a file without a matrix, collective or study kind read as a {}",
+                other.kind()
+            ),
+        }
+    }
     Ok(Loaded {
         sweeps,
         npb,
@@ -206,16 +251,24 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         .format
         .or_else(|| args.output.as_deref().and_then(format_of_path))
         .unwrap_or(ReportFormat::Html);
+    // Each file is read once, here; refusals by kind come before any
+    // error in reading one, as when they had readers of their own.
+    let read: Vec<ReadAny> = args.results.iter().map(|p| read_any_kind(p)).collect();
+    let kinds_of = |kinds: &[&str]| {
+        args.results
+            .iter()
+            .zip(&read)
+            .find(|(_, r)| is_kind(r, kinds))
+            .map(|(p, _)| p)
+    };
     // An NPB file first: that it cannot be exported says more than a count.
     if format == ReportFormat::Openmetrics {
-        refuse_npb_and_studies(args)?;
+        refuse_npb_and_studies(kinds_of(&[NPB_KIND, STUDY_KIND]))?;
     } else if matches!(
         format,
         ReportFormat::Csv | ReportFormat::Dat | ReportFormat::Npout
     ) {
-        if let Some(p) = args.results.iter().find(|p| {
-            is_npb_result(p) || is_study_result(p) || is_matrix_result(p) || is_collective_result(p)
-        }) {
+        if let Some(p) = kinds_of(&[NPB_KIND, STUDY_KIND, MATRIX_KIND, COLLECTIVE_KIND]) {
             return Err(crate::error::usage(format!(
                 "{} is an NPB result, a study summary, a link matrix or a collective result: the {} format holds the points of sweep \
                  results only; they go into the html or markdown formats",
@@ -230,7 +283,7 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
             args.results.len()
         )));
     }
-    let all = read_all(&args.results)?;
+    let all = load(&args.results, read)?;
     let bytes = if format == ReportFormat::Html {
         report::html::to_html_every_kind(
             &all.sweeps,
@@ -274,13 +327,9 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
 }
 
 /// OpenMetrics holds sweeps and link matrices: an NPB result or a study
-/// summary is a usage error naming the file.
-fn refuse_npb_and_studies(args: &ReportArgs) -> Result<()> {
-    match args
-        .results
-        .iter()
-        .find(|p| is_npb_result(p) || is_study_result(p))
-    {
+/// summary (the first given, `first`) is a usage error naming the file.
+fn refuse_npb_and_studies(first: Option<&PathBuf>) -> Result<()> {
+    match first {
         Some(p) => Err(crate::error::usage(format!(
             "{} is an NPB result or a study summary: the openmetrics format holds sweep \
              results and link matrices; NPB results and studies go into the html or markdown formats",

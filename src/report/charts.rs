@@ -62,7 +62,7 @@ pub struct Series<'a> {
     pub limit_bits_per_s: Option<f64>,
     /// For an in-process baseline, the machine limit it measures: drawn
     /// as a limit, not as a competitor ([`super::limit_charts`]).
-    pub limit_role: Option<crate::transport::baseline::LimitKind>,
+    pub limit_role: Option<crate::result::LimitRole>,
 }
 
 impl Series<'_> {

@@ -98,7 +98,7 @@ pub fn to_html_every_kind(
             first_dropout_no: d_no,
             first_switchover_no: s_no,
             limit_bits_per_s: physical_limit(r).map(|l| l.bits_per_s),
-            limit_role: crate::transport::limit_kind_of(&r.transport),
+            limit_role: super::summary::limit_role(r),
         });
         d_no += analyses[i].dropouts.len();
         s_no += analyses[i].switchovers.len();

@@ -18,7 +18,7 @@ use super::charts::{self, color_hex, Series};
 use super::html_details::esc;
 use super::limit_charts;
 use super::summary::physical_limit;
-use crate::transport::baseline::LimitKind;
+use crate::result::LimitRole;
 
 /// The charts of `all` (every sweep result, in report order).
 pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
@@ -35,7 +35,7 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
     let series = &series[..];
     let memcpy = all
         .iter()
-        .find(|s| role(s) == Some(LimitKind::MemcpyBandwidth) && series.len() < all.len());
+        .find(|s| role(s) == Some(LimitRole::MemcpyBandwidth) && series.len() < all.len());
     let floor_ns = cacheline_floor_ns(all, series);
     if series.len() > 1 {
         h.push_str("<p class=toggles>Show: ");
@@ -225,7 +225,7 @@ fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> 
 fn cacheline_floor_ns(all: &[Series], series: &[Series]) -> Option<f64> {
     let baseline = all
         .iter()
-        .filter(|s| s.limit_role == Some(LimitKind::CachelineFloor))
+        .filter(|s| s.limit_role == Some(LimitRole::CachelineFloor))
         .flat_map(|s| s.result.points.iter())
         .find(|p| p.bytes == crate::transport::cacheline::FLOOR_BYTES)
         .map(|p| p.median_ns);

@@ -125,9 +125,18 @@ pub fn summary_row(label: &str, r: &SweepResult, a: &Analysis) -> SummaryRow {
         noisy_points: r.summary.noisy_points,
         points: r.points.len(),
         complete: r.complete,
-        reference: crate::transport::limit_kind_of(&r.transport).is_some(),
+        reference: limit_role(r).is_some(),
         limit: physical_limit(r),
     }
+}
+
+/// The machine limit `r` measures when it is an in-process baseline: as
+/// the file stores it (schema version 4), or for an older file, as the
+/// built-in transport of its name measures it (a table look-up: nothing is
+/// probed).
+pub(super) fn limit_role(r: &SweepResult) -> Option<crate::result::LimitRole> {
+    r.limit_role
+        .or_else(|| crate::transport::limit_kind_of(&r.transport))
 }
 
 /// One label per result: `transport mode`, followed by whatever tells it
@@ -273,6 +282,20 @@ mod tests {
             "/tests/fixtures/tcp-pingpong.json"
         );
         crate::result::read_result(std::path::Path::new(path)).unwrap()
+    }
+
+    #[test]
+    fn a_stored_limit_role_decides_and_older_files_fall_back_on_the_name() {
+        use crate::result::LimitRole;
+        let mut r = fixture();
+        assert_eq!(limit_role(&r), None, "tcp measures no limit");
+        // An older file (no stored role) of a baseline: looked up by name.
+        r.transport = "c2c-2copy".into();
+        assert_eq!(limit_role(&r), Some(LimitRole::C2cTwoCopy));
+        // A stored role is taken as it is, whatever the name says.
+        r.transport = "renamed".into();
+        r.limit_role = Some(LimitRole::CachelineFloor);
+        assert_eq!(limit_role(&r), Some(LimitRole::CachelineFloor));
     }
 
     #[test]

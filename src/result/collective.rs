@@ -26,56 +26,54 @@ pub const COLLECTIVE_OLDEST_SCHEMA_VERSION: u32 = 1;
 /// The value of [`CollectiveResult::kind`].
 pub const COLLECTIVE_KIND: &str = "collective";
 
-/// One `wulf collective` invocation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CollectiveResult {
-    /// Always [`COLLECTIVE_KIND`].
-    pub kind: String,
-    /// [`COLLECTIVE_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// Version of the wulf that measured it.
-    pub tool_version: String,
-    /// False when a backend failed or the run was interrupted: what was
-    /// measured is kept, `incomplete_reason` says what is missing.
-    pub complete: bool,
-    /// Why it is incomplete, when it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incomplete_reason: Option<String>,
-    /// The command line, argument by argument.
-    pub command_line: Vec<String>,
-    /// Start time, RFC 3339 in UTC.
-    pub started_at: String,
-    /// Wall time of the whole invocation, seconds.
-    pub wall_s: f64,
-    /// The machine.
-    pub host: crate::sys::Host,
-    /// `allreduce`, `alltoall`, `bcast` or `barrier`.
-    pub collective: String,
-    /// Number of processes (ranks) of every backend.
-    pub nprocs: usize,
-    /// Time budget of each backend's sweep, seconds.
-    pub budget_s: f64,
-    /// Target relative half-width of each size's 95% confidence interval.
-    pub precision: f64,
-    /// One entry per backend, in the order run.
-    pub runs: Vec<CollectiveRun>,
-    /// Non-fatal observations (more ranks than CPUs...).
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    /// The lab whose nodes the ranks ran in, one per node (`--lab`);
-    /// absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lab: Option<super::LabPlacement>,
-    /// How the ranks were placed on nodes when they ran across a node
-    /// list (`--hosts`, `--hostfile`, `--launch`; version 2), as in an NPB
-    /// result; absent on one host.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nodes: Option<crate::result::NpbNodes>,
+super::envelope::result_document! {
+    /// One `wulf collective` invocation.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct CollectiveResult {
+        envelope {
+            /// Always [`COLLECTIVE_KIND`].
+            kind,
+            /// [`COLLECTIVE_SCHEMA_VERSION`].
+            schema_version,
+            /// Version of the wulf that measured it.
+            tool_version,
+            /// False when a backend failed or the run was interrupted: what was
+            /// measured is kept, `incomplete_reason` says what is missing.
+            complete,
+            /// Wall time of the whole invocation, seconds.
+            wall_s,
+        }
+        /// The machine.
+        #[schemars(with = "super::json_schema::Host")]
+        pub host: crate::sys::Host,
+        /// `allreduce`, `alltoall`, `bcast` or `barrier`.
+        pub collective: String,
+        /// Number of processes (ranks) of every backend.
+        pub nprocs: usize,
+        /// Time budget of each backend's sweep, seconds.
+        pub budget_s: f64,
+        /// Target relative half-width of each size's 95% confidence interval.
+        pub precision: f64,
+        /// One entry per backend, in the order run.
+        pub runs: Vec<CollectiveRun>,
+        /// Non-fatal observations (more ranks than CPUs...).
+        #[serde(default)]
+        pub warnings: Vec<String>,
+        /// The lab whose nodes the ranks ran in, one per node (`--lab`);
+        /// absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub lab: Option<super::LabPlacement>,
+        /// How the ranks were placed on nodes when they ran across a node
+        /// list (`--hosts`, `--hostfile`, `--launch`; version 2), as in an NPB
+        /// result; absent on one host.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub nodes: Option<crate::result::NpbNodes>,
+    }
 }
 
 /// One backend's sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CollectiveRun {
     /// The transport linking the ranks (`mpi:openmpi`, `shm`, `tcp`...).
@@ -104,7 +102,7 @@ pub struct CollectiveRun {
 }
 
 /// One size of one backend.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CollectivePoint {
     /// Message size, bytes: the buffer each rank reduces (allreduce), the
@@ -188,12 +186,25 @@ pub fn is_collective_result(path: &std::path::Path) -> bool {
 /// Read a collective result file (versions 1 and 2), rejecting other versions and unknown
 /// fields, and values no measurement can produce.
 pub fn read_collective_result(path: &std::path::Path) -> anyhow::Result<CollectiveResult> {
-    let r: CollectiveResult = super::read::read_versions(
-        path,
+    let text = super::read_text(path)?;
+    let origin = path.display().to_string();
+    collective_from(&super::read::header(&text, &origin)?, &text, &origin)
+}
+
+/// The collective result in `text`, whose header `h` was read already.
+pub(super) fn collective_from(
+    h: &super::read::Header,
+    text: &str,
+    origin: &str,
+) -> anyhow::Result<CollectiveResult> {
+    let r: CollectiveResult = super::read::versioned_from(
+        h,
+        text,
+        origin,
         "collective",
         COLLECTIVE_OLDEST_SCHEMA_VERSION..=COLLECTIVE_SCHEMA_VERSION,
     )?;
-    check(&r).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    check(&r).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     Ok(r)
 }
 

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The confirmation pass of one sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Confirmation {
     /// Share of the sweep's budget kept for the pass, seconds.
@@ -22,7 +22,7 @@ pub struct Confirmation {
 }
 
 /// A size measured again: the fresh trials' median and its interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemeasuredPoint {
     /// Message size.
@@ -40,7 +40,7 @@ pub struct RemeasuredPoint {
 }
 
 /// One candidate event and whether the fresh trials confirmed it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckedEvent {
     /// `dropout` or `switchover`.

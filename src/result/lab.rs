@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What a result made in a lab records about it (`placement.lab`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LabPlacement {
     /// The lab's name.
@@ -44,7 +44,7 @@ impl LabPlacement {
 }
 
 /// One node's link in a [`LabPlacement`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LabLink {
     /// The node.

@@ -26,7 +26,7 @@ use super::Mode;
 use crate::sys::{Framing, Interface, IpVersion, LinkLimit};
 
 /// Which end of a sweep an interface belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LinkEnd {
     /// The measuring end (A, `host`).
@@ -36,16 +36,18 @@ pub enum LinkEnd {
 }
 
 /// Measured peak against the theoretical TCP goodput of the path.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkEfficiency {
     /// The bottleneck's interface (on the route between the ends).
     pub interface: String,
     /// The bottleneck link's goodput limit and its accounting; its speed is
     /// the shaper's rate when a shaper sets it.
+    #[schemars(with = "super::json_schema::LinkLimit")]
     pub limit: LinkLimit,
     /// Which framing applies at the bottleneck (real Ethernet, or a shaper
     /// or virtual link counting MTU + 14 bytes per frame).
+    #[schemars(with = "super::json_schema::Framing")]
     pub framing: Framing,
     /// Goodput limit of the path for this sweep's mode, bit/s (see the
     /// module documentation); for a symmetric path in `stream` or `pingpong`

@@ -29,7 +29,7 @@ pub const MATRIX_OLDEST_SCHEMA_VERSION: u32 = 1;
 pub const MATRIX_KIND: &str = "matrix";
 
 /// What a matrix run measures at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Pattern {
     /// Every pair, both directions: the tournament's rounds (LinkTest).
@@ -43,62 +43,59 @@ pub enum Pattern {
     Multipair,
 }
 
-/// One `wulf matrix` run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MatrixResult {
-    /// Always [`MATRIX_KIND`].
-    pub kind: String,
-    /// [`MATRIX_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// Version of the wulf that ran it (every agent runs the same).
-    pub tool_version: String,
-    /// False when cut short (Ctrl-C, a node lost): the cells present are
-    /// complete, the missing ones are listed in `cells` with an error or
-    /// absent.
-    pub complete: bool,
-    /// Why it is incomplete, when it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incomplete_reason: Option<String>,
-    /// The command line, argument by argument.
-    pub command_line: Vec<String>,
-    /// Start time, RFC 3339 in UTC.
-    pub started_at: String,
-    /// Wall time of the whole matrix, seconds.
-    pub wall_s: f64,
-    /// Time spent in the measuring rounds alone, seconds (wall time less
-    /// start-up and analysis): `wall_s - rounds_s` is coordination.
-    pub rounds_s: f64,
-    /// CPU time the coordinating process used, seconds (user + system).
-    pub coordinator_cpu_s: f64,
-    /// Transport between the nodes (`tcp`).
-    pub via: String,
-    /// How the agents were started (`ssh`, `lab:NAME`, `slurm`, `local`).
-    pub launch: String,
-    /// Ping-pong size of the latency matrix, bytes.
-    pub latency_bytes: u64,
-    /// Stream size of the bandwidth matrix, bytes.
-    pub bandwidth_bytes: u64,
-    /// Pairs measured one at a time (`--serial`) rather than a whole round
-    /// at once.
-    pub serial: bool,
-    /// What was measured at once: `pairs` (the tournament), `shift`,
-    /// `bisection` or `multipair`.
-    #[serde(default = "pairs")]
-    pub pattern: Pattern,
-    /// Rounds of the tournament (pairs), or steps of the other patterns;
-    /// cells name theirs in `round`.
-    pub rounds: usize,
-    /// The nodes, in the order given; cells refer to them by index.
-    pub nodes: Vec<MatrixNode>,
-    /// Every directed cell measured or tried.
-    #[serde(deserialize_with = "super::matrix_read::cells")]
-    pub cells: Vec<MatrixCell>,
-    /// What the cells say (see [`crate::analysis::matrix`]).
-    pub analysis: MatrixAnalysis,
-    /// Non-fatal observations.
-    #[serde(default)]
-    pub warnings: Vec<String>,
+super::envelope::result_document! {
+    /// One `wulf matrix` run.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct MatrixResult {
+        envelope {
+            /// Always [`MATRIX_KIND`].
+            kind,
+            /// [`MATRIX_SCHEMA_VERSION`].
+            schema_version,
+            /// Version of the wulf that ran it (every agent runs the same).
+            tool_version,
+            /// False when cut short (Ctrl-C, a node lost): the cells present are
+            /// complete, the missing ones are listed in `cells` with an error or
+            /// absent.
+            complete,
+            /// Wall time of the whole matrix, seconds.
+            wall_s,
+        }
+        /// Time spent in the measuring rounds alone, seconds (wall time less
+        /// start-up and analysis): `wall_s - rounds_s` is coordination.
+        pub rounds_s: f64,
+        /// CPU time the coordinating process used, seconds (user + system).
+        pub coordinator_cpu_s: f64,
+        /// Transport between the nodes (`tcp`).
+        pub via: String,
+        /// How the agents were started (`ssh`, `lab:NAME`, `slurm`, `local`).
+        pub launch: String,
+        /// Ping-pong size of the latency matrix, bytes.
+        pub latency_bytes: u64,
+        /// Stream size of the bandwidth matrix, bytes.
+        pub bandwidth_bytes: u64,
+        /// Pairs measured one at a time (`--serial`) rather than a whole round
+        /// at once.
+        pub serial: bool,
+        /// What was measured at once: `pairs` (the tournament), `shift`,
+        /// `bisection` or `multipair`.
+        #[serde(default = "pairs")]
+        pub pattern: Pattern,
+        /// Rounds of the tournament (pairs), or steps of the other patterns;
+        /// cells name theirs in `round`.
+        pub rounds: usize,
+        /// The nodes, in the order given; cells refer to them by index.
+        pub nodes: Vec<MatrixNode>,
+        /// Every directed cell measured or tried.
+        #[serde(deserialize_with = "super::matrix_read::cells")]
+        pub cells: Vec<MatrixCell>,
+        /// What the cells say (see [`crate::analysis::matrix`]).
+        pub analysis: MatrixAnalysis,
+        /// Non-fatal observations.
+        #[serde(default)]
+        pub warnings: Vec<String>,
+    }
 }
 
 fn pairs() -> Pattern {
@@ -106,7 +103,7 @@ fn pairs() -> Pattern {
 }
 
 /// One node of a matrix.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MatrixNode {
     /// The name it was given as (`--hosts`).
@@ -117,6 +114,7 @@ pub struct MatrixNode {
     /// Its fingerprint, as its agent read it (interfaces toward the
     /// coordinator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<super::json_schema::Host>")]
     pub host: Option<Host>,
     /// Why the node is missing or was lost, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,7 +122,7 @@ pub struct MatrixNode {
 }
 
 /// One directed cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MatrixCell {
     /// Index of the measuring node.
@@ -171,7 +169,7 @@ impl MatrixCell {
 }
 
 /// The findings of a matrix.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MatrixAnalysis {
     /// Median and spread of all cells, per metric.
@@ -200,7 +198,7 @@ pub struct MatrixAnalysis {
 }
 
 /// One node's bandwidth under a load pattern against alone.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeContention {
     /// Node index.
@@ -215,7 +213,7 @@ pub struct NodeContention {
 }
 
 /// The cells of one step of a load pattern, measured at the same time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepSummary {
     /// Step (the cells' `round`).
@@ -245,7 +243,7 @@ pub struct StepSummary {
 }
 
 /// Median and median absolute deviation of a set of cells.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Spread {
     /// Median.
@@ -258,7 +256,7 @@ pub struct Spread {
 }
 
 /// A cell far from the rest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutlierCell {
     /// Measuring node index.
@@ -279,7 +277,7 @@ pub struct OutlierCell {
 }
 
 /// A node whose links are slow as a whole.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlowNode {
     /// Node index.
@@ -295,7 +293,7 @@ pub struct SlowNode {
 }
 
 /// A pair whose directions disagree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AsymmetricPair {
     /// The lower node index.
@@ -313,7 +311,7 @@ pub struct AsymmetricPair {
 }
 
 /// One fingerprint field that differs between nodes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FingerprintDifference {
     /// Dotted path of the field (`interfaces[0].mtu_bytes`).
@@ -323,7 +321,7 @@ pub struct FingerprintDifference {
 }
 
 /// A value of a fingerprint field and who has it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FieldValue {
     /// The value, as JSON text.
@@ -333,7 +331,7 @@ pub struct FieldValue {
 }
 
 /// One node's medians.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSummary {
     /// Node index.

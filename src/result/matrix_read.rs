@@ -26,7 +26,7 @@ use super::matrix::{
     MatrixCell, MatrixResult, MATRIX_KIND, MATRIX_OLDEST_SCHEMA_VERSION, MATRIX_SCHEMA_VERSION,
 };
 use super::matrix_figures::{CellFigures, MatrixFigures};
-use super::read::{kind_of, read_versions, MAX_RESULT_BYTES};
+use super::read::{header, kind_of, read_text, versioned_from, Header, MAX_RESULT_BYTES};
 
 /// Largest matrix file read (streaming, without trials), bytes: 64 GiB,
 /// far above 1,000 nodes' few gigabytes, below what a disk full of
@@ -59,9 +59,7 @@ thread_local! {
 /// Whether the file at `path` is a matrix result.
 pub fn is_matrix_result(path: &Path) -> bool {
     match std::fs::metadata(path).map(|m| m.len()) {
-        Ok(len) if len > MAX_RESULT_BYTES && len <= MAX_MATRIX_BYTES => {
-            streamed_kind(path).as_deref() == Some(MATRIX_KIND)
-        }
+        Ok(len) if is_streamed_size(len) => streamed_kind(path).as_deref() == Some(MATRIX_KIND),
         _ => kind_of(path).as_deref() == Some(MATRIX_KIND),
     }
 }
@@ -79,15 +77,39 @@ pub fn read_matrix_result_within(path: &Path, whole_bytes: u64) -> Result<Matrix
         .with_context(|| format!("cannot read {}", path.display()))?
         .len();
     if len <= whole_bytes.min(MAX_RESULT_BYTES) {
-        let r: MatrixResult = read_versions(
-            path,
-            "matrix",
-            MATRIX_OLDEST_SCHEMA_VERSION..=MATRIX_SCHEMA_VERSION,
-        )?;
-        super::validate::matrix(&r).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        return Ok(r);
+        let text = read_text(path)?;
+        let origin = path.display().to_string();
+        return matrix_from(&header(&text, &origin)?, &text, &origin);
     }
     read_streaming(path, len, Lean::WithoutTrials)
+}
+
+/// The matrix result in `text` (a file read whole), whose header `h` was
+/// read already.
+pub(super) fn matrix_from(h: &Header, text: &str, origin: &str) -> Result<MatrixResult> {
+    let r: MatrixResult = versioned_from(
+        h,
+        text,
+        origin,
+        "matrix",
+        MATRIX_OLDEST_SCHEMA_VERSION..=MATRIX_SCHEMA_VERSION,
+    )?;
+    super::validate::matrix(&r).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    Ok(r)
+}
+
+/// Whether the file at `path` is too large to read whole yet small enough
+/// to be a matrix read streaming (see the module's doc).
+pub(super) fn is_streamed_size(len: u64) -> bool {
+    len > MAX_RESULT_BYTES && len <= MAX_MATRIX_BYTES
+}
+
+/// A matrix file too large to read whole ([`is_streamed_size`]), as
+/// figures, or `None` when its `kind` is not `matrix` (the caller then
+/// refuses it as too large).
+pub(super) fn streamed_figures(path: &Path) -> Option<Result<MatrixFigures>> {
+    (streamed_kind(path).as_deref() == Some(MATRIX_KIND))
+        .then(|| read_matrix_figures_within(path, MAX_RESULT_BYTES))
 }
 
 /// Read and validate a matrix result as figures (see the module's doc):

@@ -7,9 +7,12 @@
 //! misread. Files are written atomically: a temporary file in the target
 //! directory, flushed, then renamed over the destination.
 
+mod any;
 pub mod collective;
 mod conditions;
 mod confirmation;
+mod envelope;
+pub mod json_schema;
 mod lab;
 mod link;
 mod mpi_info;
@@ -23,6 +26,7 @@ pub mod validate;
 mod wait_mode;
 mod write;
 
+pub use any::{parse_any, read_any, read_any_kind, AnyResult, ReadAny, KINDS};
 pub use conditions::Conditions;
 pub use confirmation::{CheckedEvent, Confirmation, RemeasuredPoint};
 pub use lab::{LabLink, LabPlacement};

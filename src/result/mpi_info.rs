@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// How an MPI sweep ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MpiInfo {
     /// The name after `mpi:` (`openmpi`, `mpich`, or a `--mpi` NAME).
@@ -48,7 +48,7 @@ pub struct MpiInfo {
 }
 
 /// One protocol limit of an MPI library.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolLimit {
     /// The parameter's name (`btl_vader_eager_limit`,

@@ -26,57 +26,55 @@ pub const NPB_OLDEST_SCHEMA_VERSION: u32 = 1;
 /// The value of [`NpbResult::kind`].
 pub const NPB_KIND: &str = "npb";
 
-/// One `wulf npb` invocation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NpbResult {
-    /// Always [`NPB_KIND`]: what tells this file from a sweep result.
-    pub kind: String,
-    /// Version of this schema ([`NPB_SCHEMA_VERSION`]).
-    pub schema_version: u32,
-    /// Version of the wulf that measured it.
-    pub tool_version: String,
-    /// False when the invocation was cut short (Ctrl-C): the runs present
-    /// are complete and verified, some are missing.
-    pub complete: bool,
-    /// Why it is incomplete, when it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incomplete_reason: Option<String>,
-    /// The command line, argument by argument.
-    pub command_line: Vec<String>,
-    /// Start time, RFC 3339 in UTC.
-    pub started_at: String,
-    /// Wall time of the whole invocation in seconds.
-    pub wall_s: f64,
-    /// The machine.
-    pub host: crate::sys::Host,
-    /// The kernel (`cg`, `ep`, `is` or `mg`).
-    pub kernel: String,
-    /// The problem class.
-    pub class: Class,
-    /// Verified runs per combination.
-    pub repetitions: usize,
-    /// One entry per transport and process count, in the order run.
-    pub runs: Vec<NpbRun>,
-    /// Non-fatal observations (more ranks than CPUs...).
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    /// The lab whose nodes the ranks ran in, one per node (`--lab`);
-    /// absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lab: Option<super::LabPlacement>,
-    /// Background load and `--cost whole` calibration (version 3); absent
-    /// otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<crate::result::Conditions>,
-    /// How the ranks were placed on nodes when they ran across a node
-    /// list (`--hosts`, `--hostfile`, `--launch`); absent on one host.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nodes: Option<NpbNodes>,
+super::envelope::result_document! {
+    /// One `wulf npb` invocation.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct NpbResult {
+        envelope {
+            /// Always [`NPB_KIND`]: what tells this file from a sweep result.
+            kind,
+            /// Version of this schema ([`NPB_SCHEMA_VERSION`]).
+            schema_version,
+            /// Version of the wulf that measured it.
+            tool_version,
+            /// False when the invocation was cut short (Ctrl-C): the runs present
+            /// are complete and verified, some are missing.
+            complete,
+            /// Wall time of the whole invocation in seconds.
+            wall_s,
+        }
+        /// The machine.
+        #[schemars(with = "super::json_schema::Host")]
+        pub host: crate::sys::Host,
+        /// The kernel (`cg`, `ep`, `is` or `mg`).
+        pub kernel: String,
+        /// The problem class.
+        pub class: Class,
+        /// Verified runs per combination.
+        pub repetitions: usize,
+        /// One entry per transport and process count, in the order run.
+        pub runs: Vec<NpbRun>,
+        /// Non-fatal observations (more ranks than CPUs...).
+        #[serde(default)]
+        pub warnings: Vec<String>,
+        /// The lab whose nodes the ranks ran in, one per node (`--lab`);
+        /// absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub lab: Option<super::LabPlacement>,
+        /// Background load and `--cost whole` calibration (version 3); absent
+        /// otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub conditions: Option<crate::result::Conditions>,
+        /// How the ranks were placed on nodes when they ran across a node
+        /// list (`--hosts`, `--hostfile`, `--launch`); absent on one host.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub nodes: Option<NpbNodes>,
+    }
 }
 
 /// The node list a run spread its ranks over.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NpbNodes {
     /// What started wulf's own ranks on them: `ssh`, `slurm`, `local`
@@ -88,7 +86,7 @@ pub struct NpbNodes {
 }
 
 /// One node of [`NpbNodes`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NpbNodeSlots {
     /// The node's name.
@@ -98,7 +96,7 @@ pub struct NpbNodeSlots {
 }
 
 /// Where one rank ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RankPlacement {
     /// The rank.
@@ -112,7 +110,7 @@ pub struct RankPlacement {
 }
 
 /// One transport at one process count.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NpbRun {
     /// Transport linking the ranks (`shm`, `tcp`, `mpi:openmpi`...).
@@ -148,6 +146,7 @@ pub struct NpbRun {
     /// Whole CPU the machine spent over this combination's runs, start-up
     /// and verification included (`--cost whole`, version 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<super::json_schema::WholeCpu>")]
     pub cpu_whole: Option<crate::load::whole::WholeCpu>,
     /// Across nodes: every rank's node, in rank order (see
     /// [`NpbResult::nodes`]); absent on one host.

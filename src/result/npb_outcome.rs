@@ -9,7 +9,17 @@ use serde::{Deserialize, Serialize};
 
 /// An NPB problem class: the problem size and iteration count of a kernel.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
 )]
 pub enum Class {
     /// Sample size, for quick tests.
@@ -62,7 +72,7 @@ impl FromStr for Class {
 }
 
 /// A verified run of an NPB kernel, as seen by every rank.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NpbOutcome {
     /// The problem class.
@@ -113,7 +123,7 @@ pub struct NpbOutcome {
 }
 
 /// One value a kernel verified and NPB's reference for it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckedValue {
     /// NPB's name of the value (`sx`, `zeta`, `partial checks`...).

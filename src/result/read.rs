@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use super::npb::NPB_OLDEST_SCHEMA_VERSION;
 use super::{
     NpbResult, SweepResult, NPB_KIND, NPB_SCHEMA_VERSION, OLDEST_SCHEMA_VERSION, SCHEMA_VERSION,
+    SWEEP_KIND,
 };
 
 /// Largest result file read, bytes. A full `wulf run` writes a few
@@ -50,12 +51,22 @@ pub fn read_text(path: &Path) -> Result<String> {
 
 /// The top-level fields that say what a document is, read leniently.
 #[derive(serde::Deserialize)]
-struct Header {
-    kind: Option<serde_json::Value>,
-    schema_version: Option<serde_json::Value>,
+pub(super) struct Header {
+    /// `kind`, any JSON value (a string in a wulf file).
+    pub(super) kind: Option<serde_json::Value>,
+    /// `schema_version`, any JSON value (an integer in a wulf file).
+    pub(super) schema_version: Option<serde_json::Value>,
 }
 
-fn header(text: &str, origin: &str) -> Result<Header> {
+impl Header {
+    /// The kind as a string, when it is one.
+    pub(super) fn kind_str(&self) -> Option<&str> {
+        self.kind.as_ref().and_then(|k| k.as_str())
+    }
+}
+
+/// The header of the document in `text`, any other field skipped.
+pub(super) fn header(text: &str, origin: &str) -> Result<Header> {
     serde_json::from_str(text).with_context(|| format!("{origin} is not a single JSON object"))
 }
 
@@ -80,6 +91,11 @@ fn decode<T: DeserializeOwned>(text: &str, origin: &str, what: &str) -> Result<T
 /// errors (a path). The reader behind `wulf report` and `wulf compare`.
 pub fn parse_result(text: &str, origin: &str) -> Result<SweepResult> {
     let h = header(text, origin)?;
+    sweep_from(&h, text, origin)
+}
+
+/// The sweep result in `text`, whose header `h` was read already.
+pub(super) fn sweep_from(h: &Header, text: &str, origin: &str) -> Result<SweepResult> {
     match h.schema_version.as_ref().and_then(|v| v.as_u64()) {
         Some(v) if (OLDEST_SCHEMA_VERSION as u64..=SCHEMA_VERSION as u64).contains(&v) => {}
         Some(v) => bail!(
@@ -88,8 +104,11 @@ pub fn parse_result(text: &str, origin: &str) -> Result<SweepResult> {
         ),
         None => bail!("{origin} is not a wulf result (no schema_version)"),
     }
-    if let Some(kind) = h.kind {
-        bail!("{origin} is a wulf {kind} result, not a sweep result");
+    // Sweeps named no kind before version 4: no kind is a sweep.
+    match &h.kind {
+        None => {}
+        Some(k) if k.as_str() == Some(SWEEP_KIND) => {}
+        Some(kind) => bail!("{origin} is a wulf {kind} result, not a sweep result"),
     }
     let result: SweepResult = decode(text, origin, "wulf sweep result")?;
     super::validate::sweep(&result).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
@@ -105,7 +124,11 @@ pub fn read_result(path: &Path) -> Result<SweepResult> {
 pub fn read_npb_result(path: &Path) -> Result<NpbResult> {
     let text = read_text(path)?;
     let origin = path.display().to_string();
-    let h = header(&text, &origin)?;
+    npb_from(&header(&text, &origin)?, &text, &origin)
+}
+
+/// The NPB result in `text`, whose header `h` was read already.
+pub(super) fn npb_from(h: &Header, text: &str, origin: &str) -> Result<NpbResult> {
     if h.kind.as_ref().and_then(|k| k.as_str()) != Some(NPB_KIND) {
         bail!("{origin} is not a wulf NPB result (kind is not \"npb\")");
     }
@@ -116,7 +139,7 @@ pub fn read_npb_result(path: &Path) -> Result<NpbResult> {
              {NPB_OLDEST_SCHEMA_VERSION} to {NPB_SCHEMA_VERSION}"
         ),
     }
-    let result: NpbResult = decode(&text, &origin, "wulf NPB result")?;
+    let result: NpbResult = decode(text, origin, "wulf NPB result")?;
     super::validate::npb(&result).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     Ok(result)
 }
@@ -143,7 +166,17 @@ pub fn read_versions<T: DeserializeOwned>(
 ) -> Result<T> {
     let text = read_text(path)?;
     let origin = path.display().to_string();
-    let h = header(&text, &origin)?;
+    versioned_from(&header(&text, &origin)?, &text, &origin, what, versions)
+}
+
+/// [`read_versions`] of `text`, whose header `h` was read already.
+pub(super) fn versioned_from<T: DeserializeOwned>(
+    h: &Header,
+    text: &str,
+    origin: &str,
+    what: &str,
+    versions: std::ops::RangeInclusive<u32>,
+) -> Result<T> {
     let (oldest, newest) = (*versions.start(), *versions.end());
     match h.schema_version.as_ref().and_then(|v| v.as_u64()) {
         Some(v) if (oldest as u64..=newest as u64).contains(&v) => {}
@@ -154,7 +187,7 @@ pub fn read_versions<T: DeserializeOwned>(
             "{origin} has {what} schema version {v:?}; this wulf reads versions {oldest} to {newest}"
         ),
     }
-    decode(&text, &origin, &format!("wulf {what} result"))
+    decode(text, origin, &format!("wulf {what} result"))
 }
 
 /// The `kind` field of a JSON result file, if it has one.

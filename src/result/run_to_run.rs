@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The between-run spread of one transport and mode over N repetitions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunToRun {
     /// Repetitions of the sweeps made (N, at least 2).
@@ -17,7 +17,7 @@ pub struct RunToRun {
 }
 
 /// The spread of one size band's figure over the repetitions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BandSpread {
     /// Band name as `wulf compare` prints it, e.g. `4 - 64 KiB`.

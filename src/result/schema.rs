@@ -10,79 +10,114 @@ use serde::{Deserialize, Serialize};
 /// files read as version 2 files without them. Version 3 added
 /// `conditions.peer_loads` (`--load-peer`) and the core-to-core copy
 /// limits (`points[].limits.c2c_bits_per_s`, `c2c_two_copy_bits_per_s`,
-/// `summary.peak_c2c_fraction`); older files read without them.
-pub const SCHEMA_VERSION: u32 = 3;
+/// `summary.peak_c2c_fraction`); older files read without them. Version 4
+/// added `kind` (`"sweep"`, so every result names its kind) and
+/// `limit_role` (what an in-process baseline measures, so a report needs
+/// no transport table); older files read without them.
+pub const SCHEMA_VERSION: u32 = 4;
+
+/// The value of [`SweepResult::kind`]. Files older than version 4 have no
+/// `kind`: a document without one is a sweep result.
+pub const SWEEP_KIND: &str = "sweep";
+
+/// The `kind` of a sweep result read from a file that has none.
+fn sweep_kind() -> String {
+    SWEEP_KIND.into()
+}
 
 /// The oldest sweep result schema version this wulf still reads.
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
-/// One sweep of one transport in one mode.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SweepResult {
-    /// Version of this schema ([`SCHEMA_VERSION`]).
-    pub schema_version: u32,
-    /// Version of the wulf that measured it.
-    pub tool_version: String,
-    /// False when the run was cut short (Ctrl-C, peer died, error): the
-    /// points present were measured properly, but some are missing.
-    pub complete: bool,
-    /// Why the run is incomplete, when it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incomplete_reason: Option<String>,
-    /// The command line, argument by argument.
-    pub command_line: Vec<String>,
-    /// Start time, RFC 3339 in UTC.
-    pub started_at: String,
-    /// Wall time of the whole sweep in seconds.
-    pub wall_s: f64,
-    /// The machine the measuring (client) side ran on.
-    pub host: crate::sys::Host,
-    /// The machine the peer ran on, as the peer reported it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peer_host: Option<crate::sys::Host>,
-    /// Transport name as given on the command line (`tcp`, `unix`, ...).
-    pub transport: String,
-    /// `pingpong`, `stream` or `bidir`.
-    pub mode: Mode,
-    /// Definitions of the figures, so a file explains itself.
-    pub definitions: Definitions,
-    /// Options in effect, including what the kernel granted.
-    pub options: Options,
-    /// Where each endpoint ran.
-    pub placement: Placement,
-    /// Measured cost of reading the clock once, subtracted from block times.
-    pub timer_overhead_ns: f64,
-    /// One entry per message size, ascending.
-    pub points: Vec<Point>,
-    /// Figures derived from the points.
-    pub summary: Summary,
-    /// Non-fatal observations (a clamped socket buffer, noisy points...).
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    /// The physical limit of the network path the data crossed, when a
-    /// link speed and MTU on it are known, and the measured peak against it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub link: Option<super::LinkEfficiency>,
-    /// The MPI library and launch of an `mpi:` transport; absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mpi: Option<super::MpiInfo>,
-    /// The confirmation pass: candidate events measured again with fresh
-    /// trials after the sweep; absent in older files and cut-short runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confirmation: Option<super::Confirmation>,
-    /// The run-to-run spread of this transport and mode, when the result is
-    /// one of the repetitions of `wulf run --repeat N`; absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_to_run: Option<super::RunToRun>,
-    /// The conditions of the measurement: background load and the soaker
-    /// calibration of `--cost whole` (schema version 2); absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<super::Conditions>,
+super::envelope::result_document! {
+    /// One sweep of one transport in one mode.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct SweepResult {
+        envelope {
+            /// Always [`SWEEP_KIND`] (version 4); files without it are sweeps too.
+            #[serde(default = "sweep_kind")]
+            kind,
+            /// Version of this schema ([`SCHEMA_VERSION`]).
+            schema_version,
+            /// Version of the wulf that measured it.
+            tool_version,
+            /// False when the run was cut short (Ctrl-C, peer died, error): the
+            /// points present were measured properly, but some are missing.
+            complete,
+            /// Wall time of the whole sweep in seconds.
+            wall_s,
+        }
+        /// The machine the measuring (client) side ran on.
+        #[schemars(with = "super::json_schema::Host")]
+        pub host: crate::sys::Host,
+        /// The machine the peer ran on, as the peer reported it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "Option<super::json_schema::Host>")]
+        pub peer_host: Option<crate::sys::Host>,
+        /// Transport name as given on the command line (`tcp`, `unix`, ...).
+        pub transport: String,
+        /// For an in-process baseline (`memcpy`, `cacheline`, `c2c`...), the
+        /// machine limit it measures, so a report draws it as a limit without
+        /// looking the transport up (version 4); absent for a transport.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub limit_role: Option<LimitRole>,
+        /// `pingpong`, `stream` or `bidir`.
+        pub mode: Mode,
+        /// Definitions of the figures, so a file explains itself.
+        pub definitions: Definitions,
+        /// Options in effect, including what the kernel granted.
+        pub options: Options,
+        /// Where each endpoint ran.
+        pub placement: Placement,
+        /// Measured cost of reading the clock once, subtracted from block times.
+        pub timer_overhead_ns: f64,
+        /// One entry per message size, ascending.
+        pub points: Vec<Point>,
+        /// Figures derived from the points.
+        pub summary: Summary,
+        /// Non-fatal observations (a clamped socket buffer, noisy points...).
+        #[serde(default)]
+        pub warnings: Vec<String>,
+        /// The physical limit of the network path the data crossed, when a
+        /// link speed and MTU on it are known, and the measured peak against it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub link: Option<super::LinkEfficiency>,
+        /// The MPI library and launch of an `mpi:` transport; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub mpi: Option<super::MpiInfo>,
+        /// The confirmation pass: candidate events measured again with fresh
+        /// trials after the sweep; absent in older files and cut-short runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub confirmation: Option<super::Confirmation>,
+        /// The run-to-run spread of this transport and mode, when the result is
+        /// one of the repetitions of `wulf run --repeat N`; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub run_to_run: Option<super::RunToRun>,
+        /// The conditions of the measurement: background load and the soaker
+        /// calibration of `--cost whole` (schema version 2); absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub conditions: Option<super::Conditions>,
+    }
+}
+
+/// The machine limit an in-process baseline sweep measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LimitRole {
+    /// Copy bandwidth in one process at each size (`bits_per_s`).
+    MemcpyBandwidth,
+    /// One-way time of a cache-line hand-off between two CPUs (`median_ns`).
+    CachelineFloor,
+    /// One core copying out what the other just wrote, per size: the floor
+    /// under single-copy transfers.
+    C2cSingleCopy,
+    /// Copy-in, hand-off and copy-out between the two cores, per size: the
+    /// floor under copy-in/copy-out transfers.
+    C2cTwoCopy,
 }
 
 /// Communication pattern of a sweep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// A sends n bytes, B returns n bytes; time = half the round trip.
@@ -115,7 +150,7 @@ impl std::fmt::Display for Mode {
 }
 
 /// Plain-language definitions stored in every file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Definitions {
     /// What one trial's time (`trials_ns`) is.
@@ -169,7 +204,7 @@ impl Definitions {
 }
 
 /// Options in effect for the sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Options {
     /// Total time budget in seconds.
@@ -199,7 +234,7 @@ pub struct Options {
 }
 
 /// Where the two endpoints ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Placement {
     /// Host name of the measuring side.
@@ -218,7 +253,7 @@ pub struct Placement {
 
 /// CPU time spent by one end during a point's trials (getrusage of that
 /// process's measuring thread, never system-wide counters).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CpuCost {
     /// User time in ns over all timed trials of the point.
@@ -232,7 +267,7 @@ pub struct CpuCost {
 }
 
 /// Per-message tail latency from the optional `--tails` pass.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Tails {
     /// Number of individually timed round trips.
@@ -251,7 +286,7 @@ pub struct Tails {
 }
 
 /// One message size.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Point {
     /// Message size in bytes.
@@ -298,11 +333,12 @@ pub struct Point {
     /// The whole CPU cost of this point's kept trials (`--cost whole`,
     /// cyclesoak's method; schema version 2); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<super::json_schema::WholeCpu>")]
     pub cpu_whole: Option<crate::load::whole::WholeCpu>,
 }
 
 /// Physical limits of the machine at one message size.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// memcpy bandwidth at this size within one process, bits/s.
@@ -325,7 +361,7 @@ pub struct Limits {
 }
 
 /// A plateau of a memory-hierarchy curve (the memcpy baseline).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Plateau {
     /// `L1`, `L2`, `L3`... or `DRAM`.
@@ -343,7 +379,7 @@ pub struct Plateau {
 }
 
 /// Figures derived from the points.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Summary {
     /// Median one-way time at the smallest size; null with no points.

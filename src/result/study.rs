@@ -22,50 +22,48 @@ pub const STUDY_SCHEMA_VERSION: u32 = 2;
 /// The value of [`StudyResult::kind`].
 pub const STUDY_KIND: &str = "study";
 
-/// One `wulf study` invocation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StudyResult {
-    /// Always [`STUDY_KIND`].
-    pub kind: String,
-    /// [`STUDY_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// Version of the wulf that ran it.
-    pub tool_version: String,
-    /// False when cut short (Ctrl-C): the cases present are complete.
-    pub complete: bool,
-    /// Why it is incomplete, when it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incomplete_reason: Option<String>,
-    /// The command line, argument by argument.
-    pub command_line: Vec<String>,
-    /// Start time, RFC 3339 in UTC.
-    pub started_at: String,
-    /// Wall time of the whole study, seconds.
-    pub wall_s: f64,
-    /// The machine the lab ran on.
-    pub host: crate::sys::Host,
-    /// The study (`mtu-buffers`, `fe-vs-ge`).
-    pub study: String,
-    /// What it reproduces, in words (the seed's table and figures).
-    pub about: String,
-    /// Budget scale: `quick`, `default` or `thorough`.
-    pub effort: String,
-    /// Every sweep the study ran (or tried), in the order run.
-    pub cases: Vec<StudyCaseResult>,
-    /// The study's tables.
-    pub tables: Vec<StudyTable>,
-    /// Non-fatal observations (a transport that could not run, noise).
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    /// Options every sweep of the study ran with besides its own
-    /// (`--cost whole`, `--load SPEC`); empty for none (version 2).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sweep_args: Vec<String>,
+super::envelope::result_document! {
+    /// One `wulf study` invocation.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct StudyResult {
+        envelope {
+            /// Always [`STUDY_KIND`].
+            kind,
+            /// [`STUDY_SCHEMA_VERSION`].
+            schema_version,
+            /// Version of the wulf that ran it.
+            tool_version,
+            /// False when cut short (Ctrl-C): the cases present are complete.
+            complete,
+            /// Wall time of the whole study, seconds.
+            wall_s,
+        }
+        /// The machine the lab ran on.
+        #[schemars(with = "super::json_schema::Host")]
+        pub host: crate::sys::Host,
+        /// The study (`mtu-buffers`, `fe-vs-ge`).
+        pub study: String,
+        /// What it reproduces, in words (the seed's table and figures).
+        pub about: String,
+        /// Budget scale: `quick`, `default` or `thorough`.
+        pub effort: String,
+        /// Every sweep the study ran (or tried), in the order run.
+        pub cases: Vec<StudyCaseResult>,
+        /// The study's tables.
+        pub tables: Vec<StudyTable>,
+        /// Non-fatal observations (a transport that could not run, noise).
+        #[serde(default)]
+        pub warnings: Vec<String>,
+        /// Options every sweep of the study ran with besides its own
+        /// (`--cost whole`, `--load SPEC`); empty for none (version 2).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub sweep_args: Vec<String>,
+    }
 }
 
 /// One sweep of a study.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StudyCaseResult {
     /// Short label (`mtu 9000, buf 64KiB`).
@@ -127,7 +125,7 @@ pub struct StudyCaseResult {
 }
 
 /// A table of figures: rows by one factor, columns by another.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StudyTable {
     /// Title (`Peak throughput, Mbit/s, by socket buffer and MTU`).
@@ -143,7 +141,7 @@ pub struct StudyTable {
 }
 
 /// One row of a [`StudyTable`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StudyRow {
     /// Row label.
@@ -159,9 +157,21 @@ pub fn is_study_result(path: &std::path::Path) -> bool {
 
 /// Read and validate a study summary.
 pub fn read_study_result(path: &std::path::Path) -> anyhow::Result<StudyResult> {
-    match super::read::read_versioned(path, "study", STUDY_SCHEMA_VERSION) {
+    let text = super::read_text(path)?;
+    let origin = path.display().to_string();
+    study_from(&super::read::header(&text, &origin)?, &text, &origin)
+}
+
+/// The study summary in `text`, whose header `h` was read already.
+pub(super) fn study_from(
+    h: &super::read::Header,
+    text: &str,
+    origin: &str,
+) -> anyhow::Result<StudyResult> {
+    let at = |v: u32| super::read::versioned_from(h, text, origin, "study", v..=v);
+    match at(STUDY_SCHEMA_VERSION) {
         Ok(r) => Ok(r),
         // Version 1 lacks only optional fields: read it as it is.
-        Err(e) => super::read::read_versioned(path, "study", 1).map_err(|_| e),
+        Err(e) => at(1).map_err(|_| e),
     }
 }

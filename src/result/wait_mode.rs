@@ -5,7 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 /// How an end waits for the other (`--wait`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum WaitMode {
     /// Busy-poll with the CPU's pause hint.

@@ -74,6 +74,7 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
     warnings.extend(whole_below_own(&f.points, spec.peer.is_some()));
     let timeout = spec.channel.timeout();
     SweepResult {
+        kind: result::SWEEP_KIND.into(),
         schema_version: result::SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         complete: f.error.is_none(),
@@ -84,6 +85,7 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         host,
         peer_host: f.peer_host,
         transport: spec.transport.clone(),
+        limit_role: crate::transport::limit_kind_of(&spec.transport),
         mode: spec.mode,
         definitions: f.definitions,
         options: result::Options {

@@ -416,12 +416,21 @@ fn built_in() -> Vec<Box<dyn Transport>> {
 /// alone, so a report drawn from result files never probes the machine
 /// for MPIs (one `wulf report` once made 36 path probes for mpicc and
 /// mpirun, and its HTML depended on what was installed where it was
-/// drawn).
-pub fn limit_kind_of(name: &str) -> Option<baseline::LimitKind> {
-    built_in()
+/// drawn). Given as the result file's [`crate::result::LimitRole`]: the
+/// sweep stores it (schema version 4), and a report falls back on this
+/// for older files.
+pub fn limit_kind_of(name: &str) -> Option<crate::result::LimitRole> {
+    use crate::result::LimitRole;
+    let kind = built_in()
         .into_iter()
         .find(|t| t.name() == name)
-        .and_then(|t| t.limit_kind())
+        .and_then(|t| t.limit_kind())?;
+    Some(match kind {
+        baseline::LimitKind::MemcpyBandwidth => LimitRole::MemcpyBandwidth,
+        baseline::LimitKind::CachelineFloor => LimitRole::CachelineFloor,
+        baseline::LimitKind::C2cSingleCopy => LimitRole::C2cSingleCopy,
+        baseline::LimitKind::C2cTwoCopy => LimitRole::C2cTwoCopy,
+    })
 }
 
 /// The transport called `name` with `options`, if wulf knows it.

@@ -414,6 +414,7 @@ fn cell_spec(
             // Agents share nodes' CPUs with the system; nothing is pinned.
             wait: WaitMode::Block,
             busy_poll: false,
+            iface: None,
         },
         cpus: (None, None),
         peer: Some(peer.to_string()),

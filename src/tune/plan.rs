@@ -239,6 +239,7 @@ mod tests {
             timeout_ms: 1234,
             wait: Default::default(),
             busy_poll: false,
+            iface: None,
         };
         let c = &plan(&[], &[])[3];
         let o = c.apply(&base);

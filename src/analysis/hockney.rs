@@ -135,6 +135,30 @@ fn best_gap_split(
     best.1
 }
 
+/// Root mean square of the relative residuals of the free (unconstrained)
+/// line through the included points `first..=last` of `(bytes, time_ns)`:
+/// how well any straight line describes them, whatever the physical
+/// constraints then make of it (a bandwidth-bound segment held at alpha =
+/// 0 scatters more about its constrained line, and still fits).
+pub(crate) fn free_rms_rel(
+    bytes: &[f64],
+    time_ns: &[f64],
+    include: &[bool],
+    first: usize,
+    last: usize,
+) -> f64 {
+    let mut m = Moments::default();
+    let mut count = 0usize;
+    for i in (first..=last).filter(|&i| include[i]) {
+        m.push(bytes[i], time_ns[i]);
+        count += 1;
+    }
+    if count < 3 {
+        return 0.0;
+    }
+    (m.free_rss().max(0.0) / count as f64).sqrt()
+}
+
 /// Residual sum of squares of the free line through `(n, t)`.
 fn free_rss(n: &[f64], t: &[f64]) -> f64 {
     let mut m = Moments::default();

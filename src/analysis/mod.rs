@@ -59,7 +59,9 @@
 //!   two bonded links gives 4 n_1/2 = 3.4 KB (read: 4 KB). Using each
 //!   segment's own line keeps a slower last regime (out of cache) from
 //!   moving the point earlier. `None` when the largest sizes are still
-//!   latency-bound.
+//!   latency-bound. When a segment's line does not fit its points (rms
+//!   relative residual above [`MAX_FIT_RMS_REL`]) no line is trusted and
+//!   the point is read off the measured curve instead (see `saturation`).
 
 pub mod causes;
 pub mod compare;
@@ -68,6 +70,7 @@ pub mod dropout;
 pub mod hockney;
 pub mod line_fit;
 pub mod matrix;
+mod saturation;
 mod significance;
 
 #[cfg(test)]
@@ -88,6 +91,17 @@ pub use hockney::{LineFit, MAX_SEGMENTS, MIN_SEGMENT_POINTS, NOISE_FLOOR_REL};
 /// Largest share of a message's time that the fixed cost alpha may take
 /// for the message to count as saturated (see the module notes).
 pub const SATURATION_LATENCY_SHARE: f64 = 0.2;
+
+/// Largest root-mean-square relative residual (10%) at which a Hockney
+/// line still describes its segment. Sweeps of a quiet machine fit within
+/// a few percent; all 64 sweeps made under load in one check were single
+/// segments with residuals of 31-70%, whose alpha and beta described
+/// nothing. It applies to the free line through the points (a segment
+/// held at alpha = 0 by the physical constraints may scatter more about
+/// its constrained line and still be one regime). Above it a segment is
+/// marked [`Segment::poor_fit`] and the
+/// saturation point is read off the curve itself.
+pub const MAX_FIT_RMS_REL: f64 = 0.10;
 
 /// Figures derived from one sweep. Rates are in bit/s, SI.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -142,6 +156,13 @@ pub struct Segment {
     pub bandwidth_bound: bool,
     /// Root mean square of the relative residuals of the fitted points.
     pub rms_rel_residual: f64,
+    /// No straight line describes the segment's points: the free
+    /// (unconstrained) line's rms relative residual is above
+    /// [`MAX_FIT_RMS_REL`]. Its alpha and beta are then no figures of the
+    /// transport (a sweep under load scatters about any line) and reports
+    /// say "does not fit" instead of them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub poor_fit: bool,
     /// For a segment after the first: the recorded threshold (eager limit,
     /// socket buffer, MSS...) its start most likely comes from, by the
     /// drop-out rules applied to the sizes either side of the switch-over.
@@ -317,7 +338,19 @@ fn analyse(
             to_bytes: size(first),
         })
     });
-    let saturation = saturation_index(&curve.bytes, &fits, &include);
+    let unfit: Vec<bool> = fits
+        .iter()
+        .map(|f| {
+            hockney::free_rms_rel(&curve.bytes, &curve.median, &include, f.first, f.last)
+                > MAX_FIT_RMS_REL
+        })
+        .collect();
+    let fitted = !unfit.contains(&true);
+    let saturation = if fitted {
+        saturation::on_lines(&curve.bytes, &fits, &include)
+    } else {
+        saturation::on_curve(&curve.bytes, &curve.median, &include)
+    };
 
     let segments: Vec<Segment> = fits
         .iter()
@@ -335,6 +368,7 @@ fn analyse(
                 .map(|(lo, hi)| (lo * directions, hi.map(|h| h * directions))),
             bandwidth_bound: f.line.bound == line_fit::Bound::BandwidthBound,
             rms_rel_residual: f.line.rms_rel(),
+            poor_fit: unfit[s],
             // No good size after a switch-over to pin a page boundary on.
             likely_cause: match s {
                 0 => None,
@@ -370,27 +404,6 @@ fn analyse(
         segments,
         dropouts,
     }
-}
-
-/// Index of the saturation point (see the module notes).
-fn saturation_index(
-    bytes: &[f64],
-    fits: &[hockney::SegmentFit],
-    include: &[bool],
-) -> Option<usize> {
-    let mut found = None;
-    for seg in fits.iter().rev() {
-        let line = &seg.line;
-        for i in (seg.first..=seg.last).rev().filter(|&i| include[i]) {
-            let saturated = line.ns_per_byte > 0.0
-                && line.alpha_ns <= SATURATION_LATENCY_SHARE * line.predict_ns(bytes[i]);
-            if !saturated {
-                return found;
-            }
-            found = Some(i);
-        }
-    }
-    found
 }
 
 /// The valid points of a curve, sorted by size, sizes as f64.

@@ -487,3 +487,29 @@ fn a_run_of_only_noisy_points_reports_no_events() {
     }
     assert!(candidates > 0);
 }
+
+#[test]
+fn a_curve_no_line_describes_is_marked_and_its_saturation_read_off_the_curve() {
+    // One trial a size, each off by up to 80%: a sweep under heavy load
+    // (the residuals of 64 such sweeps were 31-70%).
+    let c = measure(&netpipe_sizes(MIB8), hockney(11_500.0, 10e9), 0.8, 1, 3);
+    let a = run(&c, &CauseHints::default());
+    assert!(
+        a.segments.iter().any(|s| s.poor_fit),
+        "{:?}",
+        a.segments
+            .iter()
+            .map(|s| s.rms_rel_residual)
+            .collect::<Vec<_>>()
+    );
+    // Whatever the scatter, a saturation point is a size past which every
+    // doubling at least nearly doubles the time: never among the
+    // latency-bound sizes (4 n_1/2 = 57,500 B here).
+    if let Some(s) = a.saturation_bytes {
+        assert!(s >= 16_384, "{s}");
+    }
+    // The same line measured cleanly fits.
+    let clean = measure(&netpipe_sizes(MIB8), hockney(11_500.0, 10e9), 0.01, 25, 7);
+    let b = run(&clean, &CauseHints::default());
+    assert!(b.segments.iter().all(|s| !s.poor_fit), "{:?}", b.segments);
+}

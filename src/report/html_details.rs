@@ -61,8 +61,20 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
             );
         }
     }
-    if !any {
+    let unfit: Vec<String> = series
+        .iter()
+        .filter(|s| s.analysis.segments.iter().any(|g| g.poor_fit))
+        .map(|s| esc(s.label))
+        .collect();
+    if !any && unfit.is_empty() {
         h.push_str("<tr><td colspan=5>None found: each curve is one Hockney line without dips beyond the noise.</td></tr>\n");
+    } else if !any {
+        let _ = writeln!(
+            h,
+            "<tr><td colspan=5>None found, but the Hockney lines of {} do not fit their points (noise or load): \
+             events smaller than that scatter cannot be seen there.</td></tr>",
+            unfit.join(", ")
+        );
     }
     h.push_str("</tbody></table>\n");
     for s in series {
@@ -72,31 +84,14 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
              <th>sizes</th><th>points fitted</th><th>&alpha;</th><th>&beta;</th><th>rms residual</th></tr></thead><tbody>\n",
             esc(s.label)
         );
-        for seg in &s.analysis.segments {
-            let bound = if seg.bandwidth_bound {
-                "<br><span class=dim>bandwidth-bound: &alpha; held at 0</span>"
-            } else {
-                ""
-            };
+        for (k, seg) in s.analysis.segments.iter().enumerate() {
             let _ = writeln!(
                 h,
-                "<tr><td>{} to {}</td><td class=num>{}</td><td class=num>{}{}{bound}</td><td class=num>{}</td><td class=num>{:.1}%</td></tr>",
+                "<tr><td>{} to {}</td><td class=num>{}</td>{}<td class=num>{:.1}%</td></tr>",
                 format_bytes(seg.from_bytes),
                 format_bytes(seg.to_bytes),
                 seg.points,
-                format_ns(seg.alpha_ns),
-                interval(seg.alpha_ci_ns, format_ns),
-                seg.beta_bits_per_s
-                    .map(|b| format!(
-                        "{}{}",
-                        format_bits_per_s(b),
-                        match seg.beta_ci_bits_per_s {
-                            Some((lo, Some(hi))) => interval(Some((lo, hi)), format_bits_per_s),
-                            Some((lo, None)) => format!(" <span class=dim>[{}, unbounded]</span>", format_bits_per_s(lo)),
-                            None => String::new(),
-                        }
-                    ))
-                    .unwrap_or_else(|| "latency-bound".into()),
+                parameter_cells(seg, k > 0),
                 100.0 * seg.rms_rel_residual
             );
         }
@@ -114,14 +109,64 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
     );
 }
 
+/// The alpha and beta cells of a segment's row: the parameters with their
+/// intervals; "does not fit" when the line does not describe its points;
+/// a later segment's alpha is the intercept of its line, an extrapolation
+/// to an empty message, and says so.
+fn parameter_cells(seg: &crate::analysis::Segment, later: bool) -> String {
+    if seg.poor_fit {
+        return format!(
+            "<td class=num colspan=2>does not fit<br><span class=dim>rms residual above {:.0}%: \
+             no line describes these points (noisy or under load)</span></td>",
+            100.0 * crate::analysis::MAX_FIT_RMS_REL
+        );
+    }
+    let bound = if seg.bandwidth_bound {
+        "<br><span class=dim>bandwidth-bound: &alpha; held at 0</span>"
+    } else if later {
+        "<br><span class=dim>intercept: the line extrapolated to 0 B, not a start-up time</span>"
+    } else {
+        ""
+    };
+    let beta = seg
+        .beta_bits_per_s
+        .map(|b| {
+            format!(
+                "{}{}",
+                format_bits_per_s(b),
+                match seg.beta_ci_bits_per_s {
+                    Some((lo, Some(hi))) => interval(Some((lo, hi)), format_bits_per_s),
+                    Some((lo, None)) => format!(
+                        " <span class=dim>[{}, unbounded]</span>",
+                        format_bits_per_s(lo)
+                    ),
+                    None => String::new(),
+                }
+            )
+        })
+        .unwrap_or_else(|| "latency-bound".into());
+    format!(
+        "<td class=num>{}{}{bound}</td><td class=num>{beta}</td>",
+        format_ns(seg.alpha_ns),
+        interval(seg.alpha_ci_ns, format_ns),
+    )
+}
+
 fn segment_text(seg: &crate::analysis::Segment) -> String {
+    if seg.poor_fit {
+        return format!(
+            "its line does not fit (rms residual {:.0}%)",
+            100.0 * seg.rms_rel_residual
+        );
+    }
+    // A later segment's alpha is its line's intercept, not a start-up time.
     match seg.beta_bits_per_s {
         Some(b) => format!(
-            "&alpha; = {}, &beta; = {}",
-            format_ns(seg.alpha_ns),
-            format_bits_per_s(b)
+            "&beta; = {}, intercept {}",
+            format_bits_per_s(b),
+            format_ns(seg.alpha_ns)
         ),
-        None => format!("latency-bound, &alpha; = {}", format_ns(seg.alpha_ns)),
+        None => format!("latency-bound, intercept {}", format_ns(seg.alpha_ns)),
     }
 }
 
@@ -307,5 +352,33 @@ mod tests {
         // Same name and kernel, but across an interface: another namespace.
         r.host.path_crosses_interface = Some(true);
         assert!(shown(&r));
+    }
+
+    #[test]
+    fn a_line_that_does_not_fit_shows_no_parameters() {
+        let seg = crate::analysis::Segment {
+            from_bytes: 1,
+            to_bytes: 1 << 20,
+            points: 40,
+            alpha_ns: 123_456.0,
+            alpha_ci_ns: None,
+            beta_bits_per_s: Some(1e9),
+            beta_ci_bits_per_s: None,
+            bandwidth_bound: false,
+            rms_rel_residual: 0.45,
+            poor_fit: true,
+            likely_cause: None,
+            confirmed: None,
+        };
+        let cells = parameter_cells(&seg, false);
+        assert!(cells.contains("does not fit"), "{cells}");
+        assert!(!cells.contains("123.46 us"), "{cells}");
+        assert!(segment_text(&seg).contains("does not fit"));
+        let fits = crate::analysis::Segment {
+            poor_fit: false,
+            ..seg
+        };
+        assert!(parameter_cells(&fits, true).contains("intercept"));
+        assert!(!parameter_cells(&fits, false).contains("intercept"));
     }
 }

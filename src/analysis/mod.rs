@@ -92,16 +92,16 @@ pub use hockney::{LineFit, MAX_SEGMENTS, MIN_SEGMENT_POINTS, NOISE_FLOOR_REL};
 /// for the message to count as saturated (see the module notes).
 pub const SATURATION_LATENCY_SHARE: f64 = 0.2;
 
-/// Largest root-mean-square relative residual (10%) at which a Hockney
+/// Largest root-mean-square relative residual (15%) at which a Hockney
 /// line still describes its segment. Sweeps of a quiet machine fit within
-/// a few percent; all 64 sweeps made under load in one check were single
-/// segments with residuals of 31-70%, whose alpha and beta described
-/// nothing. It applies to the free line through the points (a segment
+/// a few percent (tcp loopback on the 2-vCPU development VM: 6-10%); all
+/// 64 sweeps made under load in one check were single segments with
+/// residuals of 31-70%, whose alpha and beta described nothing. It applies to the free line through the points (a segment
 /// held at alpha = 0 by the physical constraints may scatter more about
 /// its constrained line and still be one regime). Above it a segment is
 /// marked [`Segment::poor_fit`] and the
 /// saturation point is read off the curve itself.
-pub const MAX_FIT_RMS_REL: f64 = 0.10;
+pub const MAX_FIT_RMS_REL: f64 = 0.15;
 
 /// Figures derived from one sweep. Rates are in bit/s, SI.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

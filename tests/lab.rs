@@ -145,6 +145,51 @@ fn two_labs_coexist() {
 }
 
 #[test]
+fn labs_made_at_once_get_their_own_subnets() {
+    let _serial = serial();
+    if !labs_possible() {
+        return;
+    }
+    // Three `lab up` started together: each once read the labs before any
+    // had saved its state, and two took the same /24.
+    let names: Vec<String> = (0..3).map(|i| name(&format!("race{i}"))).collect();
+    let _guards: Vec<LabGuard> = names.iter().map(|n| LabGuard(n.clone())).collect();
+    let children: Vec<_> = names
+        .iter()
+        .map(|n| {
+            wulf(&["lab", "up", "--name", n, "--link", "ge"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        ok(&c.wait_with_output().unwrap());
+    }
+    let status = ok(&run(&["lab", "status"]));
+    let subnets: Vec<String> = names
+        .iter()
+        .map(|n| {
+            let line = status
+                .lines()
+                .find(|l| l.starts_with(&format!("lab {n}:")))
+                .unwrap_or_else(|| panic!("no {n} in:\n{status}"));
+            let at = line.find("subnet ").expect("a subnet") + "subnet ".len();
+            line[at..].split_whitespace().next().unwrap().to_string()
+        })
+        .collect();
+    let mut distinct = subnets.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 3, "{subnets:?}\n{status}");
+    for n in &names {
+        ok(&run(&["lab", "down", "--name", n]));
+        assert_gone(n);
+    }
+}
+
+#[test]
 fn bad_input_is_exit_2_and_makes_nothing() {
     for args in [
         vec!["lab", "up", "--name", "a/b"],

@@ -31,6 +31,8 @@ use super::system::{self, ip_in, tc_in};
 pub fn up(name: &str, spec: &LabSpec, temporary: bool) -> Result<LabState> {
     super::spec::validate_name(name).map_err(crate::error::usage)?;
     system::check_can_build()?;
+    // Until the state is saved, no other `lab up` may choose a subnet.
+    let allocating = state::allocation_lock()?;
     let taken = state::taken_subnets();
     let dir = state::claim(name)?;
     let (base, subnet) = state::free_subnet(&taken)
@@ -59,8 +61,11 @@ pub fn up(name: &str, spec: &LabSpec, temporary: bool) -> Result<LabState> {
             name: node,
         });
     }
-    // Saved before anything exists, so `down` finds a half-built lab.
-    state::save(&st)?;
+    // Saved before anything exists, so `down` finds a half-built lab (and
+    // the next `lab up` sees its subnet taken).
+    let saved = state::save(&st);
+    drop(allocating);
+    saved?;
     match build(&st) {
         Ok(()) => {
             st.complete = true;

@@ -152,6 +152,25 @@ pub fn claim(name: &str) -> Result<PathBuf> {
     }
 }
 
+/// Hold this while choosing a new lab's subnet and until its state is
+/// saved: two `wulf lab up` of different names at once both read the labs
+/// before either had saved, and took the same /24. An exclusive lock on
+/// a file in the labs' directory serialises them; the kernel drops it
+/// when the holder exits, however it exits.
+pub fn allocation_lock() -> Result<nix::fcntl::Flock<std::fs::File>> {
+    let root = root_dir();
+    std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
+    let path = root.join(".allocation.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", path.display()))
+}
+
 /// The lowest /24 in 198.18.0.0/15 no other lab uses, as its third octet
 /// pair: index 0..512 maps to 198.18.0.0 ... 198.19.255.0.
 pub fn free_subnet(taken: &[String]) -> Option<(Ipv4Addr, String)> {

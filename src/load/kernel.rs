@@ -169,7 +169,7 @@ pub fn busy_between(a: &Ticks, b: &Ticks) -> (u64, u64) {
 
 /// What the machine kept busy with before the measurement: the
 /// background the whole cost subtracts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KernelBaseline {
     /// The CPUs accounted (every online CPU of the machine), by number.

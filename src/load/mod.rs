@@ -120,7 +120,7 @@ pub fn parse_loads(text: &str) -> Result<Vec<LoadSpec>, String> {
 }
 
 /// What one load was and what it achieved (recorded in results).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadRecord {
     /// `cpu`, `memory` or `network`.

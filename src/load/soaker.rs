@@ -46,7 +46,7 @@ pub const CALIBRATION_WINDOW: Duration = Duration::from_millis(60);
 struct Counter(AtomicU64);
 
 /// The idle capacity of each CPU, as iterations per second of the soak loop.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Calibration {
     /// The CPUs soaked, one soaker thread each.

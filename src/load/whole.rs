@@ -76,7 +76,7 @@ impl WholeSetup {
 }
 
 /// The whole CPU cost of one sweep point or one NAS run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WholeCpu {
     /// What `cpu_ns` counts: `kernel` (busy time in /proc/stat, less the

@@ -45,7 +45,6 @@ super::envelope::result_document! {
             wall_s,
         }
         /// The machine.
-        #[schemars(with = "super::json_schema::Host")]
         pub host: crate::sys::Host,
         /// `allreduce`, `alltoall`, `bcast` or `barrier`.
         pub collective: String,

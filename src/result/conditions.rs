@@ -18,22 +18,18 @@ pub struct Conditions {
     /// The loads that ran for the whole measurement, with what they
     /// achieved; empty when unloaded.
     #[serde(default)]
-    #[schemars(with = "Vec<super::json_schema::LoadRecord>")]
     pub loads: Vec<LoadRecord>,
     /// `--load-peer` (sweep schema version 3): the same loads on the
     /// remote peer, as its `wulf serve` ran them; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(with = "Vec<super::json_schema::LoadRecord>")]
     pub peer_loads: Vec<LoadRecord>,
     /// The soakers' idle calibration, with `--cost soak` (and with
     /// `--cost whole` in files written before the kernel method).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<super::json_schema::Calibration>")]
     pub soaker: Option<Calibration>,
     /// The background the kernel's whole-cost figures subtract, with
     /// `--cost whole` or `--cost soak`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<super::json_schema::KernelBaseline>")]
     pub kernel_baseline: Option<KernelBaseline>,
     /// What the whole cost covers: this machine's CPUs only.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -43,11 +43,9 @@ pub struct LinkEfficiency {
     pub interface: String,
     /// The bottleneck link's goodput limit and its accounting; its speed is
     /// the shaper's rate when a shaper sets it.
-    #[schemars(with = "super::json_schema::LinkLimit")]
     pub limit: LinkLimit,
     /// Which framing applies at the bottleneck (real Ethernet, or a shaper
     /// or virtual link counting MTU + 14 bytes per frame).
-    #[schemars(with = "super::json_schema::Framing")]
     pub framing: Framing,
     /// Goodput limit of the path for this sweep's mode, bit/s (see the
     /// module documentation); for a symmetric path in `stream` or `pingpong`

@@ -114,7 +114,6 @@ pub struct MatrixNode {
     /// Its fingerprint, as its agent read it (interfaces toward the
     /// coordinator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<super::json_schema::Host>")]
     pub host: Option<Host>,
     /// Why the node is missing or was lost, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]

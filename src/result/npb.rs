@@ -45,7 +45,6 @@ super::envelope::result_document! {
             wall_s,
         }
         /// The machine.
-        #[schemars(with = "super::json_schema::Host")]
         pub host: crate::sys::Host,
         /// The kernel (`cg`, `ep`, `is` or `mg`).
         pub kernel: String,
@@ -146,7 +145,6 @@ pub struct NpbRun {
     /// Whole CPU the machine spent over this combination's runs, start-up
     /// and verification included (`--cost whole`, version 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<super::json_schema::WholeCpu>")]
     pub cpu_whole: Option<crate::load::whole::WholeCpu>,
     /// Across nodes: every rank's node, in rank order (see
     /// [`NpbResult::nodes`]); absent on one host.

@@ -48,11 +48,9 @@ super::envelope::result_document! {
             wall_s,
         }
         /// The machine the measuring (client) side ran on.
-        #[schemars(with = "super::json_schema::Host")]
         pub host: crate::sys::Host,
         /// The machine the peer ran on, as the peer reported it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        #[schemars(with = "Option<super::json_schema::Host>")]
         pub peer_host: Option<crate::sys::Host>,
         /// Transport name as given on the command line (`tcp`, `unix`, ...).
         pub transport: String,
@@ -333,7 +331,6 @@ pub struct Point {
     /// The whole CPU cost of this point's kept trials (`--cost whole`,
     /// cyclesoak's method; schema version 2); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<super::json_schema::WholeCpu>")]
     pub cpu_whole: Option<crate::load::whole::WholeCpu>,
 }
 

@@ -40,7 +40,6 @@ super::envelope::result_document! {
             wall_s,
         }
         /// The machine the lab ran on.
-        #[schemars(with = "super::json_schema::Host")]
         pub host: crate::sys::Host,
         /// The study (`mtu-buffers`, `fe-vs-ge`).
         pub study: String,

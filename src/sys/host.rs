@@ -11,7 +11,7 @@ use super::tcp_sysctl::TcpSysctls;
 use super::topology::{self, Cache};
 
 /// Description of one machine, as stored in results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Host {
     /// Host name.

@@ -23,7 +23,7 @@ use super::link_limit::{tcp_goodput_limit, Framing, IpVersion, LinkLimit};
 
 /// Description of one network interface. Every field but the name may be
 /// unknown.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Interface {
     /// Interface name, e.g. "eth0".
@@ -64,7 +64,7 @@ pub struct Interface {
 }
 
 /// PCI Express link of a NIC, from sysfs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct PcieLink {
     /// PCI address of the function.
@@ -110,7 +110,7 @@ fn pcie_mbit_per_s(gt_per_s: f64, lanes: u32) -> Option<f64> {
 }
 
 /// Offload switches. `None` when the driver does not answer.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Offloads {
     /// TCP segmentation offload.
@@ -131,7 +131,7 @@ pub struct Offloads {
 
 /// Interrupt coalescing: how long, or for how many frames, the NIC waits
 /// before interrupting. It trades latency for CPU.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Coalesce {
     /// Receive delay in microseconds.

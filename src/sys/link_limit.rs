@@ -36,7 +36,7 @@ pub const TCP_HEADER_BYTES: u32 = 20;
 pub const TCP_TIMESTAMP_OPTION_BYTES: u32 = 12;
 
 /// IP version of the TCP connection, which sets the IP header size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum IpVersion {
     /// IPv4: 20-byte header.
@@ -70,7 +70,7 @@ impl IpVersion {
 }
 
 /// Which per-frame overhead limits the rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Framing {
     /// Real Ethernet: header, FCS, preamble and inter-frame gap all take
@@ -82,7 +82,7 @@ pub enum Framing {
 }
 
 /// The TCP goodput limit of one link, with its accounting.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkLimit {
     /// Link (or shaper) rate in Mbit/s (10^6 bit/s).

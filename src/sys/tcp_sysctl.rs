@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 /// TCP and socket-buffer sysctls. Every field is `None` when unreadable.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TcpSysctls {
     /// net.core.rmem_default: receive buffer of a socket that sets none.

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 
 /// One CPU cache as seen from CPU 0.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Cache {
     /// Cache level (1 for L1, 2 for L2, ...).

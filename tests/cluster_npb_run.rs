@@ -12,17 +12,11 @@ mod common;
 
 use std::path::Path;
 use std::process::Output;
-use std::sync::{Mutex, MutexGuard};
 
 use common::{file, have, json, labs_possible, run, stderr, tempdir};
 use wulf::result::{read_npb_result, NpbResult};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Lab tests one at a time: each builds namespaces on the same machine.
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use common::serial;
 
 /// `wulf npb KERNEL ARGS --json FILE`, which must succeed.
 fn npb(kernel: &str, args: &[&str], out: &Path) -> NpbResult {

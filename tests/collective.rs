@@ -12,20 +12,15 @@ mod common;
 use common::*;
 
 use std::process::Stdio;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use wulf::result::collective::{read_collective_result, CollectiveResult};
 
-/// Ranks spin or busy-poll: two runs at once on two CPUs would starve
-/// each other, so the tests of this file run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+// Ranks spin or busy-poll: two runs at once on two CPUs would starve
+// each other, so the tests of this file run one at a time.
+use common::serial;
 
 /// Every operation and the sizes the tests measure (barrier: none).
 const OPERATIONS: [(&str, &[u64]); 4] = [

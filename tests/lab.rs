@@ -15,13 +15,9 @@ use std::time::{Duration, Instant};
 
 use common::{labs_possible, run, wulf, wulf_bin, LabGuard};
 
-/// One lab test at a time: two vCPUs shared by concurrent labs would make
-/// the rate checks measure the machine instead of the links.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+// One lab test at a time: two vCPUs shared by concurrent labs would make
+// the rate checks measure the machine instead of the links.
+use common::serial;
 
 fn name(test: &str) -> String {
     format!("t{}-{test}", std::process::id() % 100_000)

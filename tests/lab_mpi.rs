@@ -15,16 +15,11 @@ use common::{have, libraries, wulf};
 
 use std::path::Path;
 use std::process::{Child, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
-/// Labs and spinning MPI ranks on two CPUs: one test at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+// Labs and spinning MPI ranks on two CPUs: one test at a time.
+use common::serial;
 
 /// A wulf command whose temporary lab is `t<pid>`: removed by the guard
 /// if the command left it (so a failing test never leaves one), checked

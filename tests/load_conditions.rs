@@ -7,16 +7,11 @@
 mod common;
 use common::*;
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The tests here count this process's threads or load the machine: one
-/// at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+// The tests here count this process's threads or load the machine: one
+// at a time.
+use common::serial;
 
 /// This process's load threads (named wulf-load-*), found by name so the
 /// test harness's own threads do not count.

@@ -5,16 +5,11 @@
 mod common;
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
 
 use common::{labs_possible, stderr, tempdir, wulf};
 use wulf::result::matrix::{read_matrix_result, MatrixResult};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use common::serial;
 
 fn lab_matrix(spec: &str, nodes: &str, json: &Path) -> MatrixResult {
     lab_matrix_via(spec, nodes, "tcp", json)

@@ -8,18 +8,11 @@
 
 mod common;
 
-use std::sync::{Mutex, MutexGuard};
-
 use common::slurm::{slurm_installed, Slurm};
 use common::{labs_possible, wulf_bin};
 use wulf::result::read_npb_result;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// One Slurm cluster at a time: each builds a lab and its daemons.
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use common::serial;
 
 #[test]
 fn matrices_through_slurm_three_ways() {

@@ -10,15 +10,9 @@
 mod common;
 use common::*;
 
-use std::sync::{Mutex, MutexGuard};
-
-/// MPI ranks busy-poll: two jobs at once on two CPUs would starve each
-/// other, so the tests of this file run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+// MPI ranks busy-poll: two jobs at once on two CPUs would starve each
+// other, so the tests of this file run one at a time.
+use common::serial;
 
 /// Run `wulf sweep TRANSPORT` with quick options; the result as JSON.
 fn sweep_json(transport: &str, extra: &[&str]) -> serde_json::Value {

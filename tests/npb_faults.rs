@@ -15,20 +15,15 @@ use common::*;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use wulf::result::read_npb_result;
 
-/// Ranks spin while each has a CPU: two runs at once on a 2-CPU machine
-/// would starve each other, so the runs of this file take turns.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+// Ranks spin while each has a CPU: two runs at once on a 2-CPU machine
+// would starve each other, so the runs of this file take turns.
+use common::serial;
 
 const KERNELS: [&str; 3] = ["ep", "is", "cg"];
 const VIAS: [&str; 2] = ["shm", "tcp"];

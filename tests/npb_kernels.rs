@@ -10,17 +10,11 @@
 mod common;
 use common::*;
 
-use std::sync::{Mutex, MutexGuard};
-
 use wulf::result::{read_npb_result, NpbResult};
 
-/// Ranks spin while each has a CPU: two runs at once on a 2-CPU machine
-/// would starve each other, so the runs of this file take turns.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+// Ranks spin while each has a CPU: two runs at once on a 2-CPU machine
+// would starve each other, so the runs of this file take turns.
+use common::serial;
 
 /// `wulf npb KERNEL --class CLASS --np NPS --via VIAS`, which must succeed;
 /// its result file.

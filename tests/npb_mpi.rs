@@ -11,22 +11,20 @@ mod common;
 use common::{have, libraries};
 use wulf::launch::RunContext;
 
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::{MutexGuard, Once};
 use std::time::{Duration, Instant};
 
 use wulf::npb::NpbOutcome;
 use wulf::npb::{Class, RankJob, RankTask};
 
-/// MPI ranks busy-poll: two jobs at once on two CPUs would starve each
-/// other, so the tests of this file run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
+// MPI ranks busy-poll: two jobs at once on two CPUs would starve each
+// other, so the tests of this file run one at a time.
 fn serial() -> MutexGuard<'static, ()> {
     // The ranks run `wulf worker`: this test binary is not wulf, so point
     // the launcher at the real one.
     static EXE: Once = Once::new();
     EXE.call_once(|| std::env::set_var(wulf::transport::mpi::EXE_VAR, env!("CARGO_BIN_EXE_wulf")));
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    common::serial()
 }
 
 fn job(class: Class) -> RankJob {

@@ -7,6 +7,8 @@
 //! On a machine too busy for an idle calibration the checks are skipped
 //! with a message, unless WULF_REQUIRE_SOAK=1.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use wulf::load::soaker::{Calibration, Lost, Soaker};
@@ -70,7 +72,7 @@ fn calibration_is_repeatable(soaker: &Soaker) -> Option<Calibration> {
 
 #[test]
 fn soaker_calibrates_and_measures_a_known_load() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::serial();
     let soaker = Soaker::start_all().expect("soaker threads start");
     let Some(cal) = calibration_is_repeatable(&soaker) else {
         return;
@@ -103,8 +105,7 @@ fn soaker_calibrates_and_measures_a_known_load() {
     );
 }
 
-/// The two tests here load the whole machine: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+// The two tests here load the whole machine: one at a time.
 
 /// The 8-byte point of `wulf sweep shm`, with `extra` options: (median,
 /// 95% interval low, high), ns.
@@ -137,7 +138,7 @@ fn shm_8_bytes(extra: &[&str]) -> (f64, f64, f64) {
 /// present in every round, does. No speed is asserted.
 #[test]
 fn the_soaker_does_not_slow_a_shm_ping_pong() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::serial();
     let mut rounds = Vec::new();
     for _ in 0..3 {
         let mut plain = Vec::new();

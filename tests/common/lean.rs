@@ -9,13 +9,9 @@ use std::time::{Duration, Instant};
 
 use super::{wulf, wulf_bin, LabGuard};
 
-/// One lab test at a time (two vCPUs).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Hold while a lab test runs.
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// One lab test at a time (two vCPUs): the suite's one lock.
+#[allow(unused_imports)]
+pub use super::serial;
 
 /// Exit code, stdout and stderr of `o`, for assertion messages.
 pub fn text(o: &Output) -> String {

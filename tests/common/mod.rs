@@ -10,6 +10,17 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+/// One test of this binary at a time, for the tests that must have the
+/// machine's two CPUs to themselves: those that time things, build labs,
+/// run MPI jobs or load the whole machine (each file says why it uses it).
+/// A test that failed while holding it must not fail the others, so a
+/// poisoned lock is taken anyway. The one serialization mechanism of the
+/// suite: test binaries themselves run one after another.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Path of the built wulf binary.
 pub fn wulf_bin() -> &'static str {
     env!("CARGO_BIN_EXE_wulf")

@@ -11,16 +11,10 @@ use std::time::{Duration, Instant};
 
 /// cma needs process_vm_readv between processes; some containers forbid it.
 fn cma_available() -> bool {
-    match wulf::transport::find("cma", &Default::default())
-        .unwrap()
-        .availability()
-    {
-        Ok(()) => true,
-        Err(why) => {
-            eprintln!("cma skipped: {why}");
-            false
-        }
-    }
+    let cma = wulf::transport::find("cma", &Default::default()).unwrap();
+    let why = cma.availability().err();
+    why.iter().for_each(|why| eprintln!("cma skipped: {why}"));
+    why.is_none()
 }
 
 fn intranode() -> Vec<&'static str> {

@@ -344,7 +344,7 @@ pub trait Transport: Send + Sync {
 
     /// Whether the processes of both ends are started by this transport's
     /// own launcher ([`crate::launch::mpi`]): a sweep across hosts then
-    /// places them on a [`Cluster`] ([`cluster::set`]) instead of
+    /// places them on the run context's [`Cluster`] instead of
     /// measuring against a `wulf serve` peer. False (the default).
     fn starts_both_ends(&self) -> bool {
         false

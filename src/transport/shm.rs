@@ -330,14 +330,24 @@ fn finish(
     settings.insert("single_copy_min_bytes".into(), json!(single));
     settings.insert("single_copy_sends".into(), json!(direct.peer_reads_mine));
     settings.insert("single_copy_receives".into(), json!(direct.peer.is_some()));
+    let mut thresholds = vec![
+        (single, format!("shm single-copy threshold ({single} B): from here the receiver copies each message once out of the sender's shared send buffer instead of through the ring (copy-in/copy-out), as MPI switches from eager to rendezvous")),
+        (INLINE_BYTES as u64, format!("shm inline size ({INLINE_BYTES} B): larger messages leave the slot's header line for its data area")),
+    ];
+    // With single copy both ways, messages from `single` on never enter
+    // the ring: its chunk and ring sizes are no cause above it (they were
+    // once blamed for steps past 8 KiB that single copy made).
+    let ring_carries =
+        |bytes: u64| bytes < single || !direct.peer_reads_mine || direct.peer.is_none();
+    if ring_carries(chunk) {
+        thresholds.push((chunk, format!("shm chunk size ({chunk} B): larger messages are copied in several chunks, one slot each")));
+    }
+    if ring_carries(chunk * slots) {
+        thresholds.push((chunk * slots, format!("shm ring size ({slots} slots x {chunk} B): larger messages wait for the reader to free slots")));
+    }
     settings.insert(
         crate::result::THRESHOLDS_KEY.into(),
-        crate::result::thresholds_value(&[
-            (single, format!("shm single-copy threshold ({single} B): from here the receiver copies each message once out of the sender's shared send buffer instead of through the ring (copy-in/copy-out), as MPI switches from eager to rendezvous")),
-            (INLINE_BYTES as u64, format!("shm inline size ({INLINE_BYTES} B): larger messages leave the slot's header line for its data area")),
-            (chunk, format!("shm chunk size ({chunk} B): larger messages are copied in several chunks, one slot each")),
-            (chunk * slots, format!("shm ring size ({slots} slots x {chunk} B): larger messages wait for the reader to free slots")),
-        ]),
+        crate::result::thresholds_value(&thresholds),
     );
     Ok(Connected {
         endpoint: Box::new(ShmEndpoint {
@@ -455,5 +465,30 @@ mod tests {
         let mut b = [0u8; 4];
         let e = c.endpoint.recv(&mut b).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[test]
+    fn the_ring_sizes_are_causes_only_where_the_ring_carries_the_message() {
+        let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let o = opts(WaitMode::Yield);
+        let l = Shm.listen(&o, ip).unwrap();
+        let d = l.describe();
+        let server = std::thread::spawn(move || l.accept(Duration::from_secs(5)).unwrap());
+        let c = Shm.connect(&d, &o, ip).unwrap();
+        let _s = server.join().unwrap();
+        let text = c.settings[crate::result::THRESHOLDS_KEY].to_string();
+        let single =
+            c.settings["single_copy_sends"] == true && c.settings["single_copy_receives"] == true;
+        let min = c.settings["single_copy_min_bytes"].as_u64().unwrap();
+        let chunk = c.settings["chunk_bytes"].as_u64().unwrap();
+        assert!(text.contains("single-copy threshold"), "{text}");
+        if single && chunk >= min {
+            assert!(
+                !text.contains("chunk size") && !text.contains("ring size"),
+                "{text}"
+            );
+        } else {
+            assert!(text.contains("chunk size"), "{text}");
+        }
     }
 }

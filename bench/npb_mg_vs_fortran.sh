@@ -118,7 +118,7 @@ run_fortran() {
 # "wall-Mop/s cpu-Mop/s" of one run of wulf's MG.
 run_rust() {
     local out
-    out=$(NPB_CLASS=$1 NPB_NP=1 cargo test -q --release --test npb_bench -- --ignored --nocapture 2>&1)
+    out=$(NPB_CLASS=$1 NPB_NP=1 cargo test -q --release --test fast npb_bench:: -- --ignored --nocapture 2>&1)
     grep -q "^wulf-mg .*verified=true" <<<"$out" || { echo "$out" >&2; echo "wulf MG class $1 did not verify" >&2; exit 1; }
     sed -n 's/^wulf-mg .* mop_s=\([0-9.]*\) .* cpu_mop_s=\([0-9.]*\) .*/\1 \2/p' <<<"$out"
 }
@@ -131,7 +131,7 @@ summary() {
 echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs"
 echo "# fortran: $("$FC" --version | head -1), FFLAGS=$FFLAGS, NPB from $NPB_DIR"
 echo "# rust:    $(rustc --version), cargo test --release (profile.release of Cargo.toml)"
-cargo test -q --release --test npb_bench --no-run 2>/dev/null
+cargo test -q --release --test fast npb_bench:: --no-run 2>/dev/null
 for class in "${CLASSES[@]}"; do
     build_fortran "$class"
     fortran=() fortran_cpu=() rust=() rust_cpu=()

@@ -2,7 +2,7 @@
 //! arrive from the network or a file, and must return without panicking,
 //! hanging or allocating out of proportion to the input. The cargo-fuzz
 //! targets in `fuzz/` call them with libFuzzer's inputs; the property
-//! tests in `tests/fuzz_properties.rs` call them with proptest's within
+//! tests in `tests/fast/fuzz_properties.rs` call them with proptest's within
 //! `cargo test`, so the same properties are checked on every run.
 
 use crate::cluster::protocol::{CellReport, Claim, Join, Order};

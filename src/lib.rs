@@ -3,7 +3,7 @@
 //! The crate is one binary and a library the binary and the integration
 //! tests share. Modules are cut so that each could become its own crate,
 //! and they form layers: a module imports only modules below it (see
-//! `ARCHITECTURE.md`; `tests/architecture.rs` fails on any import cycle).
+//! `ARCHITECTURE.md`; `tests/fast/architecture.rs` fails on any import cycle).
 //! Bottom to top:
 //!
 //! * [`error`], [`stats`] (pure statistics over kept trials), [`units`]

@@ -1,7 +1,7 @@
 //! The JSON Schema of every result kind, generated from the serde types
 //! (schemars), so that the schema cannot drift from what wulf reads: the
 //! files under `docs/schema/` are snapshots of [`schemas`], compared by a
-//! test (`tests/result_schema.rs`), and any change to the on-disk
+//! test (`tests/fast/result_schema.rs`), and any change to the on-disk
 //! format shows as a reviewed diff of them.
 //!
 //! Types a result holds from lower modules (the machine description in

@@ -21,6 +21,17 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The name libtest knows test `function` of the module at `module` by
+/// (`module_path!()` there), for a test that runs its own binary again
+/// with `--exact` (an MPI rank, a probe inside a namespace): the tier's
+/// binary names its tests `file::function`, without the crate's name.
+pub fn test_name(module: &str, function: &str) -> String {
+    match module.split_once("::") {
+        Some((_, path)) => format!("{path}::{function}"),
+        None => function.to_string(),
+    }
+}
+
 /// Path of the built wulf binary.
 pub fn wulf_bin() -> &'static str {
     env!("CARGO_BIN_EXE_wulf")

@@ -1,5 +1,5 @@
 """Parse an OpenMetrics file with the Prometheus project's own parsers and
-print its families as JSON for tests/openmetrics.rs.
+print its families as JSON for tests/fast/openmetrics.rs.
 
 Usage: openmetrics_to_json.py FILE
 

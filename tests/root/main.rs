@@ -1,0 +1,28 @@
+//! The root tier: tests that need root: network namespaces and the lab
+//! (links, shapers, loss), raw and AF_XDP sockets, tmpfs mounts (full
+//! disks, resource limits), Slurm and sshd inside lab nodes, offload
+//! toggles, the Debian package installed with dpkg. As another user they
+//! skip with a note, or fail where CI requires them (WULF_REQUIRE_LAB,
+//! WULF_REQUIRE_PACKAGE). Run alone with `./scripts/test root`.
+//!
+//! Each former test file is a module; `common::serial()` is the one lock
+//! for the tests that need the machine to themselves, across all modules.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cluster_npb_run;
+mod disk_full;
+mod lab;
+mod lab_mpi;
+mod lean_raw;
+mod lean_xdp;
+mod matrix_lab;
+mod matrix_slurm;
+mod package_deb;
+mod resources;
+mod serve_hostile;
+mod study;
+mod study_lean;
+mod sys_netns;
+mod tune;

@@ -1,0 +1,293 @@
+//! `wulf matrix` across the nodes of a link lab: the slow node is named
+//! exactly, the MTU difference is found in the fingerprints, and agents
+//! start through real ssh (an sshd in every node, keys made here).
+
+use crate::common;
+
+use std::path::Path;
+
+use common::{labs_possible, stderr, tempdir, wulf};
+use wulf::result::matrix::{read_matrix_result, MatrixResult};
+
+use common::serial;
+
+fn lab_matrix(spec: &str, nodes: &str, json: &Path) -> MatrixResult {
+    lab_matrix_via(spec, nodes, "tcp", json)
+}
+
+fn lab_matrix_via(spec: &str, nodes: &str, via: &str, json: &Path) -> MatrixResult {
+    let out = wulf(&[
+        "matrix",
+        "--via",
+        via,
+        "--lab",
+        spec,
+        "--nodes",
+        nodes,
+        "--budget",
+        "6s",
+        "--bandwidth-size",
+        "1Mi",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    read_matrix_result(json).unwrap()
+}
+
+fn names(r: &MatrixResult, idx: &[usize]) -> Vec<String> {
+    idx.iter().map(|&i| r.nodes[i].name.clone()).collect()
+}
+
+#[test]
+fn the_node_on_a_fast_ethernet_link_is_named_exactly() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let dir = tempdir();
+    let r = lab_matrix("ge,node3=fe", "4", &dir.path().join("m.json"));
+    assert!(r.complete);
+    assert!(r.launch.starts_with("lab:"), "{}", r.launch);
+    assert_eq!(r.cells.len(), 12);
+    let slow: Vec<usize> = r
+        .analysis
+        .slow_nodes
+        .iter()
+        .filter(|s| s.metric == "bandwidth")
+        .map(|s| s.node)
+        .collect();
+    assert_eq!(names(&r, &slow), ["node3"], "{:?}", r.analysis);
+    // Every cell of node3 is explained by it, not called a bad link.
+    assert!(r
+        .analysis
+        .outlier_cells
+        .iter()
+        .filter(|c| c.metric == "bandwidth")
+        .all(|c| c.explained_by_node));
+    // And the fingerprints say why: its shaper's rate.
+    let d = r
+        .analysis
+        .fingerprint_differences
+        .iter()
+        .find(|d| d.field == "interfaces[0].shaped_rate_bits_per_s")
+        .unwrap_or_else(|| panic!("{:?}", r.analysis.fingerprint_differences));
+    assert_eq!(names(&r, &d.values[1].nodes), ["node3"]);
+    assert_eq!(d.values[1].value, "100000000");
+}
+
+#[test]
+fn one_node_at_mtu_1500_among_9000_is_a_fingerprint_difference() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let dir = tempdir();
+    let r = lab_matrix(
+        "ge,mtu=9000,mtu.node2=1500",
+        "3",
+        &dir.path().join("m.json"),
+    );
+    let d = r
+        .analysis
+        .fingerprint_differences
+        .iter()
+        .find(|d| d.field == "interfaces[0].mtu_bytes")
+        .unwrap_or_else(|| panic!("{:?}", r.analysis.fingerprint_differences));
+    assert_eq!(d.values[0].value, "9000");
+    assert_eq!(names(&r, &d.values[0].nodes), ["node1", "node3"]);
+    assert_eq!(names(&r, &d.values[1].nodes), ["node2"]);
+}
+
+#[test]
+fn matrices_over_each_mpi_cross_the_lab_links() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    for lib in common::libraries() {
+        let via = format!("mpi:{lib}");
+        let dir = tempdir();
+        let r = lab_matrix_via("fe", "3", &via, &dir.path().join("m.json"));
+        assert!(r.complete, "{via}: {:?}", r.incomplete_reason);
+        assert_eq!(
+            (r.via.as_str(), r.launch.as_str()),
+            (via.as_str(), via.as_str())
+        );
+        assert_eq!(names(&r, &[0, 1, 2]), ["node1", "node2", "node3"]);
+        // Every directed pair, each with both points and its trials.
+        let mut pairs: Vec<(usize, usize)> = r.cells.iter().map(|c| (c.from, c.to)).collect();
+        pairs.sort();
+        assert_eq!(pairs, [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]);
+        for c in &r.cells {
+            let lat = c.latency.as_ref().expect("a latency point");
+            let bw = c.bandwidth.as_ref().expect("a bandwidth point");
+            assert!(!lat.trials_ns.is_empty() && !bw.trials_ns.is_empty());
+            // Slower than the fe link can carry: the ranks' traffic went
+            // over the emulated link, not through shared memory.
+            assert!(
+                bw.bits_per_s < 100e6,
+                "{via} {}->{}: {} bit/s is faster than the fe link",
+                c.from,
+                c.to,
+                bw.bits_per_s
+            );
+        }
+    }
+}
+
+#[test]
+fn agents_start_through_ssh_between_lab_nodes() {
+    let _s = serial();
+    let Some(lab) = common::ssh::SshLab::up("s", 3) else {
+        return;
+    };
+    let dir = tempdir();
+    let json = dir.path().join("m.json");
+    let out = lab
+        .wulf_in_node1(&["matrix"], "node1,node2,node3")
+        .args([
+            "--budget",
+            "3s",
+            "--bandwidth-size",
+            "256Ki",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    common::lab_matrix_result(&out, &json, "ssh", 6);
+}
+
+/// `mpirun -np 3 wulf matrix` across lab nodes, with each MPI's own
+/// launcher reaching the nodes through the lab's remote shell: the tasks
+/// find each other, rank 0 coordinates and every node is measured.
+#[test]
+fn mpi_launchers_start_the_matrix_on_every_node() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let lab = format!("p{}", std::process::id() % 100_000);
+    let _guard = common::lab_up(&lab, 3);
+    let dir = tempdir();
+    let d = dir.path();
+    let w = common::wulf_bin();
+    // Hydra wants its remote shell as one executable.
+    let rsh = d.join("rsh");
+    std::fs::write(
+        &rsh,
+        format!("#!/bin/sh\nexec {w} lab rsh --name {lab} \"$@\"\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&rsh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rsh = rsh.to_str().unwrap();
+    let hosts = "node1,node2,node3";
+    for (lib, launch, launcher) in [
+        (
+            "openmpi",
+            "mpirun (tasks)",
+            vec![
+                "mpirun.openmpi",
+                "--allow-run-as-root",
+                "--host",
+                hosts,
+                "-np",
+                "3",
+                "--map-by",
+                "ppr:1:node",
+                "--mca",
+                "plm_rsh_agent",
+                rsh,
+            ],
+        ),
+        (
+            "mpich",
+            "pmi (tasks)",
+            vec![
+                "mpirun.mpich",
+                "-launcher",
+                "rsh",
+                "-launcher-exec",
+                rsh,
+                "-hosts",
+                hosts,
+                "-np",
+                "3",
+                "-ppn",
+                "1",
+            ],
+        ),
+    ] {
+        if !common::have(lib) {
+            continue;
+        }
+        let json = d.join(format!("{lib}.json"));
+        let out = wulf(&["lab", "exec", "--name", &lab, "node1", "--"])
+            .args(&launcher)
+            .args([
+                w,
+                "matrix",
+                "--budget",
+                "2s",
+                "--bandwidth-size",
+                "256Ki",
+                "--quiet",
+            ])
+            .arg("--json")
+            .arg(&json)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        common::lab_matrix_result(&out, &json, launch, 6);
+    }
+}
+
+/// `wulf matrix --launch mpi:NAME`: wulf runs itself under the MPI's
+/// launcher, one task per lab node.
+#[test]
+fn launch_through_each_mpi() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    for (lib, launch) in [("openmpi", "mpirun (tasks)"), ("mpich", "pmi (tasks)")] {
+        if !common::have(lib) {
+            continue;
+        }
+        let dir = tempdir();
+        let json = dir.path().join("m.json");
+        let out = wulf(&[
+            "matrix",
+            "--lab",
+            "ge",
+            "--nodes",
+            "3",
+            "--launch",
+            &format!("mpi:{lib}"),
+            "--budget",
+            "2s",
+            "--bandwidth-size",
+            "256Ki",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{lib}: {}", stderr(&out));
+        let r = read_matrix_result(&json).unwrap();
+        assert_eq!((r.launch.as_str(), r.cells.len()), (launch, 6));
+        assert!(r.complete);
+    }
+    let out = wulf(&["matrix", "--launch", "mpi:nosuch", "--hosts", "a,b"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

@@ -1,0 +1,34 @@
+//! The system tier: real runs of the binary that take longer or need more
+//! than loopback alone: both MPIs (Open MPI and MPICH, installed by
+//! scripts/install-test-deps), NAS kernels over every transport, matrices
+//! of local agents, peers that fail, loads, a headless browser, ReFrame.
+//! A missing MPI, browser or Python venv skips with a note, or fails where
+//! CI requires it (WULF_REQUIRE_MPI, WULF_REQUIRE_BROWSER,
+//! WULF_REQUIRE_PYTHON). Run alone with `./scripts/test system`.
+//!
+//! Each former test file is a module; `common::serial()` is the one lock
+//! for the tests that need the machine to themselves, across all modules.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../support/python.rs"]
+mod python;
+
+mod collective;
+mod intranode;
+mod lean_tipc;
+mod load_conditions;
+mod matrix;
+mod matrix_hostile;
+mod mpi;
+mod mpi_ffi;
+mod npb_faults;
+mod npb_group;
+mod npb_kernels;
+mod npb_mpi;
+mod peer_faults;
+mod reframe;
+mod report_browser;
+mod soaker;
+mod sweep_local;
+mod whole_cost;

@@ -3,12 +3,12 @@
 //! [`ReportInput`] and decide where the bytes go, so every output depends on
 //! the results alone and can be snapshot-tested.
 //!
-//! Each `--format` of `wulf report` is an [`Exporter`] ([`export`] finds
-//! one by its name). Text formats live in [`format`], the HTML page and its
-//! sections in [`html`], the SVG charts the page draws in [`chart`]. What
-//! several of them share stays here: [`summary`] (the figures of a summary
-//! row), [`conditions`] (the measurement conditions) and [`compare`] (the
-//! rendering of `wulf compare`).
+//! Each `--format` of `wulf report` is an [`Exporter`] ([`exporter`] finds
+//! one by its name). Text formats live in [`format`](mod@format), the HTML
+//! page and its sections in [`html`], the SVG charts the page draws in
+//! [`chart`]. What several of them share stays here: [`summary`] (the
+//! figures of a summary row), [`conditions`] (the measurement conditions)
+//! and [`compare`] (the rendering of `wulf compare`).
 
 pub mod chart;
 pub mod compare;

@@ -1,5 +1,5 @@
 //! The HTML report: one self-contained page over a whole
-//! [`ReportInput`](super::ReportInput), with a section per kind of result.
+//! [`ReportInput`], with a section per kind of result.
 //!
 //! One page for every kind, rather than a page per kind, because the point
 //! of a report is to see results side by side: the machines and command

@@ -4,7 +4,7 @@
 //! Layout, top to bottom: the summary table of the studies (configuration,
 //! latency, peak, size at peak, n_1/2, saturation point, CPU cost, noisy
 //! points; baselines marked as limits); the warnings, the noisy points of
-//! all sweeps in one line; the charts ([`super::charts`]: the
+//! all sweeps in one line; the charts (`charts`: the
 //! transports overlaid, the baselines as limits, memcpy's memory
 //! hierarchy, intra-node transports against memcpy and the cache-line
 //! floor, efficiency against a link when one is known); the switch-overs

@@ -44,13 +44,4 @@ impl<'a> ReportInput<'a> {
             ..Default::default()
         }
     }
-
-    /// Whether there is no result of any kind.
-    pub fn is_empty(&self) -> bool {
-        self.sweeps.is_empty()
-            && self.npb.is_empty()
-            && self.studies.is_empty()
-            && self.matrices.is_empty()
-            && self.collectives.is_empty()
-    }
 }

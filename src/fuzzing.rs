@@ -32,9 +32,9 @@ pub fn result_file(data: &[u8]) {
     if let Ok(r) = crate::result::parse_result(text, "fuzz input") {
         let results = [r];
         let _ = crate::analysis::Analysis::of(&results[0]);
-        let _ = crate::report::html::to_html(&results);
-        let _ = crate::report::csv::to_csv(&results);
-        let _ = crate::report::markdown::to_markdown(&results);
+        let _ = crate::report::html::to_html(&crate::report::ReportInput::of_sweeps(&results));
+        let _ = crate::report::format::csv::to_csv(&results);
+        let _ = crate::report::format::markdown::to_markdown(&results);
     }
 }
 

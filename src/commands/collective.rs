@@ -27,7 +27,7 @@ use crate::lab::between::{run_in_node1, Across};
 use crate::launch::group::run_task;
 use crate::launch::RunContext;
 use crate::npb::{RankTask, TaskOutput};
-use crate::report::collective_table::to_text;
+use crate::report::format::collective_table::to_text;
 use crate::result::collective::{
     CollectiveResult, CollectiveRun, COLLECTIVE_KIND, COLLECTIVE_SCHEMA_VERSION,
 };

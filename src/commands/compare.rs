@@ -10,7 +10,7 @@ use crate::analysis::compare::{compare, CompareOptions};
 use crate::cli::CompareArgs;
 use crate::error::{usage, WulfError};
 use crate::report::compare::{render, Style};
-use crate::report::compare_html::{to_html, Section};
+use crate::report::html::compare::{to_html, Section};
 use crate::report::summary::labels;
 use crate::result::{write_atomically, SweepResult};
 

@@ -164,7 +164,7 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
             "wulf matrix: {} nodes, {} steps of the {} pattern, agents by {}",
             plan.expected,
             crate::cluster::schedule::steps(plan.pattern, plan.expected),
-            crate::report::matrix_text::pattern_name(plan.pattern),
+            crate::report::format::matrix_text::pattern_name(plan.pattern),
             launcher.name()
         );
     }
@@ -228,7 +228,7 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
         analysis,
         warnings: Vec::new(),
     };
-    let text = crate::report::matrix_text::to_text(&result, &g.cells);
+    let text = crate::report::format::matrix_text::to_text(&result, &g.cells);
     if to_stdout {
         eprint!("{text}");
     } else {
@@ -240,10 +240,13 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
         println!("saved {}", path.display());
     }
     if let Some(csv) = &args.csv {
-        write_atomically(csv, &crate::report::matrix_csv::to_csv(&result, &g.cells)?)?;
+        write_atomically(
+            csv,
+            &crate::report::format::matrix_csv::to_csv(&result, &g.cells)?,
+        )?;
     }
     if let Some(path) = &args.openmetrics {
-        let text = crate::report::openmetrics::to_openmetrics_figures(
+        let text = crate::report::format::openmetrics::to_openmetrics_figures(
             &[],
             &[(&result, g.cells.as_slice())],
         );

@@ -12,7 +12,7 @@ use crate::lab::between::Across;
 use crate::launch::group::run_group;
 use crate::launch::RunContext;
 use crate::npb::{Class, Kernel, RankJob};
-use crate::report::npb_table::npb_tables;
+use crate::report::format::npb_table::npb_tables;
 use crate::result::{
     fill_speedups, write_json, NpbResult, NpbRun, RankPlacement, NPB_KIND, NPB_SCHEMA_VERSION,
 };
@@ -160,7 +160,10 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         return super::loaded::npb(&ctx, plans, &prepared, a.json.as_deref());
     }
     if several {
-        print!("\n{}", crate::report::npb_table::kernels_table(&results));
+        print!(
+            "\n{}",
+            crate::report::format::npb_table::kernels_table(&results)
+        );
     }
     let loads_text = crate::load::Loads::describe(&loads.stop());
     if to_stdout {

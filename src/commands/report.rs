@@ -11,10 +11,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use clap::ValueEnum;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report;
-use crate::report::study_html::LoadedStudy;
+use crate::report::{Exporter, GivenFile, LoadedStudy, ReportInput};
 use crate::result::collective::{CollectiveResult, COLLECTIVE_KIND};
 use crate::result::matrix::{MatrixFigures, MATRIX_KIND};
 use crate::result::{
@@ -136,7 +137,8 @@ fn load(paths: &[PathBuf], read: Vec<ReadAny>) -> Result<Loaded> {
     })
 }
 
-/// Every result `wulf report` was given, by kind.
+/// Every result `wulf report` was given, by kind: the owner of what a
+/// [`ReportInput`] borrows.
 pub struct Loaded {
     /// Sweep results.
     pub sweeps: Vec<SweepResult>,
@@ -148,6 +150,19 @@ pub struct Loaded {
     pub matrices: Vec<MatrixFigures>,
     /// Collective results (`wulf collective`).
     pub collectives: Vec<CollectiveResult>,
+}
+
+impl Loaded {
+    /// The report's view of these results.
+    pub fn input(&self) -> ReportInput<'_> {
+        ReportInput {
+            sweeps: &self.sweeps,
+            npb: &self.npb,
+            studies: &self.studies,
+            matrices: &self.matrices,
+            collectives: &self.collectives,
+        }
+    }
 }
 
 /// The format an output path implies by its extension.
@@ -166,83 +181,13 @@ pub fn format_of_path(path: &Path) -> Option<ReportFormat> {
     }
 }
 
-/// The bytes of `results` in `format`.
-pub fn render(results: &[SweepResult], format: ReportFormat) -> Result<Vec<u8>> {
-    Ok(match format {
-        ReportFormat::Html => report::html::to_html(results)?.into_bytes(),
-        ReportFormat::Csv => report::csv::to_csv(results)?,
-        ReportFormat::Dat => report::dat::to_dat(results).into_bytes(),
-        ReportFormat::Markdown => report::markdown::to_markdown(results).into_bytes(),
-        ReportFormat::Openmetrics => report::openmetrics::to_openmetrics(results, &[]).into_bytes(),
-        ReportFormat::Npout => match results {
-            [one] => report::npout::to_npout(one).into_bytes(),
-            _ => {
-                return Err(crate::error::usage(format!(
-                    "np.out holds one run; give one result file (got {})",
-                    results.len()
-                )))
-            }
-        },
-    })
-}
-
-/// The bytes of sweep and NPB results in `format`: HTML draws both,
-/// Markdown gives the sweeps' summary table then each NPB result's tables;
-/// the other formats take sweeps only (the caller rejects NPB files first).
-pub fn render_all(
-    sweeps: &[SweepResult],
-    npb: &[NpbResult],
-    format: ReportFormat,
-) -> Result<Vec<u8>> {
-    render_with_studies(sweeps, npb, &[], format)
-}
-
-/// [`render_all`] with study summaries: HTML draws their sections,
-/// Markdown appends their tables; the other formats take sweeps only.
-pub fn render_with_studies(
-    sweeps: &[SweepResult],
-    npb: &[NpbResult],
-    studies: &[LoadedStudy],
-    format: ReportFormat,
-) -> Result<Vec<u8>> {
-    if !studies.is_empty() && matches!(format, ReportFormat::Markdown) {
-        let mut out = if sweeps.is_empty() && npb.is_empty() {
-            Vec::new()
-        } else {
-            render_with_studies(sweeps, npb, &[], format)?
-        };
-        for s in studies {
-            out.extend(format!("## Study: {}\n\n", s.summary.study).into_bytes());
-            out.extend(crate::study::tables::markdown(&s.summary.tables).into_bytes());
-        }
-        return Ok(out);
-    }
-    match format {
-        ReportFormat::Html => {
-            Ok(report::html::to_html_with_studies(sweeps, npb, studies)?.into_bytes())
-        }
-        ReportFormat::Markdown if !npb.is_empty() => {
-            let mut parts: Vec<String> = Vec::new();
-            if !sweeps.is_empty() {
-                parts.push(report::markdown::to_markdown(sweeps));
-            }
-            parts.extend(npb.iter().map(report::npb_table::npb_markdown));
-            Ok(parts.join("\n").into_bytes())
-        }
-        _ => render(sweeps, format),
-    }
-}
-
-/// The name of a format on the command line.
-fn format_name(format: ReportFormat) -> &'static str {
-    match format {
-        ReportFormat::Html => "html",
-        ReportFormat::Csv => "csv",
-        ReportFormat::Dat => "dat",
-        ReportFormat::Npout => "npout",
-        ReportFormat::Markdown => "markdown",
-        ReportFormat::Openmetrics => "openmetrics",
-    }
+/// The exporter of `format`, found by the name clap gives the variant on
+/// the command line (the report layer knows no CLI types).
+pub fn exporter_of(format: ReportFormat) -> &'static dyn Exporter {
+    let value = format
+        .to_possible_value()
+        .expect("every --format is listed (none is skipped)");
+    report::exporter(value.get_name()).expect("every --format has an exporter")
 }
 
 /// Run `wulf report`.
@@ -251,67 +196,22 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         .format
         .or_else(|| args.output.as_deref().and_then(format_of_path))
         .unwrap_or(ReportFormat::Html);
+    let exporter = exporter_of(format);
     // Each file is read once, here; refusals by kind come before any
     // error in reading one, as when they had readers of their own.
     let read: Vec<ReadAny> = args.results.iter().map(|p| read_any_kind(p)).collect();
-    let kinds_of = |kinds: &[&str]| {
-        args.results
-            .iter()
-            .zip(&read)
-            .find(|(_, r)| is_kind(r, kinds))
-            .map(|(p, _)| p)
-    };
-    // An NPB file first: that it cannot be exported says more than a count.
-    if format == ReportFormat::Openmetrics {
-        refuse_npb_and_studies(kinds_of(&[NPB_KIND, STUDY_KIND]))?;
-    } else if matches!(
-        format,
-        ReportFormat::Csv | ReportFormat::Dat | ReportFormat::Npout
-    ) {
-        if let Some(p) = kinds_of(&[NPB_KIND, STUDY_KIND, MATRIX_KIND, COLLECTIVE_KIND]) {
-            return Err(crate::error::usage(format!(
-                "{} is an NPB result, a study summary, a link matrix or a collective result: the {} format holds the points of sweep \
-                 results only; they go into the html or markdown formats",
-                p.display(),
-                format_name(format)
-            )));
-        }
-    }
-    if format == ReportFormat::Npout && args.results.len() != 1 {
-        return Err(crate::error::usage(format!(
-            "--format npout: np.out holds one run; give one result file (got {})",
-            args.results.len()
-        )));
-    }
+    let given: Vec<GivenFile> = args
+        .results
+        .iter()
+        .zip(&read)
+        .map(|(path, r)| GivenFile {
+            path,
+            kind: r.kind.as_deref(),
+        })
+        .collect();
+    exporter.admit(&given)?;
     let all = load(&args.results, read)?;
-    let bytes = if format == ReportFormat::Html {
-        report::html::to_html_every_kind(
-            &all.sweeps,
-            &all.npb,
-            &all.studies,
-            &all.matrices,
-            &all.collectives,
-        )?
-        .into_bytes()
-    } else if format == ReportFormat::Openmetrics {
-        report::openmetrics::to_openmetrics(&all.sweeps, &all.matrices).into_bytes()
-    } else {
-        let mut b = if all.sweeps.is_empty() && all.npb.is_empty() && all.studies.is_empty() {
-            Vec::new()
-        } else {
-            render_with_studies(&all.sweeps, &all.npb, &all.studies, format)?
-        };
-        // Markdown only: the other formats refused matrices above.
-        for m in &all.matrices {
-            let text = report::matrix_text::to_text(&m.result, &m.figures);
-            b.extend(format!("\n## Link matrix\n\n```\n{text}```\n").into_bytes());
-        }
-        for c in &all.collectives {
-            let text = report::collective_table::to_text(c);
-            b.extend(format!("\n## Collective: {}\n\n```\n{text}```\n", c.collective).into_bytes());
-        }
-        b
-    };
+    let bytes = exporter.export(&all.input())?;
     let out = match (&args.output, format) {
         (Some(p), _) => p.clone(),
         (None, ReportFormat::Html) => PathBuf::from("report.html"),
@@ -324,19 +224,6 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
     write_atomically(&out, &bytes)?;
     println!("report: {}", out.display());
     Ok(())
-}
-
-/// OpenMetrics holds sweeps and link matrices: an NPB result or a study
-/// summary (the first given, `first`) is a usage error naming the file.
-fn refuse_npb_and_studies(first: Option<&PathBuf>) -> Result<()> {
-    match first {
-        Some(p) => Err(crate::error::usage(format!(
-            "{} is an NPB result or a study summary: the openmetrics format holds sweep \
-             results and link matrices; NPB results and studies go into the html or markdown formats",
-            p.display()
-        ))),
-        None => Ok(()),
-    }
 }
 
 #[cfg(test)]
@@ -363,5 +250,17 @@ mod tests {
             Some(ReportFormat::Openmetrics)
         );
         assert_eq!(format_of_path(Path::new("r")), None);
+    }
+
+    #[test]
+    fn every_format_has_its_exporter() {
+        for f in ReportFormat::value_variants() {
+            let name = f.to_possible_value().unwrap().get_name().to_string();
+            assert_eq!(exporter_of(*f).name(), name);
+        }
+        assert_eq!(
+            report::export::EXPORTERS.len(),
+            ReportFormat::value_variants().len()
+        );
     }
 }

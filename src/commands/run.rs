@@ -178,12 +178,15 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         }
     }
     if !results.is_empty() {
-        write_atomically(&dir.join("points.csv"), &report::csv::to_csv(&results)?)?;
+        write_atomically(
+            &dir.join("points.csv"),
+            &report::format::csv::to_csv(&results)?,
+        )?;
         if let Some(path) = &args.openmetrics {
-            let text = report::openmetrics::to_openmetrics(&results, &[]);
+            let text = report::format::openmetrics::to_openmetrics(&results, &[]);
             write_atomically(path, text.as_bytes())?;
         }
-        println!("{}", report::table::comparison_table(&results));
+        println!("{}", report::format::table::comparison_table(&results));
         let names: Vec<String> = results.iter().map(|r| r.transport.clone()).collect();
         for (who, w) in report::summary::grouped_warnings(&results, &names) {
             match who {
@@ -192,14 +195,19 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             }
         }
         for r in &npb_results {
-            println!("{}", report::npb_table::npb_tables(r));
+            println!("{}", report::format::npb_table::npb_tables(r));
         }
         println!("results: {}", dir.display());
         // The report beside the results: what a user opens first.
         let report_path = dir.join("report.html");
         write_atomically(
             &report_path,
-            report::html::to_html_all(&results, &npb_results)?.as_bytes(),
+            report::html::to_html(&report::ReportInput {
+                sweeps: &results,
+                npb: &npb_results,
+                ..Default::default()
+            })?
+            .as_bytes(),
         )?;
         println!("report:  {}", report_path.display());
     }

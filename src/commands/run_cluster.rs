@@ -194,14 +194,20 @@ pub fn execute(
     print!("{summary}");
     write_atomically(&dir.join("summary.txt"), summary.as_bytes())?;
     if let Some(path) = &args.openmetrics {
-        let text = crate::report::openmetrics::to_openmetrics(&sweeps, &matrices);
+        let text = crate::report::format::openmetrics::to_openmetrics(&sweeps, &matrices);
         write_atomically(path, text.as_bytes())?;
     }
     let report = dir.join("report.html");
     write_atomically(
         &report,
-        crate::report::html::to_html_every_kind(&sweeps, &npb, &[], &matrices, &collectives)?
-            .as_bytes(),
+        crate::report::html::to_html(&crate::report::ReportInput {
+            sweeps: &sweeps,
+            npb: &npb,
+            studies: &[],
+            matrices: &matrices,
+            collectives: &collectives,
+        })?
+        .as_bytes(),
     )?;
     println!("results: {}", dir.display());
     println!("report:  {}", report.display());

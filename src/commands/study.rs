@@ -16,7 +16,7 @@ use crate::cli::{StudyArg, StudyArgs};
 use crate::error::{usage, WulfError};
 use crate::exec::process::{exit_code, run_forwarding_interrupt};
 use crate::lab::LinkRate;
-use crate::report::study_html::LoadedStudy;
+use crate::report::{LoadedStudy, ReportInput};
 use crate::result::{
     read_result, write_atomically, write_json, StudyResult, SweepResult, STUDY_KIND,
     STUDY_SCHEMA_VERSION,
@@ -169,7 +169,10 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         summary,
         sweeps: loaded,
     };
-    let html = crate::report::html::to_html_with_studies(&[], &[], std::slice::from_ref(&study))?;
+    let html = crate::report::html::to_html(&ReportInput {
+        studies: std::slice::from_ref(&study),
+        ..Default::default()
+    })?;
     write_atomically(&dir.join("report.html"), html.as_bytes())?;
     if a.json {
         eprint!("{text}");

@@ -61,7 +61,7 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
         &prepared.loads,
         args.measure.quiet,
     )?;
-    let mut table = report::table::sweep_table(&outcome.result);
+    let mut table = report::format::table::sweep_table(&outcome.result);
     table.push_str(&super::loaded::conditions_text(&outcome.result));
     let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout {
@@ -90,10 +90,13 @@ fn save(args: &SweepArgs, result: &SweepResult) -> Result<()> {
         write_result(path, result)?;
     }
     if let Some(path) = &args.csv {
-        write_atomically(path, &report::csv::to_csv(std::slice::from_ref(result))?)?;
+        write_atomically(
+            path,
+            &report::format::csv::to_csv(std::slice::from_ref(result))?,
+        )?;
     }
     if let Some(path) = &args.openmetrics {
-        let text = report::openmetrics::to_openmetrics(std::slice::from_ref(result), &[]);
+        let text = report::format::openmetrics::to_openmetrics(std::slice::from_ref(result), &[]);
         write_atomically(path, text.as_bytes())?;
     }
     Ok(())

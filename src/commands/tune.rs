@@ -308,7 +308,10 @@ fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
     json.push(b'\n');
     write_atomically(&dir.join("tune.json"), &json)?;
     if !m.results.is_empty() {
-        write_atomically(&dir.join("points.csv"), &report::csv::to_csv(&m.results)?)?;
+        write_atomically(
+            &dir.join("points.csv"),
+            &report::format::csv::to_csv(&m.results)?,
+        )?;
     }
     let mut report = text::render(&summary);
     report.push_str(&format!(

@@ -193,7 +193,7 @@ fn pairs_count(unloaded: &[SweepResult], loaded: &[SweepResult]) -> usize {
 /// best Mop/s at the largest process count, the relative change of each,
 /// and each transport against tcp under both conditions.
 pub fn npb_pair_table(unloaded: &[NpbResult], loaded: &[NpbResult]) -> String {
-    use crate::report::npb_table::kernels_table;
+    use crate::report::format::npb_table::kernels_table;
     let mut s = String::new();
     let _ = write!(s, "UNLOADED\n{}\n", kernels_table(unloaded));
     let _ = write!(s, "LOADED\n{}\n", kernels_table(loaded));

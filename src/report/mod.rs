@@ -1,42 +1,23 @@
-//! Exporters: pure functions from results to bytes, one file per format.
-//! Nothing here measures, reads files or prints; commands decide where the
-//! bytes go.
+//! The report: pure functions from results to bytes. Nothing here measures,
+//! reads files or prints; commands load the results, hand them over as one
+//! [`ReportInput`] and decide where the bytes go, so every output depends on
+//! the results alone and can be snapshot-tested.
 //!
-//! Formats: [`html`] (the report, with [`charts`]), [`csv`], [`dat`]
-//! (gnuplot), [`npout`] (NetPIPE 3.7 columns), [`markdown`] (summary
-//! table), [`openmetrics`] (gauges for monitoring), [`table`]
-//! (terminal), [`npb_table`] (NAS kernel tables), [`npb_html`] and
-//! [`npb_charts`] (NAS results in the HTML report), [`collective_table`],
-//! [`collective_html`] and [`collective_charts`] (`wulf collective`'s
-//! tables and its section of the report), [`study_html`] (a study's
-//! section), [`limit_charts`] (memcpy's memory hierarchy and the
-//! transports against the machine's limits), and [`compare`] (the rendering of
-//! `wulf compare`); [`summary`] holds what several of them share.
+//! Each `--format` of `wulf report` is an [`Exporter`] ([`exporter`] finds
+//! one by its name). Text formats live in [`format`](mod@format), the HTML
+//! page and its sections in [`html`], the SVG charts the page draws in
+//! [`chart`]. What several of them share stays here: [`summary`] (the
+//! figures of a summary row), [`conditions`] (the measurement conditions)
+//! and [`compare`] (the rendering of `wulf compare`).
 
-pub mod chart_frame;
-pub mod charts;
-pub mod collective_charts;
-pub mod collective_html;
-pub mod collective_table;
+pub mod chart;
 pub mod compare;
-pub mod compare_html;
 pub mod conditions;
-pub mod cpu_throughput_chart;
-pub mod csv;
-pub mod dat;
+pub mod export;
+pub mod format;
 pub mod html;
-mod html_charts;
-mod html_details;
-pub mod limit_charts;
-pub mod markdown;
-pub mod matrix_csv;
-pub mod matrix_html;
-pub mod matrix_text;
-pub mod npb_charts;
-pub mod npb_html;
-pub mod npb_table;
-pub mod npout;
-pub mod openmetrics;
-pub mod study_html;
+pub mod input;
 pub mod summary;
-pub mod table;
+
+pub use export::{exporter, Exporter, GivenFile};
+pub use input::{LoadedStudy, ReportInput};

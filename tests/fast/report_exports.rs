@@ -66,13 +66,13 @@ fn snapshot(name: &str, actual: &str) {
 
 #[test]
 fn csv_snapshot() {
-    let bytes = report::csv::to_csv(&fixtures()).unwrap();
+    let bytes = report::format::csv::to_csv(&fixtures()).unwrap();
     snapshot("fixtures.csv", &String::from_utf8(bytes).unwrap());
 }
 
 #[test]
 fn gnuplot_dat_snapshot() {
-    let dat = report::dat::to_dat(&fixtures());
+    let dat = report::format::dat::to_dat(&fixtures());
     assert!(dat.starts_with("# 1:bytes 2:median_us"));
     // One block per result, separated by two blank lines for `index N`.
     assert_eq!(dat.matches("\n\n\n# index 1:").count(), 1);
@@ -82,7 +82,7 @@ fn gnuplot_dat_snapshot() {
 #[test]
 fn netpipe_npout_snapshot() {
     let r = &fixtures()[0];
-    let out = report::npout::to_npout(r);
+    let out = report::format::npout::to_npout(r);
     // NetPIPE 3.7 columns: bytes, Mbps of 2^20 bit/s, seconds.
     let first: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
     let p = &r.points[0];
@@ -97,7 +97,7 @@ fn netpipe_npout_snapshot() {
 
 #[test]
 fn markdown_snapshot() {
-    let md = report::markdown::to_markdown(&fixtures());
+    let md = report::format::markdown::to_markdown(&fixtures());
     assert!(md.starts_with("| configuration | latency (µs) | peak (Mbit/s) |"));
     snapshot("fixtures.md", &md);
 }
@@ -158,7 +158,7 @@ fn assert_npb_charts(svgs: &[&str]) {
 /// structure (their pixels are the browser test's job).
 #[test]
 fn html_snapshot_and_structure() {
-    let html = report::html::to_html(&fixtures()).unwrap();
+    let html = report::html::to_html(&report::ReportInput::of_sweeps(&fixtures())).unwrap();
     assert_self_contained(&html);
     let (stripped, svgs) = strip_charts(&html);
     for svg in &svgs {
@@ -186,7 +186,11 @@ fn html_snapshot_and_structure() {
 /// command line, and none of the sweep sections.
 #[test]
 fn npb_html_snapshot_and_structure() {
-    let html = report::html::to_html_all(&[], &[npb_fixture()]).unwrap();
+    let html = report::html::to_html(&report::ReportInput {
+        npb: &[npb_fixture()],
+        ..Default::default()
+    })
+    .unwrap();
     assert_self_contained(&html);
     let (stripped, svgs) = strip_charts(&html);
     assert_npb_charts(&svgs);
@@ -216,7 +220,12 @@ fn npb_html_snapshot_and_structure() {
 /// the NPB section, then the machines of all of them.
 #[test]
 fn mixed_html_snapshot_and_structure() {
-    let html = report::html::to_html_all(&fixtures(), &[npb_fixture()]).unwrap();
+    let html = report::html::to_html(&report::ReportInput {
+        sweeps: &fixtures(),
+        npb: &[npb_fixture()],
+        ..Default::default()
+    })
+    .unwrap();
     assert_self_contained(&html);
     let (stripped, svgs) = strip_charts(&html);
     assert_eq!(
@@ -243,7 +252,7 @@ fn mixed_html_snapshot_and_structure() {
 fn throughput_per_cpu_chart_draws_both_measures() {
     // The chart's SVG in the report, if there is one.
     fn chart(results: &[SweepResult]) -> Option<String> {
-        let html = report::html::to_html(results).unwrap();
+        let html = report::html::to_html(&report::ReportInput::of_sweeps(results)).unwrap();
         let at = html.find("<figure id=cpu-throughput")?;
         let end = html[at..].find("</svg>").unwrap() + at;
         Some(html[at..end].to_string())
@@ -281,7 +290,11 @@ fn failed_npb_runs_show_as_failed() {
         .unwrap();
     *run = wulf::result::NpbRun::new("tcp", 4, Err("rank 3 died".into()));
     wulf::result::fill_speedups(&mut r.runs);
-    let html = report::html::to_html_all(&[], &[r]).unwrap();
+    let html = report::html::to_html(&report::ReportInput {
+        npb: &[r],
+        ..Default::default()
+    })
+    .unwrap();
     assert!(html.contains("<span class=bad title=\"rank 3 died\">failed</span>"));
     assert!(html.contains("<span class=bad>failed</span>: rank 3 died"));
     assert!(html.contains("1 of 6 runs failed"));
@@ -336,7 +349,11 @@ fn npb_without_one_process_runs_has_no_speedup_chart() {
     let mut r = npb_fixture();
     r.runs.retain(|x| x.nprocs > 1);
     wulf::result::fill_speedups(&mut r.runs);
-    let html = report::html::to_html_all(&[], &[r]).unwrap();
+    let html = report::html::to_html(&report::ReportInput {
+        npb: &[r],
+        ..Default::default()
+    })
+    .unwrap();
     assert_eq!(html.matches("<svg").count(), 1);
     assert!(html.contains("<figure id=npb1-speedup class=empty>"));
 }
@@ -479,8 +496,8 @@ fn a_stored_limit_role_draws_as_the_looked_up_one() {
     let stored = read_result(&v4).unwrap();
     let tcp = fixtures().remove(0);
     assert_eq!(
-        report::html::to_html(&[tcp.clone(), stored]).unwrap(),
-        report::html::to_html(&[tcp, old]).unwrap()
+        report::html::to_html(&report::ReportInput::of_sweeps(&[tcp.clone(), stored])).unwrap(),
+        report::html::to_html(&report::ReportInput::of_sweeps(&[tcp, old])).unwrap()
     );
 }
 

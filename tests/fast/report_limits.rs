@@ -53,7 +53,12 @@ fn baselines_are_limits_not_competitors() {
     let memcpy = fixture("memcpy-stream.json");
     let unix = unix_with_limits(&memcpy);
     let tcp = fixture("tcp-pingpong.json");
-    let html = report::html::to_html(&[memcpy.clone(), tcp, unix]).unwrap();
+    let html = report::html::to_html(&report::ReportInput::of_sweeps(&[
+        memcpy.clone(),
+        tcp,
+        unix,
+    ]))
+    .unwrap();
 
     // Highlights name transports only, although memcpy has the lowest
     // "latency" and the highest peak of the three.
@@ -111,7 +116,10 @@ fn baselines_are_limits_not_competitors() {
 
 #[test]
 fn a_report_without_baselines_has_no_limit_charts() {
-    let html = report::html::to_html(&[fixture("tcp-pingpong.json")]).unwrap();
+    let html = report::html::to_html(&report::ReportInput::of_sweeps(&[fixture(
+        "tcp-pingpong.json",
+    )]))
+    .unwrap();
     for id in [
         "memory",
         "memcpy-fraction",
@@ -126,7 +134,8 @@ fn a_report_without_baselines_has_no_limit_charts() {
 #[test]
 fn throughput_axis_is_log_when_curves_span_two_decades() {
     let tcp = fixture("tcp-pingpong.json");
-    let html = report::html::to_html(std::slice::from_ref(&tcp)).unwrap();
+    let html =
+        report::html::to_html(&report::ReportInput::of_sweeps(std::slice::from_ref(&tcp))).unwrap();
     assert!(html.contains("<figure id=throughput data-scale=lin>"));
     // The same path 500 times slower beside it: its curve would lie flat
     // on the bottom of a linear axis.
@@ -138,7 +147,7 @@ fn throughput_axis_is_log_when_curves_span_two_decades() {
         p.ci_high_ns *= 500.0;
         p.bits_per_s /= 500.0;
     }
-    let html = report::html::to_html(&[tcp, slow]).unwrap();
+    let html = report::html::to_html(&report::ReportInput::of_sweeps(&[tcp, slow])).unwrap();
     assert!(html.contains("<figure id=throughput data-scale=log>"));
     assert!(html.contains("value=log checked"));
 }
@@ -186,7 +195,8 @@ fn marks(svg: &str) -> usize {
 fn only_confirmed_events_are_marked_on_the_charts() {
     let unix = fixture("unix-pingpong.json");
     // No confirmation pass in the file: events are listed, none marked.
-    let html = report::html::to_html(std::slice::from_ref(&unix)).unwrap();
+    let html = report::html::to_html(&report::ReportInput::of_sweeps(std::slice::from_ref(&unix)))
+        .unwrap();
     let listed = html.matches("<tr><td>D").count() + html.matches("<tr><td>S").count();
     assert!(listed > 0, "the fixture has candidate events");
     assert!(html.contains("no confirmation pass in this result"));
@@ -194,7 +204,10 @@ fn only_confirmed_events_are_marked_on_the_charts() {
     assert_eq!(marks(t), 0, "unconfirmed event marked");
 
     // Every event confirmed: marked.
-    let html = report::html::to_html(&[confirmed_everything(unix)]).unwrap();
+    let html = report::html::to_html(&report::ReportInput::of_sweeps(&[confirmed_everything(
+        unix,
+    )]))
+    .unwrap();
     assert!(html.contains("<b>confirmed</b> by fresh trials"));
     let t = figure(&html, "throughput").unwrap();
     assert!(marks(t) > 0, "confirmed event not marked");

@@ -6,7 +6,7 @@
 //! and the cache-line ping-pong the least time any message between them
 //! could take. So they are not curves beside the transports' but limits
 //! drawn on the transports' charts ([`memcpy_limit_line`], and the floor
-//! on the latency chart in [`super::charts`]), and here:
+//! on the latency chart in [`super::sweep`]), and here:
 //!
 //! * [`memory_hierarchy`]: memcpy bandwidth against size with the cache
 //!   sizes of the host marked (as HINT showed memory hierarchies), so the
@@ -22,8 +22,8 @@
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::chart_frame::{frame, num, Axis, Ctx};
-use super::charts::{line_with_dots, size_axis, time_word, Series};
+use super::frame::{frame, num, Axis, Ctx};
+use super::sweep::{line_with_dots, size_axis, time_word, Series};
 use crate::units::format_bytes;
 
 /// The memcpy curve of `s` drawn as a limit on a throughput chart: a grey

@@ -11,8 +11,8 @@
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::chart_frame::{frame, num, Axis};
-use super::charts::{size_axis, Series};
+use super::frame::{frame, num, Axis};
+use super::sweep::{size_axis, Series};
 use crate::result::Point;
 
 /// Reads a CPU cost per byte (ns) from a point; 0 or less when unknown.

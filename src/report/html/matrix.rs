@@ -16,8 +16,8 @@
 
 use std::fmt::Write;
 
-use super::html_details::esc;
-use super::matrix_text::pattern_name;
+use super::details::esc;
+use crate::report::format::matrix_text::pattern_name;
 use crate::result::matrix::Pattern;
 use crate::result::matrix::{CellFigures, MatrixFigures, MatrixResult};
 use crate::units::format_bytes;
@@ -483,5 +483,5 @@ fn node_table(h: &mut String, m: &MatrixResult) {
 }
 
 #[cfg(test)]
-#[path = "matrix_html_tests.rs"]
+#[path = "matrix_tests.rs"]
 mod tests;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::summary::physical_limit;
+use crate::report::summary::physical_limit;
 use crate::result::{Mode, SweepResult};
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
 

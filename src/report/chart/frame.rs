@@ -17,7 +17,7 @@ use anyhow::Result;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
-use super::charts::CHART_PX;
+use super::sweep::CHART_PX;
 
 /// One axis: description (with unit), scale, range and ticks in data units.
 pub(super) struct Axis {

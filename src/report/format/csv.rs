@@ -1,5 +1,7 @@
 //! CSV export: one row per point, with units in the column names.
 
+use crate::report::export::{admit_sweeps_only, sweeps_only, Exporter, GivenFile};
+use crate::report::input::ReportInput;
 use crate::result::SweepResult;
 
 /// Column names of the CSV export.
@@ -69,6 +71,24 @@ pub fn to_csv(results: &[SweepResult]) -> anyhow::Result<Vec<u8>> {
         }
     }
     w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// `--format csv`: [`to_csv`] of the sweeps.
+pub struct Csv;
+
+impl Exporter for Csv {
+    fn name(&self) -> &'static str {
+        "csv"
+    }
+
+    fn admit(&self, files: &[GivenFile<'_>]) -> anyhow::Result<()> {
+        admit_sweeps_only(self.name(), files)
+    }
+
+    fn export(&self, input: &ReportInput<'_>) -> anyhow::Result<Vec<u8>> {
+        sweeps_only(self.name(), input)?;
+        to_csv(input.sweeps)
+    }
 }
 
 #[cfg(test)]

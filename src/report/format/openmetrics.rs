@@ -25,10 +25,13 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::summary::summary_row;
 use crate::analysis::Analysis;
+use crate::report::export::{Exporter, GivenFile};
+use crate::report::input::ReportInput;
+use crate::report::summary::summary_row;
 use crate::result::matrix::{CellFigures, Figure, MatrixFigures, MatrixResult};
 use crate::result::SweepResult;
+use crate::result::{NPB_KIND, STUDY_KIND};
 
 /// The labels of every series: host, peer, transport, mode.
 type Labels = [(&'static str, String); 4];
@@ -264,6 +267,42 @@ impl Collector for Families {
             }
         }
         Ok(())
+    }
+}
+
+/// `--format openmetrics`: [`to_openmetrics`] of the sweeps and link
+/// matrices (collective results have no gauges yet and are left out).
+pub struct Openmetrics;
+
+impl Exporter for Openmetrics {
+    fn name(&self) -> &'static str {
+        "openmetrics"
+    }
+
+    /// An NPB result or a study summary (the first given) is a usage error
+    /// naming the file: monitoring wants figures per link, which they lack.
+    fn admit(&self, files: &[GivenFile<'_>]) -> anyhow::Result<()> {
+        match files
+            .iter()
+            .find(|f| f.kind.is_some_and(|k| k == NPB_KIND || k == STUDY_KIND))
+        {
+            Some(f) => Err(crate::error::usage(format!(
+                "{} is an NPB result or a study summary: the openmetrics format holds sweep \
+                 results and link matrices; NPB results and studies go into the html or markdown formats",
+                f.path.display()
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn export(&self, input: &ReportInput<'_>) -> anyhow::Result<Vec<u8>> {
+        if !input.npb.is_empty() || !input.studies.is_empty() {
+            return Err(crate::error::usage(
+                "the openmetrics format holds sweep results and link matrices; NPB results \
+                 and studies go into the html or markdown formats",
+            ));
+        }
+        Ok(to_openmetrics(input.sweeps, input.matrices).into_bytes())
     }
 }
 

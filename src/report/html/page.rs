@@ -4,15 +4,15 @@
 //! Layout, top to bottom: the summary table of the studies (configuration,
 //! latency, peak, size at peak, n_1/2, saturation point, CPU cost, noisy
 //! points; baselines marked as limits); the warnings, the noisy points of
-//! all sweeps in one line; the charts ([`super::html_charts`]: the
+//! all sweeps in one line; the charts (`charts`: the
 //! transports overlaid, the baselines as limits, memcpy's memory
 //! hierarchy, intra-node transports against memcpy and the cache-line
 //! floor, efficiency against a link when one is known); the switch-overs
 //! and drop-outs with their confirmation status and likely causes (only
 //! confirmed ones are marked on the charts) and the Hockney segments with
 //! their intervals; then a section per NPB result (`wulf npb`: Mop/s
-//! and speedup charts and tables, [`super::npb_html`]), per collective
-//! result (`wulf collective`: time against size, [`super::collective_html`]);
+//! and speedup charts and tables, [`super::npb`]), per collective
+//! result (`wulf collective`: time against size, [`super::collective`]);
 //! and each result's
 //! machine, placement, options and command line. The output depends only on the results (no clock, no
 //! environment), so it can be snapshot-tested.
@@ -21,63 +21,33 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
-use super::charts::{color_hex, Series};
-use super::html_charts::charts_section;
-use super::html_details::{anomalies, esc, machines};
-use super::npb_html::{npb_labels, npb_machines, npb_sections};
-use super::study_html::{study_sections, LoadedStudy};
-use super::summary::{labels, num_or_dash, physical_limit, size_or_dash, summary_row, SummaryRow};
+use super::charts::charts_section;
+use super::details::{anomalies, esc, machines};
+use super::npb::{npb_labels, npb_machines, npb_sections};
+use super::study::study_sections;
 use crate::analysis::Analysis;
-use crate::result::collective::CollectiveResult;
-use crate::result::matrix::MatrixFigures;
-use crate::result::{NpbResult, SweepResult};
+use crate::report::chart::sweep::{color_hex, Series};
+use crate::report::input::ReportInput;
+use crate::report::summary::{
+    labels, num_or_dash, physical_limit, size_or_dash, summary_row, SummaryRow,
+};
+use crate::result::SweepResult;
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
 
-/// The report for sweep `results` as one HTML document (no NPB results).
-pub fn to_html(results: &[SweepResult]) -> Result<String> {
-    to_html_all(results, &[])
-}
-
-/// The report for sweep results and NPB results (`wulf npb`) as one HTML
-/// document: the sweep sections first, when there are sweeps, then a
-/// section per NPB result, then the machines and command lines of all.
-pub fn to_html_all(sweeps: &[SweepResult], npb: &[NpbResult]) -> Result<String> {
-    to_html_with_studies(sweeps, npb, &[])
-}
-
-/// The report for sweep, NPB and study results: the sweep sections, a
-/// section per NPB result, a section per study ([`super::study_html`]),
-/// then the machines and command lines.
-pub fn to_html_with_studies(
-    sweeps: &[SweepResult],
-    npb: &[NpbResult],
-    studies: &[LoadedStudy],
-) -> Result<String> {
-    to_html_full(sweeps, npb, studies, &[])
-}
-
-/// The report for sweep, NPB and study results and link matrices:
-/// [`to_html_with_studies`] and a section per link matrix
-/// ([`super::matrix_html`]) after the studies.
-pub fn to_html_full(
-    sweeps: &[SweepResult],
-    npb: &[NpbResult],
-    studies: &[LoadedStudy],
-    matrices: &[MatrixFigures],
-) -> Result<String> {
-    to_html_every_kind(sweeps, npb, studies, matrices, &[])
-}
-
-/// The report for every kind of result: [`to_html_full`] and a section
-/// per collective result ([`super::collective_html`]) after the NPB ones.
-pub fn to_html_every_kind(
-    sweeps: &[SweepResult],
-    npb: &[NpbResult],
-    studies: &[LoadedStudy],
-    matrices: &[MatrixFigures],
-    collectives: &[CollectiveResult],
-) -> Result<String> {
-    let results = sweeps;
+/// The report over `input` as one HTML document, a section per kind of
+/// result: the sweep sections (summary, warnings, charts, events) when there
+/// are sweeps, then a section per NPB result ([`super::npb`]), per
+/// collective result ([`super::collective`]), per study ([`super::study`])
+/// and per link matrix ([`super::matrix`]), then the machines and command
+/// lines of all.
+pub fn to_html(input: &ReportInput) -> Result<String> {
+    let ReportInput {
+        sweeps: results,
+        npb,
+        studies,
+        matrices,
+        collectives,
+    } = *input;
     let names = labels(results);
     let npb_names = npb_labels(npb);
     let analyses: Vec<Analysis> = results.iter().map(Analysis::of).collect();
@@ -98,7 +68,7 @@ pub fn to_html_every_kind(
             first_dropout_no: d_no,
             first_switchover_no: s_no,
             limit_bits_per_s: physical_limit(r).map(|l| l.bits_per_s),
-            limit_role: super::summary::limit_role(r),
+            limit_role: crate::report::summary::limit_role(r),
         });
         d_no += analyses[i].dropouts.len();
         s_no += analyses[i].switchovers.len();
@@ -113,7 +83,7 @@ pub fn to_html_every_kind(
         esc(&title(&all_names))
     );
     h.push_str(ERROR_TRAP);
-    header(&mut h, results, npb, studies, matrices, collectives);
+    header(&mut h, input);
     // A report of NPB results (or studies) only has no sweep sections: empty
     // tables and charts without data would only say "nothing here" five times.
     let others =
@@ -134,9 +104,9 @@ pub fn to_html_every_kind(
         anomalies(&mut h, &series);
     }
     npb_sections(&mut h, npb, &npb_names)?;
-    super::collective_html::collective_sections(&mut h, collectives)?;
+    super::collective::collective_sections(&mut h, collectives)?;
     study_sections(&mut h, studies)?;
-    super::matrix_html::matrix_sections(&mut h, matrices);
+    super::matrix::matrix_sections(&mut h, matrices);
     h.push_str("<section id=machines><h2>Machines and command lines</h2>\n");
     machines(&mut h, results, &names);
     npb_machines(&mut h, npb, &npb_names);
@@ -153,14 +123,14 @@ fn title(names: &[String]) -> String {
     }
 }
 
-fn header(
-    h: &mut String,
-    results: &[SweepResult],
-    npb: &[NpbResult],
-    studies: &[LoadedStudy],
-    matrices: &[MatrixFigures],
-    collectives: &[CollectiveResult],
-) {
+fn header(h: &mut String, input: &ReportInput) {
+    let ReportInput {
+        sweeps: results,
+        npb,
+        studies,
+        matrices,
+        collectives,
+    } = *input;
     let mut hosts: Vec<&str> = results
         .iter()
         .map(|r| r.host.hostname.as_str())
@@ -386,7 +356,7 @@ fn warnings(h: &mut String, results: &[SweepResult], names: &[String]) {
             );
         }
     }
-    for (who, w) in super::summary::grouped_warnings(results, names) {
+    for (who, w) in crate::report::summary::grouped_warnings(results, names) {
         match who {
             Some(name) => {
                 let _ = writeln!(items, "<li><b>{}</b>: {}</li>", esc(&name), esc(&w));
@@ -501,7 +471,7 @@ mod tests {
             r.summary = crate::result::Summary::from_points(&r.points);
             let mut b = r.clone();
             b.mode = crate::result::Mode::Bidir;
-            let html = to_html(&[r, b]).unwrap();
+            let html = to_html(&ReportInput::of_sweeps(&[r, b])).unwrap();
             assert!(html.contains("incomplete run (interrupted)"));
             // Five charts, the throughput chart twice (linear and log),
             // and throughput per CPU time once there is a CPU figure.
@@ -513,7 +483,7 @@ mod tests {
 
     #[test]
     fn an_empty_list_still_makes_a_page() {
-        let html = to_html(&[]).unwrap();
+        let html = to_html(&ReportInput::default()).unwrap();
         assert!(html.starts_with("<!DOCTYPE html>"));
         assert!(html.ends_with("</html>\n"));
     }

@@ -1,12 +1,12 @@
-//! `wulf compare --html`: the comparison tables of [`super::compare`] as one
+//! `wulf compare --html`: the comparison tables of [`crate::report::compare`] as one
 //! self-contained HTML page (no scripts, no external files), the verdicts
 //! coloured so a changed band stands out at a glance.
 
 use std::fmt::Write;
 
-use super::compare::{band_rows, figure_rows, notes, BAND_RIGHT, FIGURE_RIGHT};
-use super::html_details::esc;
+use super::details::esc;
 use crate::analysis::compare::Comparison;
+use crate::report::compare::{band_rows, figure_rows, notes, BAND_RIGHT, FIGURE_RIGHT};
 
 /// One comparison of the page: B's runs against A's.
 #[derive(Debug, Clone)]

@@ -5,13 +5,13 @@
 //! signature, saturation, small-message latency (with the cache-line floor
 //! as a limit line), CPU cost per byte and efficiency against the physical
 //! limit. Only confirmed events are marked. The charts of the machine's
-//! own limits: [`super::limit_charts`]. Axes and frame:
-//! [`super::chart_frame`].
+//! own limits: [`super::limit`]. Axes and frame:
+//! [`super::frame`].
 
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::chart_frame::{frame, num, size_tick, Axis, Ctx};
+use super::frame::{frame, num, size_tick, Axis, Ctx};
 
 use crate::analysis::Analysis;
 use crate::result::{Mode, SweepResult};
@@ -61,7 +61,7 @@ pub struct Series<'a> {
     /// The physical limit to draw efficiency against, bit/s.
     pub limit_bits_per_s: Option<f64>,
     /// For an in-process baseline, the machine limit it measures: drawn
-    /// as a limit, not as a competitor ([`super::limit_charts`]).
+    /// as a limit, not as a competitor ([`super::limit`]).
     pub limit_role: Option<crate::result::LimitRole>,
 }
 
@@ -282,7 +282,7 @@ pub fn throughput_vs_size(series: &[Series], limit: Option<&Series>, log: bool) 
     frame(&x, &y, SeriesLabelPosition::MiddleLeft, |c| {
         if let Some(m) = limit {
             let (xs, top) = ((x.t(x.lo), x.t(x.hi)), y.t(y.hi));
-            super::limit_charts::memcpy_limit_line(c, m, xs, top, |b| x.t(b), |r| y.t(r / unit))?;
+            super::limit::memcpy_limit_line(c, m, xs, top, |b| x.t(b), |r| y.t(r / unit))?;
         }
         for s in series {
             let color = s.rgb();

@@ -8,7 +8,9 @@
 
 use std::fmt::Write;
 
-use super::summary::labels;
+use crate::report::export::{admit_sweeps_only, sweeps_only, Exporter, GivenFile};
+use crate::report::input::ReportInput;
+use crate::report::summary::labels;
 use crate::result::SweepResult;
 
 /// The column names, in order, as the header line states them.
@@ -70,4 +72,22 @@ pub fn to_dat(results: &[SweepResult]) -> String {
         }
     }
     s
+}
+
+/// `--format dat`: [`to_dat`] of the sweeps.
+pub struct Dat;
+
+impl Exporter for Dat {
+    fn name(&self) -> &'static str {
+        "dat"
+    }
+
+    fn admit(&self, files: &[GivenFile<'_>]) -> anyhow::Result<()> {
+        admit_sweeps_only(self.name(), files)
+    }
+
+    fn export(&self, input: &ReportInput<'_>) -> anyhow::Result<Vec<u8>> {
+        sweeps_only(self.name(), input)?;
+        Ok(to_dat(input.sweeps).into_bytes())
+    }
 }

@@ -9,9 +9,9 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
-use super::charts::color_hex;
-use super::collective_charts::time_vs_size;
-use super::html_details::{esc, shell_line};
+use super::details::{esc, shell_line};
+use crate::report::chart::collective::time_vs_size;
+use crate::report::chart::sweep::color_hex;
 use crate::result::collective::{CollectivePoint, CollectiveResult};
 use crate::units::{format_bytes, format_ns};
 

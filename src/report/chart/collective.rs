@@ -2,13 +2,13 @@
 //! per operation against message size, both axes logarithmic, one line per
 //! backend with its 95% intervals as whiskers and noisy sizes as open
 //! circles. Drawn in the frame of the other charts
-//! ([`super::chart_frame`]), with the NPB charts' lines and colours.
+//! ([`super::frame`]), with the NPB charts' lines and colours.
 
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::chart_frame::{frame, num, size_tick, Axis};
-use super::npb_charts::{draw_line, rgb};
+use super::frame::{frame, num, size_tick, Axis};
+use super::npb::{draw_line, rgb};
 use crate::result::collective::CollectiveResult;
 
 /// Time against size, or None when the result has fewer than two sizes

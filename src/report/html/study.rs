@@ -10,19 +10,12 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
-use super::charts::{self, Series};
-use super::cpu_throughput_chart;
-use super::html_details::esc;
+use super::details::esc;
 use crate::analysis::Analysis;
+use crate::report::chart::cpu_throughput;
+use crate::report::chart::sweep::{self, Series};
+use crate::report::input::LoadedStudy;
 use crate::result::{StudyResult, StudyTable, SweepResult};
-
-/// A study summary with the sweep results it names, as read from disk.
-pub struct LoadedStudy {
-    /// The summary.
-    pub summary: StudyResult,
-    /// (case label, result) of each case whose file could be read.
-    pub sweeps: Vec<(String, SweepResult)>,
-}
 
 /// One section per study.
 pub fn study_sections(h: &mut String, studies: &[LoadedStudy]) -> Result<()> {
@@ -135,17 +128,17 @@ fn chart_grid(
         .collect();
     let throughput = (
         "Throughput vs message size",
-        charts::throughput_vs_size(&series, None, charts::throughput_wants_log(&series, None))?,
+        sweep::throughput_vs_size(&series, None, sweep::throughput_wants_log(&series, None))?,
         "Median ping-pong throughput of each size, one line per factor level.",
     );
     let mut figures = vec![throughput];
     if cpu {
         figures.push((
             "CPU per byte",
-            charts::cpu_cost(&series)?,
+            sweep::cpu_cost(&series)?,
             "CPU time per byte moved against size: the measuring end solid, the peer dashed (getrusage), the whole machine dotted (--cost whole).",
         ));
-        if let Some(svg) = cpu_throughput_chart::throughput_per_cpu(&series)? {
+        if let Some(svg) = cpu_throughput::throughput_per_cpu(&series)? {
             figures.push((
                 "Throughput per CPU-second",
                 svg,
@@ -155,10 +148,10 @@ fn chart_grid(
     } else {
         figures.push((
             "Network signature",
-            charts::signature(&series)?,
+            sweep::signature(&series)?,
             "Throughput against the time one message takes: the first point's time is the latency.",
         ));
-        figures.push(("Saturation", charts::saturation(&series)?, "Message size against time, both logarithmic: from the saturation point on, time grows linearly with size."));
+        figures.push(("Saturation", sweep::saturation(&series)?, "Message size against time, both logarithmic: from the saturation point on, time grows linearly with size."));
     }
     h.push_str("<div class=grid>\n");
     for (name, svg, caption) in figures {

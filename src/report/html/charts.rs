@@ -14,10 +14,10 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
-use super::charts::{self, color_hex, Series};
-use super::html_details::esc;
-use super::limit_charts;
-use super::summary::physical_limit;
+use super::details::esc;
+use crate::report::chart::limit;
+use crate::report::chart::sweep::{self, color_hex, Series};
+use crate::report::summary::physical_limit;
 use crate::result::LimitRole;
 
 /// The charts of `all` (every sweep result, in report order).
@@ -76,21 +76,21 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
          (distribution-free, from the kept trials).{floor_note}"
     );
     let figures: [(&str, &str, String, &str); 4] = [
-        ("signature", "Network signature", charts::signature(series)?,
+        ("signature", "Network signature", sweep::signature(series)?,
          "Throughput against the time one message takes (log time). The first point's time is the \
           latency; the slope shows how fast the path &ldquo;accelerates&rdquo; to its peak."),
-        ("saturation", "Saturation", charts::saturation(series)?,
+        ("saturation", "Saturation", sweep::saturation(series)?,
          &saturation_caption),
-        ("latency", "Small-message latency", charts::small_message_latency(series, floor_ns)?,
+        ("latency", "Small-message latency", sweep::small_message_latency(series, floor_ns)?,
          &latency_caption),
-        ("cpu", "CPU cost per byte", charts::cpu_cost(series)?,
+        ("cpu", "CPU cost per byte", sweep::cpu_cost(series)?,
          "CPU time (user + system) per byte moved, from getrusage of each end's own measuring thread: \
           solid, the measuring end (A); dashed, the peer (B)."),
     ];
     for (id, name, svg, caption) in &figures {
         figure(h, id, name, svg, caption);
     }
-    if let Some(svg) = super::cpu_throughput_chart::throughput_per_cpu(series)? {
+    if let Some(svg) = crate::report::chart::cpu_throughput::throughput_per_cpu(series)? {
         figure(
             h,
             "cpu-throughput",
@@ -102,7 +102,7 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
         );
     }
     limit_figures(h, series, memcpy)?;
-    match charts::efficiency(series)? {
+    match sweep::efficiency(series)? {
         Some(svg) => {
             let limits: Vec<String> = series
                 .iter()
@@ -139,9 +139,9 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
 /// with a switch between them; the logarithmic one shows first when the
 /// curves span more than two decades.
 fn throughput_figure(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> Result<()> {
-    let log_first = charts::throughput_wants_log(series, memcpy);
-    let lin = charts::throughput_vs_size(series, memcpy, false)?;
-    let log = charts::throughput_vs_size(series, memcpy, true)?;
+    let log_first = sweep::throughput_wants_log(series, memcpy);
+    let lin = sweep::throughput_vs_size(series, memcpy, false)?;
+    let log = sweep::throughput_vs_size(series, memcpy, true)?;
     let scale = if log_first { "log" } else { "lin" };
     let checked = |s: &str| if s == scale { " checked" } else { "" };
     let limit = match memcpy {
@@ -178,13 +178,13 @@ fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> 
             h,
             "memory",
             "Memory hierarchy (memcpy)",
-            &limit_charts::memory_hierarchy(m)?,
+            &limit::memory_hierarchy(m)?,
             "memcpy bandwidth in one process against size; dashed lines: the cache sizes of the host. \
              A copy reads its source and writes its destination, so it leaves a cache about when twice \
              the message no longer fits.",
         );
     }
-    if let Some(svg) = limit_charts::memcpy_fraction(series)? {
+    if let Some(svg) = limit::memcpy_fraction(series)? {
         figure(
             h,
             "memcpy-fraction",
@@ -195,7 +195,7 @@ fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> 
              reached). Bidirectional results count both directions and can exceed it.",
         );
     }
-    if let Some(svg) = limit_charts::c2c_fraction(series)? {
+    if let Some(svg) = limit::c2c_fraction(series)? {
         figure(
             h,
             "c2c-fraction",
@@ -207,7 +207,7 @@ fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> 
              processes on these CPUs can beat it by copying; a dashed line marks 100% when reached.",
         );
     }
-    if let Some(svg) = limit_charts::floor_multiple(series)? {
+    if let Some(svg) = limit::floor_multiple(series)? {
         figure(
             h,
             "floor-multiple",

@@ -9,11 +9,11 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
-use super::charts::color_hex;
-use super::html_details::{esc, shell_line};
-use super::npb_charts::{
+use super::details::{esc, shell_line};
+use crate::report::chart::npb::{
     has_failures, mops_vs_processes, process_counts, speedup_vs_processes, transports,
 };
+use crate::report::chart::sweep::color_hex;
 use crate::result::{NpbResult, NpbRun};
 
 /// A figure of a run for one table.
@@ -70,7 +70,7 @@ pub(super) fn npb_sections(h: &mut String, results: &[NpbResult], names: &[Strin
 }
 
 fn section(h: &mut String, r: &NpbResult, name: &str, id: &str) -> Result<()> {
-    let grid = match crate::report::npb_table::problem(r) {
+    let grid = match crate::report::format::npb_table::problem(r) {
         p if p.is_empty() => p,
         p => format!("{}; ", superscripts(&esc(&p))),
     };

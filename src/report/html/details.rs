@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::charts::Series;
-use super::summary::link_where;
+use crate::report::chart::sweep::Series;
+use crate::report::summary::link_where;
 use crate::result::SweepResult;
 use crate::sys::recorded_same_machine;
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
@@ -21,7 +21,7 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
         // The configuration cell carries the series colour, to match the charts.
         let who = format!(
             "<span class=swatch style=\"background:{}\"></span>{}",
-            super::charts::color_hex(s.color),
+            crate::report::chart::sweep::color_hex(s.color),
             esc(s.label)
         );
         for (k, seg) in a.segments.iter().skip(1).enumerate() {

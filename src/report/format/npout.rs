@@ -12,6 +12,8 @@
 
 use std::fmt::Write;
 
+use crate::report::export::{admit_sweeps_only, sweeps_only, Exporter, GivenFile};
+use crate::report::input::ReportInput;
 use crate::result::SweepResult;
 
 /// NetPIPE 3.7's "Mbps": 2^20 bit/s.
@@ -27,4 +29,37 @@ pub fn to_npout(r: &SweepResult) -> String {
         let _ = writeln!(s, "{bytes:8} {mbps:.6} {t_s:12.8}");
     }
     s
+}
+
+/// `--format npout`: [`to_npout`] of the one sweep np.out can hold.
+pub struct Npout;
+
+impl Exporter for Npout {
+    fn name(&self) -> &'static str {
+        "npout"
+    }
+
+    /// Sweeps only, and one file: more than one run has no place in np.out's
+    /// columns, and saying so before reading beats reading them all.
+    fn admit(&self, files: &[GivenFile<'_>]) -> anyhow::Result<()> {
+        admit_sweeps_only(self.name(), files)?;
+        if files.len() != 1 {
+            return Err(crate::error::usage(format!(
+                "--format npout: np.out holds one run; give one result file (got {})",
+                files.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn export(&self, input: &ReportInput<'_>) -> anyhow::Result<Vec<u8>> {
+        sweeps_only(self.name(), input)?;
+        match input.sweeps {
+            [one] => Ok(to_npout(one).into_bytes()),
+            more => Err(crate::error::usage(format!(
+                "np.out holds one run; give one result file (got {})",
+                more.len()
+            ))),
+        }
+    }
 }

@@ -1,13 +1,13 @@
 //! The charts of an NPB result (`wulf npb`) as SVG text: total Mop/s and
 //! speedup against the process count, one line per transport. Drawn in the
-//! same frame as the sweep charts ([`super::chart_frame`]), so both kinds
+//! same frame as the sweep charts ([`super::frame`]), so both kinds
 //! of result look alike in one report.
 
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::chart_frame::{frame, num, Axis, Ctx};
-use super::charts::PALETTE;
+use super::frame::{frame, num, Axis, Ctx};
+use super::sweep::PALETTE;
 use crate::result::{NpbResult, NpbRun};
 
 /// Transports in the order first run: the order of the legend, of the

@@ -4,8 +4,12 @@
 
 use std::fmt::Write;
 
-use super::summary::{labels, num_or_dash, size_or_dash, summary_row};
+use super::npb_table::npb_markdown;
+use super::{collective_table, matrix_text};
 use crate::analysis::Analysis;
+use crate::report::export::Exporter;
+use crate::report::input::ReportInput;
+use crate::report::summary::{labels, num_or_dash, size_or_dash, summary_row};
 use crate::result::SweepResult;
 use crate::units::format_bytes;
 
@@ -98,5 +102,49 @@ fn status(confirmed: Option<bool>) -> &'static str {
         Some(true) => " [confirmed by fresh trials]",
         Some(false) => " [not confirmed by fresh trials]",
         None => "",
+    }
+}
+
+/// `--format markdown`: every kind, for a ticket or a wiki page. The sweeps'
+/// summary table, each NPB result's tables (as `wulf npb` prints them), each
+/// study's tables, each link matrix and collective result as its terminal
+/// view in a code block.
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+
+    fn export(&self, input: &ReportInput<'_>) -> anyhow::Result<Vec<u8>> {
+        let (sweeps, npb) = (input.sweeps, input.npb);
+        let mut out = Vec::new();
+        // Without sweeps the summary table would be an empty table: only
+        // when there are NPB results too is it left out.
+        if npb.is_empty() && !sweeps.is_empty() {
+            out = to_markdown(sweeps).into_bytes();
+        } else if !npb.is_empty() {
+            let mut parts: Vec<String> = Vec::new();
+            if !sweeps.is_empty() {
+                parts.push(to_markdown(sweeps));
+            }
+            parts.extend(npb.iter().map(npb_markdown));
+            out = parts.join("\n").into_bytes();
+        }
+        for s in input.studies {
+            out.extend(format!("## Study: {}\n\n", s.summary.study).into_bytes());
+            out.extend(crate::study::tables::markdown(&s.summary.tables).into_bytes());
+        }
+        for m in input.matrices {
+            let text = matrix_text::to_text(&m.result, &m.figures);
+            out.extend(format!("\n## Link matrix\n\n```\n{text}```\n").into_bytes());
+        }
+        for c in input.collectives {
+            let text = collective_table::to_text(c);
+            out.extend(
+                format!("\n## Collective: {}\n\n```\n{text}```\n", c.collective).into_bytes(),
+            );
+        }
+        Ok(out)
     }
 }

@@ -23,6 +23,13 @@ use crate::result::write_atomically;
 
 /// Run `wulf matrix`.
 pub fn execute(args: &MatrixArgs) -> Result<()> {
+    execute_with(args, None)
+}
+
+/// Run `wulf matrix` with `launcher` as its `--launch` when a command
+/// that parsed it already hands it down (`wulf run`), else the one
+/// `args` name.
+pub fn execute_with(args: &MatrixArgs, launcher: Option<Arc<dyn Launcher>>) -> Result<()> {
     if let Some(lab) = &args.lab {
         if args.nodes < 2 {
             return Err(usage("--nodes: a matrix needs at least 2 nodes"));
@@ -34,15 +41,18 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
         };
         return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
     }
-    let launcher = launchers::parse(
-        args.launch.as_deref(),
-        &launchers::Options {
-            rsh: args.rsh.clone(),
-            remote_wulf: args.remote_wulf.clone(),
-            timeout: args.timeout,
-            in_lab: args.in_lab,
-        },
-    )?;
+    let launcher = match launcher {
+        Some(l) => l,
+        None => launchers::parse(
+            args.launch.as_deref(),
+            &launchers::Options {
+                rsh: args.rsh.clone(),
+                remote_wulf: args.remote_wulf.clone(),
+                timeout: args.timeout,
+                in_lab: args.in_lab,
+            },
+        )?,
+    };
     if let Some(name) = launcher.lab_to_enter() {
         if !args.in_lab {
             return super::lab_relay(crate::lab::between::run_in_named_lab(name)?);

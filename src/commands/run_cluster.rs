@@ -88,7 +88,7 @@ pub fn execute(
         budget.mul_f64(MATRIX_SHARE),
         &matrix_path,
     );
-    let matrix = run_matrix(&m, &matrix_path, &mut failures, &mut stop, "matrix");
+    let matrix = run_matrix(ctx, &m, &matrix_path, &mut failures, &mut stop, "matrix");
     // 2. Full sweeps between the slowest and a typical pair.
     let mut sweeps: Vec<SweepResult> = Vec::new();
     let mut sweep_pairs: Vec<String> = Vec::new();
@@ -132,6 +132,7 @@ pub fn execute(
         let mut mp = matrix_args(args, spread, &names, budget.mul_f64(MULTIPAIR_SHARE), &path);
         mp.pattern = PatternArg::Multipair;
         matrices.extend(run_matrix(
+            ctx,
             &mp,
             &path,
             &mut failures,
@@ -166,7 +167,19 @@ pub fn execute(
             mm.launch = None;
         }
         let what = format!("matrix over {mpi}");
-        matrices.extend(run_matrix(&mm, &path, &mut failures, &mut stop, &what));
+        // Out of a lab, its own launcher (the MPI's) starts the agents.
+        let mctx = match mm.launch {
+            Some(_) => ctx.clone(),
+            None => RunContext::default(),
+        };
+        matrices.extend(run_matrix(
+            &mctx,
+            &mm,
+            &path,
+            &mut failures,
+            &mut stop,
+            &what,
+        ));
     }
     // 5. Allreduce across the nodes.
     let mut collectives = Vec::new();
@@ -292,15 +305,18 @@ fn matrix_args(
     }
 }
 
-/// Run a matrix; its result when it saved one (also a partial one).
+/// Run a matrix with `ctx`'s launcher (None: the one `m` names); its
+/// result when it saved one (also a partial one).
 fn run_matrix(
+    ctx: &RunContext,
     m: &MatrixArgs,
     path: &Path,
     failures: &mut Vec<String>,
     stop: &mut Option<anyhow::Error>,
     what: &str,
 ) -> Option<MatrixFigures> {
-    if let Err(e) = super::matrix::execute(m) {
+    // The nodes' launcher, parsed once for the whole run.
+    if let Err(e) = super::matrix::execute_with(m, ctx.launcher.clone()) {
         eprintln!("wulf: the {what} failed: {e:#}");
         if is_interrupt(&e) {
             *stop = Some(e);

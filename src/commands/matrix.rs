@@ -319,7 +319,8 @@ fn hosts(ctx: &RunContext, args: &MatrixArgs) -> Result<Vec<String>> {
     if let Some(c) = &ctx.cluster {
         return Ok(c.hosts.iter().map(|h| h.name.clone()).collect());
     }
-    if let Ok(list) = std::env::var("SLURM_JOB_NODELIST") {
+    // Inside a batch job: its nodes (a Slurm allocation's).
+    if let Some((list, _)) = launchers::allocation() {
         return hostlist::expand(&list).map_err(bad);
     }
     Err(usage(

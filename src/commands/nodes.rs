@@ -24,7 +24,8 @@ pub enum Nodes {
 
 /// Act on the node options: relay into the lab `--launch lab:NAME` names,
 /// or the nodes to spread over, whose cluster and launcher go in `ctx`;
-/// with none, inside a Slurm allocation, its nodes by srun.
+/// with none, inside a batch job (a Slurm allocation), its nodes by its
+/// launcher (srun).
 /// Bad lists, unknown hosts and launchers are usage errors, before
 /// anything starts; so is `--launch mpi:NAME` with other transports in
 /// `via`.
@@ -35,15 +36,17 @@ pub fn prepare(
     in_lab: bool,
     timeout: Duration,
 ) -> Result<Nodes> {
-    // Inside a Slurm allocation (`salloc -N 4 wulf npb mg`) with no node
-    // option: the allocation's nodes, reached by srun. Not as one task of
+    // Inside a batch job (`salloc -N 4 wulf npb mg`) with no node option:
+    // the job's nodes, reached by its launcher (srun). Not as one task of
     // a launcher: there each task is a rank already.
     let from_allocation;
-    let n = match std::env::var("SLURM_JOB_NODELIST") {
-        Ok(list) if !n.given() && !in_lab && crate::launch::launched::task().is_none() => {
+    let n = match launchers::allocation() {
+        Some((list, launch))
+            if !n.given() && !in_lab && crate::launch::launched::task().is_none() =>
+        {
             from_allocation = NodesArgs {
                 hosts: Some(list),
-                launch: Some("slurm".into()),
+                launch: Some(launch.into()),
                 ..n.clone()
             };
             &from_allocation

@@ -231,8 +231,9 @@ pub fn execute(
 }
 
 /// The node options of `wulf run`: as given; or, when started as one
-/// task of many by srun or an MPI launcher (and given none), the
-/// allocation's nodes reached by srun for rank 0 and None for the other
+/// task of many by srun or an MPI launcher (and given none), the batch
+/// job's nodes reached by its launcher (a Slurm allocation's, by srun)
+/// for rank 0 and None for the other
 /// tasks, which have nothing to do (rank 0 starts what runs on their
 /// nodes).
 pub fn node_options(args: &RunArgs) -> Result<Option<crate::cli::NodesArgs>> {
@@ -245,7 +246,7 @@ pub fn node_options(args: &RunArgs) -> Result<Option<crate::cli::NodesArgs>> {
     if task.rank != 0 {
         return Ok(None);
     }
-    let list = std::env::var("SLURM_JOB_NODELIST").map_err(|_| {
+    let (list, launch) = crate::cluster::launchers::allocation().ok_or_else(|| {
         crate::error::usage(format!(
             "wulf run under {} (task 0 of {}): give the nodes with --hosts or --hostfile",
             task.launcher, task.size
@@ -253,7 +254,7 @@ pub fn node_options(args: &RunArgs) -> Result<Option<crate::cli::NodesArgs>> {
     })?;
     let mut nodes = args.nodes.clone();
     nodes.hosts = Some(list);
-    nodes.launch = Some("slurm".into());
+    nodes.launch = Some(launch.into());
     Ok(Some(nodes))
 }
 

@@ -18,6 +18,7 @@ use crate::transport::Cluster;
 pub const ENTRY: Entry = Entry {
     forms: &["lab", "lab:NAME"],
     default_here: |o| o.in_lab,
+    allocation: || None,
     make: |name, o| {
         let named = name.map(str::to_string);
         if named.is_none() && std::env::var_os(crate::lab::ENV_LAB).is_none() {

@@ -16,6 +16,7 @@ use crate::exec::{agent_args, credentials, Agents, SECRET_ENV};
 pub const ENTRY: Entry = Entry {
     forms: &["local"],
     default_here: |_| false,
+    allocation: || None,
     make: |_, o| {
         Ok(Box::new(Local {
             remote_wulf: o.remote_wulf.clone(),

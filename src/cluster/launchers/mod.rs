@@ -107,9 +107,17 @@ pub struct Entry {
     /// Whether it is the default here, with no `--launch` given (inside a
     /// Slurm allocation, in a lab node).
     pub default_here: fn(&Options) -> bool,
+    /// The nodes of the batch job this process runs in, when it is one of
+    /// this launcher's (Slurm's `SLURM_JOB_NODELIST`), as a node list
+    /// (`node[1-4]`): what commands given no node list spread over.
+    pub allocation: fn() -> Option<String>,
     /// Make it; the name after the prefix when `--launch` took that form.
-    pub make: fn(Option<&str>, &Options) -> Result<Box<dyn Launcher>>,
+    pub make: Make,
 }
+
+/// How an [`Entry`] makes its launcher: from the name after the prefix
+/// when `--launch` took that form, and the options.
+pub type Make = fn(Option<&str>, &Options) -> Result<Box<dyn Launcher>>;
 
 /// Every launcher, in the order usage errors list them. With no
 /// `--launch`, the last whose [`Entry::default_here`] holds is chosen:
@@ -154,6 +162,15 @@ pub fn parse(launch: Option<&str>, opts: &Options) -> Result<Arc<dyn Launcher>> 
         }
     };
     made.map(Arc::from)
+}
+
+/// The nodes of the batch job this process runs in (`salloc -N 4 ...`),
+/// as a node list, and the `--launch` that reaches them (`slurm`); None
+/// outside one.
+pub fn allocation() -> Option<(String, &'static str)> {
+    REGISTRY
+        .iter()
+        .find_map(|e| Some(((e.allocation)()?, e.forms[0])))
 }
 
 /// The spellings of `--launch`, for usage errors: "ssh, slurm, ... or

@@ -18,6 +18,7 @@ use crate::exec::{remote_shell, Agents};
 pub const ENTRY: Entry = Entry {
     forms: &["mpi:NAME"],
     default_here: |_| false,
+    allocation: || None,
     make: |name, o| {
         Ok(Box::new(Mpi {
             transport: format!("mpi:{}", name.unwrap_or_default()),

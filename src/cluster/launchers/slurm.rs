@@ -17,6 +17,7 @@ use crate::exec::{agent_args, Agents, SECRET_ENV};
 pub const ENTRY: Entry = Entry {
     forms: &["slurm"],
     default_here: |_| std::env::var_os("SLURM_JOB_ID").is_some(),
+    allocation: || std::env::var("SLURM_JOB_NODELIST").ok(),
     make: |_, o| {
         Ok(Box::new(Slurm {
             remote_wulf: o.remote_wulf.clone(),

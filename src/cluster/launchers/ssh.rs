@@ -15,6 +15,7 @@ use crate::exec::{remote_shell, Agents};
 pub const ENTRY: Entry = Entry {
     forms: &["ssh"],
     default_here: |_| true,
+    allocation: || None,
     make: |_, o| Ok(Box::new(Ssh::new(o)?)),
 };
 

@@ -267,4 +267,36 @@ mod tests {
         assert!(l.place(None, 1).is_err(), "no node list");
         assert!(l.place(Some(Vec::new()), 1).is_err(), "an empty one");
     }
+
+    #[test]
+    fn real_nodes_get_their_remote_shell_and_name() {
+        let node = || Some(vec![("localhost".to_string(), 1)]);
+        let o = opts("ssh -p 2", false);
+        let s = parse(Some("ssh"), &o).unwrap().place(node(), 1).unwrap();
+        assert_eq!(
+            (s.launch.as_str(), &s.cluster.rsh[..3]),
+            ("ssh", &["ssh".to_string(), "-p".into(), "2".into()][..])
+        );
+        assert!(s.cluster.rsh.join(" ").contains("BatchMode=yes"));
+        // An MPI's launcher reaches the nodes by plain ssh, not --rsh's.
+        let m = parse(Some("mpi:x"), &o).unwrap().place(node(), 1).unwrap();
+        assert_eq!(
+            (m.launch.as_str(), m.cluster.rsh[1].as_str()),
+            ("mpi:x", "-o")
+        );
+        let sl = parse(Some("slurm"), &o).unwrap().place(node(), 1).unwrap();
+        let script = std::path::PathBuf::from(&sl.cluster.rsh[0]);
+        assert!(
+            script.ends_with("srun-rsh") && script.exists(),
+            "kept while placed"
+        );
+        drop(sl);
+        assert!(!script.exists(), "removed with the placement");
+        let agents = parse(Some("mpi:x"), &o).unwrap().start(
+            &["localhost".into()],
+            "127.0.0.1:1".parse().unwrap(),
+            "s",
+        );
+        assert!(agents.is_err(), "an MPI's launcher starts no agents");
+    }
 }

@@ -22,9 +22,9 @@ use anyhow::{Context, Result};
 
 use super::admission::{admit, Keys};
 use super::cells::CellFile;
+use super::launchers::Launcher;
 use super::protocol::{mesh_key, random_hex, CellParts, CellReport, ControlChannel, Order};
 use super::schedule;
-use crate::exec::Launcher;
 use crate::result::matrix::Pattern;
 use crate::result::matrix::{CellFigures, MatrixCell, MatrixNode};
 

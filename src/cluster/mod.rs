@@ -1,12 +1,13 @@
 //! wulf across many nodes: node lists, the agents, and the coordinator
-//! that runs the all-pairs matrix. The launchers that start the agents are
-//! in [`crate::exec`] (and the MPI one in [`crate::launch`]).
+//! that runs the all-pairs matrix, and the launchers ([`launchers`],
+//! `--launch`) that place nodes and start agents and ranks on them (the
+//! MPI job of agents is in [`crate::launch`]).
 //!
 //! # Design
 //!
 //! One coordinator (the `wulf matrix` process) and one agent per node. The
 //! coordinator listens on an ephemeral port and makes a one-time secret;
-//! a [`crate::exec::Launcher`] (processes on this machine, ssh, a lab's remote
+//! a [`launchers::Launcher`] (processes on this machine, ssh, a lab's remote
 //! shell, srun) starts `wulf agent` on every node and hands it the secret
 //! without a command line seeing it (to an agent started for a named host,
 //! only its node's key, [`crate::exec::credentials`]). Each agent connects
@@ -29,6 +30,7 @@ pub mod agent;
 pub mod cells;
 pub mod coordinator;
 pub mod hostlist;
+pub mod launchers;
 pub mod nodes;
 pub mod orphan;
 pub mod pair;

@@ -71,6 +71,7 @@ pub fn execute(args: &CollectiveArgs) -> Result<()> {
     // `--hosts`/`--hostfile`/`--launch`: the ranks go over those nodes,
     // started as `wulf npb --hosts` starts them.
     let spread = match super::nodes::prepare(
+        &mut ctx,
         &args.nodes,
         args.via.as_deref(),
         ranks.in_lab,
@@ -79,17 +80,14 @@ pub fn execute(args: &CollectiveArgs) -> Result<()> {
         super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
         super::nodes::Nodes::Here(s) => s,
     };
-    if let Some(s) = &spread {
-        ctx.cluster = Some(s.cluster.clone());
-    }
     if let Some(c) = &ctx.cluster {
         c.first(args.np).map_err(|e| usage(format!("{e:#}")))?;
     }
-    let via = match (&args.via, args.nodes.launch.as_deref()) {
+    let via = match (&args.via, ctx.mpi_only()) {
         (Some(v), _) => v.clone(),
         // `--launch mpi:NAME`: that MPI's ranks, by its launcher.
-        (None, Some(m)) if m.starts_with("mpi:") => vec![m.to_string()],
-        (None, _) => default_backends(&ctx),
+        (None, Some(m)) => vec![m.to_string()],
+        (None, None) => default_backends(&ctx),
     };
     let transports = group_transports(&ctx, &via, "a collective", true)?;
     let nodes = spread.as_deref().map(super::nodes::npb_nodes);

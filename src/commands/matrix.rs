@@ -2,6 +2,7 @@
 //! `wulf agent`, what it starts on each node.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
@@ -11,8 +12,8 @@ use crate::cluster::agent::{self, AgentOptions};
 use crate::cluster::cells::{cells_path, CellFile};
 use crate::cluster::coordinator::{self, MatrixPlan};
 use crate::cluster::hostlist;
+use crate::cluster::launchers::{self, Launcher};
 use crate::error::{usage, WulfError};
-use crate::exec::{Launcher, Local, RemoteShell, Slurm};
 use crate::lab::between::Across;
 use crate::launch::mpi_ranks::MpiRanks;
 use crate::launch::RunContext;
@@ -22,6 +23,13 @@ use crate::result::write_atomically;
 
 /// Run `wulf matrix`.
 pub fn execute(args: &MatrixArgs) -> Result<()> {
+    execute_with(args, None)
+}
+
+/// Run `wulf matrix` with `launcher` as its `--launch` when a command
+/// that parsed it already hands it down (`wulf run`), else the one
+/// `args` name.
+pub fn execute_with(args: &MatrixArgs, launcher: Option<Arc<dyn Launcher>>) -> Result<()> {
     if let Some(lab) = &args.lab {
         if args.nodes < 2 {
             return Err(usage("--nodes: a matrix needs at least 2 nodes"));
@@ -33,8 +41,19 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
         };
         return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
     }
-    let launch = args.launch.as_deref();
-    if let Some(name) = launch.and_then(|l| l.strip_prefix("lab:")) {
+    let launcher = match launcher {
+        Some(l) => l,
+        None => launchers::parse(
+            args.launch.as_deref(),
+            &launchers::Options {
+                rsh: args.rsh.clone(),
+                remote_wulf: args.remote_wulf.clone(),
+                timeout: args.timeout,
+                in_lab: args.in_lab,
+            },
+        )?,
+    };
+    if let Some(name) = launcher.lab_to_enter() {
         if !args.in_lab {
             return super::lab_relay(crate::lab::between::run_in_named_lab(name)?);
         }
@@ -47,6 +66,7 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
     // A matrix takes no MPI options: its MPIs are the ones found here.
     let mut ctx = RunContext::default();
     super::spread_in_lab(&mut ctx, args.in_lab)?;
+    ctx.launcher = Some(launcher.clone());
     if ctx.find(&args.via).is_none_or(|t| t.local_only()) {
         return Err(usage(format!(
             "--via {}: a matrix runs over a transport that crosses between nodes (tcp)",
@@ -83,17 +103,17 @@ pub fn execute(args: &MatrixArgs) -> Result<()> {
             hosts.len()
         )));
     }
-    if let Some(name) = args.launch.as_deref().and_then(|l| l.strip_prefix("mpi:")) {
-        return through_mpi(&ctx, name, &hosts);
+    if let Some(mpi) = launcher.mpi_only() {
+        return through_mpi(&ctx, mpi, &hosts);
     }
-    let launcher: Box<dyn Launcher> = if over_mpi {
-        Box::new(MpiRanks {
+    let launcher: Arc<dyn Launcher> = if over_mpi {
+        Arc::new(MpiRanks {
             ctx: ctx.clone(),
             via: args.via.clone(),
             timeout: args.timeout,
         })
     } else {
-        launcher(&ctx, args)?
+        launcher
     };
     let expected = hosts.len();
     measure(args, &plan(&ctx, args, hosts, expected), launcher.as_ref())
@@ -302,7 +322,8 @@ fn hosts(ctx: &RunContext, args: &MatrixArgs) -> Result<Vec<String>> {
     if let Some(c) = &ctx.cluster {
         return Ok(c.hosts.iter().map(|h| h.name.clone()).collect());
     }
-    if let Ok(list) = std::env::var("SLURM_JOB_NODELIST") {
+    // Inside a batch job: its nodes (a Slurm allocation's).
+    if let Some((list, _)) = launchers::allocation() {
         return hostlist::expand(&list).map_err(bad);
     }
     Err(usage(
@@ -310,57 +331,11 @@ fn hosts(ctx: &RunContext, args: &MatrixArgs) -> Result<Vec<String>> {
     ))
 }
 
-fn launcher(ctx: &RunContext, args: &MatrixArgs) -> Result<Box<dyn Launcher>> {
-    let remote_wulf = match &args.remote_wulf {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .context("cannot find wulf's own executable")?
-            .display()
-            .to_string(),
-    };
-    crate::exec::check_remote_path(&remote_wulf).map_err(|e| usage(format!("{e:#}")))?;
-    let in_lab = ctx.cluster.clone();
-    let how = match args.launch.as_deref() {
-        Some(h) => h.to_string(),
-        None if in_lab.is_some() => "lab".into(),
-        None if std::env::var_os("SLURM_JOB_ID").is_some() => "slurm".into(),
-        None => "ssh".into(),
-    };
-    Ok(match how.as_str() {
-        "local" => Box::new(Local { wulf: remote_wulf }),
-        "ssh" => {
-            let program: Vec<String> = args.rsh.split_whitespace().map(str::to_string).collect();
-            if program.is_empty() {
-                return Err(usage("--rsh: give a program (ssh)"));
-            }
-            Box::new(RemoteShell::ssh(program, remote_wulf, args.timeout))
-        }
-        "slurm" => Box::new(Slurm { remote_wulf }),
-        h if h == "lab" || h.starts_with("lab:") => {
-            let c = in_lab.ok_or_else(|| {
-                usage(
-                    "--launch lab: give --lab SPEC, or lab:NAME for a lab made with `wulf lab up`",
-                )
-            })?;
-            let (lab, _) = crate::lab::current()?;
-            Box::new(RemoteShell {
-                label: format!("lab:{}", lab.name),
-                rsh: c.rsh.clone(),
-                remote_wulf,
-            })
-        }
-        other => {
-            return Err(usage(format!(
-                "--launch {other}: use ssh, slurm, mpi:NAME, local, lab or lab:NAME"
-            )))
-        }
-    })
-}
-
 /// `--launch mpi:NAME`: run this same matrix command once on every host
 /// under the MPI's launcher; the tasks meet as under a launcher the user
 /// ran (rank 0 coordinates and prints). Returns with the job's exit code.
-fn through_mpi(ctx: &RunContext, name: &str, hosts: &[String]) -> Result<()> {
+fn through_mpi(ctx: &RunContext, mpi: &str, hosts: &[String]) -> Result<()> {
+    let name = mpi.strip_prefix("mpi:").unwrap_or(mpi);
     let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
     let mut program = vec![exe.display().to_string()];
     program.extend(without_options(

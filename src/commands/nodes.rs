@@ -7,40 +7,46 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cli::NodesArgs;
-use crate::cluster::nodes::{node_slots, reach, spread, Reach, Spread};
+use crate::cluster::launchers;
+use crate::cluster::nodes::{node_slots, Spread};
 use crate::error::usage;
+use crate::launch::RunContext;
 use crate::result::{NpbNodeSlots, NpbNodes};
 
 /// What the node options asked for.
 pub enum Nodes {
     /// The command ran again in node1 of a named lab; its exit code.
     Relayed(i32),
-    /// Processes go on these nodes (None: no node option, all here).
+    /// Processes go on these nodes (None: no node option, all here); the
+    /// run context has their cluster and launcher.
     Here(Option<Box<Spread>>),
 }
 
 /// Act on the node options: relay into the lab `--launch lab:NAME` names,
-/// or the nodes to spread over (the caller puts their cluster in its run
-/// context);
-/// with none, inside a Slurm allocation, its nodes by srun.
+/// or the nodes to spread over, whose cluster and launcher go in `ctx`;
+/// with none, inside a batch job (a Slurm allocation), its nodes by its
+/// launcher (srun).
 /// Bad lists, unknown hosts and launchers are usage errors, before
 /// anything starts; so is `--launch mpi:NAME` with other transports in
 /// `via`.
 pub fn prepare(
+    ctx: &mut RunContext,
     n: &NodesArgs,
     via: Option<&[String]>,
     in_lab: bool,
     timeout: Duration,
 ) -> Result<Nodes> {
-    // Inside a Slurm allocation (`salloc -N 4 wulf npb mg`) with no node
-    // option: the allocation's nodes, reached by srun. Not as one task of
+    // Inside a batch job (`salloc -N 4 wulf npb mg`) with no node option:
+    // the job's nodes, reached by its launcher (srun). Not as one task of
     // a launcher: there each task is a rank already.
     let from_allocation;
-    let n = match std::env::var("SLURM_JOB_NODELIST") {
-        Ok(list) if !n.given() && !in_lab && crate::launch::launched::task().is_none() => {
+    let n = match launchers::allocation() {
+        Some((list, launch))
+            if !n.given() && !in_lab && crate::launch::launched::task().is_none() =>
+        {
             from_allocation = NodesArgs {
                 hosts: Some(list),
-                launch: Some("slurm".into()),
+                launch: Some(launch.into()),
                 ..n.clone()
             };
             &from_allocation
@@ -51,32 +57,35 @@ pub fn prepare(
         return Ok(Nodes::Here(None));
     }
     let bad = |e: anyhow::Error| usage(format!("{e:#}"));
-    // In a lab node (`wulf lab exec`), the lab's nodes are the default.
-    let in_a_lab = in_lab || std::env::var_os(crate::lab::ENV_LAB).is_some();
-    let how = reach(n.launch.as_deref(), &n.rsh, in_a_lab).map_err(bad)?;
-    if let (Reach::Mpi(m), Some(via)) = (&how, via) {
-        if let Some(other) = via.iter().find(|v| v != &m) {
+    let launcher = launchers::parse(
+        n.launch.as_deref(),
+        &launchers::Options {
+            rsh: n.rsh.clone(),
+            remote_wulf: n.remote_wulf.clone(),
+            timeout,
+            // In a lab node (`wulf lab exec`), the lab's nodes are the
+            // default.
+            in_lab: in_lab || std::env::var_os(crate::lab::ENV_LAB).is_some(),
+        },
+    )?;
+    if let (Some(m), Some(via)) = (launcher.mpi_only(), via) {
+        if let Some(other) = via.iter().find(|v| v.as_str() != m) {
             return Err(usage(format!(
                 "--launch {m} starts {m}'s ranks only, not {other}'s: give ssh, slurm, local or \
                  lab for wulf's own ranks"
             )));
         }
     }
-    if let Some(name) = n.launch.as_deref().and_then(|l| l.strip_prefix("lab:")) {
+    if let Some(name) = launcher.lab_to_enter() {
         if !in_lab {
             return Ok(Nodes::Relayed(crate::lab::between::run_in_named_lab(name)?));
         }
     }
     let ppn = n.ppn as usize;
     let list = node_slots(n.hosts.as_deref(), n.hostfile.as_deref(), ppn).map_err(bad)?;
-    let lab = match how {
-        Reach::Lab => {
-            let (st, node) = crate::lab::current()?;
-            Some((crate::lab::cluster(&st, &node)?, st.name))
-        }
-        _ => None,
-    };
-    let s = spread(list, &how, lab, ppn, n.remote_wulf.clone(), timeout).map_err(bad)?;
+    let s = launcher.place(list, ppn).map_err(bad)?;
+    ctx.cluster = Some(s.cluster.clone());
+    ctx.launcher = Some(launcher);
     Ok(Nodes::Here(Some(Box::new(s))))
 }
 

@@ -68,13 +68,11 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
     }
     super::spread_in_lab(&mut ctx, r.in_lab)?;
-    let spread = match super::nodes::prepare(&a.nodes, a.via.as_deref(), r.in_lab, a.timeout)? {
-        super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
-        super::nodes::Nodes::Here(s) => s,
-    };
-    if let Some(s) = &spread {
-        ctx.cluster = Some(s.cluster.clone());
-    }
+    let spread =
+        match super::nodes::prepare(&mut ctx, &a.nodes, a.via.as_deref(), r.in_lab, a.timeout)? {
+            super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
+            super::nodes::Nodes::Here(s) => s,
+        };
     let several = kernels.len() > 1;
     let to_stdout = a.json.as_deref() == Some(std::path::Path::new("-"));
     if several && to_stdout {
@@ -103,11 +101,11 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             kernel,
             class: a.class,
             nprocs: counts_for(kernel, a.class, &a.np, several)?,
-            via: match (&a.via, a.nodes.launch.as_deref()) {
+            via: match (&a.via, ctx.mpi_only()) {
                 (Some(v), _) => v.clone(),
                 // `--launch mpi:NAME`: that MPI's ranks, by its launcher.
-                (None, Some(m)) if m.starts_with("mpi:") => vec![m.to_string()],
-                (None, _) => available_transports(&ctx),
+                (None, Some(m)) => vec![m.to_string()],
+                (None, None) => available_transports(&ctx),
             },
             repetitions: a.repetitions as usize,
             timeout: a.timeout,

@@ -46,6 +46,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         return Ok(());
     };
     match super::nodes::prepare(
+        &mut ctx,
         &nodes,
         args.only.as_deref(),
         args.in_lab,

@@ -88,7 +88,7 @@ pub fn execute(
         budget.mul_f64(MATRIX_SHARE),
         &matrix_path,
     );
-    let matrix = run_matrix(&m, &matrix_path, &mut failures, &mut stop, "matrix");
+    let matrix = run_matrix(ctx, &m, &matrix_path, &mut failures, &mut stop, "matrix");
     // 2. Full sweeps between the slowest and a typical pair.
     let mut sweeps: Vec<SweepResult> = Vec::new();
     let mut sweep_pairs: Vec<String> = Vec::new();
@@ -132,6 +132,7 @@ pub fn execute(
         let mut mp = matrix_args(args, spread, &names, budget.mul_f64(MULTIPAIR_SHARE), &path);
         mp.pattern = PatternArg::Multipair;
         matrices.extend(run_matrix(
+            ctx,
             &mp,
             &path,
             &mut failures,
@@ -166,7 +167,19 @@ pub fn execute(
             mm.launch = None;
         }
         let what = format!("matrix over {mpi}");
-        matrices.extend(run_matrix(&mm, &path, &mut failures, &mut stop, &what));
+        // Out of a lab, its own launcher (the MPI's) starts the agents.
+        let mctx = match mm.launch {
+            Some(_) => ctx.clone(),
+            None => RunContext::default(),
+        };
+        matrices.extend(run_matrix(
+            &mctx,
+            &mm,
+            &path,
+            &mut failures,
+            &mut stop,
+            &what,
+        ));
     }
     // 5. Allreduce across the nodes.
     let mut collectives = Vec::new();
@@ -224,8 +237,9 @@ pub fn execute(
 }
 
 /// The node options of `wulf run`: as given; or, when started as one
-/// task of many by srun or an MPI launcher (and given none), the
-/// allocation's nodes reached by srun for rank 0 and None for the other
+/// task of many by srun or an MPI launcher (and given none), the batch
+/// job's nodes reached by its launcher (a Slurm allocation's, by srun)
+/// for rank 0 and None for the other
 /// tasks, which have nothing to do (rank 0 starts what runs on their
 /// nodes).
 pub fn node_options(args: &RunArgs) -> Result<Option<crate::cli::NodesArgs>> {
@@ -238,7 +252,7 @@ pub fn node_options(args: &RunArgs) -> Result<Option<crate::cli::NodesArgs>> {
     if task.rank != 0 {
         return Ok(None);
     }
-    let list = std::env::var("SLURM_JOB_NODELIST").map_err(|_| {
+    let (list, launch) = crate::cluster::launchers::allocation().ok_or_else(|| {
         crate::error::usage(format!(
             "wulf run under {} (task 0 of {}): give the nodes with --hosts or --hostfile",
             task.launcher, task.size
@@ -246,7 +260,7 @@ pub fn node_options(args: &RunArgs) -> Result<Option<crate::cli::NodesArgs>> {
     })?;
     let mut nodes = args.nodes.clone();
     nodes.hosts = Some(list);
-    nodes.launch = Some("slurm".into());
+    nodes.launch = Some(launch.into());
     Ok(Some(nodes))
 }
 
@@ -298,15 +312,18 @@ fn matrix_args(
     }
 }
 
-/// Run a matrix; its result when it saved one (also a partial one).
+/// Run a matrix with `ctx`'s launcher (None: the one `m` names); its
+/// result when it saved one (also a partial one).
 fn run_matrix(
+    ctx: &RunContext,
     m: &MatrixArgs,
     path: &Path,
     failures: &mut Vec<String>,
     stop: &mut Option<anyhow::Error>,
     what: &str,
 ) -> Option<MatrixFigures> {
-    if let Err(e) = super::matrix::execute(m) {
+    // The nodes' launcher, parsed once for the whole run.
+    if let Err(e) = super::matrix::execute_with(m, ctx.launcher.clone()) {
         eprintln!("wulf: the {what} failed: {e:#}");
         if is_interrupt(&e) {
             *stop = Some(e);

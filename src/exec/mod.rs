@@ -7,30 +7,28 @@
 //! launcher), the ranks of an MPI job (through that MPI's own launcher) and
 //! wulf's own NAS ranks (here or through the remote shell). All of them
 //! spawn through [`process`]. This module sits low in the layers: it
-//! imports no transport, sweep or cluster code. Jobs that need those (MPI
-//! jobs, groups of NAS ranks, the MPI launcher of agents, wulf started by
-//! a launcher) are in [`crate::launch`].
+//! imports no transport, sweep or cluster code. The launchers themselves
+//! (`--launch`: which nodes, how a role is started on them) need the
+//! cluster's and the lab's types and live in
+//! `crate::cluster::launchers`; they start their processes with the
+//! pieces here.
 //!
 //! * [`process`]: the one way a process is spawned: its own process group
 //!   (a terminal's Ctrl-C reaches only the wulf that started it, which ends
 //!   it in order), optionally bound to die with its parent, its stderr
 //!   kept for the error that names a failed launch, and the whole group
-//!   killed when it outlives its grace;
-//! * [`Launcher`]: starting one `wulf agent` per node, with
-//!   [`local::Local`], [`remote_shell::RemoteShell`] (ssh, a lab),
-//!   [`slurm::Slurm`] (and `crate::launch::mpi_ranks::MpiRanks`, an MPI's
-//!   launcher); [`remote_shell::command_on`] runs any command on a host the
-//!   same way;
+//!   killed when it outlives its grace; [`Agents`], the processes that
+//!   started a matrix's agents;
+//! * [`remote_shell`]: commands on a host through a remote shell (ssh's
+//!   options that never wait for a person, a lab's `wulf lab rsh`), and
+//!   agents started that way ([`remote_shell::start_agents`]);
+//! * [`credentials`]: each node's key, handed to that node's agent alone;
 //! * [`local_peer`]: a sweep's peer on this machine;
 //! * [`INTERRUPTED`]: whether the user asked to stop (Ctrl-C, SIGTERM).
 //!
-//! A launcher tells each agent where the coordinator listens and hands it
-//! the run's secret without putting it on a command line (the environment
-//! for processes it starts directly or through Slurm, stdin through a
-//! remote shell). What stays the same for every launcher (accepting agents,
-//! authenticating them, the schedule) lives in
-//! [`crate::cluster::coordinator`]; a launcher only starts processes and
-//! says, for a node that never joined, what its launch printed.
+//! An agent is told where the coordinator listens and gets the run's
+//! secret without it on a command line (the environment for processes
+//! started directly or through Slurm, stdin through a remote shell).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,16 +36,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result};
 
 pub mod credentials;
-pub mod local;
 pub mod local_peer;
 pub mod process;
 pub mod remote_shell;
-pub mod slurm;
 
-pub use local::Local;
 pub use process::Agents;
-pub use remote_shell::{check_remote_path, resolve_host, RemoteShell};
-pub use slurm::Slurm;
+pub use remote_shell::{check_remote_path, resolve_host};
 
 /// Environment variable that carries the run's secret to an agent.
 pub const SECRET_ENV: &str = "WULF_AGENT_SECRET";
@@ -75,14 +69,11 @@ pub fn local_address_toward(target: IpAddr) -> Result<IpAddr> {
     Ok(s.local_addr()?.ip())
 }
 
-/// A way of starting agents.
-pub trait Launcher {
-    /// How results name it (`local`, `ssh`, `lab:NAME`, `slurm`).
-    fn name(&self) -> String;
-    /// The address the coordinator listens on, reachable from every host.
-    fn coordinator_ip(&self, hosts: &[String]) -> Result<IpAddr>;
-    /// Start one agent per host, each connecting back to `coordinator`.
-    fn start(&self, hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents>;
+/// The address this machine reaches the first of `hosts` from: where a
+/// coordinator listens for agents on those hosts.
+pub fn address_toward_first(hosts: &[String]) -> Result<IpAddr> {
+    let first = hosts.first().context("no hosts")?;
+    local_address_toward(resolve_host(first)?)
 }
 
 /// The arguments of `wulf agent` after the program.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::process::{agent_options, Process};
-use super::{agent_args, Agents, Launcher};
+use super::{agent_args, Agents};
 
 /// A command that runs `argv` on `host` through the remote shell `rsh`
 /// (program and leading arguments), or through `sh -c` here when `rsh` is
@@ -61,69 +61,46 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
-/// Agents through a remote shell, one per host: ssh (`BatchMode=yes`,
-/// never a password prompt, a connect timeout) or a lab's `wulf lab rsh`.
-/// The secret goes over the shell's stdin.
-pub struct RemoteShell {
-    /// Name for results (`ssh`, `lab:NAME`).
-    pub label: String,
-    /// Program and leading arguments; the host and the command follow.
-    pub rsh: Vec<String>,
-    /// wulf's path on the hosts.
-    pub remote_wulf: String,
+/// The remote shell of ssh after `program` (`ssh`, or a user's own `ssh -i
+/// KEY -p 2222 ...`), with options that never wait for a person: no
+/// password prompt (`BatchMode=yes`), a connect timeout, new host keys
+/// accepted.
+pub fn ssh(program: Vec<String>, connect_timeout: Duration) -> Vec<String> {
+    let mut rsh = program;
+    rsh.extend([
+        "-o".into(),
+        "BatchMode=yes".into(),
+        "-o".into(),
+        format!("ConnectTimeout={}", connect_timeout.as_secs().max(1)),
+        "-o".into(),
+        "StrictHostKeyChecking=accept-new".into(),
+    ]);
+    rsh
 }
 
-impl RemoteShell {
-    /// ssh with options that never wait for a person, after `program`
-    /// (`ssh`, or a user's own `ssh -i KEY -p 2222 ...`).
-    pub fn ssh(
-        program: Vec<String>,
-        remote_wulf: String,
-        connect_timeout: Duration,
-    ) -> RemoteShell {
-        let mut rsh = program;
-        rsh.extend([
-            "-o".into(),
-            "BatchMode=yes".into(),
-            "-o".into(),
-            format!("ConnectTimeout={}", connect_timeout.as_secs().max(1)),
-            "-o".into(),
-            "StrictHostKeyChecking=accept-new".into(),
-        ]);
-        RemoteShell {
-            label: "ssh".into(),
-            rsh,
-            remote_wulf,
-        }
+/// Start one `wulf agent` (at `remote_wulf` on the hosts) on each of
+/// `hosts` through the remote shell `rsh`, each connecting back to
+/// `coordinator`. Each gets its node's key alone, on the shell's stdin:
+/// it cannot join under another name, and no command line shows it.
+pub fn start_agents(
+    rsh: &[String],
+    remote_wulf: &str,
+    hosts: &[String],
+    coordinator: SocketAddr,
+    secret: &str,
+) -> Result<Agents> {
+    let mut procs = Vec::with_capacity(hosts.len());
+    for h in hosts {
+        let mut argv = vec![remote_wulf.to_string()];
+        argv.extend(agent_args(coordinator, Some(h)));
+        let cmd = command_on(rsh, h, &argv);
+        procs.push(Process::spawn(
+            cmd,
+            Some(h.clone()),
+            &agent_options(Some(&super::credentials::for_node(secret, h))),
+        )?);
     }
-}
-
-impl Launcher for RemoteShell {
-    fn name(&self) -> String {
-        self.label.clone()
-    }
-
-    fn coordinator_ip(&self, hosts: &[String]) -> Result<IpAddr> {
-        let first = hosts.first().context("no hosts")?;
-        let ip = resolve_host(first)?;
-        super::local_address_toward(ip)
-    }
-
-    fn start(&self, hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents> {
-        let mut procs = Vec::with_capacity(hosts.len());
-        for h in hosts {
-            let mut argv = vec![self.remote_wulf.clone()];
-            argv.extend(agent_args(coordinator, Some(h)));
-            let cmd = command_on(&self.rsh, h, &argv);
-            procs.push(Process::spawn(
-                cmd,
-                Some(h.clone()),
-                // Its node's key alone: it cannot join under another name.
-                &agent_options(Some(&super::credentials::for_node(secret, h))),
-            )?);
-        }
-        Ok(Agents::of(procs))
-    }
+    Ok(Agents::of(procs))
 }
 
 /// The first address `host` resolves to.
@@ -190,12 +167,7 @@ mod tests {
 
     #[test]
     fn ssh_never_waits_for_a_person() {
-        let s = RemoteShell::ssh(
-            vec!["ssh".into()],
-            "/usr/bin/wulf".into(),
-            Duration::from_secs(7),
-        );
-        let joined = s.rsh.join(" ");
+        let joined = ssh(vec!["ssh".into()], Duration::from_secs(7)).join(" ");
         assert!(joined.contains("BatchMode=yes"), "{joined}");
         assert!(joined.contains("ConnectTimeout=7"), "{joined}");
     }

@@ -10,6 +10,9 @@
 //! ([`crate::exec::INTERRUPTED`], set by the Ctrl-C handler) and caches of
 //! facts about the machine (MPI installations found, the limits measured).
 
+use std::sync::Arc;
+
+use crate::cluster::launchers::Launcher;
 use crate::transport::cluster::Cluster;
 use crate::transport::{self, ExtraOptions, Transport};
 
@@ -21,6 +24,9 @@ pub struct RunContext {
     /// The hosts processes are spread over, one per host (`--lab`'s nodes,
     /// `--hosts`, a Slurm allocation); None: everything on this host.
     pub cluster: Option<Cluster>,
+    /// How the nodes are reached (`--launch`, parsed once by
+    /// [`crate::cluster::launchers::parse`]); None: no node list.
+    pub launcher: Option<Arc<dyn Launcher>>,
 }
 
 impl RunContext {
@@ -29,6 +35,7 @@ impl RunContext {
         RunContext {
             transports,
             cluster: None,
+            launcher: None,
         }
     }
 
@@ -56,6 +63,12 @@ impl RunContext {
                 self.names().join(", ")
             ))
         })
+    }
+
+    /// The MPI transport whose ranks alone the launcher starts
+    /// (`--launch mpi:NAME`), if it is an MPI's launcher.
+    pub fn mpi_only(&self) -> Option<&str> {
+        self.launcher.as_deref().and_then(|l| l.mpi_only())
     }
 
     /// Whether processes are spread over several hosts.

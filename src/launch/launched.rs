@@ -25,7 +25,9 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::agent::{self, AgentOptions};
-use crate::exec::{Agents, Launcher};
+use crate::cluster::launchers::Launcher;
+use crate::cluster::nodes::{NodeSlots, Spread};
+use crate::exec::Agents;
 
 /// How far before an agent's start a rendezvous file may have been written
 /// (tasks of one launch start within moments of each other).
@@ -135,6 +137,14 @@ pub struct FromLauncher {
 impl Launcher for FromLauncher {
     fn name(&self) -> String {
         format!("{} (tasks)", self.task.launcher)
+    }
+
+    fn place(&self, _nodes: Option<Vec<NodeSlots>>, _ppn: usize) -> Result<Spread> {
+        // Never asked: its tasks are the nodes, placed by that launcher.
+        Err(crate::error::usage(format!(
+            "wulf started by {} places no nodes of its own",
+            self.task.launcher
+        )))
     }
 
     fn coordinator_ip(&self, _hosts: &[String]) -> Result<IpAddr> {

@@ -9,7 +9,8 @@
 //!   ([`mpi`]) first, else started by wulf (`wulf npb-rank`);
 //! * [`mpi`]: jobs started by an MPI's own launcher (sweeps in two ranks,
 //!   NAS and collective groups, one process per host);
-//! * [`mpi_ranks`]: [`mpi_ranks::MpiRanks`], the [`crate::exec::Launcher`]
+//! * [`mpi_ranks`]: [`mpi_ranks::MpiRanks`], the
+//!   [`crate::cluster::launchers::Launcher`]
 //!   that starts `wulf matrix`'s agents as the ranks of an MPI job;
 //! * [`context`]: [`RunContext`], what one command runs with (transport
 //!   options, the cluster), handed down instead of process globals;

@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::exec::{resolve_host, Agents, Launcher};
+use crate::cluster::launchers::Launcher;
+use crate::cluster::nodes::{NodeSlots, Spread};
+use crate::exec::Agents;
 
 /// One MPI job whose ranks are the agents.
 pub struct MpiRanks {
@@ -34,9 +36,16 @@ impl Launcher for MpiRanks {
         self.via.clone()
     }
 
+    fn place(&self, _nodes: Option<Vec<NodeSlots>>, _ppn: usize) -> Result<Spread> {
+        // Never asked: `--via` chooses it for the agents alone.
+        Err(crate::error::usage(format!(
+            "--via {}: the MPI's ranks are agents, not placed nodes",
+            self.via
+        )))
+    }
+
     fn coordinator_ip(&self, hosts: &[String]) -> Result<IpAddr> {
-        let first = hosts.first().context("no hosts")?;
-        crate::exec::local_address_toward(resolve_host(first)?)
+        crate::exec::address_toward_first(hosts)
     }
 
     fn start(&self, hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents> {

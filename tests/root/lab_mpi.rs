@@ -220,7 +220,8 @@ fn tune_tcp_between_lab_nodes() {
     let dir = common::tempdir();
     let out_dir = dir.path().to_str().unwrap();
     let (out, lab) = LabRun::start(&[
-        "tune", "tcp", "--lab", "ge", "--budget", "4s", "--quiet", "--json", "--out", out_dir,
+        "tune", "tcp", "--lab", "ge", "--budget", "4s", "--sizes", "1,64Ki", "--quiet", "--json",
+        "--out", out_dir,
     ])
     .finish();
     let summary = json_of(&out);

@@ -362,7 +362,7 @@ fn offloads_are_restored_after_ctrl_c() {
     let before = pair.features();
     let out = tempdir();
     let mut child = pair
-        .tune(&out, "120s")
+        .tune(&out, "24s")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

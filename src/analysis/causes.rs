@@ -29,7 +29,14 @@
 //!    matches a drop-out that starts just past a multiple: kB in
 //!    `left..first` with `first` within 1% of kB (NetPIPE's +3 bytes), the
 //!    good size before it at or below the multiple;
-//! 6. the page size P only when the buffers are misaligned (`--offset`
+//! 6. a cache level of the machine (its L2, per core, and its last level,
+//!    from the fingerprint's caches), only for transports that copy each
+//!    message through the caches (their settings say
+//!    [`crate::result::COPIES_KEY`]: tcp, c2c, shm): within 10% of
+//!    `left..=last`. A message larger than the cache no longer stays in it
+//!    between copies, so each copy streams from the next level (tcp, c2c
+//!    and shm step at 1 MiB, the per-core L2, on the development VM);
+//! 7. the page size P only when the buffers are misaligned (`--offset`
 //!    o > 0): a buffer starting o bytes into a page spans one page more
 //!    from kP - o + 1 bytes on, so kP - o in `left..last` (the span narrower
 //!    than a page) matches. With aligned buffers every size of NetPIPE's
@@ -55,6 +62,57 @@ pub struct Stated {
 /// Relative tolerance when matching a buffer or protocol limit to a dip.
 pub const NEAR: f64 = 0.10;
 
+/// A cache level of the machine, as the fingerprint describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheLevel {
+    /// Its level (2 for L2).
+    pub level: u32,
+    /// Capacity in bytes.
+    pub bytes: u64,
+    /// Logical CPUs sharing it, when the kernel says.
+    pub shared_by_cpus: Option<usize>,
+    /// Whether it is the last level.
+    pub last: bool,
+}
+
+impl CacheLevel {
+    /// The levels worth naming among `caches` (the fingerprint's, as seen
+    /// from CPU 0): the data or unified ones from L2 up (L1 holds a few
+    /// dozen KiB, where the per-message costs hide any copy effect), the
+    /// largest marked as the last level.
+    pub fn from_fingerprint(caches: &[crate::sys::Cache]) -> Vec<CacheLevel> {
+        let mut out: Vec<CacheLevel> = caches
+            .iter()
+            .filter(|c| c.level >= 2 && c.kind != "Instruction" && c.size_bytes > 0)
+            .map(|c| CacheLevel {
+                level: c.level,
+                bytes: c.size_bytes,
+                shared_by_cpus: c.shared_by_cpus,
+                last: false,
+            })
+            .collect();
+        let top = out.iter().map(|c| c.level).max();
+        for c in &mut out {
+            c.last = Some(c.level) == top;
+        }
+        out
+    }
+
+    /// Its name with its size and who shares it, as a cause names it.
+    fn describe(&self) -> String {
+        let share = match self.shared_by_cpus {
+            Some(1) => ", per core".to_string(),
+            Some(n) => format!(", shared by {n} CPUs"),
+            None => String::new(),
+        };
+        let last = if self.last { ", last level" } else { "" };
+        format!(
+            "L{} cache ({} B{last}{share}) outgrown: the message no longer fits, each copy streams it from the next level",
+            self.level, self.bytes
+        )
+    }
+}
+
 /// Page size assumed when the result does not record one.
 pub const DEFAULT_PAGE_BYTES: u64 = 4096;
 
@@ -79,6 +137,13 @@ pub struct CauseHints {
     pub thresholds: Vec<Stated>,
     /// Misalignment of the buffers (`--offset`); 0 when aligned.
     pub offset_bytes: u64,
+    /// Whether the transport copies each message through the caches (its
+    /// settings' [`crate::result::COPIES_KEY`]): only then are cache
+    /// levels causes.
+    pub copies_through_caches: bool,
+    /// The machine's cache levels (see [`CauseHints::with_caches`]); empty
+    /// unless `copies_through_caches`.
+    pub caches: Vec<CacheLevel>,
 }
 
 impl Default for CauseHints {
@@ -93,6 +158,8 @@ impl Default for CauseHints {
             eager_limit_bytes: None,
             thresholds: Vec::new(),
             offset_bytes: 0,
+            copies_through_caches: false,
+            caches: Vec::new(),
         }
     }
 }
@@ -131,7 +198,23 @@ impl CauseHints {
                 })
                 .unwrap_or_default(),
             offset_bytes: 0,
+            copies_through_caches: map
+                .get(crate::result::COPIES_KEY)
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
+            caches: Vec::new(),
         }
+    }
+
+    /// The same hints with the machine's cache levels (the fingerprint's
+    /// `caches`), kept only when the transport copies through the caches:
+    /// a kernel bypass or a NIC's DMA has no reason to step at the L2.
+    pub fn with_caches(self, caches: Option<&[crate::sys::Cache]>) -> CauseHints {
+        let caches = match (self.copies_through_caches, caches) {
+            (true, Some(c)) => CacheLevel::from_fingerprint(c),
+            _ => Vec::new(),
+        };
+        CauseHints { caches, ..self }
     }
 
     /// The same hints for buffers misaligned by `offset_bytes`.
@@ -202,6 +285,9 @@ impl CauseHints {
                 return Some(format!("{} (past {k} x {p} = {} B)", t.what, k * p));
             }
         }
+        if let Some(c) = self.caches.iter().find(|c| near(c.bytes)) {
+            return Some(c.describe());
+        }
         let o = self.offset_bytes;
         if let Some(p) = self.page_bytes.filter(|&p| p > o && o > 0) {
             if last - left < p {
@@ -232,6 +318,8 @@ mod tests {
             eager_limit_bytes: None,
             thresholds: Vec::new(),
             offset_bytes: 0,
+            copies_through_caches: false,
+            caches: Vec::new(),
         }
     }
 

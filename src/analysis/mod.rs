@@ -204,7 +204,8 @@ impl Analysis {
         let high: Vec<f64> = p.iter().map(|p| p.ci_high_ns).collect();
         let noisy: Vec<bool> = p.iter().map(|p| p.noisy).collect();
         let hints = CauseHints::from_transport(&result.options.transport)
-            .with_offset(result.options.offset_bytes);
+            .with_offset(result.options.offset_bytes)
+            .with_caches(result.host.caches.as_deref());
         let directions = result.mode.bytes_per_op(1) as f64;
         let first = analyse(&bytes, &median, &low, &high, &hints, directions, &|_| false);
         let events = confirm::events(&first);

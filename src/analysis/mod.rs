@@ -74,6 +74,8 @@ mod saturation;
 mod significance;
 
 #[cfg(test)]
+mod cause_tests;
+#[cfg(test)]
 mod detection_tests;
 #[cfg(test)]
 mod synth;

@@ -22,10 +22,14 @@
 //! 4. a multiple of the MTU, the same way;
 //! 5. a threshold the transport itself stated (its settings' `thresholds`
 //!    list, filled in `src/transport/`: wulf's shm inline, chunk and ring
-//!    sizes, cma's split threshold, each MPI's protocol limits, the cache
-//!    sizes a memcpy outgrows), within 10% of `left..=last` as for the
-//!    limits above; a threshold stated with `"every": true` repeats at
-//!    each multiple (Unix sockets' kernel buffers grow by pages) and
+//!    sizes, cma's split threshold, each MPI's protocol limits of the
+//!    path its ranks used, the cache sizes a memcpy outgrows), within 10%
+//!    of `left..=last` as for the limits above; a threshold stated with
+//!    `"every": true` repeats at each multiple (Unix sockets' kernel
+//!    buffers grow by pages; cma's process_vm_readv pins one more page per
+//!    page spanned, about 240 ns on the development VM, measured alone by
+//!    bench/cma_page_probe.sh: with it, aligned buffers' page boundaries
+//!    do explain cma's steps) and
 //!    matches a drop-out that starts just past a multiple: kB in
 //!    `left..first` with `first` within 1% of kB (NetPIPE's +3 bytes), the
 //!    good size before it at or below the multiple;
@@ -168,7 +172,8 @@ impl CauseHints {
     /// Read the hints from a result's `options.transport` map: keys
     /// `sndbuf_granted_bytes`, `rcvbuf_granted_bytes`, `mss_bytes`,
     /// `mtu_bytes`, `page_bytes` (default 4096) and `eager_limit_bytes`,
-    /// each a positive integer; anything else is ignored.
+    /// each a positive integer, the `thresholds` list and the flag
+    /// [`crate::result::COPIES_KEY`]; anything else is ignored.
     pub fn from_transport(map: &serde_json::Map<String, serde_json::Value>) -> CauseHints {
         let get = |key: &str| {
             map.get(key)

@@ -46,20 +46,18 @@ fn causes_only_of_the_path(r: &serde_json::Value, lib: &str, on_tcp: bool) {
         .unwrap_or_default();
     let path = t["data_path"].as_str().unwrap_or("");
     if lib == "openmpi" {
-        let (used, other) = if on_tcp {
-            ("tcp", "vader")
-        } else {
-            ("vader", "tcp")
+        // The shared-memory BTL is vader up to Open MPI 4, sm from 5.
+        let (used, other): (&[&str], &[&str]) = match on_tcp {
+            true => (&["btl:tcp"], &["btl_vader_", "btl_sm_"]),
+            false => (&["btl:vader", "btl:sm"], &["btl_tcp_"]),
         };
         // No path when the UCX PML may take over (RDMA devices).
         if !path.is_empty() {
-            assert_eq!(path, format!("btl:{used}"));
+            assert!(used.contains(&path), "{path}");
             assert!(!stated.is_empty());
         }
-        assert!(
-            stated.iter().all(|w| !w.contains(&format!("btl_{other}_"))),
-            "{stated:?}"
-        );
+        let wrong = |w: &String| other.iter().any(|o| w.contains(o));
+        assert!(!stated.iter().any(wrong), "{stated:?}");
     } else if r["mpi"]["library_version"]
         .as_str()
         .unwrap()

@@ -14,12 +14,13 @@
 //!    the 32-64 KB drop of seed 000 came from a 32 KB buffer): within 10% of
 //!    `left..=last`. A message larger than the window waits for an
 //!    acknowledgement (bandwidth-delay product, method.md);
-//! 3. a multiple k * MSS (k >= 1) in `left..=last`, the span being narrower
+//! 3. a multiple k * MSS (k >= 1) in `left..first`, the span being narrower
 //!    than one MSS so that the multiple is pinned down: one more segment on
 //!    the wire, the last one short (seed 000's dip near 3 KB with a 1500 B
 //!    MTU, i.e. past 2 x 1448 B). Without a recorded MSS, MTU - 52 (IPv4 and
-//!    TCP headers plus the timestamp option) is assumed;
-//! 4. a multiple of the MTU, the same way;
+//!    TCP headers plus the timestamp option) is assumed. Only up to k =
+//!    [`MAX_PACKETS`] (20): one packet more among many costs too little;
+//! 4. a multiple of the MTU, the same way, when no MSS is recorded;
 //! 5. a threshold the transport itself stated (its settings' `thresholds`
 //!    list, filled in `src/transport/`: wulf's shm inline, chunk and ring
 //!    sizes, cma's split threshold, each MPI's protocol limits of the
@@ -116,6 +117,13 @@ impl CacheLevel {
         )
     }
 }
+
+/// Most packets k for which one more (k + 1) is named as a cause: one
+/// packet more among k adds at most about 1/k to the time, and no event
+/// shallower than [`crate::analysis::DROPOUT_MIN_DEPTH`] (5%, 1/20) is
+/// reported. A step at 1 MiB on loopback (32 segments of 32 KiB) is no
+/// packet's doing.
+pub const MAX_PACKETS: u64 = 20;
 
 /// Page size assumed when the result does not record one.
 pub const DEFAULT_PAGE_BYTES: u64 = 4096;
@@ -266,13 +274,20 @@ impl CauseHints {
                 .filter(|&m| m > 52)
                 .map(|m| (m - 52, "MSS (MTU - 52, assumed)"))
         });
-        let frames = [mss, self.mtu_bytes.map(|m| (m, "MTU"))];
+        // With a recorded MSS, TCP cuts the stream at the MSS, not at the
+        // MTU (loopback: MTU 65536, MSS 32768).
+        let mtu = self.mtu_bytes.filter(|_| self.mss_bytes.is_none());
+        let frames = [mss, mtu.map(|m| (m, "MTU"))];
         for (unit, name) in frames.into_iter().flatten() {
             if last - left >= unit {
                 continue;
             }
-            let k = last / unit;
-            if k >= 1 && k * unit >= left {
+            // The good size `left` fits in k packets and `first` needs one
+            // more: k * unit in left..first. A multiple at `first` itself
+            // changes nothing there (1 MiB is exactly 32 loopback MSS of
+            // 32 KiB, and was once named for tcp's step at the L2 size).
+            let k = (first - 1) / unit;
+            if k >= 1 && k <= MAX_PACKETS && k * unit >= left {
                 return Some(format!(
                     "{k} x {name} = {} B: one more packet, the last one short",
                     k * unit
@@ -424,6 +439,29 @@ mod tests {
         // Not pinned: the dropped sizes do not start just past a multiple.
         assert_eq!(unix.likely_cause(2051, 6141, 6147, 8189), None);
         assert_eq!(unix.likely_cause(32771, 49149, 49149, 49152), None);
+    }
+
+    #[test]
+    fn a_multiple_at_the_first_size_is_no_packet_more() {
+        // tcp loopback, 32 KiB MSS: 1 MiB is 32 segments, as is 1048573 B;
+        // a step from 1 MiB on is not one packet more.
+        let lo = CauseHints {
+            mss_bytes: Some(32768),
+            mtu_bytes: Some(65536),
+            sndbuf_granted_bytes: None,
+            rcvbuf_granted_bytes: None,
+            ..hints()
+        };
+        assert_eq!(
+            lo.likely_cause(1_048_573, 1_048_576, 1_048_576, u64::MAX),
+            None
+        );
+        let c = lo.likely_cause(65_536, 65_539, 65_539, u64::MAX);
+        assert!(c.unwrap().starts_with("2 x MSS = 65536 B"));
+        // Nor is 1048579 B, though 33 segments: one among 33 costs too
+        // little for a step (the L2 cache at 1 MiB is the likelier cause).
+        let none = lo.likely_cause(1_048_576, 1_048_579, 1_048_579, u64::MAX);
+        assert_eq!(none, None);
     }
 
     #[test]

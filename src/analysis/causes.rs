@@ -287,7 +287,7 @@ impl CauseHints {
             // changes nothing there (1 MiB is exactly 32 loopback MSS of
             // 32 KiB, and was once named for tcp's step at the L2 size).
             let k = (first - 1) / unit;
-            if k >= 1 && k <= MAX_PACKETS && k * unit >= left {
+            if (1..=MAX_PACKETS).contains(&k) && k * unit >= left {
                 return Some(format!(
                     "{k} x {name} = {} B: one more packet, the last one short",
                     k * unit

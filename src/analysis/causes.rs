@@ -14,22 +14,34 @@
 //!    the 32-64 KB drop of seed 000 came from a 32 KB buffer): within 10% of
 //!    `left..=last`. A message larger than the window waits for an
 //!    acknowledgement (bandwidth-delay product, method.md);
-//! 3. a multiple k * MSS (k >= 1) in `left..=last`, the span being narrower
+//! 3. a multiple k * MSS (k >= 1) in `left..first`, the span being narrower
 //!    than one MSS so that the multiple is pinned down: one more segment on
 //!    the wire, the last one short (seed 000's dip near 3 KB with a 1500 B
 //!    MTU, i.e. past 2 x 1448 B). Without a recorded MSS, MTU - 52 (IPv4 and
-//!    TCP headers plus the timestamp option) is assumed;
-//! 4. a multiple of the MTU, the same way;
+//!    TCP headers plus the timestamp option) is assumed. Only up to k =
+//!    [`MAX_PACKETS`] (20): one packet more among many costs too little;
+//! 4. a multiple of the MTU, the same way, when no MSS is recorded;
 //! 5. a threshold the transport itself stated (its settings' `thresholds`
 //!    list, filled in `src/transport/`: wulf's shm inline, chunk and ring
-//!    sizes, cma's split threshold, each MPI's protocol limits, the cache
-//!    sizes a memcpy outgrows), within 10% of `left..=last` as for the
-//!    limits above; a threshold stated with `"every": true` repeats at
-//!    each multiple (Unix sockets' kernel buffers grow by pages) and
+//!    sizes, cma's split threshold, each MPI's protocol limits of the
+//!    path its ranks used, the cache sizes a memcpy outgrows), within 10%
+//!    of `left..=last` as for the limits above; a threshold stated with
+//!    `"every": true` repeats at each multiple (Unix sockets' kernel
+//!    buffers grow by pages; cma's process_vm_readv pins one more page per
+//!    page spanned, about 240 ns on the development VM, measured alone by
+//!    bench/cma_page_probe.sh: with it, aligned buffers' page boundaries
+//!    do explain cma's steps) and
 //!    matches a drop-out that starts just past a multiple: kB in
 //!    `left..first` with `first` within 1% of kB (NetPIPE's +3 bytes), the
 //!    good size before it at or below the multiple;
-//! 6. the page size P only when the buffers are misaligned (`--offset`
+//! 6. a cache level of the machine (its L2, per core, and its last level,
+//!    from the fingerprint's caches), only for transports that copy each
+//!    message through the caches (their settings say
+//!    [`crate::result::COPIES_KEY`]: tcp, c2c, shm): within 10% of
+//!    `left..=last`. A message larger than the cache no longer stays in it
+//!    between copies, so each copy streams from the next level (tcp, c2c
+//!    and shm step at 1 MiB, the per-core L2, on the development VM);
+//! 7. the page size P only when the buffers are misaligned (`--offset`
 //!    o > 0): a buffer starting o bytes into a page spans one page more
 //!    from kP - o + 1 bytes on, so kP - o in `left..last` (the span narrower
 //!    than a page) matches. With aligned buffers every size of NetPIPE's
@@ -55,6 +67,64 @@ pub struct Stated {
 /// Relative tolerance when matching a buffer or protocol limit to a dip.
 pub const NEAR: f64 = 0.10;
 
+/// A cache level of the machine, as the fingerprint describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheLevel {
+    /// Its level (2 for L2).
+    pub level: u32,
+    /// Capacity in bytes.
+    pub bytes: u64,
+    /// Logical CPUs sharing it, when the kernel says.
+    pub shared_by_cpus: Option<usize>,
+    /// Whether it is the last level.
+    pub last: bool,
+}
+
+impl CacheLevel {
+    /// The levels worth naming among `caches` (the fingerprint's, as seen
+    /// from CPU 0): the data or unified ones from L2 up (L1 holds a few
+    /// dozen KiB, where the per-message costs hide any copy effect), the
+    /// largest marked as the last level.
+    pub fn from_fingerprint(caches: &[crate::sys::Cache]) -> Vec<CacheLevel> {
+        let mut out: Vec<CacheLevel> = caches
+            .iter()
+            .filter(|c| c.level >= 2 && c.kind != "Instruction" && c.size_bytes > 0)
+            .map(|c| CacheLevel {
+                level: c.level,
+                bytes: c.size_bytes,
+                shared_by_cpus: c.shared_by_cpus,
+                last: false,
+            })
+            .collect();
+        let top = out.iter().map(|c| c.level).max();
+        for c in &mut out {
+            c.last = Some(c.level) == top;
+        }
+        out
+    }
+
+    /// Its name with its size and who shares it, as a cause names it.
+    fn describe(&self) -> String {
+        let share = match self.shared_by_cpus {
+            Some(1) => ", per core".to_string(),
+            Some(n) => format!(", shared by {n} CPUs"),
+            None => String::new(),
+        };
+        let last = if self.last { ", last level" } else { "" };
+        format!(
+            "L{} cache ({} B{last}{share}) outgrown: the message no longer fits, each copy streams it from the next level",
+            self.level, self.bytes
+        )
+    }
+}
+
+/// Most packets k for which one more (k + 1) is named as a cause: one
+/// packet more among k adds at most about 1/k to the time, and no event
+/// shallower than [`crate::analysis::DROPOUT_MIN_DEPTH`] (5%, 1/20) is
+/// reported. A step at 1 MiB on loopback (32 segments of 32 KiB) is no
+/// packet's doing.
+pub const MAX_PACKETS: u64 = 20;
+
 /// Page size assumed when the result does not record one.
 pub const DEFAULT_PAGE_BYTES: u64 = 4096;
 
@@ -79,6 +149,13 @@ pub struct CauseHints {
     pub thresholds: Vec<Stated>,
     /// Misalignment of the buffers (`--offset`); 0 when aligned.
     pub offset_bytes: u64,
+    /// Whether the transport copies each message through the caches (its
+    /// settings' [`crate::result::COPIES_KEY`]): only then are cache
+    /// levels causes.
+    pub copies_through_caches: bool,
+    /// The machine's cache levels (see [`CauseHints::with_caches`]); empty
+    /// unless `copies_through_caches`.
+    pub caches: Vec<CacheLevel>,
 }
 
 impl Default for CauseHints {
@@ -93,6 +170,8 @@ impl Default for CauseHints {
             eager_limit_bytes: None,
             thresholds: Vec::new(),
             offset_bytes: 0,
+            copies_through_caches: false,
+            caches: Vec::new(),
         }
     }
 }
@@ -101,7 +180,8 @@ impl CauseHints {
     /// Read the hints from a result's `options.transport` map: keys
     /// `sndbuf_granted_bytes`, `rcvbuf_granted_bytes`, `mss_bytes`,
     /// `mtu_bytes`, `page_bytes` (default 4096) and `eager_limit_bytes`,
-    /// each a positive integer; anything else is ignored.
+    /// each a positive integer, the `thresholds` list and the flag
+    /// [`crate::result::COPIES_KEY`]; anything else is ignored.
     pub fn from_transport(map: &serde_json::Map<String, serde_json::Value>) -> CauseHints {
         let get = |key: &str| {
             map.get(key)
@@ -131,7 +211,23 @@ impl CauseHints {
                 })
                 .unwrap_or_default(),
             offset_bytes: 0,
+            copies_through_caches: map
+                .get(crate::result::COPIES_KEY)
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
+            caches: Vec::new(),
         }
+    }
+
+    /// The same hints with the machine's cache levels (the fingerprint's
+    /// `caches`), kept only when the transport copies through the caches:
+    /// a kernel bypass or a NIC's DMA has no reason to step at the L2.
+    pub fn with_caches(self, caches: Option<&[crate::sys::Cache]>) -> CauseHints {
+        let caches = match (self.copies_through_caches, caches) {
+            (true, Some(c)) => CacheLevel::from_fingerprint(c),
+            _ => Vec::new(),
+        };
+        CauseHints { caches, ..self }
     }
 
     /// The same hints for buffers misaligned by `offset_bytes`.
@@ -178,13 +274,20 @@ impl CauseHints {
                 .filter(|&m| m > 52)
                 .map(|m| (m - 52, "MSS (MTU - 52, assumed)"))
         });
-        let frames = [mss, self.mtu_bytes.map(|m| (m, "MTU"))];
+        // With a recorded MSS, TCP cuts the stream at the MSS, not at the
+        // MTU (loopback: MTU 65536, MSS 32768).
+        let mtu = self.mtu_bytes.filter(|_| self.mss_bytes.is_none());
+        let frames = [mss, mtu.map(|m| (m, "MTU"))];
         for (unit, name) in frames.into_iter().flatten() {
             if last - left >= unit {
                 continue;
             }
-            let k = last / unit;
-            if k >= 1 && k * unit >= left {
+            // The good size `left` fits in k packets and `first` needs one
+            // more: k * unit in left..first. A multiple at `first` itself
+            // changes nothing there (1 MiB is exactly 32 loopback MSS of
+            // 32 KiB, and was once named for tcp's step at the L2 size).
+            let k = (first - 1) / unit;
+            if (1..=MAX_PACKETS).contains(&k) && k * unit >= left {
                 return Some(format!(
                     "{k} x {name} = {} B: one more packet, the last one short",
                     k * unit
@@ -201,6 +304,9 @@ impl CauseHints {
             if edge >= left && edge < first && (first - edge) as f64 <= 0.01 * edge as f64 {
                 return Some(format!("{} (past {k} x {p} = {} B)", t.what, k * p));
             }
+        }
+        if let Some(c) = self.caches.iter().find(|c| near(c.bytes)) {
+            return Some(c.describe());
         }
         let o = self.offset_bytes;
         if let Some(p) = self.page_bytes.filter(|&p| p > o && o > 0) {
@@ -232,6 +338,8 @@ mod tests {
             eager_limit_bytes: None,
             thresholds: Vec::new(),
             offset_bytes: 0,
+            copies_through_caches: false,
+            caches: Vec::new(),
         }
     }
 
@@ -331,6 +439,29 @@ mod tests {
         // Not pinned: the dropped sizes do not start just past a multiple.
         assert_eq!(unix.likely_cause(2051, 6141, 6147, 8189), None);
         assert_eq!(unix.likely_cause(32771, 49149, 49149, 49152), None);
+    }
+
+    #[test]
+    fn a_multiple_at_the_first_size_is_no_packet_more() {
+        // tcp loopback, 32 KiB MSS: 1 MiB is 32 segments, as is 1048573 B;
+        // a step from 1 MiB on is not one packet more.
+        let lo = CauseHints {
+            mss_bytes: Some(32768),
+            mtu_bytes: Some(65536),
+            sndbuf_granted_bytes: None,
+            rcvbuf_granted_bytes: None,
+            ..hints()
+        };
+        assert_eq!(
+            lo.likely_cause(1_048_573, 1_048_576, 1_048_576, u64::MAX),
+            None
+        );
+        let c = lo.likely_cause(65_536, 65_539, 65_539, u64::MAX);
+        assert!(c.unwrap().starts_with("2 x MSS = 65536 B"));
+        // Nor is 1048579 B, though 33 segments: one among 33 costs too
+        // little for a step (the L2 cache at 1 MiB is the likelier cause).
+        let none = lo.likely_cause(1_048_576, 1_048_579, 1_048_579, u64::MAX);
+        assert_eq!(none, None);
     }
 
     #[test]

@@ -50,6 +50,20 @@
 //! driver's many drop-outs in seed 000) are each found: a side holding
 //! another dip is not on a line with the first.
 //!
+//! Rule 3, it comes back. A drop-out is a dip the curve comes back from;
+//! a lasting level change is a step, even where the sizes after it do not
+//! lie on one line (a transition that goes on steepening past a cache
+//! level, a staircase of later steps) and rule 2 cannot see it. A run with
+//! bounding good points L and R is dropped when the throughput stays below
+//! L's from R on: every point from R to 2R (the octave after R, or to the
+//! end of the sweep) has its upper throughput bound below L's lower bound
+//! by the factor 1 + s of rule 1. Throughput, not a line extrapolated from
+//! before L, is what the regime could not have produced: with alpha >= 0 a
+//! Hockney line's throughput never falls as sizes grow, so a healthy
+//! curve that comes back has, at R, at least L's throughput. A step to a
+//! slower protocol in the latency-bound sizes (where throughput still
+//! grows past it) is left to rule 2.
+//!
 //! Runs. Points marked by any (L, R) pair are merged into maximal runs; a
 //! run's depth is the largest relative throughput deficit of its medians
 //! against the median chord between the unmarked points bounding it. The
@@ -183,6 +197,16 @@ pub(crate) fn find_dropouts(
         }
     }
     let mut runs = Vec::new();
+    let stays_down = |first: usize, last: usize| {
+        let (l, r) = (first - 1, last + 1);
+        let window = l.saturating_sub(WIDTH_REACH)..len.min(r + 1 + WIDTH_REACH);
+        let s = (factor - 1.0).max(local_median(&width[window]));
+        // Throughput bounds, bytes per ns.
+        let l_low = bytes[l] / ci_high_ns[l];
+        (r..len)
+            .take_while(|&j| j == r || bytes[j] <= bytes[r] * SIDE_SPAN_RATIO)
+            .all(|j| bytes[j] / ci_low_ns[j] * (1.0 + s) < l_low)
+    };
     let mut k = 0;
     while k < len {
         if !marked[k] {
@@ -194,6 +218,10 @@ pub(crate) fn find_dropouts(
             k += 1;
         }
         let last = k;
+        k += 1;
+        if stays_down(first, last) {
+            continue;
+        }
         let (l, r) = (first - 1, last + 1);
         let depth_fraction = (first..=last)
             .map(|i| {
@@ -206,7 +234,6 @@ pub(crate) fn find_dropouts(
             last,
             depth_fraction,
         });
-        k += 1;
     }
     runs
 }

@@ -22,9 +22,11 @@
 //! * **Drop-outs** ([`dropout`]): a point or run of points whose upper
 //!   throughput bound lies more than [`DROPOUT_MIN_DEPTH`] (or the noise
 //!   of the intervals, if larger) below the lower bounds of its neighbours
-//!   interpolated along the Hockney chord between them, and which is not
-//!   one side of a step; each with a likely cause from [`CauseHints`]
-//!   ([`causes`]).
+//!   interpolated along the Hockney chord between them, which is not
+//!   one side of a step, and from which the curve comes back (a level
+//!   change that lasts is a switch-over); each with a likely cause from
+//!   [`CauseHints`] ([`causes`]), which takes the machine's cache levels
+//!   from the result's fingerprint.
 //! * **Segments and switch-overs** ([`hockney`], [`line_fit`]): t = alpha +
 //!   n / beta fitted piecewise by least squares on relative residuals, each
 //!   line physical (alpha >= 0, beta > 0, with a 95% interval for each
@@ -73,6 +75,8 @@ pub mod matrix;
 mod saturation;
 mod significance;
 
+#[cfg(test)]
+mod cause_tests;
 #[cfg(test)]
 mod detection_tests;
 #[cfg(test)]
@@ -204,7 +208,8 @@ impl Analysis {
         let high: Vec<f64> = p.iter().map(|p| p.ci_high_ns).collect();
         let noisy: Vec<bool> = p.iter().map(|p| p.noisy).collect();
         let hints = CauseHints::from_transport(&result.options.transport)
-            .with_offset(result.options.offset_bytes);
+            .with_offset(result.options.offset_bytes)
+            .with_caches(result.host.caches.as_deref());
         let directions = result.mode.bytes_per_op(1) as f64;
         let first = analyse(&bytes, &median, &low, &high, &hints, directions, &|_| false);
         let events = confirm::events(&first);

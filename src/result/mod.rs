@@ -50,6 +50,8 @@ pub use study::{
     is_study_result, read_study_result, StudyCaseResult, StudyResult, StudyRow, StudyTable,
     STUDY_KIND, STUDY_SCHEMA_VERSION,
 };
-pub use thresholds::{periodic_threshold_value, thresholds_value, THRESHOLDS_KEY};
+pub use thresholds::{
+    periodic_threshold_value, threshold_entry, thresholds_value, COPIES_KEY, THRESHOLDS_KEY,
+};
 pub use wait_mode::WaitMode;
 pub use write::{write_atomically, write_atomically_with, write_json, write_result};

@@ -22,3 +22,19 @@ pub fn thresholds_value(list: &[(u64, String)]) -> serde_json::Value {
 pub fn periodic_threshold_value(bytes: u64, what: &str) -> serde_json::Value {
     serde_json::json!([{ "bytes": bytes, "every": true, "what": what }])
 }
+
+/// Key of a transport's settings saying that it copies each message
+/// through the CPU caches (`true`: tcp, c2c, shm), so that a step where a
+/// message outgrows a cache level of the machine is named after that level
+/// (see `analysis::causes`). Transports that move data otherwise (a NIC's
+/// DMA, a single kernel copy counted per page) leave it out.
+pub const COPIES_KEY: &str = "copies_through_caches";
+
+/// One threshold entry for [`THRESHOLDS_KEY`]; `every`: it repeats at each
+/// multiple of `bytes`.
+pub fn threshold_entry(bytes: u64, what: &str, every: bool) -> serde_json::Value {
+    match every {
+        true => serde_json::json!({ "bytes": bytes, "every": true, "what": what }),
+        false => serde_json::json!({ "bytes": bytes, "what": what }),
+    }
+}

@@ -37,3 +37,14 @@ pub use link_limit::{tcp_goodput_limit, Framing, IpVersion, LinkLimit};
 pub use path::{recorded_same_machine, same_machine};
 pub use tcp_sysctl::TcpSysctls;
 pub use topology::Cache;
+
+/// The memory page size (sysconf), 4096 when it cannot be read: the unit
+/// in which the kernel pins, maps and buffers memory, named by the causes
+/// of page-boundary steps.
+pub fn page_bytes() -> u64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .filter(|&p| p > 0)
+        .unwrap_or(4096) as u64
+}

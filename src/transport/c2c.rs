@@ -420,6 +420,8 @@ impl Baseline for C2cBench {
         m.insert("wait".into(), json!(self.setup.wait.name()));
         m.insert("helper_cpu".into(), json!(self.helper.cpu()));
         m.insert("offset_bytes".into(), json!(self.setup.offset_bytes));
+        // Every hand-off is a memcpy between two cores' caches.
+        m.insert(crate::result::COPIES_KEY.into(), json!(true));
         m
     }
 

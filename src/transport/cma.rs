@@ -245,12 +245,24 @@ fn finish(
     settings.insert("split_min_bytes".into(), json!(SPLIT_MIN_BYTES));
     settings.insert("ptracer_set".into(), json!(ptracer));
     settings.insert("wait".into(), json!(opts.wait.name()));
+    // process_vm_readv pins the remote buffer page by page: one more page
+    // spanned costs one more pin (bench/cma_page_probe.sh measures it).
+    let page = crate::sys::page_bytes();
+    settings.insert("page_bytes".into(), json!(page));
     settings.insert(
         crate::result::THRESHOLDS_KEY.into(),
-        crate::result::thresholds_value(&[(
-            SPLIT_MIN_BYTES as u64,
-            format!("cma split threshold ({SPLIT_MIN_BYTES} B): from here the sender writes half with process_vm_writev while the receiver reads"),
-        )]),
+        json!([
+            crate::result::threshold_entry(
+                SPLIT_MIN_BYTES as u64,
+                &format!("cma split threshold ({SPLIT_MIN_BYTES} B): from here the sender writes half with process_vm_writev while the receiver reads"),
+                false,
+            ),
+            crate::result::threshold_entry(
+                page,
+                &format!("cma page ({page} B): a message spanning one more page costs one more page pinned and copied by process_vm_readv"),
+                true,
+            ),
+        ]),
     );
     Ok(Connected {
         endpoint: Box::new(CmaEndpoint {

@@ -349,6 +349,8 @@ fn finish(
         crate::result::THRESHOLDS_KEY.into(),
         crate::result::thresholds_value(&thresholds),
     );
+    // Through the ring or single copy, a message is copied with memcpy.
+    settings.insert(crate::result::COPIES_KEY.into(), json!(true));
     Ok(Connected {
         endpoint: Box::new(ShmEndpoint {
             tx,

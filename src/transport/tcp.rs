@@ -212,6 +212,9 @@ fn finish(socket: Socket, opts: &ChannelOptions, warnings: Vec<String>) -> Resul
     settings.insert("mss_requested_bytes".into(), json!(opts.mss_bytes));
     settings.insert("mss_bytes".into(), json!(socket.mss().ok()));
     settings.insert("busy_poll".into(), json!(opts.busy_poll));
+    // The kernel copies each message into and out of socket buffers: a
+    // message outgrowing a cache level costs more per byte from there.
+    settings.insert(crate::result::COPIES_KEY.into(), json!(true));
     let endpoint = StreamEndpoint::new(socket, opts.timeout(), opts.busy_poll)?;
     Ok(Connected {
         endpoint: Box::new(endpoint),

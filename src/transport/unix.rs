@@ -121,11 +121,7 @@ fn finish(
     // The kernel builds a Unix socket's buffers from page-sized pieces
     // (slab size classes, then page fragments): a message a few bytes past
     // k pages takes one more, and measures slower than k pages exactly.
-    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-        .ok()
-        .flatten()
-        .filter(|&p| p > 0)
-        .unwrap_or(4096) as u64;
+    let page = crate::sys::page_bytes();
     settings.insert(
         crate::result::THRESHOLDS_KEY.into(),
         crate::result::periodic_threshold_value(

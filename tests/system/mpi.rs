@@ -35,6 +35,39 @@ fn strings(v: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// The protocol limits stated as causes are those of the path the ranks
+/// used (issue 28): Open MPI's tcp BTL's when forced onto TCP, its
+/// shared-memory BTL's otherwise; never CH3's for the MPICH built ch4.
+fn causes_only_of_the_path(r: &serde_json::Value, lib: &str, on_tcp: bool) {
+    let t = &r["options"]["transport"];
+    let stated: Vec<String> = t["thresholds"]
+        .as_array()
+        .map(|l| l.iter().map(|x| x["what"].to_string()).collect())
+        .unwrap_or_default();
+    let path = t["data_path"].as_str().unwrap_or("");
+    if lib == "openmpi" {
+        // The shared-memory BTL is vader up to Open MPI 4, sm from 5.
+        let (used, other): (&[&str], &[&str]) = match on_tcp {
+            true => (&["btl:tcp"], &["btl_vader_", "btl_sm_"]),
+            false => (&["btl:vader", "btl:sm"], &["btl_tcp_"]),
+        };
+        // No path when the UCX PML may take over (RDMA devices).
+        if !path.is_empty() {
+            assert!(used.contains(&path), "{path}");
+            assert!(!stated.is_empty());
+        }
+        let wrong = |w: &String| other.iter().any(|o| w.contains(o));
+        assert!(!stated.iter().any(wrong), "{stated:?}");
+    } else if r["mpi"]["library_version"]
+        .as_str()
+        .unwrap()
+        .contains("ch4")
+    {
+        assert!(path.starts_with("ch4:"), "{path}");
+        assert!(stated.iter().all(|w| !w.contains("CH3")), "{stated:?}");
+    }
+}
+
 #[test]
 fn both_libraries_in_every_mode_with_integrity() {
     let _s = serial();
@@ -84,6 +117,7 @@ fn both_libraries_in_every_mode_with_integrity() {
             assert!(m.get("variant").is_none());
             // Each rank recorded its end of the channel.
             assert_eq!(r["options"]["transport"]["rank"], 0);
+            causes_only_of_the_path(&r, lib, false);
             assert_eq!(r["options"]["transport"]["server"]["rank"], 1);
         }
     }
@@ -111,6 +145,7 @@ fn tcp_forced_variants() {
             assert_eq!(args, forced);
             let cmd = strings(&r["mpi"]["launcher_command"]);
             assert!(cmd.windows(3).any(|w| w == forced.as_slice()), "{cmd:?}");
+            causes_only_of_the_path(&r, lib, true);
         }
     }
 }

@@ -83,6 +83,18 @@ impl MpiEndpoint {
         s.insert("processor".into(), json!(self.mpi.processor_name()));
         s.insert("window".into(), json!(self.window));
         s.insert("thread_level".into(), json!(self.mpi.thread_level().name()));
+        let version = self.mpi.library_version();
+        let env = |k: &str| std::env::var(k).ok();
+        let facts = super::path::RankFacts {
+            library_version: &version,
+            world_size: self.mpi.size(),
+            rdma_devices: std::fs::read_dir("/sys/class/infiniband")
+                .is_ok_and(|mut d| d.next().is_some()),
+            env: &env,
+        };
+        if let Some(path) = super::path::data_path(&facts) {
+            s.insert(super::path::DATA_PATH_KEY.into(), json!(path));
+        }
         s
     }
 }

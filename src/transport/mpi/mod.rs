@@ -31,6 +31,7 @@ pub mod discover;
 mod endpoint;
 pub mod ffi;
 mod loader;
+pub mod path;
 pub mod protocol;
 
 use std::net::IpAddr;

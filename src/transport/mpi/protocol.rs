@@ -19,6 +19,10 @@
 //!   longer fits one cell) are kept when positive (-1 means "the library
 //!   decides", which says nothing).
 //!
+//! Only the limits of the path the ranks used become thresholds the
+//! analysis names (see [`super::path`] and [`state_thresholds`]); the
+//! result's `mpi.protocol_limits` keeps all of them.
+//!
 //! Launcher arguments that set the same parameters (`--mca NAME VALUE`,
 //! `-genv NAME VALUE`) override what the tools print, as they override the
 //! library's defaults. Either tool may be missing or fail: then no limits
@@ -159,21 +163,41 @@ pub fn protocol_limits(install: &MpiInstall, launcher_args: &[String]) -> Vec<Pr
     apply_overrides(read.unwrap_or_default(), launcher_args)
 }
 
-/// Add `limits` to the thresholds of the sweep `result` (see
-/// [`crate::result::THRESHOLDS_KEY`]), so the analysis can name events
-/// after them: the data path's own first (TCP's when the sweep was forced
-/// onto TCP, the others' otherwise), as the first match is the one named.
+/// Add the `limits` of the mechanisms in use to the thresholds of the
+/// sweep `result` (see [`crate::result::THRESHOLDS_KEY`]), so the analysis
+/// can name events after them: only those of the data path rank 0
+/// recorded ([`super::path::DATA_PATH_KEY`]: the tcp BTL's on the path
+/// forced onto TCP, the shared-memory BTL's on the default one, never
+/// CH3's for a CH4 build), none when no path was recorded (a wrong cause
+/// is worse than none). `on_tcp`: the sweep is the variant forced onto
+/// TCP; a path through shared memory then gets a warning, as the sweep
+/// does not measure TCP.
 pub fn state_thresholds(
     result: &mut crate::result::SweepResult,
     limits: &[ProtocolLimit],
     on_tcp: bool,
 ) {
-    if limits.is_empty() {
+    let path = result
+        .options
+        .transport
+        .get(super::path::DATA_PATH_KEY)
+        .and_then(|p| p.as_str())
+        .map(str::to_string);
+    let Some(path) = path else { return };
+    if on_tcp && super::path::is_shared_memory(&path) {
+        result.warnings.push(format!(
+            "forced onto TCP, the ranks still exchanged their messages through shared memory \
+             ({path}): this sweep does not measure TCP"
+        ));
+    }
+    let list: Vec<(u64, String)> = limits
+        .iter()
+        .filter(|l| super::path::limit_in_use(&path, &l.name))
+        .map(|l| (l.bytes, what(l)))
+        .collect();
+    if list.is_empty() {
         return;
     }
-    let mut ordered: Vec<&ProtocolLimit> = limits.iter().collect();
-    ordered.sort_by_key(|l| l.name.contains("tcp") != on_tcp);
-    let list: Vec<(u64, String)> = ordered.iter().map(|l| (l.bytes, what(l))).collect();
     result.options.transport.insert(
         crate::result::THRESHOLDS_KEY.into(),
         crate::result::thresholds_value(&list),
@@ -235,6 +259,63 @@ mod tests {
             ]
         );
         assert!(what(&got[1]).contains("cell"));
+    }
+
+    /// Only the limits of the recorded path become thresholds: Open MPI's
+    /// tcp BTL's on the variant forced onto TCP, its shared-memory BTL's on
+    /// the default path, none of CH3's for an MPICH built ch4:ucx, none
+    /// when no path was recorded.
+    #[test]
+    fn thresholds_only_of_the_path_in_use() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        ))
+        .unwrap();
+        let base: crate::result::SweepResult = serde_json::from_str(&text).unwrap();
+        let limits: Vec<ProtocolLimit> = [
+            ("btl_vader_eager_limit", 4096),
+            ("btl_tcp_eager_limit", 65536),
+            ("MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", 131072),
+            ("MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE", 69632),
+        ]
+        .iter()
+        .map(|&(name, bytes)| ProtocolLimit {
+            name: name.into(),
+            bytes,
+        })
+        .collect();
+        let stated = |path: Option<&str>, on_tcp: bool| {
+            let mut r = base.clone();
+            r.options.transport.clear();
+            r.warnings.clear();
+            if let Some(p) = path {
+                r.options
+                    .transport
+                    .insert(super::super::path::DATA_PATH_KEY.into(), p.into());
+            }
+            state_thresholds(&mut r, &limits, on_tcp);
+            let named: Vec<u64> = r
+                .options
+                .transport
+                .get(crate::result::THRESHOLDS_KEY)
+                .and_then(|t| t.as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|t| t["bytes"].as_u64())
+                .collect();
+            (named, r.warnings.len())
+        };
+        assert_eq!(stated(Some("btl:tcp"), true), (vec![65536], 0));
+        assert_eq!(stated(Some("btl:vader"), false), (vec![4096], 0));
+        // MPICH built ch4:ucx: neither CH3's eager limit nor, on one host,
+        // CH4's shared-memory cell (UCX may carry local messages).
+        assert_eq!(stated(Some("ch4:ucx/local"), false), (vec![], 0));
+        assert_eq!(stated(Some("ch4:ucx"), true), (vec![], 0));
+        assert_eq!(stated(Some("ch3:sock"), false), (vec![131072], 0));
+        assert_eq!(stated(None, false), (vec![], 0));
+        // Forced onto TCP yet through shared memory: said in a warning.
+        assert_eq!(stated(Some("btl:vader"), true), (vec![4096], 1));
     }
 
     /// The libraries installed here answer (skipped when one is missing).

@@ -131,12 +131,12 @@ pub fn summary_row(label: &str, r: &SweepResult, a: &Analysis) -> SummaryRow {
 }
 
 /// The machine limit `r` measures when it is an in-process baseline: as
-/// the file stores it (schema version 4), or for an older file, as the
-/// built-in transport of its name measures it (a table look-up: nothing is
-/// probed).
+/// the file stores it (schema version 4), or for an older file, by the
+/// name of the baseline that wrote it (a frozen table in `result`: the
+/// report never asks the transport layer, so nothing is probed).
 pub(super) fn limit_role(r: &SweepResult) -> Option<crate::result::LimitRole> {
     r.limit_role
-        .or_else(|| crate::transport::limit_kind_of(&r.transport))
+        .or_else(|| crate::result::LimitRole::of_old_baseline(&r.transport))
 }
 
 /// One label per result: `transport mode`, followed by whatever tells it

@@ -114,6 +114,29 @@ pub enum LimitRole {
     C2cTwoCopy,
 }
 
+impl LimitRole {
+    /// The role of a baseline result written before schema version 4, by
+    /// the name of the built-in transport that wrote it (version 4 stores
+    /// the role itself). A frozen table: it describes old files, so a
+    /// baseline added later never needs a line here; a test in
+    /// `transport` checks that today's baselines agree with it.
+    pub fn of_old_baseline(transport: &str) -> Option<LimitRole> {
+        match transport {
+            "memcpy" => Some(LimitRole::MemcpyBandwidth),
+            "cacheline" => Some(LimitRole::CachelineFloor),
+            "c2c" => Some(LimitRole::C2cSingleCopy),
+            "c2c-2copy" => Some(LimitRole::C2cTwoCopy),
+            _ => None,
+        }
+    }
+}
+
+/// Message size of the cache-line floor: the point of a cache-line
+/// baseline that is the floor (8 bytes, one word, within one line). Here
+/// rather than in the transport so that readers of results (the report)
+/// find the floor point without the transport layer.
+pub const CACHELINE_FLOOR_BYTES: u64 = 8;
+
 /// Communication pattern of a sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]

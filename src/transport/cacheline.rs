@@ -33,8 +33,8 @@ use crate::result::Mode;
 use crate::sys::{thread_cpu_time, CpuTime};
 
 /// Payload size whose one-way time is the cache-line floor: a u64 beside its
-/// sequence number, in one line.
-pub const FLOOR_BYTES: u64 = 8;
+/// sequence number, in one line (defined with the results, which name it).
+pub const FLOOR_BYTES: u64 = crate::result::CACHELINE_FLOOR_BYTES;
 /// Largest payload.
 pub const MAX_BYTES: u64 = 64 << 10;
 /// Largest size of the default schedule.

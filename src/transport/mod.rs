@@ -459,3 +459,26 @@ pub fn network_paths(options: &ExtraOptions) -> Vec<String> {
         .map(|n| n.to_string())
         .collect()
 }
+
+#[cfg(test)]
+mod limit_role_tests {
+    /// Old result files are read through a frozen table of baseline names
+    /// in `result`: today's baselines must agree with it, or a report of
+    /// an old file would draw a limit as a transport.
+    #[test]
+    fn every_built_in_baseline_agrees_with_the_frozen_table() {
+        let baselines: Vec<_> = super::built_in()
+            .into_iter()
+            .filter_map(|t| Some((t.name(), super::limit_kind_of(t.name())?)))
+            .collect();
+        assert_eq!(baselines.len(), 4, "{baselines:?}");
+        for (name, role) in baselines {
+            assert_eq!(
+                crate::result::LimitRole::of_old_baseline(name),
+                Some(role),
+                "{name}"
+            );
+        }
+        assert_eq!(crate::result::LimitRole::of_old_baseline("tcp"), None);
+    }
+}

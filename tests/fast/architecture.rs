@@ -351,3 +351,41 @@ fn statics_are_found_as_the_check_reads_them() {
                 pub(crate) static D: u8 = 0;\nlet s = \"static\";\nfn static_x() {}";
     assert_eq!(static_names(code), vec!["A", "B", "C", "D"]);
 }
+
+/// What the pure layers may not import: the modules that measure, spawn
+/// processes, discover MPIs or touch the network. The report is drawn from
+/// result files alone (a report once made 36 MPI path probes through
+/// `transport`), and `stats` and `analysis` are functions of their input.
+const IMPURE: &[&str] = &[
+    "transport",
+    "launch",
+    "cluster",
+    "commands",
+    "peer",
+    "exec",
+    "lab",
+    "sweep",
+    "measure",
+    "tune",
+    "collective",
+];
+
+#[test]
+fn the_pure_layers_import_nothing_that_measures_or_spawns() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = module_graph(&src);
+    let mut found = Vec::new();
+    for pure in ["stats", "analysis", "report"] {
+        let deps = graph.get(pure).expect("the module exists");
+        for bad in IMPURE {
+            if let Some(files) = deps.get(*bad) {
+                found.push(format!("{pure} -> {bad}: {files:?}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "pure layers importing upward:\n{}",
+        found.join("\n")
+    );
+}

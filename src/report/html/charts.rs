@@ -227,7 +227,7 @@ fn cacheline_floor_ns(all: &[Series], series: &[Series]) -> Option<f64> {
         .iter()
         .filter(|s| s.limit_role == Some(LimitRole::CachelineFloor))
         .flat_map(|s| s.result.points.iter())
-        .find(|p| p.bytes == crate::transport::cacheline::FLOOR_BYTES)
+        .find(|p| p.bytes == crate::result::CACHELINE_FLOOR_BYTES)
         .map(|p| p.median_ns);
     baseline.or_else(|| {
         series

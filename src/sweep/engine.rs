@@ -95,6 +95,33 @@ pub struct SweepSpec {
     pub peer_loads: Vec<crate::load::LoadSpec>,
 }
 
+impl SweepSpec {
+    /// A ping-pong sweep of `transport` over `sizes` for unit tests: a 1 s
+    /// budget, 2% precision, spinning waits, nothing else asked for; tests
+    /// change the fields they are about.
+    #[cfg(test)]
+    pub(crate) fn for_tests(transport: &str, sizes: Vec<u64>) -> SweepSpec {
+        SweepSpec {
+            transport: transport.into(),
+            mode: Mode::Pingpong,
+            sizes,
+            budget: Duration::from_secs(1),
+            precision: 0.02,
+            nocache: false,
+            offset_bytes: 0,
+            integrity: false,
+            tails: false,
+            channel: transport::ChannelOptions::local_for_tests(transport::WaitMode::Spin),
+            cpus: (None, None),
+            peer: None,
+            peer_secret: None,
+            command_line: vec![],
+            whole: None,
+            peer_loads: Vec::new(),
+        }
+    }
+}
+
 /// A finished or cut-short sweep.
 pub struct SweepOutcome {
     /// The result (complete or not).

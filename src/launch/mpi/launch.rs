@@ -574,26 +574,7 @@ mod tests {
 
     #[test]
     fn least_wire_time_counts_the_fewest_round_trips() {
-        let mut spec = SweepSpec {
-            transport: "mpi:openmpi".into(),
-            mode: crate::result::Mode::Pingpong,
-            sizes: vec![1 << 20],
-            budget: Duration::from_secs(1),
-            precision: 0.02,
-            nocache: false,
-            offset_bytes: 0,
-            integrity: false,
-            tails: false,
-            channel: crate::transport::ChannelOptions::local_for_tests(
-                crate::transport::WaitMode::Spin,
-            ),
-            cpus: (None, None),
-            peer: None,
-            peer_secret: None,
-            command_line: vec![],
-            whole: None,
-            peer_loads: Vec::new(),
-        };
+        let mut spec = SweepSpec::for_tests("mpi:openmpi", vec![1 << 20]);
         // 8 round trips of 1 MiB each way at 100 Mbit/s.
         let t = least_wire_time(&spec, 100_000_000).as_secs_f64();
         assert!((t - 16.0 * 1048576.0 * 8.0 / 1e8).abs() < 1e-6, "{t}");

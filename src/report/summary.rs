@@ -38,6 +38,11 @@ pub struct SummaryRow {
     /// The physical limit the result was measured against, and the peak as a
     /// fraction of it.
     pub limit: Option<PhysicalLimit>,
+    /// The peak was measured as NetPIPE measures: the same buffer resent,
+    /// small enough to stay in the last-level cache the two ends share, so
+    /// the receiver may read lines it still holds and the figure can exceed
+    /// what fresh data moves (`--nocache` measures cold buffers).
+    pub warm_cache: bool,
 }
 
 /// A physical limit a result carries, for the efficiency chart and column.
@@ -127,7 +132,21 @@ pub fn summary_row(label: &str, r: &SweepResult, a: &Analysis) -> SummaryRow {
         complete: r.complete,
         reference: limit_role(r).is_some(),
         limit: physical_limit(r),
+        warm_cache: warm_cache_peak(r, a.peak_bytes),
     }
+}
+
+/// Whether the peak at `peak_bytes` was a warm-cache figure: buffers not
+/// rotated (`--nocache` off), both ends on this host with no peer or lab
+/// between them, and the message within the last-level cache. Unknown
+/// cache size: not claimed.
+fn warm_cache_peak(r: &SweepResult, peak_bytes: Option<u64>) -> bool {
+    let same_host = r.options.peer.is_none() && r.placement.lab.is_none();
+    let fits = match (peak_bytes, r.host.llc_bytes) {
+        (Some(b), Some(llc)) => b <= llc,
+        _ => false,
+    };
+    !r.options.nocache && same_host && fits
 }
 
 /// The machine limit `r` measures when it is an in-process baseline: as

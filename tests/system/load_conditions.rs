@@ -526,3 +526,64 @@ fn a_thorough_run_records_the_whole_cost() {
         );
     }
 }
+
+/// Bytes the process `pid` has read by system calls (sockets included).
+fn rchar_of(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_network_load_with_peer_streams_into_the_peers_sink() {
+    let _g = serial();
+    let mut server = Server::start(&["--allow-load"]);
+    let spid = server.child.id();
+    let addr = server.addr();
+    let dir = tempdir();
+    let out = file(&dir, "r.json");
+    let before = rchar_of(spid);
+    let mut args = vec!["sweep", "tcp", "--peer", &addr, "--sizes", "1Ki"];
+    args.extend_from_slice(&["--load", "network:200M", "--json", out.to_str().unwrap()]);
+    args.extend_from_slice(QUICK);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let read = rchar_of(spid) - before;
+    let r = wulf::result::read_result(&out).unwrap();
+    let loads = r.conditions.unwrap().loads;
+    let net = loads.iter().find(|l| l.kind == "network").expect("network");
+    let port = addr.rsplit_once(':').unwrap().0;
+    let path = net.path.as_deref().unwrap();
+    assert!(path.starts_with(&format!("to peer {port}:")), "{path}");
+    // What the client sent, the server read: the stream crossed to the
+    // peer, not loopback inside the client.
+    let sent = net.bytes_per_s.unwrap() * net.ran_s;
+    assert!(sent > 1e6, "sent {sent} bytes");
+    assert!(read as f64 >= 0.9 * sent, "server read {read}, client sent {sent}");
+    assert!(server.alive());
+    drop(server);
+
+    // A server that does not allow loads refuses, saying why.
+    let mut closed = Server::start(&[]);
+    let addr = closed.addr();
+    let o = run(&[
+        "sweep", "tcp", "--peer", &addr, "--sizes", "1", "--load", "network", "--quiet",
+        "--budget", "300ms",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--allow-load"), "{}", stderr(&o));
+    assert!(closed.alive());
+
+    // Without --peer the stream stays on loopback, and says so.
+    let out = file(&dir, "l.json");
+    let mut args = vec!["sweep", "tcp", "--sizes", "1Ki", "--load", "network:100M"];
+    args.extend_from_slice(&["--json", out.to_str().unwrap()]);
+    args.extend_from_slice(QUICK);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = wulf::result::read_result(&out).unwrap();
+    let path = r.conditions.unwrap().loads[0].path.clone().unwrap();
+    assert!(path.starts_with("loopback"), "{path}");
+}

@@ -509,7 +509,10 @@ fn a_network_load_crosses_the_lab_link_to_the_peer() {
     .unwrap();
     let sweep = |extra: &[&str]| {
         let mut args = vec!["lab", "exec", "--name", &lab, "node1", "--"];
-        args.extend_from_slice(&[wulf_bin(), "sweep", "tcp", "--peer", &peer, "--sizes", "1Ki"]);
+        args.extend_from_slice(&[wulf_bin(), "sweep", "tcp", "--peer", &peer, "--sizes", "1"]);
+        // Ping-pong of 1 byte: the sweep's own traffic stays small beside
+        // the load's.
+        args.extend_from_slice(&["--mode", "pingpong"]);
         args.extend_from_slice(&["--budget", "1s", "--quiet", "--json", "-"]);
         args.extend_from_slice(extra);
         wulf(&args).output().unwrap()
@@ -520,6 +523,9 @@ fn a_network_load_crosses_the_lab_link_to_the_peer() {
         assert!(t0.elapsed() < Duration::from_secs(20), "wulf serve in node2 never answered");
         std::thread::sleep(Duration::from_millis(200));
     }
+    let before = tx_bytes(&lab, "node1");
+    ok(&sweep(&[]));
+    let unloaded = (tx_bytes(&lab, "node1") - before) as f64;
     let before = tx_bytes(&lab, "node1");
     let out = sweep(&["--load", "network:200M"]);
     let after = tx_bytes(&lab, "node1");
@@ -533,7 +539,12 @@ fn a_network_load_crosses_the_lab_link_to_the_peer() {
     let sent = net["bytes_per_s"].as_f64().unwrap() * net["ran_s"].as_f64().unwrap();
     assert!(sent > 1e6, "the load sent {sent} bytes");
     let crossed = (after - before) as f64;
-    eprintln!("network load: {sent:.0} B sent, node1 eth0 tx {crossed:.0} B");
+    eprintln!(
+        "network load: {sent:.0} B sent, node1 eth0 tx {crossed:.0} B (unloaded sweep: {unloaded:.0} B)"
+    );
+    // On loopback the load would add nothing to eth0: what crossed would be
+    // about the sweep's own traffic, which is far below what the load sent.
+    assert!(sent > 2.0 * unloaded, "sent {sent}, the sweep alone {unloaded}");
     assert!(
         crossed >= sent,
         "node1's eth0 sent {crossed} B, less than the load's {sent} B: the load did not cross the link"

@@ -590,3 +590,55 @@ fn a_network_load_with_peer_streams_into_the_peers_sink() {
     let path = r.conditions.unwrap().loads[0].path.clone().unwrap();
     assert!(path.starts_with("loopback"), "{path}");
 }
+
+/// At one process the ranks never communicate: the transport cannot
+/// matter, so the load's effect on EP over tcp and over shm must agree
+/// within the intervals of the interleaved pairs (issue 30).
+#[test]
+fn one_process_shows_no_transport_difference_under_load() {
+    let _g = serial();
+    let dir = tempdir();
+    let base = file(&dir, "n.json");
+    let o = run(&[
+        "npb",
+        "ep",
+        "--np",
+        "1",
+        "--via",
+        "tcp,shm",
+        "--repetitions",
+        "3",
+        "--load",
+        "cpu:1",
+        "--loaded-vs-unloaded",
+        "--json",
+        base.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let read = |role: &str| {
+        wulf::result::read_npb_result(&file(&dir, &format!("n-ep-{role}.json"))).unwrap()
+    };
+    let (u, l) = (read("unloaded"), read("loaded"));
+    let change = |via: &str| {
+        let runs = |r: &wulf::result::NpbResult| {
+            let run = r.runs.iter().find(|x| x.via == via && x.nprocs == 1);
+            run.expect(via).outcomes.iter().map(|o| o.mop_s).collect::<Vec<f64>>()
+        };
+        let pairs: Vec<(f64, f64)> = runs(&u).into_iter().zip(runs(&l)).collect();
+        assert_eq!(pairs.len(), 3, "{via}: three interleaved pairs");
+        wulf::stats::paired::paired_change(&pairs).expect("an interval")
+    };
+    let (tcp, shm) = (change("tcp"), change("shm"));
+    eprintln!(
+        "np=1 loaded/unloaded: tcp {:+.3} [{:+.3}, {:+.3}], shm {:+.3} [{:+.3}, {:+.3}]",
+        tcp.change, tcp.low, tcp.high, shm.change, shm.low, shm.high
+    );
+    assert!(
+        tcp.low <= shm.high && shm.low <= tcp.high,
+        "the intervals of tcp [{}, {}] and shm [{}, {}] do not overlap at one process",
+        tcp.low,
+        tcp.high,
+        shm.low,
+        shm.high
+    );
+}

@@ -38,22 +38,28 @@ pub fn measure_sweep(
     let ends: Vec<usize> = [spec.cpus.0, spec.cpus.1].into_iter().flatten().collect();
     let placement = crate::load::Placement::avoiding(&ends);
     let target = network_target(spec, loads)?;
-    let (outcome, loaded) = under_load(loads, &placement, prepared.whole.as_ref(), target, |whole| {
-        let spec = SweepSpec {
-            whole: whole.cloned(),
-            // `--load-peer`: the remote peer runs the same loads.
-            peer_loads: if prepared.load_peer {
-                loads.to_vec()
-            } else {
-                Vec::new()
-            },
-            ..spec.clone()
-        };
-        run_sweep(ctx, &spec, &mut |p| {
-            pb.set_message(format_bytes(p.bytes));
-            pb.inc(1);
-        })
-    })?;
+    let (outcome, loaded) = under_load(
+        loads,
+        &placement,
+        prepared.whole.as_ref(),
+        target,
+        |whole| {
+            let spec = SweepSpec {
+                whole: whole.cloned(),
+                // `--load-peer`: the remote peer runs the same loads.
+                peer_loads: if prepared.load_peer {
+                    loads.to_vec()
+                } else {
+                    Vec::new()
+                },
+                ..spec.clone()
+            };
+            run_sweep(ctx, &spec, &mut |p| {
+                pb.set_message(format_bytes(p.bytes));
+                pb.inc(1);
+            })
+        },
+    )?;
     pb.finish_and_clear();
     let mut outcome = outcome?;
     if prepared.any() || role.is_some() {
@@ -91,8 +97,9 @@ fn network_target(spec: &SweepSpec, loads: &[LoadSpec]) -> Result<Option<Network
         rate_bits_per_s: rate,
         seconds: (spec.budget * 4 + SINK_SLACK).as_secs(),
     };
-    let sink = crate::peer::sink::open(addr, spec.peer_secret.as_ref(), ask, spec.channel.timeout())
-        .map_err(|e| crate::error::peer(format!("--load network with --peer: {e:#}")))?;
+    let sink =
+        crate::peer::sink::open(addr, spec.peer_secret.as_ref(), ask, spec.channel.timeout())
+            .map_err(|e| crate::error::peer(format!("--load network with --peer: {e:#}")))?;
     Ok(Some(NetworkTarget {
         stream: sink.stream,
         path: format!("to peer {}", sink.to),

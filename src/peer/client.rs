@@ -189,16 +189,16 @@ pub fn greet(
     secret: Option<&Secret>,
     sink: Option<SinkAsk>,
 ) -> Result<(ControlChannel, bool)> {
-        let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
-            peer(format!(
-                "cannot reach the peer at {addr} within {}: {e} (is `wulf serve` running there?)",
-                humantime::format_duration(timeout)
-            ))
-        })?;
-        stream.set_read_timeout(Some(timeout))?;
-        stream.set_write_timeout(Some(timeout))?;
-        let mut ch = ControlChannel::new(stream)?;
-        let hello: Hello = ch
+    let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
+        peer(format!(
+            "cannot reach the peer at {addr} within {}: {e} (is `wulf serve` running there?)",
+            humantime::format_duration(timeout)
+        ))
+    })?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    let mut ch = ControlChannel::new(stream)?;
+    let hello: Hello = ch
             .recv()
             .map_err(|e| {
                 if format!("{e:#}").contains("closed the control connection") {
@@ -207,19 +207,19 @@ pub fn greet(
                     peer(format!("the peer at {addr} did not greet as wulf: {e:#}"))
                 }
             })?;
-        let ours = Hello::ours();
-        if hello.magic != MAGIC {
-            return Err(peer(format!("the service at {addr} is not a wulf server")));
-        }
-        if hello.tool_version != ours.tool_version {
-            return Err(peer(format!(
+    let ours = Hello::ours();
+    if hello.magic != MAGIC {
+        return Err(peer(format!("the service at {addr} is not a wulf server")));
+    }
+    if hello.tool_version != ours.tool_version {
+        return Err(peer(format!(
                 "version mismatch: the peer at {addr} runs wulf {}, this is wulf {}; run the same version on both ends",
                 hello.tool_version, ours.tool_version
             )));
-        }
-        ch.send(&ours).map_err(as_peer)?;
-        let authenticated = authenticate(&mut ch, addr, secret, sink)?;
-        Ok((ch, authenticated))
+    }
+    ch.send(&ours).map_err(as_peer)?;
+    let authenticated = authenticate(&mut ch, addr, secret, sink)?;
+    Ok((ch, authenticated))
 }
 
 /// The challenge-response after the Hellos (see [`super::auth`]); whether

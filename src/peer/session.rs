@@ -223,8 +223,15 @@ pub fn session(
         Ok(Some(Opened::Test(setup, slot))) => (setup, slot),
         Ok(Some(Opened::Sink(ask))) => {
             dog.handshake_done();
-            return super::sink::serve(&mut ch, &ask, policy.max_session, local_ip, client_ip, &dog)
-                .map_err(|e| explain(e, dog.fired(), policy));
+            return super::sink::serve(
+                &mut ch,
+                &ask,
+                policy.max_session,
+                local_ip,
+                client_ip,
+                &dog,
+            )
+            .map_err(|e| explain(e, dog.fired(), policy));
         }
         Ok(None) => return Ok(()),
         Err(e) => return Err(explain(e, dog.fired(), policy)),

@@ -500,8 +500,19 @@ fn a_network_load_crosses_the_lab_link_to_the_peer() {
     let node2 = node2.split('/').next().unwrap().to_string();
     let peer = format!("{node2}:19137");
     let mut serve = wulf(&[
-        "lab", "exec", "--name", &lab, "node2", "--", wulf_bin(), "serve", "--bind", &node2,
-        "--port", "19137", "--allow-load",
+        "lab",
+        "exec",
+        "--name",
+        &lab,
+        "node2",
+        "--",
+        wulf_bin(),
+        "serve",
+        "--bind",
+        &node2,
+        "--port",
+        "19137",
+        "--allow-load",
     ])
     .stdout(Stdio::null())
     .stderr(Stdio::null())
@@ -520,7 +531,10 @@ fn a_network_load_crosses_the_lab_link_to_the_peer() {
     // The server may still be starting: retry the unloaded sweep briefly.
     let t0 = Instant::now();
     while !sweep(&[]).status.success() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "wulf serve in node2 never answered");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "wulf serve in node2 never answered"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     let before = tx_bytes(&lab, "node1");
@@ -544,7 +558,10 @@ fn a_network_load_crosses_the_lab_link_to_the_peer() {
     );
     // On loopback the load would add nothing to eth0: what crossed would be
     // about the sweep's own traffic, which is far below what the load sent.
-    assert!(sent > 2.0 * unloaded, "sent {sent}, the sweep alone {unloaded}");
+    assert!(
+        sent > 2.0 * unloaded,
+        "sent {sent}, the sweep alone {unloaded}"
+    );
     assert!(
         crossed >= sent,
         "node1's eth0 sent {crossed} B, less than the load's {sent} B: the load did not cross the link"

@@ -622,7 +622,11 @@ fn one_process_shows_no_transport_difference_under_load() {
     let change = |via: &str| {
         let runs = |r: &wulf::result::NpbResult| {
             let run = r.runs.iter().find(|x| x.via == via && x.nprocs == 1);
-            run.expect(via).outcomes.iter().map(|o| o.mop_s).collect::<Vec<f64>>()
+            run.expect(via)
+                .outcomes
+                .iter()
+                .map(|o| o.mop_s)
+                .collect::<Vec<f64>>()
         };
         let pairs: Vec<(f64, f64)> = runs(&u).into_iter().zip(runs(&l)).collect();
         assert_eq!(pairs.len(), 3, "{via}: three interleaved pairs");

@@ -105,6 +105,9 @@ pub struct TestSlots {
 #[derive(Debug, Default)]
 struct SlotState {
     counts: Mutex<SlotCounts>,
+    /// Sinks running (network loads of clients, `super::sink`): they take
+    /// no test slot, so they have their own limit.
+    sinks: std::sync::atomic::AtomicUsize,
     /// Signalled whenever a slot is given back.
     freed: Condvar,
 }
@@ -167,6 +170,28 @@ impl TestSlots {
     }
 }
 
+/// Most sinks a server runs at once: a client's load and a spare, so that
+/// clients opening sinks in a loop cannot multiply the server's traffic.
+pub const MAX_SINKS: usize = 2;
+
+/// A running sink's place in [`MAX_SINKS`]; given back on drop.
+struct SinkGuard(Arc<SlotState>);
+
+impl Drop for SinkGuard {
+    fn drop(&mut self) {
+        self.0.sinks.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl TestSlots {
+    /// A place for a sink, or None when [`MAX_SINKS`] run already.
+    fn take_sink(&self) -> Option<SinkGuard> {
+        let n = self.shared.sinks.fetch_add(1, Ordering::SeqCst);
+        let guard = SinkGuard(self.shared.clone());
+        (n < MAX_SINKS).then_some(guard)
+    }
+}
+
 fn lock(m: &Mutex<SlotCounts>) -> std::sync::MutexGuard<'_, SlotCounts> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -221,7 +246,7 @@ pub fn session(
     admitted();
     let (setup, slot) = match got {
         Ok(Some(Opened::Test(setup, slot))) => (setup, slot),
-        Ok(Some(Opened::Sink(ask))) => {
+        Ok(Some(Opened::Sink(ask, _place))) => {
             dog.handshake_done();
             return super::sink::serve(
                 &mut ch,
@@ -281,8 +306,9 @@ enum Opened {
     /// A test: its set-up and the test slot it holds.
     Test(Setup, Option<SlotGuard>),
     /// A sink for the client's network load (`--load network` with
-    /// `--peer`): no test slot, so the test it loads can still run.
-    Sink(SinkAsk),
+    /// `--peer`): no test slot, so the test it loads can still run; its
+    /// place among the server's sinks (None: a local peer's, unlimited).
+    Sink(SinkAsk, Option<SinkGuard>),
 }
 
 /// Hellos, authentication, then a test slot and the set-up, or a sink.
@@ -344,10 +370,22 @@ fn handshake(
             })?;
             bail!("refused: {message}");
         }
+        let place = match slots.map(TestSlots::take_sink) {
+            Some(None) => {
+                let message =
+                    format!("this server already runs {MAX_SINKS} network loads for its clients");
+                ch.send(&Reply::Error {
+                    message: message.clone(),
+                })?;
+                bail!("refused: {message}");
+            }
+            Some(place) => place,
+            None => None,
+        };
         ch.send(&Reply::Welcome {
             proof: server_proof,
         })?;
-        return Ok(Some(Opened::Sink(ask)));
+        return Ok(Some(Opened::Sink(ask, place)));
     }
     let slot = match slots {
         None => None,

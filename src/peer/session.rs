@@ -99,15 +99,15 @@ const LEAN_TRANSPORTS: [&str; 2] = ["raw", "xdp"];
 #[derive(Debug, Clone)]
 pub struct TestSlots {
     shared: Arc<SlotState>,
+    /// Sinks running (clients' network loads): they take no test slot,
+    /// so they have their own limit ([`super::sink::SinkPlaces`]).
+    sinks: super::sink::SinkPlaces,
     max: usize,
 }
 
 #[derive(Debug, Default)]
 struct SlotState {
     counts: Mutex<SlotCounts>,
-    /// Sinks running (network loads of clients, `super::sink`): they take
-    /// no test slot, so they have their own limit.
-    sinks: std::sync::atomic::AtomicUsize,
     /// Signalled whenever a slot is given back.
     freed: Condvar,
 }
@@ -139,6 +139,7 @@ impl TestSlots {
     pub fn new(max: usize) -> TestSlots {
         TestSlots {
             shared: Arc::new(SlotState::default()),
+            sinks: Default::default(),
             max,
         }
     }
@@ -167,28 +168,6 @@ impl TestSlots {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-    }
-}
-
-/// Most sinks a server runs at once: a client's load and a spare, so that
-/// clients opening sinks in a loop cannot multiply the server's traffic.
-pub const MAX_SINKS: usize = 2;
-
-/// A running sink's place in [`MAX_SINKS`]; given back on drop.
-struct SinkGuard(Arc<SlotState>);
-
-impl Drop for SinkGuard {
-    fn drop(&mut self) {
-        self.0.sinks.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl TestSlots {
-    /// A place for a sink, or None when [`MAX_SINKS`] run already.
-    fn take_sink(&self) -> Option<SinkGuard> {
-        let n = self.shared.sinks.fetch_add(1, Ordering::SeqCst);
-        let guard = SinkGuard(self.shared.clone());
-        (n < MAX_SINKS).then_some(guard)
     }
 }
 
@@ -308,7 +287,7 @@ enum Opened {
     /// A sink for the client's network load (`--load network` with
     /// `--peer`): no test slot, so the test it loads can still run; its
     /// place among the server's sinks (None: a local peer's, unlimited).
-    Sink(SinkAsk, Option<SinkGuard>),
+    Sink(SinkAsk, Option<super::sink::SinkPlace>),
 }
 
 /// Hellos, authentication, then a test slot and the set-up, or a sink.
@@ -361,27 +340,7 @@ fn handshake(
         }
     };
     if let Some(ask) = sink {
-        // A load on this server's network: its owner's decision, like
-        // `--load-peer`, checked after authentication.
-        if !policy.allow_load {
-            let message = "this server does not take network loads from its clients (start it with --allow-load)";
-            ch.send(&Reply::Error {
-                message: message.into(),
-            })?;
-            bail!("refused: {message}");
-        }
-        let place = match slots.map(TestSlots::take_sink) {
-            Some(None) => {
-                let message =
-                    format!("this server already runs {MAX_SINKS} network loads for its clients");
-                ch.send(&Reply::Error {
-                    message: message.clone(),
-                })?;
-                bail!("refused: {message}");
-            }
-            Some(place) => place,
-            None => None,
-        };
+        let place = super::sink::admit(ch, policy.allow_load, slots.map(|s| &s.sinks))?;
         ch.send(&Reply::Welcome {
             proof: server_proof,
         })?;

@@ -13,6 +13,8 @@
 
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -38,6 +40,62 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// Bytes per read.
 const CHUNK_BYTES: usize = 64 << 10;
+
+/// Most sinks a server runs at once: a client's load and a spare, so that
+/// clients opening sinks in a loop cannot multiply the server's traffic.
+pub const MAX_SINKS: usize = 2;
+
+/// A server's count of running sinks (shared by its sessions).
+#[derive(Debug, Clone, Default)]
+pub struct SinkPlaces(Arc<AtomicUsize>);
+
+/// A running sink's place among [`MAX_SINKS`]; given back on drop.
+pub struct SinkPlace(Arc<AtomicUsize>);
+
+impl Drop for SinkPlace {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl SinkPlaces {
+    /// A place, or None when [`MAX_SINKS`] run already.
+    fn take(&self) -> Option<SinkPlace> {
+        let n = self.0.fetch_add(1, Ordering::SeqCst);
+        // Made first, so that a refusal gives its count back on drop.
+        let place = SinkPlace(self.0.clone());
+        (n < MAX_SINKS).then_some(place)
+    }
+}
+
+/// Admit an authenticated client's sink, or refuse it on `ch` saying why:
+/// loads are the server's owner's decision (`--allow-load`), and `places`
+/// (None: a local peer's, unlimited) bounds how many run at once.
+pub(super) fn admit(
+    ch: &mut ControlChannel,
+    allow_load: bool,
+    places: Option<&SinkPlaces>,
+) -> Result<Option<SinkPlace>> {
+    let refusal = if !allow_load {
+        Some(
+            "this server does not take network loads from its clients (start it with --allow-load)"
+                .to_string(),
+        )
+    } else {
+        match places.map(SinkPlaces::take) {
+            Some(None) => Some(format!(
+                "this server already runs {MAX_SINKS} network loads for its clients"
+            )),
+            Some(place) => return Ok(place),
+            None => return Ok(None),
+        }
+    };
+    let message = refusal.unwrap_or_default();
+    ch.send(&Reply::Error {
+        message: message.clone(),
+    })?;
+    bail!("refused: {message}")
+}
 
 /// What the server grants for `ask` under a `--max-session` of
 /// `max_session`: the rate and the seconds it enforces.
@@ -167,6 +225,15 @@ pub fn open(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn at_most_max_sinks_run_at_once_and_each_gives_its_place_back() {
+        let places = SinkPlaces::default();
+        let held: Vec<SinkPlace> = (0..MAX_SINKS).map(|_| places.take().unwrap()).collect();
+        assert!(places.take().is_none());
+        drop(held);
+        assert!(places.take().is_some());
+    }
 
     #[test]
     fn a_sink_never_runs_beyond_the_servers_limits() {

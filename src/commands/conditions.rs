@@ -9,7 +9,7 @@ use crate::cli::{CostArg, LoadArgs};
 use crate::load::kernel::{KernelBaseline, BASELINE_SPAN};
 use crate::load::soaker::calibrate_idle;
 use crate::load::whole::WholeSetup;
-use crate::load::{LoadRecord, LoadSpec, Loads, Placement};
+use crate::load::{LoadRecord, LoadSpec, Loads, NetworkTarget, Placement};
 use crate::result::Conditions;
 
 /// What a command was asked to measure under.
@@ -111,7 +111,8 @@ pub struct UnderLoad {
 }
 
 /// Run `f` with `specs` loading the machine, their threads on `placement`
-/// (the measured ends' CPUs last). `f` gets the whole-cost setup to
+/// (the measured ends' CPUs last), the network load into `target` when
+/// given (the peer's sink). `f` gets the whole-cost setup to
 /// measure with: `whole` itself without loads, or with the loads' own busy
 /// time joined to the background it subtracts (measured after they
 /// started, before the work). The loads stop when `f` returns (or
@@ -120,6 +121,7 @@ pub fn under_load<T>(
     specs: &[LoadSpec],
     placement: &Placement,
     whole: Option<&WholeSetup>,
+    target: Option<NetworkTarget>,
     f: impl FnOnce(Option<&WholeSetup>) -> T,
 ) -> Result<(T, UnderLoad)> {
     if specs.is_empty() {
@@ -136,7 +138,7 @@ pub fn under_load<T>(
             },
         ));
     }
-    let loads = Loads::start_placed(specs, placement)?;
+    let loads = Loads::start_with(specs, placement, target)?;
     let warnings = loads.warnings().to_vec();
     let whole = whole.map(WholeSetup::with_loads_running).transpose()?;
     let out = f(whole.as_ref());

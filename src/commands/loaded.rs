@@ -12,7 +12,10 @@ use super::conditions::{under_load, Prepared};
 use crate::cli::SweepArgs;
 use crate::launch::mpi::run_sweep;
 use crate::launch::RunContext;
-use crate::load::LoadSpec;
+use crate::load::{LoadSpec, NetworkTarget};
+use crate::peer::client::resolve;
+use crate::peer::protocol::SinkAsk;
+use crate::peer::DEFAULT_PORT;
 use crate::report::conditions::{npb_pair_table, sweep_pair_table, whole_table};
 use crate::result::{write_result, NpbResult, SweepResult};
 use crate::sweep::engine::{SweepOutcome, SweepSpec};
@@ -34,22 +37,29 @@ pub fn measure_sweep(
     let pb = super::progress_bar(spec.sizes.len() as u64, quiet, &label);
     let ends: Vec<usize> = [spec.cpus.0, spec.cpus.1].into_iter().flatten().collect();
     let placement = crate::load::Placement::avoiding(&ends);
-    let (outcome, loaded) = under_load(loads, &placement, prepared.whole.as_ref(), |whole| {
-        let spec = SweepSpec {
-            whole: whole.cloned(),
-            // `--load-peer`: the remote peer runs the same loads.
-            peer_loads: if prepared.load_peer {
-                loads.to_vec()
-            } else {
-                Vec::new()
-            },
-            ..spec.clone()
-        };
-        run_sweep(ctx, &spec, &mut |p| {
-            pb.set_message(format_bytes(p.bytes));
-            pb.inc(1);
-        })
-    })?;
+    let target = network_target(spec, loads)?;
+    let (outcome, loaded) = under_load(
+        loads,
+        &placement,
+        prepared.whole.as_ref(),
+        target,
+        |whole| {
+            let spec = SweepSpec {
+                whole: whole.cloned(),
+                // `--load-peer`: the remote peer runs the same loads.
+                peer_loads: if prepared.load_peer {
+                    loads.to_vec()
+                } else {
+                    Vec::new()
+                },
+                ..spec.clone()
+            };
+            run_sweep(ctx, &spec, &mut |p| {
+                pb.set_message(format_bytes(p.bytes));
+                pb.inc(1);
+            })
+        },
+    )?;
     pb.finish_and_clear();
     let mut outcome = outcome?;
     if prepared.any() || role.is_some() {
@@ -60,6 +70,41 @@ pub fn measure_sweep(
     }
     outcome.result.warnings.extend(loaded.warnings);
     Ok(outcome)
+}
+
+/// Longest a sweep's network load is asked to run on the peer beyond its
+/// budget (the confirmation pass and set-up come on top of the budget);
+/// the stream is closed with the sweep anyway, this only bounds a sink
+/// whose client hangs.
+const SINK_SLACK: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// With `--peer` and a network load: a sink session on the peer's `wulf
+/// serve`, so that the load's stream crosses the measured path (with
+/// `--lab`, node1 to node2). None without a peer or without a network
+/// load: the load runs on loopback.
+fn network_target(spec: &SweepSpec, loads: &[LoadSpec]) -> Result<Option<NetworkTarget>> {
+    let (Some(peer), Some(rate)) = (
+        spec.peer.as_deref(),
+        loads.iter().find_map(|l| match *l {
+            LoadSpec::Network { rate_bits_per_s } => Some(rate_bits_per_s),
+            _ => None,
+        }),
+    ) else {
+        return Ok(None);
+    };
+    let addr = resolve(peer, DEFAULT_PORT, spec.channel.ipv6)?;
+    let ask = SinkAsk {
+        rate_bits_per_s: rate,
+        seconds: (spec.budget * 4 + SINK_SLACK).as_secs(),
+    };
+    let sink =
+        crate::peer::sink::open(addr, spec.peer_secret.as_ref(), ask, spec.channel.timeout())
+            .map_err(|e| crate::error::peer(format!("--load network with --peer: {e:#}")))?;
+    Ok(Some(NetworkTarget {
+        stream: sink.stream,
+        path: format!("to peer {}", sink.to),
+        keep: Box::new(sink.control),
+    }))
 }
 
 /// What the terminal shows of a result's conditions: the whole-cost table
@@ -160,7 +205,7 @@ pub fn npb_plan(
     loads: &[LoadSpec],
 ) -> Result<(NpbResult, Option<anyhow::Error>)> {
     let placement = super::conditions::npb_placement(&plan.nprocs);
-    let (out, loaded) = under_load(loads, &placement, prepared.whole.as_ref(), |whole| {
+    let (out, loaded) = under_load(loads, &placement, prepared.whole.as_ref(), None, |whole| {
         let plan = super::npb::NpbPlan {
             whole: whole.cloned(),
             ..plan.clone()

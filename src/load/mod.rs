@@ -31,7 +31,8 @@ pub enum LoadSpec {
     Cpu { threads: Option<usize> },
     /// Threads streaming through buffers larger than the last-level cache.
     Memory { threads: Option<usize> },
-    /// A competing TCP stream on loopback, at most `rate_bits_per_s`.
+    /// A competing TCP stream (to the peer's sink, else on loopback), at
+    /// most `rate_bits_per_s`.
     Network { rate_bits_per_s: Option<u64> },
 }
 
@@ -136,7 +137,8 @@ pub struct LoadRecord {
     /// Network load: the rate asked for, bit/s (`null`: unlimited).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_bits_per_s: Option<u64>,
-    /// Network load: where the stream ran (`loopback`).
+    /// Network load: where the stream ran (`loopback tcp ADDR`, or `to
+    /// peer ADDR`: the peer's sink, across the measured path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// How long it ran, seconds.
@@ -145,9 +147,23 @@ pub struct LoadRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations_per_s: Option<f64>,
     /// Memory load: bytes read and written per second; network load:
-    /// payload bytes received per second.
+    /// payload bytes received per second (to a peer: sent, as the
+    /// receiver is the peer's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_per_s: Option<f64>,
+}
+
+/// Where `--load network` sends its stream instead of loopback: a
+/// connected stream into the peer's sink (`peer::sink`), opened by the
+/// layer that knows the peer.
+pub struct NetworkTarget {
+    /// The connected stream the load writes into.
+    pub stream: std::net::TcpStream,
+    /// What the record's `path` says (`to peer 198.18.1.2:PORT`).
+    pub path: String,
+    /// What must live as long as the stream (the sink's session), dropped
+    /// after the stream is shut down.
+    pub keep: Box<dyn Send>,
 }
 
 /// Threads of one load: a stop flag, a progress counter, the handles.
@@ -275,6 +291,16 @@ impl Loads {
     /// (the measured ends' CPUs last); a warning for each load whose threads
     /// had to share the ends' CPUs.
     pub fn start_placed(specs: &[LoadSpec], placement: &Placement) -> anyhow::Result<Loads> {
+        Loads::start_with(specs, placement, None)
+    }
+
+    /// [`Loads::start_placed`], the network load's stream into `target`
+    /// when given (the peer's sink) instead of loopback.
+    pub fn start_with(
+        specs: &[LoadSpec],
+        placement: &Placement,
+        mut target: Option<NetworkTarget>,
+    ) -> anyhow::Result<Loads> {
         let mut loads = Loads {
             running: Vec::new(),
             warnings: Vec::new(),
@@ -287,7 +313,9 @@ impl Loads {
                 LoadSpec::Memory { threads } => {
                     memory::start(threads.unwrap_or(placement.default_threads()), placement)?
                 }
-                LoadSpec::Network { rate_bits_per_s } => network::start(rate_bits_per_s)?,
+                LoadSpec::Network { rate_bits_per_s } => {
+                    network::start(rate_bits_per_s, target.take())?
+                }
             };
             // Network loads are not pinned: only pinned threads are placed.
             let pinned = record.cpus.iter().any(Option::is_some);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::auth::{random_hex, Secret};
-use super::protocol::{BlockKind, ControlChannel, Hello, Reply, Request, Setup, MAGIC};
+use super::protocol::{BlockKind, ControlChannel, Hello, Reply, Request, Setup, SinkAsk, MAGIC};
 use super::session::{CLIENT_ROLE, SERVER_ROLE};
 use crate::error::peer;
 use crate::result::Mode;
@@ -79,36 +79,7 @@ impl PeerSession {
         timeout: Duration,
         secret: Option<&Secret>,
     ) -> Result<(PeerSession, Connected)> {
-        let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
-            peer(format!(
-                "cannot reach the peer at {addr} within {}: {e} (is `wulf serve` running there?)",
-                humantime::format_duration(timeout)
-            ))
-        })?;
-        stream.set_read_timeout(Some(timeout))?;
-        stream.set_write_timeout(Some(timeout))?;
-        let mut ch = ControlChannel::new(stream)?;
-        let hello: Hello = ch
-            .recv()
-            .map_err(|e| {
-                if format!("{e:#}").contains("closed the control connection") {
-                    peer(format!("the peer at {addr} closed the connection before greeting: it does not allow this address (--allow), is overloaded, or is not wulf"))
-                } else {
-                    peer(format!("the peer at {addr} did not greet as wulf: {e:#}"))
-                }
-            })?;
-        let ours = Hello::ours();
-        if hello.magic != MAGIC {
-            return Err(peer(format!("the service at {addr} is not a wulf server")));
-        }
-        if hello.tool_version != ours.tool_version {
-            return Err(peer(format!(
-                "version mismatch: the peer at {addr} runs wulf {}, this is wulf {}; run the same version on both ends",
-                hello.tool_version, ours.tool_version
-            )));
-        }
-        ch.send(&ours).map_err(as_peer)?;
-        let authenticated = authenticate(&mut ch, addr, secret)?;
+        let (mut ch, authenticated) = greet(addr, timeout, secret, None)?;
         ch.send(&Request::Setup(setup.clone())).map_err(as_peer)?;
         let (description, host) = match ch.recv::<Reply>().map_err(as_peer)? {
             Reply::Listening { description, host } => (description, host),
@@ -209,12 +180,55 @@ impl PeerSession {
     }
 }
 
+/// Connect to the peer at `addr`, exchange Hellos and authenticate
+/// (asking for a sink session when `sink` is given); the control channel
+/// and whether both ends proved the secret.
+pub fn greet(
+    addr: SocketAddr,
+    timeout: Duration,
+    secret: Option<&Secret>,
+    sink: Option<SinkAsk>,
+) -> Result<(ControlChannel, bool)> {
+    let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
+        peer(format!(
+            "cannot reach the peer at {addr} within {}: {e} (is `wulf serve` running there?)",
+            humantime::format_duration(timeout)
+        ))
+    })?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    let mut ch = ControlChannel::new(stream)?;
+    let hello: Hello = ch
+            .recv()
+            .map_err(|e| {
+                if format!("{e:#}").contains("closed the control connection") {
+                    peer(format!("the peer at {addr} closed the connection before greeting: it does not allow this address (--allow), is overloaded, or is not wulf"))
+                } else {
+                    peer(format!("the peer at {addr} did not greet as wulf: {e:#}"))
+                }
+            })?;
+    let ours = Hello::ours();
+    if hello.magic != MAGIC {
+        return Err(peer(format!("the service at {addr} is not a wulf server")));
+    }
+    if hello.tool_version != ours.tool_version {
+        return Err(peer(format!(
+                "version mismatch: the peer at {addr} runs wulf {}, this is wulf {}; run the same version on both ends",
+                hello.tool_version, ours.tool_version
+            )));
+    }
+    ch.send(&ours).map_err(as_peer)?;
+    let authenticated = authenticate(&mut ch, addr, secret, sink)?;
+    Ok((ch, authenticated))
+}
+
 /// The challenge-response after the Hellos (see [`super::auth`]); whether
 /// both ends proved the secret.
 fn authenticate(
     ch: &mut ControlChannel,
     addr: SocketAddr,
     secret: Option<&Secret>,
+    sink: Option<SinkAsk>,
 ) -> Result<bool> {
     let server_nonce = match ch.recv::<Reply>().map_err(as_peer)? {
         Reply::Challenge { nonce, .. } => nonce,
@@ -225,6 +239,7 @@ fn authenticate(
     ch.send(&Request::Auth {
         nonce: our_nonce.clone(),
         proof,
+        sink,
     })
     .map_err(as_peer)?;
     let server_proof = match ch.recv::<Reply>().map_err(as_peer)? {

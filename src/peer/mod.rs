@@ -13,6 +13,7 @@ pub mod client;
 pub mod protocol;
 pub mod server;
 mod session;
+pub mod sink;
 pub mod watchdog;
 
 /// Default control port of `wulf serve`.

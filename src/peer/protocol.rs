@@ -28,7 +28,9 @@ use crate::transport::ChannelOptions;
 ///
 /// 4: `Setup.loads`, `Request::StopLoads` and `Reply::Loads`
 /// (`--load-peer`), all used only when the client asks for a load.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// 5: `Auth.sink`, `Reply::Sink` and `Reply::SinkDone` (`--load network`
+/// with `--peer`: a sink session instead of a test).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Longest control line accepted, in bytes (the server's replies carry a
 /// whole machine fingerprint).
@@ -85,6 +87,19 @@ pub struct Setup {
     pub loads: Option<String>,
 }
 
+/// A client's request for a sink: the server accepts one TCP stream from
+/// it and reads (and discards) what arrives, at most this fast and this
+/// long, whichever limit of its own is lower.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SinkAsk {
+    /// Rate the stream runs at, bit/s (None: as fast as the server lets it).
+    pub rate_bits_per_s: Option<u64>,
+    /// Longest the stream runs, seconds (the client closes it earlier when
+    /// its test ends).
+    pub seconds: u64,
+}
+
 /// Client to server.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "lowercase", deny_unknown_fields)]
@@ -97,6 +112,11 @@ pub enum Request {
         /// [`super::auth::Secret::prove`] as the client, or None without a
         /// secret.
         proof: Option<String>,
+        /// Ask for a sink session (a network load's stream) instead of a
+        /// test: asked here, before the server's one test slot is taken,
+        /// so that the load never keeps the measured test out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sink: Option<SinkAsk>,
     },
     /// Prepare the data channel.
     Setup(Setup),
@@ -167,6 +187,22 @@ pub enum Reply {
     Loads {
         /// One record per load kind.
         loads: Vec<crate::load::LoadRecord>,
+    },
+    /// The sink listens on this TCP port of the control connection's
+    /// address, for the client's address only.
+    Sink {
+        /// The port.
+        port: u16,
+        /// The rate the server reads at most, bit/s.
+        rate_bits_per_s: u64,
+        /// The longest the server reads, seconds.
+        seconds: u64,
+    },
+    /// The sink ended: the payload bytes it read.
+    #[serde(rename = "sink_done")]
+    SinkDone {
+        /// Bytes read.
+        bytes: u64,
     },
     /// The server is serving another client.
     Busy,

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::auth::{random_hex, Secret};
-use super::protocol::{ControlChannel, Hello, Reply, Request, Setup, MAGIC, MAX_REQUEST_BYTES};
+use super::protocol::{
+    ControlChannel, Hello, Reply, Request, Setup, SinkAsk, MAGIC, MAX_REQUEST_BYTES,
+};
 use super::watchdog::{Fired, Watchdog};
 use crate::measure::loops::{server_block, Pools};
 use crate::sys::{pin_current_thread, Host};
@@ -97,6 +99,9 @@ const LEAN_TRANSPORTS: [&str; 2] = ["raw", "xdp"];
 #[derive(Debug, Clone)]
 pub struct TestSlots {
     shared: Arc<SlotState>,
+    /// Sinks running (clients' network loads): they take no test slot,
+    /// so they have their own limit ([`super::sink::SinkPlaces`]).
+    sinks: super::sink::SinkPlaces,
     max: usize,
 }
 
@@ -134,6 +139,7 @@ impl TestSlots {
     pub fn new(max: usize) -> TestSlots {
         TestSlots {
             shared: Arc::new(SlotState::default()),
+            sinks: Default::default(),
             max,
         }
     }
@@ -218,7 +224,19 @@ pub fn session(
     let got = handshake(&mut ch, policy, slots, deadline);
     admitted();
     let (setup, slot) = match got {
-        Ok(Some(s)) => s,
+        Ok(Some(Opened::Test(setup, slot))) => (setup, slot),
+        Ok(Some(Opened::Sink(ask, _place))) => {
+            dog.handshake_done();
+            return super::sink::serve(
+                &mut ch,
+                &ask,
+                policy.max_session,
+                local_ip,
+                client_ip,
+                &dog,
+            )
+            .map_err(|e| explain(e, dog.fired(), policy));
+        }
         Ok(None) => return Ok(()),
         Err(e) => return Err(explain(e, dog.fired(), policy)),
     };
@@ -262,14 +280,24 @@ fn explain(e: anyhow::Error, fired: Option<Fired>, policy: &SessionPolicy) -> an
     }
 }
 
-/// Hellos, authentication, a test slot and the set-up. Ok(None): the client
-/// was told the server is busy.
+/// What a client's handshake opened.
+enum Opened {
+    /// A test: its set-up and the test slot it holds.
+    Test(Setup, Option<SlotGuard>),
+    /// A sink for the client's network load (`--load network` with
+    /// `--peer`): no test slot, so the test it loads can still run; its
+    /// place among the server's sinks (None: a local peer's, unlimited).
+    Sink(SinkAsk, Option<super::sink::SinkPlace>),
+}
+
+/// Hellos, authentication, then a test slot and the set-up, or a sink.
+/// Ok(None): the client was told the server is busy.
 fn handshake(
     ch: &mut ControlChannel,
     policy: &SessionPolicy,
     slots: Option<&TestSlots>,
     deadline: Instant,
-) -> Result<Option<(Setup, Option<SlotGuard>)>> {
+) -> Result<Option<Opened>> {
     ch.send(&Hello::ours())?;
     let hello: Hello = ch.recv_by(deadline, MAX_REQUEST_BYTES)?;
     let ours = Hello::ours();
@@ -288,8 +316,8 @@ fn handshake(
         nonce: our_nonce.clone(),
         secret_required: policy.secret.is_some(),
     })?;
-    let (their_nonce, proof) = match ch.recv_by(deadline, MAX_REQUEST_BYTES)? {
-        Request::Auth { nonce, proof } => (nonce, proof),
+    let (their_nonce, proof, sink) = match ch.recv_by(deadline, MAX_REQUEST_BYTES)? {
+        Request::Auth { nonce, proof, sink } => (nonce, proof, sink),
         other => bail!("expected the client's authentication, got {}", name(&other)),
     };
     let server_proof = match &policy.secret {
@@ -311,6 +339,13 @@ fn handshake(
             Some(secret.prove(SERVER_ROLE, &our_nonce, &their_nonce))
         }
     };
+    if let Some(ask) = sink {
+        let place = super::sink::admit(ch, policy.allow_load, slots.map(|s| &s.sinks))?;
+        ch.send(&Reply::Welcome {
+            proof: server_proof,
+        })?;
+        return Ok(Some(Opened::Sink(ask, place)));
+    }
     let slot = match slots {
         None => None,
         Some(s) => match s.take(deadline.min(Instant::now() + ENDING_WAIT)) {
@@ -328,7 +363,7 @@ fn handshake(
         Request::Setup(s) => s,
         other => bail!("expected a setup, got {}", name(&other)),
     };
-    Ok(Some((setup, slot)))
+    Ok(Some(Opened::Test(setup, slot)))
 }
 
 /// A request's name for error messages (never its contents, which a

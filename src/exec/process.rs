@@ -282,7 +282,11 @@ impl Agents {
             std::thread::sleep(Duration::from_millis(20));
         }
         for p in &mut self.procs {
-            end_process_group(&mut p.child, nix::sys::signal::Signal::SIGKILL, Duration::ZERO);
+            end_process_group(
+                &mut p.child,
+                nix::sys::signal::Signal::SIGKILL,
+                Duration::ZERO,
+            );
         }
         self.procs.clear();
     }

@@ -39,6 +39,17 @@ pub fn end_process_group(child: &mut Child, signal: nix::sys::signal::Signal, gr
     use nix::sys::signal::{kill, Signal};
     let group = nix::unistd::Pid::from_raw(-(child.id() as i32));
     let exited = matches!(child.try_wait(), Ok(Some(_)));
+    // Descendants that left the group (MPICH hydra starts each remote
+    // shell in a group of its own) are found while the tree still holds
+    // them, and signalled one by one.
+    let strays = if exited {
+        Vec::new()
+    } else {
+        descendants(child.id() as i32)
+    };
+    for &pid in &strays {
+        let _ = kill(nix::unistd::Pid::from_raw(pid), signal);
+    }
     // A group outlives its leader while any member lives (a remote
     // shell's child): signal it even when the leader is gone.
     if kill(group, signal).is_err() && exited {
@@ -55,8 +66,43 @@ pub fn end_process_group(child: &mut Child, signal: nix::sys::signal::Signal, gr
         std::thread::sleep(Duration::from_millis(10));
     }
     let _ = kill(group, Signal::SIGKILL);
+    for &pid in &strays {
+        let _ = kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Every live descendant of `pid` (children, theirs, ...), from /proc;
+/// at most a few thousand, read once. A pid reused between this read and
+/// the signal is possible only for a process that exited in between.
+fn descendants(pid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parent_of: Vec<(i32, i32)> = dir
+        .flatten()
+        .take(100_000)
+        .filter_map(|e| {
+            let me: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // pid (comm) state ppid ...: comm may hold spaces.
+            let rest = stat.rsplit_once(')')?.1;
+            let mut f = rest.split_whitespace();
+            let state = f.next()?;
+            let ppid = f.next()?.parse().ok()?;
+            (state != "Z").then_some((me, ppid))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
 }
 
 /// How a process is started (see the module docs).

@@ -523,6 +523,42 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_group_that_ignores_sigterm_is_killed_after_the_grace() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("stray");
+        // A member ignoring SIGTERM in the group, and a stray that left
+        // it (as hydra's remote shells do) also ignoring it.
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!(
+            "trap '' TERM; sleep 60 & setsid sh -c 'trap \"\" TERM; echo $$ > {}; exec sleep 60' & wait",
+            pid_file.display()
+        ));
+        let mut p = Process::spawn(cmd, None, &agent_options(None)).unwrap();
+        let t0 = Instant::now();
+        let stray: i32 = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                break pid;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "no stray");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let pgid = p.child.id() as i32;
+        let t0 = Instant::now();
+        p.end_group(nix::sys::signal::Signal::SIGTERM);
+        let took = t0.elapsed();
+        assert!(took >= KILL_GRACE, "SIGKILL came before the grace");
+        assert!(took < KILL_GRACE + Duration::from_secs(3), "not bounded");
+        let t0 = Instant::now();
+        while live_members(pgid) > 0 || live_members(stray) > 0 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "group outlived");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Processes of group `pgid` that are not zombies, from /proc.
     fn live_members(pgid: i32) -> usize {
         std::fs::read_dir("/proc")

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
 
@@ -108,7 +108,7 @@ pub fn execute_with(args: &MatrixArgs, launcher: Option<Arc<dyn Launcher>>) -> R
         )));
     }
     if let Some(mpi) = launcher.mpi_only() {
-        return through_mpi(&ctx, mpi, &hosts, args.timeout);
+        return through_mpi(&ctx, mpi, &hosts, args);
     }
     let launcher: Arc<dyn Launcher> = if over_mpi {
         Arc::new(MpiRanks {
@@ -338,7 +338,7 @@ fn hosts(ctx: &RunContext, args: &MatrixArgs) -> Result<Vec<String>> {
 /// `--launch mpi:NAME`: run this same matrix command once on every host
 /// under the MPI's launcher; the tasks meet as under a launcher the user
 /// ran (rank 0 coordinates and prints). Returns with the job's exit code.
-fn through_mpi(ctx: &RunContext, mpi: &str, hosts: &[String], join: Duration) -> Result<()> {
+fn through_mpi(ctx: &RunContext, mpi: &str, hosts: &[String], args: &MatrixArgs) -> Result<()> {
     use crate::launch::mpi::bounded;
     let name = mpi.strip_prefix("mpi:").unwrap_or(mpi);
     let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
@@ -357,14 +357,12 @@ fn through_mpi(ctx: &RunContext, mpi: &str, hosts: &[String], join: Duration) ->
     ));
     let dir = tempfile::tempdir().context("cannot make a directory for the launcher")?;
     // `--rsh` reaches the MPI's launcher as its remote shell (issue 35
-    // item 4): the launcher's placement holds it, with ssh's options.
-    let rsh = match &ctx.launcher {
-        Some(l) => {
-            let nodes = hosts.iter().map(|h| (h.clone(), 1)).collect();
-            Some(l.place(Some(nodes), 1)?.cluster.rsh.clone())
-        }
-        None => None,
-    };
+    // item 4), with ssh's options that never wait for a person; made here,
+    // not by placing the hosts, which would resolve them before an unknown
+    // MPI is named.
+    let program_rsh: Vec<String> = args.rsh.split_whitespace().map(str::to_string).collect();
+    let rsh = (!program_rsh.is_empty())
+        .then(|| crate::exec::remote_shell::ssh(program_rsh, args.timeout));
     let (argv, env) = crate::launch::mpi::spread::launch_once_per_host(
         ctx,
         name,
@@ -375,7 +373,7 @@ fn through_mpi(ctx: &RunContext, mpi: &str, hosts: &[String], join: Duration) ->
     )?;
     let mut cmd = std::process::Command::new(&argv[0]);
     cmd.args(&argv[1..]).envs(env);
-    bounded::run(mpi, cmd, &report, join)
+    bounded::run(mpi, cmd, &report, args.timeout)
 }
 
 /// `args` without the given options and their values (`--x V`, `--x=V`).

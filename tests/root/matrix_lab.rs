@@ -324,7 +324,7 @@ fn an_mpi_launch_whose_ranks_never_start_is_ended() {
         }
         let start = std::time::Instant::now();
         let out = wulf(&["lab", "exec", "--name", &lab, "node1", "--"])
-            .arg(&exe)
+            .arg(exe)
             .args([
                 "matrix",
                 "--launch",

@@ -20,10 +20,11 @@ pub struct MatrixArgs {
     /// accepted and ignored).
     #[arg(long, value_name = "FILE", conflicts_with = "lab")]
     pub hostfile: Option<PathBuf>,
-    /// How agents are started on the nodes: ssh, slurm, local (simulated
-    /// nodes on this machine, over loopback) or lab[:NAME]. Default: srun
-    /// inside a Slurm allocation, the lab's remote shell in a lab, else
-    /// ssh.
+    /// How agents are started on the nodes: ssh, slurm, mpi:NAME (the
+    /// whole matrix once per node by that MPI's launcher, through
+    /// `--rsh`), local (simulated nodes on this machine, over loopback) or
+    /// lab[:NAME]. Default: srun inside a Slurm allocation, the lab's
+    /// remote shell in a lab, else ssh.
     #[arg(long, value_name = "HOW")]
     pub launch: Option<String>,
     /// A temporary lab to measure in (the compact syntax of `--lab`
@@ -70,7 +71,7 @@ pub struct MatrixArgs {
     /// simulated nodes run.
     #[arg(long, value_name = "PATH")]
     pub remote_wulf: Option<String>,
-    /// The ssh program and its options for `--launch ssh` (`ssh -i KEY -p
+    /// The ssh program and its options for `--launch ssh` and `mpi:NAME` (`ssh -i KEY -p
     /// 2222`); BatchMode, a connect timeout and accept-new host keys are
     /// always added.
     #[arg(long, default_value = "ssh", value_name = "COMMAND")]

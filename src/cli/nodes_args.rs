@@ -22,7 +22,8 @@ pub struct NodesArgs {
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub ppn: u64,
     /// How wulf starts its own processes on the nodes: ssh, slurm,
-    /// local (simulated nodes on this machine) or lab[:NAME]. Default:
+    /// mpi:NAME (that MPI's ranks only), local (simulated nodes on this
+    /// machine) or lab[:NAME]. Default:
     /// srun inside a Slurm allocation, the lab's remote shell in a lab,
     /// else ssh. MPI transports always start their ranks with their own
     /// launcher, given the same nodes.

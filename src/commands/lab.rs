@@ -65,8 +65,10 @@ fn name_option(name: &str) -> String {
 
 fn exec(a: &LabExecArgs) -> Result<()> {
     let st = state::load(&a.name)?;
-    let status = lab::command_in(&st, &a.node, &a.command)?
-        .status()
+    // The command's group gets every SIGINT, SIGTERM and SIGHUP wulf
+    // gets, and wulf exits only after it (issue 35 item 8).
+    let mut cmd = lab::command_in(&st, &a.node, &a.command)?;
+    let status = crate::exec::process::run_forwarding_signals(&mut cmd)
         .context("cannot run the command in the lab")?;
     relay(exit_code(status))
 }

@@ -94,7 +94,11 @@ pub fn execute_with(args: &MatrixArgs, launcher: Option<Arc<dyn Launcher>>) -> R
             name: node_name(None)?,
         };
         let plan = plan(&ctx, args, Vec::new(), t.size);
-        return measure(args, &plan, &launcher);
+        // Under `--launch mpi:NAME`, the launching wulf waits for this.
+        crate::launch::mpi::bounded::report("started");
+        let outcome = measure(args, &plan, &launcher);
+        crate::launch::mpi::bounded::report_outcome(&outcome);
+        return outcome;
     }
     let hosts = hosts(&ctx, args)?;
     if hosts.len() < 2 {
@@ -104,7 +108,7 @@ pub fn execute_with(args: &MatrixArgs, launcher: Option<Arc<dyn Launcher>>) -> R
         )));
     }
     if let Some(mpi) = launcher.mpi_only() {
-        return through_mpi(&ctx, mpi, &hosts);
+        return through_mpi(&ctx, mpi, &hosts, args);
     }
     let launcher: Arc<dyn Launcher> = if over_mpi {
         Arc::new(MpiRanks {
@@ -334,22 +338,42 @@ fn hosts(ctx: &RunContext, args: &MatrixArgs) -> Result<Vec<String>> {
 /// `--launch mpi:NAME`: run this same matrix command once on every host
 /// under the MPI's launcher; the tasks meet as under a launcher the user
 /// ran (rank 0 coordinates and prints). Returns with the job's exit code.
-fn through_mpi(ctx: &RunContext, mpi: &str, hosts: &[String]) -> Result<()> {
+fn through_mpi(ctx: &RunContext, mpi: &str, hosts: &[String], args: &MatrixArgs) -> Result<()> {
+    use crate::launch::mpi::bounded;
     let name = mpi.strip_prefix("mpi:").unwrap_or(mpi);
     let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
-    let mut program = vec![exe.display().to_string()];
+    // Rank 0 reports through a file in the shared working directory (as
+    // the rendezvous file); `env` sets it on every node, whatever the MPI
+    // passes on of the environment.
+    let report = bounded::report_path(&std::env::current_dir()?);
+    let mut program = vec![
+        "env".to_string(),
+        format!("{}={}", bounded::DONE_ENV, report.display()),
+        exe.display().to_string(),
+    ];
     program.extend(without_options(
         std::env::args().skip(1),
         &["--launch", "--hosts", "--hostfile"],
     ));
     let dir = tempfile::tempdir().context("cannot make a directory for the launcher")?;
-    let (argv, env) =
-        crate::launch::mpi::spread::launch_once_per_host(ctx, name, hosts, dir.path(), &program)?;
+    // `--rsh` reaches the MPI's launcher as its remote shell (issue 35
+    // item 4), with ssh's options that never wait for a person; made here,
+    // not by placing the hosts, which would resolve them before an unknown
+    // MPI is named.
+    let program_rsh: Vec<String> = args.rsh.split_whitespace().map(str::to_string).collect();
+    let rsh = (!program_rsh.is_empty())
+        .then(|| crate::exec::remote_shell::ssh(program_rsh, args.timeout));
+    let (argv, env) = crate::launch::mpi::spread::launch_once_per_host(
+        ctx,
+        name,
+        hosts,
+        dir.path(),
+        &program,
+        rsh.as_deref(),
+    )?;
     let mut cmd = std::process::Command::new(&argv[0]);
     cmd.args(&argv[1..]).envs(env);
-    let status = crate::exec::process::run_forwarding_interrupt(&mut cmd)
-        .with_context(|| format!("cannot start {}", argv[0]))?;
-    super::lab_relay(crate::exec::process::exit_code(status))
+    bounded::run(mpi, cmd, &report, args.timeout)
 }
 
 /// `args` without the given options and their values (`--x V`, `--x=V`).

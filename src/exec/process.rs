@@ -26,6 +26,85 @@ use anyhow::{Context, Result};
 /// Most bytes kept of what one process printed on stderr.
 const STDERR_KEEP_BYTES: usize = 4096;
 
+/// How long a process group has between SIGTERM and SIGKILL when wulf
+/// ends it: enough for an agent or a launcher to close its connections and
+/// save what it has, short enough that an interrupted run ends promptly.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// End `child`'s process group (the child leads it): `signal` to the
+/// group, then, if the child or any other member is still alive after
+/// `grace`, SIGKILL to the group; the child is reaped. Bounded by `grace`
+/// plus the reaping of a SIGKILLed child.
+pub fn end_process_group(child: &mut Child, signal: nix::sys::signal::Signal, grace: Duration) {
+    use nix::sys::signal::{kill, Signal};
+    let group = nix::unistd::Pid::from_raw(-(child.id() as i32));
+    let exited = matches!(child.try_wait(), Ok(Some(_)));
+    // Descendants that left the group (MPICH hydra starts each remote
+    // shell in a group of its own) are found while the tree still holds
+    // them, and signalled one by one.
+    let strays = if exited {
+        Vec::new()
+    } else {
+        descendants(child.id() as i32)
+    };
+    for &pid in &strays {
+        let _ = kill(nix::unistd::Pid::from_raw(pid), signal);
+    }
+    // A group outlives its leader while any member lives (a remote
+    // shell's child): signal it even when the leader is gone.
+    if kill(group, signal).is_err() && exited {
+        return;
+    }
+    let deadline = Instant::now() + grace;
+    let mut reaped = exited;
+    while Instant::now() < deadline {
+        reaped = reaped || matches!(child.try_wait(), Ok(Some(_)));
+        // Signal 0 probes: ESRCH once no member of the group is left.
+        if reaped && kill(group, None).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = kill(group, Signal::SIGKILL);
+    for &pid in &strays {
+        let _ = kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Every live descendant of `pid` (children, theirs, ...), from /proc;
+/// at most a few thousand, read once. A pid reused between this read and
+/// the signal is possible only for a process that exited in between.
+fn descendants(pid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parent_of: Vec<(i32, i32)> = dir
+        .flatten()
+        .take(100_000)
+        .filter_map(|e| {
+            let me: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // pid (comm) state ppid ...: comm may hold spaces.
+            let rest = stat.rsplit_once(')')?.1;
+            let mut f = rest.split_whitespace();
+            let state = f.next()?;
+            let ppid = f.next()?.parse().ok()?;
+            (state != "Z").then_some((me, ppid))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
 /// How a process is started (see the module docs).
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -145,14 +224,12 @@ impl Process {
 
     /// End its whole process group with `signal` (a process started
     /// through a remote shell is a grandchild; a group id is not reused
-    /// while any member lives), kill it if still there, and reap it.
+    /// while any member lives), SIGKILL the group after [`KILL_GRACE`] if
+    /// any member is still there (an ssh that ignores SIGTERM, an MPI
+    /// launcher waiting on its zombie children), and reap it: never
+    /// blocks longer than that grace.
     pub fn end_group(&mut self, signal: nix::sys::signal::Signal) {
-        if !self.has_exited() {
-            let group = nix::unistd::Pid::from_raw(-(self.child.id() as i32));
-            let _ = nix::sys::signal::kill(group, signal);
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
+        end_process_group(&mut self.child, signal, KILL_GRACE);
     }
 
     /// Wait up to `grace` for it to exit by itself, then end its group.
@@ -240,8 +317,22 @@ impl Agents {
         while Instant::now() < deadline && !self.all_exited() {
             std::thread::sleep(Duration::from_millis(20));
         }
+        // SIGTERM every group at once, then SIGKILL what is left after
+        // one shared grace: N stuck launches take one grace, not N.
         for p in &mut self.procs {
-            p.end_group(nix::sys::signal::Signal::SIGTERM);
+            let group = nix::unistd::Pid::from_raw(-(p.child.id() as i32));
+            let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + KILL_GRACE;
+        while Instant::now() < deadline && !self.all_exited() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for p in &mut self.procs {
+            end_process_group(
+                &mut p.child,
+                nix::sys::signal::Signal::SIGKILL,
+                Duration::ZERO,
+            );
         }
         self.procs.clear();
     }
@@ -288,6 +379,92 @@ pub fn run_forwarding_interrupt(
             forwarded = true;
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The last of SIGINT, SIGTERM and SIGHUP this process got while
+/// [`run_forwarding_signals`] runs (0: none since it was taken).
+static PENDING_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn note_signal(signal: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    PENDING_SIGNAL.store(signal, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Run `cmd` to its end in a process group of its own, forwarding every
+/// SIGINT, SIGTERM and SIGHUP this process gets to that group (`wulf lab
+/// exec`: a batch system's SIGTERM or a closed terminal's SIGHUP must
+/// reach the command, and wulf must not exit leaving it running). On a
+/// terminal the group is made the foreground one while it runs, so that
+/// an interactive command reads the terminal and gets its Ctrl-C. The
+/// third signal forwarded is SIGKILL (a command that ignores the first
+/// two). Waits for the command only: it is the user's, as long as it
+/// runs (bounded by the signals that end it).
+pub fn run_forwarding_signals(cmd: &mut Command) -> std::io::Result<std::process::ExitStatus> {
+    use nix::sys::signal::{kill, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let forwarded = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+    let handler = SigAction::new(
+        SigHandler::Handler(note_signal),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    PENDING_SIGNAL.store(0, std::sync::atomic::Ordering::SeqCst);
+    for s in forwarded {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe { sigaction(s, &handler) }.map_err(std::io::Error::from)?;
+    }
+    let mut child = cmd.process_group(0).spawn()?;
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let terminal = Foreground::give(group);
+    let mut sent = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        let got = PENDING_SIGNAL.swap(0, std::sync::atomic::Ordering::SeqCst);
+        if let Ok(signal) = Signal::try_from(got) {
+            sent += 1;
+            let signal = if sent >= 3 { Signal::SIGKILL } else { signal };
+            let _ = kill(nix::unistd::Pid::from_raw(-group.as_raw()), signal);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    drop(terminal);
+    Ok(status)
+}
+
+/// The terminal's foreground process group handed to a child's group,
+/// given back when dropped; nothing when stdin is no terminal or this
+/// process is not in its foreground.
+struct Foreground(Option<libc::pid_t>);
+
+impl Foreground {
+    fn give(group: nix::unistd::Pid) -> Foreground {
+        use nix::sys::signal::{signal, SigHandler, Signal};
+        // SAFETY: tcgetpgrp only reads fd 0's terminal state.
+        let ours = unsafe { libc::tcgetpgrp(0) };
+        if ours < 0 || ours != nix::unistd::getpgrp().as_raw() {
+            return Foreground(None);
+        }
+        // A process that changes the foreground group while in the
+        // background would be stopped by SIGTTOU: ignored from here on,
+        // as a shell does.
+        // SAFETY: SIG_IGN runs no code.
+        let _ = unsafe { signal(Signal::SIGTTOU, SigHandler::SigIgn) };
+        // SAFETY: tcsetpgrp only sets fd 0's foreground group.
+        match unsafe { libc::tcsetpgrp(0, group.as_raw()) } {
+            0 => Foreground(Some(ours)),
+            _ => Foreground(None),
+        }
+    }
+}
+
+impl Drop for Foreground {
+    fn drop(&mut self) {
+        if let Some(ours) = self.0 {
+            // SAFETY: as in `give`.
+            unsafe { libc::tcsetpgrp(0, ours) };
+        }
     }
 }
 
@@ -341,6 +518,42 @@ mod tests {
         // reaper does not count: it runs nothing).
         let t0 = Instant::now();
         while live_members(pgid) > 0 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "group outlived");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_group_that_ignores_sigterm_is_killed_after_the_grace() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("stray");
+        // A member ignoring SIGTERM in the group, and a stray that left
+        // it (as hydra's remote shells do) also ignoring it.
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!(
+            "trap '' TERM; sleep 60 & setsid sh -c 'trap \"\" TERM; echo $$ > {}; exec sleep 60' & wait",
+            pid_file.display()
+        ));
+        let mut p = Process::spawn(cmd, None, &agent_options(None)).unwrap();
+        let t0 = Instant::now();
+        let stray: i32 = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                break pid;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "no stray");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let pgid = p.child.id() as i32;
+        let t0 = Instant::now();
+        p.end_group(nix::sys::signal::Signal::SIGTERM);
+        let took = t0.elapsed();
+        assert!(took >= KILL_GRACE, "SIGKILL came before the grace");
+        assert!(took < KILL_GRACE + Duration::from_secs(3), "not bounded");
+        let t0 = Instant::now();
+        while live_members(pgid) > 0 || live_members(stray) > 0 {
             assert!(t0.elapsed() < Duration::from_secs(5), "group outlived");
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -266,6 +266,7 @@ fn the_graph_reads_imports_as_the_checker_does() {
 const ALLOWED_STATICS: &[(&str, &str)] = &[
     ("exec/mod.rs", "INTERRUPTED"), // the stop flag (Ctrl-C handler)
     ("lib.rs", "EXIT_ON_SIGNAL"),   // how that handler ends the process
+    ("exec/process.rs", "PENDING_SIGNAL"), // a signal lab exec forwards
     ("sweep/limits.rs", "TABLE"),   // limits measured on this machine
     ("transport/cma.rs", "PROBED"), // whether this kernel allows cma
     ("transport/cma.rs", "WORD"),   // the probe's target word

@@ -57,3 +57,32 @@ fn sweep_results_carry_the_route_interface() {
     // Loopback has no link speed, so no link limit is claimed.
     assert!(r.get("link").is_none());
 }
+
+/// `--launch`'s help, written by hand in the clap doc comments, lists
+/// every form of the launchers' registry (`launchers::choices()`), for
+/// the matrix and for the commands that place nodes (issue 35 item 4:
+/// `mpi:NAME` was missing).
+#[test]
+fn launch_help_lists_every_launcher() {
+    let choices = wulf::cluster::launchers::choices();
+    let forms: Vec<&str> = choices
+        .split([',', ' '])
+        .filter(|w| !w.is_empty() && *w != "or")
+        .collect();
+    assert!(forms.contains(&"mpi:NAME"), "{choices}");
+    for command in [&["matrix"][..], &["npb", "ep"], &["collective"]] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        // The help spells `lab` and `lab:NAME` together as lab[:NAME].
+        let help = text.replace("lab[:NAME]", "lab, lab:NAME");
+        for form in &forms {
+            assert!(
+                help.contains(form),
+                "{command:?} --help lacks {form}: {text}"
+            );
+        }
+    }
+}

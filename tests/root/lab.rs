@@ -567,3 +567,66 @@ fn a_network_load_crosses_the_lab_link_to_the_peer() {
         "node1's eth0 sent {crossed} B, less than the load's {sent} B: the load did not cross the link"
     );
 }
+
+/// `wulf lab exec` forwards SIGTERM and SIGHUP to the command's process
+/// group and waits for it (issue 35 item 8): the command's trap runs, its
+/// exit code comes back, nothing of it is left in the node; a command
+/// killed by the signal comes back as 128 + the signal.
+#[test]
+fn lab_exec_forwards_signals_and_waits() {
+    let _serial = serial();
+    if !labs_possible() {
+        return;
+    }
+    let lab = name("sig");
+    let _g = LabGuard(lab.clone());
+    ok(&run(&["lab", "up", "--name", &lab, "--nodes", "2"]));
+    let netns = format!("wlab-{lab}-node1");
+    let dir = tempfile::tempdir().unwrap();
+    let got = dir.path().join("got");
+    // The trap writes and exits 7; the background sleep is in the group.
+    let script = format!(
+        "trap 'echo term > {}; exit 7' TERM; sleep 300 & wait",
+        got.display()
+    );
+    for (signal, want) in [(libc::SIGTERM, 7), (libc::SIGHUP, 128 + libc::SIGHUP)] {
+        let mut child = wulf(&[
+            "lab", "exec", "--name", &lab, "node1", "--", "sh", "-c", &script,
+        ])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !has_processes(&netns) {
+            assert!(Instant::now() < deadline, "the command never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The shell sets its trap before it forks the sleep.
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: kill only sends a signal to our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if t0.elapsed() > Duration::from_secs(15) {
+                let _ = child.kill();
+                panic!("wulf lab exec did not end after signal {signal}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(want), "after signal {signal}");
+        if signal == libc::SIGTERM {
+            assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), "term");
+        }
+        let t0 = Instant::now();
+        while has_processes(&netns) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "the command outlived wulf"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

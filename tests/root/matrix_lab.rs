@@ -291,3 +291,65 @@ fn launch_through_each_mpi() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// `wulf matrix --launch mpi:NAME --rsh HANG` in a lab node (issue 35
+/// item 4): the MPI's launcher is given `--rsh` as its remote shell, which
+/// never returns, so the other nodes' ranks never start. MPICH starts rank
+/// 0 on this node, which names the missing agents; Open MPI waits for its
+/// daemons, so rank 0 never starts. Either way the launcher is ended
+/// within a bound, wulf exits 3 with an error, and nothing of the launch
+/// is left running.
+#[test]
+fn an_mpi_launch_whose_ranks_never_start_is_ended() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let lab = format!("t{}-hang", std::process::id() % 100_000);
+    let _g = common::LabGuard(lab.clone());
+    let up = wulf(&["lab", "up", "--name", &lab, "--nodes", "2"])
+        .output()
+        .unwrap();
+    assert!(up.status.success(), "{}", stderr(&up));
+    let dir = tempdir();
+    let marker = format!("wulfmpihang{}x", std::process::id());
+    let rsh = dir.path().join("hang");
+    std::fs::write(&rsh, format!("#!/bin/bash\nexec -a {marker} sleep 300\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&rsh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = common::wulf_bin();
+    for lib in ["mpich", "openmpi"] {
+        if !common::have(lib) {
+            continue;
+        }
+        let start = std::time::Instant::now();
+        let out = wulf(&["lab", "exec", "--name", &lab, "node1", "--"])
+            .arg(exe)
+            .args([
+                "matrix",
+                "--launch",
+                &format!("mpi:{lib}"),
+                "--hosts",
+                "node1,node2",
+            ])
+            .args(["--rsh", rsh.to_str().unwrap(), "--budget", "2s", "--quiet"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(90),
+            "{lib}: not bounded"
+        );
+        assert_eq!(out.status.code(), Some(3), "{lib}: {err}");
+        assert!(
+            err.contains("agents joined within") || err.contains(&format!("--launch mpi:{lib}")),
+            "{lib}: {err}"
+        );
+        let left = std::process::Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap();
+        assert!(left.stdout.is_empty(), "{lib}: the launch outlived wulf");
+    }
+}

@@ -278,11 +278,11 @@ mod tests {
             ("ssh", &["ssh".to_string(), "-p".into(), "2".into()][..])
         );
         assert!(s.cluster.rsh.join(" ").contains("BatchMode=yes"));
-        // An MPI's launcher reaches the nodes by plain ssh, not --rsh's.
+        // An MPI's launcher reaches the nodes by --rsh's program too.
         let m = parse(Some("mpi:x"), &o).unwrap().place(node(), 1).unwrap();
         assert_eq!(
-            (m.launch.as_str(), m.cluster.rsh[1].as_str()),
-            ("mpi:x", "-o")
+            (m.launch.as_str(), &m.cluster.rsh[..3]),
+            ("mpi:x", &["ssh".to_string(), "-p".into(), "2".into()][..])
         );
         let sl = parse(Some("slurm"), &o).unwrap().place(node(), 1).unwrap();
         let script = std::path::PathBuf::from(&sl.cluster.rsh[0]);

@@ -1,6 +1,6 @@
 //! `--launch mpi:NAME`: only the ranks of the MPI `mpi:NAME`, started by
-//! its own launcher (`mpirun`, `mpiexec`), which reaches the nodes by ssh
-//! as MPI launchers do. wulf's own ranks and a matrix's agents need
+//! its own launcher (`mpirun`, `mpiexec`), which reaches the nodes by
+//! `--rsh`'s program (told as its remote shell agent). wulf's own ranks and a matrix's agents need
 //! another launcher; `wulf matrix --launch mpi:NAME` runs the whole
 //! command once per node under the MPI's launcher instead
 //! (`crate::launch::mpi::spread::launch_once_per_host`).
@@ -12,7 +12,7 @@ use anyhow::Result;
 use super::{Entry, Launcher};
 use crate::cluster::nodes::{NodeSlots, Spread};
 use crate::error::usage;
-use crate::exec::{remote_shell, Agents};
+use crate::exec::Agents;
 
 /// Its line in the registry: never the default.
 pub const ENTRY: Entry = Entry {
@@ -20,9 +20,11 @@ pub const ENTRY: Entry = Entry {
     default_here: |_| false,
     allocation: || None,
     make: |name, o| {
+        // `--rsh` is the MPI launcher's remote shell too (issue 35 item 4).
+        let ssh = super::ssh::Ssh::new(o)?;
         Ok(Box::new(Mpi {
             transport: format!("mpi:{}", name.unwrap_or_default()),
-            rsh: remote_shell::ssh(vec!["ssh".into()], o.timeout),
+            rsh: ssh.rsh,
             remote_wulf: o.remote_wulf.clone(),
         }))
     },
@@ -32,8 +34,8 @@ pub const ENTRY: Entry = Entry {
 pub struct Mpi {
     /// The MPI transport whose ranks it starts (`mpi:openmpi`).
     pub transport: String,
-    /// How its launcher reaches the nodes: ssh, not `--rsh`'s (the MPI's
-    /// launcher has its own).
+    /// How its launcher reaches the nodes: `--rsh`'s program with ssh's
+    /// options that never wait for a person.
     pub rsh: Vec<String>,
     /// wulf's path on the nodes (None: this wulf's own).
     pub remote_wulf: Option<String>,

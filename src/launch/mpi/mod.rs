@@ -9,9 +9,12 @@
 //! * [`group`]: NAS kernels and collectives on N ranks;
 //! * [`spread`]: one process per host (`wulf matrix --launch mpi:NAME`),
 //!   and the agent jobs of a matrix over MPI;
+//! * [`bounded`]: that one-per-host job ended when rank 0 has, or never
+//!   starts;
 //! * [`job`]: what the launching wulf and the ranks tell each other;
 //! * [`worker`]: inside the job (`wulf worker JOB`).
 
+pub mod bounded;
 pub mod group;
 pub mod job;
 pub mod launch;

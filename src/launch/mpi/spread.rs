@@ -14,13 +14,15 @@ pub type EnvVar = (String, String);
 /// of `hosts` with the launcher of the MPI `mpi:NAME`: how `wulf matrix
 /// --launch mpi:NAME` starts itself on every node. In a lab (`ctx`'s
 /// cluster), the launcher reaches the nodes through the lab's remote shell
-/// (a script written in `dir`) and keeps to its network, as for ranks.
+/// (a script written in `dir`) and keeps to its network, as for ranks;
+/// elsewhere through `rsh` (`--rsh`'s ssh with its options) when given.
 pub fn launch_once_per_host(
     ctx: &RunContext,
     name: &str,
     hosts: &[String],
     dir: &std::path::Path,
     program: &[String],
+    rsh: Option<&[String]>,
 ) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
     let full = format!("mpi:{name}");
     let l = launchable(&full, &ctx.transports)
@@ -28,7 +30,7 @@ pub fn launch_once_per_host(
     let install = l
         .install()
         .map_err(|why| crate::error::usage(format!("--launch {full}: {why:#}")))?;
-    once_per_host(ctx, &full, install, &[], hosts, dir, program)
+    once_per_host(ctx, &full, install, &[], hosts, dir, program, rsh)
 }
 
 /// Start one agent of a matrix per host of `hosts`, as the ranks of one
@@ -68,13 +70,16 @@ pub fn agent_job(
     };
     let program = [exe, "worker".into(), job_path.display().to_string()];
     let variant = l.variant_args()?;
-    once_per_host(ctx, via, install, variant, hosts, dir, &program)
+    once_per_host(ctx, via, install, variant, hosts, dir, &program, None)
 }
 
 /// The launcher's command line and environment that start `program` once
 /// on each of `hosts` (see [`launch_once_per_host`]); `variant` holds the
 /// arguments of a TCP-forced variant, needless in a lab, whose arguments
-/// hold every rank to its network anyway.
+/// hold every rank to its network anyway; `rsh`, outside a lab, is the
+/// remote shell the launcher is told to use (Open MPI's `plm_rsh_agent`,
+/// hydra's `-launcher-exec`, as a script in `dir`).
+#[allow(clippy::too_many_arguments)]
 fn once_per_host(
     ctx: &RunContext,
     full: &str,
@@ -83,8 +88,17 @@ fn once_per_host(
     hosts: &[String],
     dir: &std::path::Path,
     program: &[String],
+    rsh: Option<&[String]>,
 ) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
     let list = hosts.join(",");
+    let agent = match rsh {
+        Some(r) => Some(
+            crate::exec::remote_shell::rsh_script(r, dir)?
+                .display()
+                .to_string(),
+        ),
+        None => None,
+    };
     let placement: Vec<String> = match (&ctx.cluster, install.flavor) {
         (Some(c), flavor) => {
             let agent = c.rsh_script(dir)?;
@@ -98,10 +112,22 @@ fn once_per_host(
             }
             args
         }
-        (None, Flavor::OpenMpi) => ["--host", &list, "--map-by", "ppr:1:node"]
-            .map(str::to_string)
-            .to_vec(),
-        (None, Flavor::Mpich) => ["-hosts", &list, "-ppn", "1"].map(str::to_string).to_vec(),
+        (None, Flavor::OpenMpi) => {
+            let mut a: Vec<String> = ["--host", &list, "--map-by", "ppr:1:node"]
+                .map(str::to_string)
+                .to_vec();
+            if let Some(agent) = &agent {
+                a.extend(["--mca".into(), "plm_rsh_agent".into(), agent.clone()]);
+            }
+            a
+        }
+        (None, Flavor::Mpich) => {
+            let mut a: Vec<String> = ["-hosts", &list, "-ppn", "1"].map(str::to_string).to_vec();
+            if let Some(agent) = &agent {
+                a.extend(["-launcher".into(), "rsh".into(), "-launcher-exec".into(), agent.clone()]);
+            }
+            a
+        }
         (None, Flavor::Other) => {
             return Err(crate::error::usage(format!(
                 "--launch {full}: wulf does not know how to place one process per host with this MPI's launcher"

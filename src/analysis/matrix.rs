@@ -222,6 +222,7 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
         a.asymmetric_pairs.extend(asymmetric_pairs(cells, metric));
     }
     a.outlier_cells.sort_by(|x, y| y.score.total_cmp(&x.score));
+    super::matrix_loss::apply(&mut a, nodes.len(), cells);
     a.node_summary = touching
         .iter()
         .enumerate()

@@ -35,6 +35,7 @@ fn matrix(n: usize, slow: usize) -> MatrixResult {
                 alone_bandwidth: None,
                 error: None,
                 measure_s: 0.0,
+                net: None,
             });
         }
     }

@@ -52,7 +52,9 @@ pub fn lossy_links(n: usize, cells: &[CellFigures]) -> Vec<LossyLink> {
     let mut pairs: BTreeMap<(usize, usize), PairCount> = BTreeMap::new();
     for c in cells.iter().filter(|c| c.from < n && c.to < n) {
         let Some(net) = c.net() else { continue };
-        let p = pairs.entry((c.from.min(c.to), c.from.max(c.to))).or_default();
+        let p = pairs
+            .entry((c.from.min(c.to), c.from.max(c.to)))
+            .or_default();
         p.out = p.out.saturating_add(net.out_segs);
         p.retrans = p.retrans.saturating_add(net.retrans_segs);
         p.drops = p.drops.saturating_add(net.interface_drops);
@@ -63,7 +65,9 @@ pub fn lossy_links(n: usize, cells: &[CellFigures]) -> Vec<LossyLink> {
         .filter_map(|(&(a, b), p)| {
             let others = pairs
                 .iter()
-                .filter(|(&(x, y), _)| (x, y) != (a, b) && [a, b].iter().any(|k| *k == x || *k == y))
+                .filter(|(&(x, y), _)| {
+                    (x, y) != (a, b) && [a, b].iter().any(|k| *k == x || *k == y)
+                })
                 .map(|(_, q)| q.share())
                 .fold(0.0, f64::max);
             (p.share() >= LOSSY_OTHERS_RATIO * others).then(|| LossyLink {
@@ -89,9 +93,9 @@ pub fn apply(a: &mut MatrixAnalysis, n: usize, cells: &[CellFigures]) {
         return;
     }
     let on_lossy = |c: &CellFigures| {
-        a.lossy_links.iter().any(|l| {
-            (l.a, l.b) == (c.from.min(c.to), c.from.max(c.to))
-        })
+        a.lossy_links
+            .iter()
+            .any(|l| (l.a, l.b) == (c.from.min(c.to), c.from.max(c.to)))
     };
     let links = &a.lossy_links;
     let keep: Vec<bool> = a
@@ -126,3 +130,7 @@ pub fn apply(a: &mut MatrixAnalysis, n: usize, cells: &[CellFigures]) {
     let mut keep = keep.into_iter();
     a.slow_nodes.retain(|_| keep.next().unwrap_or(true));
 }
+
+#[cfg(test)]
+#[path = "matrix_loss_tests.rs"]
+mod tests;

@@ -21,8 +21,8 @@ use crate::peer::auth::Secret;
 use crate::peer::server::{serve_on, LocalTransports, ServeOptions, SessionPolicy};
 use crate::result::matrix::CellNet;
 use crate::result::Mode;
-use crate::sys::net_counters::NetCounters;
 use crate::sweep::engine::{run_sweep, SweepSpec};
+use crate::sys::net_counters::NetCounters;
 use crate::transport::{ChannelOptions, WaitMode};
 
 /// Longest message an agent's server accepts (the matrix's largest size is

@@ -426,7 +426,11 @@ fn measure_group(
 /// `deadline` (what the budget and the engine's overrun allow), since a
 /// lossy link stretches a cell well past its budget while its agent is
 /// alive and at work.
-fn recv_report(ch: &mut ControlChannel, deadline: Duration, timeout: Duration) -> Result<CellReport> {
+fn recv_report(
+    ch: &mut ControlChannel,
+    deadline: Duration,
+    timeout: Duration,
+) -> Result<CellReport> {
     let silence = 2 * WORKING_EVERY + timeout;
     let end = Instant::now() + deadline * CELL_DEADLINES;
     loop {

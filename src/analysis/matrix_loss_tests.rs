@@ -23,6 +23,7 @@ fn cell(from: usize, to: usize, bits_per_s: f64, retrans: u64) -> CellFigures {
             retrans_segs: retrans,
             interface_drops: 0,
         }),
+        remeasure: false,
     })
 }
 

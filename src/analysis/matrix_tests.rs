@@ -20,6 +20,7 @@ fn cell(from: usize, to: usize, latency_ns: f64, bits_per_s: f64) -> MatrixCell 
         error: None,
         measure_s: 0.0,
         net: None,
+        remeasure: false,
     }
 }
 

@@ -215,6 +215,7 @@ mod tests {
             error: Some("test".into()),
             measure_s: 0.5,
             net: None,
+            remeasure: false,
         }
     }
 

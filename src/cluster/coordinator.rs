@@ -196,6 +196,20 @@ pub fn run(
             on_round(round + 1, rounds);
         }
     }
+    if plan.pattern == Pattern::Pairs && !interrupted && write_error.is_none() && steps > 0 {
+        let again = super::remeasure::remeasure(
+            plan,
+            budget,
+            rounds,
+            &mut cells,
+            cell_file,
+            &mut members,
+            &mut nodes,
+        );
+        trouble |= again.lost;
+        write_error = again.write_error;
+        interrupted = crate::sweep::interrupted();
+    }
     let rounds_time = started.elapsed();
     for m in &mut members {
         if let Some(ch) = m.ch.as_mut() {
@@ -299,13 +313,15 @@ fn cell_budget(plan: &MatrixPlan, n: usize) -> Duration {
 }
 
 /// The cells of one group, and whether a node was lost measuring them.
-struct Measured {
-    cells: Vec<MatrixCell>,
-    lost: bool,
+pub(super) struct Measured {
+    /// The cells, in the group's order.
+    pub(super) cells: Vec<MatrixCell>,
+    /// Whether a node was lost.
+    pub(super) lost: bool,
 }
 
 /// Measure one group of directed pairs at once.
-fn measure_group(
+pub(super) fn measure_group(
     plan: &MatrixPlan,
     budget: Duration,
     round: usize,
@@ -359,6 +375,7 @@ fn measure_group(
             error: None,
             measure_s: 0.0,
             net: None,
+            remeasure: false,
         };
         match sent_ok {
             Ok(()) => sent.push(cells.len()),

@@ -23,7 +23,8 @@ pub const MATRIX_SCHEMA_VERSION: u32 = 3;
 /// Oldest matrix schema this wulf reads (version 2 added optional fields:
 /// `cells[].rate`, `cells[].alone_bandwidth`, `analysis.contention` and
 /// three optional figures of `analysis.steps[]`; version 3 the optional
-/// `cells[].net` and `analysis.lossy_links`).
+/// `cells[].net`, `cells[].remeasure`, `analysis.lossy_links` and
+/// `analysis.unconfirmed`).
 pub const MATRIX_OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// The value of [`MatrixResult::kind`].
@@ -159,6 +160,11 @@ pub struct MatrixCell {
     /// could not read them, and in results before schema 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<CellNet>,
+    /// A suspicious cell measured again alone, after the rounds: the
+    /// finding stands only when this confirms it (`pairs`; a re-measure
+    /// follows every cell of the rounds in the file).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remeasure: bool,
 }
 
 /// What the measuring node's kernel counted over one cell (its network
@@ -226,6 +232,10 @@ pub struct MatrixAnalysis {
     /// both their nodes: their loss, not the nodes, is named as the cause.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lossy_links: Vec<LossyLink>,
+    /// Findings of the rounds (slow links, asymmetric pairs) that their
+    /// cells' re-measures alone did not confirm, and so are not listed.
+    #[serde(default)]
+    pub unconfirmed: usize,
 }
 
 /// A link that loses segments while the other links of both its nodes do

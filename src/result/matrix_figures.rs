@@ -102,6 +102,11 @@ impl CellFigures {
         self.load.as_deref().copied().unwrap_or_default()
     }
 
+    /// Whether this is a suspicious cell measured again alone.
+    pub fn is_remeasure(&self) -> bool {
+        self.round == u32::MAX
+    }
+
     /// The measuring node's kernel counters over the cell, when read.
     pub fn net(&self) -> Option<CellNet> {
         self.load.as_deref().and_then(|l| l.net)
@@ -124,7 +129,13 @@ impl From<&MatrixCell> for CellFigures {
         CellFigures {
             from: c.from,
             to: c.to,
-            round: u32::try_from(c.round).unwrap_or(u32::MAX),
+            // A re-measure's round is none of the rounds (see
+            // `is_remeasure`): the figures stay within their size.
+            round: if c.remeasure {
+                u32::MAX
+            } else {
+                u32::try_from(c.round).unwrap_or(u32::MAX - 1)
+            },
             measure_s: c.measure_s as f32,
             latency: c.latency.as_ref().map(Figure::from),
             bandwidth: c.bandwidth.as_ref().map(Figure::from),
@@ -201,6 +212,7 @@ mod tests {
             error: Some("late".into()),
             measure_s: 1.5,
             net: None,
+            remeasure: false,
         };
         let f = CellFigures::from(&cell);
         assert_eq!((f.from, f.to, f.round, f.measure_s), (2, 5, 3, 1.5));

@@ -374,7 +374,10 @@ fn a_lossy_link_is_named_as_a_link_with_its_retransmissions() {
     // Neither end is blamed for its link's loss (a latency verdict from
     // a shared host's noise is another matter: issue 35, item 2).
     assert!(
-        r.analysis.slow_nodes.iter().all(|s| s.metric != "bandwidth"),
+        r.analysis
+            .slow_nodes
+            .iter()
+            .all(|s| s.metric != "bandwidth"),
         "{:?}",
         r.analysis.slow_nodes
     );

@@ -36,6 +36,7 @@ fn matrix(n: usize, slow: usize) -> MatrixResult {
                 error: None,
                 measure_s: 0.0,
                 net: None,
+                remeasure: false,
             });
         }
     }

@@ -47,7 +47,11 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
     } else if n <= FULL_MATRIX_NODES {
         let mut lat = vec![vec![None; n]; n];
         let mut bw = vec![vec![None; n]; n];
-        for c in cells.iter().filter(|c| c.from < n && c.to < n) {
+        // The rounds' cells: the analysis judged them; re-measures confirm.
+        for c in cells
+            .iter()
+            .filter(|c| c.from < n && c.to < n && !c.is_remeasure())
+        {
             lat[c.from][c.to] = c.latency_ns();
             bw[c.from][c.to] = c.bits_per_s();
         }
@@ -148,6 +152,12 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
             "missing: {}: {}",
             node.name,
             node.error.as_deref().unwrap_or("")
+        ));
+    }
+    if a.unconfirmed > 0 {
+        findings.push(format!(
+            "not named: {} findings of the rounds that their cells' re-measures alone did not confirm",
+            a.unconfirmed
         ));
     }
     let failed = cells.iter().filter(|c| c.error.is_some()).count();

@@ -64,7 +64,7 @@ pub fn apply(a: &mut MatrixAnalysis, again: &[CellFigures]) {
         last.insert((c.from, c.to), c);
     }
     let before = a.outlier_cells.len() + a.asymmetric_pairs.len();
-    let (lat, bw) = (a.latency.clone(), a.bandwidth.clone());
+    let (lat, bw) = (a.latency, a.bandwidth);
     a.outlier_cells.retain(|o| {
         let spread = if o.metric == "latency" { &lat } else { &bw };
         match (last.get(&(o.from, o.to)), spread) {

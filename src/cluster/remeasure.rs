@@ -43,8 +43,21 @@ pub(super) fn remeasure(
         lost: false,
         write_error: None,
     };
-    let suspects = candidates(&analyse(nodes, cells));
-    for &(from, to) in suspects.iter().take(MOST_PER_NODE * nodes.len().max(2)) {
+    let found = analyse(nodes, cells);
+    // A lossy link's cells have their cause named already, and measuring
+    // them again would take the longest.
+    let lossy = |f: usize, t: usize| {
+        found
+            .lossy_links
+            .iter()
+            .any(|l| (l.a, l.b) == (f.min(t), f.max(t)))
+    };
+    let suspects: Vec<(usize, usize)> = candidates(&found)
+        .into_iter()
+        .filter(|&(f, t)| !lossy(f, t))
+        .take(MOST_PER_NODE * nodes.len().max(2))
+        .collect();
+    for (from, to) in suspects {
         if crate::sweep::interrupted() {
             break;
         }

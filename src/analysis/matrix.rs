@@ -199,6 +199,8 @@ pub fn contention(n: usize, cells: &[CellFigures]) -> Vec<NodeContention> {
 
 /// Analyse a matrix.
 pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
+    // The rounds' cells are judged; their re-measures alone confirm.
+    let (cells, again) = super::matrix_confirm::split(cells);
     let mut a = MatrixAnalysis {
         fingerprint_differences: fingerprint_differences(nodes),
         ..MatrixAnalysis::default()
@@ -222,6 +224,8 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
         a.asymmetric_pairs.extend(asymmetric_pairs(cells, metric));
     }
     a.outlier_cells.sort_by(|x, y| y.score.total_cmp(&x.score));
+    super::matrix_loss::apply(&mut a, nodes.len(), cells);
+    super::matrix_confirm::apply(&mut a, again);
     a.node_summary = touching
         .iter()
         .enumerate()

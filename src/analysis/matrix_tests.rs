@@ -19,6 +19,8 @@ fn cell(from: usize, to: usize, latency_ns: f64, bits_per_s: f64) -> MatrixCell 
         alone_bandwidth: None,
         error: None,
         measure_s: 0.0,
+        net: None,
+        remeasure: false,
     }
 }
 

@@ -72,6 +72,8 @@ pub mod dropout;
 pub mod hockney;
 pub mod line_fit;
 pub mod matrix;
+pub mod matrix_confirm;
+pub mod matrix_loss;
 mod saturation;
 mod significance;
 

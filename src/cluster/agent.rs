@@ -15,12 +15,14 @@ use anyhow::{bail, Context, Result};
 
 use super::protocol::{
     agent_proof, random_hex, unseal_mesh, verify_coordinator, CellParts, CellReport, Claim,
-    ControlChannel, Hello, Join, Order, MAX_REQUEST_BYTES, SECRET_ENV,
+    ControlChannel, Hello, Join, Order, MAX_REQUEST_BYTES, SECRET_ENV, WORKING_EVERY,
 };
 use crate::peer::auth::Secret;
 use crate::peer::server::{serve_on, LocalTransports, ServeOptions, SessionPolicy};
+use crate::result::matrix::CellNet;
 use crate::result::Mode;
 use crate::sweep::engine::{run_sweep, SweepSpec};
+use crate::sys::net_counters::NetCounters;
 use crate::transport::{ChannelOptions, WaitMode};
 
 /// Longest message an agent's server accepts (the matrix's largest size is
@@ -112,15 +114,22 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
                 budget_ms,
                 timeout_ms,
                 parts,
-            } => measure(
-                &secret,
-                &peer,
-                &via,
-                (latency_bytes, bandwidth_bytes),
-                parts,
-                budget_ms,
-                timeout_ms,
-            ),
+            } => while_working(&ch, || {
+                let before = NetCounters::read();
+                let mut report = measure(
+                    &secret,
+                    &peer,
+                    &via,
+                    (latency_bytes, bandwidth_bytes),
+                    parts,
+                    budget_ms,
+                    timeout_ms,
+                );
+                report.net = before
+                    .zip(NetCounters::read())
+                    .map(|(b, a)| net_of(b.since(a)));
+                report
+            }),
             Order::Ping => CellReport::default(),
             Order::Serve { timeout_ms } => {
                 // Answered by the Ping that ends it.
@@ -135,6 +144,46 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
         if ch.send(&report).is_err() {
             return Ok(());
         }
+    }
+}
+
+/// Run `work` while a thread tells the coordinator, every
+/// [`WORKING_EVERY`], that this agent is still at it (on a clone of the
+/// control connection; the thread is joined before `work`'s report is
+/// sent, so their lines never interleave).
+fn while_working<T>(ch: &ControlChannel, work: impl FnOnce() -> T) -> T {
+    let Ok(stream) = ch.stream().try_clone() else {
+        return work();
+    };
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let beat = std::thread::spawn(move || {
+        let Ok(mut beat) = ControlChannel::new(stream) else {
+            return;
+        };
+        let working = CellReport {
+            working: true,
+            ..CellReport::default()
+        };
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            stopped.recv_timeout(WORKING_EVERY)
+        {
+            if beat.send(&working).is_err() {
+                return;
+            }
+        }
+    });
+    let out = work();
+    drop(stop);
+    let _ = beat.join();
+    out
+}
+
+/// The result's form of the kernel's counters over a cell.
+fn net_of(d: NetCounters) -> CellNet {
+    CellNet {
+        out_segs: d.out_segs,
+        retrans_segs: d.retrans_segs,
+        interface_drops: d.interface_drops,
     }
 }
 

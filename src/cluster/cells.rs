@@ -214,6 +214,8 @@ mod tests {
             alone_bandwidth: None,
             error: Some("test".into()),
             measure_s: 0.5,
+            net: None,
+            remeasure: false,
         }
     }
 

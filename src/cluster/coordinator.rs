@@ -23,7 +23,9 @@ use anyhow::{Context, Result};
 use super::admission::{admit, Keys};
 use super::cells::CellFile;
 use super::launchers::Launcher;
-use super::protocol::{mesh_key, random_hex, CellParts, CellReport, ControlChannel, Order};
+use super::protocol::{
+    mesh_key, random_hex, CellParts, CellReport, ControlChannel, Order, WORKING_EVERY,
+};
 use super::schedule;
 use crate::result::matrix::Pattern;
 use crate::result::matrix::{CellFigures, MatrixCell, MatrixNode};
@@ -194,6 +196,20 @@ pub fn run(
             on_round(round + 1, rounds);
         }
     }
+    if plan.pattern == Pattern::Pairs && !interrupted && write_error.is_none() && steps > 0 {
+        let again = super::remeasure::remeasure(
+            plan,
+            budget,
+            rounds,
+            &mut cells,
+            cell_file,
+            &mut members,
+            &mut nodes,
+        );
+        trouble |= again.lost;
+        write_error = again.write_error;
+        interrupted = crate::sweep::interrupted();
+    }
     let rounds_time = started.elapsed();
     for m in &mut members {
         if let Some(ch) = m.ch.as_mut() {
@@ -297,13 +313,15 @@ fn cell_budget(plan: &MatrixPlan, n: usize) -> Duration {
 }
 
 /// The cells of one group, and whether a node was lost measuring them.
-struct Measured {
-    cells: Vec<MatrixCell>,
-    lost: bool,
+pub(super) struct Measured {
+    /// The cells, in the group's order.
+    pub(super) cells: Vec<MatrixCell>,
+    /// Whether a node was lost.
+    pub(super) lost: bool,
 }
 
 /// Measure one group of directed pairs at once.
-fn measure_group(
+pub(super) fn measure_group(
     plan: &MatrixPlan,
     budget: Duration,
     round: usize,
@@ -356,6 +374,8 @@ fn measure_group(
             alone_bandwidth: None,
             error: None,
             measure_s: 0.0,
+            net: None,
+            remeasure: false,
         };
         match sent_ok {
             Ok(()) => sent.push(cells.len()),
@@ -374,14 +394,14 @@ fn measure_group(
             cells[i].error = Some(format!("{} was lost", nodes[from].name));
             continue;
         };
-        let _ = ch.stream().set_read_timeout(Some(deadline));
-        match ch.recv::<CellReport>() {
+        match recv_report(ch, deadline, plan.timeout) {
             Ok(report) => {
                 cells[i].latency = report.latency;
                 cells[i].bandwidth = report.bandwidth;
                 cells[i].rate = report.rate;
                 cells[i].measure_s = report.measure_s;
                 cells[i].error = report.error;
+                cells[i].net = report.net;
                 // What an agent sends is checked like a file: a negative
                 // or 1e308 figure is never saved as a measurement.
                 if let Err(e) = crate::result::validate::cell(&cells[i]) {
@@ -415,6 +435,40 @@ fn measure_group(
     }
     Measured { cells, lost }
 }
+
+/// Read a cell's report, passing over the agent's "still working" lines.
+/// The connection may be silent for at most the agent's beat interval
+/// plus `timeout` (a dead or hung agent is found that fast, whatever the
+/// cell's length); the whole cell may take up to `CELL_DEADLINES` times
+/// `deadline` (what the budget and the engine's overrun allow), since a
+/// lossy link stretches a cell well past its budget while its agent is
+/// alive and at work.
+fn recv_report(
+    ch: &mut ControlChannel,
+    deadline: Duration,
+    timeout: Duration,
+) -> Result<CellReport> {
+    let silence = 2 * WORKING_EVERY + timeout;
+    let end = Instant::now() + deadline * CELL_DEADLINES;
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            anyhow::bail!(
+                "still measuring after {:.0} s (its cell's limit)",
+                (deadline * CELL_DEADLINES).as_secs_f64()
+            );
+        }
+        let _ = ch.stream().set_read_timeout(Some(silence.min(left)));
+        let report: CellReport = ch.recv()?;
+        if !report.working {
+            return Ok(report);
+        }
+    }
+}
+
+/// How many times its usual deadline a cell whose agent says it is still
+/// at work may take.
+const CELL_DEADLINES: u32 = 4;
 
 fn ping(members: &mut [Member], who: usize, timeout: Duration) -> bool {
     let Some(ch) = members[who].ch.as_mut() else {

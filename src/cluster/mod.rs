@@ -22,6 +22,8 @@
 //! agent runs an ordinary one-size sweep (ping-pong, then stream) against
 //! its peer's server, so a matrix cell is measured by exactly the code and
 //! statistics of `wulf sweep --peer`. Cells stream back one message each.
+//! After the rounds, the suspicious cells are measured again alone
+//! ([`remeasure`]), and only what the re-measures confirm is named.
 //!
 //! Agents end with their control connection, so none outlives a run.
 
@@ -35,4 +37,5 @@ pub mod nodes;
 pub mod orphan;
 pub mod pair;
 pub mod protocol;
+mod remeasure;
 pub mod schedule;

@@ -29,6 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::result::matrix::CellNet;
 use crate::result::Point;
 use crate::sys::random::{from_hex, hex};
 use crate::sys::Host;
@@ -175,7 +176,19 @@ pub struct CellReport {
     /// connection set-up).
     #[serde(default)]
     pub measure_s: f64,
+    /// The measuring node's kernel counters over the cell.
+    #[serde(default)]
+    pub net: Option<CellNet>,
+    /// Not the report yet: the agent is still measuring. Sent every
+    /// [`WORKING_EVERY`] while it does, so that the coordinator bounds the
+    /// silence of a control connection, not the length of a cell (a
+    /// lossy link may stretch a cell far beyond its budget).
+    #[serde(default)]
+    pub working: bool,
 }
+
+/// How often a measuring agent says it is still at work.
+pub const WORKING_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Role label in an agent's proof (see [`crate::peer::auth`]).
 const AGENT_ROLE: &str = "wulf-agent";

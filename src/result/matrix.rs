@@ -19,10 +19,12 @@ use super::Point;
 use crate::sys::Host;
 
 /// Version of the matrix schema.
-pub const MATRIX_SCHEMA_VERSION: u32 = 2;
+pub const MATRIX_SCHEMA_VERSION: u32 = 3;
 /// Oldest matrix schema this wulf reads (version 2 added optional fields:
 /// `cells[].rate`, `cells[].alone_bandwidth`, `analysis.contention` and
-/// three optional figures of `analysis.steps[]`).
+/// three optional figures of `analysis.steps[]`; version 3 the optional
+/// `cells[].net`, `cells[].remeasure`, `analysis.lossy_links` and
+/// `analysis.unconfirmed`).
 pub const MATRIX_OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// The value of [`MatrixResult::kind`].
@@ -153,6 +155,38 @@ pub struct MatrixCell {
     /// what the rounds took beyond that is coordination.
     #[serde(default)]
     pub measure_s: f64,
+    /// The measuring node's TCP and interface counters over the cell: a
+    /// lossy link shows as retransmitted segments (absent when the node
+    /// could not read them, and in results before schema 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<CellNet>,
+    /// A suspicious cell measured again alone, after the rounds: the
+    /// finding stands only when this confirms it (`pairs`; a re-measure
+    /// follows every cell of the rounds in the file).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remeasure: bool,
+}
+
+/// What the measuring node's kernel counted over one cell (its network
+/// namespace's counters, after minus before; on a lab node, that node's
+/// traffic alone; on a shared host, everything it sent meanwhile).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellNet {
+    /// TCP segments sent.
+    pub out_segs: u64,
+    /// TCP segments retransmitted.
+    pub retrans_segs: u64,
+    /// Drops and errors of the node's interfaces (loopback excluded).
+    #[serde(default)]
+    pub interface_drops: u64,
+}
+
+impl CellNet {
+    /// The share of segments retransmitted (0 to 1), when any were sent.
+    pub fn retrans_share(&self) -> Option<f64> {
+        (self.out_segs > 0).then(|| self.retrans_segs as f64 / self.out_segs as f64)
+    }
 }
 
 impl MatrixCell {
@@ -194,6 +228,37 @@ pub struct MatrixAnalysis {
     /// measured alone). Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub contention: Vec<NodeContention>,
+    /// Links whose cells retransmitted far more than the other cells of
+    /// both their nodes: their loss, not the nodes, is named as the cause.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lossy_links: Vec<LossyLink>,
+    /// Findings of the rounds (slow links, asymmetric pairs) that their
+    /// cells' re-measures alone did not confirm, and so are not listed.
+    #[serde(default)]
+    pub unconfirmed: usize,
+}
+
+/// A link that loses segments while the other links of both its nodes do
+/// not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LossyLink {
+    /// One node index (the lower).
+    pub a: usize,
+    /// The other node index.
+    pub b: usize,
+    /// Segments retransmitted over segments sent, both directions' cells
+    /// together.
+    pub retrans_share: f64,
+    /// Segments retransmitted, both directions.
+    pub retrans_segs: u64,
+    /// Segments sent, both directions.
+    pub out_segs: u64,
+    /// The interfaces' drops and errors the two ends counted over the
+    /// link's cells.
+    pub interface_drops: u64,
+    /// The largest share among the other cells of its two nodes.
+    pub others_share: f64,
 }
 
 /// One node's bandwidth under a load pattern against alone.

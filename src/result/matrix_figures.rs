@@ -12,7 +12,7 @@
 //! [`MatrixFigures`] is a whole matrix so: what reports read (`wulf
 //! report` of a 1,000-node matrix holds about 128 MB, not 1.8 GB).
 
-use super::matrix::{MatrixCell, MatrixResult};
+use super::matrix::{CellNet, MatrixCell, MatrixResult};
 use super::Point;
 
 /// Upper bound of `size_of::<CellFigures>()` (checked by a test).
@@ -71,9 +71,13 @@ pub struct CellFigures {
     pub load: Option<Box<LoadFigures>>,
 }
 
-/// The figures of a cell that only load patterns measure.
+/// The figures of a cell that only some cells have: what only load
+/// patterns measure, and the kernel's counters (boxed with them so that a
+/// cell's figures stay within [`CELL_FIGURES_MAX_BYTES`]).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LoadFigures {
+    /// The measuring node's TCP and interface counters over the cell.
+    pub net: Option<CellNet>,
     /// The small-message stream's bandwidth, bits/s.
     pub rate_bits_per_s: Option<f64>,
     /// The small-message stream's messages per second.
@@ -97,11 +101,22 @@ impl CellFigures {
     pub fn load(&self) -> LoadFigures {
         self.load.as_deref().copied().unwrap_or_default()
     }
+
+    /// Whether this is a suspicious cell measured again alone.
+    pub fn is_remeasure(&self) -> bool {
+        self.round == u32::MAX
+    }
+
+    /// The measuring node's kernel counters over the cell, when read.
+    pub fn net(&self) -> Option<CellNet> {
+        self.load.as_deref().and_then(|l| l.net)
+    }
 }
 
 impl From<&MatrixCell> for CellFigures {
     fn from(c: &MatrixCell) -> CellFigures {
         let load = LoadFigures {
+            net: c.net,
             rate_bits_per_s: c.rate.as_ref().map(|p| p.bits_per_s),
             // A stream's median is the time per message.
             rate_messages_per_s: c
@@ -114,7 +129,13 @@ impl From<&MatrixCell> for CellFigures {
         CellFigures {
             from: c.from,
             to: c.to,
-            round: u32::try_from(c.round).unwrap_or(u32::MAX),
+            // A re-measure's round is none of the rounds (see
+            // `is_remeasure`): the figures stay within their size.
+            round: if c.remeasure {
+                u32::MAX
+            } else {
+                u32::try_from(c.round).unwrap_or(u32::MAX - 1)
+            },
             measure_s: c.measure_s as f32,
             latency: c.latency.as_ref().map(Figure::from),
             bandwidth: c.bandwidth.as_ref().map(Figure::from),
@@ -190,6 +211,8 @@ mod tests {
             alone_bandwidth: None,
             error: Some("late".into()),
             measure_s: 1.5,
+            net: None,
+            remeasure: false,
         };
         let f = CellFigures::from(&cell);
         assert_eq!((f.from, f.to, f.round, f.measure_s), (2, 5, 3, 1.5));

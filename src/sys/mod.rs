@@ -13,7 +13,8 @@
 //! * [`interface`]: which interface reaches a peer and what it is;
 //! * [`qdisc`]: the interface's root queueing discipline and shaping rate;
 //! * [`path`]: whether a peer is this machine (same kernel, loopback path);
-//! * [`link_limit`]: the theoretical TCP goodput of a link.
+//! * [`link_limit`]: the theoretical TCP goodput of a link;
+//! * [`net_counters`]: TCP retransmissions and interface drops.
 
 mod cpu;
 mod describe;
@@ -21,6 +22,7 @@ mod ethtool;
 mod host;
 pub mod interface;
 pub mod link_limit;
+pub mod net_counters;
 pub mod path;
 pub mod qdisc;
 pub mod random;

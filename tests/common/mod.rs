@@ -226,7 +226,8 @@ pub fn lab_matrix_result(
     let r = wulf::result::matrix::read_matrix_result(json).unwrap();
     assert_eq!(r.launch, launch);
     assert!(r.complete, "{:?}", r.incomplete_reason);
-    assert_eq!(r.cells.len(), cells);
+    // The rounds' cells (suspicious ones may be re-measured after them).
+    assert_eq!(r.cells.iter().filter(|c| !c.remeasure).count(), cells);
     for n in &r.nodes {
         assert_eq!(n.host.as_ref().unwrap().hostname, n.name);
         assert!(n.address.as_deref().unwrap().starts_with("198.1"), "{n:?}");

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use crate::result::matrix::Pattern;
-use crate::result::matrix::{CellFigures, MatrixResult};
+use crate::result::matrix::{CellFigures, LossyLink, MatrixResult};
 use crate::units::format_bytes;
 
 /// Most nodes whose full matrices are printed.
@@ -47,7 +47,11 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
     } else if n <= FULL_MATRIX_NODES {
         let mut lat = vec![vec![None; n]; n];
         let mut bw = vec![vec![None; n]; n];
-        for c in cells.iter().filter(|c| c.from < n && c.to < n) {
+        // The rounds' cells: the analysis judged them; re-measures confirm.
+        for c in cells
+            .iter()
+            .filter(|c| c.from < n && c.to < n && !c.is_remeasure())
+        {
             lat[c.from][c.to] = c.latency_ns();
             bw[c.from][c.to] = c.bits_per_s();
         }
@@ -88,7 +92,11 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
             b.mad / 1e6
         );
     }
-    let mut findings = Vec::new();
+    let mut findings: Vec<String> = a
+        .lossy_links
+        .iter()
+        .map(|l| lossy_link_line(l, &name))
+        .collect();
     for sn in &a.slow_nodes {
         findings.push(format!(
             "slow node: {} ({} {} against {} between the other nodes; {:.0}% of its cells)",
@@ -100,13 +108,18 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
         ));
     }
     for c in a.outlier_cells.iter().filter(|c| !c.explained_by_node) {
+        let lossy = a
+            .lossy_links
+            .iter()
+            .any(|l| (l.a, l.b) == (c.from.min(c.to), c.from.max(c.to)));
         findings.push(format!(
-            "slow link: {} -> {} {} {} (median {})",
+            "slow link: {} -> {} {} {} (median {}){}",
             name(c.from),
             name(c.to),
             c.metric,
             show(&c.metric, c.value),
-            show(&c.metric, c.median)
+            show(&c.metric, c.median),
+            if lossy { "; cause: its loss" } else { "" }
         ));
     }
     for p in &a.asymmetric_pairs {
@@ -141,6 +154,12 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
             node.error.as_deref().unwrap_or("")
         ));
     }
+    if a.unconfirmed > 0 {
+        findings.push(format!(
+            "not named: {} findings of the rounds that their cells' re-measures alone did not confirm",
+            a.unconfirmed
+        ));
+    }
     let failed = cells.iter().filter(|c| c.error.is_some()).count();
     if failed > 0 {
         findings.push(format!(
@@ -150,7 +169,7 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
     if findings.is_empty() {
         let _ = writeln!(
             s,
-            "no slow node, slow link, asymmetry or fingerprint difference found"
+            "no lossy link, slow node, slow link, asymmetry or fingerprint difference found"
         );
     } else {
         let _ = writeln!(s);
@@ -159,6 +178,26 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
         }
     }
     s
+}
+
+/// A lossy link as one line: the cause named with its figure
+/// (`lossy link: node3 <-> node6: 2.1% of segments retransmitted ...`).
+pub fn lossy_link_line<'a>(l: &LossyLink, name: &dyn Fn(usize) -> &'a str) -> String {
+    let drops = if l.interface_drops > 0 {
+        format!(", {} interface drops or errors", l.interface_drops)
+    } else {
+        String::new()
+    };
+    format!(
+        "lossy link: {} <-> {}: {:.1}% of segments retransmitted ({} of {}{drops}; \
+         the other links of both nodes at most {:.2}%)",
+        name(l.a),
+        name(l.b),
+        100.0 * l.retrans_share,
+        l.retrans_segs,
+        l.out_segs,
+        100.0 * l.others_share
+    )
 }
 
 /// The pattern's name as on the command line.

@@ -132,6 +132,15 @@ fn findings(h: &mut String, m: &MatrixResult) {
             Metric::Bandwidth
         }
     };
+    for l in &a.lossy_links {
+        // The text format's sentence, escaped: one wording for both.
+        let names = |i: usize| m.nodes[i].name.as_str();
+        let line = crate::report::format::matrix_text::lossy_link_line(l, &names);
+        items.push(format!(
+            "<b>Lossy link</b>: {}",
+            esc(line.trim_start_matches("lossy link: "))
+        ));
+    }
     for s in &a.slow_nodes {
         let k = metric(&s.metric);
         items.push(format!(

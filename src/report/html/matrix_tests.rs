@@ -35,6 +35,8 @@ fn matrix(n: usize, slow: usize) -> MatrixResult {
                 alone_bandwidth: None,
                 error: None,
                 measure_s: 0.0,
+                net: None,
+                remeasure: false,
             });
         }
     }

@@ -1,0 +1,78 @@
+//! Re-measures confirm or withdraw findings.
+
+use super::*;
+use crate::analysis::matrix::analyse;
+use crate::result::matrix::{MatrixCell, MatrixNode};
+use crate::sweep::engine::test_point;
+
+fn cell(from: usize, to: usize, bits_per_s: f64, remeasure: bool) -> CellFigures {
+    let bytes = 1u64 << 22;
+    // A little spread, as real cells have.
+    let bits_per_s = bits_per_s * (1.0 + 0.01 * ((from * 7 + to * 3) % 5) as f64);
+    CellFigures::from(&MatrixCell {
+        from,
+        to,
+        round: 0,
+        latency: Some(test_point(8, 40e3)),
+        bandwidth: Some(test_point(bytes, bytes as f64 * 8.0 / bits_per_s * 1e9)),
+        rate: None,
+        alone_bandwidth: None,
+        error: None,
+        measure_s: 1.0,
+        net: None,
+        remeasure,
+    })
+}
+
+fn nodes(n: usize) -> Vec<MatrixNode> {
+    (0..n)
+        .map(|i| MatrixNode {
+            name: format!("node{}", i + 1),
+            address: None,
+            host: None,
+            error: None,
+        })
+        .collect()
+}
+
+/// Six nodes, every cell at 900 Mbit/s but node1 -> node2 at 300.
+fn rounds() -> Vec<CellFigures> {
+    let mut cells = Vec::new();
+    for a in 0..6 {
+        for b in (0..6).filter(|&b| b != a) {
+            let bw = if (a, b) == (0, 1) { 300e6 } else { 900e6 };
+            cells.push(cell(a, b, bw, false));
+        }
+    }
+    cells
+}
+
+#[test]
+fn a_slow_cell_is_a_candidate_and_named_only_when_confirmed() {
+    let cells = rounds();
+    let a = analyse(&nodes(6), &cells);
+    assert!(candidates(&a).contains(&(0, 1)), "{a:?}");
+    // The re-measure is normal: a noisy cell, withdrawn.
+    let mut noisy = cells.clone();
+    noisy.extend(candidates(&a).iter().map(|&(f, t)| cell(f, t, 900e6, true)));
+    let b = analyse(&nodes(6), &noisy);
+    assert!(b.outlier_cells.is_empty(), "{b:?}");
+    assert!(b.asymmetric_pairs.is_empty(), "{b:?}");
+    assert!(b.unconfirmed >= 1);
+    // The re-measure is slow again: the link is named.
+    let mut bad = cells.clone();
+    bad.extend(candidates(&a).iter().map(|&(f, t)| {
+        let bw = if (f, t) == (0, 1) { 300e6 } else { 900e6 };
+        cell(f, t, bw, true)
+    }));
+    let c = analyse(&nodes(6), &bad);
+    assert!(
+        c.outlier_cells
+            .iter()
+            .any(|o| (o.from, o.to, o.metric.as_str()) == (0, 1, "bandwidth")),
+        "{c:?}"
+    );
+    // The split leaves the rounds' figures as they were.
+    assert_eq!(split(&bad).0.len(), cells.len());
+    assert_eq!(c.bandwidth, a.bandwidth);
+}

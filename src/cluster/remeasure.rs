@@ -1,0 +1,84 @@
+//! After the rounds of a `pairs` matrix: every suspicious cell (a slow
+//! link, either direction of an asymmetric pair) measured again alone,
+//! so that a finding is named only when its re-measure confirms it
+//! ([`crate::analysis::matrix_confirm`]). A noisy cell, or a whole round
+//! under a load spike, then costs a re-measure, not a false finding.
+
+use std::time::Duration;
+
+use super::cells::CellFile;
+use super::coordinator::{measure_group, MatrixPlan, Member};
+use super::protocol::CellParts;
+use crate::analysis::matrix::analyse;
+use crate::analysis::matrix_confirm::candidates;
+use crate::result::matrix::{CellFigures, MatrixNode};
+
+/// At most this many cells per node are measured again: a matrix whose
+/// every cell looks suspicious has a cause re-measuring will not find,
+/// and the budget is kept within a few cells' time.
+const MOST_PER_NODE: usize = 1;
+
+/// What re-measuring did: whether a node was lost, and why it stopped
+/// when the cell file could not be written.
+pub(super) struct Again {
+    /// A node was lost.
+    pub lost: bool,
+    /// The cell file's error, when it failed.
+    pub write_error: Option<String>,
+}
+
+/// Measure the suspicious cells of `cells` again alone, one after the
+/// other, each within `budget`, as round `round`; each goes to
+/// `cell_file` and `cells` marked as a re-measure.
+pub(super) fn remeasure(
+    plan: &MatrixPlan,
+    budget: Duration,
+    round: usize,
+    cells: &mut Vec<CellFigures>,
+    cell_file: &mut CellFile,
+    members: &mut [Member],
+    nodes: &mut [MatrixNode],
+) -> Again {
+    let mut again = Again {
+        lost: false,
+        write_error: None,
+    };
+    let found = analyse(nodes, cells);
+    // A lossy link's cells have their cause named already, and measuring
+    // them again would take the longest.
+    let lossy = |f: usize, t: usize| {
+        found
+            .lossy_links
+            .iter()
+            .any(|l| (l.a, l.b) == (f.min(t), f.max(t)))
+    };
+    let suspects: Vec<(usize, usize)> = candidates(&found)
+        .into_iter()
+        .filter(|&(f, t)| !lossy(f, t))
+        .take(MOST_PER_NODE * nodes.len().max(2))
+        .collect();
+    for (from, to) in suspects {
+        if crate::sweep::interrupted() {
+            break;
+        }
+        let measured = measure_group(
+            plan,
+            budget,
+            round,
+            &[(from, to)],
+            CellParts::default(),
+            members,
+            nodes,
+        );
+        again.lost |= measured.lost;
+        for mut cell in measured.cells {
+            cell.remeasure = true;
+            if let Err(e) = cell_file.push(&cell) {
+                again.write_error = Some(format!("{e:#}"));
+                return again;
+            }
+            cells.push(CellFigures::from(&cell));
+        }
+    }
+    again
+}

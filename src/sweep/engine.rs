@@ -96,9 +96,8 @@ pub struct SweepSpec {
 }
 
 impl SweepSpec {
-    /// A ping-pong sweep of `transport` over `sizes` for unit tests: a 1 s
-    /// budget, 2% precision, spinning waits, nothing else asked for; tests
-    /// change the fields they are about.
+    /// A ping-pong sweep of `transport` over `sizes` for unit tests (1 s,
+    /// 2%, spinning waits); tests change the fields they are about.
     #[cfg(test)]
     pub(crate) fn for_tests(transport: &str, sizes: Vec<u64>) -> SweepSpec {
         SweepSpec {

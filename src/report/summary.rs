@@ -140,7 +140,7 @@ pub fn summary_row(label: &str, r: &SweepResult, a: &Analysis) -> SummaryRow {
 /// rotated (`--nocache` off), both ends on this host with no peer or lab
 /// between them, and the message within the last-level cache. Unknown
 /// cache size: not claimed.
-fn warm_cache_peak(r: &SweepResult, peak_bytes: Option<u64>) -> bool {
+pub(crate) fn warm_cache_peak(r: &SweepResult, peak_bytes: Option<u64>) -> bool {
     let same_host = r.options.peer.is_none() && r.placement.lab.is_none();
     let fits = match (peak_bytes, r.host.llc_bytes) {
         (Some(b), Some(llc)) => b <= llc,

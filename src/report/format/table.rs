@@ -105,6 +105,17 @@ pub fn summary_lines(r: &SweepResult) -> String {
                 format_bits_per_s(c)
             );
         }
+        // A peak above a limit of the machine is shown with its reason: a
+        // warm cache (shm once read 5.7x its core-to-core copy).
+        let beyond = [r.summary.peak_memcpy_fraction, r.summary.peak_c2c_fraction]
+            .iter()
+            .any(|f| f.is_some_and(|f| f > 1.0));
+        if beyond && crate::report::summary::warm_cache_peak(r, Some(at)) {
+            s.push_str(
+                "\n           above a limit: a warm-cache figure, the same buffer resent within the \
+                 last-level cache (--nocache measures cold buffers)",
+            );
+        }
         s.push('\n');
     }
     // Across a network: the peak against the path's TCP goodput limit.
@@ -279,6 +290,24 @@ mod tests {
             Some(90e6),
         );
         r
+    }
+
+    #[test]
+    fn a_peak_above_a_limit_says_the_cache_was_warm() {
+        // The fixture resends one 256 KiB buffer within a 32 MiB cache.
+        let mut r = fixture();
+        r.summary.peak_c2c_fraction = Some(2.2);
+        let text = summary_lines(&r);
+        assert!(
+            text.contains("above a limit: a warm-cache figure"),
+            "{text}"
+        );
+        // Below every limit, or with rotated buffers: no such line.
+        r.summary.peak_c2c_fraction = Some(0.9);
+        assert!(!summary_lines(&r).contains("warm-cache"));
+        r.summary.peak_c2c_fraction = Some(2.2);
+        r.options.nocache = true;
+        assert!(!summary_lines(&r).contains("warm-cache"));
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub fn time_vs_size(r: &CollectiveResult) -> Result<Option<String>> {
         10.0,
         num,
     );
-    let svg = frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
+    let svg = frame(&x, &y, |c| {
         for (k, run) in r.runs.iter().enumerate() {
             let shown: Vec<_> = run
                 .points

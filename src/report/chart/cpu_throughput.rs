@@ -81,7 +81,7 @@ pub fn throughput_per_cpu(series: &[Series]) -> Result<Option<String>> {
         10.0,
         num,
     );
-    let svg = frame(&x, &y, SeriesLabelPosition::LowerRight, |c| {
+    let svg = frame(&x, &y, |c| {
         for (s, k, pts) in &curves {
             let color = s.rgb();
             let pts: Vec<(f64, f64)> = pts.iter().map(|(b, v)| (x.t(*b), y.t(v / 1e9))).collect();

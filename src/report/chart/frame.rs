@@ -11,6 +11,7 @@
 //! plotters only estimates text widths (its "naive" font path, no font
 //! files), which is enough for placing axis labels.
 
+use std::fmt::Write;
 use std::ops::Range;
 
 use anyhow::Result;
@@ -185,12 +186,17 @@ impl Ranged for Ticked {
 pub(super) type Ctx<'a> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<Ticked, Ticked>>;
 
 /// Draw a frame with the axes and let `body` draw into it; returns the SVG.
+///
+/// The legend goes below the plot, never over it: a report overlays up to
+/// a dozen results, and a legend box of a dozen lines inside the plot
+/// covered the data whichever corner it took. The SVG is drawn tall enough
+/// as usual and the legend moved down afterwards ([`legend_below`]).
 pub(super) fn frame(
     x: &Axis,
     y: &Axis,
-    legend: SeriesLabelPosition,
     body: impl FnOnce(&mut Ctx<'_>) -> Result<()>,
 ) -> Result<String> {
+    let h_px = CHART_PX.1;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, CHART_PX).into_drawing_area();
@@ -215,14 +221,85 @@ pub(super) fn frame(
         body(&mut chart)?;
         chart
             .configure_series_labels()
-            .position(legend)
+            .position(SeriesLabelPosition::UpperLeft)
+            .margin(LEGEND_PAD_PX)
             .label_font(("sans-serif", 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
+            .background_style(WHITE.mix(LEGEND_OPACITY))
+            .border_style(TRANSPARENT)
             .draw()?;
         root.present()?;
     }
-    Ok(svg)
+    Ok(legend_below(&svg, h_px))
+}
+
+/// Padding around the legend, px.
+const LEGEND_PAD_PX: u32 = 6;
+/// The legend box's fill opacity: written into the SVG as
+/// `opacity="0.87"`, which no other element of a chart uses, so the box
+/// can be found again ([`legend_below`], the browser test).
+const LEGEND_OPACITY: f64 = 0.87;
+/// Height of one legend line, px, when the SVG does not tell.
+const LEGEND_ROW_PX: f64 = 17.0;
+
+/// `svg` (a chart `chart_h` px high) with its legend moved from inside the
+/// plot to below it, the SVG grown to hold it. Plotters draws the legend
+/// last and only inside the plotting area: everything from its box on is
+/// wrapped in a translated group, and the box (which plotters clips to
+/// the plot) is given the legend's height.
+fn legend_below(svg: &str, chart_h: u32) -> String {
+    let marker = "opacity=\"0.87\"";
+    let Some(at) = svg.match_indices("<rect").map(|(i, _)| i).find(|&i| {
+        svg[i..]
+            .split('\n')
+            .next()
+            .is_some_and(|l| l.contains(marker))
+    }) else {
+        return svg.to_string();
+    };
+    let Some(end) = svg.rfind("</svg>") else {
+        return svg.to_string();
+    };
+    let rect_line = svg[at..].split('\n').next().unwrap_or("");
+    let (Some(x), Some(y), Some(w)) = (
+        attr(rect_line, "x"),
+        attr(rect_line, "y"),
+        attr(rect_line, "width"),
+    ) else {
+        return svg.to_string();
+    };
+    let legend = &svg[at + rect_line.len()..end];
+    let texts: Vec<f64> = legend
+        .lines()
+        .filter(|l| l.starts_with("<text"))
+        .filter_map(|l| attr(l, "y"))
+        .collect();
+    let last = texts.iter().copied().fold(y, f64::max);
+    let h = last - y + LEGEND_ROW_PX + f64::from(LEGEND_PAD_PX);
+    let top = f64::from(chart_h);
+    let dy = top - y;
+    let total = (top + h + f64::from(LEGEND_PAD_PX)).ceil() as u32;
+    let mut out = String::with_capacity(svg.len() + 200);
+    out.push_str(&svg[..at]);
+    let _ = writeln!(
+        out,
+        "<g transform=\"translate(0,{dy})\">\n<rect x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\" \
+         {marker} fill=\"#FFFFFF\" stroke=\"none\"/>{legend}</g>"
+    );
+    out.push_str(&svg[end..]);
+    let w_px = CHART_PX.0;
+    out.replacen(
+        &format!("height=\"{chart_h}\" viewBox=\"0 0 {w_px} {chart_h}\""),
+        &format!("height=\"{total}\" viewBox=\"0 0 {w_px} {total}\""),
+        1,
+    )
+}
+
+/// The numeric attribute `name` of one SVG element's line.
+fn attr(line: &str, name: &str) -> Option<f64> {
+    let key = format!(" {name}=\"");
+    let from = line.find(&key)? + key.len();
+    let len = line[from..].find('"')?;
+    line[from..from + len].parse().ok()
 }
 
 /// Tick label of a size: `1`, `16`, `256`, `4Ki`, `64Ki`, `1Mi`.
@@ -247,7 +324,10 @@ pub(super) fn num(v: f64) -> String {
         let s = format!("{v:.1}");
         s.trim_end_matches(".0").to_string()
     } else {
-        let s = format!("{v:.3}");
+        // Enough decimals for two significant digits: a log axis reaching
+        // 0.0001 Gbit/s once printed "0" there.
+        let decimals = (1.0 - a.log10().floor()).clamp(3.0, 12.0) as usize;
+        let s = format!("{v:.decimals$}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
@@ -265,6 +345,8 @@ mod tests {
         assert_eq!(num(2.5), "2.5");
         assert_eq!(num(0.01), "0.01");
         assert_eq!(num(1000.0), "1000");
+        assert_eq!(num(0.0001), "0.0001");
+        assert_eq!(num(0.25), "0.25");
     }
 
     #[test]

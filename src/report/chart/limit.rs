@@ -95,7 +95,7 @@ pub fn memory_hierarchy(s: &Series) -> Result<String> {
     let levels = cache_levels(s);
     // Upper left: bandwidth rises with size, so the small sizes leave the
     // top left free, and the cache labels sit at the top further right.
-    frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
+    frame(&x, &y, |c| {
         let grey = BLACK.mix(0.55);
         let right = x.t(x.lo) + 0.8 * (x.t(x.hi) - x.t(x.lo));
         for (k, (name, bytes)) in levels.iter().enumerate() {
@@ -191,7 +191,7 @@ fn fraction_chart(
         .fold(5.0, f64::max);
     let x = size_axis(series, u64::MAX);
     let y = Axis::linear(label, 0.0, max, num);
-    let svg = frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
+    let svg = frame(&x, &y, |c| {
         if y.hi >= 100.0 {
             c.draw_series(DashedLineSeries::new(
                 [(x.t(x.lo), 100.0), (x.t(x.hi), 100.0)],
@@ -246,7 +246,7 @@ pub fn floor_multiple(series: &[Series]) -> Result<Option<String>> {
         10.0,
         num,
     );
-    let svg = frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
+    let svg = frame(&x, &y, |c| {
         c.draw_series(DashedLineSeries::new(
             [(x.t(x.lo), 0.0), (x.t(x.hi), 0.0)],
             8,

@@ -126,7 +126,7 @@ pub fn mops_vs_processes(r: &NpbResult) -> Result<String> {
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
     let y = Axis::linear("total rate [Mop/s]", 0.0, max, num);
-    frame(&x, &y, SeriesLabelPosition::UpperRight, |c| {
+    frame(&x, &y, |c| {
         for (k, via) in transports(r).iter().enumerate() {
             let pts = line_of(r, via, |x| x.best_mop_s)
                 .into_iter()
@@ -169,7 +169,7 @@ pub fn speedup_vs_processes(r: &NpbResult) -> Result<Option<String>> {
         2.0,
         ratio_tick,
     );
-    let svg = frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
+    let svg = frame(&x, &y, |c| {
         let ideal = BLACK.mix(0.6).stroke_width(1);
         c.draw_series(DashedLineSeries::new(
             [(x.t(np_lo), y.t(np_lo)), (x.t(np_hi), y.t(np_hi))],

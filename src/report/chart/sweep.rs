@@ -279,7 +279,7 @@ pub fn throughput_vs_size(series: &[Series], limit: Option<&Series>, log: bool) 
     let unit = y_unit(&y);
     // Middle left: the top carries the switch-over labels, the bottom the
     // small sizes' near-zero throughput.
-    frame(&x, &y, SeriesLabelPosition::MiddleLeft, |c| {
+    frame(&x, &y, |c| {
         if let Some(m) = limit {
             let (xs, top) = ((x.t(x.lo), x.t(x.hi)), y.t(y.hi));
             super::limit::memcpy_limit_line(c, m, xs, top, |b| x.t(b), |r| y.t(r / unit))?;
@@ -324,7 +324,7 @@ pub fn throughput_vs_size(series: &[Series], limit: Option<&Series>, log: bool) 
 pub fn signature(series: &[Series]) -> Result<String> {
     let x = time_axis(series, &format!("{} [µs, log scale]", time_word(series)));
     let y = throughput_axis(series);
-    frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
+    frame(&x, &y, |c| {
         for s in series {
             let pts: Vec<_> = s
                 .points()
@@ -343,7 +343,7 @@ pub fn signature(series: &[Series]) -> Result<String> {
 pub fn saturation(series: &[Series]) -> Result<String> {
     let x = time_axis(series, &format!("{} [µs, log scale]", time_word(series)));
     let y = size_axis(series, u64::MAX);
-    frame(&x, &y, SeriesLabelPosition::LowerRight, |c| {
+    frame(&x, &y, |c| {
         for s in series {
             let color = s.rgb();
             let pts: Vec<_> = s
@@ -399,7 +399,7 @@ pub fn small_message_latency(series: &[Series], floor_ns: Option<f64>) -> Result
     let top_us = max_us * 1.08;
     let y = Axis::linear(&format!("{} [µs]", time_word(series)), 0.0, max_us, num);
     // Lower right: the axis starts at zero, so below the latency is empty.
-    frame(&x, &y, SeriesLabelPosition::LowerRight, |c| {
+    frame(&x, &y, |c| {
         if let Some(f) = floor_ns {
             let grey = RGBColor(110, 110, 110);
             let us = f / 1e3;
@@ -473,7 +473,7 @@ pub fn cpu_cost(series: &[Series]) -> Result<String> {
     let hi = vals().filter(|v| v.is_finite()).fold(0.0, f64::max);
     let (lo, hi) = if hi > 0.0 { (lo, hi) } else { (1.0, 1.0) };
     let y = Axis::log("CPU time per byte [ns/B, log scale]", lo, hi, 10.0, num);
-    frame(&x, &y, SeriesLabelPosition::UpperRight, |c| {
+    frame(&x, &y, |c| {
         for s in series {
             let color = s.rgb();
             let mut ends: Vec<(&str, CpuOf)> = vec![
@@ -548,7 +548,7 @@ pub fn efficiency(series: &[Series]) -> Result<Option<String>> {
         .fold(100.0, f64::max);
     let x = size_axis(series, u64::MAX);
     let y = Axis::linear("throughput / physical limit [%]", 0.0, max, num);
-    let svg = frame(&x, &y, SeriesLabelPosition::UpperLeft, |c| {
+    let svg = frame(&x, &y, |c| {
         c.draw_series(DashedLineSeries::new(
             [(x.t(x.lo), 100.0), (x.t(x.hi), 100.0)],
             8,

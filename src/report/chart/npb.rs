@@ -7,7 +7,7 @@ use anyhow::Result;
 use plotters::prelude::*;
 
 use super::frame::{frame, num, Axis, Ctx};
-use super::sweep::PALETTE;
+use super::sweep::color_rgb;
 use crate::result::{NpbResult, NpbRun};
 
 /// Transports in the order first run: the order of the legend, of the
@@ -33,7 +33,7 @@ pub fn process_counts(r: &NpbResult) -> Vec<usize> {
 
 /// The palette colour of series `i` (the order of the legend and tables).
 pub(super) fn rgb(i: usize) -> RGBColor {
-    let (r, g, b) = PALETTE[i % PALETTE.len()];
+    let (r, g, b) = color_rgb(i);
     RGBColor(r, g, b)
 }
 

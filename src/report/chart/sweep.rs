@@ -22,8 +22,10 @@ pub const CHART_PX: (u32, u32) = (620, 420);
 /// Largest size in the small-message latency chart.
 pub const SMALL_MESSAGE_MAX_BYTES: u64 = 4096;
 
-/// Series colours (Tableau 10): distinguishable, also when printed.
-pub const PALETTE: [(u8, u8, u8); 8] = [
+/// Series colours: Tableau 10 without its grey (the limit lines are grey)
+/// and nine more of distinct hue or lightness, so that a run of a dozen
+/// results or more shows no two alike.
+pub const PALETTE: [(u8, u8, u8); 18] = [
     (31, 119, 180),
     (255, 127, 14),
     (44, 160, 44),
@@ -32,12 +34,32 @@ pub const PALETTE: [(u8, u8, u8); 8] = [
     (140, 86, 75),
     (227, 119, 194),
     (23, 190, 207),
+    (188, 189, 34),
+    (0, 0, 128),
+    (0, 128, 128),
+    (128, 0, 0),
+    (255, 187, 120),
+    (102, 0, 153),
+    (152, 223, 138),
+    (0, 90, 0),
+    (255, 0, 200),
+    (174, 199, 232),
 ];
+
+/// The colour of the i-th series. Beyond the palette the colours come
+/// round again one step darker in blue, so every series keeps a colour of
+/// its own: the page's toggles find a series by its colour, and a repeated
+/// colour once hid a twin along with it.
+pub fn color_rgb(i: usize) -> (u8, u8, u8) {
+    let (r, g, b) = PALETTE[i % PALETTE.len()];
+    let round = (i / PALETTE.len()) % 64;
+    (r, g, b.wrapping_sub(3 * round as u8))
+}
 
 /// The colour of the i-th result as `#RRGGBB` (upper case, as plotters
 /// writes it into the SVG, so a script can find a series by its colour).
 pub fn color_hex(i: usize) -> String {
-    let (r, g, b) = PALETTE[i % PALETTE.len()];
+    let (r, g, b) = color_rgb(i);
     format!("#{r:02X}{g:02X}{b:02X}")
 }
 
@@ -48,7 +70,7 @@ pub fn color_hex(i: usize) -> String {
 pub struct Series<'a> {
     /// Legend text.
     pub label: &'a str,
-    /// Index into [`PALETTE`].
+    /// Index of its colour ([`color_rgb`]).
     pub color: usize,
     /// The measurements.
     pub result: &'a SweepResult,
@@ -67,7 +89,7 @@ pub struct Series<'a> {
 
 impl Series<'_> {
     pub(super) fn rgb(&self) -> RGBColor {
-        let (r, g, b) = PALETTE[self.color % PALETTE.len()];
+        let (r, g, b) = color_rgb(self.color);
         RGBColor(r, g, b)
     }
 
@@ -304,7 +326,7 @@ pub fn throughput_vs_size(series: &[Series], limit: Option<&Series>, log: bool) 
                 ))?;
                 // Each result's labels on their own line, so that results
                 // switching at the same size stay readable.
-                let line = 2 + 14 * (s.color % 6) as i32;
+                let line = 2 + 14 * (s.color % 12) as i32;
                 c.draw_series(std::iter::once(
                     EmptyElement::at((px, y.t(y.hi)))
                         + Text::new(
@@ -320,18 +342,24 @@ pub fn throughput_vs_size(series: &[Series], limit: Option<&Series>, log: bool) 
     })
 }
 
-/// The network signature graph: throughput against transfer time (log time).
+/// The network signature graph: throughput against transfer time (log
+/// time; log throughput too when the peaks span more than
+/// [`LOG_THROUGHPUT_SPAN`], as on the throughput chart).
 pub fn signature(series: &[Series]) -> Result<String> {
     let x = time_axis(series, &format!("{} [µs, log scale]", time_word(series)));
-    let y = throughput_axis(series);
+    let y = if throughput_wants_log(series, None) {
+        log_throughput_axis(series, None)
+    } else {
+        throughput_axis(series)
+    };
+    let unit = y_unit(&y);
     frame(&x, &y, |c| {
         for s in series {
             let pts: Vec<_> = s
                 .points()
-                .map(|p| (x.t(p.1 / 1e3), y.t(p.2 / y_unit(&y)), p.3))
+                .map(|p| (x.t(p.1 / 1e3), y.t(p.2 / unit), p.3))
                 .collect();
             line_with_dots(c, &pts, s.rgb(), s.label)?;
-            let unit = y_unit(&y);
             mark_dropouts(c, s, |_, t, bps| Some((x.t(t / 1e3), y.t(bps / unit))))?;
         }
         Ok(())
@@ -357,6 +385,11 @@ pub fn saturation(series: &[Series]) -> Result<String> {
             if let Some(p) = s.points().find(|p| p.0 == at as f64) {
                 let pos = (x.t(p.1 / 1e3), y.t(p.0));
                 c.draw_series(std::iter::once(Circle::new(pos, 10, color.stroke_width(3))))?;
+                // Labels of many results pile up on one another: beyond
+                // a few, the rings stay and the summary table gives sizes.
+                if series.len() > MAX_SATURATION_LABELS {
+                    continue;
+                }
                 c.draw_series(std::iter::once(
                     EmptyElement::at(pos)
                         + Text::new(
@@ -370,6 +403,14 @@ pub fn saturation(series: &[Series]) -> Result<String> {
         Ok(())
     })
 }
+
+/// Most results whose saturation point the saturation chart labels.
+const MAX_SATURATION_LABELS: usize = 3;
+
+/// Small-message medians spanning more than this factor (a decade) make
+/// the latency axis logarithmic: one slow transport at milliseconds
+/// otherwise flattens the others' microseconds onto the axis.
+pub const LOG_LATENCY_SPAN: f64 = 10.0;
 
 /// One-way time of small messages (up to [`SMALL_MESSAGE_MAX_BYTES`]) with
 /// the 95% confidence interval of each median as an error bar, and the
@@ -396,15 +437,28 @@ pub fn small_message_latency(series: &[Series], floor_ns: Option<f64>) -> Result
     let max_us = fold_max(|p| p.ci_high_ns.max(p.median_ns))
         .min(1.5 * fold_max(|p| p.median_ns))
         .max(floor_ns.unwrap_or(0.0) / 1e3);
-    let top_us = max_us * 1.08;
-    let y = Axis::linear(&format!("{} [µs]", time_word(series)), 0.0, max_us, num);
-    // Lower right: the axis starts at zero, so below the latency is empty.
+    let min_us = series
+        .iter()
+        .flat_map(|s| small(s).into_iter().map(|p| p.median_ns / 1e3))
+        .chain(floor_ns.map(|f| f / 1e3))
+        .filter(|v| *v > 0.0)
+        .fold(f64::MAX, f64::min);
+    let word = time_word(series);
+    let log = min_us < f64::MAX && max_us / min_us > LOG_LATENCY_SPAN;
+    let y = if log {
+        Axis::log(&format!("{word} [µs, log scale]"), min_us, max_us, 10.0, num)
+    } else {
+        Axis::linear(&format!("{word} [µs]"), 0.0, max_us, num)
+    };
+    let top_us = if log { y.hi } else { max_us * 1.08 };
+    // On a log axis an interval reaching zero is cut at the bottom.
+    let yt = |us: f64| y.t(us.max(if log { y.lo } else { f64::MIN }));
     frame(&x, &y, |c| {
         if let Some(f) = floor_ns {
             let grey = RGBColor(110, 110, 110);
             let us = f / 1e3;
             c.draw_series(DashedLineSeries::new(
-                [(x.t(x.lo), us), (x.t(x.hi), us)],
+                [(x.t(x.lo), yt(us)), (x.t(x.hi), yt(us))],
                 7,
                 4,
                 grey.stroke_width(2),
@@ -419,13 +473,13 @@ pub fn small_message_latency(series: &[Series], floor_ns: Option<f64>) -> Result
             let pts = small(s);
             let line: Vec<_> = pts
                 .iter()
-                .map(|p| (x.t(p.bytes as f64), p.median_ns / 1e3, p.noisy))
+                .map(|p| (x.t(p.bytes as f64), yt(p.median_ns / 1e3), p.noisy))
                 .collect();
             line_with_dots(c, &line, color, s.label)?;
             c.draw_series(pts.iter().map(|p| {
                 let px = x.t(p.bytes as f64);
                 let (lo, hi) = (p.ci_low_ns / 1e3, (p.ci_high_ns / 1e3).min(top_us));
-                PathElement::new(vec![(px, lo), (px, hi)], color.mix(0.7).stroke_width(1))
+                PathElement::new(vec![(px, yt(lo)), (px, yt(hi))], color.mix(0.7).stroke_width(1))
             }))?;
             c.draw_series(pts.iter().flat_map(|p| {
                 let px = x.t(p.bytes as f64);
@@ -433,7 +487,7 @@ pub fn small_message_latency(series: &[Series], floor_ns: Option<f64>) -> Result
                     .into_iter()
                     .filter(|v| v / 1e3 <= top_us)
                     .map(move |v| {
-                        EmptyElement::at((px, v / 1e3))
+                        EmptyElement::at((px, yt(v / 1e3)))
                             + PathElement::new(
                                 vec![(-3, 0), (3, 0)],
                                 color.mix(0.7).stroke_width(1),
@@ -443,7 +497,7 @@ pub fn small_message_latency(series: &[Series], floor_ns: Option<f64>) -> Result
             // Drop-outs among small messages show here far better than on
             // the throughput chart, where small sizes sit near zero.
             mark_dropouts(c, s, |b, t, _| {
-                (b <= SMALL_MESSAGE_MAX_BYTES as f64).then(|| (x.t(b), t / 1e3))
+                (b <= SMALL_MESSAGE_MAX_BYTES as f64).then(|| (x.t(b), yt(t / 1e3)))
             })?;
         }
         Ok(())

@@ -446,7 +446,13 @@ pub fn small_message_latency(series: &[Series], floor_ns: Option<f64>) -> Result
     let word = time_word(series);
     let log = min_us < f64::MAX && max_us / min_us > LOG_LATENCY_SPAN;
     let y = if log {
-        Axis::log(&format!("{word} [µs, log scale]"), min_us, max_us, 10.0, num)
+        Axis::log(
+            &format!("{word} [µs, log scale]"),
+            min_us,
+            max_us,
+            10.0,
+            num,
+        )
     } else {
         Axis::linear(&format!("{word} [µs]"), 0.0, max_us, num)
     };
@@ -479,7 +485,10 @@ pub fn small_message_latency(series: &[Series], floor_ns: Option<f64>) -> Result
             c.draw_series(pts.iter().map(|p| {
                 let px = x.t(p.bytes as f64);
                 let (lo, hi) = (p.ci_low_ns / 1e3, (p.ci_high_ns / 1e3).min(top_us));
-                PathElement::new(vec![(px, yt(lo)), (px, yt(hi))], color.mix(0.7).stroke_width(1))
+                PathElement::new(
+                    vec![(px, yt(lo)), (px, yt(hi))],
+                    color.mix(0.7).stroke_width(1),
+                )
             }))?;
             c.draw_series(pts.iter().flat_map(|p| {
                 let px = x.t(p.bytes as f64);

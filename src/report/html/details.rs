@@ -197,12 +197,73 @@ fn interval(ci: Option<(f64, f64)>, fmt: fn(f64) -> String) -> String {
 }
 
 /// Each sweep result's entry under "Machines and command lines" (the
-/// section itself is opened by the caller, which adds the NPB results' too).
-pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]) {
+/// section itself is opened by the caller, which adds the NPB results'
+/// too). Each distinct machine is described once, first, with the results
+/// measured on it: a run of a dozen results on one machine once described
+/// it a dozen times. Each result's command line, placement and options
+/// follow, folded.
+pub(super) fn machines<'a>(h: &mut String, results: &[SweepResult], names: &'a [String]) {
+    // (description, role, the results that name it), in first-seen order.
+    let mut seen: Vec<(String, &str, Vec<&str>)> = Vec::new();
+    let mut note = |text: String, role: &'static str, name: &'a str| -> usize {
+        match seen.iter().position(|(t, _, _)| *t == text) {
+            Some(i) => {
+                seen[i].2.push(name);
+                i
+            }
+            None => {
+                seen.push((text, role, vec![name]));
+                seen.len() - 1
+            }
+        }
+    };
+    let mut which: Vec<(usize, Option<usize>)> = Vec::new();
     for (r, name) in results.iter().zip(names) {
+        let a = note(
+            r.host.describe_text().trim_end().to_string(),
+            "measuring end (A)",
+            name,
+        );
+        // The peer's machine is shown unless it is this one (same kernel,
+        // loopback path); files from before boot ids were recorded can
+        // only be judged by host name.
+        let b = r.peer_host.as_ref().and_then(|peer| {
+            let same =
+                recorded_same_machine(&r.host, peer).unwrap_or(peer.hostname == r.host.hostname);
+            (r.options.peer.is_some() || !same).then(|| {
+                note(
+                    peer.describe_text().trim_end().to_string(),
+                    "peer (B)",
+                    name,
+                )
+            })
+        });
+        which.push((a, b));
+    }
+    for (i, (text, role, who)) in seen.iter().enumerate() {
+        let whose = if who.len() == results.len() && results.len() > 1 {
+            format!("every result's {role}")
+        } else {
+            let mut uniq: Vec<&str> = who.clone();
+            uniq.dedup();
+            format!("{role} of {}", esc(&uniq.join(", ")))
+        };
         let _ = writeln!(
             h,
-            "<details open><summary><b>{}</b> &middot; {} &middot; started {} &middot; {:.1} s</summary>",
+            "<details{}><summary><b>Machine M{}</b> &middot; {whose}</summary><pre>{}</pre></details>",
+            if i == 0 { " open" } else { "" },
+            i + 1,
+            esc(text)
+        );
+    }
+    for ((r, name), (a, b)) in results.iter().zip(names).zip(which) {
+        let on = match b {
+            Some(b) => format!("M{} to M{}", a + 1, b + 1),
+            None => format!("M{}", a + 1),
+        };
+        let _ = writeln!(
+            h,
+            "<details><summary><b>{}</b> &middot; {} ({on}) &middot; started {} &middot; {:.1} s</summary>",
             esc(name),
             esc(&r.host.hostname),
             esc(&r.started_at),
@@ -240,25 +301,6 @@ pub(super) fn machines(h: &mut String, results: &[SweepResult], names: &[String]
                 esc(&link_where(l)),
                 esc(&l.limit.formula)
             );
-        }
-        let _ = writeln!(
-            h,
-            "<p><b>Machine (A)</b></p><pre>{}</pre>",
-            esc(r.host.describe_text().trim_end())
-        );
-        if let Some(peer) = &r.peer_host {
-            // The peer's machine is shown unless it is this one (same kernel,
-            // loopback path); files from before boot ids were recorded can
-            // only be judged by host name.
-            let same =
-                recorded_same_machine(&r.host, peer).unwrap_or(peer.hostname == r.host.hostname);
-            if r.options.peer.is_some() || !same {
-                let _ = writeln!(
-                    h,
-                    "<p><b>Peer machine (B)</b></p><pre>{}</pre>",
-                    esc(peer.describe_text().trim_end())
-                );
-            }
         }
         h.push_str("</details>\n");
     }

@@ -15,6 +15,7 @@ use anyhow::Result;
 use super::export::Exporter;
 use super::input::ReportInput;
 
+mod answer;
 mod charts;
 pub mod collective;
 pub mod compare;
@@ -23,6 +24,7 @@ pub mod matrix;
 pub mod npb;
 pub mod page;
 pub mod study;
+mod warnings;
 
 pub use page::to_html;
 

@@ -21,6 +21,7 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
+use super::answer::{highlights, Entry};
 use super::charts::charts_section;
 use super::details::{anomalies, esc, machines};
 use super::npb::{npb_labels, npb_machines, npb_sections};
@@ -31,8 +32,7 @@ use crate::report::input::ReportInput;
 use crate::report::summary::{
     labels, num_or_dash, physical_limit, size_or_dash, summary_row, SummaryRow,
 };
-use crate::result::SweepResult;
-use crate::units::{format_bits_per_s, format_bytes, format_ns};
+use crate::units::format_bytes;
 
 /// The report over `input` as one HTML document, a section per kind of
 /// result: the sweep sections (summary, warnings, charts, events) when there
@@ -97,9 +97,16 @@ pub fn to_html(input: &ReportInput) -> Result<String> {
             .filter(|(row, _)| !row.reference)
             .map(|(row, a)| (row.clone(), a.clone()))
             .unzip();
-        highlights(&mut h, &t_rows, &t_analyses);
+        let entries: Vec<Entry> = results
+            .iter()
+            .zip(&names)
+            .zip(&rows)
+            .filter(|(_, row)| !row.reference)
+            .map(|((result, label), row)| Entry { label, result, row })
+            .collect();
+        highlights(&mut h, &t_rows, &t_analyses, &entries);
         summary_table(&mut h, &rows);
-        warnings(&mut h, results, &names);
+        super::warnings::warnings(&mut h, results, &names);
         charts_section(&mut h, &series)?;
         anomalies(&mut h, &series);
     }
@@ -186,116 +193,11 @@ fn header(h: &mut String, input: &ReportInput) {
     );
 }
 
-/// Two or three sentences a reader gets before any table: the best
-/// latency and peak, and how many anomalies were found.
-fn highlights(h: &mut String, rows: &[SummaryRow], analyses: &[Analysis]) {
-    let mut items: Vec<String> = Vec::new();
-    let by = |f: fn(&SummaryRow) -> Option<f64>| {
-        let mut v: Vec<(&SummaryRow, f64)> = rows.iter().filter_map(|r| Some((r, f(r)?))).collect();
-        v.sort_by(|a, b| a.1.total_cmp(&b.1));
-        v
-    };
-    let lat = by(|r| r.latency_ns);
-    match (lat.first(), lat.last()) {
-        (Some(lo), Some(hi)) if lat.len() > 1 => items.push(format!(
-            "Lowest latency: <b>{}</b>, {} (highest: {}, {}).",
-            esc(&lo.0.label),
-            format_ns(lo.1),
-            esc(&hi.0.label),
-            format_ns(hi.1)
-        )),
-        (Some(one), _) => items.push(format!("Latency: <b>{}</b>.", format_ns(one.1))),
-        _ => {}
-    }
-    let peak = by(|r| r.peak_bits_per_s);
-    // Of equal peaks, name the first result given. A warm-cache peak (the
-    // same buffer resent within the cache: shm once read 5.7x its c2c
-    // limit) is not what moving fresh data gives, so where a cold-buffer
-    // result exists the highlight is its peak, and a warm one is said to
-    // be warm.
-    let highest = |cold_only: bool| {
-        peak.iter()
-            .filter(|(r, _)| !cold_only || !r.warm_cache)
-            .min_by(|a, b| b.1.total_cmp(&a.1))
-    };
-    let best = highest(true).or_else(|| highest(false));
-    let warm_above = highest(false).filter(|w| best.is_some_and(|b| w.1 > b.1));
-    if let Some((r, p)) = best {
-        let share = r
-            .limit
-            .as_ref()
-            .and_then(|l| l.peak_fraction)
-            .map(|f| format!(", {:.1}% of the physical limit", 100.0 * f))
-            .unwrap_or_default();
-        let half = r
-            .n_half_bytes
-            .map(|n| format!("; half of it from {} on", format_bytes(n)))
-            .unwrap_or_default();
-        let who = if peak.len() > 1 {
-            format!("Highest peak: <b>{}</b>, ", esc(&r.label))
-        } else {
-            "Peak: ".into()
-        };
-        let warm = if r.warm_cache {
-            " (warm cache: the same buffer resent within the last-level cache, as NetPIPE \
-             does; <code>--nocache</code> measures cold buffers)"
-                .to_string()
-        } else {
-            warm_above
-                .map(|(w, wp)| {
-                    format!(
-                        " with cold buffers (warm-cache peaks, the same buffer resent within \
-                         the cache, reach {}: {})",
-                        format_bits_per_s(*wp),
-                        esc(&w.label)
-                    )
-                })
-                .unwrap_or_default()
-        };
-        items.push(format!(
-            "{who}<b>{}</b> at {}{warm}{share}{half}.",
-            format_bits_per_s(*p),
-            size_or_dash(r.peak_bytes)
-        ));
-    }
-    let dropouts: usize = analyses
-        .iter()
-        .map(|a| a.confirmed_dropouts().count())
-        .sum();
-    let switchovers: usize = analyses
-        .iter()
-        .map(|a| a.confirmed_switchovers().count())
-        .sum();
-    let named = analyses
-        .iter()
-        .flat_map(|a| {
-            a.confirmed_dropouts()
-                .map(|d| &d.likely_cause)
-                .chain(a.confirmed_switchovers().map(|s| &s.likely_cause))
-        })
-        .filter(|c| c.is_some())
-        .count();
-    if dropouts + switchovers > 0 {
-        items.push(format!(
-            "Confirmed {dropouts} drop-out{} and {switchovers} switch-over{} (measured again after the sweep), \
-             {named} events with a likely cause: confirmed ones marked D and S on the charts, all \
-             <a href=\"#anomalies\">listed below</a>.",
-            if dropouts == 1 { "" } else { "s" },
-            if switchovers == 1 { "" } else { "s" },
-        ));
-    }
-    if !items.is_empty() {
-        let _ = write!(
-            h,
-            "<ul class=highlights>\n<li>{}</li>\n</ul>\n",
-            items.join("</li>\n<li>")
-        );
-    }
-}
-
 fn summary_table(h: &mut String, rows: &[SummaryRow]) {
     let with_limit = rows.iter().any(|r| r.limit.is_some());
-    h.push_str("<section id=summary><h2>Summary</h2>\n<table class=summary>\n<thead><tr>");
+    h.push_str(
+        "<section id=summary><h2>Summary</h2>\n<div class=scroll>\n<table class=summary>\n<thead><tr>",
+    );
     let mut cols = vec![
         ("configuration", ""),
         ("latency (µs)", "median one-way time of the smallest message"),
@@ -359,45 +261,12 @@ fn summary_table(h: &mut String, rows: &[SummaryRow]) {
         }
         h.push_str("</tr>\n");
     }
-    h.push_str("</tbody></table>\n");
+    h.push_str("</tbody></table>\n</div>\n");
     h.push_str(
         "<p class=note>Figures from the medians of the kept trials; rates in SI units (1 Mbit/s = 10<sup>6</sup> bit/s). \
          \"not reached\": the largest sizes measured are still latency-bound. \
          Rules: see docs/methodology.md, \"Analysis rules\".</p>\n</section>\n",
     );
-}
-
-fn warnings(h: &mut String, results: &[SweepResult], names: &[String]) {
-    let mut items = String::new();
-    for (r, name) in results.iter().zip(names) {
-        if !r.complete {
-            let _ = writeln!(
-                items,
-                "<li><b>{}</b>: incomplete run{} &mdash; the points present are valid, larger sizes are missing</li>",
-                esc(name),
-                r.incomplete_reason
-                    .as_deref()
-                    .map(|w| format!(" ({})", esc(w)))
-                    .unwrap_or_default()
-            );
-        }
-    }
-    for (who, w) in crate::report::summary::grouped_warnings(results, names) {
-        match who {
-            Some(name) => {
-                let _ = writeln!(items, "<li><b>{}</b>: {}</li>", esc(&name), esc(&w));
-            }
-            None => {
-                let _ = writeln!(items, "<li>{}</li>", esc(&w));
-            }
-        }
-    }
-    if !items.is_empty() {
-        let _ = write!(
-            h,
-            "<section id=warnings><h2>Warnings</h2><ul class=warn>\n{items}</ul></section>\n"
-        );
-    }
 }
 
 const HEAD: &str = r#"<!DOCTYPE html>
@@ -413,7 +282,9 @@ h1{margin:18px 0 2px;font-size:26px}
 h2{margin:28px 0 10px;font-size:20px;border-bottom:1px solid #ddd;padding-bottom:3px}
 h3{margin:0 0 4px;font-size:16px}
 .sub{color:#555;margin:0 0 10px}
-table{border-collapse:collapse;margin:6px 0}
+table{border-collapse:collapse;margin:6px 0;display:block;overflow-x:auto;max-width:100%}
+.scroll{overflow-x:auto;max-width:100%}
+.scroll table{display:table}
 th,td{padding:4px 10px;border-bottom:1px solid #e3e3e3;text-align:left;vertical-align:top}
 th{background:#f4f6f8;font-weight:600}
 th[title]{cursor:help;text-decoration:underline dotted #999}
@@ -444,6 +315,8 @@ pre.cmd{white-space:pre-wrap}
 details{margin:8px 0}
 summary{cursor:pointer}
 #js-errors{color:#b00}
+@media (max-width:900px){body{padding:0 10px 30px}th,td{padding:3px 6px}table.summary{font-size:13px}.grid{grid-template-columns:1fr}}
+.warn details{margin:0}.warn summary{color:#8a4b00}.warn ul{margin:4px 0}
 @media print{.toggles{display:none}figure{break-inside:avoid}}
 </style>
 "#;

@@ -31,6 +31,7 @@ mod npb_mpi;
 mod peer_faults;
 mod reframe;
 mod report_browser;
+mod report_browser_full;
 mod soaker;
 mod sweep_local;
 mod whole_cost;

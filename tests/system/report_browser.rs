@@ -33,7 +33,7 @@ fn chromium() -> Option<PathBuf> {
 
 /// The browser, or None after saying the test is skipped; a missing
 /// browser fails instead when WULF_REQUIRE_BROWSER=1 (scripts/test).
-fn chromium_or_skip() -> Option<PathBuf> {
+pub(crate) fn chromium_or_skip() -> Option<PathBuf> {
     let found = chromium();
     if found.is_none() {
         if std::env::var("WULF_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
@@ -49,7 +49,7 @@ fn chromium_or_skip() -> Option<PathBuf> {
 }
 
 /// Where test artifacts go: target/test-artifacts (beside the build).
-fn artifacts_dir() -> PathBuf {
+pub(crate) fn artifacts_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
@@ -60,7 +60,12 @@ fn artifacts_dir() -> PathBuf {
 
 /// Run chromium headless on `url` with `extra` flags; returns (stdout,
 /// stderr). Bounded: killed after two minutes.
-fn headless(browser: &Path, profile: &Path, url: &str, extra: &[&str]) -> (String, String) {
+pub(crate) fn headless(
+    browser: &Path,
+    profile: &Path,
+    url: &str,
+    extra: &[&str],
+) -> (String, String) {
     let dir = profile.join(format!("run-{}", extra.len()));
     let mut cmd = Command::new(browser);
     cmd.args([
@@ -104,7 +109,7 @@ fn headless(browser: &Path, profile: &Path, url: &str, extra: &[&str]) -> (Strin
 }
 
 /// Lines of the browser log that report a script or console error.
-fn console_errors(log: &str) -> Vec<&str> {
+pub(crate) fn console_errors(log: &str) -> Vec<&str> {
     log.lines()
         .filter(|l| {
             l.contains("Uncaught")

@@ -219,27 +219,23 @@ pub(super) fn machines<'a>(h: &mut String, results: &[SweepResult], names: &'a [
     };
     let mut which: Vec<(usize, Option<usize>)> = Vec::new();
     for (r, name) in results.iter().zip(names) {
-        let a = note(
-            r.host.describe_text().trim_end().to_string(),
-            "measuring end (A)",
-            name,
-        );
+        let a = note(machine_text(&r.host), "measuring end (A)", name);
         // The peer's machine is shown unless it is this one (same kernel,
         // loopback path); files from before boot ids were recorded can
         // only be judged by host name.
         let b = r.peer_host.as_ref().and_then(|peer| {
             let same =
                 recorded_same_machine(&r.host, peer).unwrap_or(peer.hostname == r.host.hostname);
-            (r.options.peer.is_some() || !same).then(|| {
-                note(
-                    peer.describe_text().trim_end().to_string(),
-                    "peer (B)",
-                    name,
-                )
-            })
+            (r.options.peer.is_some() || !same).then(|| note(machine_text(peer), "peer (B)", name))
         });
         which.push((a, b));
     }
+    // The first machine in full; the others by what differs from it (a
+    // lab's nodes differ in a host name and an interface or two).
+    let first: Vec<&str> = seen
+        .first()
+        .map(|m| m.0.lines().collect())
+        .unwrap_or_default();
     for (i, (text, role, who)) in seen.iter().enumerate() {
         let whose = if who.len() == results.len() && results.len() > 1 {
             format!("every result's {role}")
@@ -248,12 +244,21 @@ pub(super) fn machines<'a>(h: &mut String, results: &[SweepResult], names: &'a [
             uniq.dedup();
             format!("{role} of {}", esc(&uniq.join(", ")))
         };
+        let (class, shown) = if i == 0 {
+            ("machine", text.clone())
+        } else {
+            let differs: Vec<&str> = text.lines().filter(|l| !first.contains(l)).collect();
+            (
+                "machine-diff",
+                format!("as M1, except:\n{}", differs.join("\n")),
+            )
+        };
         let _ = writeln!(
             h,
-            "<details{}><summary><b>Machine M{}</b> &middot; {whose}</summary><pre>{}</pre></details>",
+            "<details{}><summary><b>Machine M{}</b> &middot; {whose}</summary><pre class={class}>{}</pre></details>",
             if i == 0 { " open" } else { "" },
             i + 1,
-            esc(text)
+            esc(&shown)
         );
     }
     for ((r, name), (a, b)) in results.iter().zip(names).zip(which) {
@@ -302,9 +307,32 @@ pub(super) fn machines<'a>(h: &mut String, results: &[SweepResult], names: &'a [
                 esc(&l.limit.formula)
             );
         }
+        if let Some(load) = load_line(&r.host) {
+            let _ = writeln!(h, "<p><b>Load</b> (A): {}</p>", esc(load.trim()));
+        }
         h.push_str("</details>\n");
     }
 }
+
+/// A machine's description without what changes from run to run (the
+/// load line), so that the results of one machine share one block.
+fn machine_text(host: &crate::sys::Host) -> String {
+    host.describe_text()
+        .lines()
+        .filter(|l| !l.starts_with(LOAD_KEY))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The load line of a machine's description, without its key.
+fn load_line(host: &crate::sys::Host) -> Option<String> {
+    host.describe_text()
+        .lines()
+        .find_map(|l| l.strip_prefix(LOAD_KEY).map(str::to_string))
+}
+
+/// How the load line of [`crate::sys::Host::describe_text`] starts.
+const LOAD_KEY: &str = "load ";
 
 /// Transport settings as `key value, ...` (the peer's under "peer"), so
 /// the line can wrap.

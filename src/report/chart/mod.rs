@@ -12,6 +12,7 @@
 //! [`cpu_throughput`], [`npb`] and [`collective`] one kind each.
 
 pub mod collective;
+pub mod cpu_cost;
 pub mod cpu_throughput;
 pub mod frame;
 pub mod limit;

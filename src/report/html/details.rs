@@ -411,7 +411,8 @@ mod tests {
         let shown = |r: &SweepResult| {
             let mut h = String::new();
             machines(&mut h, std::slice::from_ref(r), &["x".to_string()]);
-            h.contains("Peer machine (B)")
+            // The result's line names the peer's machine beside its own.
+            h.contains("(M1 to M")
         };
         // The fixture: a local peer, no boot ids (judged by host name).
         assert!(!shown(&r));

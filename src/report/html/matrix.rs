@@ -26,8 +26,6 @@ use crate::units::format_bytes;
 pub const HEATMAP_MAX_NODES: usize = 128;
 /// Least width of a heatmap on the page, CSS pixels.
 const HEATMAP_MIN_WIDTH: usize = 480;
-/// Bins of the cell histograms.
-const BINS: usize = 24;
 
 /// One section per matrix.
 pub fn matrix_sections(h: &mut String, matrices: &[MatrixFigures]) {
@@ -263,7 +261,9 @@ fn heatmap(h: &mut String, m: &MatrixFigures, metric: Metric, median: f64, title
             esc(&tip)
         );
     }
-    h.push_str("</svg></figure>\n");
+    h.push_str("</svg>\n");
+    scale(h, metric, median);
+    h.push_str("</figure>\n");
 }
 
 /// The heatmap of a large matrix: a PNG with one pixel per cell (row:
@@ -287,7 +287,7 @@ fn raster_heatmap(h: &mut String, m: &MatrixFigures, metric: Metric, median: f64
     let _ = write!(
         h,
         "<figure class=heatmap><figcaption>{} &middot; median {} &middot; one pixel per cell,          nodes in the order of the node table</figcaption>
-         <img class=raster alt='{} heatmap of {n} nodes' width={w} height={w}          style='image-rendering:pixelated;max-width:100%;height:auto' src='data:image/png;base64,{}'>         </figure>
+         <img class=raster alt='{} heatmap of {n} nodes' width={w} height={w}          style='image-rendering:pixelated;max-width:100%;height:auto' src='data:image/png;base64,{}'>
 ",
         esc(title),
         metric.show(median),
@@ -295,6 +295,8 @@ fn raster_heatmap(h: &mut String, m: &MatrixFigures, metric: Metric, median: f64
         base64::engine::general_purpose::STANDARD.encode(png),
         w = n.max(HEATMAP_MIN_WIDTH),
     );
+    scale(h, metric, median);
+    h.push_str("</figure>\n");
 }
 
 /// An `n` x `n` RGB image as PNG.
@@ -327,50 +329,26 @@ fn color_rgb(badness: f64) -> [u8; 3] {
 
 fn histogram(h: &mut String, m: &MatrixFigures, metric: Metric, title: &str) {
     let values: Vec<f64> = m.figures.iter().filter_map(|c| metric.value(c)).collect();
-    let (lo, hi) = values
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    if values.is_empty() || !lo.is_finite() {
-        return;
-    }
-    let width = (hi - lo).max(hi.abs() * 1e-9).max(f64::MIN_POSITIVE);
-    let mut counts = [0usize; BINS];
-    for v in &values {
-        let i = (((v - lo) / width) * BINS as f64) as usize;
-        counts[i.min(BINS - 1)] += 1;
-    }
-    let top = counts.iter().copied().max().unwrap_or(1).max(1);
-    let (w, ht, bar) = (BINS * 14 + 20, 140, 14);
-    let _ = write!(
+    let desc = match metric {
+        Metric::Latency => "latency per cell",
+        Metric::Bandwidth => "bandwidth per cell",
+    };
+    super::matrix_figures::histogram(h, &values, |v| metric.show(v), desc, title);
+}
+
+/// The colour scale of a heatmap of `metric` around `median`: blue for a
+/// cell twice as good or better, red for twice as bad or worse.
+fn scale(h: &mut String, metric: Metric, median: f64) {
+    let (better, worse) = match metric {
+        Metric::Latency => (median / 2.0, median * 2.0),
+        Metric::Bandwidth => (median * 2.0, median / 2.0),
+    };
+    super::matrix_figures::colour_scale(
         h,
-        "<figure class=histogram><figcaption>{}: distribution of {} cells, {} to {}</figcaption>\n\
-         <svg xmlns='http://www.w3.org/2000/svg' width={w} height={} role=img>\n",
-        esc(title),
-        values.len(),
-        metric.show(lo),
-        metric.show(hi),
-        ht + 20
-    );
-    for (i, &c) in counts.iter().enumerate() {
-        let bh = (c as f64 / top as f64 * ht as f64).round() as usize;
-        let from = lo + width * i as f64 / BINS as f64;
-        let to = lo + width * (i + 1) as f64 / BINS as f64;
-        let _ = writeln!(
-            h,
-            "<rect x={} y={} width={} height={bh} fill='#4a7ab5'><title>{c} cells, {} to {}</title></rect>",
-            10 + i * bar,
-            ht - bh,
-            bar - 2,
-            esc(&metric.show(from)),
-            esc(&metric.show(to))
-        );
-    }
-    let _ = writeln!(
-        h,
-        "<line x1=10 y1={ht} x2={} y2={ht} stroke='#333'/></svg></figure>",
-        10 + BINS * bar
+        &metric.show(better),
+        &metric.show(median),
+        &metric.show(worse),
+        [color(-1.0), color(0.0), color(1.0)],
     );
 }
 

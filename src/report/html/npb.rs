@@ -170,10 +170,11 @@ fn highlights(h: &mut String, r: &NpbResult) {
             .map(|s| format!(", speedup {s:.2}"))
             .unwrap_or_default();
         items.push(format!(
-            "<li>Highest rate: <b>{}</b> with {} process{}, <b>{mops:.1} Mop/s</b>{speedup}.</li>",
+            "<li>Highest rate: <b>{}</b> with {} process{}, <b>{mops:.1} Mop/s</b>{speedup}{}.</li>",
             esc(&run.via),
             run.nprocs,
-            if run.nprocs == 1 { "" } else { "es" }
+            if run.nprocs == 1 { "" } else { "es" },
+            super::npb_verdict::lead(r, run)
         ));
     }
     if failed > 0 {
@@ -194,7 +195,9 @@ fn highlights(h: &mut String, r: &NpbResult) {
     items.extend(
         r.warnings
             .iter()
-            .map(|w| format!("<li class=w>{}</li>", esc(w))),
+            .cloned()
+            .chain(super::npb_verdict::one_process_warning(r))
+            .map(|w| format!("<li class=w>{}</li>", esc(&w))),
     );
     if !items.is_empty() {
         let _ = write!(h, "<ul class=highlights>\n{}\n</ul>\n", items.join("\n"));

@@ -24,5 +24,6 @@ mod npb_mg;
 mod openmetrics;
 mod report_exports;
 mod report_limits;
+mod report_scales;
 mod result_schema;
 mod sys_host;

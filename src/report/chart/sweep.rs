@@ -439,14 +439,17 @@ pub fn small_message_latency(series: &[Series], floor_ns: Option<f64>) -> Result
     let max_us = fold_max(|p| p.ci_high_ns.max(p.median_ns))
         .min(1.5 * fold_max(|p| p.median_ns))
         .max(floor_ns.unwrap_or(0.0) / 1e3);
-    let min_us = series
+    // The medians decide the scale; a floor far below them (120 ns under
+    // 10 us) reads well as a line along the bottom of a linear axis.
+    let medians_min_us = series
         .iter()
         .flat_map(|s| small(s).into_iter().map(|p| p.median_ns / 1e3))
-        .chain(floor_ns.map(|f| f / 1e3))
         .filter(|v| *v > 0.0)
         .fold(f64::MAX, f64::min);
+    let medians_max_us = fold_max(|p| p.median_ns);
+    let log = medians_min_us < f64::MAX && medians_max_us / medians_min_us > LOG_LATENCY_SPAN;
+    let min_us = floor_ns.map_or(medians_min_us, |f| medians_min_us.min(f / 1e3));
     let word = time_word(series);
-    let log = min_us < f64::MAX && max_us / min_us > LOG_LATENCY_SPAN;
     let y = if log {
         Axis::log(
             &format!("{word} [µs, log scale]"),

@@ -420,6 +420,61 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_lead_within_the_intervals_is_said_to_be_within_noise() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        );
+        let r = crate::result::read_result(std::path::Path::new(path)).unwrap();
+        let a = Analysis::of(&r);
+        let row = crate::report::summary::summary_row("a", &r, &a);
+        // The same run twice: no size has a winner beyond noise.
+        let twins = [
+            Entry {
+                label: "a",
+                result: &r,
+                row: &row,
+            },
+            Entry {
+                label: "b",
+                result: &r,
+                row: &row,
+            },
+        ];
+        let text = fastest_by_size(&twins).unwrap();
+        assert!(text.contains("(within noise)"), "{text}");
+        // Ten times slower: the other leads everywhere, beyond noise.
+        let mut slow = r.clone();
+        for p in &mut slow.points {
+            p.median_ns *= 10.0;
+            p.ci_low_ns *= 10.0;
+            p.ci_high_ns *= 10.0;
+        }
+        let apart = [
+            Entry {
+                label: "fast",
+                result: &r,
+                row: &row,
+            },
+            Entry {
+                label: "slow",
+                result: &slow,
+                row: &row,
+            },
+        ];
+        let text = fastest_by_size(&apart).unwrap();
+        assert_eq!(
+            text, "Fastest by size: <b>fast</b> from 1 B to 256 KiB.",
+            "{text}"
+        );
+        assert_eq!(
+            fastest_by_size(&apart[..1]),
+            None,
+            "one result: nothing to compare"
+        );
+    }
+
+    #[test]
     fn a_single_size_led_by_another_is_folded_into_its_neighbours() {
         let leads = [
             (1, 0, true),

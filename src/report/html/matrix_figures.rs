@@ -31,13 +31,13 @@ pub(super) fn colour_scale(
     css: [String; 3],
 ) {
     let [blue, white, red] = css;
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<div class=colour-scale><div class=bar style=\"height:12px;max-width:480px;border:1px solid #ccc;\
          background:linear-gradient(to right,{blue},{white},{red})\"></div>\
          <div style=\"display:flex;justify-content:space-between;max-width:480px;font-size:12px;color:#555\">\
          <span>{} (2&times; better or more)</span><span>median {}</span><span>{} (2&times; worse or more)</span>\
-         </div></div>\n",
+         </div></div>",
         esc(better),
         esc(median),
         esc(worse)

@@ -106,9 +106,9 @@ pub(super) fn warnings(h: &mut String, results: &[SweepResult], names: &[String]
             0..=3 => String::new(),
             n => format!(" and {} more", n - 3),
         };
-        let _ = write!(
+        let _ = writeln!(
             items,
-            "<li><details><summary><b>{}</b> &middot; {} result{}: {}{more}</summary><ul>\n",
+            "<li><details><summary><b>{}</b> &middot; {} result{}: {}{more}</summary><ul>",
             k.title,
             who.len(),
             if who.len() == 1 { "" } else { "s" },
@@ -138,11 +138,11 @@ fn noisy_line(items: &mut String, noisy: &mut [(&str, u64, usize)]) {
     let (all, points) = noisy
         .iter()
         .fold((0, 0), |(a, p), (_, n, of)| (a + n, p + of));
-    let _ = write!(
+    let _ = writeln!(
         items,
         "<li><details><summary><b>noisy points</b> &middot; {all} of {points} points in {} result{} \
          did not reach the precision target within the budget (worst: {}, {n} of {of}); a larger \
-         --budget or a quieter machine helps</summary><ul>\n",
+         --budget or a quieter machine helps</summary><ul>",
         noisy.len(),
         if noisy.len() == 1 { "" } else { "s" },
         esc(worst)

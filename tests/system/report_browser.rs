@@ -424,7 +424,8 @@ fn study_report_renders_in_a_real_browser() {
 /// A link matrix's report (the fixture: a 4-node ge lab with node3 on fe):
 /// loads without errors, names the slow node and the fingerprint field,
 /// and draws both heatmaps (one square per directed cell, node3's row and
-/// column red in the bandwidth map) and both distributions.
+/// column red in the bandwidth map) with their colour scales, and both
+/// distributions with their axes.
 #[test]
 fn matrix_report_renders_in_a_real_browser() {
     let Some(browser) = chromium_or_skip() else {
@@ -454,7 +455,21 @@ fn matrix_report_renders_in_a_real_browser() {
         .filter(|r| r.contains("<title>node3 →") && r.contains("fill=\"#ff3737\""))
         .count();
     assert_eq!(red, 3, "node3's row");
+    // Each map has its colour scale, with the median and both ends.
+    for m in &maps {
+        let m = &m[..m.find("</figure>").unwrap()];
+        assert!(m.contains("class=\"colour-scale\""), "no colour scale");
+        assert!(m.contains("<span>median "), "the scale names the median");
+        assert!(m.contains("(2× worse or more)"), "the scale's red end");
+    }
     assert_eq!(dom.matches("<figure class=\"histogram\"").count(), 2);
+    // Each histogram has its axes: a description in the metric and the
+    // count of cells.
+    for f in dom.split("<figure class=\"histogram\"").skip(1) {
+        let f = &f[..f.find("</figure>").unwrap()];
+        assert!(f.contains(">cells</text>"), "no count axis");
+        assert!(f.contains(" per cell</text>"), "no value axis");
+    }
     screenshot(
         &browser,
         dir.path(),

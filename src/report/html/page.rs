@@ -1,21 +1,24 @@
 //! The HTML report: one self-contained file (inline CSS, inline SVG charts,
 //! a few lines of inline script) that opens offline in any browser.
 //!
-//! Layout, top to bottom: the summary table of the studies (configuration,
-//! latency, peak, size at peak, n_1/2, saturation point, CPU cost, noisy
-//! points; baselines marked as limits); the warnings, the noisy points of
-//! all sweeps in one line; the charts (`charts`: the
-//! transports overlaid, the baselines as limits, memcpy's memory
-//! hierarchy, intra-node transports against memcpy and the cache-line
-//! floor, efficiency against a link when one is known); the switch-overs
-//! and drop-outs with their confirmation status and likely causes (only
-//! confirmed ones are marked on the charts) and the Hockney segments with
-//! their intervals; then a section per NPB result (`wulf npb`: Mop/s
-//! and speedup charts and tables, [`super::npb`]), per collective
-//! result (`wulf collective`: time against size, [`super::collective`]);
-//! and each result's
-//! machine, placement, options and command line. The output depends only on the results (no clock, no
-//! environment), so it can be snapshot-tested.
+//! Layout, top to bottom: the answer (`answer`: the best latency
+//! and peak, which transport is fastest at which sizes, how far from the
+//! limits, what to change); the summary table of the studies
+//! (configuration, latency, peak, size at peak, n_1/2, saturation point,
+//! CPU cost, noisy points; baselines marked as limits), in a scroll
+//! container so that a narrow window scrolls it rather than cutting it;
+//! the warnings, one line per kind with the texts folded
+//! (`warnings`); the charts (`charts`: the transports overlaid,
+//! the baselines as limits, memcpy's memory hierarchy, intra-node
+//! transports against memcpy and the cache-line floor, efficiency against
+//! a link when one is known); the confirmed switch-overs and drop-outs
+//! with their likely causes (the other candidates folded) and the Hockney
+//! segments with their intervals; then a section per NPB result (`wulf
+//! npb`: Mop/s and speedup charts and tables, [`super::npb`]), per
+//! collective result (`wulf collective`: time against size,
+//! [`super::collective`]); and the machines (each described once) and each
+//! result's placement, options and command line. The output depends only
+//! on the results (no clock, no environment), so it can be snapshot-tested.
 
 use std::fmt::Write;
 

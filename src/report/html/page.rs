@@ -288,6 +288,7 @@ h3{margin:0 0 4px;font-size:16px}
 table{border-collapse:collapse;margin:6px 0;display:block;overflow-x:auto;max-width:100%}
 .scroll{overflow-x:auto;max-width:100%}
 .scroll table{display:table}
+caption{text-align:left;padding:2px 0}
 th,td{padding:4px 10px;border-bottom:1px solid #e3e3e3;text-align:left;vertical-align:top}
 th{background:#f4f6f8;font-weight:600}
 th[title]{cursor:help;text-decoration:underline dotted #999}

@@ -158,28 +158,38 @@ pub(super) fn limit_role(r: &SweepResult) -> Option<crate::result::LimitRole> {
         .or_else(|| crate::result::LimitRole::of_old_baseline(&r.transport))
 }
 
-/// One label per result: `transport mode`, followed by whatever tells it
+/// One label per result: `transport mode`, followed by what tells it
 /// apart from other results of the same transport and mode in the list
 /// (socket buffers requested, Nagle, address family, cache-cold buffers,
 /// offset, peer, host, MTU, tool version), and `#k` if two are still alike.
+///
+/// Of the options that differ within a group, only as many as tell its
+/// results apart are named, the same ones for every result of the group
+/// (chosen greedily, the one separating most results first): a dozen
+/// results once made labels of five options each
+/// ("tcp pingpong nocache=false peer=local host=vm mtu=65536") where one
+/// or two suffice, and the first screen was mostly labels.
 pub fn labels(results: &[SweepResult]) -> Vec<String> {
     let base: Vec<String> = results
         .iter()
         .map(|r| format!("{} {}", r.transport, r.mode))
         .collect();
     let mut out = base.clone();
-    for (i, r) in results.iter().enumerate() {
-        let group: Vec<&SweepResult> = results
+    let mut done: Vec<&str> = Vec::new();
+    for b in &base {
+        if done.contains(&b.as_str()) {
+            continue;
+        }
+        done.push(b);
+        let members: Vec<usize> = (0..results.len()).filter(|&i| base[i] == *b).collect();
+        let values: Vec<Vec<String>> = members
             .iter()
-            .zip(&base)
-            .filter(|(_, b)| **b == base[i])
-            .map(|(o, _)| o)
+            .map(|&i| FEATURES.iter().map(|f| f(&results[i])).collect())
             .collect();
-        for feature in FEATURES {
-            let mine = feature(r);
-            if group.iter().any(|o| feature(o) != mine) {
+        for k in distinguishing(&values) {
+            for (m, &i) in members.iter().enumerate() {
                 out[i].push(' ');
-                out[i].push_str(&mine);
+                out[i].push_str(&values[m][k]);
             }
         }
     }
@@ -195,6 +205,39 @@ pub fn labels(results: &[SweepResult]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The features (indices into each row of `values`, one row per result of
+/// a group) that tell the rows apart, in [`FEATURES`] order: greedily the
+/// one leaving the fewest rows alike, until no feature helps.
+fn distinguishing(values: &[Vec<String>]) -> Vec<usize> {
+    let alike = |chosen: &[usize]| {
+        let keys: Vec<Vec<&String>> = values
+            .iter()
+            .map(|row| chosen.iter().map(|&k| &row[k]).collect())
+            .collect();
+        (0..keys.len())
+            .filter(|&i| keys.iter().filter(|k| **k == keys[i]).count() > 1)
+            .count()
+    };
+    let mut chosen: Vec<usize> = Vec::new();
+    loop {
+        let now = alike(&chosen);
+        let best = (0..FEATURES.len())
+            .filter(|k| !chosen.contains(k))
+            .map(|k| {
+                let mut with = chosen.clone();
+                with.push(k);
+                (k, alike(&with))
+            })
+            .min_by_key(|&(k, n)| (n, k));
+        match best {
+            Some((k, n)) if n < now => chosen.push(k),
+            _ => break,
+        }
+    }
+    chosen.sort_unstable();
+    chosen
 }
 
 /// Each feature renders one option as `name=value`; a label shows the
@@ -338,7 +381,15 @@ mod tests {
             labels(&[a.clone(), a.clone()]),
             ["tcp pingpong #1", "tcp pingpong #2"]
         );
-        assert_eq!(labels(&[a]), ["tcp pingpong"]);
+        assert_eq!(labels(&[a.clone()]), ["tcp pingpong"]);
+        // Two options differ, one tells the results apart: only it is named.
+        let mut d = a.clone();
+        d.host.hostname = "node1".into();
+        d.options.offset_bytes = 64;
+        assert_eq!(
+            labels(&[a, d]),
+            ["tcp pingpong offset=0", "tcp pingpong offset=64"]
+        );
     }
 
     #[test]

@@ -381,7 +381,7 @@ mod tests {
             labels(&[a.clone(), a.clone()]),
             ["tcp pingpong #1", "tcp pingpong #2"]
         );
-        assert_eq!(labels(&[a.clone()]), ["tcp pingpong"]);
+        assert_eq!(labels(std::slice::from_ref(&a)), ["tcp pingpong"]);
         // Two options differ, one tells the results apart: only it is named.
         let mut d = a.clone();
         d.host.hostname = "node1".into();

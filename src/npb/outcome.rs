@@ -156,6 +156,7 @@ impl NpbOutcome {
             relative_error,
             max_abs_residual: None,
             checks,
+            annulus_counts: Vec::new(),
             verified: true,
         })
     }

@@ -117,6 +117,10 @@ pub struct NpbOutcome {
     /// EP, IS, CG: the values verified against NPB's references.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckedValue>,
+    /// EP only: the accepted pairs in each of the ten annuli
+    /// `l <= max(|X|, |Y|) < l + 1`, as NPB prints them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annulus_counts: Vec<u64>,
     /// Whether the run verified: always true in an outcome (an unverified
     /// run is an error), kept so that saved results say so.
     pub verified: bool,

@@ -150,6 +150,10 @@ impl Communicator for Counted<'_> {
         self.inner.barrier()
     }
 
+    fn sent_totals(&self) -> Option<SentTotals> {
+        Some(self.totals())
+    }
+
     fn bcast_bytes(&self, root: usize, buf: &mut [u8]) -> Result<()> {
         if self.rank() == root && self.size() > 1 {
             self.count(buf.len());
@@ -159,8 +163,10 @@ impl Communicator for Counted<'_> {
 
     fn alltoall_bytes(&self, send: &[u8], recv: &mut [u8]) -> Result<()> {
         let size = self.size();
-        if size > 0 {
-            self.count_blocks(&vec![send.len() / size; size], 1);
+        if size > 1 {
+            for _ in 1..size {
+                self.count(send.len() / size);
+            }
         }
         self.inner.alltoall_bytes(send, recv)
     }

@@ -155,6 +155,12 @@ pub trait Communicator {
         alltoallv_pairwise(self, send, send_counts, recv, recv_counts)
     }
 
+    /// What this rank has sent so far, where the communicator counts it
+    /// ([`Counted`]); `None` for the others.
+    fn sent_totals(&self) -> Option<SentTotals> {
+        None
+    }
+
     /// Returns once every rank has entered the barrier.
     fn barrier(&self) -> Result<()> {
         let mut token = [0.0];

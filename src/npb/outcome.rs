@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use super::Class;
-use crate::comm::Communicator;
+use crate::comm::{Communicator, SentTotals};
 pub use crate::result::npb_outcome::{CheckedValue, NpbOutcome};
 use anyhow::Result;
 
@@ -71,6 +71,8 @@ fn verify(
 pub struct Timer {
     wall: Instant,
     cpu_s: f64,
+    /// What this rank had sent when the section started.
+    sent_at_start: Option<SentTotals>,
 }
 
 /// Wall and CPU time of a timed section, each the maximum over ranks.
@@ -80,6 +82,9 @@ pub struct Elapsed {
     pub wall_s: f64,
     /// Thread CPU time, seconds (NaN without a thread CPU clock).
     pub cpu_s: f64,
+    /// What all ranks sent during the section, summed, where the
+    /// communicator counts it.
+    pub sent: Option<SentTotals>,
 }
 
 impl Timer {
@@ -90,19 +95,39 @@ impl Timer {
         Ok(Timer {
             wall: Instant::now(),
             cpu_s: thread_cpu_time_s(),
+            sent_at_start: comm.sent_totals(),
         })
     }
 
-    /// Stops the clocks and takes the maximum over ranks (a collective).
+    /// Stops the clocks and takes the maximum over ranks, and the sum of
+    /// what they sent (collectives, after the section).
     pub fn stop(self, comm: &dyn Communicator) -> Result<Elapsed> {
         let mut times_s = [
             self.wall.elapsed().as_secs_f64(),
             thread_cpu_time_s() - self.cpu_s,
         ];
+        let sent = match (self.sent_at_start, comm.sent_totals()) {
+            (Some(start), Some(end)) => Some([
+                (end.bytes - start.bytes) as f64,
+                (end.messages - start.messages) as f64,
+            ]),
+            _ => None,
+        };
         comm.allreduce_max_f64(&mut times_s)?;
+        let sent = match sent {
+            Some(mut totals) => {
+                comm.allreduce_sum_f64(&mut totals)?;
+                Some(SentTotals {
+                    bytes: totals[0] as u64,
+                    messages: totals[1] as u64,
+                })
+            }
+            None => None,
+        };
         Ok(Elapsed {
             wall_s: times_s[0],
             cpu_s: times_s[1],
+            sent,
         })
     }
 }
@@ -157,6 +182,8 @@ impl NpbOutcome {
             max_abs_residual: None,
             checks,
             annulus_counts: Vec::new(),
+            sent_bytes: shape.elapsed.sent.map(|s| s.bytes),
+            sent_messages: shape.elapsed.sent.map(|s| s.messages),
             verified: true,
         })
     }

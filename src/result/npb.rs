@@ -18,7 +18,10 @@ use super::npb_outcome::NpbOutcome;
 /// what the other kernels verified. Version 1 files (MG only) read as
 /// version 2 files with the MG fields present. Version 3 added the
 /// measurement conditions (`conditions`, `runs[].cpu_whole`), optional.
-pub const NPB_SCHEMA_VERSION: u32 = 3;
+/// Version 4 added each outcome's traffic (`sent_bytes`, `sent_messages`)
+/// and EP's `annulus_counts`, optional; EP's `sx` and `sy` became NPB
+/// 3.4.2's sums of |X| and |Y| (the signed sums are `signed sx`/`signed sy`).
+pub const NPB_SCHEMA_VERSION: u32 = 4;
 
 /// The oldest NPB result schema version this wulf still reads.
 pub const NPB_OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -187,6 +190,15 @@ impl NpbRun {
             .iter()
             .map(|o| o.time_s)
             .min_by(f64::total_cmp)
+    }
+
+    /// Seed 001's communication rows of the fastest verified repetition:
+    /// MB/s, messages/s and mean message bytes ([`NpbOutcome::communication`]).
+    pub fn communication(&self) -> Option<[f64; 3]> {
+        self.outcomes
+            .iter()
+            .min_by(|a, b| a.time_s.total_cmp(&b.time_s))?
+            .communication()
     }
 }
 

@@ -64,6 +64,17 @@ fn render(r: &NpbResult, markdown: bool) -> String {
         ("speedup against 1 process", |x| x.speedup, 2),
         ("median Mop/s", |x| x.median_mop_s, 1),
     ];
+    // Seed 001's three rows under each kernel: what the kernel asks of
+    // the transport, all ranks together, in the fastest repetition.
+    let traffic: [(&str, Figure, usize); 3] = [
+        ("communication MB/s", |x| x.communication().map(|c| c[0]), 1),
+        ("messages/s", |x| x.communication().map(|c| c[1]), 0),
+        ("mean message bytes", |x| x.communication().map(|c| c[2]), 0),
+    ];
+    let counted = r.runs.iter().any(|x| x.communication().is_some());
+    let tables = tables
+        .into_iter()
+        .chain(traffic.into_iter().filter(|_| counted));
     for (title, figure, decimals) in tables {
         let _ = writeln!(s);
         table(&mut s, r, title, figure, decimals, markdown);

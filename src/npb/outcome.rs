@@ -34,15 +34,25 @@ fn describe(checks: &[CheckedValue], tolerance: f64) -> String {
         .iter()
         .map(|c| {
             format!(
-                "{} {:.13e}, reference {:.13e} (relative error {:.3e}, allowed {tolerance:e})",
+                "{} {}, reference {} (relative error {:.3e}, allowed {tolerance:e})",
                 c.name,
-                c.value,
-                c.reference,
+                checked_number(c.value),
+                checked_number(c.reference),
                 c.relative_error()
             )
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// A checked value as NPB prints it: counts (IS's passed checks, EP's
+/// pairs) as integers, the rest with 14 significant digits.
+fn checked_number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.13e}")
+    }
 }
 
 /// Fails with [`KernelVerificationFailed`] unless every check is within
@@ -210,6 +220,15 @@ mod tests {
         let e = verify("EP", Class::S, &far, 1e-8).unwrap_err();
         assert!(e.downcast_ref::<KernelVerificationFailed>().is_some());
         assert!(e.to_string().contains("failed verification"), "{e}");
+        let counts = [CheckedValue::new(
+            "partial verifications passed",
+            49.0,
+            50.0,
+        )];
+        let e = verify("IS", Class::S, &counts, 0.0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("passed 49, reference 50 "), "{e}");
         let nan = [CheckedValue::new("zeta", f64::NAN, 1.0)];
         assert!(verify("CG", Class::S, &nan, 1e-10).is_err());
     }

@@ -20,6 +20,7 @@ mod lean_raw;
 mod lean_xdp;
 mod matrix_lab;
 mod matrix_slurm;
+mod npb_traffic;
 mod package_deb;
 mod resources;
 mod serve_hostile;

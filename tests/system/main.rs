@@ -24,6 +24,7 @@ mod matrix_hostile;
 mod matrix_launch;
 mod mpi;
 mod mpi_ffi;
+mod npb_all_counts;
 mod npb_faults;
 mod npb_group;
 mod npb_kernels;

@@ -32,13 +32,18 @@ pub fn problem(r: &NpbResult) -> String {
 fn render(r: &NpbResult, markdown: bool) -> String {
     let mut s = String::new();
     let grid = problem(r);
+    let verified = if r.runs.iter().all(|x| x.outcomes.is_empty()) {
+        "no run verified".to_string()
+    } else {
+        let n = r.repetitions;
+        format!("best of {n} verified run{}", if n == 1 { "" } else { "s" })
+    };
     let _ = writeln!(
         s,
-        "{}NAS {} class {} ({grid}): best of {} verified runs{}",
+        "{}NAS {} class {} ({grid}): {verified}{}",
         if markdown { "### " } else { "" },
         r.kernel.to_uppercase(),
         r.class,
-        r.repetitions,
         if r.complete { "" } else { " (INCOMPLETE)" }
     );
     if let Some(lab) = &r.lab {

@@ -12,13 +12,11 @@ use std::process::Command;
 /// Runs `wulf ARGS` in a new network namespace with its loopback up and
 /// returns (the loopback's transmitted bytes over the run, the output).
 fn in_private_loopback(args: &[&str]) -> (u64, std::process::Output) {
-    let script = format!(
-        "ip link set lo up || exit 90; \
-         tx() {{ awk '/lo:/{{print $10}}' /proc/net/dev; }}; \
-         b=$(tx); \"$0\" \"$@\"; rc=$?; a=$(tx); echo LO_TX=$((a - b)) >&2; exit $rc"
-    );
+    let script = "ip link set lo up || exit 90; \
+         tx() { awk '/lo:/{print $10}' /proc/net/dev; }; \
+         b=$(tx); \"$0\" \"$@\"; rc=$?; a=$(tx); echo LO_TX=$((a - b)) >&2; exit $rc";
     let out = Command::new("unshare")
-        .args(["-n", "sh", "-c", &script, common::wulf_bin()])
+        .args(["-n", "sh", "-c", script, common::wulf_bin()])
         .args(args)
         .output()
         .expect("unshare");

@@ -12,6 +12,7 @@ mod loaded;
 pub mod matrix;
 mod nodes;
 pub mod npb;
+pub mod npb_foreign;
 mod offloads;
 pub mod report;
 pub mod run;

@@ -327,7 +327,14 @@ fn run_plan_coded(
             let channel = super::group_channel(np, plan.wait, plan.timeout, ctx.spread());
             let wait = channel.wait;
             let span = crate::load::whole::Span::start(plan.whole.as_ref());
+            // Only where every rank runs here: across nodes this machine's
+            // load says little of theirs.
+            let local = ctx.cluster.is_none();
+            let foreign = local
+                .then(super::npb_foreign::ForeignProbe::start)
+                .flatten();
             let outcome = run_group(ctx, t.as_ref(), np, &job, &channel);
+            let foreign_cpus = foreign.and_then(super::npb_foreign::ForeignProbe::finish);
             let cpu_whole = span.map(crate::load::whole::Span::finish);
             if let Err(e) = &outcome {
                 let interrupted = e
@@ -352,6 +359,9 @@ fn run_plan_coded(
             }
             run.wait = Some(wait);
             run.cpu_whole = cpu_whole;
+            run.foreign_cpus = foreign_cpus;
+            let what = format!("{} {} np={np}", plan.kernel, t.name());
+            warnings.extend(foreign_cpus.and_then(|f| super::npb_foreign::warning(&what, f)));
             if plan.progress {
                 match (&run.error, run.best_mop_s) {
                     (Some(e), _) => eprintln!(

@@ -86,7 +86,26 @@ fn render(r: &NpbResult, markdown: bool) -> String {
     }
     let _ = writeln!(s);
     runs_list(&mut s, r, markdown);
+    if r.runs.iter().any(NpbRun::on_busy_machine) {
+        let _ = writeln!(
+            s,
+            "* other work kept the machine busy during this run (see the warnings): not a quiet figure"
+        );
+    }
+    for w in &r.warnings {
+        let _ = writeln!(s, "{}warning: {w}", if markdown { "- " } else { "" });
+    }
     s
+}
+
+/// `*` after a figure of a run made on a busy machine
+/// ([`NpbRun::on_busy_machine`]).
+fn busy_mark(run: &NpbRun) -> &'static str {
+    if run.on_busy_machine() {
+        "*"
+    } else {
+        ""
+    }
 }
 
 /// Process counts in the order first run, and transports likewise.
@@ -129,7 +148,7 @@ fn table(s: &mut String, r: &NpbResult, title: &str, figure: Figure, decimals: u
                 None => "".to_string(),
                 Some(x) if x.error.is_some() => "failed".to_string(),
                 Some(x) => figure(x)
-                    .map(|v| format!("{v:.decimals$}"))
+                    .map(|v| format!("{v:.decimals$}{}", busy_mark(x)))
                     .unwrap_or_else(|| "-".to_string()),
             };
             cells.push(format!("{cell:>9}"));
@@ -259,7 +278,7 @@ pub fn kernels_table(results: &[NpbResult]) -> String {
                 Some(x) if x.error.is_some() => "failed".to_string(),
                 Some(x) => x
                     .best_mop_s
-                    .map(|m| format!("{m:.1}"))
+                    .map(|m| format!("{m:.1}{}", busy_mark(x)))
                     .unwrap_or_else(|| "-".to_string()),
             };
             cells.push(format!("{cell:>12}"));

@@ -6,6 +6,7 @@ pub mod collective;
 pub mod compare;
 pub mod completions;
 mod conditions;
+pub mod hpl;
 pub mod info;
 pub mod lab;
 mod loaded;

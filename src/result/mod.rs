@@ -12,6 +12,7 @@ pub mod collective;
 mod conditions;
 mod confirmation;
 mod envelope;
+pub mod hpl;
 pub mod json_schema;
 mod lab;
 mod link;

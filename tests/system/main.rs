@@ -15,6 +15,7 @@ mod common;
 mod python;
 
 mod collective;
+mod hpl;
 mod intranode;
 mod lean_tipc;
 mod load_conditions;

@@ -102,7 +102,7 @@ pub fn parse_residual(text: &str) -> Option<(f64, bool)> {
 pub fn grid(np: usize) -> (usize, usize) {
     let p = (1..=np)
         .take_while(|p| p * p <= np)
-        .filter(|p| np % p == 0)
+        .filter(|p| np.is_multiple_of(*p))
         .last()
         .unwrap_or(1);
     (p, np / p)

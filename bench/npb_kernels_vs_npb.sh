@@ -60,19 +60,21 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # A fresh copy of NPB's tree, built by its own makefiles with Open MPI's
 # wrappers; NPB's make.def.template as the configuration when the tree has
 # none (its flags: -O3 for both languages). gfortran 10 and later reject
-# the type-generic MPI calls of NPB 3.4.1's Fortran (EP's mpi_allreduce of
+# the type-generic MPI calls of NPB 3.4's Fortran (EP's mpi_allreduce of
 # a scalar and of an array) unless told -fallow-argument-mismatch, which
-# changes no generated code: it is added when the compiler knows it.
+# changes no generated code: it is added when the compiler knows it, on
+# make's command line, so that a tree with its own make.def builds too.
+FFLAGS_NPB=${NPB_FFLAGS:--O3}
 prepare_tree() {
     rm -rf "$BUILD"
     mkdir -p "$BUILD"
     cp -r "$NPB_DIR" "$BUILD/src"
     if [ ! -f "$BUILD/src/config/make.def" ]; then
         cp "$BUILD/src/config/make.def.template" "$BUILD/src/config/make.def"
-        if echo 'end' >"$BUILD/probe.f90" &&
-            "mpif90.$MPI" -fallow-argument-mismatch -c "$BUILD/probe.f90" -o "$BUILD/probe.o" 2>/dev/null; then
-            sed -i 's/^FFLAGS\([[:space:]]*\)=\(.*\)$/FFLAGS\1=\2 -fallow-argument-mismatch/' "$BUILD/src/config/make.def"
-        fi
+    fi
+    if echo 'end' >"$BUILD/probe.f90" &&
+        "mpif90.$MPI" -fallow-argument-mismatch -c "$BUILD/probe.f90" -o "$BUILD/probe.o" 2>/dev/null; then
+        FFLAGS_NPB="$FFLAGS_NPB -fallow-argument-mismatch"
     fi
     mkdir -p "$BUILD/src/bin"
 }
@@ -83,7 +85,8 @@ build_npb() {
         cd "$BUILD/src/${kernel^^}"
         make -s clean >/dev/null 2>&1 || true
         cd ..
-        make -s "$kernel" CLASS="$class" MPIFC="mpif90.$MPI" MPICC="mpicc.$MPI" >"$BUILD/build-$kernel-$class.log" 2>&1
+        make -s "$kernel" CLASS="$class" MPIFC="mpif90.$MPI" MPICC="mpicc.$MPI" FFLAGS="$FFLAGS_NPB" \
+            >"$BUILD/build-$kernel-$class.log" 2>&1
     ) || { cat "$BUILD/build-$kernel-$class.log" >&2; echo "building NPB $kernel class $class failed" >&2; exit 1; }
 }
 

@@ -13,6 +13,7 @@ use crate::units::{parse_bytes, parse_duration};
 mod cluster_args;
 mod collective_args;
 mod dist_args;
+mod hpl_args;
 mod lab_args;
 mod load_args;
 mod nodes_args;
@@ -22,6 +23,7 @@ mod serve_args;
 pub use cluster_args::{AgentArgs, MatrixArgs, PatternArg};
 pub use collective_args::{CollectiveArgs, OperationArg};
 pub use dist_args::{CompletionsArgs, ManpagesArgs};
+pub use hpl_args::HplArgs;
 pub use lab_args::{
     LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs, StudyArg,
     StudyArgs,
@@ -84,6 +86,10 @@ pub enum Command {
     /// over message sizes on each MPI's own algorithm and on wulf's own
     /// process group, with the statistics of `wulf sweep`.
     Collective(CollectiveArgs),
+    /// Run the real HPL (Linpack, inside HPC Challenge: Debian's hpcc)
+    /// through Open MPI, here or one process per lab node: Gflop/s over
+    /// the interconnect, with HPL's own residual check.
+    Hpl(HplArgs),
     /// Internal: a node's agent, started by `wulf matrix`.
     #[command(hide = true)]
     Agent(AgentArgs),

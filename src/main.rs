@@ -21,6 +21,7 @@ fn main() {
         Command::Report(a) => commands::report::execute(a),
         Command::Compare(a) => commands::compare::execute(a),
         Command::Npb(a) => commands::npb::execute(a),
+        Command::Hpl(a) => commands::hpl::execute(a),
         Command::Lab(a) => commands::lab::execute(a),
         Command::Study(a) => commands::study::execute(a),
         Command::Matrix(a) => commands::matrix::execute(a),

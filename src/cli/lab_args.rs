@@ -57,6 +57,12 @@ pub struct LabUpArgs {
     /// Jitter around the delay (needs sch_netem).
     #[arg(long, value_name = "TIME", requires = "delay")]
     pub jitter: Option<String>,
+    /// What joins the nodes: a switch (each port its own link, full
+    /// duplex) or a hub (seed 004's shared medium: every node's frames,
+    /// both directions, share one budget of the link rate; collisions
+    /// are not emulated).
+    #[arg(long, value_name = "MEDIUM", default_value = "switch", value_parser = ["switch", "hub"])]
+    pub medium: String,
 }
 
 /// `wulf lab exec`.

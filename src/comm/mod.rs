@@ -17,7 +17,9 @@
 //! * [`EndpointComm`]: ranks in separate processes, each pair linked by
 //!   one of wulf's transports (tcp, unix, shm, cma);
 //! * [`MpiComm`]: one rank of an MPI job, over the MPI adapter wulf loads
-//!   at run time (native MPI_Sendrecv, allreduce and barrier).
+//!   at run time (native MPI_Sendrecv, allreduce and barrier);
+//! * [`Counted`]: any of them, counting the bytes and messages its rank
+//!   sends.
 //!
 //! # What a backend must provide
 //!
@@ -48,11 +50,13 @@
 //!   the backend's timeout or sent a message of the wrong length is an
 //!   error, never a hang or a panic.
 
+mod counted;
 mod endpoints;
 mod mpi;
 mod serial;
 mod thread;
 
+pub use counted::{Counted, SentTotals};
 pub use endpoints::EndpointComm;
 pub use mpi::MpiComm;
 pub use serial::SerialComm;
@@ -149,6 +153,12 @@ pub trait Communicator {
         recv_counts: &[usize],
     ) -> Result<()> {
         alltoallv_pairwise(self, send, send_counts, recv, recv_counts)
+    }
+
+    /// What this rank has sent so far, where the communicator counts it
+    /// ([`Counted`]); `None` for the others.
+    fn sent_totals(&self) -> Option<SentTotals> {
+        None
     }
 
     /// Returns once every rank has entered the barrier.

@@ -42,6 +42,7 @@ fn up(a: &LabUpArgs) -> Result<()> {
     if let Some(j) = &a.jitter {
         compact.push(format!("jitter={j}"));
     }
+    compact.push(format!("medium={}", a.medium));
     o.impairments = LinkOptions::parse_compact(&compact.join(","))
         .map_err(usage)?
         .impairments;

@@ -97,10 +97,17 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
     let mut failed = Vec::new();
     let mut failed_code = None;
     for kernel in kernels {
+        let nprocs = counts_for(kernel, a.class, &a.np, several)?;
+        if nprocs.is_empty() {
+            // Within `all` only: the other kernels still run (EP takes
+            // any count where CG, IS and MG need powers of two).
+            eprintln!("wulf: {kernel}: skipped: it can use none of the process counts given");
+            continue;
+        }
         let plan = NpbPlan {
             kernel,
             class: a.class,
-            nprocs: counts_for(kernel, a.class, &a.np, several)?,
+            nprocs,
             via: match (&a.via, ctx.mpi_only()) {
                 (Some(v), _) => v.clone(),
                 // `--launch mpi:NAME`: that MPI's ranks, by its launcher.
@@ -154,6 +161,11 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
         );
         results.push(result);
     }
+    if plans.is_empty() && results.is_empty() {
+        return Err(usage(
+            "no NPB kernel can use the process counts given (EP takes any count; CG, IS and MG powers of two)",
+        ));
+    }
     if prepared.both {
         return super::loaded::npb(&ctx, plans, &prepared, a.json.as_deref());
     }
@@ -181,7 +193,8 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
 }
 
 /// The process counts of `nps` that `kernel` can use. Alone, a kernel
-/// refuses the others (usage error); within `all`, it skips them, saying so.
+/// refuses the others (usage error); within `all`, it skips them, saying
+/// so, and may be left with none.
 fn counts_for(kernel: Kernel, class: Class, nps: &[usize], skip: bool) -> Result<Vec<usize>> {
     let mut usable = Vec::new();
     for &np in nps {
@@ -191,7 +204,7 @@ fn counts_for(kernel: Kernel, class: Class, nps: &[usize], skip: bool) -> Result
             Err(e) => return Err(e),
         }
     }
-    if usable.is_empty() {
+    if usable.is_empty() && !skip {
         return Err(usage(format!(
             "NPB {kernel} can use none of the process counts given"
         )));
@@ -314,7 +327,14 @@ fn run_plan_coded(
             let channel = super::group_channel(np, plan.wait, plan.timeout, ctx.spread());
             let wait = channel.wait;
             let span = crate::load::whole::Span::start(plan.whole.as_ref());
+            // Only where every rank runs here: across nodes this machine's
+            // load says little of theirs.
+            let local = ctx.cluster.is_none();
+            let foreign = local
+                .then(super::npb_foreign::ForeignProbe::start)
+                .flatten();
             let outcome = run_group(ctx, t.as_ref(), np, &job, &channel);
+            let foreign_cpus = foreign.and_then(super::npb_foreign::ForeignProbe::finish);
             let cpu_whole = span.map(crate::load::whole::Span::finish);
             if let Err(e) = &outcome {
                 let interrupted = e
@@ -339,6 +359,9 @@ fn run_plan_coded(
             }
             run.wait = Some(wait);
             run.cpu_whole = cpu_whole;
+            run.foreign_cpus = foreign_cpus;
+            let what = format!("{} {} np={np}", plan.kernel, t.name());
+            warnings.extend(foreign_cpus.and_then(|f| super::npb_foreign::warning(&what, f)));
             if plan.progress {
                 match (&run.error, run.best_mop_s) {
                     (Some(e), _) => eprintln!(

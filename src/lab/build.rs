@@ -16,6 +16,14 @@
 //! on both directions of every node's link (see [`super::shaper`]), so a
 //! path node1 -> node3 crosses node1's uplink shaper and node3's downlink
 //! shaper, as a frame crosses two ports of a real switch.
+//!
+//! A hub (`--medium hub`) adds one more shaper that every frame entering
+//! the bridge crosses, whichever node sent it: each port's ingress is
+//! redirected to an `ifb` device (`hub0` in the switch namespace) whose
+//! htb has the link's rate, and from there the frame goes on into the
+//! bridge. One budget for all nodes and both directions is the shared
+//! half-duplex medium of seed 004's 10/100 hub; its collisions and
+//! back-off are not emulated (frames wait in the shaper's queue instead).
 
 use std::net::Ipv4Addr;
 
@@ -86,9 +94,15 @@ fn build(st: &LabState) -> Result<()> {
     check_impairments(sw, &st.impairments)?;
     ip_in(sw, &["link", "add", "br0", "type", "bridge"])?;
     ip_in(sw, &["link", "set", "br0", "up"])?;
+    if st.impairments.hub {
+        build_hub(st)?;
+    }
     let hosts = hosts_file(st);
     for n in &st.nodes {
         build_node(st, n, &hosts).with_context(|| format!("node {}", n.name))?;
+        if st.impairments.hub {
+            into_hub(sw, &n.name).with_context(|| format!("node {} into the hub", n.name))?;
+        }
     }
     if let Some(p) = st.impairments.loss_percent {
         add_loss(sw, p)?;
@@ -161,6 +175,53 @@ fn install_shaper(netns: &str, dev: &str, s: &ShaperParams, imp: &Impairments) -
     };
     let args: Vec<&str> = leaf.iter().map(String::as_str).collect();
     tc_in(netns, &args)?;
+    Ok(())
+}
+
+/// The hub's device in the switch namespace.
+const HUB_DEV: &str = "hub0";
+
+/// The hub's one shaper: an ifb device with the slowest node's link rate
+/// (a hub runs every port at one speed) and the largest MTU.
+fn build_hub(st: &LabState) -> Result<()> {
+    let sw = st.switch_netns.as_str();
+    let rate = st
+        .nodes
+        .iter()
+        .map(|n| n.link.rate.bits_per_s)
+        .min()
+        .unwrap_or(0);
+    let mtu = st
+        .nodes
+        .iter()
+        .map(|n| n.link.mtu_bytes)
+        .max()
+        .unwrap_or(1500);
+    ip_in(sw, &["link", "add", HUB_DEV, "type", "ifb"])
+        .context("a hub needs the ifb device (CONFIG_IFB)")?;
+    ip_in(sw, &["link", "set", HUB_DEV, "mtu", &mtu.to_string(), "up"])?;
+    let shaper = ShaperParams::for_link(rate, mtu);
+    for c in shaper.tc_commands(HUB_DEV) {
+        let args: Vec<&str> = c.iter().map(String::as_str).collect();
+        tc_in(sw, &args)?;
+    }
+    Ok(())
+}
+
+/// Sends every frame arriving from `port` through the hub's shaper before
+/// the bridge sees it.
+fn into_hub(sw: &str, port: &str) -> Result<()> {
+    tc_in(
+        sw,
+        &["qdisc", "add", "dev", port, "handle", "ffff:", "ingress"],
+    )?;
+    tc_in(
+        sw,
+        &[
+            "filter", "add", "dev", port, "parent", "ffff:", "protocol", "all", "u32", "match",
+            "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", HUB_DEV,
+        ],
+    )?;
     Ok(())
 }
 

@@ -70,6 +70,7 @@ pub fn placement(peer: Option<IpAddr>) -> Option<LabPlacement> {
     names.extend(server.filter(|s| s.name != node).map(|s| s.name.clone()));
     Some(LabPlacement {
         links: links_of(&st, &names),
+        medium: st.impairments.hub.then(|| "hub".to_string()),
         name: st.name,
         client_node: node,
         server_node: server.map(|s| s.name.clone()),
@@ -88,6 +89,7 @@ pub fn group_placement(nodes: usize) -> Option<LabPlacement> {
         .collect();
     Some(LabPlacement {
         links: links_of(&st, &names),
+        medium: st.impairments.hub.then(|| "hub".to_string()),
         name: st.name,
         client_node: node,
         server_node: None,
@@ -249,6 +251,7 @@ mod tests {
             client_node: "node1".into(),
             server_node: Some("node2".into()),
             links: vec![link("node1", "fe", 1500), link("node2", "ge", 9000)],
+            medium: None,
         };
         assert_eq!(
             p.describe(),

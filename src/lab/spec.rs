@@ -95,6 +95,12 @@ pub struct Impairments {
     /// Random frame loss in the switch, percent (nftables' numgen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_percent: Option<f64>,
+    /// A hub instead of a switch (seed 004): every frame any node sends
+    /// shares one budget of the link rate, so two pairs at once share it
+    /// and traffic both ways halves (half duplex). Collisions are not
+    /// emulated: frames queue for the medium instead of backing off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hub: bool,
 }
 
 /// Everything `wulf lab up` needs to build a lab.
@@ -143,11 +149,13 @@ impl LinkOptions {
     }
 
     /// Parse `--lab`'s word list: `ge`, `mtu=9000`, `node3=fe`,
-    /// `mtu.node3=1500`, `loss=1`, `delay=100us`, `jitter=10us`.
+    /// `mtu.node3=1500`, `loss=1`, `delay=100us`, `jitter=10us`,
+    /// `medium=hub` (or `hub`).
     pub fn parse_compact(text: &str) -> Result<LinkOptions, String> {
         let mut o = LinkOptions::default();
         for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             match word.split_once('=') {
+                None if word == "hub" => o.impairments.hub = true,
                 None => o.add_link(word)?,
                 Some(("mtu", v)) => o.add_mtu(v)?,
                 Some((k, v)) if k.starts_with("mtu.") => {
@@ -156,10 +164,15 @@ impl LinkOptions {
                 Some(("loss", v)) => o.impairments.loss_percent = Some(parse_loss(v)?),
                 Some(("delay", v)) => o.impairments.delay_us = Some(parse_us(v)?),
                 Some(("jitter", v)) => o.impairments.jitter_us = Some(parse_us(v)?),
+                Some(("medium", "hub")) => o.impairments.hub = true,
+                Some(("medium", "switch")) => o.impairments.hub = false,
+                Some(("medium", v)) => {
+                    return Err(format!("'{v}' is not a medium: give switch or hub"))
+                }
                 Some((k, _)) if k.starts_with("node") => o.add_link(word)?,
                 Some((k, _)) => {
                     return Err(format!(
-                        "'{word}': unknown lab setting '{k}' (use a link such as ge, mtu=BYTES, nodeN=LINK, mtu.nodeN=BYTES, loss=PCT, delay=TIME, jitter=TIME)"
+                        "'{word}': unknown lab setting '{k}' (use a link such as ge, mtu=BYTES, nodeN=LINK, mtu.nodeN=BYTES, loss=PCT, delay=TIME, jitter=TIME, medium=hub)"
                     ))
                 }
             }
@@ -299,6 +312,17 @@ mod tests {
         assert!(o.for_nodes(0).is_err());
         assert!(o.add_mtu("100").is_err());
         assert!(o.add_link("nodeX=fe").is_err());
+    }
+
+    #[test]
+    fn a_hub_is_a_medium() {
+        for text in ["fe,hub", "fe,medium=hub"] {
+            let o = LinkOptions::parse_compact(text).unwrap();
+            assert!(o.impairments.hub, "{text}");
+        }
+        assert!(!LinkOptions::parse_compact("fe").unwrap().impairments.hub);
+        let e = LinkOptions::parse_compact("fe,medium=coax").unwrap_err();
+        assert!(e.contains("switch or hub"), "{e}");
     }
 
     #[test]

@@ -25,6 +25,10 @@ pub struct LabStatus {
     /// Random frame loss in the switch now, percent (from its nftables rule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_percent: Option<f64>,
+    /// A hub lab: its shared medium's shaper as read back now (see
+    /// [`super::build`]); absent for a switch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub: Option<ShaperReadback>,
     /// The nodes.
     pub nodes: Vec<NodeStatus>,
 }
@@ -58,6 +62,11 @@ pub fn read(st: &LabState) -> LabStatus {
         temporary: st.temporary,
         orphaned: st.orphaned(),
         loss_percent: loss_now(&st.switch_netns),
+        hub: st
+            .impairments
+            .hub
+            .then(|| shaper(&st.switch_netns, "hub0"))
+            .flatten(),
         nodes: st
             .nodes
             .iter()
@@ -162,6 +171,13 @@ pub fn format(labs: &[LabStatus]) -> String {
             .loss_percent
             .map(|p| format!(", {p}% frame loss in the switch"))
             .unwrap_or_default();
+        let loss = match &l.hub {
+            Some(h) => format!(
+                "{loss}, a hub: every node shares one medium ({})",
+                shaper_text(&Some(h.clone()))
+            ),
+            None => loss,
+        };
         s.push_str(&format!(
             "lab {}: {} nodes, subnet {}{loss}{flags}\n",
             l.name,

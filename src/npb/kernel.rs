@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::mg::{Decomposition, MgParams};
 use super::{cg, ep, is, Class, NpbOutcome};
-use crate::comm::Communicator;
+use crate::comm::{Communicator, Counted};
 use crate::error::usage;
 
 /// Largest process count the command line accepts for one kernel run.
@@ -75,8 +75,12 @@ impl Kernel {
     }
 
     /// Runs the kernel of `class` on this rank of `comm` (every rank must
-    /// call it) and verifies it; an unverified run is an error.
+    /// call it) and verifies it; an unverified run is an error. What the
+    /// ranks send in the timed section is counted ([`Counted`]) for the
+    /// outcome's communication figures.
     pub fn run(self, class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
+        let counted = Counted::new(comm);
+        let comm: &dyn Communicator = &counted;
         match self {
             Kernel::Cg => cg::run_cg(class, comm),
             Kernel::Ep => ep::run_ep(class, comm),

@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use super::Class;
-use crate::comm::Communicator;
+use crate::comm::{Communicator, SentTotals};
 pub use crate::result::npb_outcome::{CheckedValue, NpbOutcome};
 use anyhow::Result;
 
@@ -34,15 +34,25 @@ fn describe(checks: &[CheckedValue], tolerance: f64) -> String {
         .iter()
         .map(|c| {
             format!(
-                "{} {:.13e}, reference {:.13e} (relative error {:.3e}, allowed {tolerance:e})",
+                "{} {}, reference {} (relative error {:.3e}, allowed {tolerance:e})",
                 c.name,
-                c.value,
-                c.reference,
+                checked_number(c.value),
+                checked_number(c.reference),
                 c.relative_error()
             )
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// A checked value as NPB prints it: counts (IS's passed checks, EP's
+/// pairs) as integers, the rest with 14 significant digits.
+fn checked_number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.13e}")
+    }
 }
 
 /// Fails with [`KernelVerificationFailed`] unless every check is within
@@ -71,6 +81,8 @@ fn verify(
 pub struct Timer {
     wall: Instant,
     cpu_s: f64,
+    /// What this rank had sent when the section started.
+    sent_at_start: Option<SentTotals>,
 }
 
 /// Wall and CPU time of a timed section, each the maximum over ranks.
@@ -80,6 +92,9 @@ pub struct Elapsed {
     pub wall_s: f64,
     /// Thread CPU time, seconds (NaN without a thread CPU clock).
     pub cpu_s: f64,
+    /// What all ranks sent during the section, summed, where the
+    /// communicator counts it.
+    pub sent: Option<SentTotals>,
 }
 
 impl Timer {
@@ -90,19 +105,39 @@ impl Timer {
         Ok(Timer {
             wall: Instant::now(),
             cpu_s: thread_cpu_time_s(),
+            sent_at_start: comm.sent_totals(),
         })
     }
 
-    /// Stops the clocks and takes the maximum over ranks (a collective).
+    /// Stops the clocks and takes the maximum over ranks, and the sum of
+    /// what they sent (collectives, after the section).
     pub fn stop(self, comm: &dyn Communicator) -> Result<Elapsed> {
         let mut times_s = [
             self.wall.elapsed().as_secs_f64(),
             thread_cpu_time_s() - self.cpu_s,
         ];
+        let sent = match (self.sent_at_start, comm.sent_totals()) {
+            (Some(start), Some(end)) => Some([
+                (end.bytes - start.bytes) as f64,
+                (end.messages - start.messages) as f64,
+            ]),
+            _ => None,
+        };
         comm.allreduce_max_f64(&mut times_s)?;
+        let sent = match sent {
+            Some(mut totals) => {
+                comm.allreduce_sum_f64(&mut totals)?;
+                Some(SentTotals {
+                    bytes: totals[0] as u64,
+                    messages: totals[1] as u64,
+                })
+            }
+            None => None,
+        };
         Ok(Elapsed {
             wall_s: times_s[0],
             cpu_s: times_s[1],
+            sent,
         })
     }
 }
@@ -156,6 +191,9 @@ impl NpbOutcome {
             relative_error,
             max_abs_residual: None,
             checks,
+            annulus_counts: Vec::new(),
+            sent_bytes: shape.elapsed.sent.map(|s| s.bytes),
+            sent_messages: shape.elapsed.sent.map(|s| s.messages),
             verified: true,
         })
     }
@@ -182,6 +220,15 @@ mod tests {
         let e = verify("EP", Class::S, &far, 1e-8).unwrap_err();
         assert!(e.downcast_ref::<KernelVerificationFailed>().is_some());
         assert!(e.to_string().contains("failed verification"), "{e}");
+        let counts = [CheckedValue::new(
+            "partial verifications passed",
+            49.0,
+            50.0,
+        )];
+        let e = verify("IS", Class::S, &counts, 0.0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("passed 49, reference 50 "), "{e}");
         let nan = [CheckedValue::new("zeta", f64::NAN, 1.0)];
         assert!(verify("CG", Class::S, &nan, 1e-10).is_err());
     }

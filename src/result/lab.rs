@@ -17,6 +17,11 @@ pub struct LabPlacement {
     pub server_node: Option<String>,
     /// The links of those nodes, as configured.
     pub links: Vec<LabLink>,
+    /// `hub` when the nodes share one medium (`wulf lab up --medium
+    /// hub`: one budget of the link rate for every node and both
+    /// directions); absent for a switch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub medium: Option<String>,
 }
 
 impl LabPlacement {
@@ -39,7 +44,10 @@ impl LabPlacement {
                 .collect::<Vec<_>>()
                 .join(", "),
         };
-        format!("lab {}: {nodes}", self.name)
+        match &self.medium {
+            Some(m) => format!("lab {} ({m}): {nodes}", self.name),
+            None => format!("lab {}: {nodes}", self.name),
+        }
     }
 }
 

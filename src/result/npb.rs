@@ -18,7 +18,10 @@ use super::npb_outcome::NpbOutcome;
 /// what the other kernels verified. Version 1 files (MG only) read as
 /// version 2 files with the MG fields present. Version 3 added the
 /// measurement conditions (`conditions`, `runs[].cpu_whole`), optional.
-pub const NPB_SCHEMA_VERSION: u32 = 3;
+/// Version 4 added each outcome's traffic (`sent_bytes`, `sent_messages`)
+/// and EP's `annulus_counts`, optional; EP's `sx` and `sy` became NPB
+/// 3.4.2's sums of |X| and |Y| (the signed sums are `signed sx`/`signed sy`).
+pub const NPB_SCHEMA_VERSION: u32 = 4;
 
 /// The oldest NPB result schema version this wulf still reads.
 pub const NPB_OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -150,9 +153,27 @@ pub struct NpbRun {
     /// [`NpbResult::nodes`]); absent on one host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Vec<RankPlacement>>,
+    /// Other work on the measuring machine during this combination's
+    /// runs, in CPUs: `/proc/stat`'s busy time less wulf's own processes
+    /// and ranks (getrusage), over the wall time (schema 4). Above 0.25 the
+    /// run was not made on a quiet machine and is marked so. Absent where
+    /// not measured (ranks on other hosts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreign_cpus: Option<f64>,
 }
 
+/// Foreign work, in CPUs ([`NpbRun::foreign_cpus`]), above which a run
+/// was not made on a quiet machine: a quarter of a CPU, well above the few
+/// percent an idle system's daemons take.
+pub const FOREIGN_CPUS_WARN: f64 = 0.25;
+
 impl NpbRun {
+    /// Whether other work shared the machine with this run beyond
+    /// [`FOREIGN_CPUS_WARN`] (its figures are marked `*` in the tables).
+    pub fn on_busy_machine(&self) -> bool {
+        self.foreign_cpus.is_some_and(|f| f > FOREIGN_CPUS_WARN)
+    }
+
     /// A run from its outcomes (or its error), with the best and median
     /// rates derived; the speedup is filled in by [`fill_speedups`].
     pub fn new(via: &str, nprocs: usize, outcome: Result<Vec<NpbOutcome>, String>) -> NpbRun {
@@ -178,6 +199,7 @@ impl NpbRun {
             mpi: None,
             cpu_whole: None,
             placement: None,
+            foreign_cpus: None,
         }
     }
 
@@ -187,6 +209,15 @@ impl NpbRun {
             .iter()
             .map(|o| o.time_s)
             .min_by(f64::total_cmp)
+    }
+
+    /// Seed 001's communication rows of the fastest verified repetition:
+    /// MB/s, messages/s and mean message bytes ([`NpbOutcome::communication`]).
+    pub fn communication(&self) -> Option<[f64; 3]> {
+        self.outcomes
+            .iter()
+            .min_by(|a, b| a.time_s.total_cmp(&b.time_s))?
+            .communication()
     }
 }
 

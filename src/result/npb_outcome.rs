@@ -117,6 +117,20 @@ pub struct NpbOutcome {
     /// EP, IS, CG: the values verified against NPB's references.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckedValue>,
+    /// EP only: the accepted pairs in each of the ten annuli
+    /// `l <= max(|X|, |Y|) < l + 1`, as NPB prints them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annulus_counts: Vec<u64>,
+    /// Payload bytes all ranks sent to each other during the timed
+    /// section (point-to-point messages as sent; a collective counts each
+    /// rank's share of its data, see `comm::Counted`). Absent in results
+    /// made before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_bytes: Option<u64>,
+    /// Messages all ranks sent to each other during the timed section
+    /// (a collective counts once per rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_messages: Option<u64>,
     /// Whether the run verified: always true in an outcome (an unverified
     /// run is an error), kept so that saved results say so.
     pub verified: bool,
@@ -132,6 +146,23 @@ pub struct CheckedValue {
     pub value: f64,
     /// NPB's reference.
     pub reference: f64,
+}
+
+impl NpbOutcome {
+    /// Seed 001's communication rows: megabytes per second (10^6 bytes),
+    /// messages per second and the mean message size in bytes, over the
+    /// timed section; `None` where nothing was counted or sent.
+    pub fn communication(&self) -> Option<[f64; 3]> {
+        let (bytes, messages) = (self.sent_bytes? as f64, self.sent_messages? as f64);
+        if messages == 0.0 || self.time_s <= 0.0 {
+            return None;
+        }
+        Some([
+            bytes / self.time_s * 1e-6,
+            messages / self.time_s,
+            bytes / messages,
+        ])
+    }
 }
 
 impl CheckedValue {

@@ -15,6 +15,7 @@ mod common;
 mod python;
 
 mod collective;
+mod hpl;
 mod intranode;
 mod lean_tipc;
 mod load_conditions;
@@ -24,6 +25,7 @@ mod matrix_hostile;
 mod matrix_launch;
 mod mpi;
 mod mpi_ffi;
+mod npb_all_counts;
 mod npb_faults;
 mod npb_group;
 mod npb_kernels;

@@ -258,6 +258,20 @@ pub(super) fn command(
     launcher_args.extend(plan.options.mpi_launcher_args.iter().cloned());
     if plan.cluster.is_none() {
         launcher_args.extend(plan.variant_args.iter().map(|s| s.to_string()));
+        // Every rank is on this host, so TCP between them goes through the
+        // loopback whatever address it picks; Open MPI leaves the loopback
+        // out by default and dies in MPI_Init where it is the only
+        // interface (a private network namespace). Name it, unless the user
+        // chose interfaces.
+        let chosen = plan
+            .options
+            .mpi_launcher_args
+            .iter()
+            .any(|a| a.contains("tcp_if_"));
+        if !plan.variant_args.is_empty() && !chosen {
+            let local = plan.install.flavor.local_tcp_args();
+            launcher_args.extend(local.iter().map(|s| s.to_string()));
+        }
     }
     let mut argv: Vec<String> = vec![
         plan.install.launcher.display().to_string(),

@@ -9,10 +9,17 @@
 //! block) and the vector entries of its column block.
 //!
 //! * A matrix-vector product leaves each rank a partial sum over its row
-//!   block; [`Grid::row_sum`] adds them along the process row (recursive
+//!   block; [`Grid::row_sum_of_sent_part`] adds them along the process
+//!   row, but only over the part [`Grid::transpose`] sends on, as NPB
+//!   does. On a square grid that part is the whole row block (recursive
 //!   doubling: `log2(npcols)` exchanges with the rank whose column differs
 //!   in one bit; both sides add the same two numbers, so every rank of a
-//!   row ends with the same bits).
+//!   row ends with the same bits). On a grid twice as wide as tall the
+//!   row block is two column blocks and the ranks of odd and even columns
+//!   send on different halves: the first exchange (with the column
+//!   neighbour, `col ^ 1`) gives each side the half it keeps and takes the
+//!   half the other keeps, and the later exchanges carry that half only.
+//!   Summing the whole row block there sent twice NPB's bytes.
 //! * [`Grid::transpose`] then gives each rank the entries of its column
 //!   block: the rank at (row, col) sends part `col % k` of its row block
 //!   (column block `k row + col % k`) to the rank at
@@ -116,6 +123,48 @@ impl Grid {
         Ok(())
     }
 
+    /// Sums `values` (this rank's partial sums over its row block) over
+    /// the ranks of this process row, but only in the part
+    /// [`Grid::transpose`] sends on, as NPB's reduction does (see the
+    /// module documentation); the rest of `values` is left partial.
+    /// `scratch` is as long as `values`.
+    pub fn row_sum_of_sent_part(
+        &self,
+        comm: &dyn Communicator,
+        values: &mut [f64],
+        scratch: &mut [f64],
+    ) -> Result<()> {
+        if self.npcols == self.nprows {
+            return self.row_sum(comm, values, scratch);
+        }
+        // Two column blocks a row block: the column neighbour keeps the
+        // half we do not.
+        let kept = self.sent.clone();
+        let other = if kept.start == 0 {
+            kept.end..values.len()
+        } else {
+            0..kept.start
+        };
+        let mut bit = 1;
+        while bit < self.npcols {
+            let peer = self.row * self.npcols + (self.col ^ bit);
+            let outgoing = if bit == 1 {
+                other.clone()
+            } else {
+                kept.clone()
+            };
+            comm.sendrecv(peer, &values[outgoing], peer, &mut scratch[kept.clone()])?;
+            if self.corrupt && kept.len() > 1 {
+                scratch[kept.start] += 1.0;
+            }
+            for (v, s) in values[kept.clone()].iter_mut().zip(&scratch[kept.clone()]) {
+                *v += *s;
+            }
+            bit <<= 1;
+        }
+        Ok(())
+    }
+
     /// From `w`, the row sums over this rank's row block, fills `out` with
     /// the entries of its column block (see the module documentation).
     pub fn transpose(&self, comm: &dyn Communicator, w: &[f64], out: &mut [f64]) -> Result<()> {
@@ -152,6 +201,44 @@ mod tests {
                 // What we send is what the partner's column block needs.
                 let sent = g.rows.start + g.sent.start..g.rows.start + g.sent.end;
                 assert_eq!(sent, p.cols, "np={nprocs} rank {rank}");
+            }
+        }
+    }
+
+    /// NPB's traffic of one matrix-vector product, per rank: its reduction
+    /// sends one column block (`na / npcols` values) at each of the
+    /// `log2(npcols)` steps, and its transpose one column block to the
+    /// partner unless the partner is the rank itself.
+    fn npb_bytes_per_product(na: usize, nprocs: usize, grid: &Grid) -> u64 {
+        let npcols = Grid::shape(nprocs)[1];
+        let steps = npcols.trailing_zeros() as usize;
+        let transpose = usize::from(grid.partner != grid.row * grid.npcols + grid.col);
+        (8 * (na / npcols) * (steps + transpose)) as u64
+    }
+
+    #[test]
+    fn a_product_sends_npb_s_bytes_on_every_grid() {
+        use crate::comm::{Counted, ThreadComm};
+        let na = 1400; // class S
+        for nprocs in [1, 2, 4, 8] {
+            let sent = ThreadComm::run(nprocs, |comm| {
+                let counted = Counted::new(comm);
+                let grid = Grid::new(na, nprocs, comm.rank());
+                let mut w = vec![1.0; grid.rows.len()];
+                let mut scratch = vec![0.0; grid.rows.len()];
+                let mut out = vec![0.0; grid.cols.len()];
+                grid.row_sum_of_sent_part(&counted, &mut w, &mut scratch)?;
+                grid.transpose(&counted, &w, &mut out)?;
+                // Every entry is the sum of one 1 from each column.
+                assert!(out.iter().all(|&v| v == grid.npcols as f64), "np={nprocs}");
+                Ok((
+                    counted.totals().bytes,
+                    npb_bytes_per_product(na, nprocs, &grid),
+                ))
+            })
+            .unwrap();
+            for (rank, (got, want)) in sent.into_iter().enumerate() {
+                assert_eq!(got, want, "np={nprocs} rank {rank}: bytes of one product");
             }
         }
     }

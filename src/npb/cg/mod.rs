@@ -233,7 +233,8 @@ impl<'a> Operator<'a> {
                 }
             };
         }
-        self.grid.row_sum(self.comm, &mut self.w, &mut self.w_in)?;
+        self.grid
+            .row_sum_of_sent_part(self.comm, &mut self.w, &mut self.w_in)?;
         self.grid.transpose(self.comm, &self.w, out)
     }
 

@@ -32,13 +32,18 @@ pub fn problem(r: &NpbResult) -> String {
 fn render(r: &NpbResult, markdown: bool) -> String {
     let mut s = String::new();
     let grid = problem(r);
+    let verified = if r.runs.iter().all(|x| x.outcomes.is_empty()) {
+        "no run verified".to_string()
+    } else {
+        let n = r.repetitions;
+        format!("best of {n} verified run{}", if n == 1 { "" } else { "s" })
+    };
     let _ = writeln!(
         s,
-        "{}NAS {} class {} ({grid}): best of {} verified runs{}",
+        "{}NAS {} class {} ({grid}): {verified}{}",
         if markdown { "### " } else { "" },
         r.kernel.to_uppercase(),
         r.class,
-        r.repetitions,
         if r.complete { "" } else { " (INCOMPLETE)" }
     );
     if let Some(lab) = &r.lab {
@@ -64,13 +69,43 @@ fn render(r: &NpbResult, markdown: bool) -> String {
         ("speedup against 1 process", |x| x.speedup, 2),
         ("median Mop/s", |x| x.median_mop_s, 1),
     ];
+    // Seed 001's three rows under each kernel: what the kernel asks of
+    // the transport, all ranks together, in the fastest repetition.
+    let traffic: [(&str, Figure, usize); 3] = [
+        ("communication MB/s", |x| x.communication().map(|c| c[0]), 1),
+        ("messages/s", |x| x.communication().map(|c| c[1]), 0),
+        ("mean message bytes", |x| x.communication().map(|c| c[2]), 0),
+    ];
+    let counted = r.runs.iter().any(|x| x.communication().is_some());
+    let tables = tables
+        .into_iter()
+        .chain(traffic.into_iter().filter(|_| counted));
     for (title, figure, decimals) in tables {
         let _ = writeln!(s);
         table(&mut s, r, title, figure, decimals, markdown);
     }
     let _ = writeln!(s);
     runs_list(&mut s, r, markdown);
+    if r.runs.iter().any(NpbRun::on_busy_machine) {
+        let _ = writeln!(
+            s,
+            "* other work kept the machine busy during this run (see the warnings): not a quiet figure"
+        );
+    }
+    for w in &r.warnings {
+        let _ = writeln!(s, "{}warning: {w}", if markdown { "- " } else { "" });
+    }
     s
+}
+
+/// `*` after a figure of a run made on a busy machine
+/// ([`NpbRun::on_busy_machine`]).
+fn busy_mark(run: &NpbRun) -> &'static str {
+    if run.on_busy_machine() {
+        "*"
+    } else {
+        ""
+    }
 }
 
 /// Process counts in the order first run, and transports likewise.
@@ -113,7 +148,7 @@ fn table(s: &mut String, r: &NpbResult, title: &str, figure: Figure, decimals: u
                 None => "".to_string(),
                 Some(x) if x.error.is_some() => "failed".to_string(),
                 Some(x) => figure(x)
-                    .map(|v| format!("{v:.decimals$}"))
+                    .map(|v| format!("{v:.decimals$}{}", busy_mark(x)))
                     .unwrap_or_else(|| "-".to_string()),
             };
             cells.push(format!("{cell:>9}"));
@@ -243,7 +278,7 @@ pub fn kernels_table(results: &[NpbResult]) -> String {
                 Some(x) if x.error.is_some() => "failed".to_string(),
                 Some(x) => x
                     .best_mop_s
-                    .map(|m| format!("{m:.1}"))
+                    .map(|m| format!("{m:.1}{}", busy_mark(x)))
                     .unwrap_or_else(|| "-".to_string()),
             };
             cells.push(format!("{cell:>12}"));

@@ -47,6 +47,23 @@ impl Flavor {
         }
     }
 
+    /// With [`Flavor::tcp_args`], when every rank runs on this host: TCP
+    /// over the loopback (Open MPI excludes it by default, and finds no
+    /// interface at all in a loopback-only network namespace).
+    pub fn local_tcp_args(self) -> &'static [&'static str] {
+        match self {
+            Flavor::OpenMpi => &[
+                "--mca",
+                "btl_tcp_if_include",
+                "lo",
+                "--mca",
+                "oob_tcp_if_include",
+                "lo",
+            ],
+            Flavor::Mpich | Flavor::Other => &[],
+        }
+    }
+
     /// Launcher options that place one rank on each of `hosts`
     /// (comma-separated), started through the remote shell `agent` (one
     /// executable), and hold every byte between them to TCP on `subnet`

@@ -4,7 +4,9 @@
 //! ([`crate::analysis::matrix_confirm`]). A noisy cell, or a whole round
 //! under a load spike, then costs a re-measure, not a false finding.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use super::budget::Keeper;
 
 use super::cells::CellFile;
 use super::coordinator::{measure_group, MatrixPlan, Member};
@@ -25,14 +27,18 @@ pub(super) struct Again {
     pub lost: bool,
     /// The cell file's error, when it failed.
     pub write_error: Option<String>,
+    /// Suspicious cells left unmeasured: the budget was spent.
+    pub skipped: usize,
 }
 
 /// Measure the suspicious cells of `cells` again alone, one after the
-/// other, each within `budget`, as round `round`; each goes to
-/// `cell_file` and `cells` marked as a re-measure.
+/// other, as round `round`, as many as fit in what is left of the budget
+/// (`keeper`'s, counted from `started`), each with at most `cell` (a
+/// round's cell budget); each goes to `cell_file` and `cells` marked as a
+/// re-measure.
 pub(super) fn remeasure(
     plan: &MatrixPlan,
-    budget: Duration,
+    (keeper, started, cell): (&Keeper, Instant, Duration),
     round: usize,
     cells: &mut Vec<CellFigures>,
     cell_file: &mut CellFile,
@@ -42,6 +48,7 @@ pub(super) fn remeasure(
     let mut again = Again {
         lost: false,
         write_error: None,
+        skipped: 0,
     };
     let found = analyse(nodes, cells);
     // A lossy link's cells have their cause named already, and measuring
@@ -57,7 +64,11 @@ pub(super) fn remeasure(
         .filter(|&(f, t)| !lossy(f, t))
         .take(MOST_PER_NODE * nodes.len().max(2))
         .collect();
-    for (from, to) in suspects {
+    // In the candidates' order (slow links, then asymmetric pairs): the
+    // budget leaves out the last.
+    let (fit, budget) = keeper.remeasures(started.elapsed(), suspects.len(), cell);
+    again.skipped = suspects.len() - fit;
+    for (from, to) in suspects.into_iter().take(fit) {
         if crate::sweep::interrupted() {
             break;
         }

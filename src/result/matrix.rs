@@ -24,7 +24,7 @@ pub const MATRIX_SCHEMA_VERSION: u32 = 3;
 /// `cells[].rate`, `cells[].alone_bandwidth`, `analysis.contention` and
 /// three optional figures of `analysis.steps[]`; version 3 the optional
 /// `cells[].net`, `cells[].remeasure`, `analysis.lossy_links` and
-/// `analysis.unconfirmed`).
+/// `analysis.unconfirmed`, then `budget_s` and `seed`).
 pub const MATRIX_OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// The value of [`MatrixResult::kind`].
@@ -97,6 +97,13 @@ super::envelope::result_document! {
         /// Non-fatal observations.
         #[serde(default)]
         pub warnings: Vec<String>,
+        /// `--budget`, seconds: the rounds, the pairs alone and the
+        /// re-measures together, kept within 1.2 x (`rounds_s`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub budget_s: Option<f64>,
+        /// Seed of the random order of the rounds (`--seed` repeats it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub seed: Option<u64>,
     }
 }
 

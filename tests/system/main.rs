@@ -20,6 +20,7 @@ mod lean_tipc;
 mod load_conditions;
 mod load_network;
 mod matrix;
+mod matrix_budget;
 mod matrix_hostile;
 mod matrix_launch;
 mod mpi;

@@ -181,7 +181,13 @@ pub fn run(
         .map(|x| x.name.as_str())
         .collect();
     let failed = cells.iter().filter(|c| c.error.is_some()).count();
-    let incomplete = if let Some(e) = write_error {
+    let incomplete = if joined < 2 {
+        trouble = true;
+        Some(format!(
+            "only {joined} of {} agents joined: no pair to measure",
+            nodes.len()
+        ))
+    } else if let Some(e) = write_error {
         trouble = true;
         Some(format!("stopped: {e}"))
     } else if interrupted {

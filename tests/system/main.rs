@@ -23,6 +23,7 @@ mod matrix;
 mod matrix_budget;
 mod matrix_hostile;
 mod matrix_launch;
+mod matrix_partial;
 mod mpi;
 mod mpi_ffi;
 mod npb_faults;

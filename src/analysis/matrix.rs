@@ -225,7 +225,10 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
     }
     a.outlier_cells.sort_by(|x, y| y.score.total_cmp(&x.score));
     super::matrix_loss::apply(&mut a, nodes.len(), cells);
-    super::matrix_confirm::apply(&mut a, again);
+    // Host-bound rounds are judged from the cells measured alone instead.
+    if !super::matrix_host::apply(&mut a, nodes, cells, again) {
+        super::matrix_confirm::apply(&mut a, again);
+    }
     a.node_summary = touching
         .iter()
         .enumerate()
@@ -243,6 +246,19 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
         })
         .collect();
     a
+}
+
+/// The slow nodes by bandwidth among `n` nodes from `cells` alone (the
+/// ring measured alone when the rounds were host-bound,
+/// [`super::matrix_host`]).
+pub(super) fn slow_bandwidth_nodes(n: usize, cells: &[CellFigures]) -> Vec<SlowNode> {
+    let values: Vec<f64> = cells.iter().filter_map(CellFigures::bits_per_s).collect();
+    let spread = median_mad(&values).map(|(median, mad)| Spread {
+        median,
+        mad,
+        cells: values.len(),
+    });
+    slow_nodes(cells, &touching(n, cells), Metric::Bandwidth, spread)
 }
 
 /// The indices of the cells touching each of `n` nodes: one pass, so

@@ -22,6 +22,7 @@ fn cell(from: usize, to: usize, bits_per_s: f64, retrans: u64) -> CellFigures {
             out_segs: 10_000,
             retrans_segs: retrans,
             interface_drops: 0,
+            cpu_busy_share: None,
         }),
         remeasure: false,
     })

@@ -39,6 +39,8 @@ pub struct Keeper {
     /// budget it was given), and how many calls they came from.
     overhead_sum: Duration,
     overhead_calls: u32,
+    /// A slot's even share of the rounds, fixed at the first slot.
+    nominal: Option<Duration>,
     /// Slots that got less than half their even share (the overhead ate
     /// the rest), and slots held at [`CELL_FLOOR`].
     pub squeezed: usize,
@@ -60,6 +62,7 @@ impl Keeper {
             rounds,
             overhead_sum: Duration::ZERO,
             overhead_calls: 0,
+            nominal: None,
             squeezed: 0,
             floored: 0,
         }
@@ -80,7 +83,9 @@ impl Keeper {
         let left = self.rounds.saturating_sub(elapsed);
         let even = left / slots_left.max(1) as u32;
         let budget = even.saturating_sub(self.overhead() * calls.max(1));
-        let nominal = self.rounds / slots_left.max(1) as u32;
+        let nominal = *self
+            .nominal
+            .get_or_insert(self.rounds / slots_left.max(1) as u32);
         if budget < nominal / 2 {
             self.squeezed += 1;
         }
@@ -95,6 +100,16 @@ impl Keeper {
     pub fn record(&mut self, given: Duration, took: Duration, calls: u32) {
         self.overhead_sum += took.saturating_sub(given);
         self.overhead_calls += calls.max(1);
+    }
+
+    /// The budget of each of `count` cells that must all be measured in
+    /// what is left of the whole budget `elapsed` after the rounds began
+    /// (the ring of a host-bound matrix): never below [`CELL_FLOOR`].
+    pub fn share_each(&self, elapsed: Duration, count: usize) -> Duration {
+        let left = self.total.saturating_sub(elapsed);
+        (left / count.max(1) as u32)
+            .saturating_sub(self.overhead())
+            .max(CELL_FLOOR)
     }
 
     /// How many of `wanted` re-measures fit in what is left of the whole

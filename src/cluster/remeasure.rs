@@ -3,6 +3,9 @@
 //! so that a finding is named only when its re-measure confirms it
 //! ([`crate::analysis::matrix_confirm`]). A noisy cell, or a whole round
 //! under a load spike, then costs a re-measure, not a false finding.
+//! When the rounds were host-bound ([`crate::analysis::matrix_host`]),
+//! the ring of cells k -> k+1 is measured alone instead, and the nodes
+//! are judged from it.
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +16,7 @@ use super::coordinator::{measure_group, MatrixPlan, Member};
 use super::protocol::CellParts;
 use crate::analysis::matrix::analyse;
 use crate::analysis::matrix_confirm::candidates;
+use crate::analysis::matrix_host::ring;
 use crate::result::matrix::{CellFigures, MatrixNode};
 
 /// At most this many cells per node are measured again: a matrix whose
@@ -59,28 +63,31 @@ pub(super) fn remeasure(
             .iter()
             .any(|l| (l.a, l.b) == (f.min(t), f.max(t)))
     };
-    let suspects: Vec<(usize, usize)> = candidates(&found)
-        .into_iter()
-        .filter(|&(f, t)| !lossy(f, t))
-        .take(MOST_PER_NODE * nodes.len().max(2))
-        .collect();
-    // In the candidates' order (slow links, then asymmetric pairs): the
-    // budget leaves out the last.
-    let (fit, budget) = keeper.remeasures(started.elapsed(), suspects.len(), cell);
+    // Host-bound rounds: every node judged from cells alone, the ring
+    // (its stream only: the verdict is on bandwidth), each cell within
+    // what is left, at least the floor.
+    let host_bound = found.host_bound.is_some();
+    let (suspects, parts, fit, budget) = if host_bound {
+        let ring = ring(nodes.len());
+        let each = keeper.share_each(started.elapsed(), ring.len());
+        (ring.clone(), CellParts::BANDWIDTH_ONLY, ring.len(), each)
+    } else {
+        let suspects: Vec<(usize, usize)> = candidates(&found)
+            .into_iter()
+            .filter(|&(f, t)| !lossy(f, t))
+            .take(MOST_PER_NODE * nodes.len().max(2))
+            .collect();
+        // In the candidates' order (slow links, then asymmetric pairs):
+        // the budget leaves out the last.
+        let (fit, each) = keeper.remeasures(started.elapsed(), suspects.len(), cell);
+        (suspects, CellParts::default(), fit, each)
+    };
     again.skipped = suspects.len() - fit;
     for (from, to) in suspects.into_iter().take(fit) {
         if crate::sweep::interrupted() {
             break;
         }
-        let measured = measure_group(
-            plan,
-            budget,
-            round,
-            &[(from, to)],
-            CellParts::default(),
-            members,
-            nodes,
-        );
+        let measured = measure_group(plan, budget, round, &[(from, to)], parts, members, nodes);
         again.lost |= measured.lost;
         for mut cell in measured.cells {
             cell.remeasure = true;

@@ -187,6 +187,11 @@ pub struct CellNet {
     /// Drops and errors of the node's interfaces (loopback excluded).
     #[serde(default)]
     pub interface_drops: u64,
+    /// Share (0 to 1) of all the measuring host's CPUs busy while the
+    /// cell streamed (`/proc/stat`: user, nice, system, irq, softirq over
+    /// all ticks): near 1, the host, not the link, may set the cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_busy_share: Option<f64>,
 }
 
 impl CellNet {
@@ -243,6 +248,34 @@ pub struct MatrixAnalysis {
     /// cells' re-measures alone did not confirm, and so are not listed.
     #[serde(default)]
     pub unconfirmed: usize,
+    /// Set when the hosts, not the links, limited the rounds: cells well
+    /// below their links' goodput while the hosts' CPUs were saturated.
+    /// Nodes are then judged from cells measured alone, never from the
+    /// contended ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_bound: Option<HostBound>,
+}
+
+/// The verdict that the hosts limited a matrix's rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HostBound {
+    /// Median over the rounds' cells of each cell's bandwidth over its
+    /// link's TCP goodput limit (the slower end's, from the fingerprints).
+    pub link_share: f64,
+    /// Median share of the measuring hosts' CPUs busy during those cells.
+    pub cpu_busy_share: f64,
+    /// Cells the two medians rest on.
+    pub cells: usize,
+    /// Cells measured alone (one pair at a time) after the rounds, from
+    /// which the nodes were judged; 0 when the budget left none.
+    pub alone_cells: usize,
+    /// Median share of their links' goodput the cells alone reached:
+    /// below [`crate::analysis::matrix_host::HOST_BOUND_LINK_SHARE`], the
+    /// host limits even one pair, and a link slower by less than that is
+    /// out of sight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_link_share: Option<f64>,
 }
 
 /// A link that loses segments while the other links of both its nodes do

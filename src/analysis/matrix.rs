@@ -217,7 +217,11 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
             Metric::Latency => a.latency = spread,
             Metric::Bandwidth => a.bandwidth = spread,
         }
-        let slow = slow_nodes(cells, &touching, metric, spread);
+        let mut slow = slow_nodes(cells, &touching, metric, spread);
+        if metric == Metric::Bandwidth {
+            // A node on a link a fraction slower, by its fingerprint.
+            super::matrix_host::by_link(nodes, cells, &touching, &mut slow);
+        }
         a.outlier_cells
             .extend(outlier_cells(nodes.len(), cells, metric, &slow));
         a.slow_nodes.extend(slow);
@@ -251,14 +255,17 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
 /// The slow nodes by bandwidth among `n` nodes from `cells` alone (the
 /// ring measured alone when the rounds were host-bound,
 /// [`super::matrix_host`]).
-pub(super) fn slow_bandwidth_nodes(n: usize, cells: &[CellFigures]) -> Vec<SlowNode> {
+pub(super) fn slow_bandwidth_nodes(nodes: &[MatrixNode], cells: &[CellFigures]) -> Vec<SlowNode> {
     let values: Vec<f64> = cells.iter().filter_map(CellFigures::bits_per_s).collect();
     let spread = median_mad(&values).map(|(median, mad)| Spread {
         median,
         mad,
         cells: values.len(),
     });
-    slow_nodes(cells, &touching(n, cells), Metric::Bandwidth, spread)
+    let touching = touching(nodes.len(), cells);
+    let mut slow = slow_nodes(cells, &touching, Metric::Bandwidth, spread);
+    super::matrix_host::by_link(nodes, cells, &touching, &mut slow);
+    slow
 }
 
 /// The indices of the cells touching each of `n` nodes: one pass, so
@@ -328,6 +335,7 @@ fn slow_nodes(
                 value: m_mine,
                 median,
                 share_outlying: share,
+                cause: None,
             });
         }
     }

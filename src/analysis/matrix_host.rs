@@ -118,7 +118,7 @@ pub fn apply(
         .collect();
     verdict.alone_cells = alone.len();
     verdict.alone_link_share = median_mad(&shares(nodes, &alone).0).map(|m| m.0);
-    a.slow_nodes = super::matrix::slow_bandwidth_nodes(nodes.len(), &alone);
+    a.slow_nodes = super::matrix::slow_bandwidth_nodes(nodes, &alone);
     a.host_bound = Some(verdict);
     true
 }
@@ -126,3 +126,103 @@ pub fn apply(
 #[cfg(test)]
 #[path = "matrix_host_tests.rs"]
 mod tests;
+
+/// A node's link limit below this share of the other nodes' median is a
+/// slower link worth naming.
+pub const SLOWER_LINK_SHARE: f64 = 0.95;
+
+/// Name the nodes on a link a fraction slower than their peers' (issue
+/// 35: an 800 Mbit/s node among gigabit ones): the slow-node rule needs
+/// 15% and a clean spread, which a 20% slower link in noisy cells misses.
+/// The fingerprints say which node's link limit is below the others'
+/// (by `1 - r`); the node is named, with that cause, when the median of
+/// its cells (`touching`) is closer to the expected `r` times the other
+/// cells' median than to equal. A node already named gets the cause.
+pub fn by_link(
+    nodes: &[MatrixNode],
+    cells: &[CellFigures],
+    touching: &[Vec<usize>],
+    slow: &mut Vec<crate::result::matrix::SlowNode>,
+) {
+    let limits: Vec<Option<f64>> = nodes.iter().map(node_limit_bits_per_s).collect();
+    if nodes.len() < 3 || touching.len() != nodes.len() {
+        return;
+    }
+    let mut mine_mask = vec![false; cells.len()];
+    for (k, mine_idx) in touching.iter().enumerate() {
+        let Some(limit) = limits[k] else { continue };
+        let others: Vec<f64> = limits
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != k)
+            .filter_map(|(_, l)| *l)
+            .collect();
+        let Some((others_limit, _)) = median_mad(&others) else {
+            continue;
+        };
+        let expected = limit / others_limit;
+        if expected >= SLOWER_LINK_SHARE {
+            continue;
+        }
+        for &i in mine_idx {
+            mine_mask[i] = true;
+        }
+        let value = |c: &CellFigures| c.bits_per_s().filter(|_| c.error.is_none());
+        let mine: Vec<f64> = mine_idx.iter().filter_map(|&i| value(&cells[i])).collect();
+        let rest: Vec<f64> = cells
+            .iter()
+            .zip(&mine_mask)
+            .filter(|(_, &m)| !m)
+            .filter_map(|(c, _)| value(c))
+            .collect();
+        for &i in mine_idx {
+            mine_mask[i] = false;
+        }
+        let (Some((m_mine, _)), Some((m_rest, _))) = (median_mad(&mine), median_mad(&rest)) else {
+            continue;
+        };
+        let midpoint = m_rest * (1.0 + expected) / 2.0;
+        let cause = cause_of(nodes, k, limit, others_limit);
+        if let Some(s) = slow
+            .iter_mut()
+            .find(|s| s.node == k && s.metric == "bandwidth")
+        {
+            s.cause = Some(cause);
+            continue;
+        }
+        if m_mine < midpoint {
+            slow.push(crate::result::matrix::SlowNode {
+                node: k,
+                metric: "bandwidth".into(),
+                value: m_mine,
+                median: m_rest,
+                share_outlying: mine.iter().filter(|&&v| v < midpoint).count() as f64
+                    / mine.len() as f64,
+                cause: Some(cause),
+            });
+        }
+    }
+}
+
+/// The words of a slower link's cause: the fingerprint field that sets
+/// it and the goodput limits.
+fn cause_of(nodes: &[MatrixNode], k: usize, limit: f64, others: f64) -> String {
+    let iface = nodes[k].host.as_ref().and_then(|h| h.interfaces.first());
+    let field = match iface {
+        Some(i) if i.is_shaped() => format!(
+            "interfaces[0].shaped_rate_bits_per_s {}",
+            i.shaped_rate_bits_per_s.unwrap_or(0)
+        ),
+        Some(i) => format!(
+            "interfaces[0].speed_mbit_per_s {} (mtu {})",
+            i.speed_mbit_per_s.unwrap_or(0),
+            i.mtu_bytes.unwrap_or(0)
+        ),
+        None => "its link".to_string(),
+    };
+    format!(
+        "its link: {field}, a TCP goodput limit of {:.1} Mbit/s against {:.1} on the other nodes",
+        limit / 1e6,
+        others / 1e6
+    )
+}

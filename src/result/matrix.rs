@@ -394,6 +394,12 @@ pub struct SlowNode {
     pub median: f64,
     /// Share of the node's cells that are outliers in the same direction.
     pub share_outlying: f64,
+    /// The fingerprint difference that explains it, when one does: a
+    /// link whose goodput limit (shaped rate or negotiated speed, MTU) is
+    /// below the other nodes' (`interfaces[0]...: 800 Mbit/s against
+    /// 1000`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
 }
 
 /// A pair whose directions disagree.

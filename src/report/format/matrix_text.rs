@@ -124,12 +124,16 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
     }
     for sn in &a.slow_nodes {
         findings.push(format!(
-            "slow node: {} ({} {} against {} between the other nodes; {:.0}% of its cells)",
+            "slow node: {} ({} {} against {} between the other nodes; {:.0}% of its cells){}",
             name(sn.node),
             sn.metric,
             show(&sn.metric, sn.value),
             show(&sn.metric, sn.median),
-            100.0 * sn.share_outlying
+            100.0 * sn.share_outlying,
+            sn.cause
+                .as_deref()
+                .map(|c| format!("; cause: {c}"))
+                .unwrap_or_default()
         ));
     }
     for c in a.outlier_cells.iter().filter(|c| !c.explained_by_node) {

@@ -233,6 +233,7 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
     if !super::matrix_host::apply(&mut a, nodes, cells, again) {
         super::matrix_confirm::apply(&mut a, again);
     }
+    super::matrix_host::latency_on_busy_hosts(&mut a, cells);
     a.node_summary = touching
         .iter()
         .enumerate()

@@ -166,3 +166,23 @@ fn a_node_on_a_link_a_fifth_slower_is_named_with_its_cause_and_no_other() {
         .slow_nodes
         .is_empty());
 }
+
+#[test]
+fn a_node_slow_by_latency_on_saturated_hosts_is_not_named() {
+    let n = nodes(4, 9);
+    let mut cells = Vec::new();
+    for busy in [1.0, 0.3] {
+        cells.clear();
+        for a in 0..4 {
+            for b in (0..4).filter(|&b| b != a) {
+                let lat = if a == 1 || b == 1 { 22e3 } else { 10e3 };
+                let mut c = cell(a, b, 930e6, busy, false);
+                c.latency = Some(crate::result::matrix::Figure::from(&test_point(8, lat)));
+                cells.push(c);
+            }
+        }
+        let a = crate::analysis::matrix::analyse(&n, &cells);
+        let named = a.slow_nodes.iter().any(|s| s.metric == "latency");
+        assert_eq!(named, busy < 0.5, "busy {busy}: {:?}", a.slow_nodes);
+    }
+}

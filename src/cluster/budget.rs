@@ -102,6 +102,19 @@ impl Keeper {
         self.overhead_calls += calls.max(1);
     }
 
+    /// Keep back enough for `count` cells measured alone after the rounds
+    /// (the ring of host-bound rounds, found while they run), each at half
+    /// a slot's even share plus the overhead seen, on top of what is kept
+    /// already; never more than half the budget.
+    pub fn reserve_alone(&mut self, count: usize) {
+        let nominal = self.nominal.unwrap_or(self.rounds);
+        let want = (nominal / 2 + self.overhead()) * count as u32;
+        let kept = self.total.saturating_sub(self.rounds);
+        if want > kept {
+            self.rounds = self.total.saturating_sub(want.min(self.total / 2));
+        }
+    }
+
     /// The budget of each of `count` cells that must all be measured in
     /// what is left of the whole budget `elapsed` after the rounds began
     /// (the ring of a host-bound matrix): never below [`CELL_FLOOR`].
@@ -203,6 +216,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn host_bound_rounds_leave_room_for_the_ring_alone() {
+        let ms = Duration::from_millis;
+        // 6 nodes, 10 slots of 8 s, 300 ms overhead a call; host-bound
+        // found after the second slot: the ring of 6 then fits.
+        let mut k = Keeper::new(ms(8000), true);
+        let mut t = Duration::ZERO;
+        for i in 0..10 {
+            if i == 2 {
+                k.reserve_alone(6);
+            }
+            let b = k.slot(t, 10 - i, 1);
+            k.record(b, b + ms(300), 1);
+            t += b + ms(300);
+        }
+        let each = k.share_each(t, 6);
+        t += (each + ms(300)) * 6;
+        assert!(t <= ms(8000).mul_f64(1.2), "{t:?}");
+        assert!(each > CELL_FLOOR, "{each:?}");
     }
 
     #[test]

@@ -13,6 +13,10 @@ use super::protocol::CellParts;
 use super::schedule;
 use crate::result::matrix::{CellFigures, MatrixCell, MatrixNode, Pattern};
 
+/// Steps after which host-bound rounds are no longer looked for while
+/// they run (two rounds' both directions).
+const RING_CHECK_STEPS: usize = 4;
+
 /// What the rounds did.
 pub(super) struct Rounds {
     /// The figures of every cell measured or tried.
@@ -64,6 +68,7 @@ pub(super) fn run(
     let mut slots_left: usize = order.iter().map(|&st| slots_of(st)).sum();
     let (mut given_sum, mut given_count) = (Duration::ZERO, 0u32);
     let mut done_steps = 0;
+    let mut ring_kept = false;
     'steps: for &st in &order {
         let mut directed = schedule::step(plan.pattern, n, st);
         let round = schedule::round_of(plan.pattern, st);
@@ -100,6 +105,7 @@ pub(super) fn run(
             }
             keeper.record(slot, began.elapsed(), calls);
             out.trouble |= measured.lost;
+            let before = out.cells.len();
             for cell in measured.cells {
                 if let Err(e) = cell_file.push(&cell) {
                     out.write_error = Some(format!("{e:#}"));
@@ -110,6 +116,17 @@ pub(super) fn run(
             }
             if out.write_error.is_some() {
                 break 'steps;
+            }
+            // Host-bound rounds are judged from a ring of cells measured
+            // alone after them: keep its time back as soon as it shows,
+            // looked for in the first rounds only (the check is linear in
+            // the cells so far; a 1,000-node matrix must not pay it at
+            // every step).
+            if pairs && !ring_kept && done_steps < RING_CHECK_STEPS && out.cells.len() > before {
+                if crate::analysis::matrix_host::host_bound(nodes, &out.cells).is_some() {
+                    keeper.reserve_alone(n);
+                    ring_kept = true;
+                }
             }
         }
         done_steps += 1;

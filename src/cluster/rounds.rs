@@ -122,11 +122,14 @@ pub(super) fn run(
             // looked for in the first rounds only (the check is linear in
             // the cells so far; a 1,000-node matrix must not pay it at
             // every step).
-            if pairs && !ring_kept && done_steps < RING_CHECK_STEPS && out.cells.len() > before {
-                if crate::analysis::matrix_host::host_bound(nodes, &out.cells).is_some() {
-                    keeper.reserve_alone(n);
-                    ring_kept = true;
-                }
+            if pairs
+                && !ring_kept
+                && done_steps < RING_CHECK_STEPS
+                && out.cells.len() > before
+                && crate::analysis::matrix_host::host_bound(nodes, &out.cells).is_some()
+            {
+                keeper.reserve_alone(n);
+                ring_kept = true;
             }
         }
         done_steps += 1;

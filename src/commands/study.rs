@@ -154,7 +154,10 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     let (shown, withheld) = study::noise::withhold(&results);
     let mut study_tables = tables::tables(name, &shown);
     study::noise::annotate(&mut study_tables, noise, withheld);
-    let warnings = study::noise::warnings(noise, &results);
+    let mut warnings = study::noise::warnings(noise, &results);
+    if a.peer.is_none() {
+        warnings.extend(study::noise::framing_note(&results));
+    }
     host.load_after = crate::sys::load_average();
     let summary = StudyResult {
         kind: STUDY_KIND.into(),

@@ -178,3 +178,71 @@ mod tests {
         .is_empty());
     }
 }
+
+/// The emulated links' framing in words, for the warnings of a study run
+/// in a lab (issue 35 item 7): the lab's shaper counts the IP packet and
+/// a 14-byte header per frame, not the preamble, gap and FCS real
+/// Ethernet spends, so a shaped link carries a little more TCP than the
+/// real one; the tables' fractions are of the shaped limit.
+pub fn framing_note(cases: &[StudyCaseResult]) -> Option<String> {
+    let mut seen = Vec::new();
+    for c in cases {
+        let key = (c.link_bits_per_s, c.mtu_bytes);
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+    }
+    let parts: Vec<String> = seen
+        .iter()
+        .filter_map(|&(bits, mtu)| {
+            let l = crate::sys::tcp_goodput_limit(
+                bits as f64 / 1e6,
+                mtu,
+                crate::sys::IpVersion::V4,
+                true,
+            )?;
+            Some(format!(
+                "{} Mbit/s at MTU {mtu}: {:.1} Mbit/s of TCP shaped, {:.1} on real Ethernet",
+                bits / 1_000_000,
+                l.goodput_shaped_mbit_per_s,
+                l.goodput_ethernet_mbit_per_s
+            ))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "the lab's shaper counts each frame's IP packet and 14-byte header, not the \
+             preamble, inter-frame gap and FCS of real Ethernet; peaks and fractions are \
+             against the shaped limit ({})",
+            parts.join("; ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod framing_tests {
+    use super::*;
+
+    #[test]
+    fn the_framing_note_gives_both_limits_once_per_link() {
+        let c: StudyCaseResult = serde_json::from_value(serde_json::json!({
+            "label": "fe-tcp", "role": "cell", "transport": "tcp", "link": "fe",
+            "link_bits_per_s": 100_000_000u64, "mtu_bytes": 1500, "mode": "pingpong",
+            "latency_ns": null, "peak_min_bytes": 0, "peak_bits_per_s": null,
+            "peak_bytes": null, "n_half_bytes": null, "goodput_bits_per_s": 95.64e6,
+            "peak_fraction": null
+        }))
+        .unwrap();
+        let note = framing_note(&[c.clone(), c]).unwrap();
+        // fe: 100 x 1448/1514 shaped, 100 x 1448/1538 on the wire.
+        assert!(
+            note.contains(
+                "100 Mbit/s at MTU 1500: 95.6 Mbit/s of TCP shaped, 94.1 on real Ethernet"
+            ),
+            "{note}"
+        );
+        assert_eq!(note.matches("MTU 1500").count(), 1);
+        assert!(framing_note(&[]).is_none());
+    }
+}

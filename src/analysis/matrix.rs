@@ -217,7 +217,11 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
             Metric::Latency => a.latency = spread,
             Metric::Bandwidth => a.bandwidth = spread,
         }
-        let slow = slow_nodes(cells, &touching, metric, spread);
+        let mut slow = slow_nodes(cells, &touching, metric, spread);
+        if metric == Metric::Bandwidth {
+            // A node on a link a fraction slower, by its fingerprint.
+            super::matrix_host::by_link(nodes, cells, &touching, &mut slow);
+        }
         a.outlier_cells
             .extend(outlier_cells(nodes.len(), cells, metric, &slow));
         a.slow_nodes.extend(slow);
@@ -225,7 +229,11 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
     }
     a.outlier_cells.sort_by(|x, y| y.score.total_cmp(&x.score));
     super::matrix_loss::apply(&mut a, nodes.len(), cells);
-    super::matrix_confirm::apply(&mut a, again);
+    // Host-bound rounds are judged from the cells measured alone instead.
+    if !super::matrix_host::apply(&mut a, nodes, cells, again) {
+        super::matrix_confirm::apply(&mut a, again);
+    }
+    super::matrix_host::latency_on_busy_hosts(&mut a, cells);
     a.node_summary = touching
         .iter()
         .enumerate()
@@ -243,6 +251,22 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
         })
         .collect();
     a
+}
+
+/// The slow nodes by bandwidth among `n` nodes from `cells` alone (the
+/// ring measured alone when the rounds were host-bound,
+/// [`super::matrix_host`]).
+pub(super) fn slow_bandwidth_nodes(nodes: &[MatrixNode], cells: &[CellFigures]) -> Vec<SlowNode> {
+    let values: Vec<f64> = cells.iter().filter_map(CellFigures::bits_per_s).collect();
+    let spread = median_mad(&values).map(|(median, mad)| Spread {
+        median,
+        mad,
+        cells: values.len(),
+    });
+    let touching = touching(nodes.len(), cells);
+    let mut slow = slow_nodes(cells, &touching, Metric::Bandwidth, spread);
+    super::matrix_host::by_link(nodes, cells, &touching, &mut slow);
+    slow
 }
 
 /// The indices of the cells touching each of `n` nodes: one pass, so
@@ -312,6 +336,7 @@ fn slow_nodes(
                 value: m_mine,
                 median,
                 share_outlying: share,
+                cause: None,
             });
         }
     }

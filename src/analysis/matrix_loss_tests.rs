@@ -22,6 +22,7 @@ fn cell(from: usize, to: usize, bits_per_s: f64, retrans: u64) -> CellFigures {
             out_segs: 10_000,
             retrans_segs: retrans,
             interface_drops: 0,
+            cpu_busy_share: None,
         }),
         remeasure: false,
     })
@@ -78,6 +79,7 @@ fn a_few_retransmissions_or_no_counters_name_nothing() {
 fn a_slow_node_blamed_for_its_lossy_link_is_cleared() {
     let cells = matrix(6, &[(2, 5)]);
     let blamed = |node| SlowNode {
+        cause: None,
         node,
         metric: "bandwidth".into(),
         value: 30e6,

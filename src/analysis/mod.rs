@@ -73,6 +73,7 @@ pub mod hockney;
 pub mod line_fit;
 pub mod matrix;
 pub mod matrix_confirm;
+pub mod matrix_host;
 pub mod matrix_loss;
 mod saturation;
 mod significance;

@@ -59,9 +59,16 @@ pub struct MatrixArgs {
     /// for half of the budget).
     #[arg(long)]
     pub no_alone: bool,
-    /// Time budget of all the measuring rounds together.
+    /// Time budget of the whole measurement: the rounds, the pairs alone
+    /// and the re-measures of suspicious cells (a fifth of it kept for
+    /// them); kept within 1.2 x unless too short for the matrix (the
+    /// result then says so). The agents' start-up comes on top.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub budget: Duration,
+    /// Seed of the random order of the rounds (recorded in the result as
+    /// `seed`; give it again to repeat an order). Default: a fresh one.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Bound of every blocking step; agents that have not joined by then
     /// are named as missing.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]

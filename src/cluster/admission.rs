@@ -78,7 +78,8 @@ pub(super) fn admit(
     let named_by_agents = plan.hosts.is_empty();
     // Starting a thousand remote shells takes time of its own.
     let wait = plan.timeout.max(Duration::from_secs(10)) + Duration::from_millis(20 * n as u64);
-    let deadline = Instant::now() + wait;
+    let began = Instant::now();
+    let deadline = began + wait;
     let sources = expected_sources(&plan.hosts, listener.local_addr()?.ip(), plan.timeout);
     listener.set_nonblocking(true)?;
     // As many places as agents are expected at once (they all start
@@ -164,8 +165,11 @@ pub(super) fn admit(
             joined += 1;
         }
         // Every launch has ended: nobody else can join (after a moment
-        // for connections already made).
-        if agents.all_exited() {
+        // for connections already made). Tasks started by a launcher the
+        // user ran (srun, mpirun) are no launches of ours: the wait is
+        // theirs in full, or a task slower to start than a second was
+        // named missing.
+        if !named_by_agents && agents.all_exited() {
             let since = *exited_since.get_or_insert_with(Instant::now);
             if since.elapsed() > Duration::from_secs(1) {
                 break;
@@ -173,6 +177,8 @@ pub(super) fn admit(
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+    // Less than `wait` when every launch ended first.
+    let waited = began.elapsed();
     let mut also = String::new();
     if !refused.is_empty() {
         let shown: Vec<String> = refused.iter().map(IpAddr::to_string).collect();
@@ -188,20 +194,29 @@ pub(super) fn admit(
         if m.ch.is_none() {
             let why = agents.why_missing(&plan.hosts[i]);
             nodes[i].error = Some(format!(
-                "did not join within {}s: {why}{also}",
-                wait.as_secs()
+                "did not join within {:.0}s: {why}{also}",
+                waited.as_secs_f64()
             ));
         }
     }
     if named_by_agents {
-        if joined < n {
-            anyhow::ensure!(
-                joined >= 2,
-                crate::error::peer(format!(
-                    "only {joined} of {n} agents joined within {}s{also}",
-                    wait.as_secs()
-                ))
-            );
+        // The tasks that never joined have no name (they would have told
+        // it): each is a node of its own in the result, so the partial
+        // result says how many of how many joined, and why not.
+        for k in nodes.len()..n {
+            nodes.push(MatrixNode {
+                name: format!("~task {}", k + 1),
+                address: None,
+                host: None,
+                error: Some(format!(
+                    "did not join within {:.0}s: one of the {n} tasks the launcher started{also}",
+                    waited.as_secs_f64()
+                )),
+            });
+            members.push(Member {
+                ch: None,
+                serve_address: String::new(),
+            });
         }
         // Node order by name, as a host list would give it.
         let mut both: Vec<(MatrixNode, Member)> = nodes.drain(..).zip(members.drain(..)).collect();

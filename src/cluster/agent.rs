@@ -125,9 +125,15 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
                     budget_ms,
                     timeout_ms,
                 );
+                // The host's CPUs while it streamed, set by `measure`.
+                let busy = report.net.and_then(|n| n.cpu_busy_share);
                 report.net = before
                     .zip(NetCounters::read())
-                    .map(|(b, a)| net_of(b.since(a)));
+                    .map(|(b, a)| net_of(b.since(a)))
+                    .map(|n| CellNet {
+                        cpu_busy_share: busy,
+                        ..n
+                    });
                 report
             }),
             Order::Ping => CellReport::default(),
@@ -184,6 +190,7 @@ fn net_of(d: NetCounters) -> CellNet {
         out_segs: d.out_segs,
         retrans_segs: d.retrans_segs,
         interface_drops: d.interface_drops,
+        cpu_busy_share: None,
     }
 }
 
@@ -426,10 +433,21 @@ fn measure(
         }
     }
     if report.error.is_none() {
+        // How busy the whole host was while the stream ran: whether the
+        // host rather than the link may have set it (issue 35 item 3).
+        let mut stat = crate::load::kernel::StatReader::new();
+        let before = stat.read().ok();
         match run(Mode::Stream, bandwidth_bytes, 2.0) {
             Ok(p) => report.bandwidth = Some(p),
             Err(e) => report.error = Some(format!("bandwidth: {e:#}")),
         }
+        let busy = before
+            .zip(stat.read().ok())
+            .and_then(|(b, a)| crate::load::kernel::busy_share(&b, &a));
+        report.net = Some(CellNet {
+            cpu_busy_share: busy,
+            ..CellNet::default()
+        });
     }
     report.measure_s = started.elapsed().as_secs_f64();
     report

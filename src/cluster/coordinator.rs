@@ -45,7 +45,8 @@ pub struct MatrixPlan {
     pub latency_bytes: u64,
     /// Stream size, bytes.
     pub bandwidth_bytes: u64,
-    /// Total time budget of the measuring rounds.
+    /// Time budget of the whole measurement: rounds, pairs alone and
+    /// re-measures (the agents' start-up aside), kept within 1.2 x.
     pub budget: Duration,
     /// Bound of every blocking step, and of how long agents may take to join.
     pub timeout: Duration,
@@ -59,6 +60,8 @@ pub struct MatrixPlan {
     /// After each step, each of its pairs streams again alone (its
     /// bandwidth without the others; `shift` and `bisection`).
     pub alone: bool,
+    /// The seed of the order of the rounds ([`schedule::order`]).
+    pub seed: u64,
 }
 
 /// What the coordinator gathered.
@@ -76,6 +79,9 @@ pub struct Gathered {
     pub incomplete: Option<String>,
     /// Whether some node could not be reached or was lost (exit code 3).
     pub node_trouble: bool,
+    /// What the budget could not keep, and other observations for the
+    /// result's warnings.
+    pub warnings: Vec<String>,
 }
 
 /// A node's agent, once joined: its control connection (None when it
@@ -144,72 +150,23 @@ pub fn run(
     } else {
         steps
     };
-    let mut cells = Vec::new();
-    let mut interrupted = false;
-    let mut write_error = None;
-    let budget = cell_budget(plan, n);
-    'steps: for st in 0..steps {
-        let directed = schedule::step(plan.pattern, n, st);
-        let round = schedule::round_of(plan.pattern, st);
-        let groups: Vec<Vec<(usize, usize)>> = if plan.serial {
-            directed.iter().map(|&p| vec![p]).collect()
-        } else {
-            vec![directed]
-        };
-        for group in groups {
-            if crate::sweep::interrupted() {
-                interrupted = true;
-                break 'steps;
-            }
-            // Multipair is osu_mbw_mr: the small-message rate too.
-            let parts = CellParts {
-                rate: plan.pattern == Pattern::Multipair,
-                ..CellParts::default()
-            };
-            let mut measured =
-                measure_group(plan, budget, round, &group, parts, &mut members, &mut nodes);
-            if plan.alone && !measured.lost {
-                // Right after the step, while conditions are the same.
-                measured.lost = measure_alone(
-                    plan,
-                    budget,
-                    round,
-                    &mut measured.cells,
-                    &mut members,
-                    &mut nodes,
-                );
-            }
-            trouble |= measured.lost;
-            for cell in measured.cells {
-                if let Err(e) = cell_file.push(&cell) {
-                    write_error = Some(format!("{e:#}"));
-                }
-                // The cell is on disk; its figures are all the analysis
-                // and the terminal need.
-                cells.push(CellFigures::from(&cell));
-            }
-            if write_error.is_some() {
-                break 'steps;
-            }
-        }
-        if plan.pattern != Pattern::Pairs || st % 2 == 1 {
-            on_round(round + 1, rounds);
-        }
-    }
-    if plan.pattern == Pattern::Pairs && !interrupted && write_error.is_none() && steps > 0 {
-        let again = super::remeasure::remeasure(
-            plan,
-            budget,
-            rounds,
-            &mut cells,
-            cell_file,
-            &mut members,
-            &mut nodes,
-        );
-        trouble |= again.lost;
-        write_error = again.write_error;
-        interrupted = crate::sweep::interrupted();
-    }
+    let measured = super::rounds::run(
+        plan,
+        n,
+        steps,
+        rounds,
+        cell_file,
+        &mut members,
+        &mut nodes,
+        on_round,
+    );
+    trouble |= measured.trouble;
+    let (cells, interrupted, write_error, measured_warnings) = (
+        measured.cells,
+        measured.interrupted,
+        measured.write_error,
+        measured.warnings,
+    );
     let rounds_time = started.elapsed();
     for m in &mut members {
         if let Some(ch) = m.ch.as_mut() {
@@ -224,7 +181,13 @@ pub fn run(
         .map(|x| x.name.as_str())
         .collect();
     let failed = cells.iter().filter(|c| c.error.is_some()).count();
-    let incomplete = if let Some(e) = write_error {
+    let incomplete = if joined < 2 {
+        trouble = true;
+        Some(format!(
+            "only {joined} of {} agents joined: no pair to measure",
+            nodes.len()
+        ))
+    } else if let Some(e) = write_error {
         trouble = true;
         Some(format!("stopped: {e}"))
     } else if interrupted {
@@ -244,47 +207,8 @@ pub fn run(
         rounds_time,
         incomplete,
         node_trouble: trouble,
+        warnings: measured_warnings,
     })
-}
-
-/// Measure the stream of each of `cells` (measured at once) again alone,
-/// one after the other, within `budget` in all; its point goes to the
-/// cell's `alone_bandwidth`. Whether a node was lost.
-fn measure_alone(
-    plan: &MatrixPlan,
-    budget: Duration,
-    round: usize,
-    cells: &mut [MatrixCell],
-    members: &mut [Member],
-    nodes: &mut [MatrixNode],
-) -> bool {
-    let each = budget / cells.len().max(1) as u32;
-    let mut lost = false;
-    for cell in cells.iter_mut().filter(|c| c.error.is_none()) {
-        // Ctrl-C: the step's cells are kept; the pairs left go without.
-        if crate::sweep::interrupted() {
-            break;
-        }
-        let pair = [(cell.from, cell.to)];
-        let alone = measure_group(
-            plan,
-            each,
-            round,
-            &pair,
-            CellParts::BANDWIDTH_ONLY,
-            members,
-            nodes,
-        );
-        lost |= alone.lost;
-        let Some(a) = alone.cells.into_iter().next() else {
-            continue;
-        };
-        match a.error {
-            Some(e) => cell.error = Some(format!("alone: {e}")),
-            None => cell.alone_bandwidth = a.bandwidth,
-        }
-    }
-    lost
 }
 
 /// How long a cell may take before its measuring agent counts as lost.
@@ -293,23 +217,6 @@ fn cell_deadline(plan: &MatrixPlan, cell_budget: Duration) -> Duration {
     // step bounded by the timeout; the engine may overrun its budget to
     // reach its fewest trials.
     cell_budget * 3 + plan.timeout * 4 + Duration::from_secs(20)
-}
-
-/// The budget of one cell among `n` nodes: the budget over the steps
-/// (each lasts as long as one cell, its cells running at once; half of it
-/// when the pairs also stream alone after it, which takes the other
-/// half), or over every cell with `--serial`.
-fn cell_budget(plan: &MatrixPlan, n: usize) -> Duration {
-    if plan.pattern != Pattern::Pairs {
-        let step = plan.budget / schedule::steps(plan.pattern, n).max(1) as u32;
-        return if plan.alone { step / 2 } else { step };
-    }
-    let steps = if plan.serial {
-        n * n.saturating_sub(1)
-    } else {
-        2 * schedule::rounds(n)
-    };
-    plan.budget / steps.max(1) as u32
 }
 
 /// The cells of one group, and whether a node was lost measuring them.

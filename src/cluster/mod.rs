@@ -29,6 +29,7 @@
 
 mod admission;
 pub mod agent;
+pub mod budget;
 pub mod cells;
 pub mod coordinator;
 pub mod hostlist;
@@ -38,4 +39,5 @@ pub mod orphan;
 pub mod pair;
 pub mod protocol;
 mod remeasure;
+mod rounds;
 pub mod schedule;

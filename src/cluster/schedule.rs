@@ -139,3 +139,89 @@ mod pattern_tests {
         }
     }
 }
+
+/// The order in which the steps of `pattern` among `n` nodes are
+/// measured, from `seed` (recorded in the result, `--seed` repeats it).
+///
+/// `pairs`: the tournament's rounds in a random order, as LinkTest does,
+/// each round's two directions in a random order of their own, so that a
+/// load spike or a drift over the run falls on different pairs each time
+/// and a matrix repeated with another seed does not repeat its blind
+/// spots. The other patterns keep their order: their steps are a series
+/// (multipair's k = 1 .. N/2 pairs, shift's distances).
+pub fn order(pattern: Pattern, n: usize, seed: u64) -> Vec<usize> {
+    let steps = steps(pattern, n);
+    if pattern != Pattern::Pairs {
+        return (0..steps).collect();
+    }
+    let mut rng = SplitMix(seed);
+    let mut rounds: Vec<usize> = (0..steps / 2).collect();
+    rng.shuffle(&mut rounds);
+    rounds
+        .into_iter()
+        .flat_map(|r| {
+            let first = (rng.next() & 1) as usize;
+            [2 * r + first, 2 * r + 1 - first]
+        })
+        .collect()
+}
+
+/// Shuffle `items` (the pairs of a round, measured one at a time with
+/// `--serial`) from `seed`.
+pub fn shuffle<T>(items: &mut [T], seed: u64) {
+    SplitMix(seed).shuffle(items);
+}
+
+/// SplitMix64 (Steele, Lea and Flood 2014): a few lines of our own rather
+/// than a crate's generator, so that a recorded seed gives the same order
+/// in every later version of wulf.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Fisher-Yates; the slight modulo bias is of no matter for an order.
+    fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = (self.next() % (i as u64 + 1)) as usize;
+            items.swap(i, j);
+        }
+    }
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_gives_one_order_of_every_step_and_another_seed_another() {
+        for n in 2..=12 {
+            let a = order(Pattern::Pairs, n, 42);
+            assert_eq!(
+                a,
+                order(Pattern::Pairs, n, 42),
+                "n={n}: same seed, same order"
+            );
+            let mut sorted = a.clone();
+            sorted.sort();
+            assert_eq!(sorted, (0..steps(Pattern::Pairs, n)).collect::<Vec<_>>());
+            // A round's two directions stay together.
+            for w in a.chunks(2) {
+                assert_eq!(w[0] / 2, w[1] / 2, "n={n}: {a:?}");
+            }
+        }
+        // SplitMix64's first output for seed 0 (its reference value), so
+        // a change of generator cannot pass unseen.
+        assert_eq!(SplitMix(0).next(), 0xe220_a839_7b1d_cdaf);
+        let orders: std::collections::HashSet<Vec<usize>> =
+            (0..20).map(|s| order(Pattern::Pairs, 8, s)).collect();
+        assert!(orders.len() > 10, "seeds give different orders");
+        assert_eq!(order(Pattern::Shift, 5, 7), vec![0, 1, 2, 3]);
+    }
+}

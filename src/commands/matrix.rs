@@ -142,6 +142,7 @@ fn plan(ctx: &RunContext, args: &MatrixArgs, hosts: Vec<String>, expected: usize
         pattern,
         serve_inline: ctx.find(&args.via).is_some_and(|t| t.starts_both_ends()),
         alone: matches!(pattern, Pattern::Shift | Pattern::Bisection) && !args.no_alone,
+        seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
     }
 }
 
@@ -250,7 +251,9 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
         // Streamed from the cell file when written.
         cells: Vec::new(),
         analysis,
-        warnings: Vec::new(),
+        warnings: g.warnings.clone(),
+        budget_s: Some(plan.budget.as_secs_f64()),
+        seed: Some(plan.seed),
     };
     let text = crate::report::format::matrix_text::to_text(&result, &g.cells);
     if to_stdout {

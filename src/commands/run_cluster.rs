@@ -300,6 +300,7 @@ fn matrix_args(
         pattern: PatternArg::Pairs,
         no_alone: false,
         budget,
+        seed: None,
         timeout: args.measure.timeout,
         remote_wulf: args.nodes.remote_wulf.clone(),
         rsh: args.nodes.rsh.clone(),

@@ -85,6 +85,9 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         },
     );
     let started = Instant::now();
+    // The machine as the study starts (its load then); the load at the end
+    // is added when it ends.
+    let mut host = crate::sys::Host::probe();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let stamp = started_at
         .replace(':', "-")
@@ -145,6 +148,17 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
             }
         }
     }
+    // Noise and figures beyond a link's limit, in the tables and the
+    // warnings (issue 35 item 7).
+    let noise = study::noise::count(&loaded);
+    let (shown, withheld) = study::noise::withhold(&results);
+    let mut study_tables = tables::tables(name, &shown);
+    study::noise::annotate(&mut study_tables, noise, withheld);
+    let mut warnings = study::noise::warnings(noise, &results);
+    if a.peer.is_none() {
+        warnings.extend(study::noise::framing_note(&results));
+    }
+    host.load_after = crate::sys::load_average();
     let summary = StudyResult {
         kind: STUDY_KIND.into(),
         schema_version: STUDY_SCHEMA_VERSION,
@@ -154,13 +168,13 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         command_line: std::env::args().collect(),
         started_at,
         wall_s: started.elapsed().as_secs_f64(),
-        host: crate::sys::Host::probe(),
+        host,
         study: name.as_str().into(),
         about: name.about().into(),
         effort: effort.as_str().into(),
-        tables: tables::tables(name, &results),
+        tables: study_tables,
         cases: results,
-        warnings: Vec::new(),
+        warnings,
         sweep_args,
     };
     write_json(&dir.join("study.json"), &summary)?;

@@ -25,7 +25,7 @@ use crate::sweep::engine::{run_sweep, SweepSpec};
 use crate::sys::{describe_interface, interface_for_peer, recorded_same_machine, Host};
 use crate::transport::tcp::mss_settable;
 use crate::tune::offload::{offload_configs, OffloadsRecord};
-use crate::tune::plan::{mss_candidates, next_budget, plan};
+use crate::tune::plan::{mss_candidates, next_config, overhead, plan, Next};
 use crate::tune::summary::Skipped;
 use crate::tune::TUNE_SCHEMA_VERSION;
 use crate::tune::{analyse, text, ConfigRun, HostSysctls, TuneConfig, TuneSummary};
@@ -174,6 +174,9 @@ fn measure(
     mut guard: Option<&mut OffloadGuard>,
 ) -> Result<Measured> {
     let mut m = Measured::default();
+    // What each configuration measured cost beyond its budget.
+    let mut extra = Vec::new();
+    let mut left_out = 0;
     for (i, config) in configs.iter().enumerate() {
         if crate::sweep::interrupted() {
             m.warnings
@@ -181,6 +184,32 @@ fn measure(
             m.stop = Some(WulfError::Interrupted.into());
             break;
         }
+        let mut spec = base.clone();
+        spec.budget = match next_config(
+            a.budget,
+            started.elapsed(),
+            (i, configs.len()),
+            overhead(&extra),
+            MIN_CONFIG_BUDGET,
+        ) {
+            Next::Measure(b) => b,
+            Next::Skip => {
+                left_out += 1;
+                m.skipped.push(Skipped {
+                    label: config.label.clone(),
+                    reason: format!(
+                        "not measured: the budget ({:.1} s) is kept for the baseline's repeat \
+                         (a configuration costs about {:.1} s beyond its budget; a larger --budget \
+                         or fewer --sizes measures it)",
+                        a.budget.as_secs_f64(),
+                        overhead(&extra).unwrap_or_default().as_secs_f64()
+                    ),
+                });
+                continue;
+            }
+        };
+        // Made once its budget is known: a configuration left out changes
+        // nothing.
         let applied = match (&config.offload, guard.as_deref_mut()) {
             (Some(change), Some(g)) => match g.apply(change) {
                 Ok(state) => Some(state),
@@ -194,13 +223,7 @@ fn measure(
             },
             _ => None,
         };
-        let mut spec = base.clone();
-        spec.budget = next_budget(
-            a.budget,
-            started.elapsed(),
-            configs.len() - i,
-            MIN_CONFIG_BUDGET,
-        );
+        let began = Instant::now();
         spec.channel = config.apply(&base.channel);
         let pb = super::progress_bar(spec.sizes.len() as u64, a.quiet, &config.label);
         let outcome = run_sweep(&spec, &mut |p| {
@@ -208,6 +231,7 @@ fn measure(
             pb.inc(1);
         });
         pb.finish_and_clear();
+        extra.push(began.elapsed().saturating_sub(spec.budget));
         if applied.is_some() {
             if let Some(Err(e)) = guard.as_deref_mut().map(OffloadGuard::restore) {
                 m.warnings
@@ -249,6 +273,15 @@ fn measure(
                 .push(format!("{} stopped early: {e:#}", config.label));
             m.failed.push(config.label.clone());
         }
+    }
+    if left_out > 0 {
+        m.warnings.push(format!(
+            "{left_out} of {} configurations left out to keep --budget {:.1} s (each costs \
+             about {:.1} s beyond its share over these sizes)",
+            configs.len(),
+            a.budget.as_secs_f64(),
+            overhead(&extra).unwrap_or_default().as_secs_f64()
+        ));
     }
     Ok(m)
 }

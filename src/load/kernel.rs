@@ -167,6 +167,19 @@ pub fn busy_between(a: &Ticks, b: &Ticks) -> (u64, u64) {
     (busy, wall_ns)
 }
 
+/// The share (0 to 1) of all CPUs' ticks between two readings that were
+/// busy; `None` when no tick passed (readings too close together).
+pub fn busy_share(a: &Ticks, b: &Ticks) -> Option<f64> {
+    let (busy, _) = busy_between(a, b);
+    let total: u64 = a
+        .total
+        .iter()
+        .zip(&b.total)
+        .map(|(x, y)| y.saturating_sub(*x))
+        .sum();
+    (total > 0).then(|| (busy as f64 / total as f64).min(1.0))
+}
+
 /// What the machine kept busy with before the measurement: the
 /// background the whole cost subtracts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

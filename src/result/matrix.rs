@@ -24,7 +24,7 @@ pub const MATRIX_SCHEMA_VERSION: u32 = 3;
 /// `cells[].rate`, `cells[].alone_bandwidth`, `analysis.contention` and
 /// three optional figures of `analysis.steps[]`; version 3 the optional
 /// `cells[].net`, `cells[].remeasure`, `analysis.lossy_links` and
-/// `analysis.unconfirmed`).
+/// `analysis.unconfirmed`, then `budget_s` and `seed`).
 pub const MATRIX_OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// The value of [`MatrixResult::kind`].
@@ -97,6 +97,13 @@ super::envelope::result_document! {
         /// Non-fatal observations.
         #[serde(default)]
         pub warnings: Vec<String>,
+        /// `--budget`, seconds: the rounds, the pairs alone and the
+        /// re-measures together, kept within 1.2 x (`rounds_s`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub budget_s: Option<f64>,
+        /// Seed of the random order of the rounds (`--seed` repeats it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub seed: Option<u64>,
     }
 }
 
@@ -180,6 +187,11 @@ pub struct CellNet {
     /// Drops and errors of the node's interfaces (loopback excluded).
     #[serde(default)]
     pub interface_drops: u64,
+    /// Share (0 to 1) of all the measuring host's CPUs busy while the
+    /// cell streamed (`/proc/stat`: user, nice, system, irq, softirq over
+    /// all ticks): near 1, the host, not the link, may set the cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_busy_share: Option<f64>,
 }
 
 impl CellNet {
@@ -236,6 +248,34 @@ pub struct MatrixAnalysis {
     /// cells' re-measures alone did not confirm, and so are not listed.
     #[serde(default)]
     pub unconfirmed: usize,
+    /// Set when the hosts, not the links, limited the rounds: cells well
+    /// below their links' goodput while the hosts' CPUs were saturated.
+    /// Nodes are then judged from cells measured alone, never from the
+    /// contended ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_bound: Option<HostBound>,
+}
+
+/// The verdict that the hosts limited a matrix's rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HostBound {
+    /// Median over the rounds' cells of each cell's bandwidth over its
+    /// link's TCP goodput limit (the slower end's, from the fingerprints).
+    pub link_share: f64,
+    /// Median share of the measuring hosts' CPUs busy during those cells.
+    pub cpu_busy_share: f64,
+    /// Cells the two medians rest on.
+    pub cells: usize,
+    /// Cells measured alone (one pair at a time) after the rounds, from
+    /// which the nodes were judged; 0 when the budget left none.
+    pub alone_cells: usize,
+    /// Median share of their links' goodput the cells alone reached:
+    /// below [`crate::analysis::matrix_host::HOST_BOUND_LINK_SHARE`], the
+    /// host limits even one pair, and a link slower by less than that is
+    /// out of sight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_link_share: Option<f64>,
 }
 
 /// A link that loses segments while the other links of both its nodes do
@@ -354,6 +394,12 @@ pub struct SlowNode {
     pub median: f64,
     /// Share of the node's cells that are outliers in the same direction.
     pub share_outlying: f64,
+    /// The fingerprint difference that explains it, when one does: a
+    /// link whose goodput limit (shaped rate or negotiated speed, MTU) is
+    /// below the other nodes' (`interfaces[0]...: 800 Mbit/s against
+    /// 1000`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
 }
 
 /// A pair whose directions disagree.

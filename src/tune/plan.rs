@@ -182,6 +182,60 @@ pub fn next_budget(
     (left / remaining.max(1) as u32).max(floor)
 }
 
+/// What the next configuration of a session gets (issue 35 item 5: a
+/// 4 s budget over the default sizes took 127 s, each sweep costing far
+/// more than its budget: the connection, the warm-up and the fewest
+/// trials of every size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Measure it within this budget.
+    Measure(Duration),
+    /// Leave it out: what is left of the budget is kept for the baseline's
+    /// repeat, which the comparisons need.
+    Skip,
+}
+
+/// The next configuration's share: what is left of `total` after
+/// `elapsed`, shared by the `remaining` configurations (this one
+/// included), less `overhead` (what a configuration was seen to cost
+/// beyond its budget, once known: see [`overhead`]), never below `floor`.
+/// The first and the last (the baseline and its repeat) are always
+/// measured; another is skipped when measuring it would leave too little
+/// for the repeat, so the session ends near its budget, or, when the
+/// budget is shorter than three configurations' least cost, after the
+/// baseline, one configuration (which tells that cost) and the repeat.
+pub fn next_config(
+    total: Duration,
+    elapsed: Duration,
+    (index, count): (usize, usize),
+    overhead: Option<Duration>,
+    floor: Duration,
+) -> Next {
+    let remaining = count.saturating_sub(index).max(1);
+    let left = total.saturating_sub(elapsed);
+    let always = index == 0 || index + 1 >= count;
+    let Some(overhead) = overhead else {
+        return Next::Measure(next_budget(total, elapsed, remaining, floor));
+    };
+    if !always && left < (floor + overhead) * 2 {
+        return Next::Skip;
+    }
+    Next::Measure(
+        next_budget(total, elapsed, remaining, floor)
+            .saturating_sub(overhead)
+            .max(floor),
+    )
+}
+
+/// What a configuration costs beyond its budget, from the `extra` costs
+/// seen so far (took less given, in order): the mean of all but the
+/// first, which carries the session's one-off start-up (the machine's
+/// limits, measured once); unknown until a second is seen.
+pub fn overhead(extra: &[Duration]) -> Option<Duration> {
+    let seen = extra.get(1..).filter(|s| !s.is_empty())?;
+    seen.iter().sum::<Duration>().checked_div(seen.len() as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +272,54 @@ mod tests {
         assert_eq!(mss_candidates(Some(9000), false), vec![1460]);
         assert_eq!(mss_candidates(Some(1500), false), Vec::<u64>::new());
         assert_eq!(mss_candidates(None, true), vec![1440, 8940]);
+    }
+
+    /// Play a session of `count` configurations, each costing `extra`
+    /// beyond its budget (the first `start_up` more); its wall time and
+    /// the configurations measured.
+    fn play(
+        total: Duration,
+        count: usize,
+        extra: Duration,
+        start_up: Duration,
+    ) -> (Duration, Vec<usize>) {
+        let floor = Duration::from_millis(200);
+        let (mut t, mut seen, mut measured) = (Duration::ZERO, Vec::new(), Vec::new());
+        for i in 0..count {
+            if let Next::Measure(b) = next_config(total, t, (i, count), overhead(&seen), floor) {
+                let took = b + extra + if i == 0 { start_up } else { Duration::ZERO };
+                seen.push(took - b);
+                t += took;
+                measured.push(i);
+            }
+        }
+        (t, measured)
+    }
+
+    #[test]
+    fn a_session_keeps_its_budget_by_leaving_configurations_out() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        // 8 s over 11 configurations costing 0.5 s each beyond their
+        // budget, the first 3 s more (the machine's limits).
+        let (t, measured) = play(s(8), 11, ms(500), s(3));
+        assert!(t <= s(8).mul_f64(1.2) + s(3), "{t:?}");
+        assert_eq!(
+            (measured[0], *measured.last().unwrap()),
+            (0, 10),
+            "baseline and repeat"
+        );
+        assert!(measured.len() < 11, "{measured:?}");
+        // Shorter than three configurations' least cost (the development
+        // VM's debug build over the default sizes, 1.5 s each): the
+        // baseline, one more and the repeat.
+        let (t, measured) = play(s(4), 11, ms(1500), s(3));
+        assert_eq!(measured, [0, 1, 10]);
+        assert!(t <= (ms(200) + ms(1500)) * 3 + s(4) / 2 + s(3), "{t:?}");
+        // With a cheap configuration every one is measured in its share.
+        let (t, measured) = play(s(60), 11, ms(300), ms(0));
+        assert_eq!(measured.len(), 11);
+        assert!(t <= s(60).mul_f64(1.2) && t >= s(50), "{t:?}");
     }
 
     #[test]

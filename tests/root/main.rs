@@ -20,6 +20,7 @@ mod lab_load;
 mod lab_mpi;
 mod lean_raw;
 mod lean_xdp;
+mod matrix_host;
 mod matrix_lab;
 mod matrix_slurm;
 mod npb_traffic;

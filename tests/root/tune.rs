@@ -97,7 +97,17 @@ fn tune_tcp_on_loopback_writes_results_summary_and_recommendations() {
         "buffers 4 MiB",
         "nagle on",
     ] {
-        assert!(labels.contains(&l), "{l} missing from {labels:?}");
+        // Measured, or left out to keep the budget on a busy machine and
+        // named so (issue 35 item 5).
+        let left_out = summary
+            .skipped
+            .iter()
+            .any(|s| s.label == l && s.reason.contains("budget"));
+        assert!(
+            labels.contains(&l) || left_out,
+            "{l} missing from {labels:?}: {:?}",
+            summary.skipped
+        );
     }
 
     // Every configuration is an ordinary, complete result file with what

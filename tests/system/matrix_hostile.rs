@@ -264,7 +264,15 @@ fn an_agent_with_one_nodes_key_cannot_join_under_another_name() {
         "{text}"
     );
     let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
-    assert_eq!(r.cells.len(), 2, "the two real nodes' pair");
+    // The two real nodes' pair (re-measures of a suspicious cell may
+    // follow the rounds).
+    let rounds: Vec<(usize, usize)> = r
+        .cells
+        .iter()
+        .filter(|c| !c.remeasure)
+        .map(|c| (c.from, c.to))
+        .collect();
+    assert_eq!(rounds.len(), 2, "the two real nodes' pair: {rounds:?}");
     assert!(r.cells.iter().all(|c| c.error.is_none()));
 }
 

@@ -97,14 +97,43 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
         .iter()
         .map(|l| lossy_link_line(l, &name))
         .collect();
+    if let Some(h) = &a.host_bound {
+        findings.push(format!(
+            "host-bound: cells reach {:.2} of their links' goodput while the hosts' CPUs are {:.0}% busy: \
+             the hosts limit this matrix; {}",
+            h.link_share,
+            100.0 * h.cpu_busy_share,
+            if h.alone_cells > 0 {
+                let alone = h.alone_link_share.unwrap_or(1.0);
+                format!(
+                    "the nodes are judged from {} cells measured alone{}",
+                    h.alone_cells,
+                    if alone < crate::analysis::matrix_host::HOST_BOUND_LINK_SHARE {
+                        format!(
+                            ", which reach {alone:.2} of their links: the host limits even one pair, \
+                             and a link slower by less than that is out of sight"
+                        )
+                    } else {
+                        String::new()
+                    }
+                )
+            } else {
+                "no cell could be measured alone, so no node is judged".to_string()
+            }
+        ));
+    }
     for sn in &a.slow_nodes {
         findings.push(format!(
-            "slow node: {} ({} {} against {} between the other nodes; {:.0}% of its cells)",
+            "slow node: {} ({} {} against {} between the other nodes; {:.0}% of its cells){}",
             name(sn.node),
             sn.metric,
             show(&sn.metric, sn.value),
             show(&sn.metric, sn.median),
-            100.0 * sn.share_outlying
+            100.0 * sn.share_outlying,
+            sn.cause
+                .as_deref()
+                .map(|c| format!("; cause: {c}"))
+                .unwrap_or_default()
         ));
     }
     for c in a.outlier_cells.iter().filter(|c| !c.explained_by_node) {

@@ -64,6 +64,8 @@ fn matrix(n: usize, slow: usize) -> MatrixResult {
         cells,
         analysis: MatrixAnalysis { ..analysis },
         warnings: Vec::new(),
+        budget_s: None,
+        seed: None,
     }
 }
 

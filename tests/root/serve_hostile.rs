@@ -3,6 +3,8 @@
 //! of docs/robustness.md that concerns the server has its test here.
 
 use crate::common;
+#[path = "serve_hostile/errors.rs"]
+mod errors;
 #[path = "serve_hostile/grants.rs"]
 mod grants;
 

@@ -59,6 +59,10 @@ pub struct MatrixPlan {
     /// After each step, each of its pairs streams again alone (its
     /// bandwidth without the others; `shift` and `bisection`).
     pub alone: bool,
+    /// Where agents that name themselves (`hosts` empty: tasks of srun or
+    /// mpirun) publish the addresses they connect from; None: no address
+    /// is known beforehand and none is refused.
+    pub rank_sources: Option<super::sources::RankSources>,
 }
 
 /// What the coordinator gathered.

@@ -39,3 +39,4 @@ pub mod pair;
 pub mod protocol;
 mod remeasure;
 pub mod schedule;
+pub mod sources;

@@ -22,6 +22,7 @@ mod load_network;
 mod matrix;
 mod matrix_hostile;
 mod matrix_launch;
+mod matrix_ranks;
 mod mpi;
 mod mpi_ffi;
 mod npb_faults;

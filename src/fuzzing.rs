@@ -147,14 +147,14 @@ pub fn server_session(data: &[u8]) -> Vec<String> {
     let mut data_channel = None;
     let mut kinds = Vec::new();
     let until = Instant::now() + SESSION_LIMIT;
-    for reply in replies(&client, until) {
-        let v: serde_json::Value = serde_json::from_str(&reply).unwrap_or_default();
+    replies(&client, until, |reply| {
+        let v: serde_json::Value = serde_json::from_str(reply).unwrap_or_default();
         if v["reply"] == "listening" {
             data_channel = open_data(&v["description"]);
         }
         let kind = v["reply"].as_str().or(v["magic"].as_str().map(|_| "hello"));
         kinds.push(kind.unwrap_or("?").to_string());
-    }
+    });
     drop((client, data_channel));
     // A panic of the session is the finding: passed on to the fuzzer.
     if let Err(panic) = server.join() {
@@ -163,15 +163,14 @@ pub fn server_session(data: &[u8]) -> Vec<String> {
     kinds
 }
 
-/// The lines `from` sends until it closes, is quiet for a moment, or
-/// `until` (at most [`MAX_LINES`] of them).
-fn replies(from: &TcpStream, until: Instant) -> Vec<String> {
+/// Each line `from` sends, to `on_line` as it arrives, until it closes,
+/// is quiet for a moment, or `until` (at most [`MAX_LINES`] of them).
+fn replies(from: &TcpStream, until: Instant, mut on_line: impl FnMut(&str)) {
     let Ok(reader) = from.try_clone() else {
-        return Vec::new();
+        return;
     };
     let mut reader = BufReader::new(reader);
-    let mut out = Vec::new();
-    while out.len() < MAX_LINES {
+    for _ in 0..MAX_LINES {
         let left = until.saturating_duration_since(Instant::now());
         let quiet = left.min(Duration::from_millis(300));
         if quiet.is_zero() || reader.get_ref().set_read_timeout(Some(quiet)).is_err() {
@@ -179,11 +178,10 @@ fn replies(from: &TcpStream, until: Instant) -> Vec<String> {
         }
         let mut line = String::new();
         match (&mut reader).take(64 << 10).read_line(&mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => out.push(line),
+            Ok(0) | Err(_) => return,
+            Ok(_) => on_line(&line),
         }
     }
-    out
 }
 
 /// The tcp data connection a `listening` reply describes, opened with its
@@ -232,7 +230,10 @@ pub fn agent_session(data: &[u8]) -> (Vec<String>, Option<String>) {
     };
     let agent = std::thread::spawn(move || handshake_on(agent_end, &opts, Duration::from_secs(1)));
     send_lines(&mut coordinator, data);
-    let lines = replies(&coordinator, Instant::now() + SESSION_LIMIT);
+    let mut lines = Vec::new();
+    replies(&coordinator, Instant::now() + SESSION_LIMIT, |l| {
+        lines.push(l.to_string())
+    });
     drop(coordinator);
     let outcome = match agent.join() {
         Ok(Ok(())) => None,

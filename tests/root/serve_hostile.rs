@@ -7,6 +7,8 @@ use crate::common;
 mod errors;
 #[path = "serve_hostile/grants.rs"]
 mod grants;
+#[path = "serve_hostile/vanish.rs"]
+mod vanish;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

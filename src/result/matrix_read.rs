@@ -199,8 +199,10 @@ fn streamed_kind(path: &Path) -> Option<String> {
         kind: Option<String>,
     }
     let file = std::fs::File::open(path).ok()?;
-    let reader =
-        BufReader::with_capacity(1 << 20, BoundedValues::new(file.take(MAX_MATRIX_BYTES + 1)));
+    // Not bounded by value: the other fields are skipped, never held
+    // (serde_json reads an ignored string without keeping it), and the
+    // read that follows names a value too long.
+    let reader = BufReader::with_capacity(1 << 20, file.take(MAX_MATRIX_BYTES + 1));
     let k: Kind = serde_json::from_reader(reader).ok()?;
     k.kind
 }

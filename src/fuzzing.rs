@@ -97,7 +97,8 @@ fn session_line(line: &str) -> String {
 /// Write the lines of `data` ([`session_line`]) to `to`.
 fn send_lines(to: &mut TcpStream, data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    for line in text.split('\n').take(MAX_LINES) {
+    // lines(): a final newline ends the last line, it does not add one.
+    for line in text.lines().take(MAX_LINES) {
         let mut line = session_line(line);
         line.push('\n');
         if to.write_all(line.as_bytes()).is_err() {

@@ -18,6 +18,10 @@ outcomes, the most attempts one needed, and the server's memory, threads
 and open descriptors over time. Target: every good sweep completes within
 2 attempts; memory flat; no descriptor leak (the same count at the end as
 at the start). A retry no longer hides a lockout: more attempts FAIL.
+
+WULF_SOAK_SERVER_ARGS adds options to the server's command line: with
+`--allow 127.0.0.2/32` the good client is locked out, and the soak must
+say FAIL (a check of the soak itself).
 """
 import hashlib
 import hmac
@@ -148,7 +152,8 @@ def main():
         fh.write(SECRET + "\n")
     os.chmod(secret_file, 0o600)
     server = subprocess.Popen([WULF, "serve", "--bind", HOST, "--port", "0", "--announce",
-                               "--max-handshake", "2s", "--secret-file", secret_file],
+                               "--max-handshake", "2s", "--secret-file", secret_file]
+                              + os.environ.get("WULF_SOAK_SERVER_ARGS", "").split(),
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     port = int(server.stdout.readline().split()[1])
     time.sleep(0.3)

@@ -8,10 +8,14 @@
 //! * only the expected hosts' addresses may connect: those the host names
 //!   resolve to, and this machine's own (local agents, an agent beside the
 //!   coordinator); any other connection is closed before a byte is read.
-//!   Where the hosts are not known beforehand (tasks of `srun` or
-//!   `mpirun`, which name themselves) or cannot all be resolved (a name
-//!   only the remote shell knows), no address is refused: the secret and
-//!   the limits below still hold;
+//!   Tasks of `srun` or `mpirun`, which name themselves, are not known
+//!   beforehand: each publishes its addresses in a private file of the
+//!   user's ([`super::sources`]) before it connects, and a connection from
+//!   an address not yet known has those files read again (at most every
+//!   [`REREAD_EVERY`]; a task refused before its file was seen tries
+//!   again). Where hosts cannot all be resolved (a name only the remote
+//!   shell knows), no address is refused: the secret and the limits
+//!   below still hold;
 //! * at most [`MAX_PENDING`] connections plus one per expected agent are
 //!   in their handshake (until the agent has proved itself), at most
 //!   [`MAX_PENDING_PER_SOURCE`] from one address (one per expected agent
@@ -45,6 +49,11 @@ use crate::sys::path::plain_ip;
 /// Pause after a failed accept (out of descriptors), so that a lasting
 /// failure neither spins nor ends the run.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Shortest time between two readings of the tasks' addresses files, so
+/// that a flood from unknown addresses cannot make the coordinator read
+/// files in a loop.
+const REREAD_EVERY: Duration = Duration::from_millis(100);
 
 /// Longest node name an agent may claim, in bytes.
 const MAX_NAME_BYTES: usize = 255;
@@ -80,7 +89,15 @@ pub(super) fn admit(
     let wait = plan.timeout.max(Duration::from_secs(10)) + Duration::from_millis(20 * n as u64);
     let began = Instant::now();
     let deadline = began + wait;
-    let sources = expected_sources(&plan.hosts, listener.local_addr()?.ip(), plan.timeout);
+    let mut sources = expected_sources(&plan.hosts, listener.local_addr()?.ip(), plan.timeout);
+    let mut rank_sources = plan.rank_sources.clone().filter(|_| named_by_agents);
+    let mut reread: Option<Instant> = None;
+    if let Some(r) = rank_sources.as_mut() {
+        let mut ips = own_addresses();
+        ips.extend(r.read_new());
+        sources = Some(ips);
+        reread = Some(Instant::now());
+    }
     listener.set_nonblocking(true)?;
     // As many places as agents are expected at once (they all start
     // together), on top of `wulf serve`'s; simulated agents all come from
@@ -103,6 +120,12 @@ pub(super) fn admit(
         match listener.accept() {
             Ok((stream, who)) => {
                 let ip = plain_ip(who.ip());
+                if let (Some(s), Some(r)) = (sources.as_mut(), rank_sources.as_mut()) {
+                    if !s.contains(&ip) && reread.is_none_or(|t| t.elapsed() >= REREAD_EVERY) {
+                        s.extend(r.read_new().into_iter().map(plain_ip));
+                        reread = Some(Instant::now());
+                    }
+                }
                 if sources.as_ref().is_some_and(|s| !s.contains(&ip)) {
                     if !refused.contains(&ip) && refused.len() < SHOWN_REFUSALS {
                         refused.push(ip);

@@ -502,3 +502,16 @@ pub(super) fn keepalive(stream: &TcpStream) -> Result<()> {
     socket2::SockRef::from(stream).set_tcp_keepalive(&ka)?;
     Ok(())
 }
+
+/// The agent's side of the handshake over `stream`, connected to a
+/// coordinator, by `within` (the entry point of the fuzz target
+/// `agent_session`, [`crate::fuzzing::agent_session`]: a coordinator's
+/// messages in any order and shape must end it with an error, never a
+/// panic or a wait beyond the deadline). Nothing is served.
+pub fn handshake_on(stream: TcpStream, opts: &AgentOptions, within: Duration) -> Result<()> {
+    let here = stream.local_addr()?.ip();
+    // Never listened on: the handshake only announces it.
+    let serve_address = SocketAddr::new(here, 9);
+    let mut ch = ControlChannel::new(stream)?;
+    handshake(&mut ch, opts, serve_address, here, Instant::now() + within).map(|_| ())
+}

@@ -62,6 +62,10 @@ pub struct MatrixPlan {
     pub alone: bool,
     /// The seed of the order of the rounds ([`schedule::order`]).
     pub seed: u64,
+    /// Where agents that name themselves (`hosts` empty: tasks of srun or
+    /// mpirun) publish the addresses they connect from; None: no address
+    /// is known beforehand and none is refused.
+    pub rank_sources: Option<super::sources::RankSources>,
 }
 
 /// What the coordinator gathered.

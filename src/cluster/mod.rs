@@ -41,3 +41,4 @@ pub mod protocol;
 mod remeasure;
 mod rounds;
 pub mod schedule;
+pub mod sources;

@@ -86,14 +86,15 @@ pub fn execute_with(args: &MatrixArgs, launcher: Option<Arc<dyn Launcher>>) -> R
         let file = crate::launch::launched::rendezvous_path(&std::env::current_dir()?, t);
         if t.rank != 0 {
             crate::EXIT_ON_SIGNAL.store(true, std::sync::atomic::Ordering::Relaxed);
-            return crate::launch::launched::join(&file, node_name(None)?, args.timeout);
+            return crate::launch::launched::join(&file, t.rank, node_name(None)?, args.timeout);
         }
+        let mut plan = plan(&ctx, args, Vec::new(), t.size);
+        plan.rank_sources = Some(crate::launch::launched::rank_sources(&file, t));
         let launcher = crate::launch::launched::FromLauncher {
             task: t.clone(),
             file,
             name: node_name(None)?,
         };
-        let plan = plan(&ctx, args, Vec::new(), t.size);
         // Under `--launch mpi:NAME`, the launching wulf waits for this.
         crate::launch::mpi::bounded::report("started");
         let outcome = measure(args, &plan, &launcher);
@@ -143,6 +144,7 @@ fn plan(ctx: &RunContext, args: &MatrixArgs, hosts: Vec<String>, expected: usize
         serve_inline: ctx.find(&args.via).is_some_and(|t| t.starts_both_ends()),
         alone: matches!(pattern, Pattern::Shift | Pattern::Bisection) && !args.no_alone,
         seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
+        rank_sources: None,
     }
 }
 

@@ -27,6 +27,9 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::agent::{self, AgentOptions};
 use crate::cluster::launchers::Launcher;
 use crate::cluster::nodes::{NodeSlots, Spread};
+use crate::cluster::sources::{
+    addresses_path, own_uid, publish, read_private, write_private, Private, RankSources,
+};
 use crate::exec::Agents;
 
 /// How far before an agent's start a rendezvous file may have been written
@@ -193,8 +196,13 @@ impl Drop for FromLauncher {
 /// A task of rank above 0: wait for rank 0's rendezvous file, then serve
 /// as this node's agent until the run ends. A file that is not the user's
 /// own, readable by the user alone, is refused at once ([`read_fresh`]).
-pub fn join(file: &Path, name: String, timeout: Duration) -> Result<()> {
+pub fn join(file: &Path, rank: usize, name: String, timeout: Duration) -> Result<()> {
     let started = SystemTime::now();
+    // Where this task connects from, for the coordinator's address check
+    // (crate::cluster::sources), before it connects; removed at the end.
+    let published = addresses_path(file, rank);
+    publish(&published, &own_addresses())?;
+    let _published = Removed(published);
     let deadline = Instant::now() + timeout.max(Duration::from_secs(10));
     let meeting = loop {
         if let Some(m) = read_fresh(file, started)? {
@@ -217,6 +225,28 @@ pub fn join(file: &Path, name: String, timeout: Duration) -> Result<()> {
     })
 }
 
+/// A file removed when dropped.
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Where the coordinator of `task` (rank 0), whose rendezvous file is
+/// `file`, takes its agents' addresses from: the other tasks' addresses
+/// files, written since shortly before now.
+pub fn rank_sources(file: &Path, task: &Task) -> RankSources {
+    let since = SystemTime::now()
+        .checked_sub(FRESHNESS)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    RankSources::new(
+        (1..task.size).map(|k| addresses_path(file, k)).collect(),
+        since,
+    )
+}
+
 /// Longest rendezvous file read: a few addresses and a secret.
 const MAX_MEETING_BYTES: u64 = 64 << 10;
 
@@ -227,8 +257,6 @@ const MAX_MEETING_BYTES: u64 = 64 << 10;
 /// not a regular file, or open to others (rank 0 writes it mode 0600) is
 /// an error (exit 3) naming the file and what it should be, never used.
 pub fn read_fresh(file: &Path, started: SystemTime) -> Result<Option<Meeting>> {
-    use std::io::Read;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let refuse = |why: String| {
         crate::error::peer(format!(
             "refusing the rendezvous file {}: {why}; rank 0 writes it as a regular file owned \
@@ -237,78 +265,21 @@ pub fn read_fresh(file: &Path, started: SystemTime) -> Result<Option<Meeting>> {
             own_uid()
         ))
     };
-    // Not through a symbolic link: its target would be someone's choice.
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(file);
-    let f = match opened {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(refuse("it is a symbolic link".into()))
-        }
-        Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!(
-                "cannot read the rendezvous file {}",
-                file.display()
-            )))
-        }
+    let (bytes, written) = match read_private(file, MAX_MEETING_BYTES)
+        .with_context(|| "cannot read the rendezvous file".to_string())?
+    {
+        Private::Missing => return Ok(None),
+        Private::Refused(why) => return Err(refuse(why)),
+        Private::Read(bytes, written) => (bytes, written),
     };
-    let meta = f.metadata()?;
-    if !meta.is_file() {
-        return Err(refuse("it is not a regular file".into()));
-    }
-    if meta.uid() != own_uid() {
-        return Err(refuse(format!("it is owned by uid {}", meta.uid())));
-    }
-    if meta.mode() & 0o077 != 0 {
-        return Err(refuse(format!(
-            "its mode is {:04o}, open to other users",
-            meta.mode() & 0o7777
-        )));
-    }
-    let written = meta.modified()?;
     if written + FRESHNESS < started {
         return Ok(None);
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_MEETING_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_MEETING_BYTES {
-        return Err(refuse(format!(
-            "it is longer than {MAX_MEETING_BYTES} bytes"
-        )));
     }
     // Written whole by a rename, so never half there: a file that does not
     // parse is not rank 0's.
     serde_json::from_slice(&bytes)
         .map(Some)
         .map_err(|e| refuse(format!("it is not a meeting of wulf's ranks ({e})")))
-}
-
-/// This process's effective user id: the owner a rendezvous file must have.
-fn own_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// Write `bytes` to `path` readable by the owner alone, atomically.
-fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
 /// This machine's non-loopback IPv4 addresses.

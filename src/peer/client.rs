@@ -80,7 +80,7 @@ impl PeerSession {
         secret: Option<&Secret>,
     ) -> Result<(PeerSession, Connected)> {
         let (mut ch, authenticated) = greet(addr, timeout, secret, None)?;
-        ch.send(&Request::Setup(setup.clone())).map_err(as_peer)?;
+        send(&mut ch, addr, &Request::Setup(setup.clone()))?;
         let (description, host) = match ch.recv::<Reply>().map_err(as_peer)? {
             Reply::Listening { description, host } => (description, host),
             other => return Err(unexpected(addr, other)),
@@ -126,14 +126,16 @@ impl PeerSession {
         bytes: u64,
         repeats: u64,
     ) -> Result<()> {
-        self.ch
-            .send(&Request::Block {
+        send(
+            &mut self.ch,
+            self.addr,
+            &Request::Block {
                 mode,
                 kind,
                 bytes,
                 repeats,
-            })
-            .map_err(as_peer)
+            },
+        )
     }
 
     /// Collect the peer's report of the block.
@@ -167,7 +169,7 @@ impl PeerSession {
     pub fn close(mut self) -> Result<Vec<crate::load::LoadRecord>> {
         let mut records = Vec::new();
         if self.loads {
-            self.ch.send(&Request::StopLoads).map_err(as_peer)?;
+            send(&mut self.ch, self.addr, &Request::StopLoads)?;
             match self.ch.recv::<Reply>().map_err(as_peer)? {
                 Reply::Loads { loads } => records = loads,
                 other => return Err(unexpected(self.addr, other)),
@@ -217,7 +219,7 @@ pub fn greet(
                 hello.tool_version, ours.tool_version
             )));
     }
-    ch.send(&ours).map_err(as_peer)?;
+    send(&mut ch, addr, &ours)?;
     let authenticated = authenticate(&mut ch, addr, secret, sink)?;
     Ok((ch, authenticated))
 }
@@ -236,12 +238,15 @@ fn authenticate(
     };
     let our_nonce = random_hex()?;
     let proof = secret.map(|s| s.prove(CLIENT_ROLE, &our_nonce, &server_nonce));
-    ch.send(&Request::Auth {
-        nonce: our_nonce.clone(),
-        proof,
-        sink,
-    })
-    .map_err(as_peer)?;
+    send(
+        ch,
+        addr,
+        &Request::Auth {
+            nonce: our_nonce.clone(),
+            proof,
+            sink,
+        },
+    )?;
     let server_proof = match ch.recv::<Reply>().map_err(as_peer)? {
         Reply::Welcome { proof } => proof,
         Reply::Busy => {
@@ -262,6 +267,27 @@ fn authenticate(
         None => Err(peer(format!(
             "the server at {addr} runs without a shared secret, so it cannot prove it is yours; start it with --secret-file (or WULF_SECRET), or run this client without one"
         ))),
+    }
+}
+
+/// Longest wait for the error line of a peer that closed the connection.
+const WHY_CLOSED_WAIT: Duration = Duration::from_secs(1);
+
+/// Send `msg` to the peer at `addr`. When it fails because the peer ended
+/// the connection, what the peer said before ending it (an error line
+/// saying why, waiting in the receive buffer) is the error, not the
+/// broken pipe.
+fn send<T: serde::Serialize>(ch: &mut ControlChannel, addr: SocketAddr, msg: &T) -> Result<()> {
+    let Err(e) = ch.send(msg) else {
+        return Ok(());
+    };
+    let before = ch.stream().read_timeout().ok().flatten();
+    let _ = ch.stream().set_read_timeout(Some(WHY_CLOSED_WAIT));
+    let said = ch.recv::<Reply>();
+    let _ = ch.stream().set_read_timeout(before);
+    match said {
+        Ok(Reply::Error { message }) => Err(unexpected(addr, Reply::Error { message })),
+        _ => Err(as_peer(e)),
     }
 }
 
@@ -313,6 +339,42 @@ mod tests {
             cpu: None,
             loads: None,
         }
+    }
+
+    /// A peer that said why and closed (with a reset, as a close with
+    /// unread input makes): the client's failed send reports what it said,
+    /// not a broken pipe.
+    #[test]
+    fn a_send_to_a_peer_that_closed_reports_its_error_line() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            std::io::Write::write_all(
+                &mut s,
+                b"{\"reply\":\"error\",\"message\":\"no, thanks\"}\n",
+            )
+            .unwrap();
+            // Wait for the client's first line, then close with it unread.
+            let mut one = [0u8; 1];
+            let _ = std::io::Read::read(&mut s, &mut one);
+        });
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut ch = ControlChannel::new(stream).unwrap();
+        let mut got = Ok(());
+        for _ in 0..200 {
+            got = send(&mut ch, addr, &Request::Bye);
+            if got.is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        server.join().unwrap();
+        let e = format!("{:#}", got.unwrap_err());
+        assert!(e.contains("refused: no, thanks"), "{e}");
     }
 
     #[test]

@@ -14,7 +14,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
@@ -213,6 +213,30 @@ pub enum Reply {
     },
 }
 
+/// Longest a connection is held after an error line so that its peer can
+/// read it ([`ControlChannel::close_after_error`]).
+pub const LINGER: Duration = Duration::from_millis(500);
+
+/// Most bytes read and dropped after an error line.
+pub const LINGER_BYTES: usize = 64 << 10;
+
+/// An error already sent to the peer in a [`Reply::Error`].
+#[derive(Debug)]
+pub struct Told(pub String);
+
+impl std::fmt::Display for Told {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Told {}
+
+/// Whether `e` was sent to the peer already ([`ControlChannel::refuse`]).
+pub fn told(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<Told>().is_some()
+}
+
 /// A line-oriented JSON channel over a TCP stream.
 pub struct ControlChannel {
     reader: BufReader<TcpStream>,
@@ -286,6 +310,41 @@ impl ControlChannel {
             if done {
                 return String::from_utf8(line).context("control message is not UTF-8");
             }
+        }
+    }
+
+    /// Tell the peer `message` in a [`Reply::Error`]; the error to return,
+    /// marked as told ([`told`]) so that it is not sent twice.
+    pub fn refuse(&mut self, message: impl Into<String>) -> anyhow::Error {
+        let message = message.into();
+        let _ = self.send(&Reply::Error {
+            message: message.clone(),
+        });
+        anyhow::Error::new(Told(message))
+    }
+
+    /// End the connection after an error line, so that the peer reads the
+    /// line. Closing a socket with unread input makes the kernel send a
+    /// reset, which can destroy what was sent just before (and a client
+    /// that sent garbage usually has more on its way): the write side is
+    /// shut first (the peer reads the line, then end of file), then what
+    /// still arrives is read and dropped, at most [`LINGER_BYTES`] for at
+    /// most [`LINGER`], until the peer closes too.
+    pub fn close_after_error(&mut self) {
+        let _ = self.writer.shutdown(std::net::Shutdown::Write);
+        let until = Instant::now() + LINGER;
+        let mut drained = 0usize;
+        while drained < LINGER_BYTES {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.writer.set_read_timeout(Some(left)).is_err() {
+                return;
+            }
+            let n = match self.reader.fill_buf() {
+                Ok([]) | Err(_) => return,
+                Ok(b) => b.len(),
+            };
+            self.reader.consume(n);
+            drained += n;
         }
     }
 

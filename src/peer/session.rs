@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 
 use super::auth::{random_hex, Secret};
 use super::protocol::{
-    ControlChannel, Hello, Reply, Request, Setup, SinkAsk, MAGIC, MAX_REQUEST_BYTES,
+    told, ControlChannel, Hello, Reply, Request, Setup, SinkAsk, MAGIC, MAX_REQUEST_BYTES,
 };
 use super::watchdog::{Fired, Watchdog};
 use crate::measure::loops::{server_block, Pools};
@@ -221,7 +221,12 @@ pub fn session(
     let deadline = started + policy.handshake_limit;
     let dog = Watchdog::start(&stream, deadline, policy.max_session)?;
     let mut ch = ControlChannel::new(stream)?;
-    let got = handshake(&mut ch, policy, slots, deadline);
+    // Every error of the handshake is told to the client before the
+    // connection ends (a line it could not decode once closed it without
+    // a word), and the connection is closed gently so that it reads it;
+    // all of it while the handshake's place is still held.
+    let got = handshake(&mut ch, policy, slots, deadline)
+        .map_err(|e| tell(&mut ch, e, dog.fired(), policy));
     admitted();
     let (setup, slot) = match got {
         Ok(Some(Opened::Test(setup, slot))) => (setup, slot),
@@ -235,10 +240,10 @@ pub fn session(
                 client_ip,
                 &dog,
             )
-            .map_err(|e| explain(e, dog.fired(), policy));
+            .map_err(|e| tell(&mut ch, e, dog.fired(), policy));
         }
         Ok(None) => return Ok(()),
-        Err(e) => return Err(explain(e, dog.fired(), policy)),
+        Err(e) => return Err(e),
     };
     dog.handshake_done();
     let test = Test {
@@ -249,19 +254,32 @@ pub fn session(
         dog: &dog,
         slot: slot.as_ref(),
     };
-    match test.run(&mut ch) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let fired = dog.fired();
-            let e = explain(e, fired, policy);
-            if fired != Some(Fired::ClientGone) {
-                let _ = ch.send(&Reply::Error {
-                    message: format!("{e:#}"),
-                });
-            }
-            Err(e)
+    let outcome = test.run(&mut ch);
+    // The slot is free before the connection lingers for the error line.
+    drop(slot);
+    outcome.map_err(|e| tell(&mut ch, e, dog.fired(), policy))
+}
+
+/// The error `e` that ends a session, explained ([`explain`]) and told to
+/// the client unless it went away or was told already; the connection is
+/// then closed so that the client reads it
+/// ([`ControlChannel::close_after_error`]).
+fn tell(
+    ch: &mut ControlChannel,
+    e: anyhow::Error,
+    fired: Option<Fired>,
+    policy: &SessionPolicy,
+) -> anyhow::Error {
+    let e = explain(e, fired, policy);
+    if fired != Some(Fired::ClientGone) {
+        if !told(&e) {
+            let _ = ch.send(&Reply::Error {
+                message: format!("{e:#}"),
+            });
         }
+        ch.close_after_error();
     }
+    e
 }
 
 /// The error to report when the watchdog ended the session.
@@ -306,10 +324,7 @@ fn handshake(
             "version mismatch: the client runs wulf {}, this server runs wulf {}",
             hello.tool_version, ours.tool_version
         );
-        ch.send(&Reply::Error {
-            message: message.clone(),
-        })?;
-        bail!(message);
+        return Err(ch.refuse(message));
     }
     let our_nonce = random_hex()?;
     ch.send(&Reply::Challenge {
@@ -331,10 +346,7 @@ fn handshake(
                 Some(_) => None,
             };
             if let Some(message) = refusal {
-                ch.send(&Reply::Error {
-                    message: message.into(),
-                })?;
-                bail!("refused: {message}");
+                return Err(ch.refuse(message).context("refused"));
             }
             Some(secret.prove(SERVER_ROLE, &our_nonce, &their_nonce))
         }

@@ -90,11 +90,7 @@ pub(super) fn admit(
             None => return Ok(None),
         }
     };
-    let message = refusal.unwrap_or_default();
-    ch.send(&Reply::Error {
-        message: message.clone(),
-    })?;
-    bail!("refused: {message}")
+    Err(ch.refuse(refusal.unwrap_or_default()).context("refused"))
 }
 
 /// What the server grants for `ask` under a `--max-session` of

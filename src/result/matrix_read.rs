@@ -38,6 +38,13 @@ pub const MAX_MATRIX_BYTES: u64 = 64 << 30;
 /// billions of them.
 pub const MAX_MATRIX_CELLS: usize = 2048 * 2047;
 
+/// Longest single value (a string, a number) of a matrix file read
+/// streaming, bytes: the parser holds a value whole while it reads it, so a
+/// file of one 600 MB string (or a number of as many digits) would be held
+/// whole however the rest is streamed. The longest real one is a command
+/// line or a warning, a few kilobytes.
+pub const MAX_VALUE_BYTES: usize = 1 << 20;
+
 /// What [`cells`] keeps of each cell while a large file is parsed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Lean {
@@ -150,7 +157,8 @@ fn read_streaming(path: &Path, len: u64, lean: Lean) -> Result<MatrixResult> {
     let origin = path.display().to_string();
     let file = std::fs::File::open(path).with_context(|| format!("cannot read {origin}"))?;
     // take() bounds a file that grows while it is read.
-    let reader = BufReader::with_capacity(1 << 20, file.take(MAX_MATRIX_BYTES + 1));
+    let reader =
+        BufReader::with_capacity(1 << 20, BoundedValues::new(file.take(MAX_MATRIX_BYTES + 1)));
     let mut de = serde_json::Deserializer::from_reader(reader);
     let parsed = {
         let _flag = LeanWhile::set(lean);
@@ -191,9 +199,82 @@ fn streamed_kind(path: &Path) -> Option<String> {
         kind: Option<String>,
     }
     let file = std::fs::File::open(path).ok()?;
+    // Not bounded by value: the other fields are skipped, never held
+    // (serde_json reads an ignored string without keeping it), and the
+    // read that follows names a value too long.
     let reader = BufReader::with_capacity(1 << 20, file.take(MAX_MATRIX_BYTES + 1));
     let k: Kind = serde_json::from_reader(reader).ok()?;
     k.kind
+}
+
+/// A reader of JSON text that fails once a single value (a string from
+/// quote to quote, or a run of other characters between the structural
+/// ones: a number, a literal) passes [`MAX_VALUE_BYTES`]: what a
+/// streaming parse holds at once stays bounded too.
+struct BoundedValues<R> {
+    inner: R,
+    /// Inside a string.
+    in_string: bool,
+    /// The previous byte was a backslash inside a string.
+    escaped: bool,
+    /// Bytes of the value being read.
+    run_bytes: usize,
+}
+
+impl<R> BoundedValues<R> {
+    fn new(inner: R) -> BoundedValues<R> {
+        BoundedValues {
+            inner,
+            in_string: false,
+            escaped: false,
+            run_bytes: 0,
+        }
+    }
+
+    /// Follow one byte; false when the value has become too long.
+    fn step(&mut self, b: u8) -> bool {
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = false;
+                self.run_bytes = 0;
+                return true;
+            }
+            self.run_bytes += 1;
+        } else {
+            match b {
+                b'"' => {
+                    self.in_string = true;
+                    self.run_bytes = 0;
+                }
+                b'{' | b'}' | b'[' | b']' | b',' | b':' | b' ' | b'\n' | b'\r' | b'\t' => {
+                    self.run_bytes = 0
+                }
+                _ => self.run_bytes += 1,
+            }
+        }
+        self.run_bytes <= MAX_VALUE_BYTES
+    }
+}
+
+impl<R: Read> Read for BoundedValues<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for &b in &buf[..n] {
+            if !self.step(b) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "a single value longer than {MAX_VALUE_BYTES} bytes: not a wulf matrix"
+                    ),
+                ));
+            }
+        }
+        Ok(n)
+    }
 }
 
 /// Sets [`LEAN`] while it lives (also when parsing fails).
@@ -264,4 +345,59 @@ pub(super) fn cells<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MatrixCell>, 
         }
     }
     d.deserialize_seq(Cells)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> serde_json::Value {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/matrix/lab-fe-node3.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// A streamed file of one enormous string or number is refused once
+    /// the value passes the bound, not held whole (the issue's 600 MB
+    /// string); values up to the bound, escapes included, are read.
+    #[test]
+    fn a_value_beyond_the_bound_is_refused_while_streaming() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.json");
+        let mut v = fixture();
+        // Up to the bound (escaped quotes do not end it early): read.
+        let fits = format!(
+            "{}\"{}",
+            "a".repeat(1000),
+            "b".repeat(MAX_VALUE_BYTES - 2000)
+        );
+        v["warnings"] = serde_json::json!([fits]);
+        std::fs::write(&path, v.to_string()).unwrap();
+        read_matrix_result_within(&path, 0).unwrap();
+        // One string past it, then one number.
+        v["warnings"] = serde_json::json!(["x".repeat(MAX_VALUE_BYTES + 1)]);
+        std::fs::write(&path, v.to_string()).unwrap();
+        let e = format!("{:#}", read_matrix_result_within(&path, 0).unwrap_err());
+        assert!(e.contains("a single value longer than"), "{e}");
+        assert!(read_matrix_figures_within(&path, 0).is_err());
+        v["warnings"] = serde_json::json!([]);
+        v["cells"][0]["from"] = "NUMBER".into();
+        let text = v.to_string().replacen(
+            "\"NUMBER\"",
+            &format!("1{}", "0".repeat(MAX_VALUE_BYTES + 1)),
+            1,
+        );
+        std::fs::write(&path, text).unwrap();
+        let e = format!("{:#}", read_matrix_result_within(&path, 0).unwrap_err());
+        assert!(e.contains("a single value longer than"), "{e}");
+    }
+
+    #[test]
+    fn the_value_bound_follows_strings_escapes_and_tokens() {
+        let mut b = BoundedValues::new(std::io::empty());
+        for &c in br#"{"a\"b": [1, 2.5e3, true], "c": "}"}"# {
+            assert!(b.step(c));
+        }
+        assert!(!b.in_string && b.run_bytes == 0);
+    }
 }

@@ -17,6 +17,7 @@ mod architecture;
 mod cli_misc;
 mod compare_cli;
 mod fuzz_properties;
+mod fuzz_sessions;
 mod hostile_files;
 mod matrix_read;
 mod npb_bench;

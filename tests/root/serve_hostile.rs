@@ -3,8 +3,12 @@
 //! of docs/robustness.md that concerns the server has its test here.
 
 use crate::common;
+#[path = "serve_hostile/errors.rs"]
+mod errors;
 #[path = "serve_hostile/grants.rs"]
 mod grants;
+#[path = "serve_hostile/vanish.rs"]
+mod vanish;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

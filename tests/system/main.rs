@@ -25,6 +25,7 @@ mod matrix_budget;
 mod matrix_hostile;
 mod matrix_launch;
 mod matrix_partial;
+mod matrix_ranks;
 mod mpi;
 mod mpi_ffi;
 mod npb_all_counts;

@@ -183,6 +183,12 @@ impl AbortPair {
         AbortHandle::of(&self.handle_end).ok()
     }
 
+    /// The end to poll for readability alongside a wait: it becomes
+    /// readable (end of file) when the handle is used.
+    pub fn watch_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.watch_end)
+    }
+
     /// Whether the handle was used (its end shut down).
     pub fn aborted(&self) -> bool {
         let mut byte = [0u8; 1];

@@ -34,6 +34,8 @@ mod tests;
 use std::io;
 use std::time::Duration;
 
+use crate::transport::AbortHandle;
+
 /// wulf's EtherType (IEEE 802 "local experimental 1"): frames of this
 /// type are wulf's, whatever else shares the link.
 pub const ETHERTYPE: u16 = 0x88B5;
@@ -54,4 +56,23 @@ pub trait FrameLink: Send {
     /// Address from now on the frames sent to where the last frame
     /// received came from (the handshake's way to learn the peer).
     fn learn_peer(&mut self);
+    /// A handle that ends this link's waits from another thread (a server
+    /// whose client went away): every later wait fails at once. None (the
+    /// default): only the channel's timeout ends a wait.
+    fn abort_handle(&self) -> Option<AbortHandle> {
+        None
+    }
+    /// Whether the abort handle was used; checked while busy-polling,
+    /// where no wait in the kernel would see it.
+    fn aborted(&self) -> bool {
+        false
+    }
+}
+
+/// The error a link's wait returns once its abort handle was used.
+pub fn aborted_error() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "the frame channel was ended from outside (the client went away)",
+    )
 }

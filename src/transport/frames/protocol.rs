@@ -245,6 +245,10 @@ impl<L: FrameLink> Reliable<L> {
                 std::hint::spin_loop();
                 return Ok(());
             }
+            // No wait in the kernel sees the abort handle while spinning.
+            if self.link.aborted() {
+                return Err(super::aborted_error());
+            }
         }
         let now = Instant::now();
         if idle.progress != self.progress || idle.stall_deadline.is_none() {
@@ -480,6 +484,10 @@ impl<L: FrameLink> Endpoint for Reliable<L> {
 
     fn abandon(&mut self) {
         self.abandoned = true;
+    }
+
+    fn abort_handle(&self) -> Option<crate::transport::AbortHandle> {
+        self.link.abort_handle()
     }
 }
 

@@ -3,7 +3,8 @@
 # same veth pair (issue 34). Interleaved rounds: in each round, one plain C
 # TCP ping-pong (bench/lean_tcp_pingpong.c), one plain C AF_PACKET
 # ping-pong (bench/lean_packet_pingpong.c), then wulf tcp, raw and xdp
-# sweeps at the same size with blocking waits; the best (lowest median)
+# sweeps at the same size with blocking waits, every process unpinned as
+# the C probes are; the best (lowest median)
 # of the rounds is kept per stack, and the issue's ratios are printed.
 # With LOSS_SPEC set (e.g. "ge,loss=1 ge,loss=5"), 4 MiB stream rates of
 # tcp, raw and xdp across a lab link with that switch loss follow, also
@@ -83,7 +84,7 @@ c_probe() {
 wulf_probe() {
   local try bin=${2:-$WULF} port=${3:-9137}
   for try in $(seq 20); do
-    if ip netns exec "$NS_A" "$bin" sweep "$1" --sizes "$SIZE" --wait block --budget "$BUDGET" \
+    if ip netns exec "$NS_A" "$bin" sweep "$1" --sizes "$SIZE" --wait block --no-pin --budget "$BUDGET" \
         --peer "$ADDR_B:$port" --timeout 10s --quiet --json "$work/$1.json" >/dev/null 2>"$work/err"; then
       python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["points"][0]["median_ns"]))' "$work/$1.json"
       return 0

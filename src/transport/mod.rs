@@ -119,6 +119,14 @@ pub trait Endpoint: Send {
     /// it (the frame protocol's linger on drop). The default: nothing to do.
     fn abandon(&mut self) {}
 
+    /// What a transport with a protocol of its own had to do, for the
+    /// result's transport settings (the frame transports: frames sent,
+    /// resent, acknowledgements, resend timeouts); None (the default):
+    /// nothing to count. Asked once, after the timing loops.
+    fn protocol_counters(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// A handle that ends this channel's blocking waits from another
     /// thread (a server whose client went away); None (the default): the
     /// channel's own timeout is the only bound.

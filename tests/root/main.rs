@@ -17,6 +17,7 @@ mod lab;
 mod lab_load;
 mod lab_mpi;
 mod lean_raw;
+mod lean_raw_sessions;
 mod lean_xdp;
 mod matrix_lab;
 mod matrix_slurm;

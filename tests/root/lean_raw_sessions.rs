@@ -12,25 +12,30 @@
 use crate::common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::lean::{frame_sweep, serial, serve_in, signal_once_busy, sweep_in_node1, text};
+use common::lean::{
+    frame_sweep, serial, serve_in, signal_once_busy, sweep_from_node1, sweep_in_node1, text,
+};
 use common::{labs_possible, wulf, wulf_bin};
 use nix::sys::signal::Signal;
-
-/// A short ping-pong from node1 against `node2:PORT`: its output.
-fn short_sweep(lab: &str, transport: &str, port: &str) -> Output {
-    let peer = format!("node2:{port}");
-    let args = ["--sizes", "8", "--budget", "100ms", "--json", "-", "--timeout", "5s"];
-    sweep_in_node1(lab, transport, &peer, &args).output().unwrap()
-}
 
 /// A second `wulf serve` in node2 of `lab`, on `port`.
 fn serve_on_port(lab: &str, port: &str) -> Child {
     let mut server = wulf(&[
-        "lab", "exec", "--name", lab, "node2", "--", wulf_bin(), "serve", "--announce",
-        "--allow-lean", "--port", port,
+        "lab",
+        "exec",
+        "--name",
+        lab,
+        "node2",
+        "--",
+        wulf_bin(),
+        "serve",
+        "--announce",
+        "--allow-lean",
+        "--port",
+        port,
     ])
     .stdout(Stdio::piped())
     .stderr(Stdio::null())
@@ -50,7 +55,16 @@ fn killed_client_frees_the_server(transport: &str) {
     let (mut server, port) = serve_in(&lab, "node2");
     let peer = format!("node2:{port}");
     // A client whose data timeout (30 s) the server would otherwise wait out.
-    let args = ["--sizes", "1:1Mi", "--budget", "60s", "--wait", "block", "--timeout", "30s"];
+    let args = [
+        "--sizes",
+        "1:1Mi",
+        "--budget",
+        "60s",
+        "--wait",
+        "block",
+        "--timeout",
+        "30s",
+    ];
     let mut client = sweep_in_node1(&lab, transport, &peer, &args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -68,7 +82,7 @@ fn killed_client_frees_the_server(transport: &str) {
     // retried, bounded).
     let mut last = None;
     while killed.elapsed() < Duration::from_secs(40) {
-        let out = short_sweep(&lab, transport, &port);
+        let out = sweep_from_node1(&lab, transport, &port);
         if out.status.success() {
             last = None;
             break;
@@ -115,7 +129,16 @@ fn a_raw_session_runs_beside_an_xdp_session_on_the_same_interfaces() {
     let (mut xdp_server, port) = serve_in(&lab, "node2");
     let mut raw_server = serve_on_port(&lab, "9238");
     let peer = format!("node2:{port}");
-    let args = ["--sizes", "8,1Ki", "--budget", "8s", "--timeout", "10s", "--json", "-"];
+    let args = [
+        "--sizes",
+        "8,1Ki",
+        "--budget",
+        "8s",
+        "--timeout",
+        "10s",
+        "--json",
+        "-",
+    ];
     let xdp = sweep_in_node1(&lab, "xdp", &peer, &args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -133,7 +156,7 @@ fn a_raw_session_runs_beside_an_xdp_session_on_the_same_interfaces() {
             .sum::<u64>()
             > 20;
         if busy {
-            raw = Some(short_sweep(&lab, "raw", "9238"));
+            raw = Some(sweep_from_node1(&lab, "raw", "9238"));
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -162,7 +185,13 @@ fn every_frame_result_counts_its_frames_and_resends_under_loss() {
     for transport in ["raw", "xdp"] {
         let clean = frame_sweep(transport, "ge", &["--sizes", "8,64Ki", "--budget", "200ms"]);
         let c = &clean["options"]["transport"]["frame_counters"];
-        for key in ["data_frames", "resent_frames", "ack_frames", "timeouts", "held_frames"] {
+        for key in [
+            "data_frames",
+            "resent_frames",
+            "ack_frames",
+            "timeouts",
+            "held_frames",
+        ] {
             assert!(c[key].is_u64(), "{transport}: {key} missing: {c}");
         }
         assert!(c["data_frames"].as_u64().unwrap() > 0, "{c}");
@@ -170,7 +199,10 @@ fn every_frame_result_counts_its_frames_and_resends_under_loss() {
             c["resent_frames"].as_u64() <= c["data_frames"].as_u64(),
             "{c}"
         );
-        assert!(c["srtt_ns"].as_u64().is_some_and(|n| n > 0), "a round trip measured: {c}");
+        assert!(
+            c["srtt_ns"].as_u64().is_some_and(|n| n > 0),
+            "a round trip measured: {c}"
+        );
         let lossy = frame_sweep(
             transport,
             "ge,loss=3",
@@ -179,7 +211,10 @@ fn every_frame_result_counts_its_frames_and_resends_under_loss() {
         let c = &lossy["options"]["transport"]["frame_counters"];
         let resent = c["resent_frames"].as_u64().unwrap();
         let data = c["data_frames"].as_u64().unwrap();
-        assert!(resent > 0 && resent < data, "{transport} under 3% loss: {c}");
+        assert!(
+            resent > 0 && resent < data,
+            "{transport} under 3% loss: {c}"
+        );
         // Only the missing frames go again: about the share lost, far from
         // a window per loss (go-back-N resent about 10 frames per loss).
         assert!(resent * 5 < data, "{transport} resent too much: {c}");

@@ -91,8 +91,11 @@ mod tests {
         c.resent_frames = 50;
         c.timeouts = 3;
         c.timeout_wait_ns = 300_000_000;
-        let w = loss_warning(&c.to_json(None, Duration::from_millis(1)), Duration::from_secs(1))
-            .unwrap();
+        let w = loss_warning(
+            &c.to_json(None, Duration::from_millis(1)),
+            Duration::from_secs(1),
+        )
+        .unwrap();
         assert!(w.contains("resent 50 of 1000") && w.contains("5.0%"), "{w}");
         assert!(w.contains("300 ms on 3 resend timeouts (30%"), "{w}");
     }

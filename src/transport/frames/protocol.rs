@@ -406,7 +406,11 @@ impl<L: FrameLink> Reliable<L> {
     /// a gap when there are any.
     fn send_ack(&mut self) -> io::Result<()> {
         let map = self.reorder.sack(self.rcv_next);
-        let map_bytes = if self.reorder.is_empty() { 0 } else { SACK_BYTES };
+        let map_bytes = if self.reorder.is_empty() {
+            0
+        } else {
+            SACK_BYTES
+        };
         let h = Header {
             kind: Kind::Ack,
             payload_bytes: map_bytes as u16,

@@ -125,7 +125,10 @@ mod tests {
     fn frames_past_a_gap_are_held_and_reported_until_delivered() {
         let mut r = Reorder::new(8, 4);
         let next = u32::MAX; // across the wrap
-        assert!(!r.put(next, next, b"a"), "the expected frame is not held here");
+        assert!(
+            !r.put(next, next, b"a"),
+            "the expected frame is not held here"
+        );
         assert!(r.put(next, 1, b"c"));
         assert!(r.put(next, 0, b"b"));
         assert!(!r.put(next, 0, b"b"), "a duplicate");

@@ -156,7 +156,9 @@ mod tests {
         let mut r = Rtt::new();
         let t0 = Instant::now();
         r.start(10, t0);
-        r.acknowledged(10, || unreachable!("frame 10 is not acknowledged by ack 10"));
+        r.acknowledged(10, || {
+            unreachable!("frame 10 is not acknowledged by ack 10")
+        });
         assert!(r.timing());
         r.acknowledged(11, || t0 + Duration::from_millis(3));
         assert!(!r.timing());

@@ -87,8 +87,8 @@ impl XdpLink {
     pub fn open(iface: &Iface, peer_mac: [u8; 6], own_id: u32) -> Result<XdpLink> {
         let queues = rx_queues(&iface.name);
         let map = bpf::create_xskmap(queues).map_err(|e| explain("cannot make an XSKMAP", e))?;
-        let prog =
-            bpf::load_program(&map, own_id).map_err(|e| explain("cannot load the XDP program", e))?;
+        let prog = bpf::load_program(&map, own_id)
+            .map_err(|e| explain("cannot load the XDP program", e))?;
         let sock = XskSocket::open(iface.index, QUEUE)
             .map_err(|e| explain(&format!("no AF_XDP socket on {}", iface.name), e))?;
         bpf::set_socket(&map, QUEUE, sock.fd())

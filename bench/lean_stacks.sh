@@ -45,7 +45,7 @@ ip -n "$NS_B" addr add "$ADDR_B/30" dev veth-b
 for ns in "$NS_A" "$NS_B"; do ip -n "$ns" link set lo up; done
 ip -n "$NS_A" link set veth-a up
 ip -n "$NS_B" link set veth-b up
-ip netns exec "$NS_B" "$WULF" serve --bind "$ADDR_B" --announce >"$work/serve.out" 2>/dev/null &
+ip netns exec "$NS_B" "$WULF" serve --bind "$ADDR_B" --allow-lean --announce >"$work/serve.out" 2>/dev/null &
 server=$!
 for _ in $(seq 100); do grep -q WULF-LISTENING "$work/serve.out" && break; sleep 0.1; done
 

@@ -101,6 +101,13 @@ fn table(cases: &[StudyCaseResult], link: &str, mtu: u32, whole: bool) -> StudyT
     if whole {
         columns.push("CPU whole, ns/B");
     }
+    // Seed 001's Fig. 1: each stack's latency as a multiple of TCP's over
+    // the same link (below 1: faster than TCP/IP).
+    columns.push("latency / tcp");
+    let tcp_ns = cases
+        .iter()
+        .find(|c| c.link == link && c.mtu_bytes == mtu && c.transport == "tcp")
+        .and_then(|c| c.latency_ns);
     let rows = cases
         .iter()
         .filter(|c| c.link == link && c.mtu_bytes == mtu)
@@ -115,6 +122,7 @@ fn table(cases: &[StudyCaseResult], link: &str, mtu: u32, whole: bool) -> StudyT
             if whole {
                 cells.push(c.cpu_whole_ns_per_byte);
             }
+            cells.push(c.latency_ns.zip(tcp_ns).map(|(n, t)| n / t));
             StudyRow {
                 label: row_label(c),
                 cells,
@@ -123,7 +131,7 @@ fn table(cases: &[StudyCaseResult], link: &str, mtu: u32, whole: bool) -> StudyT
         .collect();
     StudyTable {
         title: format!(
-            "Lean stacks over {link}, {}: latency (1 B, half the round trip), peak and n_1/2 (ping-pong), CPU per byte at {} on each end (getrusage{})",
+            "Lean stacks over {link}, {}: latency (1 B, half the round trip), peak and n_1/2 (ping-pong), CPU per byte at {} on each end (getrusage{}), latency as a multiple of tcp's",
             match mtu {
                 0 => "the path's own MTU".to_string(),
                 m => format!("MTU {m}"),
@@ -247,9 +255,10 @@ mod tests {
         let t = tables(&cases);
         assert_eq!(t.len(), 2);
         assert!(t[0].title.contains("10ge, MTU 9000"), "{}", t[0].title);
-        assert_eq!(t[0].columns.len(), 5);
+        assert_eq!(t[0].columns.len(), 6);
         assert_eq!(t[0].rows[0].cells[0], Some(4.0));
         assert_eq!(t[0].rows[0].cells[4], Some(0.25));
+        assert_eq!(t[0].rows[0].cells[5], Some(1.0), "tcp against itself");
         assert_eq!(
             t[0].rows[1].label,
             "tipc (unavailable: kernel built without TIPC)"
@@ -259,8 +268,23 @@ mod tests {
         let mut whole = cases.clone();
         whole[0].cpu_whole_ns_per_byte = Some(2.0);
         let t = tables(&whole);
-        assert_eq!(t[0].columns.len(), 6);
+        assert_eq!(t[0].columns.len(), 7);
         assert_eq!(t[0].rows[0].cells[5], Some(2.0));
         assert_eq!(t[1].rows[0].cells[5], None);
+    }
+
+    #[test]
+    fn latency_is_normalised_to_tcp_over_the_same_link() {
+        let mut raw = case("raw", "ge", 1500, None);
+        raw.latency_ns = Some(3_000.0);
+        let t = tables(&[
+            case("tcp", "ge", 1500, None),
+            raw,
+            case("xdp", "10ge", 1500, None),
+        ]);
+        assert_eq!(t[0].columns.last().unwrap(), "latency / tcp");
+        assert_eq!(t[0].rows[1].cells.last(), Some(&Some(0.75)));
+        // No tcp over 10ge: nothing to normalise to.
+        assert_eq!(t[1].rows[0].cells.last(), Some(&None));
     }
 }

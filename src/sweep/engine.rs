@@ -242,6 +242,15 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     warnings.extend(limits::slow_mode_warning(spec.mode, &points));
 
     let mut options_transport = conn.settings.clone();
+    // The frame transports' counters (resends, timeouts), and a warning
+    // when recovering from losses took a share of the run.
+    if let Some(counters) = conn.endpoint.protocol_counters() {
+        warnings.extend(crate::transport::frames::counters::loss_warning(
+            &counters,
+            started.elapsed(),
+        ));
+        options_transport.insert("frame_counters".into(), counters);
+    }
     options_transport.insert(
         "server".into(),
         serde_json::Value::Object(session.settings.clone()),

@@ -119,6 +119,14 @@ pub trait Endpoint: Send {
     /// it (the frame protocol's linger on drop). The default: nothing to do.
     fn abandon(&mut self) {}
 
+    /// What a transport with a protocol of its own had to do, for the
+    /// result's transport settings (the frame transports: frames sent,
+    /// resent, acknowledgements, resend timeouts); None (the default):
+    /// nothing to count. Asked once, after the timing loops.
+    fn protocol_counters(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// A handle that ends this channel's blocking waits from another
     /// thread (a server whose client went away); None (the default): the
     /// channel's own timeout is the only bound.
@@ -181,6 +189,12 @@ impl AbortPair {
     /// The handle that aborts the wait.
     pub fn handle(&self) -> Option<AbortHandle> {
         AbortHandle::of(&self.handle_end).ok()
+    }
+
+    /// The end to poll for readability alongside a wait: it becomes
+    /// readable (end of file) when the handle is used.
+    pub fn watch_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.watch_end)
     }
 
     /// Whether the handle was used (its end shut down).

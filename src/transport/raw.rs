@@ -11,10 +11,13 @@
 //! Ethernet addresses, so a local sweep is refused with a clear message;
 //! measure between lab nodes (`--lab`) or machines (`--peer`).
 //!
-//! Plain socket calls, one frame per call (writev of the Ethernet header,
-//! the protocol header and the payload, so the payload is not copied to
-//! assemble the frame). A packet ring (TPACKET_V3) batches frames for
-//! capture; for a ping-pong of single frames it saves no system call.
+//! Frames are sent with one writev each (the Ethernet header, the
+//! protocol header and the payload, so the payload is not copied to
+//! assemble the frame) and received through a TPACKET_V2 receive ring
+//! ([`ring`]): a frame already there costs no system call, a wait one
+//! `ppoll`, so a ping-pong message costs two calls as in plain C.
+
+mod ring;
 
 use std::io;
 use std::net::IpAddr;
@@ -25,15 +28,12 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
 use super::frames::protocol::{Params, Reliable};
-use super::frames::{handshake, FrameLink, ETHERTYPE};
+use super::frames::{aborted_error, handshake, FrameLink, ETHERTYPE};
 use super::iface::{describe_listener, FramePeer, Iface};
-use super::{ChannelOptions, Connected, Listener, Transport};
+use super::{AbortHandle, AbortPair, ChannelOptions, Connected, Listener, Transport};
 
 /// Bytes of an Ethernet header (destination, source, type).
 const ETH_HEADER_BYTES: usize = 14;
-/// Receive buffer asked for (SO_RCVBUFFORCE): a window of full frames
-/// with the kernel's per-frame overhead fits many times over.
-const RCVBUF_BYTES: usize = 8 << 20;
 
 /// The `raw` transport.
 pub struct Raw;
@@ -109,6 +109,10 @@ impl Listener for RawListener {
         describe_listener(self.own_id, &self.iface, self.iface.mtu_bytes)
     }
 
+    fn abort_handle(&self) -> Option<AbortHandle> {
+        self.link.abort_handle()
+    }
+
     fn accept(mut self: Box<Self>, timeout: Duration) -> Result<Connected> {
         let (peer_id, mtu) = handshake::accept(&mut self.link, self.own_id, timeout)
             .with_context(|| format!("no frames from the measuring side on {}", self.iface.name))?;
@@ -132,7 +136,8 @@ fn finish(
     mtu: usize,
     opts: &ChannelOptions,
 ) -> Connected {
-    let rcvbuf = link.rcvbuf_bytes();
+    let ring_slots = link.ring.slots();
+    let ring_bytes = link.ring.bytes();
     let channel = Reliable::new(
         link,
         Params {
@@ -149,7 +154,8 @@ fn finish(
     settings.insert("mtu_bytes".into(), json!(mtu));
     settings.insert("frame_payload_bytes".into(), json!(channel.chunk_bytes()));
     settings.insert("window_frames".into(), json!(channel.window_frames()));
-    settings.insert("rcvbuf_bytes".into(), json!(rcvbuf));
+    settings.insert("rx_ring_slots".into(), json!(ring_slots));
+    settings.insert("rx_ring_bytes".into(), json!(ring_bytes));
     settings.insert("busy_poll".into(), json!(opts.busy_poll));
     settings.insert(
         crate::result::THRESHOLDS_KEY.into(),
@@ -190,6 +196,10 @@ fn open_socket() -> io::Result<OwnedFd> {
 /// Frames of wulf's EtherType on one interface, to one peer MAC.
 struct PacketLink {
     fd: OwnedFd,
+    ring: ring::RxRing,
+    /// Ends the waits when a server's client goes away (the session's
+    /// watchdog holds the handle), as a shut-down socket ends tcp's.
+    abort: AbortPair,
     /// The Ethernet header of every frame sent: peer, own address, type.
     eth_out: [u8; ETH_HEADER_BYTES],
     /// The Ethernet header of the last frame received.
@@ -205,12 +215,9 @@ impl PacketLink {
             _ => anyhow!("cannot open a packet socket: {e}"),
         })?;
         let sock = socket2::SockRef::from(&fd);
-        // Root may exceed rmem_max (SO_RCVBUFFORCE); anyone else gets what
-        // the limit allows.
-        if setsockopt_int(&fd, libc::SO_RCVBUFFORCE, RCVBUF_BYTES).is_err() {
-            let _ = sock.set_recv_buffer_size(RCVBUF_BYTES);
-        }
         sock.set_write_timeout(Some(timeout))?;
+        let ring = ring::RxRing::new(&fd, ETH_HEADER_BYTES + iface.mtu_bytes)
+            .map_err(|e| anyhow!("cannot set up a packet receive ring on {}: {e}", iface.name))?;
         // SAFETY: sockaddr_ll is plain data; zero is a valid start.
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         addr.sll_family = libc::AF_PACKET as u16;
@@ -237,61 +244,26 @@ impl PacketLink {
         eth_out[12..].copy_from_slice(&ETHERTYPE.to_be_bytes());
         Ok(PacketLink {
             fd,
+            ring,
+            abort: AbortPair::new()?,
             eth_out,
             eth_in: [0; ETH_HEADER_BYTES],
             mtu_bytes: iface.mtu_bytes,
         })
     }
 
-    fn rcvbuf_bytes(&self) -> Option<usize> {
-        socket2::SockRef::from(&self.fd).recv_buffer_size().ok()
-    }
-
-    /// One non-blocking receive.
-    fn try_recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        let mut iov = [
-            libc::iovec {
-                iov_base: self.eth_in.as_mut_ptr().cast(),
-                iov_len: ETH_HEADER_BYTES,
-            },
-            libc::iovec {
-                iov_base: buf.as_mut_ptr().cast(),
-                iov_len: buf.len(),
-            },
-        ];
-        // SAFETY: msghdr is plain data; zero means no address, no control.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = iov.as_mut_ptr();
-        msg.msg_iovlen = iov.len();
-        // SAFETY: the iovecs describe eth_in and buf, borrowed mutably here.
-        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
-                _ => Err(e),
-            };
-        }
-        Ok((n as usize).checked_sub(ETH_HEADER_BYTES))
-    }
-}
-
-fn setsockopt_int(fd: &OwnedFd, opt: libc::c_int, value: usize) -> io::Result<()> {
-    let v = libc::c_int::try_from(value).unwrap_or(libc::c_int::MAX);
-    // SAFETY: v lives across the call; the size matches its type.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            opt,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as u32,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+    /// One frame from the ring, if one waits (no system call).
+    fn try_recv(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let eth_in = &mut self.eth_in;
+        self.ring
+            .take(|frame| {
+                let (eth, rest) = frame.split_at_checked(ETH_HEADER_BYTES)?;
+                eth_in.copy_from_slice(eth);
+                let n = rest.len().min(buf.len());
+                buf[..n].copy_from_slice(&rest[..n]);
+                Some(n)
+            })
+            .flatten()
     }
 }
 
@@ -330,32 +302,24 @@ impl FrameLink for PacketLink {
     }
 
     fn recv_frame(&mut self, buf: &mut [u8], wait: Option<Duration>) -> io::Result<Option<usize>> {
-        if let Some(got) = self.try_recv(buf)? {
+        if let Some(got) = self.try_recv(buf) {
             return Ok(Some(got));
         }
         let Some(wait) = wait else {
             return Ok(None);
         };
-        let ts = libc::timespec {
-            tv_sec: wait.as_secs() as libc::time_t,
-            tv_nsec: wait.subsec_nanos() as libc::c_long,
-        };
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd and a valid timespec; no signal mask.
-        let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(None)
-            } else {
-                Err(e)
-            };
+        if self.ring.wait(&self.fd, self.abort.watch_fd(), wait)? && self.abort.aborted() {
+            return Err(aborted_error());
         }
-        self.try_recv(buf)
+        Ok(self.try_recv(buf))
+    }
+
+    fn abort_handle(&self) -> Option<AbortHandle> {
+        self.abort.handle()
+    }
+
+    fn aborted(&self) -> bool {
+        self.abort.aborted()
     }
 
     fn learn_peer(&mut self) {

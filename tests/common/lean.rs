@@ -355,7 +355,7 @@ pub fn sweep_in_node1(lab: &str, transport: &str, peer: &str, args: &[&str]) -> 
 
 /// A short ping-pong over `transport` from node1 of lab `lab` against the
 /// server on `port` of node2: its output.
-fn sweep_from_node1(lab: &str, transport: &str, port: &str) -> Output {
+pub fn sweep_from_node1(lab: &str, transport: &str, port: &str) -> Output {
     let peer = format!("node2:{port}");
     let args = [
         "--sizes",

@@ -19,6 +19,7 @@ mod lab_hub;
 mod lab_load;
 mod lab_mpi;
 mod lean_raw;
+mod lean_raw_sessions;
 mod lean_xdp;
 mod matrix_host;
 mod matrix_lab;

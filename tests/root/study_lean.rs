@@ -53,7 +53,8 @@ fn lean_stacks_quick_has_a_row_per_stack_and_a_report_section() {
             "peak, Mbit/s",
             "n_1/2, B",
             "CPU client, ns/B",
-            "CPU server, ns/B"
+            "CPU server, ns/B",
+            "latency / tcp"
         ]
     );
     assert_eq!(t.rows.len(), 4);

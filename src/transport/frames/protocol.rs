@@ -1,8 +1,9 @@
 //! The reliable channel: messages of any size over a [`FrameLink`].
 //!
 //! Each message is cut into frames of the link's MTU less the header and
-//! numbered; the receiver takes only the frame it expects next (go-back-N)
-//! and acknowledges cumulatively. Progress happens only inside a call (no
+//! numbered; the receiver delivers in order, keeps frames that arrive
+//! after a gap ([`super::reorder`]) and acknowledges cumulatively, with a
+//! bitmap of the frames it holds past the gap (selective acknowledgement). Progress happens only inside a call (no
 //! thread runs behind the application), so the rules are about which call
 //! does what:
 //!
@@ -28,12 +29,16 @@
 //! the sender next calls on this channel; until then the receiver waits,
 //! at worst until the channel's timeout.
 //!
-//! A frame is sent again when its acknowledgement is late (the
-//! retransmission timeout, doubled on each expiry up to a cap) or after
-//! three duplicate acknowledgements (the receiver saw later frames). A
-//! peer that makes no progress for the channel's timeout is an error.
-//! Every loss halves a congestion window (frames allowed in flight), which
-//! each acknowledged frame grows again, as TCP's slow start does.
+//! Only missing frames are sent again: one the receiver reports a gap
+//! at, with [`DUP_ACKS_FOR_RESEND`] held frames after it, once per
+//! recovery; and on the resend timeout ([`super::rtt`]: from the measured
+//! round trip as TCP's RTO, doubled on each expiry up to a cap) every
+//! frame the receiver does not hold. A peer that makes no progress for the
+//! channel's timeout is an error. A loss halves a congestion window
+//! (frames allowed in flight) once per recovery (until everything sent
+//! before it is acknowledged), and each acknowledged frame grows it again,
+//! as TCP's slow start does: the window does not collapse under a run of
+//! losses.
 //!
 //! Nothing here allocates after [`Reliable::new`]; the clock is read only
 //! when no frame is waiting.
@@ -41,16 +46,16 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::header::{after, Header, Kind, HEADER_BYTES};
+use super::counters::Counters;
+use super::header::{Header, Kind, HEADER_BYTES};
+use super::reorder::{Reorder, SACK_BYTES};
+use super::rtt::Rtt;
+pub use super::rtt::{RTO_MAX, RTO_MIN, RTO_START};
 use super::window::{SendWindow, Stash};
 use super::FrameLink;
 use crate::transport::Endpoint;
 
-/// First retransmission timeout: far above a link's round trip, short
-/// enough that a lost tail frame costs little.
-pub const RTO_START: Duration = Duration::from_millis(5);
-/// Longest retransmission timeout after repeated expiries.
-pub const RTO_MAX: Duration = Duration::from_millis(200);
+mod recovery;
 /// Unanswered resends after which a flush returns although its last
 /// frames are unacknowledged: the peer took them and went quiet (only a
 /// finished receive stops answering), and its acknowledgement was lost.
@@ -62,8 +67,10 @@ const LINGER_RESENDS: u32 = 6;
 /// carries the acknowledgement) usually comes first, far below the
 /// retransmission timeout a sender waiting on them would otherwise need.
 pub const ACK_DELAY: Duration = Duration::from_micros(200);
-/// Duplicate acknowledgements that trigger a resend before the timeout.
-const DUP_ACKS_FOR_RESEND: u32 = 3;
+/// Frames held by the receiver after a missing one (or, from a peer that
+/// sends no bitmap, duplicate acknowledgements) that make it count as lost
+/// before the timeout: fewer would take a reordering for a loss.
+pub const DUP_ACKS_FOR_RESEND: u32 = 3;
 /// The congestion window never shrinks below this many frames.
 const MIN_CWND_FRAMES: usize = 4;
 /// Empty non-blocking tries between two clock reads while busy-polling.
@@ -86,17 +93,6 @@ pub struct Params {
     pub busy_poll: bool,
 }
 
-/// Counters of what the protocol had to do, for the result's settings.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Data frames sent, first copies and resends.
-    pub data_frames: u64,
-    /// Data frames sent again.
-    pub resent_frames: u64,
-    /// Acknowledgement-only frames sent.
-    pub ack_frames: u64,
-}
-
 /// A reliable, ordered channel over `L`.
 pub struct Reliable<L: FrameLink> {
     link: L,
@@ -104,18 +100,21 @@ pub struct Reliable<L: FrameLink> {
     chunk_bytes: usize,
     window: SendWindow,
     stash: Stash,
+    /// Frames received after a gap, until it is filled.
+    reorder: Reorder,
     rx_frame: Vec<u8>,
     /// Next data frame expected from the peer.
     rcv_next: u32,
     /// The last acknowledgement sent (on any frame).
     ack_sent: u32,
-    /// Acknowledgements sent for frames out of order since the last in-order one.
-    out_of_order_acks: u32,
     dup_acks: u32,
     /// Congestion window: frames allowed in flight now (at most the send
     /// window), halved on every loss and grown by each acknowledged frame.
     cwnd: usize,
-    rto: Duration,
+    /// In a recovery: until this frame is acknowledged, no further loss
+    /// halves the window again.
+    recovery: Option<u32>,
+    rtt: Rtt,
     rto_deadline: Option<Instant>,
     /// When a waiting receiver acknowledges on its own what it took (set
     /// on its first wait with frames unacknowledged, cleared by any ack).
@@ -138,15 +137,16 @@ impl<L: FrameLink> Reliable<L> {
             // Room for a whole window of the peer's frames, twice: what it
             // may send while this end is busy sending.
             stash: Stash::new(2 * frames * chunk_bytes),
+            reorder: Reorder::new(frames, chunk_bytes),
             link,
             p,
             chunk_bytes,
             rcv_next: 0,
             ack_sent: 0,
-            out_of_order_acks: 0,
             dup_acks: 0,
             cwnd: frames,
-            rto: RTO_START,
+            recovery: None,
+            rtt: Rtt::new(),
             rto_deadline: None,
             ack_deadline: None,
             progress: 0,
@@ -161,6 +161,7 @@ impl<L: FrameLink> Reliable<L> {
         debug_assert_eq!(self.window.in_flight(), 0);
         let frames = frames.max(1);
         self.window = SendWindow::new(frames, self.chunk_bytes);
+        self.reorder = Reorder::new(frames, self.chunk_bytes);
         self.cwnd = frames;
         self
     }
@@ -184,6 +185,11 @@ impl<L: FrameLink> Reliable<L> {
         self.counters
     }
 
+    /// The smoothed round trip measured so far, and the resend timeout now.
+    pub fn rtt(&self) -> (Option<Duration>, Duration) {
+        (self.rtt.srtt(), self.rtt.rto())
+    }
+
     /// The link underneath.
     pub fn link_mut(&mut self) -> &mut L {
         &mut self.link
@@ -203,6 +209,7 @@ impl<L: FrameLink> Reliable<L> {
     /// the acknowledgement of everything sent ([`Reliable::flush`]).
     fn transfer(&mut self, out: &[u8], repeat: u64, inp: &mut [u8], drain: bool) -> io::Result<()> {
         let mut filled = self.stash.take(inp);
+        self.take_held(inp, &mut filled);
         let mut left = if out.is_empty() { 0 } else { repeat };
         let mut offset = 0usize;
         let mut idle = Idle::new(self.progress);
@@ -210,6 +217,10 @@ impl<L: FrameLink> Reliable<L> {
             while left > 0 && !self.window.full() && self.window.in_flight() < self.cwnd {
                 let end = (offset + self.chunk_bytes).min(out.len());
                 let seq = self.window.push(&out[offset..end]);
+                if !self.rtt.timing() {
+                    // One frame timed per round trip: one clock read.
+                    self.rtt.start(seq, Instant::now());
+                }
                 self.send_data(seq)?;
                 offset = end;
                 if offset == out.len() {
@@ -244,6 +255,10 @@ impl<L: FrameLink> Reliable<L> {
             if !idle.tries.is_multiple_of(POLLS_PER_CLOCK_READ) {
                 std::hint::spin_loop();
                 return Ok(());
+            }
+            // No wait in the kernel sees the abort handle while spinning.
+            if self.link.aborted() {
+                return Err(super::aborted_error());
             }
         }
         let now = Instant::now();
@@ -280,12 +295,14 @@ impl<L: FrameLink> Reliable<L> {
             }
         }
         if self.window.in_flight() > 0 {
-            let rto = *self.rto_deadline.get_or_insert(now + self.rto);
+            let rto = *self.rto_deadline.get_or_insert(now + self.rtt.rto());
             if now >= rto {
-                self.resend_all()?;
+                self.counters.timeouts += 1;
+                self.counters.timeout_wait_ns += self.rtt.rto().as_nanos() as u64;
+                self.rtt.expired();
+                self.timed_out()?;
                 idle.expiries += 1;
-                self.rto = (self.rto * 2).min(RTO_MAX);
-                self.rto_deadline = Some(now + self.rto);
+                self.rto_deadline = Some(now + self.rtt.rto());
             }
             until = until.min(self.rto_deadline.unwrap_or(until));
         }
@@ -302,75 +319,71 @@ impl<L: FrameLink> Reliable<L> {
 
     /// Act on the frame in `rx_frame` (`n` bytes).
     fn take_frame(&mut self, n: usize, inp: &mut [u8], filled: &mut usize) -> io::Result<()> {
-        let Some((h, _)) = Header::decode(&self.rx_frame[..n]) else {
+        let mut map = [0u8; SACK_BYTES];
+        let Some((h, payload)) = Header::decode(&self.rx_frame[..n]) else {
             return Ok(());
         };
         if h.dst != self.p.own_id {
             return Ok(());
         }
+        let map_bytes = if h.kind == Kind::Ack {
+            payload.len().min(SACK_BYTES)
+        } else {
+            0
+        };
+        map[..map_bytes].copy_from_slice(&payload[..map_bytes]);
         match h.kind {
             Kind::Data => {
-                self.take_ack(h.ack, h.kind)?;
+                self.take_ack(h.ack, h.kind, &[])?;
                 self.take_data(h, inp, filled)
             }
-            Kind::Ack => self.take_ack(h.ack, h.kind),
+            Kind::Ack => self.take_ack(h.ack, h.kind, &map[..map_bytes]),
             // The connecting end did not hear the handshake's answer.
             Kind::Hello => super::handshake::answer(&mut self.link, &self.p),
             Kind::HelloAck => Ok(()),
         }
     }
 
-    fn take_ack(&mut self, ack: u32, kind: Kind) -> io::Result<()> {
-        let before = self.window.in_flight();
-        if self.window.acknowledge(ack) {
-            let acked = before - self.window.in_flight();
-            self.cwnd = (self.cwnd + acked).min(self.window_capacity());
-            self.progress += 1;
-            self.dup_acks = 0;
-            self.rto = RTO_START;
-            self.rto_deadline = None;
-        } else if kind == Kind::Ack && ack == self.window.una() && self.window.in_flight() > 0 {
-            // Once per loss: the duplicates that follow (one per frame the
-            // receiver got past the gap) must not each resend the window.
-            self.dup_acks += 1;
-            if self.dup_acks == DUP_ACKS_FOR_RESEND {
-                self.resend_all()?;
+    fn take_data(&mut self, h: Header, inp: &mut [u8], filled: &mut usize) -> io::Result<()> {
+        let len = usize::from(h.payload_bytes);
+        let payload = &self.rx_frame[HEADER_BYTES..HEADER_BYTES + len];
+        if h.seq != self.rcv_next {
+            // Later than expected (one was lost): keep it and say at once
+            // which frames are held, so the sender resends only the
+            // missing; or a resent copy of one already taken (its
+            // acknowledgement was lost): say what is expected.
+            if self.reorder.put(self.rcv_next, h.seq, payload) {
+                self.counters.held_frames += 1;
             }
+            self.send_ack()?;
+            return Ok(());
+        }
+        if !deliver(&mut self.stash, inp, filled, payload) {
+            // No room: drop it unacknowledged; it comes again.
+            return Ok(());
+        }
+        self.rcv_next = self.rcv_next.wrapping_add(1);
+        self.take_held(inp, filled);
+        self.progress += 1;
+        let quarter = (self.window_capacity() / 4).max(1) as u32;
+        if self.rcv_next.wrapping_sub(self.ack_sent) >= quarter || !self.reorder.is_empty() {
+            self.send_ack()?;
         }
         Ok(())
     }
 
-    fn take_data(&mut self, h: Header, inp: &mut [u8], filled: &mut usize) -> io::Result<()> {
-        let len = usize::from(h.payload_bytes);
-        if h.seq != self.rcv_next {
-            // Later than expected (one was lost) or a resent copy of one
-            // already taken (its acknowledgement was lost): say what is
-            // expected, a few times for a gap, always for an old copy.
-            let old = after(self.rcv_next, h.seq);
-            if old || self.out_of_order_acks < DUP_ACKS_FOR_RESEND {
-                self.out_of_order_acks += 1;
-                self.send_ack()?;
+    /// Deliver the frames held after a gap that is now filled, as far as
+    /// there is room: a frame the last call had no room for is the
+    /// sender's no longer (it was acknowledged as held), so each call
+    /// starts here.
+    fn take_held(&mut self, inp: &mut [u8], filled: &mut usize) {
+        while let Some(held) = self.reorder.get(self.rcv_next) {
+            if !deliver(&mut self.stash, inp, filled, held) {
+                break;
             }
-            return Ok(());
+            self.reorder.release(self.rcv_next);
+            self.rcv_next = self.rcv_next.wrapping_add(1);
         }
-        let room = inp.len() - *filled;
-        if len > room + self.stash.free() {
-            // No room: drop it unacknowledged; it comes again.
-            return Ok(());
-        }
-        let payload = &self.rx_frame[HEADER_BYTES..HEADER_BYTES + len];
-        let direct = len.min(room);
-        inp[*filled..*filled + direct].copy_from_slice(&payload[..direct]);
-        *filled += direct;
-        self.stash.put(&payload[direct..]);
-        self.rcv_next = self.rcv_next.wrapping_add(1);
-        self.out_of_order_acks = 0;
-        self.progress += 1;
-        let quarter = (self.window_capacity() / 4).max(1) as u32;
-        if self.rcv_next.wrapping_sub(self.ack_sent) >= quarter {
-            self.send_ack()?;
-        }
-        Ok(())
     }
 
     fn send_data(&mut self, seq: u32) -> io::Result<()> {
@@ -389,35 +402,42 @@ impl<L: FrameLink> Reliable<L> {
         Ok(())
     }
 
-    /// A loss: halve the congestion window, go back to the oldest
-    /// unacknowledged frame and send again as many as the window allows.
-    /// Without the halving, resending a whole window into a shaper's queue
-    /// shorter than it loses the same tail every time (congestion collapse:
-    /// seen across a 1 Gbit/s lab link in bidirectional mode).
-    fn resend_all(&mut self) -> io::Result<()> {
-        self.cwnd = (self.cwnd / 2).max(MIN_CWND_FRAMES);
-        let una = self.window.una();
-        for i in 0..self.window.in_flight().min(self.cwnd) as u32 {
-            self.send_data(una.wrapping_add(i))?;
-            self.counters.resent_frames += 1;
-        }
-        Ok(())
-    }
-
+    /// An acknowledgement-only frame, with the bitmap of frames held past
+    /// a gap when there are any.
     fn send_ack(&mut self) -> io::Result<()> {
+        let map = self.reorder.sack(self.rcv_next);
+        let map_bytes = if self.reorder.is_empty() {
+            0
+        } else {
+            SACK_BYTES
+        };
         let h = Header {
             kind: Kind::Ack,
-            payload_bytes: 0,
+            payload_bytes: map_bytes as u16,
             dst: self.p.peer_id,
             seq: 0,
             ack: self.rcv_next,
         };
-        self.link.send_frame(&h.encode(), &[])?;
+        self.link.send_frame(&h.encode(), &map[..map_bytes])?;
         self.ack_sent = self.rcv_next;
         self.ack_deadline = None;
         self.counters.ack_frames += 1;
         Ok(())
     }
+}
+
+/// Copy `payload` into what `inp` still lacks and the rest into `stash`:
+/// false (nothing copied) when both together have no room for it.
+fn deliver(stash: &mut Stash, inp: &mut [u8], filled: &mut usize, payload: &[u8]) -> bool {
+    let room = inp.len() - *filled;
+    if payload.len() > room + stash.free() {
+        return false;
+    }
+    let direct = payload.len().min(room);
+    inp[*filled..*filled + direct].copy_from_slice(&payload[..direct]);
+    *filled += direct;
+    stash.put(&payload[direct..]);
+    true
 }
 
 /// State of one call's waiting: when the peer counts as dead.
@@ -480,6 +500,14 @@ impl<L: FrameLink> Endpoint for Reliable<L> {
 
     fn abandon(&mut self) {
         self.abandoned = true;
+    }
+
+    fn abort_handle(&self) -> Option<crate::transport::AbortHandle> {
+        self.link.abort_handle()
+    }
+
+    fn protocol_counters(&self) -> Option<serde_json::Value> {
+        Some(self.counters.to_json(self.rtt.srtt(), self.rtt.rto()))
     }
 }
 

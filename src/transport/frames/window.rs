@@ -14,6 +14,12 @@ use super::header::after;
 pub struct SendWindow {
     slots: Vec<u8>,
     lens: Vec<usize>,
+    /// Per slot: the receiver holds the frame (selective acknowledgement),
+    /// so it is never sent again.
+    sacked: Vec<bool>,
+    /// Per slot: sent again in the current recovery (once is enough until
+    /// the resend timeout says that copy was lost too).
+    resent: Vec<bool>,
     chunk_bytes: usize,
     /// Oldest unacknowledged sequence number.
     una: u32,
@@ -27,6 +33,8 @@ impl SendWindow {
         SendWindow {
             slots: vec![0; frames * chunk_bytes],
             lens: vec![0; frames],
+            sacked: vec![false; frames],
+            resent: vec![false; frames],
             chunk_bytes,
             una: 0,
             next: 0,
@@ -62,8 +70,45 @@ impl SendWindow {
         let start = i * self.chunk_bytes;
         self.slots[start..start + payload.len()].copy_from_slice(payload);
         self.lens[i] = payload.len();
+        self.sacked[i] = false;
+        self.resent[i] = false;
         self.next = self.next.wrapping_add(1);
         seq
+    }
+
+    /// Whether `seq` is in flight (sent, not cumulatively acknowledged).
+    pub fn holds(&self, seq: u32) -> bool {
+        !after(self.una, seq) && after(self.next, seq)
+    }
+
+    /// The receiver holds in-flight frame `seq`: whether that is news.
+    pub fn sack(&mut self, seq: u32) -> bool {
+        if !self.holds(seq) {
+            return false;
+        }
+        let i = self.slot(seq);
+        !std::mem::replace(&mut self.sacked[i], true)
+    }
+
+    /// Whether in-flight frame `seq` is held by the receiver.
+    pub fn is_sacked(&self, seq: u32) -> bool {
+        self.sacked[self.slot(seq)]
+    }
+
+    /// Whether in-flight frame `seq` was sent again in this recovery.
+    pub fn is_resent(&self, seq: u32) -> bool {
+        self.resent[self.slot(seq)]
+    }
+
+    /// Mark in-flight frame `seq` sent again (`true`) or due again (`false`).
+    pub fn set_resent(&mut self, seq: u32, resent: bool) {
+        let i = self.slot(seq);
+        self.resent[i] = resent;
+    }
+
+    /// Sequence number of the next new frame.
+    pub fn next(&self) -> u32 {
+        self.next
     }
 
     /// The payload of in-flight frame `seq`.

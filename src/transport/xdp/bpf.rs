@@ -1,14 +1,15 @@
 //! The XDP program that steers wulf's frames to the AF_XDP socket, and
 //! the bpf(2) calls that load and attach it.
 //!
-//! The program is eight lines of eBPF written here as raw instructions,
+//! The program is a few lines of eBPF written here as raw instructions,
 //! so building wulf needs no clang and no C: after a bounds check it
-//! reads the EtherType at offset 12; frames of wulf's (0x88B5) go to the
-//! socket of their receive queue through an XSKMAP
+//! reads the EtherType at offset 12 and the wulf header's destination
+//! channel at offset 18; frames of wulf's EtherType (0x88B5) for this
+//! channel go to the socket of their receive queue through an XSKMAP
 //! (`bpf_redirect_map(xsks, rx_queue_index, XDP_PASS)`: with no socket on
 //! that queue the frame passes on), every other frame passes to the
-//! kernel's stack untouched, so the control connection (TCP) and anything
-//! else on the interface are left alone.
+//! kernel's stack untouched, so the control connection (TCP), a `raw`
+//! session on the same interface and anything else are left alone.
 //!
 //! It is attached through a BPF link (BPF_LINK_CREATE, kernel 5.9+), not
 //! through netlink: a link detaches its program when its last descriptor
@@ -89,26 +90,37 @@ const LDX_W: u8 = 0x61;
 const LDX_H: u8 = 0x69;
 const JGT_REG: u8 = 0x2d;
 const JNE_IMM: u8 = 0x55;
+/// JNE against an immediate on the low 32 bits (BPF_JMP32): the
+/// identifier is compared without sign extension.
+const JNE32_IMM: u8 = 0x56;
 const LD_IMM64: u8 = 0x18;
 const CALL: u8 = 0x85;
 const EXIT: u8 = 0x95;
 /// src_reg of a LD_IMM64 whose immediate is a map's descriptor.
 const PSEUDO_MAP_FD: u8 = 1;
 
-/// The steering program for the XSKMAP `map_fd`.
-fn program(map_fd: i32) -> [Insn; 16] {
-    // The EtherType as a 16-bit load from the frame sees it (network
-    // order bytes read in host order).
+/// The steering program for the XSKMAP `map_fd`, taking only the frames
+/// addressed to channel `own_id` (the wulf header's destination, at
+/// offset 18): a frame of wulf's EtherType for anyone else (a `raw`
+/// session on the same interface, another run's) passes to the kernel's
+/// stack, where its packet socket gets it, so frame transports share an
+/// interface instead of this program swallowing the other's frames.
+fn program(map_fd: i32, own_id: u32) -> [Insn; 18] {
+    // The EtherType and the identifier as loads from the frame see them
+    // (network order bytes read in host order).
     let ethertype = i32::from(u16::from_ne_bytes(ETHERTYPE.to_be_bytes()));
+    let id = u32::from_ne_bytes(own_id.to_be_bytes()) as i32;
     [
         insn(MOV64_REG, 6, 1, 0, 0),                 // r6 = ctx (struct xdp_md *)
         insn(LDX_W, 2, 1, 0, 0),                     // r2 = ctx->data
         insn(LDX_W, 3, 1, 4, 0),                     // r3 = ctx->data_end
         insn(MOV64_REG, 4, 2, 0, 0),                 // r4 = data
-        insn(ADD64_IMM, 4, 0, 0, 14),                // r4 += Ethernet header
-        insn(JGT_REG, 4, 3, 8, 0),                   // shorter than a header: pass
+        insn(ADD64_IMM, 4, 0, 0, 22),                // r4 += Ethernet header + 8
+        insn(JGT_REG, 4, 3, 10, 0),                  // shorter than that: pass
         insn(LDX_H, 5, 2, 12, 0),                    // r5 = EtherType
-        insn(JNE_IMM, 5, 0, 6, ethertype),           // not wulf's: pass
+        insn(JNE_IMM, 5, 0, 8, ethertype),           // not wulf's: pass
+        insn(LDX_W, 5, 2, 18, 0),                    // r5 = destination channel
+        insn(JNE32_IMM, 5, 0, 6, id),                // another channel's: pass
         insn(LDX_W, 2, 6, 16, 0),                    // r2 = ctx->rx_queue_index
         insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, map_fd), // r1 = &xsks
         insn(0, 0, 0, 0, 0),                         // (second half of the 64-bit load)
@@ -217,8 +229,8 @@ struct ProgLoad {
 
 /// Load the steering program for `map`. A refusal by the verifier comes
 /// back with the end of its log, which says why.
-pub fn load_program(map: &OwnedFd) -> io::Result<OwnedFd> {
-    let insns = program(map.as_raw_fd());
+pub fn load_program(map: &OwnedFd, own_id: u32) -> io::Result<OwnedFd> {
+    let insns = program(map.as_raw_fd(), own_id);
     // "GPL": bpf_redirect_map is a GPL-only helper.
     let license = b"GPL\0";
     let mut attr = ProgLoad {
@@ -306,21 +318,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_program_tests_wulfs_ethertype_and_ends_in_exits() {
-        let p = program(7);
-        assert_eq!(p.len(), 16);
-        // Both jumps land on the pass branch (index 14).
-        assert_eq!(5 + 1 + p[5].off as usize, 14);
-        assert_eq!(7 + 1 + p[7].off as usize, 14);
+    fn the_program_tests_wulfs_ethertype_and_channel_and_ends_in_exits() {
+        let p = program(7, 0x8000_0001);
+        assert_eq!(p.len(), 18);
+        // Every jump lands on the pass branch (index 16).
+        for i in [5, 7, 9] {
+            assert_eq!(i + 1 + p[i].off as usize, 16, "jump at {i}");
+        }
         // 0x88B5 as the bytes 0x88, 0xB5 read in host order.
         assert_eq!(
             (p[7].imm as u16).to_ne_bytes(),
             [0x88, 0xB5],
             "EtherType compared in network byte order"
         );
-        assert_eq!(p[9].imm, 7);
-        assert_eq!(p[9].regs >> 4, PSEUDO_MAP_FD);
-        assert_eq!(p[13].code, EXIT);
+        // The identifier in network order, compared on 32 bits (its top
+        // bit set: a 64-bit compare would sign-extend it and never match).
+        assert_eq!((p[9].imm as u32).to_ne_bytes(), [0x80, 0, 0, 1]);
+        assert_eq!(p[9].code, JNE32_IMM);
+        assert_eq!(p[8].off, 18, "the wulf header's destination");
+        assert_eq!(p[11].imm, 7);
+        assert_eq!(p[11].regs >> 4, PSEUDO_MAP_FD);
         assert_eq!(p[15].code, EXIT);
+        assert_eq!(p[17].code, EXIT);
     }
 }

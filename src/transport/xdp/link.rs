@@ -10,8 +10,9 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::bpf::{self, AttachMode};
 use super::socket::{XskSocket, FRAME_BYTES, KERNEL_HEADROOM_BYTES};
-use crate::transport::frames::{FrameLink, ETHERTYPE};
+use crate::transport::frames::{aborted_error, FrameLink, ETHERTYPE};
 use crate::transport::iface::Iface;
+use crate::transport::{AbortHandle, AbortPair};
 
 /// Bytes of an Ethernet header (destination, source, type).
 const ETH_HEADER_BYTES: usize = 14;
@@ -43,6 +44,9 @@ pub struct XdpLink {
     _prog: OwnedFd,
     _map: OwnedFd,
     sock: XskSocket,
+    /// Ends the waits when a server's client goes away (the session's
+    /// watchdog holds the handle): the program is detached at once.
+    abort: AbortPair,
     /// The Ethernet header of every frame sent: peer, own address, type.
     eth_out: [u8; ETH_HEADER_BYTES],
     /// The Ethernet header of the last frame received.
@@ -79,12 +83,12 @@ pub fn explain(what: &str, e: io::Error) -> anyhow::Error {
 
 impl XdpLink {
     /// A socket on `iface` sending to `peer_mac`, and the program that
-    /// steers wulf's frames to it.
-    pub fn open(iface: &Iface, peer_mac: [u8; 6]) -> Result<XdpLink> {
+    /// steers the frames addressed to channel `own_id` to it.
+    pub fn open(iface: &Iface, peer_mac: [u8; 6], own_id: u32) -> Result<XdpLink> {
         let queues = rx_queues(&iface.name);
         let map = bpf::create_xskmap(queues).map_err(|e| explain("cannot make an XSKMAP", e))?;
-        let prog =
-            bpf::load_program(&map).map_err(|e| explain("cannot load the XDP program", e))?;
+        let prog = bpf::load_program(&map, own_id)
+            .map_err(|e| explain("cannot load the XDP program", e))?;
         let sock = XskSocket::open(iface.index, QUEUE)
             .map_err(|e| explain(&format!("no AF_XDP socket on {}", iface.name), e))?;
         bpf::set_socket(&map, QUEUE, sock.fd())
@@ -108,6 +112,7 @@ impl XdpLink {
             _prog: prog,
             _map: map,
             sock,
+            abort: AbortPair::new().context("cannot make the channel's abort pair")?,
             eth_out,
             eth_in: [0; ETH_HEADER_BYTES],
             mtu_bytes: iface.mtu_bytes.min(MAX_MTU_BYTES),
@@ -164,12 +169,27 @@ impl FrameLink for XdpLink {
         let ms = wait.as_micros().div_ceil(1000);
         let timeout =
             PollTimeout::try_from(ms.min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX);
-        let mut fds = [PollFd::new(self.sock.fd().as_fd(), PollFlags::POLLIN)];
+        let mut fds = [
+            PollFd::new(self.sock.fd().as_fd(), PollFlags::POLLIN),
+            PollFd::new(self.abort.watch_fd(), PollFlags::POLLIN),
+        ];
         match poll(&mut fds, timeout) {
             Ok(_) | Err(nix::errno::Errno::EINTR) => {}
             Err(e) => return Err(e.into()),
         }
+        let woken = fds[1].revents().is_some_and(|r| !r.is_empty());
+        if woken && self.abort.aborted() {
+            return Err(aborted_error());
+        }
         Ok(self.try_recv(buf))
+    }
+
+    fn abort_handle(&self) -> Option<AbortHandle> {
+        self.abort.handle()
+    }
+
+    fn aborted(&self) -> bool {
+        self.abort.aborted()
     }
 
     fn learn_peer(&mut self) {

@@ -58,7 +58,7 @@ fn probe() -> Result<(), String> {
         Err(e) if denied(&e) => return Err(needs.to_string()),
         Err(e) => return Err(format!("cannot make an XSKMAP: {e}")),
     };
-    match bpf::load_program(&map) {
+    match bpf::load_program(&map, 1) {
         Ok(_) => Ok(()),
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(needs.to_string()),
         Err(e) => Err(format!("cannot load the XDP program: {e}")),
@@ -89,11 +89,12 @@ impl Transport for Xdp {
     fn listen(&self, opts: &ChannelOptions, bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
         probe().map_err(|why| anyhow::anyhow!("xdp is unavailable: {why}"))?;
         let iface = Iface::owning(bind_ip)?;
-        let link = XdpLink::open(&iface, [0; 6])?;
+        let own_id = fastrand::u32(1..);
+        let link = XdpLink::open(&iface, [0; 6], own_id)?;
         Ok(Box::new(XdpListener {
             link,
             iface,
-            own_id: fastrand::u32(1..),
+            own_id,
             opts: opts.clone(),
         }))
     }
@@ -106,8 +107,8 @@ impl Transport for Xdp {
     ) -> Result<Connected> {
         // `--iface` (the channel options') applies here too.
         let peer = FramePeer::from_description(description, peer_ip, opts.iface.as_deref())?;
-        let mut link = XdpLink::open(&peer.iface, peer.mac)?;
         let own_id = fastrand::u32(1..);
+        let mut link = XdpLink::open(&peer.iface, peer.mac, own_id)?;
         let mtu = handshake::connect(&mut link, own_id, peer.id, opts.timeout())
             .with_context(|| format!("no AF_XDP channel to {peer_ip} over {}", peer.iface.name))?;
         Ok(channel(
@@ -130,6 +131,11 @@ struct XdpListener {
 impl Listener for XdpListener {
     fn describe(&self) -> Value {
         describe_listener(self.own_id, &self.iface, self.link.mtu_bytes())
+    }
+
+    fn abort_handle(&self) -> Option<crate::transport::AbortHandle> {
+        use crate::transport::frames::FrameLink;
+        self.link.abort_handle()
     }
 
     fn accept(mut self: Box<Self>, timeout: Duration) -> Result<Connected> {

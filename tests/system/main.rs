@@ -32,5 +32,6 @@ mod peer_faults;
 mod reframe;
 mod report_browser;
 mod soaker;
+mod spin_cost;
 mod sweep_local;
 mod whole_cost;

@@ -64,8 +64,9 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         if let Some(floor) = p.limits.and_then(|l| l.floor_ns) {
             if p.median_ns < floor {
                 warnings.push(format!(
-                    "the latency ({:.0} ns) is below the cache-line floor measured before the sweep \
-                     ({floor:.0} ns): the floor met a busier moment; its multiple is withheld",
+                    "the latency ({:.0} ns) is below the cache-line floor ({floor:.0} ns, the lowest of \
+                     its measurements before and after the sweep): the floor met busier moments; \
+                     its multiple is withheld",
                     p.median_ns
                 ));
             }

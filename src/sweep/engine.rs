@@ -218,7 +218,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     // and no network interface lies between them; host names do not tell
     // (two namespaces share one). A local peer is ours by construction.
     let on_this_machine = spec.peer.is_none() || same_machine(&host, &session.host, addr.ip());
-    let limits = if on_this_machine {
+    let mut limits = if on_this_machine {
         limits::for_sweep(spec, host.llc_bytes, client_cpu, session.cpu, &mut warnings)
     } else {
         None
@@ -239,6 +239,15 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         &mut points,
         on_point,
     ));
+    if let (Some(l), None) = (limits.as_mut(), &error) {
+        super::floor::remeasure_after_sweep(
+            spec,
+            (client_cpu, session.cpu),
+            l,
+            &mut points,
+            &mut warnings,
+        );
+    }
     warnings.extend(limits::slow_mode_warning(spec.mode, &points));
 
     let mut options_transport = conn.settings.clone();

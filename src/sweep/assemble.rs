@@ -73,6 +73,9 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         }
     }
     warnings.extend(whole_below_own(&f.points, spec.peer.is_some()));
+    let peak_min_bytes = super::burst::peak_min_bytes(super::burst::free_burst_bytes(&f.placement));
+    let (summary, burst_warning) = super::burst::summary(&f.points, peak_min_bytes);
+    warnings.extend(burst_warning);
     let timeout = spec.channel.timeout();
     SweepResult {
         kind: result::SWEEP_KIND.into(),
@@ -103,7 +106,7 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         },
         placement: f.placement,
         timer_overhead_ns: f.timer_overhead_ns,
-        summary: result::Summary::from_points(&f.points),
+        summary,
         points: f.points,
         warnings,
         link: f.link,

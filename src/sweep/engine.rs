@@ -255,7 +255,8 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         "server".into(),
         serde_json::Value::Object(session.settings.clone()),
     );
-    let peak_bits_per_s = result::Summary::from_points(&points).peak_bits_per_s;
+    let lab = crate::lab::placement(Some(addr.ip()));
+    let peak_bits_per_s = super::burst::lab_peak_bits_per_s(&points, lab.as_ref());
     if let Some(iface) = host.interfaces.first() {
         warnings.extend(crate::sys::pcie_limits_link(iface));
     }
@@ -273,7 +274,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         peak_bits_per_s,
     );
     // In a lab, say why sizes within the shaper's free burst beat the link.
-    if let (Some(lab), Some(l)) = (crate::lab::placement(Some(addr.ip())), link.as_ref()) {
+    if let (Some(lab), Some(l)) = (&lab, link.as_ref()) {
         warnings.extend(crate::lab::free_burst_warning(
             &lab,
             &points,
@@ -285,7 +286,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         client_cpu,
         server_host: session.host.hostname.clone(),
         server_cpu: session.cpu,
-        lab: crate::lab::placement(Some(addr.ip())),
+        lab,
     };
     let peer_host = Some(session.host.clone());
     let mut peer_loads = Vec::new();

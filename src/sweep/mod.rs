@@ -12,9 +12,11 @@
 //! * [`limits`]: the physical limits (memcpy bandwidth, cache-line floor)
 //!   intra-node sweeps are measured against;
 //! * [`floor`]: the cache-line floor, measured before and again after a
-//!   sweep (the lowest kept).
+//!   sweep (the lowest kept);
+//! * [`burst`]: the peak across a shaped lab link, past its free burst.
 
 mod assemble;
+pub mod burst;
 pub mod confirm;
 pub mod engine;
 pub mod floor;

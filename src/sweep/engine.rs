@@ -276,7 +276,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     // In a lab, say why sizes within the shaper's free burst beat the link.
     if let (Some(lab), Some(l)) = (&lab, link.as_ref()) {
         warnings.extend(crate::lab::free_burst_warning(
-            &lab,
+            lab,
             &points,
             l.limit_bits_per_s,
         ));

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub(super) use super::assemble::{assemble, Finish, Start};
 use super::limits::{self, Limits};
+pub(super) use super::pin::Pinned;
 use crate::error::{peer, WulfError};
 use crate::exec::local_peer::LocalPeer;
 use crate::measure::loops::{client_block, Pools};
@@ -34,7 +35,7 @@ use crate::result::{
     self, CpuCost, Definitions, LinkEfficiency, Mode, Placement, Point, SweepResult, Tails,
 };
 use crate::stats::Summary;
-use crate::sys::{pin_current_thread, same_machine, Host, IpVersion};
+use crate::sys::{same_machine, Host, IpVersion};
 use crate::transport::baseline::BaselineSetup;
 use crate::transport::{self, ChannelOptions, Endpoint};
 
@@ -332,35 +333,6 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         error,
         peer_loads,
     })
-}
-
-/// Pins the calling thread for the length of a sweep and gives it back its
-/// previous CPU set afterwards, so that the next sweep of `wulf run` sees
-/// (and may pin to) every CPU again.
-pub(super) struct Pinned {
-    previous: Option<nix::sched::CpuSet>,
-    /// The CPU pinned to, if pinning was asked for and worked.
-    pub cpu: Option<usize>,
-}
-
-impl Pinned {
-    /// Pin to `cpu`, if given.
-    pub fn new(cpu: Option<usize>) -> Pinned {
-        let me = nix::unistd::Pid::from_raw(0);
-        let previous = nix::sched::sched_getaffinity(me).ok();
-        Pinned {
-            previous,
-            cpu: cpu.filter(|&c| pin_current_thread(c).is_ok()),
-        }
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        if let (Some(set), Some(_)) = (&self.previous, self.cpu) {
-            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), set);
-        }
-    }
 }
 
 /// What the sweep loop needs from whoever runs the blocks.

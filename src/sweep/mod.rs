@@ -22,6 +22,7 @@ pub mod engine;
 pub mod floor;
 pub mod in_process;
 pub mod limits;
+mod pin;
 mod whole;
 
 /// The stop flag (see [`crate::exec::INTERRUPTED`]), where the engine

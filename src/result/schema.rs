@@ -404,7 +404,9 @@ pub struct Plateau {
 pub struct Summary {
     /// Median one-way time at the smallest size; null with no points.
     pub latency_ns: Option<f64>,
-    /// Highest median throughput; null with no points.
+    /// Highest median throughput; across a lab link, of the sizes past
+    /// the shaper's free burst (a warning names a faster smaller size);
+    /// null with no points.
     pub peak_bits_per_s: Option<f64>,
     /// Size where the peak occurs; null with no points.
     pub peak_bytes: Option<u64>,

@@ -64,14 +64,18 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         if let Some(floor) = p.limits.and_then(|l| l.floor_ns) {
             if p.median_ns < floor {
                 warnings.push(format!(
-                    "the latency ({:.0} ns) is below the cache-line floor measured before the sweep \
-                     ({floor:.0} ns): the floor met a busier moment; its multiple is withheld",
+                    "the latency ({:.0} ns) is below the cache-line floor ({floor:.0} ns, the lowest of \
+                     its measurements before and after the sweep): the floor met busier moments; \
+                     its multiple is withheld",
                     p.median_ns
                 ));
             }
         }
     }
     warnings.extend(whole_below_own(&f.points, spec.peer.is_some()));
+    let peak_min_bytes = super::burst::peak_min_bytes(super::burst::free_burst_bytes(&f.placement));
+    let (summary, burst_warning) = super::burst::summary(&f.points, peak_min_bytes);
+    warnings.extend(burst_warning);
     let timeout = spec.channel.timeout();
     SweepResult {
         kind: result::SWEEP_KIND.into(),
@@ -102,7 +106,7 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         },
         placement: f.placement,
         timer_overhead_ns: f.timer_overhead_ns,
-        summary: result::Summary::from_points(&f.points),
+        summary,
         points: f.points,
         warnings,
         link: f.link,

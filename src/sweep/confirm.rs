@@ -3,22 +3,29 @@
 //! kept as confirmed only when the fresh trials show it too (the rule and
 //! why: [`crate::analysis::confirm`]).
 //!
+//! The fresh trials are taken **later and interleaved**: the pass visits
+//! every size to measure again in rounds, each round in an order where
+//! neighbours are never measured one after the other ([`visit_order`]), a
+//! few trials per visit, until each size has trials from at least
+//! [`MIN_ROUNDS`] rounds. A burst of other work then slows trials of many
+//! sizes a little instead of every trial of one neighbourhood, which once
+//! made a step or dip "confirmed" by the very moment that caused it (two
+//! back-to-back runs shared 0 of 12 confirmed events, issue 28).
+//!
 //! The pass runs inside the sweep's budget: the sizes share all but
-//! [`CONFIRM_BUDGET_SHARE`] of it, and the pass gets the rest, split evenly
-//! over the sizes it measures again (each still gets the policy's minimum
-//! of trials, so a pass over many sizes may overrun its share a little,
-//! as the last sizes of a sweep can). Each size is measured with the same
-//! repetition policy as in the sweep, its repeat count capped at the one
-//! the sweep used for it, so the fresh trials are comparable.
+//! [`CONFIRM_BUDGET_SHARE`] of it and the pass gets the rest; it stops
+//! after [`MIN_ROUNDS`] rounds once that is spent or every size's median is
+//! within the sweep's precision, and after [`MAX_ROUNDS`] in any case. Each
+//! size is measured with the repeat count the sweep used for it, so the
+//! fresh trials are comparable.
 
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::engine::{plan_for, SweepRunner, SweepSpec};
+use super::engine::{SweepRunner, SweepSpec};
 use crate::analysis::{analyse_curve, confirm, CauseHints};
 use crate::error::WulfError;
-use crate::measure::policy::measure_point;
 use crate::result::{CheckedEvent, Confirmation, Point, RemeasuredPoint};
 use crate::stats::Summary;
 
@@ -57,34 +64,31 @@ pub(super) fn confirmation_pass(
     let analysis = analyse_curve(&bytes, &median, &low, &high, &CauseHints::default());
     let events = confirm::events(&analysis);
     let sizes = confirm::sizes_to_remeasure(&bytes, &events);
-    let mut fresh = Vec::with_capacity(sizes.len());
-    for (k, &size) in sizes.iter().enumerate() {
-        if stop() {
-            return Err(WulfError::Interrupted.into());
-        }
-        let spent_ns = started.elapsed().as_nanos() as u64;
-        let share_ns = budget_ns.saturating_sub(spent_ns) / (sizes.len() - k) as u64;
-        let cap = points
-            .iter()
-            .find(|p| p.bytes == size)
-            .map_or(u64::MAX, |p| p.repeats);
-        let plan = plan_for(share_ns, spec.precision, cap);
-        let outcome = measure_point(runner, size, &plan, stop)?;
-        if outcome.interrupted {
-            return Err(WulfError::Interrupted.into());
-        }
-        let Some(s) = Summary::of(&outcome.trials_ns) else {
-            continue;
-        };
-        fresh.push(RemeasuredPoint {
-            bytes: size,
-            trials: s.n as u64,
-            median_ns: s.median,
-            ci_low_ns: s.ci_low,
-            ci_high_ns: s.ci_high,
-            noisy: outcome.noisy,
-        });
-    }
+    let repeats: Vec<u64> = sizes
+        .iter()
+        .map(|s| {
+            points
+                .iter()
+                .find(|p| p.bytes == *s)
+                .map_or(1, |p| p.repeats)
+        })
+        .collect();
+    let trials = interleaved_trials(runner, &sizes, &repeats, budget_ns, spec.precision, stop)?;
+    let fresh: Vec<RemeasuredPoint> = sizes
+        .iter()
+        .zip(&trials)
+        .filter_map(|(&size, t)| {
+            let s = Summary::of(t)?;
+            Some(RemeasuredPoint {
+                bytes: size,
+                trials: s.n as u64,
+                median_ns: s.median,
+                ci_low_ns: s.ci_low,
+                ci_high_ns: s.ci_high,
+                noisy: !within(&s, spec.precision),
+            })
+        })
+        .collect();
     let verdicts = confirm::judge(&bytes, &median, &low, &high, &fresh, &events);
     Ok(Some(Confirmation {
         budget_s: budget_ns as f64 / 1e9,
@@ -101,4 +105,144 @@ pub(super) fn confirmation_pass(
             })
             .collect(),
     }))
+}
+
+/// Rounds every size's fresh trials are spread over, at least.
+pub const MIN_ROUNDS: usize = 3;
+/// Rounds at most, however far the budget reaches.
+pub const MAX_ROUNDS: usize = 12;
+/// Trials kept per size and visit.
+const TRIALS_PER_VISIT: usize = 2;
+
+/// Whether the median's interval of `s` is within `precision`.
+fn within(s: &Summary, precision: f64) -> bool {
+    s.ci_attained && (s.ci_high - s.ci_low) / 2.0 <= precision * s.median
+}
+
+/// The order of the `n` sizes (ascending) in round `round`: the odd
+/// indices, then the even ones, reversed on odd rounds, so no two
+/// neighbours are measured one after the other (from 4 sizes on; of 3,
+/// the middle one neighbours both) and each size meets different moments
+/// of the machine from round to round.
+pub fn visit_order(n: usize, round: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (1..n).step_by(2).chain((0..n).step_by(2)).collect();
+    if round % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
+/// Trials (time per operation, ns) of each of `sizes` with its `repeats`,
+/// taken in interleaved rounds (see the module notes) within `budget_ns`.
+fn interleaved_trials(
+    runner: &mut dyn SweepRunner,
+    sizes: &[u64],
+    repeats: &[u64],
+    budget_ns: u64,
+    precision: f64,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<Vec<f64>>> {
+    let started = Instant::now();
+    let mut trials: Vec<Vec<f64>> = sizes
+        .iter()
+        .map(|_| Vec::with_capacity(MAX_ROUNDS * TRIALS_PER_VISIT))
+        .collect();
+    for round in 0..MAX_ROUNDS {
+        for i in visit_order(sizes.len(), round) {
+            if stop() {
+                return Err(WulfError::Interrupted.into());
+            }
+            // One dropped block first: the size the channel carried last
+            // was another (a socket's window, the buffers' cache lines).
+            runner.run(sizes[i], (repeats[i] / 4).max(1))?;
+            for _ in 0..TRIALS_PER_VISIT {
+                trials[i].push(runner.run(sizes[i], repeats[i])?.op_ns);
+            }
+        }
+        let spent = started.elapsed().as_nanos() as u64 >= budget_ns;
+        let settled = trials
+            .iter()
+            .all(|t| Summary::of(t).is_some_and(|s| within(&s, precision)));
+        if round + 1 >= MIN_ROUNDS && (spent || settled) {
+            break;
+        }
+    }
+    Ok(trials)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Neighbours are never visited one after the other, every size once
+    /// per round, and the order changes from round to round.
+    #[test]
+    fn rounds_never_visit_neighbours_in_a_row() {
+        for n in 4..20 {
+            for round in 0..2 {
+                let o = visit_order(n, round);
+                let mut sorted = o.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..n).collect::<Vec<_>>());
+                assert!(
+                    o.windows(2).all(|w| w[0].abs_diff(w[1]) > 1),
+                    "n {n} round {round}: {o:?}"
+                );
+            }
+            assert_ne!(visit_order(n, 0), visit_order(n, 1));
+        }
+        assert_eq!(visit_order(1, 0), [0]);
+        assert!(visit_order(0, 0).is_empty());
+    }
+
+    /// Records the sizes it is asked to run, each block 1 us per operation.
+    struct Recorder(Vec<u64>);
+
+    impl crate::measure::policy::BlockRunner for Recorder {
+        fn run(&mut self, bytes: u64, repeats: u64) -> Result<crate::measure::policy::BlockTiming> {
+            self.0.push(bytes);
+            Ok(crate::measure::policy::BlockTiming {
+                op_ns: 1000.0 + bytes as f64,
+                timed_ns: 1000 * repeats,
+                wall_ns: 1000 * repeats,
+                ..Default::default()
+            })
+        }
+    }
+
+    impl SweepRunner for Recorder {
+        fn integrity(&mut self, _: u64) -> Result<()> {
+            Ok(())
+        }
+        fn tails(&mut self, _: u64, _: f64) -> Result<Option<crate::result::Tails>> {
+            Ok(None)
+        }
+    }
+
+    /// Each size's trials come from several rounds, with the other sizes
+    /// measured between them; steady trials stop after the least rounds.
+    #[test]
+    fn fresh_trials_are_taken_in_interleaved_rounds() {
+        let sizes = [100, 200, 300, 400, 500];
+        let mut r = Recorder(Vec::new());
+        let t = interleaved_trials(&mut r, &sizes, &[8; 5], u64::MAX, 0.02, &|| false).unwrap();
+        assert!(t.iter().all(|x| x.len() == MIN_ROUNDS * TRIALS_PER_VISIT));
+        // Visits: a dropped block and the kept ones, of one size.
+        let visits: Vec<u64> = r.0.chunks(1 + TRIALS_PER_VISIT).map(|c| c[0]).collect();
+        assert_eq!(visits.len(), MIN_ROUNDS * sizes.len());
+        for w in visits.windows(2) {
+            let (a, b) = (w[0] / 100, w[1] / 100);
+            assert!(a.abs_diff(b) != 1, "neighbours in a row: {visits:?}");
+        }
+        // A size's visits are spread: one in each round.
+        for s in sizes {
+            let rounds: Vec<usize> = (0..visits.len())
+                .filter(|&i| visits[i] == s)
+                .map(|i| i / sizes.len())
+                .collect();
+            assert_eq!(rounds, (0..MIN_ROUNDS).collect::<Vec<_>>());
+        }
+        // Interrupted: an error, never a hang.
+        assert!(interleaved_trials(&mut r, &sizes, &[8; 5], 0, 0.02, &|| true).is_err());
+    }
 }

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub(super) use super::assemble::{assemble, Finish, Start};
 use super::limits::{self, Limits};
+pub(super) use super::pin::Pinned;
 use crate::error::{peer, WulfError};
 use crate::exec::local_peer::LocalPeer;
 use crate::measure::loops::{client_block, Pools};
@@ -34,7 +35,7 @@ use crate::result::{
     self, CpuCost, Definitions, LinkEfficiency, Mode, Placement, Point, SweepResult, Tails,
 };
 use crate::stats::Summary;
-use crate::sys::{pin_current_thread, same_machine, Host, IpVersion};
+use crate::sys::{same_machine, Host, IpVersion};
 use crate::transport::baseline::BaselineSetup;
 use crate::transport::{self, ChannelOptions, Endpoint};
 
@@ -218,7 +219,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     // and no network interface lies between them; host names do not tell
     // (two namespaces share one). A local peer is ours by construction.
     let on_this_machine = spec.peer.is_none() || same_machine(&host, &session.host, addr.ip());
-    let limits = if on_this_machine {
+    let mut limits = if on_this_machine {
         limits::for_sweep(spec, host.llc_bytes, client_cpu, session.cpu, &mut warnings)
     } else {
         None
@@ -239,6 +240,15 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         &mut points,
         on_point,
     ));
+    if let (Some(l), None) = (limits.as_mut(), &error) {
+        super::floor::remeasure_after_sweep(
+            spec,
+            (client_cpu, session.cpu),
+            l,
+            &mut points,
+            &mut warnings,
+        );
+    }
     warnings.extend(limits::slow_mode_warning(spec.mode, &points));
 
     let mut options_transport = conn.settings.clone();
@@ -255,7 +265,8 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         "server".into(),
         serde_json::Value::Object(session.settings.clone()),
     );
-    let peak_bits_per_s = result::Summary::from_points(&points).peak_bits_per_s;
+    let lab = crate::lab::placement(Some(addr.ip()));
+    let peak_bits_per_s = super::burst::lab_peak_bits_per_s(&points, lab.as_ref());
     if let Some(iface) = host.interfaces.first() {
         warnings.extend(crate::sys::pcie_limits_link(iface));
     }
@@ -273,9 +284,9 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         peak_bits_per_s,
     );
     // In a lab, say why sizes within the shaper's free burst beat the link.
-    if let (Some(lab), Some(l)) = (crate::lab::placement(Some(addr.ip())), link.as_ref()) {
+    if let (Some(lab), Some(l)) = (&lab, link.as_ref()) {
         warnings.extend(crate::lab::free_burst_warning(
-            &lab,
+            lab,
             &points,
             l.limit_bits_per_s,
         ));
@@ -285,7 +296,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         client_cpu,
         server_host: session.host.hostname.clone(),
         server_cpu: session.cpu,
-        lab: crate::lab::placement(Some(addr.ip())),
+        lab,
     };
     let peer_host = Some(session.host.clone());
     let mut peer_loads = Vec::new();
@@ -331,35 +342,6 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         error,
         peer_loads,
     })
-}
-
-/// Pins the calling thread for the length of a sweep and gives it back its
-/// previous CPU set afterwards, so that the next sweep of `wulf run` sees
-/// (and may pin to) every CPU again.
-pub(super) struct Pinned {
-    previous: Option<nix::sched::CpuSet>,
-    /// The CPU pinned to, if pinning was asked for and worked.
-    pub cpu: Option<usize>,
-}
-
-impl Pinned {
-    /// Pin to `cpu`, if given.
-    pub fn new(cpu: Option<usize>) -> Pinned {
-        let me = nix::unistd::Pid::from_raw(0);
-        let previous = nix::sched::sched_getaffinity(me).ok();
-        Pinned {
-            previous,
-            cpu: cpu.filter(|&c| pin_current_thread(c).is_ok()),
-        }
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        if let (Some(set), Some(_)) = (&self.previous, self.cpu) {
-            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), set);
-        }
-    }
 }
 
 /// What the sweep loop needs from whoever runs the blocks.

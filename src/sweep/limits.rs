@@ -21,12 +21,13 @@ use std::sync::{Mutex, OnceLock};
 use anyhow::Result;
 
 use super::engine::{plan_for, SweepSpec};
+use super::floor::{floor_wait, measure_floor};
 use super::in_process::BaselineRunner;
 use crate::measure::policy::measure_point;
 use crate::result::{Limits as PointLimits, Mode, Point};
 use crate::transport::baseline::{Baseline, BaselineSetup, LimitKind};
 use crate::transport::c2c::{C2cBench, Copies};
-use crate::transport::cacheline::{CachelineBench, FLOOR_BYTES};
+use crate::transport::cacheline::FLOOR_BYTES;
 use crate::transport::memcpy::MemcpyBench;
 use crate::transport::WaitMode;
 
@@ -38,7 +39,7 @@ pub const FLOOR_BUDGET_SHARE: f64 = 0.02;
 /// limit (single copy, two-copy hand-off).
 pub const C2C_BUDGET_SHARE: f64 = 0.05;
 /// Bounds of the floor's budget.
-const FLOOR_BUDGET_NS: (u64, u64) = (20_000_000, 200_000_000);
+pub(super) const FLOOR_BUDGET_NS: (u64, u64) = (20_000_000, 200_000_000);
 
 /// What memcpy limits depend on: `--nocache`, `--offset`, the copying CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,7 +50,7 @@ struct CopyKey {
 }
 
 /// What the floor depends on: the two CPUs.
-type FloorKey = (Option<usize>, Option<usize>);
+pub(super) type FloorKey = (Option<usize>, Option<usize>);
 
 /// What the core-to-core limits depend on: `--offset` and the two CPUs.
 type C2cKey = (u64, FloorKey);
@@ -158,27 +159,6 @@ pub fn slow_mode_warning(mode: Mode, points: &[Point]) -> Option<String> {
     ))
 }
 
-/// The wait mode a floor is measured with: spinning, unless both ends share
-/// one CPU (or the machine has only one), where spinning would measure the
-/// scheduler's time slice.
-pub fn floor_wait(cpus: FloorKey) -> WaitMode {
-    let one_cpu = match cpus {
-        (Some(a), Some(b)) => a == b,
-        // Unpinned: what the machine has, not what this (possibly pinned)
-        // thread may use.
-        _ => {
-            // SAFETY: sysconf has no preconditions.
-            let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-            online < 2
-        }
-    };
-    if one_cpu {
-        WaitMode::Yield
-    } else {
-        WaitMode::Spin
-    }
-}
-
 /// Keep the points of a baseline sweep as limits for later sweeps.
 pub fn remember(kind: LimitKind, spec: &SweepSpec, cpus: FloorKey, points: &[Point]) {
     let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
@@ -207,6 +187,16 @@ pub fn remember(kind: LimitKind, spec: &SweepSpec, cpus: FloorKey, points: &[Poi
             }
         }
     }
+}
+
+/// Keep `floor_ns` for `cpus` if it is lower than the floor known there;
+/// returns the floor kept (the least of every measurement in this process:
+/// nothing makes the floor faster, a busier moment makes it slower).
+pub(super) fn keep_lowest_floor(cpus: FloorKey, floor_ns: f64) -> f64 {
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    let kept = t.floor.entry(cpus).or_insert(floor_ns);
+    *kept = kept.min(floor_ns);
+    *kept
 }
 
 fn copy_key(spec: &SweepSpec, cpu: Option<usize>) -> CopyKey {
@@ -353,7 +343,13 @@ fn gather_c2c(
     Ok(warning)
 }
 
-fn setup(spec: &SweepSpec, mode: Mode, max_bytes: u64, llc: Option<u64>) -> BaselineSetup {
+/// The setup of a limit's baseline for `spec`.
+pub(super) fn setup(
+    spec: &SweepSpec,
+    mode: Mode,
+    max_bytes: u64,
+    llc: Option<u64>,
+) -> BaselineSetup {
     BaselineSetup {
         mode,
         max_bytes,
@@ -468,22 +464,6 @@ fn curve_within(
     })
 }
 
-/// The cache-line floor between `cpus`, ns.
-fn measure_floor(spec: &SweepSpec, cpus: FloorKey, budget_ns: u64) -> Result<f64> {
-    let mut s = setup(spec, Mode::Pingpong, FLOOR_BYTES, None);
-    s.helper_cpu = cpus.1;
-    s.wait = floor_wait(cpus);
-    let mut bench = CachelineBench::new(&s)?;
-    let overhead = crate::measure::timer::clock_read_cost_ns();
-    let mut runner = BaselineRunner::new(&mut bench, Mode::Pingpong, overhead);
-    let plan = plan_for(budget_ns, spec.precision, u64::MAX);
-    let o = measure_point(&mut runner, FLOOR_BYTES, &plan, &super::interrupted)?;
-    if o.trials_ns.is_empty() {
-        anyhow::bail!("interrupted");
-    }
-    Ok(super::engine::make_point(FLOOR_BYTES, Mode::Pingpong, &o).median_ns)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,11 +552,5 @@ mod tests {
         assert_eq!(small.dropped, [1024, 4096]);
         // Errors pass through.
         assert!(curve_within(&sizes, B, |_, _| anyhow::bail!("interrupted")).is_err());
-    }
-
-    #[test]
-    fn a_shared_cpu_floor_yields() {
-        assert_eq!(floor_wait((Some(0), Some(0))), WaitMode::Yield);
-        assert_eq!(floor_wait((Some(0), Some(1))), WaitMode::Spin);
     }
 }

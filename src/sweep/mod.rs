@@ -10,13 +10,19 @@
 //!   each candidate drop-out and switch-over again before the result is
 //!   written;
 //! * [`limits`]: the physical limits (memcpy bandwidth, cache-line floor)
-//!   intra-node sweeps are measured against.
+//!   intra-node sweeps are measured against;
+//! * [`floor`]: the cache-line floor, measured before and again after a
+//!   sweep (the lowest kept);
+//! * [`burst`]: the peak across a shaped lab link, past its free burst.
 
 mod assemble;
+pub mod burst;
 pub mod confirm;
 pub mod engine;
+pub mod floor;
 pub mod in_process;
 pub mod limits;
+mod pin;
 mod whole;
 
 /// The stop flag (see [`crate::exec::INTERRUPTED`]), where the engine

@@ -14,6 +14,7 @@ mod common;
 mod cluster_npb_run;
 mod disk_full;
 mod lab;
+mod lab_burst;
 mod lab_hpl;
 mod lab_hub;
 mod lab_load;

@@ -38,5 +38,6 @@ mod reframe;
 mod report_browser;
 mod report_browser_full;
 mod soaker;
+mod spin_cost;
 mod sweep_local;
 mod whole_cost;

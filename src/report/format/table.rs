@@ -72,8 +72,21 @@ pub fn summary_lines(r: &SweepResult) -> String {
             format_bytes(first.map_or(0, |p| p.bytes))
         );
         let floor = first.and_then(|p| p.limits?.floor_ns);
-        if let (Some(x), Some(f)) = (r.summary.latency_floor_multiple, floor) {
-            let _ = write!(s, ", {x:.2}x the cache-line floor of {}", format_ns(f));
+        // Below 1 (files written before it was withheld) the floor met a
+        // busier moment: the reason instead of an impossible multiple.
+        match (r.summary.latency_floor_multiple, floor) {
+            (Some(x), Some(f)) if x >= 1.0 => {
+                let _ = write!(s, ", {x:.2}x the cache-line floor of {}", format_ns(f));
+            }
+            (_, Some(f)) if l < f => {
+                let _ = write!(
+                    s,
+                    ", below the cache-line floor of {} (measured at busier moments): \
+                     no multiple",
+                    format_ns(f)
+                );
+            }
+            _ => {}
         }
         s.push('\n');
     }
@@ -217,6 +230,7 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
                 .unwrap_or_else(|| "-".into()),
             r.summary
                 .latency_floor_multiple
+                .filter(|x| *x >= 1.0)
                 .map(|x| format!("{x:.2}x"))
                 .unwrap_or_else(|| "-".into()),
             r.summary
@@ -332,5 +346,39 @@ mod tests {
         assert!(lines[2].ends_with("0.94"), "{table}");
         // Without any link the table keeps its usual columns.
         assert!(!comparison_table(&[fixture()]).contains("of link"));
+    }
+}
+
+#[cfg(test)]
+mod floor_tests {
+    use super::*;
+
+    /// A file whose stored multiple is below 1 (written before it was
+    /// withheld) prints the reason, never "0.21x the floor", in the summary
+    /// and the comparison table.
+    #[test]
+    fn a_multiple_below_one_is_never_printed() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        );
+        let mut r = crate::result::read_result(std::path::Path::new(path)).unwrap();
+        let latency = r.summary.latency_ns.unwrap();
+        let floor = latency / 0.21;
+        r.points[0].limits = Some(crate::result::Limits {
+            floor_ns: Some(floor),
+            ..Default::default()
+        });
+        r.summary.latency_floor_multiple = Some(0.21);
+        let text = summary_lines(&r);
+        assert!(!text.contains("0.21x"), "{text}");
+        assert!(text.contains("below the cache-line floor"), "{text}");
+        assert!(!comparison_table(&[r.clone()]).contains("0.21x"));
+        // At or above 1 the multiple is printed.
+        r.points[0].limits.as_mut().unwrap().floor_ns = Some(latency / 3.0);
+        r.summary.latency_floor_multiple = Some(3.0);
+        let text = summary_lines(&r);
+        assert!(text.contains("3.00x the cache-line floor"), "{text}");
+        assert!(comparison_table(&[r]).contains("3.00x"));
     }
 }

@@ -263,11 +263,11 @@ pub(super) fn command(
         // out by default and dies in MPI_Init where it is the only
         // interface (a private network namespace). Name it, unless the user
         // chose interfaces.
-        let chosen = plan
-            .options
-            .mpi_launcher_args
-            .iter()
-            .any(|a| a.contains("tcp_if_"));
+        // Interfaces or other hosts the user chose: theirs to route.
+        let chosen = plan.options.mpi_launcher_args.iter().any(|a| {
+            a.contains("tcp_if_")
+                || ["--host", "-H", "--hostfile", "--machinefile"].contains(&a.as_str())
+        });
         if !plan.variant_args.is_empty() && !chosen {
             let local = plan.install.flavor.local_tcp_args();
             launcher_args.extend(local.iter().map(|s| s.to_string()));

@@ -330,7 +330,9 @@ fn run_across_a_lab_measures_each_mpi_matrix_and_allreduce() {
         );
         let file = d.join(format!("matrix-mpi-{mpi}-tcp.json"));
         let m = wulf::result::matrix::read_matrix_result(&file).unwrap();
-        assert_eq!((m.via.as_str(), m.cells.len()), (via.as_str(), 2));
+        // The rounds' cells; re-measures of doubtful ones may follow.
+        let rounds = m.cells.iter().filter(|c| !c.remeasure).count();
+        assert_eq!((m.via.as_str(), rounds), (via.as_str(), 2));
         assert!(m.cells.iter().all(|c| c.bits_per_s().is_some()), "{via}");
         let run = c
             .runs

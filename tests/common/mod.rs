@@ -147,6 +147,19 @@ pub fn have(name: &str) -> bool {
     false
 }
 
+/// Whether `hpcc` (HPC Challenge, for `wulf hpl`) is installed; with
+/// WULF_REQUIRE_MPI=1 a missing one fails the test.
+pub fn have_hpcc() -> bool {
+    if in_path("hpcc") {
+        return true;
+    }
+    if std::env::var("WULF_REQUIRE_MPI").as_deref() == Ok("1") {
+        panic!("hpcc is not installed but WULF_REQUIRE_MPI=1: apt-get install hpcc (scripts/install-test-deps)");
+    }
+    eprintln!("SKIPPED: hpcc is not installed");
+    false
+}
+
 /// The installed libraries.
 pub fn libraries() -> Vec<&'static str> {
     ["openmpi", "mpich"]

@@ -7,14 +7,7 @@ use crate::common;
 
 #[test]
 fn hpl_runs_one_process_per_lab_node_and_passes_its_check() {
-    if !common::labs_possible() || !common::have("openmpi") {
-        return;
-    }
-    if !common::in_path("hpcc") {
-        if std::env::var("WULF_REQUIRE_MPI").as_deref() == Ok("1") {
-            panic!("hpcc is not installed but WULF_REQUIRE_MPI=1: apt-get install hpcc");
-        }
-        eprintln!("SKIPPED: hpcc is not installed");
+    if !common::labs_possible() || !common::have("openmpi") || !common::have_hpcc() {
         return;
     }
     let _serial = common::serial();

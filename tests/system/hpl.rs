@@ -7,21 +7,9 @@
 
 use crate::common;
 
-/// Whether `hpcc` is installed; a missing one fails under WULF_REQUIRE_MPI=1.
-pub fn have_hpcc() -> bool {
-    if common::in_path("hpcc") {
-        return true;
-    }
-    if std::env::var("WULF_REQUIRE_MPI").as_deref() == Ok("1") {
-        panic!("hpcc is not installed but WULF_REQUIRE_MPI=1: apt-get install hpcc (scripts/install-test-deps)");
-    }
-    eprintln!("SKIPPED: hpcc is not installed");
-    false
-}
-
 #[test]
 fn hpl_passes_its_residual_check_and_reports_hpl_s_rate() {
-    if !have_hpcc() || !common::have("openmpi") {
+    if !common::have_hpcc() || !common::have("openmpi") {
         return;
     }
     let _serial = common::serial();

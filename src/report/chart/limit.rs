@@ -210,24 +210,44 @@ fn fraction_chart(
 }
 
 /// One-way time as a multiple of the cache-line floor (log y), for the
-/// transports whose points carry the floor; `None` when none do.
-pub fn floor_multiple(series: &[Series]) -> Result<Option<String>> {
+/// transports whose points carry the floor; `None` when none do. Also
+/// returns how many points were withheld.
+///
+/// Each transport is divided by ONE floor, the least its points carry:
+/// an older result may hold a floor per point, each measured at its own
+/// (busy or quiet) moment, and dividing by each would bend the curve by
+/// the machine's load instead of the transport's cost. A multiple below
+/// 1x is impossible (no transfer beats the cache-line hand-off), so such
+/// a point is withheld rather than drawn: it says the floor was measured
+/// at a busy moment, not that the transport beat it.
+pub fn floor_multiple(series: &[Series]) -> Result<Option<(String, usize)>> {
+    let mut withheld = 0usize;
     let curves: Vec<LimitCurve> = series
         .iter()
         .map(|s| {
-            let v: Vec<(f64, f64, bool)> = s
+            let floor = s
                 .result
                 .points
                 .iter()
-                .filter_map(|p| {
-                    let floor = p.limits?.floor_ns.filter(|f| *f > 0.0)?;
-                    (p.bytes > 0 && p.median_ns > 0.0).then_some((
-                        p.bytes as f64,
-                        p.median_ns / floor,
-                        p.noisy,
-                    ))
-                })
-                .collect();
+                .filter_map(|p| p.limits?.floor_ns.filter(|f| *f > 0.0))
+                .fold(f64::INFINITY, f64::min);
+            let v: Vec<(f64, f64, bool)> = if floor.is_finite() {
+                s.result
+                    .points
+                    .iter()
+                    .filter(|p| p.bytes > 0 && p.median_ns > 0.0)
+                    .filter_map(|p| {
+                        let multiple = p.median_ns / floor;
+                        if multiple < 1.0 {
+                            withheld += 1;
+                            return None;
+                        }
+                        Some((p.bytes as f64, multiple, p.noisy))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             (s, v)
         })
         .filter(|(_, v)| !v.is_empty())
@@ -259,5 +279,69 @@ pub fn floor_multiple(series: &[Series]) -> Result<Option<String>> {
         }
         Ok(())
     })?;
-    Ok(Some(svg))
+    Ok(Some((svg, withheld)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Analysis;
+    use crate::result::Limits as PointLimits;
+
+    fn fixture() -> crate::result::SweepResult {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        );
+        crate::result::read_result(std::path::Path::new(path)).unwrap()
+    }
+
+    /// Floors measured point by point at busy and quiet moments: the chart
+    /// divides by the least one, and a point below it is withheld, not
+    /// drawn as beating the cache-line hand-off.
+    #[test]
+    fn one_floor_per_transport_and_nothing_below_it() {
+        let mut r = fixture();
+        let least_ns = r.points[0].median_ns / 2.0;
+        for (i, p) in r.points.iter_mut().enumerate() {
+            // Every other point carries a floor measured at a busy moment.
+            let floor_ns = if i % 2 == 0 {
+                least_ns
+            } else {
+                least_ns * 50.0
+            };
+            p.limits = Some(PointLimits {
+                floor_ns: Some(floor_ns),
+                ..p.limits.unwrap_or_default()
+            });
+        }
+        // One point faster than the least floor: impossible, withheld.
+        r.points[1].median_ns = least_ns / 3.0;
+        let a = Analysis::of(&r);
+        let s = Series {
+            label: "tcp",
+            color: 0,
+            result: &r,
+            analysis: &a,
+            first_dropout_no: 1,
+            first_switchover_no: 1,
+            limit_bits_per_s: None,
+            limit_role: None,
+        };
+        let (svg, withheld) = floor_multiple(std::slice::from_ref(&s)).unwrap().unwrap();
+        assert_eq!(withheld, 1);
+        assert!(svg.contains("<svg"));
+        // Without floors there is no chart.
+        let mut bare = r.clone();
+        for p in bare.points.iter_mut() {
+            p.limits = None;
+        }
+        let a = Analysis::of(&bare);
+        let s = Series {
+            result: &bare,
+            analysis: &a,
+            ..s
+        };
+        assert!(floor_multiple(std::slice::from_ref(&s)).unwrap().is_none());
+    }
 }

@@ -207,14 +207,25 @@ fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> 
              processes on these CPUs can beat it by copying; a dashed line marks 100% when reached.",
         );
     }
-    if let Some(svg) = limit::floor_multiple(series)? {
+    if let Some((svg, withheld)) = limit::floor_multiple(series)? {
+        let withheld = if withheld > 0 {
+            format!(
+                " {withheld} point(s) below 1&times; withheld: no transfer beats the cache-line \
+                 hand-off, so the floor was measured at a busier moment than those points."
+            )
+        } else {
+            String::new()
+        };
         figure(
             h,
             "floor-multiple",
             "Latency against the cache-line floor",
             &svg,
-            "One-way time as a multiple of the cache-line floor (points[].limits.floor_ns; dashed \
-             line: 1&times;, the floor itself).",
+            &format!(
+                "One-way time as a multiple of the cache-line floor, each transport divided by the \
+                 least floor its points carry (points[].limits.floor_ns; dashed line: 1&times;, the \
+                 floor itself).{withheld}"
+            ),
         );
     }
     Ok(())

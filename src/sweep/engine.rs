@@ -40,11 +40,7 @@ use crate::transport::baseline::BaselineSetup;
 use crate::transport::{self, ChannelOptions, Endpoint};
 
 /// Largest size that gets a tail-latency pass.
-pub const TAILS_MAX_BYTES: u64 = 64 << 10;
-/// Wall time aimed at for each size's tail pass.
-const TAILS_TIME_PER_SIZE: Duration = Duration::from_millis(100);
-/// Bounds on the number of individually timed round trips per size.
-const TAILS_SAMPLES: (u64, u64) = (1_000, 100_000);
+pub const TAILS_MAX_BYTES: u64 = super::tails::MAX_BYTES;
 /// Longest round trip a tail histogram holds apart, ns (one hour); a
 /// longer one is counted at this value.
 const TAILS_MAX_NS: u64 = 3_600_000_000_000;
@@ -250,6 +246,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         );
     }
     warnings.extend(limits::slow_mode_warning(spec.mode, &points));
+    warnings.extend(super::tails::short_tails_warning(&points));
 
     let mut options_transport = conn.settings.clone();
     // The frame transports' counters (resends, timeouts), and a warning
@@ -527,11 +524,21 @@ impl Runner<'_> {
     }
 
     fn tail_pass(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Tails> {
-        let rt_ns = (2.0 * median_one_way_ns).max(1.0);
-        let n = ((TAILS_TIME_PER_SIZE.as_nanos() as f64 / rt_ns) as u64)
-            .clamp(TAILS_SAMPLES.0, TAILS_SAMPLES.1);
-        self.samples = Vec::with_capacity(n as usize);
-        self.block(BlockKind::Tails, bytes, n)?;
+        use super::tails;
+        let n = tails::round_trips(median_one_way_ns);
+        // In chunks, so the pass can stop at its time (see `tails`); the
+        // buffers are allocated here, outside every timed loop.
+        let mut all: Vec<u64> = Vec::with_capacity(n as usize);
+        self.samples = Vec::with_capacity(tails::CHUNK.min(n) as usize);
+        let t0 = Instant::now();
+        while (all.len() as u64) < n
+            && !tails::enough(all.len() as u64, t0.elapsed().as_nanos() as f64)
+        {
+            let chunk = tails::CHUNK.min(n - all.len() as u64);
+            self.block(BlockKind::Tails, bytes, chunk)?;
+            all.extend_from_slice(&self.samples);
+        }
+        self.samples = all;
         // Bounded explicitly: `Histogram::new` starts with a highest value
         // of 2 and `saturating_record` clamps instead of growing, which
         // once made every percentile 1 ns.

@@ -169,7 +169,14 @@ fn tails_report_percentiles_and_timer_cost() {
         let r = sweep_json("unix", &["--tails", "--sizes", "1,128Ki"]);
         let pts = r["points"].as_array().unwrap();
         let t = &pts[0]["tails"];
-        assert!(t["samples"].as_u64().unwrap() >= 1000);
+        // Full tails, or a pass cut at its time cap on a busy machine and
+        // a warning that says so.
+        let short = r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with("tails: "));
+        assert!(t["samples"].as_u64().unwrap() >= 1000 || short, "{r}");
         let p50 = t["p50_ns"].as_f64().unwrap();
         let p99 = t["p99_ns"].as_f64().unwrap();
         let p999 = t["p999_ns"].as_f64().unwrap();

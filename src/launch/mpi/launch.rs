@@ -181,9 +181,6 @@ pub fn run(
     }
 }
 
-/// Least tail-pass samples per size (`--tails`), as the engine takes them.
-const TAILS_MIN_SAMPLES: u64 = 1_000;
-
 /// The least time `spec` keeps a link of `bits_per_s` busy, whatever its
 /// budget: per size two calibration blocks and the fewest trials the
 /// policy keeps, of one round trip each (both directions of a ping-pong
@@ -195,7 +192,7 @@ fn least_wire_time(spec: &SweepSpec, bits_per_s: u64) -> Duration {
         .iter()
         .map(|&b| {
             let tails = if spec.tails && b <= crate::sweep::engine::TAILS_MAX_BYTES {
-                TAILS_MIN_SAMPLES
+                crate::sweep::tails::FULL_SAMPLES
             } else {
                 0
             };

@@ -28,3 +28,4 @@ mod report_limits;
 mod report_scales;
 mod result_schema;
 mod sys_host;
+mod deb_files;

@@ -20,13 +20,19 @@ fn read(rel: &str) -> String {
 fn licences_are_shipped_and_named_alike_everywhere() {
     assert_eq!(env!("CARGO_PKG_LICENSE"), "MIT OR Apache-2.0");
     assert!(read("LICENSE-MIT").contains("Permission is hereby granted, free of charge"));
-    assert!(read("LICENSE-APACHE").contains("Apache License\n                           Version 2.0"));
+    assert!(
+        read("LICENSE-APACHE").contains("Apache License\n                           Version 2.0")
+    );
     let copyright = read("debian/copyright");
     assert!(copyright.starts_with(
         "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
     ));
     assert!(copyright.contains("SPDX-License-Identifier: MIT OR Apache-2.0"));
-    for para in ["License: MIT or Apache-2.0\n", "License: MIT\n", "License: Apache-2.0\n"] {
+    for para in [
+        "License: MIT or Apache-2.0\n",
+        "License: MIT\n",
+        "License: Apache-2.0\n",
+    ] {
         assert!(copyright.contains(para), "no {para:?} in debian/copyright");
     }
     // The short description (the package's synopsis) fits one line.
@@ -39,10 +45,16 @@ fn the_changelog_is_this_version() {
     let first = changelog.lines().next().unwrap_or("");
     assert_eq!(
         first,
-        format!("wulf ({}) unstable; urgency=medium", env!("CARGO_PKG_VERSION")),
+        format!(
+            "wulf ({}) unstable; urgency=medium",
+            env!("CARGO_PKG_VERSION")
+        ),
         "debian/changelog's top entry must be the version being packaged"
     );
-    let trailer = changelog.lines().find(|l| l.starts_with(" -- ")).unwrap_or("");
+    let trailer = changelog
+        .lines()
+        .find(|l| l.starts_with(" -- "))
+        .unwrap_or("");
     assert!(!trailer.contains(".invalid>"), "{trailer}");
 }
 

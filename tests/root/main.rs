@@ -26,6 +26,7 @@ mod matrix_host;
 mod matrix_lab;
 mod matrix_slurm;
 mod npb_traffic;
+mod offloads_site;
 mod package_deb;
 mod resources;
 mod serve_hostile;

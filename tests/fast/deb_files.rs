@@ -93,36 +93,34 @@ fn systemd_accepts_the_service_unit() {
         eprintln!("SKIPPED: systemd-analyze is not installed: the unit is not verified");
         return;
     }
-    // The unit as installed, with the binary under test in place of
-    // /usr/bin/wulf (verify checks that ExecStart's program exists).
+    let unit = read("debian/wulf-serve.service");
+    // verify exits 0 on an unknown key, only saying so: any word is a fault.
+    let said = verify(&unit);
+    assert!(said.is_ok_and(|s| s.trim().is_empty()), "{said:?}");
+    // The check can fail: a misspelt key is reported.
+    let said = verify(&unit.replace("NoNewPrivileges", "NoNewPrivilege"));
+    assert!(
+        said.as_ref().is_ok_and(|s| s.contains("NoNewPrivilege")),
+        "{said:?}"
+    );
+}
+
+/// What `systemd-analyze verify` says of the unit `text`, installed with
+/// the binary under test in place of /usr/bin/wulf (verify checks that
+/// ExecStart's program exists); an error with its words when it fails.
+fn verify(text: &str) -> Result<String, String> {
     let dir = tempdir();
     let unit = file(&dir, "wulf-serve.service");
-    std::fs::write(
-        &unit,
-        read("debian/wulf-serve.service").replace("/usr/bin/wulf", wulf_bin()),
-    )
-    .unwrap();
+    std::fs::write(&unit, text.replace("/usr/bin/wulf", wulf_bin())).unwrap();
     let out = Command::new("systemd-analyze")
         .args(["verify", "--man=no"])
         .arg(&unit)
         .output()
         .unwrap();
-    // verify exits 0 on an unknown key, only saying so: any word is a fault.
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
-    assert!(out.status.success() && said.trim().is_empty(), "{said}");
-
-    // The check can fail: a misspelt key is reported.
-    std::fs::write(
-        &unit,
-        read("debian/wulf-serve.service")
-            .replace("/usr/bin/wulf", wulf_bin())
-            .replace("NoNewPrivileges", "NoNewPrivilege"),
-    )
-    .unwrap();
-    let out = Command::new("systemd-analyze")
-        .args(["verify", "--man=no"])
-        .arg(&unit)
-        .output()
-        .unwrap();
-    assert!(stderr(&out).contains("NoNewPrivilege"), "{}", stderr(&out));
+    if out.status.success() {
+        Ok(said)
+    } else {
+        Err(said)
+    }
 }

@@ -238,17 +238,11 @@ fn a_noisy_or_untrusted_sweep_fails_sanity_with_the_reason() {
     let filter = "wulf_sweep_check.*unix";
     let prefix = tempdir();
     let fake = fake.to_str().unwrap();
-    let defaults = [
-        "-S",
-        "fail_on_warnings=true",
-        "-S",
-        "max_noisy_fraction=0.25",
-    ];
+    let strict = |fraction: &'static str| ["-S", "fail_on_warnings=true", "-S", fraction];
+    let defaults = strict("max_noisy_fraction=0.25");
     let (out, cases) = reframe_in(&prefix, &venv, fake, filter, None, &defaults);
     assert!(!out.status.success());
-    let c = case(&cases, "wulf_sweep_check %transport=unix");
-    assert_eq!(c["fail_phase"], "sanity", "{}", c["fail_reason"]);
-    let reason = c["fail_reason"].as_str().unwrap_or("");
+    let reason = sanity_failure(&cases);
     let count = format!("{marked} of {points} points are noisy");
     assert!(
         reason.contains(&count) && reason.contains("max_noisy_fraction=0.25"),
@@ -257,12 +251,7 @@ fn a_noisy_or_untrusted_sweep_fails_sanity_with_the_reason() {
 
     // A site that accepts that much noise says so, and it passes.
     let prefix = tempdir();
-    let lenient = [
-        "-S",
-        "fail_on_warnings=true",
-        "-S",
-        "max_noisy_fraction=0.9",
-    ];
+    let lenient = strict("max_noisy_fraction=0.9");
     let (out, cases) = reframe_in(&prefix, &venv, fake, filter, None, &lenient);
     let c = case(&cases, "wulf_sweep_check %transport=unix");
     assert_eq!(
@@ -293,9 +282,7 @@ fn a_noisy_or_untrusted_sweep_fails_sanity_with_the_reason() {
         None,
         &defaults,
     );
-    let c = case(&cases, "wulf_sweep_check %transport=unix");
-    assert_eq!(c["fail_phase"], "sanity", "{}", c["fail_reason"]);
-    let reason = c["fail_reason"].as_str().unwrap_or("");
+    let reason = sanity_failure(&cases);
     assert!(reason.contains("not trustworthy: slow mode"), "{reason}");
 }
 
@@ -361,4 +348,12 @@ fn incomplete_and_unverified_results_fail_sanity() {
         let reason = c["fail_reason"].as_str().unwrap_or("");
         assert!(reason.contains(why), "{name}: {reason}");
     }
+}
+
+/// The reason the unix sweep check failed sanity; fails the test when it
+/// did not fail there.
+fn sanity_failure(cases: &[Value]) -> String {
+    let c = case(cases, "wulf_sweep_check %transport=unix");
+    assert_eq!(c["fail_phase"], "sanity", "{}", c["fail_reason"]);
+    c["fail_reason"].as_str().unwrap_or("").to_string()
 }

@@ -293,6 +293,15 @@ class wulf_interconnect_check(WulfBase):
         if self.launch:
             self.num_tasks = 1
 
+    @run_after('setup')
+    def skip_on_one_machine(self):
+        # Without a launcher that places one task per node, and without
+        # `launch`, there is no second node to measure against.
+        launcher = self.current_partition.launcher_type.registered_name
+        self.skip_if(not self.launch and launcher == 'local',
+                     'needs two nodes: a partition whose launcher starts one '
+                     'task per node (srun), or launch=lab:NAME or ssh with hosts')
+
     @run_before('run')
     def set_options(self):
         self.executable_opts = ['matrix', '--via', self.via, '--budget',

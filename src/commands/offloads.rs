@@ -11,6 +11,15 @@
 //! own words ("Could not change any device features", netlink's extended
 //! error), which is what a user needs to see. It is also what an
 //! administrator types, so each change can be repeated by hand.
+//!
+//! A session that is killed outright cannot restore anything: the settings
+//! before the first change are also on disk ([`saved`]) until restored,
+//! and the next `--offloads` run restores them first ([`restore_leftover`]).
+//! Changing them needs CAP_NET_ADMIN: without it the session is refused
+//! up front ([`check_privileges`]) instead of reporting every setting as
+//! not changeable.
+
+mod saved;
 
 use std::process::Command;
 use std::time::Duration;
@@ -75,6 +84,57 @@ pub fn coalesce_answer(interface: &str, state: &OffloadState) -> Option<String> 
     })
 }
 
+/// Capability bit of CAP_NET_ADMIN (linux/capability.h).
+const CAP_NET_ADMIN: u32 = 12;
+
+/// A usage error (exit 2) unless this process may change an interface's
+/// settings (CAP_NET_ADMIN, which root has): otherwise every change would
+/// be refused one by one and the session would measure nothing it asked.
+pub fn check_privileges() -> Result<()> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let effective = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .unwrap_or(0);
+    if effective & (1 << CAP_NET_ADMIN) == 0 {
+        return Err(crate::error::usage(
+            "--offloads changes the interface's settings, which needs CAP_NET_ADMIN: \
+             run wulf tune as root (sudo), or leave --offloads out"
+                .to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// Put back what a killed session left changed on `interface` (its saved
+/// state), before a new session reads the interface; a note saying so.
+/// An error when another session is changing the interface now, or when
+/// the old settings cannot be put back.
+pub fn restore_leftover(interface: &str) -> Result<Option<String>> {
+    let Some(old) = saved::load(interface)? else {
+        return Ok(None);
+    };
+    if saved::alive(old.pid) {
+        return Err(crate::error::usage(format!(
+            "another `wulf tune tcp --offloads` (pid {}) is changing the offloads of {interface}",
+            old.pid
+        )));
+    }
+    let mut guard = OffloadGuard {
+        interface: interface.to_string(),
+        before: old.before,
+        restored: false,
+    };
+    guard
+        .restore()
+        .map_err(|e| anyhow::anyhow!("cannot restore the offloads a killed session (pid {}) left changed on {interface}: {e}", old.pid))?;
+    Ok(Some(format!(
+        "restored the offloads of {interface} that an ended session (pid {}, {}) had left changed",
+        old.pid, old.saved_at
+    )))
+}
+
 /// Holds an interface's settings as they were, to put them back.
 pub struct OffloadGuard {
     interface: String,
@@ -83,13 +143,16 @@ pub struct OffloadGuard {
 }
 
 impl OffloadGuard {
-    /// Remember `interface`'s state now.
-    pub fn take(interface: &str) -> OffloadGuard {
-        OffloadGuard {
+    /// Remember `interface`'s state now, in memory and on disk (for the
+    /// next session, should this one be killed).
+    pub fn take(interface: &str) -> Result<OffloadGuard> {
+        let before = read_state(interface);
+        saved::save(interface, &before)?;
+        Ok(OffloadGuard {
             interface: interface.to_string(),
-            before: read_state(interface),
+            before,
             restored: false,
-        }
+        })
     }
 
     /// The state when the guard was taken.
@@ -125,6 +188,7 @@ impl OffloadGuard {
             ));
         }
         self.restored = true;
+        saved::forget(&self.interface);
         Ok(after)
     }
 }

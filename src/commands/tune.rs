@@ -13,7 +13,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 
-use super::offloads::{coalesce_answer, ethtool_version, read_state, OffloadGuard};
+use super::offloads::{
+    check_privileges, coalesce_answer, ethtool_version, read_state, restore_leftover, OffloadGuard,
+};
 use crate::cli::{MeasureArgs, TuneArgs, TuneTarget, TuneTcpArgs};
 use crate::error::WulfError;
 use crate::load::kernel::{KernelBaseline, BASELINE_SPAN};
@@ -287,6 +289,11 @@ fn measure(
 }
 
 fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
+    if a.offloads {
+        // Before anything is measured: without the right, every change
+        // would be refused and the session would say so only at its end.
+        check_privileges()?;
+    }
     let started = Instant::now();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     // Tuning measures tcp alone: no MPI options, no cluster.
@@ -392,7 +399,10 @@ impl Offloads {
             .map_err(|e| anyhow::anyhow!("cannot read /proc/stat: {e}"))?;
         let warning = kernel.warning();
         let whole = crate::load::whole::WholeSetup { kernel, soak: None };
-        let guard = OffloadGuard::take(&interface);
+        if let Some(note) = restore_leftover(&interface)? {
+            eprintln!("wulf: {note}");
+        }
+        let guard = OffloadGuard::take(&interface)?;
         let answer = coalesce_answer(&interface, guard.before());
         let (configs, skipped) = offload_configs(&interface, guard.before(), answer.as_deref());
         Ok(Offloads {

@@ -91,11 +91,36 @@ fn report_of_sweeps_and_a_matrix_parses() {
         "wulf_peak_message_bytes",
         "wulf_n_half_bytes",
         "wulf_noisy_points",
-        "wulf_complete",
+        "wulf_cpu_per_byte_seconds",
+        "wulf_cpu_per_message_seconds",
     ] {
         assert_eq!(samples(&parsed, family).len(), 2, "{family}");
     }
     let matrix = json(Path::new(&fixture("matrix/lab-fe-node3.json")));
+    // The matrix too is complete or not, and has a start time: the
+    // staleness alert covers it.
+    for family in ["wulf_complete", "wulf_measurement_start_seconds"] {
+        let all = samples(&parsed, family);
+        assert_eq!(all.len(), 3, "{family}: {all:?}");
+        let m = all
+            .iter()
+            .find(|s| s["labels"]["mode"] == "matrix")
+            .unwrap();
+        assert_eq!(m["labels"]["transport"], matrix["via"]);
+    }
+    let m = samples(&parsed, "wulf_complete")
+        .iter()
+        .find(|s| s["labels"]["mode"] == "matrix")
+        .unwrap()
+        .clone();
+    let want = if matrix["complete"] == true { 1.0 } else { 0.0 };
+    assert_eq!(m["value"], want);
+    let info = samples(&parsed, "wulf_build_info");
+    assert_eq!(info.len(), 1);
+    assert_eq!(info[0]["labels"]["version"], env!("CARGO_PKG_VERSION"));
+    assert!(info[0]["labels"]["schema"]
+        .as_str()
+        .is_some_and(|s| s.parse::<u32>().is_ok()));
     let cells = matrix["cells"].as_array().unwrap().len();
     assert_eq!(samples(&parsed, "wulf_link_latency_seconds").len(), cells);
     assert_eq!(
@@ -163,6 +188,19 @@ fn run_and_matrix_write_openmetrics_that_parse() {
     assert!(samples(&parsed, "wulf_link_failed")
         .iter()
         .all(|c| c["value"] == 0.0));
+    // Written while measuring, it says the matrix is complete, and when.
+    let complete = samples(&parsed, "wulf_complete");
+    assert_eq!(complete.len(), 1, "{complete:?}");
+    assert_eq!(complete[0]["labels"]["mode"], "matrix");
+    assert_eq!(complete[0]["value"], 1.0);
+    let start = samples(&parsed, "wulf_measurement_start_seconds")[0]["value"]
+        .as_f64()
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(start <= now && start > now - 600.0, "{start} vs {now}");
 }
 
 #[test]

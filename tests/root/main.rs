@@ -10,6 +10,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../support/python.rs"]
+mod python;
 
 mod cluster_npb_run;
 mod disk_full;
@@ -26,7 +28,9 @@ mod matrix_host;
 mod matrix_lab;
 mod matrix_slurm;
 mod npb_traffic;
+mod offloads_site;
 mod package_deb;
+mod reframe_lab;
 mod resources;
 mod serve_hostile;
 mod study;

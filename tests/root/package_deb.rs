@@ -3,6 +3,11 @@
 //! --release`) with cargo-deb, dpkg installs it, the
 //! installed wulf answers `--version`, its man page renders with `man -l`,
 //! its bash completion loads, it runs a quick sweep, and dpkg removes it.
+//! Before installing, lintian (a distribution's checker) finds no error or
+//! warning at its default level, and Depends holds every package
+//! dpkg-shlibdeps asks for the binary; once installed, the wulf-serve unit
+//! is not enabled, and `systemd-analyze verify` accepts it; under a running
+//! systemd it starts with a secret and answers a sweep.
 //!
 //! It changes the machine (dpkg), so it needs root and cargo-deb and is
 //! skipped with a message otherwise, unless WULF_REQUIRE_PACKAGE=1 (set by
@@ -36,6 +41,8 @@ fn package_builds_installs_runs_and_removes() {
     );
     // Relative to the repository unless CARGO_TARGET_DIR made it absolute.
     let deb = Path::new(root).join(printed);
+    lint(&deb);
+    depends_cover_shlibs(&deb);
 
     let _installed = Installed::new(&deb.display().to_string());
     let version = Command::new(INSTALLED).arg("--version").output().unwrap();
@@ -89,6 +96,8 @@ fn package_builds_installs_runs_and_removes() {
     let r = common::json(&json);
     assert_eq!(r["complete"], true);
     assert_eq!(r["points"].as_array().map(Vec::len), Some(2));
+
+    service_unit();
 
     drop(_installed);
     assert!(!Path::new(INSTALLED).exists(), "dpkg -r left {INSTALLED}");
@@ -178,4 +187,153 @@ fn dpkg(args: &[&str]) -> Output {
         }
         std::thread::sleep(Duration::from_secs(2));
     }
+}
+
+/// lintian at its default level: no error (E:) or warning (W:) line. It
+/// says on stderr that root should not run it; it is not a finding.
+fn lint(deb: &Path) {
+    let Ok(out) = Command::new("lintian").arg(deb).output() else {
+        if std::env::var_os("WULF_REQUIRE_PACKAGE").is_some_and(|v| v == "1") {
+            panic!("lintian is not installed (scripts/install-test-deps)");
+        }
+        eprintln!("SKIPPED: lintian is not installed (scripts/install-test-deps): the package is not linted");
+        return;
+    };
+    let said = String::from_utf8_lossy(&out.stdout);
+    let findings: Vec<&str> = said
+        .lines()
+        .filter(|l| l.starts_with("E: ") || l.starts_with("W: "))
+        .collect();
+    assert!(
+        findings.is_empty(),
+        "lintian: {findings:#?}\n{}",
+        stderr(&out)
+    );
+}
+
+/// Every package dpkg-shlibdeps names for the packaged binary is in the
+/// package's Depends (cargo-deb's `$auto` leaves libgcc-s1 out).
+fn depends_cover_shlibs(deb: &Path) {
+    let dir = tempdir();
+    let extracted = dir.path().join("x");
+    let out = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(deb)
+        .arg(&extracted)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // dpkg-shlibdeps wants a debian/control in its working directory.
+    std::fs::create_dir_all(dir.path().join("debian")).unwrap();
+    std::fs::write(dir.path().join("debian/control"), "Source: wulf\n").unwrap();
+    let shlibs = Command::new("dpkg-shlibdeps")
+        .arg("-O")
+        .arg(extracted.join("usr/bin/wulf"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(shlibs.status.success(), "{}", stderr(&shlibs));
+    let want = String::from_utf8_lossy(&shlibs.stdout);
+    let want = want.trim().trim_start_matches("shlibs:Depends=");
+    let depends = Command::new("dpkg-deb")
+        .arg("-f")
+        .arg(deb)
+        .arg("Depends")
+        .output()
+        .unwrap();
+    let depends = String::from_utf8_lossy(&depends.stdout);
+    let names = |list: &str| -> Vec<String> {
+        list.split(',')
+            .filter_map(|d| d.split_whitespace().next().map(str::to_string))
+            .collect()
+    };
+    let have = names(&depends);
+    for package in names(want) {
+        assert!(
+            have.contains(&package),
+            "Depends {depends:?} lacks {package} ({want})"
+        );
+    }
+}
+
+/// The installed unit: not enabled by the package, accepted by systemd;
+/// started where systemd runs this machine.
+fn service_unit() {
+    let unit = "/usr/lib/systemd/system/wulf-serve.service";
+    assert!(Path::new(unit).is_file(), "{unit} is not installed");
+    let enabled = Path::new("/etc/systemd/system/multi-user.target.wants/wulf-serve.service");
+    assert!(!enabled.exists(), "the package enabled the unit");
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: systemd-analyze is not installed: the installed unit is not verified");
+        return;
+    }
+    let out = Command::new("systemd-analyze")
+        .args(["verify", "--man=no", unit])
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(out.status.success() && said.trim().is_empty(), "{said}");
+    if !Path::new("/run/systemd/system").is_dir() {
+        eprintln!(
+            "SKIPPED: systemd is not running this machine: wulf-serve is verified, not started"
+        );
+        return;
+    }
+    start_the_service();
+}
+
+/// Under a running systemd: without its secret file the unit does not
+/// start; with one it serves a sweep that gives the same secret.
+fn start_the_service() {
+    let secret = Path::new("/etc/wulf/serve.secret");
+    if secret.exists() {
+        eprintln!(
+            "SKIPPED: {} exists (someone's): the unit is not started",
+            secret.display()
+        );
+        return;
+    }
+    let systemctl = |args: &[&str]| Command::new("systemctl").args(args).output().unwrap();
+    let refused = systemctl(&["start", "wulf-serve"]);
+    assert!(
+        !refused.status.success(),
+        "wulf-serve started without a secret"
+    );
+    std::fs::create_dir_all("/etc/wulf").unwrap();
+    std::fs::write(secret, "a test secret\n").unwrap();
+    std::fs::set_permissions(secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let started = systemctl(&["start", "wulf-serve"]);
+    let dir = tempdir();
+    let secret_copy = file(&dir, "secret");
+    std::fs::copy(secret, &secret_copy).unwrap();
+    let mut sweep = None;
+    // The server listens a moment after systemd says it started.
+    for _ in 0..20 {
+        let out = Command::new(INSTALLED)
+            .args(["sweep", "tcp", "--sizes", "1", "--peer", "127.0.0.1"])
+            .args(QUICK)
+            .arg("--secret-file")
+            .arg(&secret_copy)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            sweep = Some(out);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let status = systemctl(&["status", "--no-pager", "wulf-serve"]);
+    let _ = systemctl(&["stop", "wulf-serve"]);
+    let _ = std::fs::remove_file(secret);
+    let _ = std::fs::remove_dir("/etc/wulf");
+    assert!(started.status.success(), "{}", stderr(&started));
+    assert!(
+        sweep.is_some(),
+        "no sweep against the service: {}",
+        String::from_utf8_lossy(&status.stdout)
+    );
 }

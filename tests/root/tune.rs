@@ -178,7 +178,7 @@ fn tune_errors_are_clear() {
 /// Two network namespaces joined by a veth pair (`v0` in the first,
 /// `v1` in the second, 198.18.250.N/30), with `wulf serve` in the second;
 /// everything removed on drop, also when the test fails.
-struct VethPair {
+pub(crate) struct VethPair {
     a: String,
     b: String,
     peer: String,
@@ -186,7 +186,7 @@ struct VethPair {
 }
 
 impl VethPair {
-    fn up(test: &str, subnet: u8) -> VethPair {
+    pub(crate) fn up(test: &str, subnet: u8) -> VethPair {
         use std::io::BufRead;
         let pid = std::process::id();
         let mut p = VethPair {
@@ -240,7 +240,7 @@ impl VethPair {
 
     /// `ethtool -k v0` in the first namespace: the offload lines tune
     /// changes, as printed.
-    fn features(&self) -> Vec<String> {
+    pub(crate) fn features(&self) -> Vec<String> {
         let o = std::process::Command::new("ip")
             .args(["netns", "exec", &self.a, "ethtool", "-k", "v0"])
             .output()
@@ -266,7 +266,7 @@ impl VethPair {
     }
 
     /// `wulf tune tcp --offloads` in the first namespace against the peer.
-    fn tune(&self, out: &tempfile::TempDir, budget: &str) -> std::process::Command {
+    pub(crate) fn tune(&self, out: &tempfile::TempDir, budget: &str) -> std::process::Command {
         let mut c = std::process::Command::new("ip");
         c.args([
             "netns",

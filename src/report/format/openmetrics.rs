@@ -1,6 +1,10 @@
 //! OpenMetrics text for cluster monitoring: each sweep's latency, peak,
-//! size at peak, n_1/2 and noise, and each matrix cell's latency and
-//! bandwidth, as gauges labelled `host`, `peer`, `transport` and `mode`.
+//! size at peak, n_1/2, noise and CPU cost, and each matrix cell's latency
+//! and bandwidth, as gauges labelled `host`, `peer`, `transport` and `mode`;
+//! every matrix's completeness and start time (`mode="matrix"`, `host` and
+//! `peer` its first and last node), so that a staleness alert covers
+//! matrices too; and `wulf_build_info`, the wulf and the result schemas
+//! that wrote the file.
 //!
 //! Written for node_exporter's textfile collector fed by a cron job, so:
 //! only gauges (the collector reads the Prometheus text format 0.0.4,
@@ -29,12 +33,14 @@ use crate::analysis::Analysis;
 use crate::report::export::{Exporter, GivenFile};
 use crate::report::input::ReportInput;
 use crate::report::summary::summary_row;
+use crate::result::matrix::MATRIX_SCHEMA_VERSION;
 use crate::result::matrix::{CellFigures, Figure, MatrixFigures, MatrixResult};
 use crate::result::SweepResult;
-use crate::result::{NPB_KIND, STUDY_KIND};
+use crate::result::{NPB_KIND, SCHEMA_VERSION, STUDY_KIND};
 
-/// The labels of every series: host, peer, transport, mode.
-type Labels = [(&'static str, String); 4];
+/// The labels of a series: host, peer, transport, mode (every figure), or
+/// those of `wulf_build_info`.
+type Labels = Vec<(&'static str, String)>;
 
 /// The OpenMetrics text of `sweeps` and `matrices`, ending in `# EOF`.
 pub fn to_openmetrics(sweeps: &[SweepResult], matrices: &[MatrixFigures]) -> String {
@@ -63,9 +69,11 @@ pub fn to_openmetrics_figures(
     let mut matrices: Vec<&(&MatrixResult, &[CellFigures])> = matrices.iter().collect();
     matrices.sort_by(|a, b| a.0.started_at.cmp(&b.0.started_at));
     for (m, cells) in matrices {
+        add_matrix_run(&mut families, m);
         add_matrix(&mut link, m, cells);
     }
     families.extend(link);
+    families.push(build_info());
     families.retain(|f| !f.samples.is_empty());
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Families(families)));
@@ -114,6 +122,8 @@ const NOISY: usize = 4;
 const POINTS: usize = 5;
 const COMPLETE: usize = 6;
 const STARTED: usize = 7;
+const CPU_PER_BYTE: usize = 8;
+const CPU_PER_MESSAGE: usize = 9;
 
 fn sweep_families() -> Vec<Family> {
     let bytes_per_s = || Some(Unit::Other("bytes_per_second".into()));
@@ -147,18 +157,28 @@ fn sweep_families() -> Vec<Family> {
         Family::new(
             "wulf_complete",
             None,
-            "1 when the sweep ran to its end, 0 when it was cut short.",
+            "1 when the sweep or matrix ran to its end, 0 when it was cut short.",
         ),
         Family::new(
             "wulf_measurement_start",
             Some(Unit::Seconds),
-            "When the sweep started, seconds since the Unix epoch.",
+            "When the sweep or matrix started, seconds since the Unix epoch.",
+        ),
+        Family::new(
+            "wulf_cpu_per_byte",
+            Some(Unit::Seconds),
+            "CPU time (user + system) of both ends per byte moved, at the peak's message size.",
+        ),
+        Family::new(
+            "wulf_cpu_per_message",
+            Some(Unit::Seconds),
+            "CPU time (user + system) of both ends per message, at the latency's message size.",
         ),
     ]
 }
 
 fn add_sweep(f: &mut [Family], r: &SweepResult) {
-    let labels: Labels = [
+    let labels: Labels = vec![
         ("host", r.host.hostname.clone()),
         ("peer", r.placement.server_host.clone()),
         ("transport", r.transport.clone()),
@@ -173,6 +193,45 @@ fn add_sweep(f: &mut [Family], r: &SweepResult) {
     f[POINTS].set(&labels, Some(row.points as f64));
     f[COMPLETE].set(&labels, Some(if r.complete { 1.0 } else { 0.0 }));
     f[STARTED].set(&labels, unix_seconds(&r.started_at));
+    f[CPU_PER_BYTE].set(&labels, row.cpu_ns_per_byte.map(|ns| ns / 1e9));
+    // The latency's point: the smallest size swept.
+    let smallest = r.points.iter().min_by_key(|p| p.bytes);
+    let per_message = smallest.map(|p| p.cpu_client.ns_per_message + p.cpu_server.ns_per_message);
+    f[CPU_PER_MESSAGE].set(&labels, per_message.map(|ns| ns / 1e9));
+}
+
+/// A matrix as a whole: complete or not, and when it started, among the
+/// sweeps' families of the same name.
+fn add_matrix_run(f: &mut [Family], m: &MatrixResult) {
+    let node = |n: Option<&crate::result::matrix::MatrixNode>| {
+        n.map(|n| n.name.clone()).unwrap_or_default()
+    };
+    let labels: Labels = vec![
+        ("host", node(m.nodes.first())),
+        ("peer", node(m.nodes.last())),
+        ("transport", m.via.clone()),
+        ("mode", "matrix".to_string()),
+    ];
+    f[COMPLETE].set(&labels, Some(if m.complete { 1.0 } else { 0.0 }));
+    f[STARTED].set(&labels, unix_seconds(&m.started_at));
+}
+
+/// `wulf_build_info`: 1, labelled with the wulf version and the schema
+/// versions of the results it writes (a dashboard tells which wulf
+/// measured, and an alert a node left on an old one).
+fn build_info() -> Family {
+    let mut f = Family::new(
+        "wulf_build_info",
+        None,
+        "1, labelled with the version of the wulf that wrote this file and of its result schemas.",
+    );
+    let labels: Labels = vec![
+        ("version", env!("CARGO_PKG_VERSION").to_string()),
+        ("schema", SCHEMA_VERSION.to_string()),
+        ("matrix_schema", MATRIX_SCHEMA_VERSION.to_string()),
+    ];
+    f.set(&labels, Some(1.0));
+    f
 }
 
 // Indices into `link_families()`.
@@ -215,7 +274,7 @@ fn add_matrix(f: &mut [Family], m: &MatrixResult, cells: &[CellFigures]) {
     };
     for cell in cells {
         let labels = |mode: &str| -> Labels {
-            [
+            vec![
                 ("host", name(cell.from)),
                 ("peer", name(cell.to)),
                 ("transport", m.via.clone()),
@@ -349,6 +408,46 @@ mod tests {
 
     #[test]
     fn nothing_to_say_is_still_a_valid_exposition() {
-        assert_eq!(to_openmetrics(&[], &[]), "# EOF\n");
+        let text = to_openmetrics(&[], &[]);
+        assert!(text.starts_with("# HELP wulf_build_info "), "{text}");
+        assert_eq!(
+            text.lines().filter(|l| !l.starts_with('#')).count(),
+            1,
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn build_info_names_the_version_and_schemas() {
+        let text = to_openmetrics(&[], &[]);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("wulf_build_info{"))
+            .unwrap();
+        assert!(
+            line.contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))),
+            "{line}"
+        );
+        assert!(
+            line.contains(&format!("schema=\"{SCHEMA_VERSION}\"")),
+            "{line}"
+        );
+        assert!(line.ends_with(" 1.0") || line.ends_with(" 1"), "{line}");
+    }
+
+    #[test]
+    fn sweeps_carry_their_cpu_cost() {
+        let r = fixture("tcp-pingpong.json");
+        let text = to_openmetrics(std::slice::from_ref(&r), &[]);
+        let row = summary_row("", &r, &Analysis::of(&r));
+        let want = row.cpu_ns_per_byte.unwrap() / 1e9;
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("wulf_cpu_per_byte_seconds{"))
+            .unwrap();
+        let got: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!((got - want).abs() <= want * 1e-12, "{line}: want {want}");
+        assert!(text.contains("wulf_cpu_per_message_seconds{"), "{text}");
     }
 }

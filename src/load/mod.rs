@@ -14,6 +14,7 @@ pub mod kernel;
 mod memory;
 mod network;
 pub mod peer;
+pub mod perturb;
 pub mod soaker;
 pub mod whole;
 

@@ -20,6 +20,7 @@ mod intranode;
 mod lean_tipc;
 mod load_conditions;
 mod load_network;
+mod load_perturb;
 mod matrix;
 mod matrix_budget;
 mod matrix_hostile;

@@ -82,6 +82,9 @@ pub fn measure_sweep(
         }
         None => None,
     };
+    // MPI ranks spread over nodes take no peer: their load stays here.
+    let note = crate::load::network_path_note(&loaded.records, ctx.spread() && spec.peer.is_none());
+    outcome.result.warnings.extend(note);
     if prepared.any() || role.is_some() {
         let (mut c, warning) = prepared.conditions(role, loaded.records, loaded.whole.as_ref());
         c.soak_perturbation = perturbation;
@@ -279,6 +282,11 @@ pub fn npb_plan(
         super::npb::run_plan(ctx, &plan)
     })?;
     let (mut result, stop) = out?;
+    // NAS ranks take no peer: a network load runs on loopback.
+    let spans = ctx.spread() || plan.nodes.is_some();
+    result
+        .warnings
+        .extend(crate::load::network_path_note(&loaded.records, spans));
     if prepared.any() || role.is_some() {
         let (c, warning) = prepared.conditions(role, loaded.records, loaded.whole.as_ref());
         result.conditions = Some(c);

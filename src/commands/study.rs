@@ -158,6 +158,9 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     if a.peer.is_none() {
         warnings.extend(study::noise::framing_note(&results));
     }
+    if name == StudyName::LeanStacks {
+        warnings.extend(study::lean::round_warnings(&results));
+    }
     host.load_after = crate::sys::load_average();
     let summary = StudyResult {
         kind: STUDY_KIND.into(),

@@ -17,7 +17,11 @@ use serde::{Deserialize, Serialize};
 /// `cpu_server_ns_per_byte`, `cpu_whole_ns_per_byte`), the study's
 /// `sweep_args`, and the study `lean-stacks`. Version 1 files are still
 /// read (the new fields are absent there).
-pub const STUDY_SCHEMA_VERSION: u32 = 2;
+///
+/// 3: `lean-stacks` measures every stack in interleaved rounds (the cases'
+/// `round`; rounds after the first have role `round`), its tables show the
+/// best and the median over the rounds and their spread.
+pub const STUDY_SCHEMA_VERSION: u32 = 3;
 
 /// The value of [`StudyResult::kind`].
 pub const STUDY_KIND: &str = "study";
@@ -121,6 +125,11 @@ pub struct StudyCaseResult {
     /// ns (version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_whole_ns_per_byte: Option<f64>,
+    /// Which round of an interleaved study the case was measured in
+    /// (`lean-stacks`: every stack once per round; version 3); absent where
+    /// the study measures each case once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
 }
 
 /// A table of figures: rows by one factor, columns by another.
@@ -167,10 +176,12 @@ pub(super) fn study_from(
     text: &str,
     origin: &str,
 ) -> anyhow::Result<StudyResult> {
-    let at = |v: u32| super::read::versioned_from(h, text, origin, "study", v..=v);
-    match at(STUDY_SCHEMA_VERSION) {
+    let at = |v: std::ops::RangeInclusive<u32>| {
+        super::read::versioned_from(h, text, origin, "study", v)
+    };
+    match at(STUDY_SCHEMA_VERSION..=STUDY_SCHEMA_VERSION) {
         Ok(r) => Ok(r),
-        // Version 1 lacks only optional fields: read it as it is.
-        Err(e) => at(1).map_err(|_| e),
+        // Versions 1 and 2 lack only optional fields: read them as they are.
+        Err(e) => at(1..=STUDY_SCHEMA_VERSION - 1).map_err(|_| e),
     }
 }

@@ -43,13 +43,15 @@ fn lean_stacks_quick_has_a_row_per_stack_and_a_report_section() {
     assert_eq!(s.study, "lean-stacks");
     assert_eq!(s.schema_version, STUDY_SCHEMA_VERSION);
     assert!(s.complete);
-    assert_eq!(s.cases.len(), 4);
+    assert_eq!(s.cases.len(), 4 * 3);
     assert_eq!(s.tables.len(), 1);
     let t = &s.tables[0];
     assert_eq!(
         t.columns,
         [
-            "latency, us",
+            "latency best, us",
+            "latency median, us",
+            "latency spread, %",
             "peak, Mbit/s",
             "n_1/2, B",
             "CPU client, ns/B",
@@ -58,14 +60,35 @@ fn lean_stacks_quick_has_a_row_per_stack_and_a_report_section() {
         ]
     );
     assert_eq!(t.rows.len(), 4);
-    // tcp and raw run across the lab's link: every figure present and
-    // positive, the CPU figures taken at 64 KiB, measured inside the lab.
+    // tcp and raw run across the lab's link in every round: every figure
+    // present (the spread at least zero, the rest positive), the best at
+    // most the median, the CPU figures taken at 64 KiB, inside the lab.
     for (row, name) in t.rows.iter().zip(["tcp", "raw"]) {
         assert_eq!(row.label, name);
+        assert!(row.cells.iter().all(Option::is_some), "{row:?}");
+        assert!(row.cells[0] <= row.cells[1] && row.cells[2] >= Some(0.0), "{row:?}");
         assert!(
-            row.cells.iter().all(|c| c.is_some_and(|v| v > 0.0)),
+            row.cells.iter().all(|c| c.is_some_and(|v| v >= 0.0)),
             "{row:?}"
         );
+    }
+    assert!(t.title.contains("over 3 interleaved rounds"), "{}", t.title);
+    // Interleaved: every stack once in each round, rounds in order.
+    let order: Vec<(String, Option<u32>)> = s
+        .cases
+        .iter()
+        .map(|c| (c.transport.clone(), c.round))
+        .collect();
+    for (i, (t, r)) in order.iter().enumerate() {
+        assert_eq!(t, ["tcp", "raw", "xdp", "tipc"][i % 4], "{order:?}");
+        assert_eq!(*r, Some(i as u32 / 4 + 1), "{order:?}");
+    }
+    // A stack whose latency moved beyond the spread bar is named.
+    for row in &t.rows {
+        if row.cells[2].is_some_and(|s| s > 100.0 * wulf::study::lean::SPREAD_WARN) {
+            let named = format!("lean-stacks: {} over 10ge", row.label);
+            assert!(s.warnings.iter().any(|w| w.starts_with(&named)), "{:?}", s.warnings);
+        }
     }
     for c in &s.cases[..2] {
         assert_eq!(c.cpu_bytes, Some(65536), "{}", c.label);
@@ -161,7 +184,8 @@ fn lean_stacks_against_a_real_peer_reads_the_path() {
     let s = read_study_result(&study_dir(out.path()).join("study.json")).unwrap();
     assert!(s.complete);
     let labels: Vec<&str> = s.cases.iter().map(|c| c.label.as_str()).collect();
-    assert_eq!(labels, ["tcp-peer", "raw-peer", "tipc-peer"]);
+    assert_eq!(labels.len(), 3 * 3);
+    assert_eq!(labels[..4], ["tcp-peer-r1", "raw-peer-r1", "tipc-peer-r1", "tcp-peer-r2"]);
     for c in &s.cases[..2] {
         assert!(c.error.is_none(), "{c:?}");
         assert!(c.latency_ns.is_some_and(|n| n > 0.0), "{c:?}");

@@ -122,7 +122,10 @@ fn groups(cases: &[StudyCaseResult]) -> Vec<(&str, u32)> {
 /// The transports of one group, in the order first run.
 fn transports<'a>(cases: &'a [StudyCaseResult], link: &str, mtu: u32) -> Vec<&'a str> {
     let mut v: Vec<&str> = Vec::new();
-    for c in cases.iter().filter(|c| c.link == link && c.mtu_bytes == mtu) {
+    for c in cases
+        .iter()
+        .filter(|c| c.link == link && c.mtu_bytes == mtu)
+    {
         if !v.contains(&c.transport.as_str()) {
             v.push(&c.transport);
         }
@@ -165,7 +168,9 @@ impl Rounds<'_> {
         let lo = l.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = l.iter().copied().fold(0.0, f64::max);
         let n = l.len();
-        median(l).filter(|m| n >= 2 && *m > 0.0).map(|m| (hi - lo) / m)
+        median(l)
+            .filter(|m| n >= 2 && *m > 0.0)
+            .map(|m| (hi - lo) / m)
     }
 }
 
@@ -256,7 +261,11 @@ fn row_label(r: &Rounds) -> String {
     }
     match r.all.len() - r.ok.len() {
         0 => first.transport.clone(),
-        f => format!("{} (failed in {f} of {} rounds)", first.transport, r.all.len()),
+        f => format!(
+            "{} (failed in {f} of {} rounds)",
+            first.transport,
+            r.all.len()
+        ),
     }
 }
 
@@ -352,7 +361,9 @@ mod tests {
         assert_eq!(p[35].lab_spec(), "10ge,mtu=9000");
         assert_eq!(p[35].round, Some(3));
         // The report draws the first round's curves only.
-        assert!(p.iter().all(|c| (c.role == "curve") == (c.round == Some(1))));
+        assert!(p
+            .iter()
+            .all(|c| (c.role == "curve") == (c.round == Some(1))));
         let sizes = crate::message::schedule::parse_sizes(&p[0].sizes, false).unwrap();
         assert!(sizes.contains(&CPU_BYTES), "{sizes:?}");
         assert_eq!(p[4].sweep_args, ["--load", "cpu:1"]);
@@ -408,7 +419,11 @@ mod tests {
         let t = tables(&cases);
         assert_eq!(t.len(), 2);
         assert!(t[0].title.contains("10ge, MTU 9000"), "{}", t[0].title);
-        assert!(t[0].title.contains("over 1 interleaved round)"), "{}", t[0].title);
+        assert!(
+            t[0].title.contains("over 1 interleaved round)"),
+            "{}",
+            t[0].title
+        );
         assert_eq!(t[0].columns.len(), 8);
         assert_eq!(t[0].rows[0].cells[..2], [Some(4.0), Some(4.0)]);
         assert_eq!(t[0].rows[0].cells[2], None, "no spread from one round");
@@ -459,13 +474,19 @@ mod tests {
         assert_eq!(raw.cells[..2], [Some(3.0), Some(3.2)]);
         assert!((raw.cells[2].unwrap() - 31.25).abs() < 1e-9, "{raw:?}");
         // Per round 0.75, 3.2/4.1 = 0.78, 1.0: the median.
-        assert!((raw.cells[last].unwrap() - 3.2 / 4.1).abs() < 1e-9, "{raw:?}");
+        assert!(
+            (raw.cells[last].unwrap() - 3.2 / 4.1).abs() < 1e-9,
+            "{raw:?}"
+        );
         assert_eq!(t.rows[2].label, "xdp (failed in 1 of 3 rounds)");
         assert_eq!(t.rows[2].cells[0], Some(2.0));
         // Only raw moved more than the warning's spread.
         let w = round_warnings(&cases);
         assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("raw over ge, MTU 1500: latency moved 31%"), "{w:?}");
+        assert!(
+            w[0].contains("raw over ge, MTU 1500: latency moved 31%"),
+            "{w:?}"
+        );
         assert!(w[0].contains("best 3.00 us, median 3.20 us"), "{w:?}");
     }
 }

@@ -20,6 +20,7 @@
 //!   over ge and 10ge at MTU 1500 and 9000 ([`lean`]).
 
 pub mod lean;
+pub mod lean_nas;
 pub mod noise;
 pub mod tables;
 

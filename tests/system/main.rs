@@ -21,6 +21,7 @@ mod lean_tipc;
 mod load_conditions;
 mod load_network;
 mod load_perturb;
+mod load_soak_calibration;
 mod load_whole;
 mod matrix;
 mod matrix_budget;

@@ -94,6 +94,7 @@ impl Prepared {
             whole_cost_scope: whole
                 .as_ref()
                 .map(|_| "the CPUs of the machine wulf was started on".to_string()),
+            soak_perturbation: None,
         };
         (c, whole.map(|w| w.warnings()).unwrap_or_default())
     }

@@ -12,7 +12,7 @@ use super::conditions::{under_load, Prepared};
 use crate::cli::SweepArgs;
 use crate::launch::mpi::run_sweep;
 use crate::launch::RunContext;
-use crate::load::{LoadSpec, NetworkTarget};
+use crate::load::{perturb, LoadSpec, NetworkTarget};
 use crate::peer::client::resolve;
 use crate::peer::protocol::SinkAsk;
 use crate::peer::DEFAULT_PORT;
@@ -54,22 +54,91 @@ pub fn measure_sweep(
                 },
                 ..spec.clone()
             };
-            run_sweep(ctx, &spec, &mut |p| {
+            // With the soakers: what they change, measured first, under
+            // the same loads (issue 30, item 2).
+            let probe = whole
+                .filter(|w| w.soak.is_some())
+                .map(|_| soak_probe(ctx, &spec));
+            let out = run_sweep(ctx, &spec, &mut |p| {
                 pb.set_message(format_bytes(p.bytes));
                 pb.inc(1);
-            })
+            });
+            (probe, out)
         },
     )?;
     pb.finish_and_clear();
+    let (probe, outcome) = outcome;
     let mut outcome = outcome?;
+    let perturbation = match probe {
+        Some(Ok(p)) => {
+            outcome.result.warnings.extend(p.warning());
+            Some(p)
+        }
+        Some(Err(e)) => {
+            outcome.result.warnings.push(format!(
+                "--cost soak: the soakers' perturbation could not be measured: {e:#}"
+            ));
+            None
+        }
+        None => None,
+    };
+    // MPI ranks spread over nodes take no peer: their load stays here.
+    let note = crate::load::network_path_note(&loaded.records, ctx.spread() && spec.peer.is_none());
+    outcome.result.warnings.extend(note);
     if prepared.any() || role.is_some() {
         let (mut c, warning) = prepared.conditions(role, loaded.records, loaded.whole.as_ref());
+        c.soak_perturbation = perturbation;
         c.peer_loads = std::mem::take(&mut outcome.peer_loads);
         outcome.result.conditions = Some(c);
         outcome.result.warnings.extend(warning);
     }
     outcome.result.warnings.extend(loaded.warnings);
     Ok(outcome)
+}
+
+/// What the soakers of `spec` (its whole-cost setup has them) change:
+/// [`perturb::PAIRS`] interleaved pairs of short sweeps of the same sizes,
+/// without then with them, each a share of the budget; per size the
+/// change of the median one-way time and of both ends' getrusage.
+fn soak_probe(ctx: &RunContext, spec: &SweepSpec) -> Result<perturb::SoakPerturbation> {
+    let budget =
+        (spec.budget / (2 * perturb::PAIRS) as u32).max(std::time::Duration::from_millis(100));
+    let probe = SweepSpec {
+        budget,
+        // Only the timed points: no byte check or tail pass.
+        integrity: false,
+        tails: false,
+        ..spec.clone()
+    };
+    let plain = SweepSpec {
+        whole: None,
+        ..probe.clone()
+    };
+    let mut per: Vec<(u64, Vec<perturb::PairSample>)> =
+        spec.sizes.iter().map(|&b| (b, Vec::new())).collect();
+    let cpu = |p: &crate::result::Point| p.cpu_client.ns_per_byte + p.cpu_server.ns_per_byte;
+    for _ in 0..perturb::PAIRS {
+        let a = run_sweep(ctx, &plain, &mut |_| {})?;
+        let b = run_sweep(ctx, &probe, &mut |_| {})?;
+        if let Some(e) = a.error.or(b.error) {
+            return Err(e);
+        }
+        for (bytes, v) in &mut per {
+            let at = |r: &SweepResult| r.points.iter().find(|p| p.bytes == *bytes).cloned();
+            if let (Some(x), Some(y)) = (at(&a.result), at(&b.result)) {
+                v.push(perturb::PairSample {
+                    plain_ns: x.median_ns,
+                    soaked_ns: y.median_ns,
+                    plain_cpu_ns_per_byte: cpu(&x),
+                    soaked_cpu_ns_per_byte: cpu(&y),
+                });
+            }
+        }
+    }
+    Ok(perturb::SoakPerturbation::from_samples(
+        &per,
+        budget.as_secs_f64() * 1e3,
+    ))
 }
 
 /// Longest a sweep's network load is asked to run on the peer beyond its
@@ -213,6 +282,11 @@ pub fn npb_plan(
         super::npb::run_plan(ctx, &plan)
     })?;
     let (mut result, stop) = out?;
+    // NAS ranks take no peer: a network load runs on loopback.
+    let spans = ctx.spread() || plan.nodes.is_some();
+    result
+        .warnings
+        .extend(crate::load::network_path_note(&loaded.records, spans));
     if prepared.any() || role.is_some() {
         let (c, warning) = prepared.conditions(role, loaded.records, loaded.whole.as_ref());
         result.conditions = Some(c);

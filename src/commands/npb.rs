@@ -131,6 +131,10 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
             result.conditions = Some(c);
             result.warnings.extend(warning);
             result.warnings.extend(loads.warnings().iter().cloned());
+            let spans = ctx.spread() || plan.nodes.is_some();
+            result
+                .warnings
+                .extend(crate::load::network_path_note(&loads.records(), spans));
         }
         let mut tables = npb_tables(&result);
         tables.push_str(&crate::report::conditions::npb_whole_text(&result).unwrap_or_default());

@@ -72,18 +72,16 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         StudyName::FeVsGe => transports(a.only.as_deref())?,
         StudyName::LeanStacks => lean_transports(a.only.as_deref(), a.peer.is_some()),
     };
-    let cases = study::plan(
-        name,
-        &StudyOptions {
-            link,
-            effort,
-            transports,
-            links,
-            mtus_bytes,
-            sweep_args: sweep_args.clone(),
-            peer: a.peer.clone(),
-        },
-    );
+    let opts = StudyOptions {
+        link,
+        effort,
+        transports,
+        links,
+        mtus_bytes,
+        sweep_args: sweep_args.clone(),
+        peer: a.peer.clone(),
+    };
+    let cases = study::plan(name, &opts);
     let started = Instant::now();
     // The machine as the study starts (its load then); the load at the end
     // is added when it ends.
@@ -148,15 +146,28 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
             }
         }
     }
+    // NAS rows over each stack (seed 001 Table 2), after the sweeps.
+    let nas = match name {
+        StudyName::LeanStacks if !interrupted => {
+            let (nas, stop) = run_nas(&opts, &dir);
+            interrupted = stop;
+            nas
+        }
+        _ => Vec::new(),
+    };
     // Noise and figures beyond a link's limit, in the tables and the
     // warnings (issue 35 item 7).
     let noise = study::noise::count(&loaded);
     let (shown, withheld) = study::noise::withhold(&results);
     let mut study_tables = tables::tables(name, &shown);
     study::noise::annotate(&mut study_tables, noise, withheld);
+    study_tables.extend(study::lean_nas::tables(&nas));
     let mut warnings = study::noise::warnings(noise, &results);
     if a.peer.is_none() {
         warnings.extend(study::noise::framing_note(&results));
+    }
+    if name == StudyName::LeanStacks {
+        warnings.extend(study::lean::round_warnings(&results));
     }
     host.load_after = crate::sys::load_average();
     let summary = StudyResult {
@@ -176,6 +187,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         cases: results,
         warnings,
         sweep_args,
+        nas,
     };
     write_json(&dir.join("study.json"), &summary)?;
     let text = tables::text(&summary.tables);
@@ -298,13 +310,104 @@ fn run_case(c: &StudyCase, json: &Path) -> Result<SweepResult> {
     if code == 130 {
         return Err(WulfError::Interrupted.into());
     }
-    let why = std::fs::read_to_string(&log)
+    anyhow::bail!("the sweep exited with code {code}: {}", last_error(&log))
+}
+
+/// The last line of a child's standard error (its error message).
+fn last_error(log: &Path) -> String {
+    std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("no message")
         .trim_start_matches("wulf: error: ")
-        .to_string();
-    anyhow::bail!("the sweep exited with code {code}: {why}")
+        .to_string()
+}
+
+/// `lean-stacks`' NAS runs ([`study::lean_nas`]) over the stacks that can
+/// run here, each in a temporary lab of its own; and whether Ctrl-C
+/// stopped them.
+fn run_nas(o: &StudyOptions, dir: &Path) -> (Vec<crate::result::StudyNasCase>, bool) {
+    let vias: Vec<String> = o
+        .transports
+        .iter()
+        .filter(|t| unavailable(t).is_none())
+        .cloned()
+        .collect();
+    let plan = study::lean_nas::plan(o);
+    let mut out = Vec::new();
+    if vias.is_empty() {
+        return (out, false);
+    }
+    for (i, c) in plan.iter().enumerate() {
+        if crate::sweep::INTERRUPTED.load(Ordering::Relaxed) {
+            return (out, true);
+        }
+        let file = format!("{}.json", c.label);
+        let outcome = run_nas_case(c, &vias, &dir.join(&file));
+        if let Err(e) = &outcome {
+            if e.downcast_ref::<WulfError>()
+                .is_some_and(|w| matches!(w, WulfError::Interrupted))
+            {
+                return (out, true);
+            }
+        }
+        let r = match &outcome {
+            Ok(r) => study::lean_nas::case_result(c, &vias, Ok((r, file))),
+            Err(e) => study::lean_nas::case_result(c, &vias, Err(format!("{e:#}"))),
+        };
+        let line: Vec<String> = r
+            .stacks
+            .iter()
+            .map(|s| match s.mop_s {
+                Some(m) => format!("{} {m:.1}", s.via),
+                None => format!("{} -", s.via),
+            })
+            .collect();
+        eprintln!(
+            "[{:>2}/{}] {:<24} Mop/s: {}",
+            i + 1,
+            plan.len(),
+            c.label,
+            r.error.clone().unwrap_or_else(|| line.join(", "))
+        );
+        out.push(r);
+    }
+    (out, false)
+}
+
+/// One NAS run: `wulf npb` in a temporary lab, its result read back (a
+/// run whose stacks partly failed still writes its file: read that).
+fn run_nas_case(
+    c: &study::lean_nas::NasCase,
+    vias: &[String],
+    json: &Path,
+) -> Result<crate::result::NpbResult> {
+    let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
+    let log = json.with_extension("log");
+    let mut cmd = Command::new(exe);
+    cmd.args(["npb", c.kernel, "--class", study::lean_nas::CLASS, "--np"])
+        .arg(study::lean_nas::NPROCS.to_string())
+        .args(["--via", &vias.join(","), "--lab", &c.lab_spec()])
+        .args(["--repetitions", "1", "--json"])
+        .arg(json);
+    if let Some(load) = &c.load {
+        cmd.args(["--load", load]);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
+        std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?,
+    );
+    let status = run_forwarding_interrupt(&mut cmd).context("cannot run wulf npb")?;
+    let code = exit_code(status);
+    if code == 130 {
+        return Err(WulfError::Interrupted.into());
+    }
+    match crate::result::read_npb_result(json) {
+        Ok(r) => {
+            let _ = std::fs::remove_file(&log);
+            Ok(r)
+        }
+        Err(_) => anyhow::bail!("wulf npb exited with code {code}: {}", last_error(&log)),
+    }
 }

@@ -14,6 +14,7 @@ pub mod kernel;
 mod memory;
 mod network;
 pub mod peer;
+pub mod perturb;
 pub mod soaker;
 pub mod whole;
 
@@ -421,6 +422,24 @@ fn achieved(r: &Running, count: u64, secs: f64) -> LoadRecord {
     rec
 }
 
+/// The statement a result needs when `--load network` ran on loopback
+/// although the measurement spans several machines or lab nodes (MPI
+/// ranks or NAS ranks spread by `--hosts` or `--lab`): the stream then
+/// crosses none of the measured links (issue 30, item 3). None when no
+/// network load ran on loopback or the measurement stays on this machine.
+pub fn network_path_note(records: &[LoadRecord], spans_nodes: bool) -> Option<String> {
+    let on_loopback = records.iter().any(|r| {
+        r.kind == "network" && r.path.as_deref().is_some_and(|p| p.starts_with("loopback"))
+    });
+    (on_loopback && spans_nodes).then(|| {
+        "load: --load network ran on this machine's loopback, not across the measured path: the \
+         ranks run on several nodes and the stream crosses none of the links between them, so it \
+         loads this node's kernel network stack (and softirq work) only; a load across the path \
+         needs a wulf serve peer (`wulf sweep --peer HOST` or `--lab` with tcp, unix or raw)"
+            .to_string()
+    })
+}
+
 /// A record with the achieved figures still empty.
 fn record(kind: &str, cpus: Vec<Option<usize>>) -> LoadRecord {
     LoadRecord {
@@ -460,6 +479,19 @@ mod placement_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loopback_network_load_is_stated_only_where_the_ranks_span_nodes() {
+        let mut net = record("network", vec![None, None]);
+        net.path = Some("loopback tcp 127.0.0.1:4000".into());
+        let cpu = record("cpu", vec![Some(1)]);
+        let both = [cpu.clone(), net.clone()];
+        assert!(network_path_note(&both, true).unwrap().contains("loopback"));
+        assert_eq!(network_path_note(&both, false), None);
+        assert_eq!(network_path_note(&[cpu], true), None);
+        net.path = Some("to peer 198.18.1.2:5000".into());
+        assert_eq!(network_path_note(&[net], true), None);
+    }
 
     #[test]
     fn spec_text_reads_back() {

@@ -34,4 +34,9 @@ pub struct Conditions {
     /// What the whole cost covers: this machine's CPUs only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub whole_cost_scope: Option<String>,
+    /// With `--cost soak` on a sweep: what the soakers changed, measured in
+    /// interleaved pairs of short sweeps without and with them before the
+    /// measurement (issue 30); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak_perturbation: Option<crate::load::perturb::SoakPerturbation>,
 }

@@ -17,7 +17,11 @@ use serde::{Deserialize, Serialize};
 /// `cpu_server_ns_per_byte`, `cpu_whole_ns_per_byte`), the study's
 /// `sweep_args`, and the study `lean-stacks`. Version 1 files are still
 /// read (the new fields are absent there).
-pub const STUDY_SCHEMA_VERSION: u32 = 2;
+///
+/// 3: `lean-stacks` measures every stack in interleaved rounds (the cases'
+/// `round`; rounds after the first have role `round`), its tables show the
+/// best and the median over the rounds and their spread.
+pub const STUDY_SCHEMA_VERSION: u32 = 3;
 
 /// The value of [`StudyResult::kind`].
 pub const STUDY_KIND: &str = "study";
@@ -58,7 +62,60 @@ super::envelope::result_document! {
         /// (`--cost whole`, `--load SPEC`); empty for none (version 2).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub sweep_args: Vec<String>,
+        /// `lean-stacks` in a lab (version 3): the NAS runs behind its NAS
+        /// tables (seed 001 Table 2), one kernel over every stack per run,
+        /// in interleaved rounds; absent for the other studies and against
+        /// a real peer.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub nas: Vec<StudyNasCase>,
     }
+}
+
+/// One NAS run of a study: one kernel over each stack in turn, its ranks
+/// one per lab node (`wulf npb KERNEL --lab LINK --via STACKS`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StudyNasCase {
+    /// Unique within the study, also the file's stem (`nas-cg-ge-mtu1500-r1`).
+    pub label: String,
+    /// The kernel (`cg`, `ep`, `is`, `mg`).
+    pub kernel: String,
+    /// Its class (`S`).
+    pub class: String,
+    /// Processes (one per lab node).
+    pub nprocs: usize,
+    /// The lab link as named.
+    pub link: String,
+    /// MTU of the nodes.
+    pub mtu_bytes: u32,
+    /// The round, from 1.
+    pub round: u32,
+    /// True when run under the study's `--load` (the loaded half of the
+    /// round); false: unloaded.
+    pub loaded: bool,
+    /// The NAS result file, relative to the summary's directory; absent
+    /// when the run failed as a whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Why there are no figures, when the run failed as a whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Per stack, in the order run.
+    pub stacks: Vec<StudyNasStack>,
+}
+
+/// One stack's figure in a [`StudyNasCase`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StudyNasStack {
+    /// The transport the ranks ran over.
+    pub via: String,
+    /// Best Mop/s of the run (all processes together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mop_s: Option<f64>,
+    /// Why there is no figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One sweep of a study.
@@ -121,6 +178,11 @@ pub struct StudyCaseResult {
     /// ns (version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_whole_ns_per_byte: Option<f64>,
+    /// Which round of an interleaved study the case was measured in
+    /// (`lean-stacks`: every stack once per round; version 3); absent where
+    /// the study measures each case once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
 }
 
 /// A table of figures: rows by one factor, columns by another.
@@ -167,10 +229,11 @@ pub(super) fn study_from(
     text: &str,
     origin: &str,
 ) -> anyhow::Result<StudyResult> {
-    let at = |v: u32| super::read::versioned_from(h, text, origin, "study", v..=v);
-    match at(STUDY_SCHEMA_VERSION) {
+    let at =
+        |v: std::ops::RangeInclusive<u32>| super::read::versioned_from(h, text, origin, "study", v);
+    match at(STUDY_SCHEMA_VERSION..=STUDY_SCHEMA_VERSION) {
         Ok(r) => Ok(r),
-        // Version 1 lacks only optional fields: read it as it is.
-        Err(e) => at(1).map_err(|_| e),
+        // Versions 1 and 2 lack only optional fields: read them as they are.
+        Err(e) => at(1..=STUDY_SCHEMA_VERSION - 1).map_err(|_| e),
     }
 }

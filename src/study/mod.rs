@@ -20,6 +20,7 @@
 //!   over ge and 10ge at MTU 1500 and 9000 ([`lean`]).
 
 pub mod lean;
+pub mod lean_nas;
 pub mod noise;
 pub mod tables;
 
@@ -55,7 +56,7 @@ impl StudyName {
         match self {
             StudyName::MtuBuffers => "TCP peak throughput and latency by MTU and socket buffer (seed 000 Table 4.1), with one sweep per MTU for the throughput, signature and saturation graphs (seed 002 Figs. 7-14)",
             StudyName::FeVsGe => "latency, peak and n_1/2 of every transport that crosses a network, over Fast and Gigabit Ethernet (seed 004 Table 2)",
-            StudyName::LeanStacks => "TCP/IP against lean stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path, over ge and 10ge at MTU 1500 and 9000: latency, peak, n_1/2 and CPU per byte on both ends (seed 001 Table 2, Figs. 1-2)",
+            StudyName::LeanStacks => "TCP/IP against lean stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path, over ge and 10ge at MTU 1500 and 9000, every stack once per round in interleaved rounds: latency (best, median, spread), peak, n_1/2 and CPU per byte on both ends, latency as a multiple of tcp's (seed 001 Table 2, Figs. 1-2)",
         }
     }
 }
@@ -130,6 +131,10 @@ pub struct StudyCase {
     /// unknown beforehand (rate 0, MTU 0) and the sweep's fingerprint says
     /// what the path is.
     pub peer: Option<String>,
+    /// Which round of an interleaved study this is (lean-stacks: every
+    /// stack once per round, rounds one after another); None where a study
+    /// measures each case once.
+    pub round: Option<u32>,
 }
 
 impl StudyCase {
@@ -194,6 +199,7 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                         budget_s: 2.5 * s,
                         sweep_args: o.sweep_args.clone(),
                         peer: None,
+                        round: None,
                     });
                 }
             }
@@ -210,6 +216,7 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                     budget_s: 8.0 * s,
                     sweep_args: o.sweep_args.clone(),
                     peer: None,
+                    round: None,
                 });
             }
             v
@@ -230,6 +237,7 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                         budget_s: 10.0 * s,
                         sweep_args: o.sweep_args.clone(),
                         peer: None,
+                        round: None,
                     });
                 }
             }

@@ -53,6 +53,7 @@ pub fn case_result(
         cpu_client_ns_per_byte: None,
         cpu_server_ns_per_byte: None,
         cpu_whole_ns_per_byte: None,
+        round: case.round,
     };
     match outcome {
         Err(e) => c.error = Some(e),
@@ -284,6 +285,7 @@ mod tests {
             cpu_client_ns_per_byte: None,
             cpu_server_ns_per_byte: None,
             cpu_whole_ns_per_byte: None,
+            round: None,
         }
     }
 

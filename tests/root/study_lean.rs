@@ -43,13 +43,16 @@ fn lean_stacks_quick_has_a_row_per_stack_and_a_report_section() {
     assert_eq!(s.study, "lean-stacks");
     assert_eq!(s.schema_version, STUDY_SCHEMA_VERSION);
     assert!(s.complete);
-    assert_eq!(s.cases.len(), 4);
-    assert_eq!(s.tables.len(), 1);
+    assert_eq!(s.cases.len(), 4 * 3);
+    // The lean table and the NAS table (seed 001 Table 2).
+    assert_eq!(s.tables.len(), 2);
     let t = &s.tables[0];
     assert_eq!(
         t.columns,
         [
-            "latency, us",
+            "latency best, us",
+            "latency median, us",
+            "latency spread, %",
             "peak, Mbit/s",
             "n_1/2, B",
             "CPU client, ns/B",
@@ -58,14 +61,42 @@ fn lean_stacks_quick_has_a_row_per_stack_and_a_report_section() {
         ]
     );
     assert_eq!(t.rows.len(), 4);
-    // tcp and raw run across the lab's link: every figure present and
-    // positive, the CPU figures taken at 64 KiB, measured inside the lab.
+    // tcp and raw run across the lab's link in every round: every figure
+    // present (the spread at least zero, the rest positive), the best at
+    // most the median, the CPU figures taken at 64 KiB, inside the lab.
     for (row, name) in t.rows.iter().zip(["tcp", "raw"]) {
         assert_eq!(row.label, name);
+        assert!(row.cells.iter().all(Option::is_some), "{row:?}");
         assert!(
-            row.cells.iter().all(|c| c.is_some_and(|v| v > 0.0)),
+            row.cells[0] <= row.cells[1] && row.cells[2] >= Some(0.0),
             "{row:?}"
         );
+        assert!(
+            row.cells.iter().all(|c| c.is_some_and(|v| v >= 0.0)),
+            "{row:?}"
+        );
+    }
+    assert!(t.title.contains("over 3 interleaved rounds"), "{}", t.title);
+    // Interleaved: every stack once in each round, rounds in order.
+    let order: Vec<(String, Option<u32>)> = s
+        .cases
+        .iter()
+        .map(|c| (c.transport.clone(), c.round))
+        .collect();
+    for (i, (t, r)) in order.iter().enumerate() {
+        assert_eq!(t, ["tcp", "raw", "xdp", "tipc"][i % 4], "{order:?}");
+        assert_eq!(*r, Some(i as u32 / 4 + 1), "{order:?}");
+    }
+    // A stack whose latency moved beyond the spread bar is named.
+    for row in &t.rows {
+        if row.cells[2].is_some_and(|s| s > 100.0 * wulf::study::lean::SPREAD_WARN) {
+            let named = format!("lean-stacks: {} over 10ge", row.label);
+            assert!(
+                s.warnings.iter().any(|w| w.starts_with(&named)),
+                "{:?}",
+                s.warnings
+            );
+        }
     }
     for c in &s.cases[..2] {
         assert_eq!(c.cpu_bytes, Some(65536), "{}", c.label);
@@ -87,6 +118,35 @@ fn lean_stacks_quick_has_a_row_per_stack_and_a_report_section() {
             None => assert!(row.cells.iter().all(Option::is_some), "{row:?}"),
         }
     }
+    // NAS rows: CG over every stack that runs here, in 3 rounds, one
+    // process per lab node; tcp and raw carry the group.
+    assert_eq!(s.nas.len(), 3);
+    for (i, n) in s.nas.iter().enumerate() {
+        assert_eq!(
+            (n.kernel.as_str(), n.round, n.loaded),
+            ("cg", i as u32 + 1, false)
+        );
+        assert!(n.error.is_none() && n.file.is_some(), "{n:?}");
+        let vias: Vec<&str> = n.stacks.iter().map(|x| x.via.as_str()).collect();
+        assert_eq!(vias[..2], ["tcp", "raw"], "{n:?}");
+        assert!(!vias.contains(&"tipc") || tipc_available(&s), "{n:?}");
+    }
+    let nas = &s.tables[1];
+    assert!(
+        nas.title.starts_with("NAS kernels over 10ge, MTU 9000"),
+        "{}",
+        nas.title
+    );
+    assert_eq!(nas.columns[..2], ["tcp, Mop/s", "raw, Mop/s"]);
+    assert_eq!(nas.columns.last().unwrap(), "spread, % (widest stack)");
+    assert_eq!(nas.rows.len(), 1);
+    assert_eq!(nas.rows[0].label, "cg");
+    assert!(
+        nas.rows[0].cells[..2]
+            .iter()
+            .all(|c| c.is_some_and(|v| v > 0.0)),
+        "{nas:?}"
+    );
     let tipc_kernel =
         Path::new("/proc/net/tipc").exists() || Path::new("/sys/module/tipc").exists();
     if !tipc_kernel {
@@ -96,7 +156,7 @@ fn lean_stacks_quick_has_a_row_per_stack_and_a_report_section() {
     // charts with a line per stack that ran.
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("Study: lean-stacks"));
-    assert_eq!(html.matches("<table class=study-table>").count(), 1);
+    assert_eq!(html.matches("<table class=study-table>").count(), 2);
     assert!(html.contains("<h3>10ge, MTU 9000</h3>"));
     for chart in [
         "Throughput vs message size",
@@ -117,7 +177,7 @@ fn lean_stacks_quick_has_a_row_per_stack_and_a_report_section() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let md = String::from_utf8_lossy(&o.stdout);
-    assert!(md.contains("| transport | latency, us |"), "{md}");
+    assert!(md.contains("| transport | latency best, us |"), "{md}");
 }
 
 /// Between "real machines": a `wulf serve` on one lab node, the study
@@ -161,7 +221,11 @@ fn lean_stacks_against_a_real_peer_reads_the_path() {
     let s = read_study_result(&study_dir(out.path()).join("study.json")).unwrap();
     assert!(s.complete);
     let labels: Vec<&str> = s.cases.iter().map(|c| c.label.as_str()).collect();
-    assert_eq!(labels, ["tcp-peer", "raw-peer", "tipc-peer"]);
+    assert_eq!(labels.len(), 3 * 3);
+    assert_eq!(
+        labels[..4],
+        ["tcp-peer-r1", "raw-peer-r1", "tipc-peer-r1", "tcp-peer-r2"]
+    );
     for c in &s.cases[..2] {
         assert!(c.error.is_none(), "{c:?}");
         assert!(c.latency_ns.is_some_and(|n| n > 0.0), "{c:?}");
@@ -180,6 +244,13 @@ fn lean_stacks_against_a_real_peer_reads_the_path() {
     // The lab's own studies need its links: --peer is lean-stacks' alone.
     let o = run(&["study", "fe-vs-ge", "--peer", &peer]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Whether the study's tipc cases ran (a kernel with TIPC).
+fn tipc_available(s: &wulf::result::StudyResult) -> bool {
+    s.cases
+        .iter()
+        .any(|c| c.transport == "tipc" && c.error.is_none())
 }
 
 /// Standard output of a command that must have succeeded.

@@ -1,0 +1,228 @@
+//! The pvmd3 daemon of one channel: started by the listening side in a
+//! private directory (its `PVM_TMP`, mode 0700, named after this process),
+//! halted and removed when the channel ends.
+//!
+//! A pvmd started by hand stays in the foreground and prints the path of
+//! its socket once it is ready: that line, read within the channel's
+//! timeout, is the sign it can take tasks. It runs in its own process
+//! group with a parent-death signal (SIGTERM), so a wulf killed outright
+//! does not leave it running; the directory of a killed wulf (its pid
+//! gone) is removed by the next daemon start.
+
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::library::INSTALL_HINT;
+use crate::exec::process::{Options, Process};
+
+/// Prefix of every private PVM directory wulf makes.
+pub const DIR_PREFIX: &str = "wulf-pvm-";
+
+/// Where pvmd lives in Debian's package, then what PATH offers.
+const PVMD_CANDIDATES: [&str; 2] = ["/usr/lib/pvm3/lib/pvmd", "/usr/bin/pvmd"];
+
+/// The pvmd executable and the PVM_ROOT it belongs to.
+pub fn find_pvmd() -> Result<(PathBuf, PathBuf), String> {
+    if let Some(root) = std::env::var_os("PVM_ROOT").map(PathBuf::from) {
+        let p = root.join("lib/pvmd");
+        if p.is_file() {
+            return Ok((p, root));
+        }
+    }
+    for c in PVMD_CANDIDATES {
+        let p = Path::new(c);
+        if p.is_file() {
+            return Ok((p.to_path_buf(), PathBuf::from("/usr/lib/pvm3")));
+        }
+    }
+    Err(format!("{INSTALL_HINT}: no pvmd in /usr/lib/pvm3/lib or /usr/bin"))
+}
+
+/// Environment every PVM process of a channel shares: the daemon's
+/// private directory, PVM's root and, for root (PVM refuses to run as root
+/// otherwise; wulf's lab and tests run as root), PVM_ALLOW_ROOT.
+pub fn environment(dir: &Path, root: &Path) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("PVM_TMP", dir.display().to_string()),
+        ("PVM_ROOT", root.display().to_string()),
+    ];
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } == 0 {
+        env.push(("PVM_ALLOW_ROOT", "1".into()));
+    }
+    env
+}
+
+/// A running pvmd and its directory; dropping it halts both.
+pub struct Daemon {
+    process: Option<Process>,
+    /// Removes the directory when dropped (after the daemon ends).
+    _temp: tempfile::TempDir,
+    /// The private directory (the daemon's `PVM_TMP`).
+    pub dir: PathBuf,
+    /// PVM_ROOT.
+    pub root: PathBuf,
+    /// The daemon's executable.
+    pub pvmd: PathBuf,
+}
+
+impl Daemon {
+    /// Start a pvmd in a fresh private directory and wait, at most
+    /// `timeout`, for it to be ready.
+    pub fn start(timeout: Duration) -> Result<Daemon> {
+        let (pvmd, root) = find_pvmd().map_err(anyhow::Error::msg)?;
+        remove_stale_dirs(&std::env::temp_dir());
+        // tempfile makes it 0700 with a random tail; the pid in the name
+        // lets a later start tell a dead owner's directory.
+        let temp = tempfile::Builder::new()
+            .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
+            .tempdir()
+            .context("cannot create a private directory for pvmd")?;
+        let dir = temp.path().to_path_buf();
+        // Not every tempfile version makes it 0700: the daemon's socket
+        // and address file must be this user's alone.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private", dir.display()))?;
+        let mut cmd = Command::new(&pvmd);
+        cmd.envs(environment(&dir, &root)).current_dir(&dir);
+        let options = Options {
+            stdout_piped: true,
+            keep_stderr: true,
+            parent_death_signal: Some(libc::SIGTERM),
+            ..Options::default()
+        };
+        let mut daemon = Daemon {
+            process: None,
+            _temp: temp,
+            dir,
+            root,
+            pvmd,
+        };
+        daemon.process = Some(Process::spawn(cmd, None, &options)?);
+        daemon.wait_ready(timeout)?;
+        Ok(daemon)
+    }
+
+    /// Wait for pvmd's first line (its socket path), at most `timeout`.
+    fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
+        let process = self.process.as_mut().expect("started");
+        let mut out = process.child.stdout.take().context("no stdout from pvmd")?;
+        let deadline = Instant::now() + timeout;
+        let mut line = Vec::new();
+        let mut fds_ready = false;
+        while Instant::now() < deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut fds = [nix::poll::PollFd::new(
+                std::os::fd::AsFd::as_fd(&out),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            let t = nix::poll::PollTimeout::try_from(left).unwrap_or(nix::poll::PollTimeout::MAX);
+            match nix::poll::poll(&mut fds, t) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            let mut buf = [0u8; 256];
+            let n = out.read(&mut buf)?;
+            if n == 0 {
+                let said = process.last_said();
+                bail!("pvmd exited before it was ready: {said}");
+            }
+            line.extend_from_slice(&buf[..n]);
+            if line.contains(&b'\n') {
+                fds_ready = true;
+                break;
+            }
+        }
+        if !fds_ready {
+            bail!(
+                "pvmd was not ready within {}",
+                humantime::format_duration(timeout)
+            );
+        }
+        // Keep reading whatever pvmd still prints, so it never blocks
+        // on a full pipe (it logs to a file in its directory otherwise).
+        std::thread::spawn(move || {
+            let mut sink = [0u8; 256];
+            while matches!(out.read(&mut sink), Ok(n) if n > 0) {}
+        });
+        Ok(())
+    }
+
+    /// Whether the daemon is still running.
+    pub fn running(&mut self) -> bool {
+        self.process.as_mut().is_some_and(|p| !p.has_exited())
+    }
+
+    /// The daemon's process id, if it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(|p| p.child.id())
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            // SIGTERM: pvmd removes its socket and address file itself;
+            // SIGKILL after the grace if it does not go.
+            p.end_group(nix::sys::signal::Signal::SIGTERM);
+        }
+    }
+}
+
+/// Remove the private directories of wulf processes that are gone (killed
+/// before they could remove their own), owned by this user only.
+pub fn remove_stale_dirs(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != uid || pid <= 0 || pid_alive(pid) {
+            continue;
+        }
+        let _ = std::fs::remove_dir_all(entry.path());
+    }
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Whether `dir` is a private PVM directory this user made (the
+/// connecting side checks the peer's description before using it).
+pub fn is_private_dir(dir: &Path) -> bool {
+    let named = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(DIR_PREFIX));
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return false;
+    };
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    named
+        && dir.is_absolute()
+        && meta.is_dir()
+        && meta.uid() == uid
+        && meta.mode() & 0o077 == 0
+}

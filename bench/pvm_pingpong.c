@@ -7,8 +7,9 @@
  *
  *   pvm_pingpong SIZE ITERS [raw|xdr] [direct|daemon]
  *
- * Prints: size_bytes one_way_us (median of 5 blocks of ITERS/5 round
- * trips, half the round trip) and Mbit/s at that time.
+ * Prints: size_bytes one_way_us (median of 25 blocks of ITERS/25 round
+ * trips, half the round trip: as wulf's median of trials, robust to a
+ * descheduled block on a busy machine) and Mbit/s at that time.
  * Build: cc -O2 -o pvm_pingpong bench/pvm_pingpong.c -lpvm3
  */
 #include <pvm3.h>
@@ -18,7 +19,7 @@
 #include <time.h>
 
 #define TAG 1
-#define BLOCKS 5
+#define BLOCKS 25
 
 static double now_s(void) {
     struct timespec t;
@@ -48,6 +49,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     int size = atoi(argv[1]), iters = atoi(argv[2]);
+    if (size < 0 || iters < BLOCKS) {
+        fprintf(stderr, "SIZE must be >= 0 and ITERS at least %d\n", BLOCKS);
+        return 2;
+    }
     int enc = (argc > 3 && strcmp(argv[3], "xdr") == 0) ? PvmDataDefault : PvmDataRaw;
     int route = (argc > 4 && strcmp(argv[4], "daemon") == 0) ? PvmDontRoute : PvmRouteDirect;
     char *buf = calloc(size > 0 ? size : 1, 1);

@@ -41,3 +41,4 @@ mod soaker;
 mod spin_cost;
 mod sweep_local;
 mod whole_cost;
+mod pvm;

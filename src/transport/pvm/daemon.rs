@@ -205,7 +205,14 @@ pub fn remove_stale_dirs(tmp: &Path) {
 fn pid_alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let exists = r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    // A zombie is gone for this purpose: a killed wulf whose new parent
+    // (a container's init) does not reap it still answers signal 0.
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
+        .unwrap_or(false);
+    exists && !zombie
 }
 
 /// Whether `dir` is a private PVM directory this user made (the

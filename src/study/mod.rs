@@ -20,6 +20,7 @@
 //!   over ge and 10ge at MTU 1500 and 9000 ([`lean`]).
 
 pub mod lean;
+pub mod linpack;
 pub mod noise;
 pub mod tables;
 

@@ -103,7 +103,7 @@ mod tests {
             name: "t1".into(),
             client_node: "node1".into(),
             server_node: None,
-            links: vec![crate::result::lab::LabLink {
+            links: vec![crate::result::LabLink {
                 node: "node1".into(),
                 link: l.into(),
                 rate_bits_per_s: 100_000_000,

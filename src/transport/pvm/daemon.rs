@@ -233,3 +233,39 @@ pub fn is_private_dir(dir: &Path) -> bool {
         && meta.uid() == uid
         && meta.mode() & 0o077 == 0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_directories_of_dead_owners_go_and_live_ones_stay() {
+        let tmp = tempfile::tempdir().unwrap();
+        // No process has pid 2^22 + 1 (above Linux's largest pid_max).
+        let dead = tmp.path().join(format!("{DIR_PREFIX}4194305-abc"));
+        let live = tmp
+            .path()
+            .join(format!("{DIR_PREFIX}{}-abc", std::process::id()));
+        let other = tmp.path().join("wulf-other-1");
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(dead.join("pvmd.0"), "x").unwrap();
+        remove_stale_dirs(tmp.path());
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists());
+    }
+
+    #[test]
+    fn only_a_0700_directory_of_this_user_with_the_prefix_is_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join(format!("{DIR_PREFIX}1-x"));
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(!is_private_dir(&d));
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(is_private_dir(&d));
+        assert!(!is_private_dir(tmp.path()));
+        assert!(!is_private_dir(Path::new("relative/wulf-pvm-1-x")));
+    }
+}

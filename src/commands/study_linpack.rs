@@ -46,7 +46,10 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     };
     let cases = plan(&links, effort);
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let stamp = started_at.replace(':', "-").trim_end_matches('Z').to_string();
+    let stamp = started_at
+        .replace(':', "-")
+        .trim_end_matches('Z')
+        .to_string();
     let dir = a.out.join(format!("study-linpack-{stamp}"));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     eprintln!(
@@ -77,8 +80,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
             Ok(r) => results.push(r),
             Err(e) => {
                 failed += 1;
-                if e
-                    .downcast_ref::<WulfError>()
+                if e.downcast_ref::<WulfError>()
                     .is_some_and(|w| matches!(w, WulfError::Interrupted))
                 {
                     break;
@@ -104,7 +106,10 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         dir.join("report.html").display()
     );
     if failed > 0 {
-        eprintln!("wulf: {failed} of {} HPL runs failed (see their .log files)", cases.len());
+        eprintln!(
+            "wulf: {failed} of {} HPL runs failed (see their .log files)",
+            cases.len()
+        );
     }
     if results.is_empty() {
         anyhow::bail!("no HPL run succeeded");

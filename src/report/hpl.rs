@@ -36,7 +36,11 @@ pub fn grid_text(results: &[HplResult]) -> String {
     let mut out = String::from("HPL Gflop/s (best passing run) by link and nodes\n");
     let _ = write!(out, "{:<10}", "link");
     for np in &nps {
-        let _ = write!(out, " {:>10}", format!("{np} node{}", if *np == 1 { "" } else { "s" }));
+        let _ = write!(
+            out,
+            " {:>10}",
+            format!("{np} node{}", if *np == 1 { "" } else { "s" })
+        );
     }
     out.push('\n');
     for (k, cells) in rows {

@@ -19,6 +19,7 @@ mod compare_cli;
 mod fuzz_properties;
 mod fuzz_sessions;
 mod hostile_files;
+mod hpl_report;
 mod matrix_read;
 mod npb_bench;
 mod npb_mg;

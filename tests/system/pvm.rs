@@ -16,9 +16,13 @@ use crate::common;
 const PVMD: &str = "/usr/lib/pvm3/lib/pvmd";
 
 fn have_pvm() -> bool {
-    let lib = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib"]
-        .iter()
-        .any(|d| Path::new(d).join("libpvm3.so.3").exists());
+    let lib = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib",
+    ]
+    .iter()
+    .any(|d| Path::new(d).join("libpvm3.so.3").exists());
     if lib && Path::new(PVMD).is_file() {
         return true;
     }
@@ -39,7 +43,9 @@ fn wulf_pvmds() -> Vec<i32> {
         };
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let zombie = stat.rsplit_once(") ").is_some_and(|(_, s)| s.starts_with('Z'));
+        let zombie = stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, s)| s.starts_with('Z'));
         let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
         let ours = env
             .split(|b| *b == 0)
@@ -109,19 +115,16 @@ fn every_pvm_variant_sweeps_checks_its_bytes_and_leaves_no_daemon() {
     ] {
         for mode in ["pingpong", "bidir"] {
             let json = common::file(&dir, "r.json");
-            let out = sweep(
-                t,
-                "1,4Ki,1Mi",
-                &json,
-                &["--integrity", "--mode", mode],
-            );
+            let out = sweep(t, "1,4Ki,1Mi", &json, &["--integrity", "--mode", mode]);
             assert!(out.status.success(), "{t} {mode}: {}", common::stderr(&out));
             let r = common::json(&json);
             assert_eq!(r["transport"], t);
             assert_eq!(r["options"]["integrity"], true);
             let points = r["points"].as_array().unwrap();
             assert_eq!(points.len(), 3, "{t} {mode}");
-            assert!(points.iter().all(|p| p["median_ns"].as_f64().unwrap() > 0.0));
+            assert!(points
+                .iter()
+                .all(|p| p["median_ns"].as_f64().unwrap() > 0.0));
             let settings = &r["options"]["transport"];
             assert_eq!(settings["route"], route, "{t}");
             assert_eq!(settings["encoding"], encoding, "{t}");
@@ -181,10 +184,18 @@ fn a_killed_sweep_leaves_no_pvmd_and_its_directory_goes_at_the_next_start() {
     // the dead owner's directory.
     for d in &new_dirs {
         let name = d.file_name().unwrap().to_string_lossy().to_string();
-        let pid: i32 = name["wulf-pvm-".len()..].split('-').next().unwrap().parse().unwrap();
+        let pid: i32 = name["wulf-pvm-".len()..]
+            .split('-')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
         let deadline = Instant::now() + Duration::from_secs(15);
         while !common::gone(pid) {
-            assert!(Instant::now() < deadline, "the peer {pid} outlived its killed sweep");
+            assert!(
+                Instant::now() < deadline,
+                "the peer {pid} outlived its killed sweep"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -250,7 +261,12 @@ fn the_one_byte_time_agrees_with_a_plain_c_pvm_ping_pong() {
         c.push(c_probe_us(&exe, &pvm_tmp));
         let out = sweep("pvm", "1", &json, &[]);
         assert!(out.status.success(), "{}", common::stderr(&out));
-        w.push(common::json(&json)["points"][0]["median_ns"].as_f64().unwrap() / 1e3);
+        w.push(
+            common::json(&json)["points"][0]["median_ns"]
+                .as_f64()
+                .unwrap()
+                / 1e3,
+        );
     }
     let _ = pvmd.kill();
     let _ = pvmd.wait();

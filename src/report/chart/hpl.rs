@@ -53,11 +53,7 @@ pub fn line(results: &[HplResult], link: &str) -> Vec<(usize, f64)> {
 pub fn gflops_vs_nodes(results: &[HplResult]) -> Result<Option<String>> {
     let kinds = links(results);
     let lines: Vec<Vec<(usize, f64)>> = kinds.iter().map(|k| line(results, k)).collect();
-    let max = lines
-        .iter()
-        .flatten()
-        .map(|p| p.1)
-        .fold(0.0, f64::max);
+    let max = lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
     if max <= 0.0 {
         return Ok(None);
     }

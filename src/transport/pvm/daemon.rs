@@ -40,7 +40,9 @@ pub fn find_pvmd() -> Result<(PathBuf, PathBuf), String> {
             return Ok((p.to_path_buf(), PathBuf::from("/usr/lib/pvm3")));
         }
     }
-    Err(format!("{INSTALL_HINT}: no pvmd in /usr/lib/pvm3/lib or /usr/bin"))
+    Err(format!(
+        "{INSTALL_HINT}: no pvmd in /usr/lib/pvm3/lib or /usr/bin"
+    ))
 }
 
 /// Environment every PVM process of a channel shares: the daemon's
@@ -227,11 +229,7 @@ pub fn is_private_dir(dir: &Path) -> bool {
     };
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
-    named
-        && dir.is_absolute()
-        && meta.is_dir()
-        && meta.uid() == uid
-        && meta.mode() & 0o077 == 0
+    named && dir.is_absolute() && meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0
 }
 
 #[cfg(test)]

@@ -112,7 +112,11 @@ impl Pvm {
 /// The PVM transports, listed whether or not PVM is installed (a missing
 /// one explains itself).
 pub(super) fn transports() -> Vec<Box<dyn Transport>> {
-    vec![Box::new(Pvm::DIRECT), Box::new(Pvm::DAEMON), Box::new(Pvm::XDR)]
+    vec![
+        Box::new(Pvm::DIRECT),
+        Box::new(Pvm::DAEMON),
+        Box::new(Pvm::XDR),
+    ]
 }
 
 fn pvm_error(what: &str, code: c_int) -> io::Error {
@@ -137,7 +141,10 @@ fn enroll(api: &Api, dir: &Path, root: &Path, direct: bool) -> Result<c_int> {
     // SAFETY: plain C calls of the loaded library.
     let tid = unsafe { (api.mytid)() };
     if tid < 0 {
-        bail!("pvm_mytid failed (PVM error {tid}): cannot reach the pvmd in {}", dir.display());
+        bail!(
+            "pvm_mytid failed (PVM error {tid}): cannot reach the pvmd in {}",
+            dir.display()
+        );
     }
     let policy = if direct {
         library::PVM_ROUTE_DIRECT
@@ -215,7 +222,9 @@ impl Transport for Pvm {
 
     fn about(&self) -> &'static str {
         match (self.direct, self.raw) {
-            (true, true) => "PVM 3 messages, direct task-to-task route, raw data (pvmd started by wulf)",
+            (true, true) => {
+                "PVM 3 messages, direct task-to-task route, raw data (pvmd started by wulf)"
+            }
             (false, _) => "PVM 3 messages routed through the pvmd daemon, raw data",
             (true, false) => "PVM 3 messages, direct route, XDR-encoded packing",
         }
@@ -243,7 +252,12 @@ impl Transport for Pvm {
         }))
     }
 
-    fn connect(&self, description: &Value, opts: &ChannelOptions, _peer_ip: IpAddr) -> Result<Connected> {
+    fn connect(
+        &self,
+        description: &Value,
+        opts: &ChannelOptions,
+        _peer_ip: IpAddr,
+    ) -> Result<Connected> {
         let api = library::api().map_err(|e| anyhow!(e))?;
         let dir = PathBuf::from(
             description
@@ -264,7 +278,10 @@ impl Transport for Pvm {
             .filter(|t| *t > 0)
             .context("the peer sent no PVM task id")?;
         if !daemon::is_private_dir(&dir) {
-            bail!("{} is not a private PVM directory of this user", dir.display());
+            bail!(
+                "{} is not a private PVM directory of this user",
+                dir.display()
+            );
         }
         let pvmd = daemon::find_pvmd().map_err(|e| anyhow!(e))?.0;
         enroll(api, &dir, &root, self.direct)?;
@@ -272,7 +289,8 @@ impl Transport for Pvm {
         // The hello opens the direct link (when asked for) before timing.
         ep.send(b"hello").context("cannot reach the PVM peer")?;
         let mut answer = [0u8; 5];
-        ep.recv(&mut answer).context("no answer from the PVM peer")?;
+        ep.recv(&mut answer)
+            .context("no answer from the PVM peer")?;
         Ok(Connected {
             settings: self.settings(api, &pvmd),
             endpoint: Box::new(ep),
@@ -343,7 +361,13 @@ struct PvmEndpoint {
 }
 
 impl PvmEndpoint {
-    fn new(v: Pvm, api: &'static Api, peer: c_int, timeout: Duration, daemon: Option<Daemon>) -> Self {
+    fn new(
+        v: Pvm,
+        api: &'static Api,
+        peer: c_int,
+        timeout: Duration,
+        daemon: Option<Daemon>,
+    ) -> Self {
         PvmEndpoint {
             api,
             peer,

@@ -8,9 +8,13 @@ use std::fmt::Write;
 use crate::report::chart::hpl::{line, links, node_counts};
 use crate::result::hpl::{link_kind, HplResult};
 
-/// The Gflop/s grid: a row per link kind, a column per node count, each
-/// cell the best passing run (`-` where none passed or none ran).
-pub fn grid_rows(results: &[HplResult]) -> (Vec<usize>, Vec<(String, Vec<Option<f64>>)>) {
+/// One row of the grid: the link kind and its cell per node count.
+pub type GridRow = (String, Vec<Option<f64>>);
+
+/// The Gflop/s grid: the node counts, and a row per link kind with a cell
+/// per node count, each the best passing run (None where none passed or
+/// none ran).
+pub fn grid_rows(results: &[HplResult]) -> (Vec<usize>, Vec<GridRow>) {
     let nps = node_counts(results);
     let rows = links(results)
         .into_iter()

@@ -239,6 +239,13 @@ impl Transport for Pvm {
         true
     }
 
+    fn links_processes(&self) -> bool {
+        // One channel per process (PVM enrolls the whole process): a NAS
+        // group of more than two ranks needs several, so the NAS kernels,
+        // collectives and `wulf run`'s group runs leave PVM out.
+        false
+    }
+
     fn listen(&self, opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
         let api = library::api().map_err(|e| anyhow!(e))?;
         let daemon = Daemon::start(opts.timeout())?;

@@ -281,3 +281,39 @@ fn the_one_byte_time_agrees_with_a_plain_c_pvm_ping_pong() {
         "wulf's pvm time at 1 B ({w:.1} us) is not within 3x of the C probe's ({c:.1} us)"
     );
 }
+
+/// One process measuring the variants one after another (`wulf run`):
+/// each channel enrolls afresh with its own pvmd (libpvm caches PVM_TMP
+/// per process, so the daemon is named by PVMSOCK), and halting a pvmd
+/// never signals the measuring process (it used to end as interrupted).
+#[test]
+fn wulf_run_measures_every_variant_in_one_process() {
+    if !have_pvm() {
+        return;
+    }
+    let _serial = common::serial();
+    let dir = common::tempdir();
+    let out = dir.path().to_str().unwrap();
+    let o = common::run(&[
+        "run",
+        "--only",
+        "pvm,pvm(daemon),pvm(xdr)",
+        "--no-npb",
+        "--budget",
+        "1s",
+        "--sizes",
+        "1,1Ki",
+        "--out",
+        out,
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{text}{}", common::stderr(&o));
+    for t in ["pvm pingpong", "pvm(daemon) pingpong", "pvm(xdr) pingpong"] {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(t))
+            .unwrap_or_else(|| panic!("{t}: {text}"));
+        assert!(row.trim_end().ends_with("yes"), "{row}");
+    }
+    assert_eq!(wulf_pvmds(), Vec::<i32>::new());
+}

@@ -5,7 +5,7 @@
 //! A pvmd started by hand stays in the foreground and prints the path of
 //! its socket once it is ready: that line, read within the channel's
 //! timeout, is the sign it can take tasks. It runs in its own process
-//! group with a parent-death signal (SIGTERM), so a wulf killed outright
+//! group with a parent-death signal (SIGKILL), so a wulf killed outright
 //! does not leave it running; the directory of a killed wulf (its pid
 //! gone) is removed by the next daemon start.
 
@@ -45,19 +45,24 @@ pub fn find_pvmd() -> Result<(PathBuf, PathBuf), String> {
     ))
 }
 
-/// Environment every PVM process of a channel shares: the daemon's
-/// private directory, PVM's root and, for root (PVM refuses to run as root
+/// The daemon's environment: its private directory, PVM's root and, for
+/// root (PVM refuses to run as root
 /// otherwise; wulf's lab and tests run as root), PVM_ALLOW_ROOT.
 pub fn environment(dir: &Path, root: &Path) -> Vec<(&'static str, String)> {
     let mut env = vec![
         ("PVM_TMP", dir.display().to_string()),
         ("PVM_ROOT", root.display().to_string()),
     ];
-    // SAFETY: getuid cannot fail.
-    if unsafe { libc::getuid() } == 0 {
+    if as_root() {
         env.push(("PVM_ALLOW_ROOT", "1".into()));
     }
     env
+}
+
+/// Whether wulf runs as root (PVM then needs PVM_ALLOW_ROOT).
+pub fn as_root() -> bool {
+    // SAFETY: getuid cannot fail.
+    unsafe { libc::getuid() == 0 }
 }
 
 /// A running pvmd and its directory; dropping it halts both.
@@ -71,6 +76,8 @@ pub struct Daemon {
     pub root: PathBuf,
     /// The daemon's executable.
     pub pvmd: PathBuf,
+    /// The daemon's socket, as it announced it (tasks connect to it).
+    pub sock: PathBuf,
 }
 
 impl Daemon {
@@ -95,7 +102,10 @@ impl Daemon {
         let options = Options {
             stdout_piped: true,
             keep_stderr: true,
-            parent_death_signal: Some(libc::SIGTERM),
+            // SIGKILL, never SIGTERM: a pvmd that is asked to stop sends
+            // SIGTERM to every task still enrolled, and the other wulf
+            // would take that for Ctrl-C.
+            parent_death_signal: Some(libc::SIGKILL),
             ..Options::default()
         };
         let mut daemon = Daemon {
@@ -104,14 +114,16 @@ impl Daemon {
             dir,
             root,
             pvmd,
+            sock: PathBuf::new(),
         };
         daemon.process = Some(Process::spawn(cmd, None, &options)?);
-        daemon.wait_ready(timeout)?;
+        daemon.sock = daemon.wait_ready(timeout)?;
         Ok(daemon)
     }
 
-    /// Wait for pvmd's first line (its socket path), at most `timeout`.
-    fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
+    /// Wait for pvmd's first line (its socket path), at most `timeout`;
+    /// returns that path.
+    fn wait_ready(&mut self, timeout: Duration) -> Result<PathBuf> {
         let process = self.process.as_mut().expect("started");
         let mut out = process.child.stdout.take().context("no stdout from pvmd")?;
         let deadline = Instant::now() + timeout;
@@ -148,13 +160,18 @@ impl Daemon {
                 humantime::format_duration(timeout)
             );
         }
+        let first = String::from_utf8_lossy(&line);
+        let sock = PathBuf::from(first.lines().next().unwrap_or("").trim());
+        if !sock.starts_with(&self.dir) {
+            bail!("pvmd announced {} outside its directory", sock.display());
+        }
         // Keep reading whatever pvmd still prints, so it never blocks
         // on a full pipe (it logs to a file in its directory otherwise).
         std::thread::spawn(move || {
             let mut sink = [0u8; 256];
             while matches!(out.read(&mut sink), Ok(n) if n > 0) {}
         });
-        Ok(())
+        Ok(sock)
     }
 
     /// Whether the daemon is still running.
@@ -171,9 +188,10 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         if let Some(mut p) = self.process.take() {
-            // SIGTERM: pvmd removes its socket and address file itself;
-            // SIGKILL after the grace if it does not go.
-            p.end_group(nix::sys::signal::Signal::SIGTERM);
+            // SIGKILL: on SIGTERM pvmd would signal every task still
+            // enrolled (the measuring wulf, whose endpoint may outlive
+            // this one) as it halts. Its files go with the directory.
+            p.end_group(nix::sys::signal::Signal::SIGKILL);
         }
     }
 }

@@ -22,8 +22,9 @@
 //! part of what is measured, as it is of every PVM program.
 //!
 //! One channel per process at a time: PVM enrolls a whole process, and
-//! finds its daemon through the environment (`PVM_TMP`), set here just
-//! before enrolling.
+//! finds its daemon through the environment (`PVMSOCK`, the socket the
+//! daemon announced), set here just before enrolling: the one place wulf
+//! sets its own environment (ARCHITECTURE.md, "No process globals").
 
 pub mod daemon;
 pub mod library;
@@ -123,27 +124,31 @@ fn pvm_error(what: &str, code: c_int) -> io::Error {
     io::Error::other(format!("{what} failed (PVM error {code})"))
 }
 
-/// Enroll this process with the daemon in `dir` and set the routing
-/// policy; returns this task's id.
-fn enroll(api: &Api, dir: &Path, root: &Path, direct: bool) -> Result<c_int> {
+/// Enroll this process with the daemon listening on `sock` and set the
+/// routing policy; returns this task's id.
+fn enroll(api: &Api, sock: &Path, direct: bool) -> Result<c_int> {
     let mut enrolled = ENROLLED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(other) = enrolled.as_ref() {
         bail!(
-            "this process already has a PVM channel (daemon in {}): PVM enrolls a whole process, one channel at a time",
+            "this process already has a PVM channel (pvmd at {}): PVM enrolls a whole process, one channel at a time",
             other.display()
         );
     }
-    for (k, v) in daemon::environment(dir, root) {
-        // libpvm reads these from the environment when it enrolls; wulf
-        // sets them once per channel, before the library looks.
-        std::env::set_var(k, v);
+    // libpvm finds its pvmd through PVMSOCK, read afresh at every
+    // enrollment (PVM_TMP would be read once per process and cached, so a
+    // second channel would look in the first one's removed directory). No
+    // API takes the address: the environment is the only way in, set here
+    // under the lock, just before the library reads it.
+    std::env::set_var("PVMSOCK", sock);
+    if daemon::as_root() {
+        std::env::set_var("PVM_ALLOW_ROOT", "1");
     }
     // SAFETY: plain C calls of the loaded library.
     let tid = unsafe { (api.mytid)() };
     if tid < 0 {
         bail!(
-            "pvm_mytid failed (PVM error {tid}): cannot reach the pvmd in {}",
-            dir.display()
+            "pvm_mytid failed (PVM error {tid}): cannot reach the pvmd at {}",
+            sock.display()
         );
     }
     let policy = if direct {
@@ -153,7 +158,7 @@ fn enroll(api: &Api, dir: &Path, root: &Path, direct: bool) -> Result<c_int> {
     };
     // SAFETY: as above.
     unsafe { (api.setopt)(library::PVM_ROUTE, policy) };
-    *enrolled = Some(dir.to_path_buf());
+    *enrolled = Some(sock.to_path_buf());
     Ok(tid)
 }
 
@@ -249,7 +254,7 @@ impl Transport for Pvm {
     fn listen(&self, opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
         let api = library::api().map_err(|e| anyhow!(e))?;
         let daemon = Daemon::start(opts.timeout())?;
-        let tid = enroll(api, &daemon.dir, &daemon.root, self.direct)?;
+        let tid = enroll(api, &daemon.sock, self.direct)?;
         Ok(Box::new(PvmListener {
             variant: *self,
             api,
@@ -266,17 +271,11 @@ impl Transport for Pvm {
         _peer_ip: IpAddr,
     ) -> Result<Connected> {
         let api = library::api().map_err(|e| anyhow!(e))?;
-        let dir = PathBuf::from(
+        let sock = PathBuf::from(
             description
-                .get("pvm_tmp")
+                .get("pvmsock")
                 .and_then(Value::as_str)
-                .context("the peer sent no PVM directory")?,
-        );
-        let root = PathBuf::from(
-            description
-                .get("pvm_root")
-                .and_then(Value::as_str)
-                .context("the peer sent no PVM_ROOT")?,
+                .context("the peer sent no pvmd socket")?,
         );
         let peer = description
             .get("tid")
@@ -284,14 +283,14 @@ impl Transport for Pvm {
             .and_then(|t| c_int::try_from(t).ok())
             .filter(|t| *t > 0)
             .context("the peer sent no PVM task id")?;
-        if !daemon::is_private_dir(&dir) {
+        if !sock.parent().is_some_and(daemon::is_private_dir) {
             bail!(
-                "{} is not a private PVM directory of this user",
-                dir.display()
+                "{} is not in a private PVM directory of this user",
+                sock.display()
             );
         }
         let pvmd = daemon::find_pvmd().map_err(|e| anyhow!(e))?.0;
-        enroll(api, &dir, &root, self.direct)?;
+        enroll(api, &sock, self.direct)?;
         let mut ep = PvmEndpoint::new(*self, api, peer, opts.timeout(), None);
         // The hello opens the direct link (when asked for) before timing.
         ep.send(b"hello").context("cannot reach the PVM peer")?;
@@ -319,8 +318,7 @@ impl Listener for PvmListener {
     fn describe(&self) -> Value {
         let d = self.daemon.as_ref().expect("a listener holds its daemon");
         json!({
-            "pvm_tmp": d.dir.display().to_string(),
-            "pvm_root": d.root.display().to_string(),
+            "pvmsock": d.sock.display().to_string(),
             "tid": self.tid,
         })
     }

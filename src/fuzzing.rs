@@ -257,12 +257,13 @@ pub fn any_result_file(data: &[u8]) {
         return;
     };
     let (mut sweeps, mut npb, mut studies) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut matrices, mut collectives) = (Vec::new(), Vec::new());
+    let (mut matrices, mut collectives, mut hpl) = (Vec::new(), Vec::new(), Vec::new());
     match r {
         AnyResult::Sweep(s) => sweeps.push(*s),
         AnyResult::Npb(n) => npb.push(*n),
         AnyResult::Matrix(m) => matrices.push(*m),
         AnyResult::Collective(c) => collectives.push(*c),
+        AnyResult::Hpl(r) => hpl.push(*r),
         AnyResult::Study(s) => studies.push(crate::report::LoadedStudy {
             summary: *s,
             sweeps: Vec::new(),
@@ -274,6 +275,7 @@ pub fn any_result_file(data: &[u8]) {
         studies: &studies,
         matrices: &matrices,
         collectives: &collectives,
+        hpl: &hpl,
     };
     for exporter in crate::report::export::EXPORTERS {
         let _ = exporter.export(&input);

@@ -126,6 +126,9 @@ pub enum StudyArg {
     /// path over ge and 10ge, MTU 1500 and 9000: latency, peak, n_1/2 and
     /// CPU per byte on both ends (seed 001 Table 2, Figs. 1-2).
     LeanStacks,
+    /// The real HPL (`wulf hpl`) at 1, 2 and 4 lab nodes over fe, ge and
+    /// 10ge: Gflop/s per link and node count (seed 003).
+    Linpack,
 }
 
 /// `wulf study`.

@@ -257,7 +257,7 @@ pub(super) fn group_transports(
         let t = ctx.find_or_usage(name)?;
         if !t.links_processes() {
             return Err(usage(format!(
-                "{name} is an in-process baseline: it cannot link the processes of {what}"
+                "{name} cannot link the processes of {what} (an in-process baseline, or PVM: one channel per process)"
             )));
         }
         if ctx.spread() && t.local_only() {

@@ -17,6 +17,7 @@ use crate::cli::{ReportArgs, ReportFormat};
 use crate::report;
 use crate::report::{Exporter, GivenFile, LoadedStudy, ReportInput};
 use crate::result::collective::{CollectiveResult, COLLECTIVE_KIND};
+use crate::result::hpl::{HplResult, HPL_KIND};
 use crate::result::matrix::{MatrixFigures, MATRIX_KIND};
 use crate::result::{
     read_any_kind, read_result, write_atomically, AnyResult, NpbResult, ReadAny, SweepResult,
@@ -86,14 +87,16 @@ fn is_kind(read: &ReadAny, kinds: &[&str]) -> bool {
 fn load(paths: &[PathBuf], read: Vec<ReadAny>) -> Result<Loaded> {
     let (mut plain, mut studies, mut matrices) = (Vec::new(), Vec::new(), Vec::new());
     let (mut collectives, mut sweeps, mut npb) = (Vec::new(), Vec::new(), Vec::new());
+    let mut hpl = Vec::new();
     let read: Vec<(&PathBuf, ReadAny)> = paths.iter().zip(read).collect();
     for (p, r) in read {
-        if !is_kind(&r, &[COLLECTIVE_KIND, MATRIX_KIND, STUDY_KIND]) {
+        if !is_kind(&r, &[COLLECTIVE_KIND, MATRIX_KIND, STUDY_KIND, HPL_KIND]) {
             plain.push(r.result);
             continue;
         }
         match r.result? {
             AnyResult::Collective(c) => collectives.push(*c),
+            AnyResult::Hpl(r) => hpl.push(*r),
             AnyResult::Matrix(m) => matrices.push(*m),
             AnyResult::Study(summary) => {
                 let dir = p.parent().unwrap_or(Path::new("."));
@@ -134,6 +137,7 @@ fn load(paths: &[PathBuf], read: Vec<ReadAny>) -> Result<Loaded> {
         studies,
         matrices,
         collectives,
+        hpl,
     })
 }
 
@@ -150,6 +154,8 @@ pub struct Loaded {
     pub matrices: Vec<MatrixFigures>,
     /// Collective results (`wulf collective`).
     pub collectives: Vec<CollectiveResult>,
+    /// Linpack runs (`wulf hpl`).
+    pub hpl: Vec<HplResult>,
 }
 
 impl Loaded {
@@ -161,6 +167,7 @@ impl Loaded {
             studies: &self.studies,
             matrices: &self.matrices,
             collectives: &self.collectives,
+            hpl: &self.hpl,
         }
     }
 }

@@ -219,6 +219,7 @@ pub fn execute(
             studies: &[],
             matrices: &matrices,
             collectives: &collectives,
+            ..Default::default()
         })?
         .as_bytes(),
     )?;

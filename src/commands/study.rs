@@ -30,6 +30,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         StudyArg::MtuBuffers => StudyName::MtuBuffers,
         StudyArg::FeVsGe => StudyName::FeVsGe,
         StudyArg::LeanStacks => StudyName::LeanStacks,
+        StudyArg::Linpack => return super::study_linpack::execute(a),
     };
     match (&a.peer, name) {
         (None, _) => crate::lab::check_can_build()?,

@@ -68,10 +68,16 @@ pub fn exporter(name: &str) -> Option<&'static dyn Exporter> {
 /// kind is a usage error naming it. Sweep files are the only ones without
 /// one of these kinds (their header may lack a kind).
 pub(crate) fn admit_sweeps_only(name: &str, files: &[GivenFile<'_>]) -> Result<()> {
-    const OTHERS: [&str; 4] = [NPB_KIND, STUDY_KIND, MATRIX_KIND, COLLECTIVE_KIND];
+    const OTHERS: [&str; 5] = [
+        NPB_KIND,
+        STUDY_KIND,
+        MATRIX_KIND,
+        COLLECTIVE_KIND,
+        crate::result::hpl::HPL_KIND,
+    ];
     match files.iter().find(|f| f.kind.is_some_and(|k| OTHERS.contains(&k))) {
         Some(f) => Err(crate::error::usage(format!(
-            "{} is an NPB result, a study summary, a link matrix or a collective result: the {} format holds the points of sweep \
+            "{} is an NPB result, a study summary, a link matrix, a collective or an HPL result: the {} format holds the points of sweep \
              results only; they go into the html or markdown formats",
             f.path.display(),
             name
@@ -87,7 +93,8 @@ pub(crate) fn sweeps_only(name: &str, input: &ReportInput<'_>) -> Result<()> {
     let others = !input.npb.is_empty()
         || !input.studies.is_empty()
         || !input.matrices.is_empty()
-        || !input.collectives.is_empty();
+        || !input.collectives.is_empty()
+        || !input.hpl.is_empty();
     if others {
         return Err(crate::error::usage(format!(
             "the {name} format holds the points of sweep results only; NPB results, study \

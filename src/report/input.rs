@@ -6,6 +6,7 @@
 //! entry point on every exporter and a new argument at every caller.
 
 use crate::result::collective::CollectiveResult;
+use crate::result::hpl::HplResult;
 use crate::result::matrix::MatrixFigures;
 use crate::result::{NpbResult, StudyResult, SweepResult};
 
@@ -34,6 +35,8 @@ pub struct ReportInput<'a> {
     pub matrices: &'a [MatrixFigures],
     /// Collective results (`wulf collective`).
     pub collectives: &'a [CollectiveResult],
+    /// Linpack runs (`wulf hpl`, `wulf study linpack`).
+    pub hpl: &'a [HplResult],
 }
 
 impl<'a> ReportInput<'a> {

@@ -15,6 +15,7 @@ pub mod compare;
 pub mod conditions;
 pub mod export;
 pub mod format;
+pub mod hpl;
 pub mod html;
 pub mod input;
 pub mod summary;

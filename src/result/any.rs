@@ -17,6 +17,7 @@ use std::path::Path;
 use anyhow::{bail, Result};
 
 use super::collective::{collective_from, CollectiveResult, COLLECTIVE_KIND};
+use super::hpl::{hpl_from, HplResult, HPL_KIND};
 use super::matrix::{MatrixFigures, MATRIX_KIND};
 use super::matrix_read::{is_streamed_size, matrix_from, streamed_figures};
 use super::read::{header, npb_from, read_text, sweep_from, Header};
@@ -24,12 +25,13 @@ use super::study::{study_from, StudyResult, STUDY_KIND};
 use super::{NpbResult, SweepResult, NPB_KIND, SWEEP_KIND};
 
 /// The kinds [`parse_any`] reads, in the words of their `kind` field.
-pub const KINDS: [&str; 5] = [
+pub const KINDS: [&str; 6] = [
     SWEEP_KIND,
     NPB_KIND,
     MATRIX_KIND,
     COLLECTIVE_KIND,
     STUDY_KIND,
+    HPL_KIND,
 ];
 
 /// A result file of any kind, read and checked. Boxed: the kinds differ
@@ -47,6 +49,8 @@ pub enum AnyResult {
     Collective(Box<CollectiveResult>),
     /// A `wulf study` summary (its sweeps are files of their own).
     Study(Box<StudyResult>),
+    /// A `wulf hpl` result (HPL's Gflop/s over the interconnect).
+    Hpl(Box<HplResult>),
 }
 
 impl AnyResult {
@@ -59,6 +63,7 @@ impl AnyResult {
             AnyResult::Matrix(_) => MATRIX_KIND,
             AnyResult::Collective(_) => COLLECTIVE_KIND,
             AnyResult::Study(_) => STUDY_KIND,
+            AnyResult::Hpl(_) => HPL_KIND,
         }
     }
 }
@@ -93,6 +98,7 @@ fn from_header(h: &Header, text: &str, origin: &str) -> Result<AnyResult> {
         }
         Some(COLLECTIVE_KIND) => AnyResult::Collective(Box::new(collective_from(h, text, origin)?)),
         Some(STUDY_KIND) => AnyResult::Study(Box::new(study_from(h, text, origin)?)),
+        Some(HPL_KIND) => AnyResult::Hpl(Box::new(hpl_from(h, text, origin)?)),
         _ => {
             let kind = h.kind.as_ref().map(|k| k.to_string()).unwrap_or_default();
             bail!(

@@ -115,6 +115,73 @@ pub fn n_for_memory(memory_bytes: u64, fraction: f64, nb: usize) -> usize {
     n.max(nb)
 }
 
+/// Oldest HPL result schema this wulf reads.
+pub const HPL_OLDEST_SCHEMA_VERSION: u32 = 1;
+
+/// An HPL result from its text (the header already read by the reader of
+/// every kind): strict decoding, then the checks a file from anywhere
+/// must pass before a report draws it.
+pub(super) fn hpl_from(
+    h: &super::read::Header,
+    text: &str,
+    origin: &str,
+) -> anyhow::Result<HplResult> {
+    let r: HplResult = super::read::versioned_from(
+        h,
+        text,
+        origin,
+        "hpl",
+        HPL_OLDEST_SCHEMA_VERSION..=HPL_SCHEMA_VERSION,
+    )?;
+    check(&r).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    Ok(r)
+}
+
+/// What a report relies on: a finite, non-negative rate and time, a grid
+/// that is the process count, sizes that are not zero.
+fn check(r: &HplResult) -> Result<(), String> {
+    if r.kind != HPL_KIND {
+        return Err(format!("kind is {:?}, not {HPL_KIND:?}", r.kind));
+    }
+    for (name, v) in [
+        ("gflops", r.gflops),
+        ("time_s", r.time_s),
+        ("scaled_residual", r.scaled_residual),
+        ("wall_s", r.wall_s),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            return Err(format!("{name} is {v}, not a finite figure >= 0"));
+        }
+    }
+    if r.np == 0 || r.n == 0 || r.nb == 0 {
+        return Err("np, n and nb must be at least 1".into());
+    }
+    if r.p.checked_mul(r.q) != Some(r.np) {
+        return Err(format!("P x Q = {} x {} is not np = {}", r.p, r.q, r.np));
+    }
+    Ok(())
+}
+
+/// The link kind an HPL run crossed, for reports and the Linpack study:
+/// the lab's link name (with `hub` for a shared medium), or `local` for a
+/// run on one machine without a lab.
+pub fn link_kind(r: &HplResult) -> String {
+    match &r.lab {
+        None => "local".into(),
+        Some(lab) => {
+            let link = lab
+                .links
+                .first()
+                .map(|l| l.link.clone())
+                .unwrap_or_else(|| "lab".into());
+            match lab.medium.as_deref() {
+                Some(m) => format!("{link} {m}"),
+                None => link,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +241,23 @@ End of Summary section.
         let extra = text.replacen('{', r#"{"surprise":1,"#, 1);
         let e = serde_json::from_str::<HplResult>(&extra).unwrap_err();
         assert!(e.to_string().contains("surprise"), "{e}");
+    }
+
+    #[test]
+    fn checks_refuse_what_a_report_cannot_draw() {
+        let text = r#"{"kind":"hpl","schema_version":1,"tool_version":"0","command_line":[],
+            "started_at":"x","wall_s":1,"host":HOST,"np":2,"n":600,"nb":60,"p":1,"q":2,
+            "n_from":"given","gflops":1.5,"time_s":0.1,"scaled_residual":0.01,"passed":true,
+            "launcher_command":[]}"#
+            .replace("HOST", &serde_json::to_string(&Host::probe()).unwrap());
+        let mut r: HplResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(check(&r), Ok(()));
+        assert_eq!(link_kind(&r), "local");
+        r.q = 3;
+        assert!(check(&r).unwrap_err().contains("P x Q"));
+        r.q = 2;
+        r.gflops = f64::NAN;
+        assert!(check(&r).unwrap_err().contains("gflops"));
     }
 
     #[test]

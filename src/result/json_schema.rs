@@ -22,5 +22,9 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         (MATRIX_KIND, schemars::schema_for!(MatrixResult)),
         (COLLECTIVE_KIND, schemars::schema_for!(CollectiveResult)),
         (STUDY_KIND, schemars::schema_for!(StudyResult)),
+        (
+            super::hpl::HPL_KIND,
+            schemars::schema_for!(super::hpl::HplResult),
+        ),
     ]
 }

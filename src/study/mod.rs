@@ -21,6 +21,7 @@
 
 pub mod lean;
 pub mod lean_nas;
+pub mod linpack;
 pub mod noise;
 pub mod tables;
 

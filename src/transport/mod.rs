@@ -36,6 +36,7 @@ pub mod frames;
 mod iface;
 pub mod memcpy;
 pub mod mpi;
+pub mod pvm;
 pub mod raw;
 pub mod shm;
 mod shm_direct;
@@ -404,6 +405,8 @@ pub fn registry(options: &ExtraOptions) -> Vec<Box<dyn Transport>> {
     let mut all = built_in();
     // Every MPI found at run time, each also forced onto TCP.
     all.extend(mpi::transports(options));
+    // PVM, through its library loaded at run time where installed.
+    all.extend(pvm::transports());
     all
 }
 

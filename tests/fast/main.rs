@@ -20,6 +20,7 @@ mod deb_files;
 mod fuzz_properties;
 mod fuzz_sessions;
 mod hostile_files;
+mod hpl_report;
 mod matrix_read;
 mod npb_bench;
 mod npb_mg;

@@ -32,7 +32,7 @@ fn npb_fixture() -> NpbResult {
 /// Compare `actual` with the committed snapshot `name`, or rewrite it when
 /// WULF_UPDATE_SNAPSHOTS is set. On a mismatch the new output is saved
 /// beside the build (target/test-artifacts/snapshots/) for a diff.
-fn snapshot(name: &str, actual: &str) {
+pub(crate) fn snapshot(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
         .join(name);

@@ -37,6 +37,7 @@ mod npb_group;
 mod npb_kernels;
 mod npb_mpi;
 mod peer_faults;
+mod pvm;
 mod reframe;
 mod report_browser;
 mod report_browser_full;

@@ -15,6 +15,7 @@ pub mod collective;
 pub mod cpu_cost;
 pub mod cpu_throughput;
 pub mod frame;
+pub mod hpl;
 pub mod limit;
 pub mod npb;
 pub mod sweep;

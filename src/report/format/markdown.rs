@@ -145,6 +145,9 @@ impl Exporter for Markdown {
                 format!("\n## Collective: {}\n\n```\n{text}```\n", c.collective).into_bytes(),
             );
         }
+        if !input.hpl.is_empty() {
+            out.extend(format!("\n{}", crate::report::hpl::markdown(input.hpl)).into_bytes());
+        }
         Ok(out)
     }
 }

@@ -20,6 +20,7 @@ mod charts;
 pub mod collective;
 pub mod compare;
 mod details;
+mod hpl;
 pub mod matrix;
 mod matrix_figures;
 pub mod npb;

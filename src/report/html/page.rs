@@ -50,6 +50,7 @@ pub fn to_html(input: &ReportInput) -> Result<String> {
         studies,
         matrices,
         collectives,
+        hpl,
     } = *input;
     let names = labels(results);
     let npb_names = npb_labels(npb);
@@ -89,8 +90,11 @@ pub fn to_html(input: &ReportInput) -> Result<String> {
     header(&mut h, input);
     // A report of NPB results (or studies) only has no sweep sections: empty
     // tables and charts without data would only say "nothing here" five times.
-    let others =
-        !npb.is_empty() || !studies.is_empty() || !matrices.is_empty() || !collectives.is_empty();
+    let others = !npb.is_empty()
+        || !studies.is_empty()
+        || !matrices.is_empty()
+        || !collectives.is_empty()
+        || !hpl.is_empty();
     if !results.is_empty() || !others {
         // Highlights and "best" figures are about transports: the in-process
         // baselines are references, not competitors.
@@ -115,6 +119,7 @@ pub fn to_html(input: &ReportInput) -> Result<String> {
     }
     npb_sections(&mut h, npb, &npb_names)?;
     super::collective::collective_sections(&mut h, collectives)?;
+    super::hpl::hpl_section(&mut h, hpl)?;
     study_sections(&mut h, studies)?;
     super::matrix::matrix_sections(&mut h, matrices);
     h.push_str("<section id=machines><h2>Machines and command lines</h2>\n");
@@ -140,12 +145,14 @@ fn header(h: &mut String, input: &ReportInput) {
         studies,
         matrices,
         collectives,
+        hpl,
     } = *input;
     let mut hosts: Vec<&str> = results
         .iter()
         .map(|r| r.host.hostname.as_str())
         .chain(npb.iter().map(|r| r.host.hostname.as_str()))
         .chain(collectives.iter().map(|r| r.host.hostname.as_str()))
+        .chain(hpl.iter().map(|r| r.host.hostname.as_str()))
         .chain(studies.iter().map(|s| s.summary.host.hostname.as_str()))
         .chain(
             matrices
@@ -159,6 +166,7 @@ fn header(h: &mut String, input: &ReportInput) {
         .map(|r| r.started_at.as_str())
         .chain(npb.iter().map(|r| r.started_at.as_str()))
         .chain(collectives.iter().map(|r| r.started_at.as_str()))
+        .chain(hpl.iter().map(|r| r.started_at.as_str()))
         .chain(studies.iter().map(|s| s.summary.started_at.as_str()))
         .chain(matrices.iter().map(|m| m.started_at.as_str()))
         .collect();
@@ -171,6 +179,14 @@ fn header(h: &mut String, input: &ReportInput) {
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let what = match (results.len(), npb.len()) {
+        (0, 0)
+            if !hpl.is_empty()
+                && collectives.is_empty()
+                && studies.is_empty()
+                && matrices.is_empty() =>
+        {
+            plural(hpl.len(), "Linpack run", "Linpack runs")
+        }
         (0, 0) if !collectives.is_empty() && studies.is_empty() && matrices.is_empty() => {
             plural(collectives.len(), "collective result", "collective results")
         }

@@ -1,0 +1,436 @@
+//! PVM (Parallel Virtual Machine 3.4), measured through PVM's own library:
+//! libpvm3 loaded at run time ([`library`]), a pvmd3 daemon started and
+//! halted by wulf for each channel ([`daemon`]).
+//!
+//! Three transports, as seed 004 and NetPIPE's PVM module compared them:
+//! - `pvm`: pvm_initsend(PvmDataRaw), pvm_pkbyte, pvm_send with the routing
+//!   policy PvmRouteDirect (a direct task-to-task TCP link), pvm_recv and
+//!   pvm_upkbyte: PVM's fast path, what NetPIPE's pvm module measured;
+//! - `pvm(daemon)`: the same with PvmDontRoute: every message goes through
+//!   the pvmd (task to daemon, daemon to task);
+//! - `pvm(xdr)`: direct route, PvmDataDefault (XDR-encoded packing).
+//!
+//! The listening side (the peer, `wulf serve`) starts the daemon in a
+//! private directory and enrolls; its description names the directory and
+//! its task id. The measuring side, on the same host (a channel joins one
+//! local daemon: across hosts pvmd would start its peers through a remote
+//! shell, which wulf does not drive yet), enrolls with the same daemon,
+//! sends a hello and waits for its answer, so the direct link is open
+//! before any timing. Each message is one PVM message; receives wait at
+//! most the channel's timeout (pvm_trecv). PVM's library allocates its
+//! message buffers itself inside pvm_initsend and pvm_recv: that cost is
+//! part of what is measured, as it is of every PVM program.
+//!
+//! One channel per process at a time: PVM enrolls a whole process, and
+//! finds its daemon through the environment (`PVMSOCK`, the socket the
+//! daemon announced), set here just before enrolling: the one place wulf
+//! sets its own environment (ARCHITECTURE.md, "No process globals").
+
+pub mod daemon;
+pub mod library;
+
+use std::ffi::{c_char, c_int};
+use std::io;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
+
+use self::daemon::Daemon;
+use self::library::Api;
+use super::{ChannelOptions, Connected, Endpoint, Listener, Transport};
+
+/// Tag of every message (the hello and its answer included: one of
+/// each precedes the data, in order).
+const DATA_TAG: c_int = 1;
+
+/// The private directory this process is enrolled under, if any.
+static ENROLLED: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// One of the three PVM variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pvm {
+    name: &'static str,
+    /// PvmRouteDirect (true) or PvmDontRoute (false).
+    direct: bool,
+    /// PvmDataRaw (true) or PvmDataDefault, XDR (false).
+    raw: bool,
+}
+
+impl Pvm {
+    /// Direct route, raw data: PVM's fast path.
+    pub const DIRECT: Pvm = Pvm {
+        name: "pvm",
+        direct: true,
+        raw: true,
+    };
+    /// Routed through the pvmd, raw data.
+    pub const DAEMON: Pvm = Pvm {
+        name: "pvm(daemon)",
+        direct: false,
+        raw: true,
+    };
+    /// Direct route, XDR encoding.
+    pub const XDR: Pvm = Pvm {
+        name: "pvm(xdr)",
+        direct: true,
+        raw: false,
+    };
+
+    fn route(&self) -> &'static str {
+        if self.direct {
+            "PvmRouteDirect"
+        } else {
+            "PvmDontRoute"
+        }
+    }
+
+    fn encoding(&self) -> &'static str {
+        if self.raw {
+            "PvmDataRaw"
+        } else {
+            "PvmDataDefault (XDR)"
+        }
+    }
+
+    fn settings(&self, api: &Api, pvmd: &Path) -> serde_json::Map<String, Value> {
+        let mut s = serde_json::Map::new();
+        s.insert("pvm_version".into(), json!(library::version(api)));
+        s.insert("route".into(), json!(self.route()));
+        s.insert("encoding".into(), json!(self.encoding()));
+        s.insert("pvmd".into(), json!(pvmd.display().to_string()));
+        s.insert(
+            "calls".into(),
+            json!("pvm_initsend + pvm_pkbyte + pvm_send; pvm_trecv + pvm_upkbyte"),
+        );
+        s
+    }
+}
+
+/// The PVM transports, listed whether or not PVM is installed (a missing
+/// one explains itself).
+pub(super) fn transports() -> Vec<Box<dyn Transport>> {
+    vec![
+        Box::new(Pvm::DIRECT),
+        Box::new(Pvm::DAEMON),
+        Box::new(Pvm::XDR),
+    ]
+}
+
+fn pvm_error(what: &str, code: c_int) -> io::Error {
+    io::Error::other(format!("{what} failed (PVM error {code})"))
+}
+
+/// Enroll this process with the daemon listening on `sock` and set the
+/// routing policy; returns this task's id.
+fn enroll(api: &Api, sock: &Path, direct: bool) -> Result<c_int> {
+    let mut enrolled = ENROLLED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(other) = enrolled.as_ref() {
+        bail!(
+            "this process already has a PVM channel (pvmd at {}): PVM enrolls a whole process, one channel at a time",
+            other.display()
+        );
+    }
+    // libpvm finds its pvmd through PVMSOCK, read afresh at every
+    // enrollment (PVM_TMP would be read once per process and cached, so a
+    // second channel would look in the first one's removed directory). No
+    // API takes the address: the environment is the only way in, set here
+    // under the lock, just before the library reads it.
+    std::env::set_var("PVMSOCK", sock);
+    if daemon::as_root() {
+        std::env::set_var("PVM_ALLOW_ROOT", "1");
+    }
+    // SAFETY: plain C calls of the loaded library.
+    let tid = unsafe { (api.mytid)() };
+    if tid < 0 {
+        bail!(
+            "pvm_mytid failed (PVM error {tid}): cannot reach the pvmd at {}",
+            sock.display()
+        );
+    }
+    let policy = if direct {
+        library::PVM_ROUTE_DIRECT
+    } else {
+        library::PVM_DONT_ROUTE
+    };
+    // SAFETY: as above.
+    unsafe { (api.setopt)(library::PVM_ROUTE, policy) };
+    *enrolled = Some(sock.to_path_buf());
+    Ok(tid)
+}
+
+fn leave(api: &Api) {
+    let mut enrolled = ENROLLED.lock().unwrap_or_else(|e| e.into_inner());
+    if enrolled.take().is_some() {
+        // SAFETY: a plain C call; the task leaves the virtual machine.
+        unsafe { (api.exit)() };
+    }
+}
+
+fn timeval(timeout: Duration) -> library::Timeval {
+    library::Timeval {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_usec: timeout.subsec_micros() as libc::suseconds_t,
+    }
+}
+
+/// Wait at most `timeout` for a message with `tag` from `from` (-1: any
+/// task); returns its buffer id.
+fn receive(api: &Api, from: c_int, tag: c_int, timeout: Duration) -> io::Result<c_int> {
+    let mut tv = timeval(timeout);
+    // SAFETY: tv outlives the call.
+    let buf = unsafe { (api.trecv)(from, tag, &mut tv) };
+    match buf {
+        0 => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "no PVM message within {}",
+                humantime::format_duration(timeout)
+            ),
+        )),
+        b if b < 0 => Err(pvm_error("pvm_trecv", b)),
+        b => Ok(b),
+    }
+}
+
+fn send_bytes(api: &Api, to: c_int, tag: c_int, encoding: c_int, data: &[u8]) -> io::Result<()> {
+    let len = c_int::try_from(data.len())
+        .map_err(|_| io::Error::other("a PVM message holds at most 2 GiB"))?;
+    // SAFETY: plain C calls; pvm_pkbyte only reads `len` bytes of data
+    // (its pointer is not const in pvm3.h).
+    unsafe {
+        let r = (api.initsend)(encoding);
+        if r < 0 {
+            return Err(pvm_error("pvm_initsend", r));
+        }
+        if len > 0 {
+            let r = (api.pkbyte)(data.as_ptr() as *mut c_char, len, 1);
+            if r < 0 {
+                return Err(pvm_error("pvm_pkbyte", r));
+            }
+        }
+        let r = (api.send)(to, tag);
+        if r < 0 {
+            return Err(pvm_error("pvm_send", r));
+        }
+    }
+    Ok(())
+}
+
+impl Transport for Pvm {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn about(&self) -> &'static str {
+        match (self.direct, self.raw) {
+            (true, true) => {
+                "PVM 3 messages, direct task-to-task route, raw data (pvmd started by wulf)"
+            }
+            (false, _) => "PVM 3 messages routed through the pvmd daemon, raw data",
+            (true, false) => "PVM 3 messages, direct route, XDR-encoded packing",
+        }
+    }
+
+    fn availability(&self) -> Result<(), String> {
+        library::api()?;
+        daemon::find_pvmd().map(|_| ())
+    }
+
+    fn local_only(&self) -> bool {
+        true
+    }
+
+    fn links_processes(&self) -> bool {
+        // One channel per process (PVM enrolls the whole process): a NAS
+        // group of more than two ranks needs several, so the NAS kernels,
+        // collectives and `wulf run`'s group runs leave PVM out.
+        false
+    }
+
+    fn listen(&self, opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
+        let api = library::api().map_err(|e| anyhow!(e))?;
+        let daemon = Daemon::start(opts.timeout())?;
+        let tid = enroll(api, &daemon.sock, self.direct)?;
+        Ok(Box::new(PvmListener {
+            variant: *self,
+            api,
+            tid,
+            daemon: Some(daemon),
+            timeout: opts.timeout(),
+        }))
+    }
+
+    fn connect(
+        &self,
+        description: &Value,
+        opts: &ChannelOptions,
+        _peer_ip: IpAddr,
+    ) -> Result<Connected> {
+        let api = library::api().map_err(|e| anyhow!(e))?;
+        let sock = PathBuf::from(
+            description
+                .get("pvmsock")
+                .and_then(Value::as_str)
+                .context("the peer sent no pvmd socket")?,
+        );
+        let peer = description
+            .get("tid")
+            .and_then(Value::as_i64)
+            .and_then(|t| c_int::try_from(t).ok())
+            .filter(|t| *t > 0)
+            .context("the peer sent no PVM task id")?;
+        if !sock.parent().is_some_and(daemon::is_private_dir) {
+            bail!(
+                "{} is not in a private PVM directory of this user",
+                sock.display()
+            );
+        }
+        let pvmd = daemon::find_pvmd().map_err(|e| anyhow!(e))?.0;
+        enroll(api, &sock, self.direct)?;
+        let mut ep = PvmEndpoint::new(*self, api, peer, opts.timeout(), None);
+        // The hello opens the direct link (when asked for) before timing.
+        ep.send(b"hello").context("cannot reach the PVM peer")?;
+        let mut answer = [0u8; 5];
+        ep.recv(&mut answer)
+            .context("no answer from the PVM peer")?;
+        Ok(Connected {
+            settings: self.settings(api, &pvmd),
+            endpoint: Box::new(ep),
+            warnings: Vec::new(),
+        })
+    }
+}
+
+/// The listening side: a daemon and an enrolled task, waiting for a hello.
+struct PvmListener {
+    variant: Pvm,
+    api: &'static Api,
+    tid: c_int,
+    daemon: Option<Daemon>,
+    timeout: Duration,
+}
+
+impl Listener for PvmListener {
+    fn describe(&self) -> Value {
+        let d = self.daemon.as_ref().expect("a listener holds its daemon");
+        json!({
+            "pvmsock": d.sock.display().to_string(),
+            "tid": self.tid,
+        })
+    }
+
+    fn accept(mut self: Box<Self>, timeout: Duration) -> Result<Connected> {
+        let api = self.api;
+        let daemon = self.daemon.take().expect("a listener holds its daemon");
+        let pvmd = daemon.pvmd.clone();
+        let buf = receive(api, -1, DATA_TAG, timeout)
+            .context("the other side did not say hello over PVM")?;
+        let (mut bytes, mut tag, mut from) = (0, 0, 0);
+        // SAFETY: plain C call with three out-pointers.
+        let r = unsafe { (api.bufinfo)(buf, &mut bytes, &mut tag, &mut from) };
+        if r < 0 {
+            bail!("pvm_bufinfo failed (PVM error {r})");
+        }
+        let mut ep = PvmEndpoint::new(self.variant, api, from, self.timeout, Some(daemon));
+        ep.send(b"hello")?;
+        Ok(Connected {
+            settings: self.variant.settings(api, &pvmd),
+            endpoint: Box::new(ep),
+            warnings: Vec::new(),
+        })
+    }
+}
+
+impl Drop for PvmListener {
+    fn drop(&mut self) {
+        // Never accepted: leave, then the daemon goes with self.daemon.
+        if self.daemon.is_some() {
+            leave(self.api);
+        }
+    }
+}
+
+/// One end of a PVM channel.
+struct PvmEndpoint {
+    api: &'static Api,
+    peer: c_int,
+    encoding: c_int,
+    raw: bool,
+    timeout: Duration,
+    /// The listening side's daemon, halted after this end leaves.
+    daemon: Option<Daemon>,
+}
+
+impl PvmEndpoint {
+    fn new(
+        v: Pvm,
+        api: &'static Api,
+        peer: c_int,
+        timeout: Duration,
+        daemon: Option<Daemon>,
+    ) -> Self {
+        PvmEndpoint {
+            api,
+            peer,
+            encoding: if v.raw {
+                library::PVM_DATA_RAW
+            } else {
+                library::PVM_DATA_DEFAULT
+            },
+            raw: v.raw,
+            timeout,
+            daemon,
+        }
+    }
+}
+
+impl Endpoint for PvmEndpoint {
+    fn send(&mut self, buf: &[u8]) -> io::Result<()> {
+        send_bytes(self.api, self.peer, DATA_TAG, self.encoding, buf)
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        let id = receive(self.api, self.peer, DATA_TAG, self.timeout)?;
+        let len = c_int::try_from(buf.len())
+            .map_err(|_| io::Error::other("a PVM message holds at most 2 GiB"))?;
+        if self.raw {
+            let (mut bytes, mut tag, mut from) = (0, 0, 0);
+            // SAFETY: plain C call with three out-pointers.
+            unsafe { (self.api.bufinfo)(id, &mut bytes, &mut tag, &mut from) };
+            if bytes != len {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a PVM message of {bytes} bytes where {len} were expected"),
+                ));
+            }
+        }
+        if len > 0 {
+            // SAFETY: pvm_upkbyte writes at most `len` bytes into buf.
+            let r = unsafe { (self.api.upkbyte)(buf.as_mut_ptr() as *mut c_char, len, 1) };
+            if r < 0 {
+                return Err(pvm_error("pvm_upkbyte", r));
+            }
+        }
+        Ok(())
+    }
+
+    fn exchange(&mut self, out: &[u8], inp: &mut [u8]) -> io::Result<()> {
+        // pvm_send returns once the message is handed over: libpvm reads
+        // incoming fragments while it waits to write, so two ends that
+        // both send first cannot deadlock.
+        self.send(out)?;
+        self.recv(inp)
+    }
+}
+
+impl Drop for PvmEndpoint {
+    fn drop(&mut self) {
+        leave(self.api);
+        // The daemon (listening side) goes after its task left.
+        self.daemon.take();
+    }
+}

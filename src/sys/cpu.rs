@@ -118,24 +118,36 @@ mod tests {
     /// them), never more than the wall time.
     #[test]
     fn a_spinning_thread_is_charged_its_short_blocks() {
-        let (mut cpu, mut wall, mut charged) = (Duration::ZERO, Duration::ZERO, 0);
         const BLOCKS: u32 = 50;
-        for _ in 0..BLOCKS {
-            let c0 = thread_cpu_time();
-            let t0 = Instant::now();
-            spin(Duration::from_micros(20));
-            let d = total(thread_cpu_time().since(c0));
-            wall += t0.elapsed();
-            cpu += d;
-            charged += u32::from(d > Duration::ZERO);
+        // On a busy machine (parallel tests on 2 vCPUs, load 50 seen) a
+        // spinning thread may get under a fifth of a CPU for a whole
+        // attempt: the share is the machine's, the charges are the
+        // clock's. So charges and the upper bound hold in every attempt,
+        // and the share must reach a fifth in one attempt of five.
+        let mut shares = Vec::new();
+        for _ in 0..5 {
+            let (mut cpu, mut wall, mut charged) = (Duration::ZERO, Duration::ZERO, 0);
+            for _ in 0..BLOCKS {
+                let c0 = thread_cpu_time();
+                let t0 = Instant::now();
+                spin(Duration::from_micros(20));
+                let d = total(thread_cpu_time().since(c0));
+                wall += t0.elapsed();
+                cpu += d;
+                charged += u32::from(d > Duration::ZERO);
+            }
+            assert_eq!(charged, BLOCKS, "blocks charged 0 CPU");
+            // Preemption may take CPU away from a block, never add.
+            assert!(
+                cpu <= wall + Duration::from_micros(50),
+                "{cpu:?} > {wall:?}"
+            );
+            if cpu * 5 >= wall {
+                return;
+            }
+            shares.push(cpu.as_secs_f64() / wall.as_secs_f64());
         }
-        assert_eq!(charged, BLOCKS, "blocks charged 0 CPU");
-        // Preemption may take CPU away from a block (busy machine), never add.
-        assert!(
-            cpu <= wall + Duration::from_micros(50),
-            "{cpu:?} > {wall:?}"
-        );
-        assert!(cpu * 5 >= wall, "{cpu:?} of {wall:?}");
+        panic!("a spinning thread was charged under a fifth of its wall time in every attempt: {shares:?}");
     }
 
     /// Over a long spin, the total agrees with the kernel's tick account in
@@ -143,7 +155,15 @@ mod tests {
     #[test]
     fn the_total_agrees_with_proc_stat() {
         let (c0, p0) = (thread_cpu_time(), proc_thread_ns());
-        spin(Duration::from_millis(300));
+        // Spin until the thread has had 300 ms of CPU (at most 20 s of
+        // wall): on a busy machine 300 ms of wall may hold far less CPU,
+        // and the comparison needs many ticks.
+        let t0 = Instant::now();
+        while total(thread_cpu_time().since(c0)) < Duration::from_millis(300)
+            && t0.elapsed() < Duration::from_secs(20)
+        {
+            spin(Duration::from_millis(10));
+        }
         let cpu = total(thread_cpu_time().since(c0)).as_nanos() as f64;
         let proc = (proc_thread_ns() - p0) as f64;
         // Ticks of 10 ms at USER_HZ 100: two of them either way, and 10%.

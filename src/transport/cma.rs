@@ -27,6 +27,7 @@
 //! [`shm_region`]: super::shm_region
 
 use std::io::{self, IoSlice, IoSliceMut};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -235,6 +236,10 @@ fn finish(
             base.add(theirs) as *const Doorbell,
         )
     };
+    // The pair lives in the endpoint with the waiter that watches it.
+    let abort = super::AbortPair::new()?;
+    // SAFETY: the watch end lives in the endpoint with the waiter.
+    let waiter = unsafe { waiter.with_abort(abort.watch_fd().as_raw_fd()) };
     let mut settings = Map::new();
     settings.insert("region".into(), json!(region.path()));
     settings.insert("unlinked_once_mapped".into(), json!(true));
@@ -272,6 +277,7 @@ fn finish(
             rx: base.wrapping_add(rx) as *const Mailbox,
             sent: 0,
             received: 0,
+            abort,
             _probe: probe,
             _region: region,
         }),
@@ -299,6 +305,9 @@ struct CmaEndpoint {
     rx: *const Mailbox,
     sent: u32,
     received: u32,
+    /// Ends the waiter's waits when the server's watchdog says so (the
+    /// client went away in the middle of a block).
+    abort: super::AbortPair,
     _probe: Box<u64>,
     // Last: the mapping outlives the pointers into it.
     _region: Region,
@@ -406,6 +415,10 @@ impl CmaEndpoint {
 }
 
 impl Endpoint for CmaEndpoint {
+    fn abort_handle(&self) -> Option<super::AbortHandle> {
+        self.abort.handle()
+    }
+
     fn send(&mut self, buf: &[u8]) -> io::Result<()> {
         let (split, remote) = self.offer(buf, true);
         if split < buf.len() {

@@ -11,7 +11,6 @@ use super::common::*;
 use super::good_sweep;
 
 #[test]
-#[ignore = "open: a shm or cma endpoint has no abort handle (src/transport/shm.rs, cma.rs), so a client killed in the middle of a block holds the server until the data timeout (2 of 3 runs)"]
 fn a_shared_memory_client_killed_mid_test_frees_the_server_at_once() {
     let server = Server::start(&[]);
     let addr = server.addr();

@@ -236,7 +236,6 @@ fn finish(
             base.add(theirs) as *const Doorbell,
         )
     };
-    // The pair lives in the endpoint with the waiter that watches it.
     let abort = super::AbortPair::new()?;
     // SAFETY: the watch end lives in the endpoint with the waiter.
     let waiter = unsafe { waiter.with_abort(abort.watch_fd().as_raw_fd()) };
@@ -305,8 +304,7 @@ struct CmaEndpoint {
     rx: *const Mailbox,
     sent: u32,
     received: u32,
-    /// Ends the waiter's waits when the server's watchdog says so (the
-    /// client went away in the middle of a block).
+    /// Ends the waiter's waits when the server's watchdog says so.
     abort: super::AbortPair,
     _probe: Box<u64>,
     // Last: the mapping outlives the pointers into it.

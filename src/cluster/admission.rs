@@ -7,7 +7,8 @@
 //!
 //! * only the expected hosts' addresses may connect: those the host names
 //!   resolve to, and this machine's own (local agents, an agent beside the
-//!   coordinator); any other connection is closed before a byte is read.
+//!   coordinator); any other connection is told so in one line and closed
+//!   before a byte of it is read ([`super::refusal`]).
 //!   Tasks of `srun` or `mpirun`, which name themselves, are not known
 //!   beforehand: each publishes its addresses in a private file of the
 //!   user's ([`super::sources`]) before it connects, and a connection from

@@ -7,7 +7,8 @@
 //!
 //! * only the expected hosts' addresses may connect: those the host names
 //!   resolve to, and this machine's own (local agents, an agent beside the
-//!   coordinator); any other connection is closed before a byte is read.
+//!   coordinator); any other connection is told so in one line and closed
+//!   before a byte of it is read ([`super::refusal`]).
 //!   Tasks of `srun` or `mpirun`, which name themselves, are not known
 //!   beforehand: each publishes its addresses in a private file of the
 //!   user's ([`super::sources`]) before it connects, and a connection from
@@ -40,9 +41,12 @@ use super::protocol::{
     coordinator_proof, random_hex, seal_mesh, verify_agent, Claim, ControlChannel, Hello, Join,
     Order, MAX_JOIN_BYTES, MAX_REQUEST_BYTES,
 };
+use super::refusal::{recv_handshake, refuse, Lingering, RefusedBy};
 use crate::exec::credentials::node_key;
 use crate::exec::Agents;
-use crate::peer::server::{Admission, Pending, MAX_PENDING, MAX_PENDING_PER_SOURCE};
+use crate::peer::server::{
+    Admission, Pending, ENDED_FOR_A_NEWER, MAX_PENDING, MAX_PENDING_PER_SOURCE,
+};
 use crate::result::matrix::MatrixNode;
 use crate::sys::path::plain_ip;
 
@@ -107,8 +111,16 @@ pub(super) fn admit(
     } else {
         MAX_PENDING_PER_SOURCE
     };
-    let pending = Arc::new(Pending::with_limits(MAX_PENDING + n, per_source));
+    let pending = Arc::new(
+        Pending::with_limits(MAX_PENDING + n, per_source)
+            .with_refusal(super::refusal::line(ENDED_FOR_A_NEWER)),
+    );
     let (tx, rx) = mpsc::channel::<Joined>();
+    // Agents that refused this coordinator, and why (a handshake thread's
+    // last word), for the missing nodes' errors.
+    let (told_tx, told_rx) = mpsc::channel::<String>();
+    let mut told: Vec<String> = Vec::new();
+    let mut lingering = Lingering::default();
     let mut joined = 0;
     let mut refused: Vec<IpAddr> = Vec::new();
     let mut accept_error: Option<String> = None;
@@ -130,10 +142,15 @@ pub(super) fn admit(
                     if !refused.contains(&ip) && refused.len() < SHOWN_REFUSALS {
                         refused.push(ip);
                     }
-                    // Dropping the stream closes it: nothing read, no thread.
+                    // Told why, nothing read, no thread.
+                    lingering.refuse(
+                        stream,
+                        &format!("{ip} is not an address of this run's hosts"),
+                    );
                     continue;
                 }
-                start_handshake(stream, ip, &pending, keys, plan.timeout, &tx);
+                let ends = (&tx, &told_tx);
+                start_handshake(stream, ip, &pending, keys, plan.timeout, ends);
                 continue;
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -144,7 +161,13 @@ pub(super) fn admit(
                 std::thread::sleep(ACCEPT_BACKOFF);
             }
         }
-        while let Ok((claim, join, mut ch)) = rx.try_recv() {
+        lingering.tend();
+        while let Ok(why) = told_rx.try_recv() {
+            if told.len() < SHOWN_REFUSALS && !told.contains(&why) {
+                told.push(why);
+            }
+        }
+        while let Ok((claim, join, ch)) = rx.try_recv() {
             let known = nodes.iter().position(|x| x.name == claim.name);
             let i = match known {
                 Some(i) => i,
@@ -162,22 +185,21 @@ pub(super) fn admit(
                     nodes.len() - 1
                 }
                 None => {
-                    let _ = ch.send(&Order::Refused {
-                        message: format!("'{}' is not a node of this run", claim.name),
-                    });
+                    let why = format!("'{}' is not a node of this run", claim.name);
+                    refuse_joined(&mut lingering, ch, &why);
                     continue;
                 }
             };
             if members[i].ch.is_some() {
-                let _ = ch.send(&Order::Refused {
-                    message: format!(
-                        "{} has already joined: run one task per node (srun \
-                         --ntasks-per-node=1, mpirun --map-by ppr:1:node)",
-                        claim.name
-                    ),
-                });
+                let why = format!(
+                    "{} has already joined: run one task per node (srun \
+                     --ntasks-per-node=1, mpirun --map-by ppr:1:node)",
+                    claim.name
+                );
+                refuse_joined(&mut lingering, ch, &why);
                 continue;
             }
+            let mut ch = ch;
             let _ = ch.send(&Order::Welcome);
             members[i] = Member {
                 ch: Some(ch),
@@ -212,6 +234,9 @@ pub(super) fn admit(
     }
     if let Some(e) = &accept_error {
         also.push_str(&format!("; accepting connections failed at times: {e}"));
+    }
+    for why in &told {
+        also.push_str(&format!("; {why}"));
     }
     for (i, m) in members.iter().enumerate() {
         if m.ch.is_none() {
@@ -252,16 +277,25 @@ pub(super) fn admit(
     Ok(())
 }
 
+/// Refuse an agent that completed its handshake (from the accept loop:
+/// its connection lingers there).
+fn refuse_joined(lingering: &mut Lingering, ch: ControlChannel, why: &str) {
+    if let Ok(s) = ch.stream().try_clone() {
+        lingering.refuse(s, why);
+    }
+}
+
 /// Take a handshake place for `stream` and run its handshake on a thread
-/// of its own; a good agent is sent on `tx`. Without a place or a thread
-/// (out of descriptors or memory) the connection is closed.
+/// of its own; a good agent is sent on `tx`, an agent's refusal of this
+/// coordinator on `told`. Without a place or a thread (out of descriptors
+/// or memory) the connection is closed.
 fn start_handshake(
     stream: TcpStream,
     ip: IpAddr,
     pending: &Arc<Pending>,
     keys: &Keys,
     timeout: Duration,
-    tx: &mpsc::Sender<Joined>,
+    (tx, told): (&mpsc::Sender<Joined>, &mpsc::Sender<String>),
 ) {
     let Some(admission) = Pending::admit(pending, &stream, ip, false) else {
         return;
@@ -269,18 +303,25 @@ fn start_handshake(
     let Ok(nonce) = random_hex() else {
         return;
     };
-    let tx = tx.clone();
+    let (tx, told) = (tx.clone(), told.clone());
     let keys = keys.clone();
     // A real agent probes its machine mid-handshake: give it time, but
     // never more than this in all, however it trickles.
     let deadline = Instant::now() + timeout.max(Duration::from_secs(30));
     let spawned = std::thread::Builder::new()
         .name("wulf-admit".into())
-        .spawn(move || {
-            if let Ok(j) = handshake(&stream, &keys, &nonce, deadline, admission) {
-                let _ = tx.send(j);
-            }
-        });
+        .spawn(
+            move || match handshake(&stream, &keys, &nonce, deadline, admission) {
+                Ok(j) => {
+                    let _ = tx.send(j);
+                }
+                Err(e) => {
+                    if let Some(r) = e.downcast_ref::<RefusedBy>() {
+                        let _ = told.send(format!("an agent from {ip} {r}"));
+                    }
+                }
+            },
+        );
     // On failure the closure, with the stream and the place, is dropped.
     let _ = spawned;
 }
@@ -303,34 +344,34 @@ fn handshake(
     super::agent::keepalive(stream)?;
     let mut ch = ControlChannel::new(stream.try_clone()?)?;
     ch.send(&Hello::ours())?;
-    let hello: Hello = ch.recv_by(deadline, MAX_REQUEST_BYTES)?;
+    let hello: Hello = recv_handshake(&mut ch, deadline, MAX_REQUEST_BYTES)?;
     if hello.tool_version != Hello::ours().tool_version {
-        let _ = ch.send(&Order::Refused {
-            message: format!(
+        refuse(
+            &mut ch,
+            format!(
                 "the coordinator runs wulf {}, this agent runs wulf {}",
                 Hello::ours().tool_version,
                 hello.tool_version
             ),
-        });
+        );
         bail!("agent of wulf {}", hello.tool_version);
     }
     ch.send(&Order::Challenge {
         nonce: nonce.to_string(),
     })?;
-    let claim: Claim = ch.recv_by(deadline, MAX_REQUEST_BYTES)?;
+    let claim: Claim = recv_handshake(&mut ch, deadline, MAX_REQUEST_BYTES)?;
     if claim.name.is_empty() || claim.name.len() > MAX_NAME_BYTES {
-        let _ = ch.send(&Order::Refused {
-            message: format!("a node name has 1 to {MAX_NAME_BYTES} bytes"),
-        });
+        refuse(
+            &mut ch,
+            format!("a node name has 1 to {MAX_NAME_BYTES} bytes"),
+        );
         bail!("a node name of {} bytes", claim.name.len());
     }
     // The key of the name claimed: an agent holding another node's key
     // (or none) cannot make this proof.
     let key = node_key(&keys.secret, &claim.name);
     if !verify_agent(&key, nonce, &claim.nonce, &claim.proof) {
-        let _ = ch.send(&Order::Refused {
-            message: "wrong secret".into(),
-        });
+        refuse(&mut ch, "wrong secret");
         bail!("{} sent a wrong proof", claim.name);
     }
     // Proved: no longer a stranger's connection.
@@ -340,7 +381,7 @@ fn handshake(
         proof: coordinator_proof(&key, nonce, &claim.nonce),
         mesh,
     })?;
-    let join: Join = ch.recv_by(deadline, MAX_JOIN_BYTES)?;
+    let join: Join = recv_handshake(&mut ch, deadline, MAX_JOIN_BYTES)?;
     // Orders may be far apart; the rounds set their own read timeouts.
     stream.set_write_timeout(None)?;
     Ok((claim, join, ch))

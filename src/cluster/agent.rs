@@ -17,6 +17,7 @@ use super::protocol::{
     agent_proof, random_hex, unseal_mesh, verify_coordinator, CellParts, CellReport, Claim,
     ControlChannel, Hello, Join, Order, MAX_REQUEST_BYTES, SECRET_ENV, WORKING_EVERY,
 };
+use super::refusal::{recv_handshake, refuse, RefusedBy};
 use crate::peer::auth::Secret;
 use crate::peer::server::{serve_on, LocalTransports, ServeOptions, SessionPolicy};
 use crate::result::matrix::CellNet;
@@ -236,19 +237,36 @@ fn handshake(
     here: std::net::IpAddr,
     deadline: Instant,
 ) -> Result<Secret> {
-    let recv_order =
-        |ch: &mut ControlChannel| -> Result<Order> { ch.recv_by(deadline, MAX_REQUEST_BYTES) };
+    // A refusal may come instead of any message: it is said, not taken
+    // for a malformed one.
+    let recv_order = |ch: &mut ControlChannel| -> Result<Order> {
+        recv_handshake(ch, deadline, MAX_REQUEST_BYTES)
+    };
     // Until the coordinator has proved itself, a failed read or write is
     // a cut connection, tried again by the caller.
-    let cut = |e: anyhow::Error| e.context(Cut);
+    // A refusal after the Hellos is final (a wrong secret, another
+    // version) and said as the coordinator's.
+    let cut = |e: anyhow::Error| match e.downcast_ref::<RefusedBy>() {
+        Some(r) => anyhow::anyhow!("the coordinator {r}"),
+        None => e.context(Cut),
+    };
     ch.send(&Hello::ours()).map_err(cut)?;
-    let hello: Hello = ch.recv_by(deadline, MAX_REQUEST_BYTES).map_err(cut)?;
+    // Refused before the Hellos (an address not yet known, a flood of
+    // handshakes): worth another try, and said if the last.
+    let hello: Hello = recv_handshake(ch, deadline, MAX_REQUEST_BYTES).map_err(|e| match e
+        .downcast_ref::<RefusedBy>()
+    {
+        Some(r) => anyhow::anyhow!("the coordinator {r}").context(Cut),
+        None => e.context(Cut),
+    })?;
     if hello.tool_version != Hello::ours().tool_version {
-        bail!(
+        let why = format!(
             "the coordinator runs wulf {}, this agent runs wulf {}",
             hello.tool_version,
             Hello::ours().tool_version
         );
+        refuse(ch, why.clone());
+        bail!(why);
     }
     let theirs = match recv_order(ch).map_err(cut)? {
         Order::Challenge { nonce } => nonce,
@@ -266,6 +284,9 @@ fn handshake(
     let mesh = match recv_order(ch).map_err(cut)? {
         Order::Proof { proof, mesh } => {
             if !verify_coordinator(&key, &theirs, &ours, &proof) {
+                // Told, so that a coordinator of another run says why this
+                // node never joined; nothing about this machine is sent.
+                refuse(ch, "the coordinator could not prove the run's secret");
                 return Err(crate::error::peer(format!(
                     "the coordinator at {} could not prove the run's secret: not this \
                      run's coordinator; nothing was sent to it",
@@ -285,7 +306,11 @@ fn handshake(
         serve_address: serve_address.to_string(),
         host,
     })?;
-    match recv_order(ch)? {
+    let last = recv_order(ch).map_err(|e| match e.downcast_ref::<RefusedBy>() {
+        Some(r) => anyhow::anyhow!("the coordinator {r}"),
+        None => e,
+    })?;
+    match last {
         Order::Welcome => Ok(Secret::trusted(&mesh)),
         Order::Refused { message } => bail!("the coordinator refused this agent: {message}"),
         other => bail!("expected a welcome, got {other:?}"),

@@ -38,6 +38,7 @@ pub mod nodes;
 pub mod orphan;
 pub mod pair;
 pub mod protocol;
+pub mod refusal;
 mod remeasure;
 mod rounds;
 pub mod schedule;

@@ -197,6 +197,9 @@ pub struct Pending {
     /// Places in all and per source, when not [`MAX_PENDING`] and
     /// [`MAX_PENDING_PER_SOURCE`].
     limits: Option<(usize, usize)>,
+    /// The line an ended handshake is told (its protocol's error message);
+    /// None: `wulf serve`'s [`super::protocol::Reply::Error`].
+    refusal: Option<Vec<u8>>,
 }
 
 impl Pending {
@@ -209,6 +212,29 @@ impl Pending {
             limits: Some((total.max(1), per_source.max(1))),
             ..Pending::default()
         }
+    }
+
+    /// The same, telling an ended handshake `line` (a whole message of the
+    /// protocol spoken on these connections, newline included) instead of
+    /// `wulf serve`'s error reply.
+    pub fn with_refusal(self, line: Vec<u8>) -> Pending {
+        Pending {
+            refusal: Some(line),
+            ..self
+        }
+    }
+
+    /// What an ended handshake is told.
+    fn refusal_line(&self) -> Vec<u8> {
+        if let Some(l) = &self.refusal {
+            return l.clone();
+        }
+        let mut l = serde_json::to_vec(&super::protocol::Reply::Error {
+            message: ENDED_FOR_A_NEWER.to_string(),
+        })
+        .unwrap_or_default();
+        l.push(b'\n');
+        l
     }
 
     /// Take a place for `stream` from `ip`, ending the oldest handshake of
@@ -242,8 +268,14 @@ impl Pending {
             None
         };
         if let Some(k) = victim.and_then(|k| entries.remove(k)) {
+            // Told why (issue 26: refused handshakes closed without a
+            // word), without waiting: a line fits the send buffer, and a
+            // full one means a client that reads nothing anyway.
+            let line = pending.refusal_line();
+            let _ = socket2::SockRef::from(&k.2).send_with_flags(&line, libc::MSG_DONTWAIT);
             // Its session's next read fails at once and the thread ends;
             // its admission then finds its entry gone.
+            let _ = k.2.shutdown(Shutdown::Write);
             let _ = k.2.shutdown(Shutdown::Both);
             if log {
                 eprintln!(
@@ -261,6 +293,10 @@ impl Pending {
         entries.retain(|e| e.0 != id);
     }
 }
+
+/// Why a handshake was ended by the server (the message it is told).
+pub const ENDED_FOR_A_NEWER: &str = "too many connections in their handshake: \
+     this one, the oldest of its address (or of the busiest), was ended to admit a newer one";
 
 /// A connection's place among those in their handshake, given back once.
 pub struct Admission(Option<(Arc<Pending>, u64)>);

@@ -27,6 +27,7 @@
 //! [`shm_region`]: super::shm_region
 
 use std::io::{self, IoSlice, IoSliceMut};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -235,6 +236,9 @@ fn finish(
             base.add(theirs) as *const Doorbell,
         )
     };
+    let abort = super::AbortPair::new()?;
+    // SAFETY: the watch end lives in the endpoint with the waiter.
+    let waiter = unsafe { waiter.with_abort(abort.watch_fd().as_raw_fd()) };
     let mut settings = Map::new();
     settings.insert("region".into(), json!(region.path()));
     settings.insert("unlinked_once_mapped".into(), json!(true));
@@ -272,6 +276,7 @@ fn finish(
             rx: base.wrapping_add(rx) as *const Mailbox,
             sent: 0,
             received: 0,
+            abort,
             _probe: probe,
             _region: region,
         }),
@@ -299,6 +304,8 @@ struct CmaEndpoint {
     rx: *const Mailbox,
     sent: u32,
     received: u32,
+    /// Ends the waiter's waits when the server's watchdog says so.
+    abort: super::AbortPair,
     _probe: Box<u64>,
     // Last: the mapping outlives the pointers into it.
     _region: Region,
@@ -406,6 +413,10 @@ impl CmaEndpoint {
 }
 
 impl Endpoint for CmaEndpoint {
+    fn abort_handle(&self) -> Option<super::AbortHandle> {
+        self.abort.handle()
+    }
+
     fn send(&mut self, buf: &[u8]) -> io::Result<()> {
         let (split, remote) = self.offer(buf, true);
         if split < buf.len() {

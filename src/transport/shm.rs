@@ -26,6 +26,7 @@
 //! [`shm_message`]: super::shm_message
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -317,6 +318,10 @@ fn finish(
             ),
         )
     };
+    // The pair lives in the endpoint with the waiter that watches it.
+    let abort = super::AbortPair::new()?;
+    // SAFETY: as above; the watch end lives in the endpoint too.
+    let waiter = unsafe { waiter.with_abort(abort.watch_fd().as_raw_fd()) };
     let mut settings = Map::new();
     settings.insert("region".into(), json!(region.path()));
     settings.insert("region_bytes".into(), json!(region.len()));
@@ -357,6 +362,7 @@ fn finish(
             rx,
             waiter,
             direct,
+            abort,
             _region: region,
         }),
         settings,
@@ -370,6 +376,9 @@ struct ShmEndpoint {
     rx: Consumer,
     waiter: Waiter,
     direct: Direct,
+    /// Ends the waiter's waits when the server's watchdog says so (the
+    /// client went away in the middle of a block).
+    abort: super::AbortPair,
     // Last: the mapping must outlive everything that points into it.
     _region: Region,
 }
@@ -396,6 +405,10 @@ impl Endpoint for ShmEndpoint {
 
     fn send_memory(&mut self, bytes: usize) -> io::Result<Option<SendMemory>> {
         self.direct.lender.lend(bytes)
+    }
+
+    fn abort_handle(&self) -> Option<super::AbortHandle> {
+        self.abort.handle()
     }
 }
 

@@ -37,6 +37,12 @@ const YIELDS_PER_CHECK: u32 = 16;
 /// Polls before `block` goes to sleep: a reply within about a microsecond
 /// costs no system call on either side.
 const SPINS_BEFORE_SLEEP: u32 = 256;
+/// How often a wait that has already lasted this long looks at its abort
+/// descriptor ([`Waiter::with_abort`]), and the longest futex sleep of a
+/// waiter that has one: a server whose client was killed in the middle of
+/// a block ends within about this, not after the channel timeout, and a
+/// wait that is on time never makes the system call.
+pub const ABORT_CHECK_EVERY: Duration = Duration::from_millis(20);
 
 /// One end's doorbell in shared memory: a futex word the other end bumps to
 /// wake it, and a flag saying this end is (about to be) asleep on it. Own
@@ -57,6 +63,10 @@ pub struct Waiter {
     timeout: Duration,
     mine: *const Doorbell,
     theirs: *const Doorbell,
+    /// Readable (or hung up) once the channel is aborted from another
+    /// thread (the watching end of an [`super::AbortPair`]); None: only
+    /// the timeout ends a wait.
+    abort: Option<std::os::fd::RawFd>,
 }
 
 // SAFETY: the doorbells are atomics in memory that outlives the waiter (the
@@ -80,6 +90,23 @@ impl Waiter {
             timeout,
             mine,
             theirs,
+            abort: None,
+        }
+    }
+
+    /// The same waiter, whose waits also end (with `ConnectionAborted`)
+    /// once `fd` becomes readable or hangs up: the watch end of the
+    /// channel's [`super::AbortPair`], which a server's watchdog uses when
+    /// the client goes away (issue 26: a shm or cma client killed in the
+    /// middle of a block held the server until the data timeout).
+    ///
+    /// # Safety
+    /// `fd` must stay open for as long as the waiter or any copy of it is
+    /// used (the endpoint owning the waiter owns the pair too).
+    pub unsafe fn with_abort(self, fd: std::os::fd::RawFd) -> Waiter {
+        Waiter {
+            abort: Some(fd),
+            ..self
         }
     }
 
@@ -125,6 +152,7 @@ impl Waiter {
     #[inline(never)]
     fn wait_slow<F: FnMut() -> io::Result<bool>>(&self, ready: &mut F) -> io::Result<()> {
         let mut deadline: Option<Instant> = None;
+        let mut next_abort_check: Option<Instant> = None;
         let mut polls: u32 = 0;
         loop {
             match self.mode {
@@ -154,10 +182,14 @@ impl Waiter {
                     polls = SPINS_BEFORE_SLEEP;
                 }
                 WaitMode::Block => {
-                    let left = match deadline {
+                    let mut left = match deadline {
                         Some(d) => d.saturating_duration_since(Instant::now()),
                         None => self.timeout,
                     };
+                    if self.abort.is_some() {
+                        // Wake now and then to look at the abort.
+                        left = left.min(ABORT_CHECK_EVERY);
+                    }
                     if self.sleep(ready, left)? {
                         return Ok(());
                     }
@@ -165,6 +197,18 @@ impl Waiter {
             }
             let now = Instant::now();
             let d = *deadline.get_or_insert(now + self.timeout);
+            if let Some(fd) = self.abort {
+                let check = *next_abort_check.get_or_insert(now + ABORT_CHECK_EVERY);
+                if now >= check {
+                    if aborted(fd) {
+                        return Err(io::Error::new(
+                            io::ErrorKind::ConnectionAborted,
+                            "the channel was ended while waiting for the peer (its other end went away)",
+                        ));
+                    }
+                    next_abort_check = Some(now + ABORT_CHECK_EVERY);
+                }
+            }
             if now >= d {
                 return if ready()? {
                     Ok(())
@@ -202,6 +246,19 @@ impl Waiter {
         d.sleeping.store(0, Ordering::Relaxed);
         r
     }
+}
+
+/// Whether `fd` is readable or hung up, without waiting.
+fn aborted(fd: std::os::fd::RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the call; `fd` is open (the contract
+    // of `Waiter::with_abort`); a zero timeout never blocks.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents != 0
 }
 
 /// Sleep while `word` holds `expected`, at most `timeout`. Spurious returns
@@ -285,6 +342,30 @@ mod tests {
             })
             .unwrap_err();
         assert_eq!(e.to_string(), "boom");
+    }
+
+    #[test]
+    fn an_abort_ends_a_wait_in_every_mode_long_before_the_timeout() {
+        use std::os::fd::AsRawFd;
+        let b = bells();
+        for mode in [WaitMode::Spin, WaitMode::Yield, WaitMode::Block] {
+            let pair = crate::transport::AbortPair::new().unwrap();
+            let handle = pair.handle().unwrap();
+            // SAFETY: `b` and `pair` outlive the waiter.
+            let w = unsafe {
+                Waiter::new(mode, Duration::from_secs(30), &b[0], &b[1])
+                    .with_abort(pair.watch_fd().as_raw_fd())
+            };
+            let t = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                handle.abort();
+            });
+            let started = Instant::now();
+            let e = w.wait(|| Ok(false)).unwrap_err();
+            t.join().unwrap();
+            assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted, "{mode}");
+            assert!(started.elapsed() < Duration::from_secs(10), "{mode}");
+        }
     }
 
     #[test]

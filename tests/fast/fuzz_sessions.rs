@@ -79,9 +79,14 @@ fn a_well_formed_session_reaches_its_test_and_garbage_is_answered() {
 fn an_agent_sends_nothing_of_its_machine_without_the_coordinators_proof() {
     let wrong = b"HELLO\nCHALLENGE\n{\"order\":\"proof\",\"proof\":\"00\",\"mesh\":\"00\"}\n";
     let (sent, outcome) = wulf::fuzzing::agent_session(wrong);
-    // Its Hello and its claim, then nothing.
-    assert_eq!(sent.len(), 2, "{sent:?}");
+    // Its Hello and its claim, then only why it ends (issue 26: a refusal
+    // is said), nothing of its machine.
+    assert_eq!(sent.len(), 3, "{sent:?}");
     assert!(sent[1].contains("\"proof\""), "{sent:?}");
+    assert!(
+        sent[2].contains("\"refused\"") && !sent[2].contains("host"),
+        "{sent:?}"
+    );
     assert!(outcome.is_some());
 }
 

@@ -30,7 +30,28 @@ fn the_budget_is_kept_and_the_seeds_order_recorded() {
     ])
     .output()
     .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A failed run says which cells failed and why (the result is saved
+    // with exit 3): the CI failure "2 cells failed" said neither.
+    let failed: Vec<String> = wulf::result::matrix::read_matrix_result(&json)
+        .map(|r| {
+            r.cells
+                .iter()
+                .filter_map(|c| {
+                    let e = c.error.as_ref()?;
+                    Some(format!(
+                        "{} -> {} (round {}, {:.2} s): {e}",
+                        c.from, c.to, c.round, c.measure_s
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}; failed cells: {failed:#?}",
+        stderr(&out)
+    );
     let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
     assert_eq!((r.seed, r.budget_s), (Some(7), Some(budget_s)));
     // The agents' start-up is outside the budget: wall_s - rounds_s.

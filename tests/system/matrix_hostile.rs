@@ -136,9 +136,14 @@ fn a_flood_of_idle_connections_neither_stops_the_matrix_nor_grows_the_coordinato
     let pid = child.id();
     let addr = coordinator_of(&format!("{t}1"), Duration::from_secs(20))
         .expect("the agents' launch names the coordinator");
-    // No host's address: closed before a byte is sent.
+    // No host's address: told why and closed, nothing read (issue 26:
+    // refusals closed without a word).
     let stranger = connect_from([127, 0, 0, 9], addr).unwrap();
-    assert_eq!(first_line(&stranger), "", "a stranger was answered");
+    let told = first_line(&stranger);
+    assert!(
+        told.contains("\"refused\"") && told.contains("127.0.0.9 is not an address"),
+        "{told:?}"
+    );
     // This machine's address (the local agents'): the handshake begins.
     let local = connect_from([127, 0, 0, 1], addr).unwrap();
     assert!(first_line(&local).contains("tool_version"));
@@ -340,6 +345,11 @@ fn an_agent_sends_nothing_to_a_coordinator_that_cannot_prove_the_secret() {
         !rest.contains("host"),
         "the agent sent its fingerprint: {rest}"
     );
+    // Only why it ends (issue 26: the agent closed without a word).
+    assert!(
+        rest.contains("\"refused\"") && rest.contains("could not prove"),
+        "{rest:?}"
+    );
     let out = wait_bounded(child, Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("could not prove"), "{}", stderr(&out));
@@ -443,4 +453,48 @@ fn a_rendezvous_file_that_is_not_the_users_own_and_private_is_refused() {
         trap.accept().is_err(),
         "the rank connected to the planted address"
     );
+}
+
+#[test]
+fn a_handshake_ended_by_a_flood_is_told_why() {
+    let dir = tempdir();
+    let json = dir.path().join("m.json");
+    let slow = dir.path().join("slow-wulf");
+    script(
+        &slow,
+        &format!("#!/bin/sh\nsleep 3\nexec {} \"$@\"\n", wulf_bin()),
+    );
+    let t = tag("told");
+    let hosts = format!("{t}1,{t}2");
+    let child = wulf(&quick_matrix(&hosts, &slow, &json))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = coordinator_of(&format!("{t}1"), Duration::from_secs(20))
+        .expect("the agents' launch names the coordinator");
+    // The oldest of this address's handshakes is ended once more arrive
+    // than its places (2 agents + 4 on loopback): it reads the Hello, then
+    // why, then the end.
+    let oldest = connect_from([127, 0, 0, 1], addr).unwrap();
+    let mut r = BufReader::new(oldest.try_clone().unwrap());
+    oldest
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut hello = String::new();
+    r.read_line(&mut hello).unwrap();
+    assert!(hello.contains("tool_version"), "{hello:?}");
+    let mut newer = Vec::new();
+    for _ in 0..8 {
+        newer.push(connect_from([127, 0, 0, 1], addr).unwrap());
+    }
+    let mut told = String::new();
+    let _ = r.read_line(&mut told);
+    assert!(
+        told.contains("\"refused\"") && told.contains("too many connections"),
+        "{told:?}"
+    );
+    drop(newer);
+    let out = wait_bounded(child, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

@@ -38,35 +38,42 @@ enum Axis {
     Y,
 }
 
-/// Copies (or, with `store`, writes back) the values at padded index
-/// `at` of `axis`, over `others` of the other in-plane axis and planes
-/// `ks`, into `buf` in order; returns the count.
-fn copy_plane(
-    b: &Block,
-    field: &mut [f64],
+/// A plane of points: padded index `at` of `axis`, over `others` of the
+/// other in-plane axis and planes `ks`.
+struct Plane {
     axis: Axis,
     at: usize,
     others: std::ops::Range<usize>,
     ks: std::ops::Range<usize>,
-    buf: &mut [f64],
-    store: bool,
-) -> usize {
-    let mut n = 0;
-    for k in ks {
-        for o in others.clone() {
-            let p = match axis {
-                Axis::X => b.at(at, o, k),
-                Axis::Y => b.at(o, at, k),
-            };
-            if store {
-                field[p..p + NV].copy_from_slice(&buf[n..n + NV]);
-            } else {
-                buf[n..n + NV].copy_from_slice(&field[p..p + NV]);
-            }
+}
+
+impl Plane {
+    /// The offsets of the plane's points, in message order.
+    fn points<'b>(&'b self, b: &'b Block) -> impl Iterator<Item = usize> + 'b {
+        self.ks.clone().flat_map(move |k| {
+            self.others.clone().map(move |o| match self.axis {
+                Axis::X => b.at(self.at, o, k),
+                Axis::Y => b.at(o, self.at, k),
+            })
+        })
+    }
+
+    /// Copies the plane of `field` into `buf`; returns the count.
+    fn pack(&self, b: &Block, field: &[f64], buf: &mut [f64]) -> usize {
+        let mut n = 0;
+        for p in self.points(b) {
+            buf[n..n + NV].copy_from_slice(&field[p..p + NV]);
             n += NV;
         }
+        n
     }
-    n
+
+    /// Copies `buf` into the plane of `field`.
+    fn unpack(&self, b: &Block, field: &mut [f64], buf: &[f64]) {
+        for (p, v) in self.points(b).zip(buf.chunks_exact(NV)) {
+            field[p..p + NV].copy_from_slice(v);
+        }
+    }
 }
 
 /// Sends `send` to `to` and receives `recv` from `from`, either of which
@@ -88,8 +95,12 @@ fn shift(
 
 /// Fills the two ghost layers of `field` in x and y from the neighbours'
 /// owned points, over all planes.
-pub fn ghosts(comm: &dyn Communicator, b: &Block, field: &mut [f64], bufs: &mut Buffers) -> Result<()> {
-    let all_k = 0..b.nz;
+pub fn ghosts(
+    comm: &dyn Communicator,
+    b: &Block,
+    field: &mut [f64],
+    bufs: &mut Buffers,
+) -> Result<()> {
     for (axis, len, lower, upper, others) in [
         (Axis::X, b.nx, b.north, b.south, b.owned_j()),
         (Axis::Y, b.ny, b.west, b.east, b.owned_i()),
@@ -97,37 +108,32 @@ pub fn ghosts(comm: &dyn Communicator, b: &Block, field: &mut [f64], bufs: &mut 
         if lower.is_none() && upper.is_none() {
             continue;
         }
+        let plane = |at: usize| Plane {
+            axis,
+            at,
+            others: others.clone(),
+            ks: 0..b.nz,
+        };
+        let half = NV * others.len() * b.nz;
+        let (send, recv) = (&mut bufs.send[..2 * half], &mut bufs.recv[..2 * half]);
         // Our last two owned planes are the upper neighbour's low ghosts.
-        let count = 2 * NV * others.len() * b.nz;
-        let (send, recv) = (&mut bufs.send[..count], &mut bufs.recv[..count]);
-        let half = count / 2;
         if upper.is_some() {
-            for (d, plane) in [GHOST + len - 2, GHOST + len - 1].into_iter().enumerate() {
-                let part = &mut send[d * half..(d + 1) * half];
-                copy_plane(b, field, axis, plane, others.clone(), all_k.clone(), part, false);
-            }
+            plane(GHOST + len - 2).pack(b, field, &mut send[..half]);
+            plane(GHOST + len - 1).pack(b, field, &mut send[half..]);
         }
         shift(comm, upper, send, lower, recv)?;
         if lower.is_some() {
-            for (d, plane) in [0, 1].into_iter().enumerate() {
-                let part = &mut recv[d * half..(d + 1) * half];
-                copy_plane(b, field, axis, plane, others.clone(), all_k.clone(), part, true);
-            }
-        }
-        // Our first two owned planes are the lower neighbour's high ghosts.
-        if lower.is_some() {
-            for (d, plane) in [GHOST + 1, GHOST].into_iter().enumerate() {
-                let part = &mut send[d * half..(d + 1) * half];
-                copy_plane(b, field, axis, plane, others.clone(), all_k.clone(), part, false);
-            }
+            plane(0).unpack(b, field, &recv[..half]);
+            plane(1).unpack(b, field, &recv[half..]);
+            // Our first two owned planes are the lower neighbour's high
+            // ghosts.
+            plane(GHOST + 1).pack(b, field, &mut send[..half]);
+            plane(GHOST).pack(b, field, &mut send[half..]);
         }
         shift(comm, lower, send, upper, recv)?;
         if upper.is_some() {
-            let planes = [GHOST + len + 1, GHOST + len];
-            for (d, plane) in planes.into_iter().enumerate() {
-                let part = &mut recv[d * half..(d + 1) * half];
-                copy_plane(b, field, axis, plane, others.clone(), all_k.clone(), part, true);
-            }
+            plane(GHOST + len + 1).unpack(b, field, &recv[..half]);
+            plane(GHOST + len).unpack(b, field, &recv[half..]);
         }
     }
     Ok(())
@@ -143,6 +149,26 @@ pub enum Sweep {
     Upper,
 }
 
+/// The rows of plane `k` a sweep exchanges across x and across y: at
+/// padded `x_at` over the interior y points, and at `y_at` over the
+/// interior x points.
+fn rows(b: &Block, k: usize, x_at: usize, y_at: usize) -> [Plane; 2] {
+    [
+        Plane {
+            axis: Axis::X,
+            at: x_at,
+            others: b.jst..b.jend + 1,
+            ks: k..k + 1,
+        },
+        Plane {
+            axis: Axis::Y,
+            at: y_at,
+            others: b.ist..b.iend + 1,
+            ks: k..k + 1,
+        },
+    ]
+}
+
 /// Receives, before plane `k` of a sweep, the rows of the upstream
 /// neighbours' plane `k` into the ghost row next to this block.
 pub fn receive_upstream(
@@ -153,19 +179,16 @@ pub fn receive_upstream(
     sweep: Sweep,
     bufs: &mut Buffers,
 ) -> Result<()> {
-    let (from_x, ghost_x, from_y, ghost_y) = match sweep {
-        Sweep::Lower => (b.north, GHOST - 1, b.west, GHOST - 1),
-        Sweep::Upper => (b.south, GHOST + b.nx, b.east, GHOST + b.ny),
+    let (from, x_at, y_at) = match sweep {
+        Sweep::Lower => ([b.north, b.west], GHOST - 1, GHOST - 1),
+        Sweep::Upper => ([b.south, b.east], GHOST + b.nx, GHOST + b.ny),
     };
-    if let Some(from) = from_x {
-        let len = NV * (b.jend + 1 - b.jst);
-        comm.recv(from, &mut bufs.recv[..len])?;
-        copy_plane(b, v, Axis::X, ghost_x, b.jst..b.jend + 1, k..k + 1, &mut bufs.recv, true);
-    }
-    if let Some(from) = from_y {
-        let len = NV * (b.iend + 1 - b.ist);
-        comm.recv(from, &mut bufs.recv[..len])?;
-        copy_plane(b, v, Axis::Y, ghost_y, b.ist..b.iend + 1, k..k + 1, &mut bufs.recv, true);
+    for (from, row) in from.into_iter().zip(rows(b, k, x_at, y_at)) {
+        if let Some(from) = from {
+            let len = NV * row.others.len();
+            comm.recv(from, &mut bufs.recv[..len])?;
+            row.unpack(b, v, &bufs.recv[..len]);
+        }
     }
     Ok(())
 }
@@ -175,24 +198,20 @@ pub fn receive_upstream(
 pub fn send_downstream(
     comm: &dyn Communicator,
     b: &Block,
-    v: &mut [f64],
+    v: &[f64],
     k: usize,
     sweep: Sweep,
     bufs: &mut Buffers,
 ) -> Result<()> {
-    let (to_x, edge_x, to_y, edge_y) = match sweep {
-        Sweep::Lower => (b.south, GHOST + b.nx - 1, b.east, GHOST + b.ny - 1),
-        Sweep::Upper => (b.north, GHOST, b.west, GHOST),
+    let (to, x_at, y_at) = match sweep {
+        Sweep::Lower => ([b.south, b.east], GHOST + b.nx - 1, GHOST + b.ny - 1),
+        Sweep::Upper => ([b.north, b.west], GHOST, GHOST),
     };
-    if let Some(to) = to_x {
-        let ks = k..k + 1;
-        let len = copy_plane(b, v, Axis::X, edge_x, b.jst..b.jend + 1, ks, &mut bufs.send, false);
-        comm.send(to, &bufs.send[..len])?;
-    }
-    if let Some(to) = to_y {
-        let ks = k..k + 1;
-        let len = copy_plane(b, v, Axis::Y, edge_y, b.ist..b.iend + 1, ks, &mut bufs.send, false);
-        comm.send(to, &bufs.send[..len])?;
+    for (to, row) in to.into_iter().zip(rows(b, k, x_at, y_at)) {
+        if let Some(to) = to {
+            let len = row.pack(b, v, &mut bufs.send);
+            comm.send(to, &bufs.send[..len])?;
+        }
     }
     Ok(())
 }

@@ -110,7 +110,10 @@ impl Block {
     /// The block of `rank` on `grid` for a grid of `n` points a side.
     pub fn new(n: usize, grid: ProcGrid, rank: usize) -> Result<Block> {
         grid.check(n, grid.xdim * grid.ydim)?;
-        ensure!(rank < grid.xdim * grid.ydim, "rank {rank} outside the process grid");
+        ensure!(
+            rank < grid.xdim * grid.ydim,
+            "rank {rank} outside the process grid"
+        );
         let (row, col) = (rank % grid.xdim, rank / grid.xdim);
         let (ipt, nx) = split(n, grid.xdim, row);
         let (jpt, ny) = split(n, grid.ydim, col);

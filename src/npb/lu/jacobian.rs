@@ -10,6 +10,10 @@
 //! builds any of them from the direction, the normal momentum being the
 //! direction's component.
 
+// Loops index rows and columns of 5x5 blocks by their variable numbers,
+// as the formulas do.
+#![allow(clippy::needless_range_loop)]
+
 use super::grid::{Coeffs, C1, C2, C3, C4, C5, NV};
 
 /// A 5x5 block, row-major: `m[row][column]`.

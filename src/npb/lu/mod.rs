@@ -65,7 +65,11 @@ impl LuFigures {
         for (m, (v, r)) in self.error_norms.iter().zip(p.error_norms).enumerate() {
             checks.push(CheckedValue::new(&format!("xce({})", m + 1), *v, r));
         }
-        checks.push(CheckedValue::new("xci", self.surface_integral, p.surface_integral));
+        checks.push(CheckedValue::new(
+            "xci",
+            self.surface_integral,
+            p.surface_integral,
+        ));
         checks
     }
 }
@@ -129,7 +133,13 @@ mod tests {
                 assert_eq!(out.nprocs, np);
                 for (a, b) in out.checks.iter().zip(&serial.checks) {
                     let rel = ((a.value - b.value) / b.value).abs();
-                    assert!(rel < 1e-12, "np {np} {}: {} vs {}", a.name, a.value, b.value);
+                    assert!(
+                        rel < 1e-12,
+                        "np {np} {}: {} vs {}",
+                        a.name,
+                        a.value,
+                        b.value
+                    );
                 }
             }
         }

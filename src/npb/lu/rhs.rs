@@ -84,7 +84,13 @@ fn convective(u: &[f64; NV], dir: usize) -> [f64; NV] {
     let n = dir + 1;
     let vel = u[n] / u[0];
     let q = 0.5 * (u[1] * u[1] + u[2] * u[2] + u[3] * u[3]) / u[0];
-    let mut f = [u[n], u[1] * vel, u[2] * vel, u[3] * vel, (C1 * u[4] - C2 * q) * vel];
+    let mut f = [
+        u[n],
+        u[1] * vel,
+        u[2] * vel,
+        u[3] * vel,
+        (C1 * u[4] - C2 * q) * vel,
+    ];
     f[n] += C2 * (u[4] - q);
     f
 }
@@ -125,6 +131,9 @@ fn dissipation_weights(g: isize, n: isize) -> [f64; 5] {
     }
 }
 
+// The line's points are indices into the field and the flux scratch at
+// once, as in the formulas.
+#[allow(clippy::needless_range_loop)]
 fn add_line(
     n: usize,
     dir: usize,
@@ -197,7 +206,11 @@ mod tests {
         let corner_free = at(1, 5, 5);
         for m in 0..NV {
             let want = -c.dssp * 2.0 * state[m];
-            assert!((out[corner_free + m] - want).abs() < 1e-12, "{m}: {}", out[corner_free + m]);
+            assert!(
+                (out[corner_free + m] - want).abs() < 1e-12,
+                "{m}: {}",
+                out[corner_free + m]
+            );
             // Deep inside, nothing.
             assert!(out[at(5, 5, 5) + m].abs() < 1e-12);
             // At x = 2: weights -4 + 6 - 4 + 1 = -1.

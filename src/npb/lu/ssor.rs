@@ -181,12 +181,19 @@ impl<'a> Solver<'a> {
             Sweep::Upper => Box::new((1..nz - 1).rev()),
         };
         for k in planes {
-            exchange::receive_upstream(self.comm, &self.block, &mut self.rsd, k, sweep, &mut self.bufs)?;
+            exchange::receive_upstream(
+                self.comm,
+                &self.block,
+                &mut self.rsd,
+                k,
+                sweep,
+                &mut self.bufs,
+            )?;
             match sweep {
                 Sweep::Lower => self.lower_plane(k),
                 Sweep::Upper => self.upper_plane(k),
             }
-            exchange::send_downstream(self.comm, &self.block, &mut self.rsd, k, sweep, &mut self.bufs)?;
+            exchange::send_downstream(self.comm, &self.block, &self.rsd, k, sweep, &mut self.bufs)?;
         }
         Ok(())
     }

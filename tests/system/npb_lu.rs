@@ -112,3 +112,33 @@ fn counts_lu_cannot_split_are_refused_before_anything_starts() {
     let o = run(&["npb", "lu", "--np", "5", "--via", "tcp"]);
     assert!(stderr(&o).contains("at least 3 points"), "{}", stderr(&o));
 }
+
+#[test]
+fn npb_all_runs_lu_beside_the_other_kernels() {
+    let _s = serial();
+    let dir = tempdir();
+    let out = file(&dir, "r.json");
+    let args = [
+        "npb",
+        "all",
+        "--np",
+        "2",
+        "--via",
+        "shm",
+        "--repetitions",
+        "1",
+        "--json",
+        out.to_str().unwrap(),
+    ];
+    let o = run(&args);
+    assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
+    let r = read_npb_result(&file(&dir, "r-lu.json")).unwrap();
+    assert_eq!(r.kernel, "lu");
+    assert!(r.runs[0].outcomes[0].verified);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let table = text
+        .split("total Mop/s by kernel")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no kernel table in:\n{text}"));
+    assert!(table.lines().any(|l| l.starts_with("LU")), "{table}");
+}

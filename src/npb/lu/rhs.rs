@@ -62,7 +62,7 @@ pub fn add_operator(b: &Block, c: &Coeffs, w: &[f64], out: &mut [f64], flux: &mu
                 hi: b.iend,
                 global0: b.ipt as isize - ghost,
             };
-            add_line(b.n, 0, c, &line, w, out, flux);
+            add_line::<0>(b.n, c, &line, w, out, flux);
         }
         for i in b.ist..=b.iend {
             let line = Line {
@@ -72,7 +72,7 @@ pub fn add_operator(b: &Block, c: &Coeffs, w: &[f64], out: &mut [f64], flux: &mu
                 hi: b.jend,
                 global0: b.jpt as isize - ghost,
             };
-            add_line(b.n, 1, c, &line, w, out, flux);
+            add_line::<1>(b.n, c, &line, w, out, flux);
         }
     }
     for j in b.jst..=b.jend {
@@ -84,7 +84,7 @@ pub fn add_operator(b: &Block, c: &Coeffs, w: &[f64], out: &mut [f64], flux: &mu
                 hi: b.nz - 2,
                 global0: 0,
             };
-            add_line(b.n, 2, c, &line, w, out, flux);
+            add_line::<2>(b.n, c, &line, w, out, flux);
         }
     }
 }
@@ -99,8 +99,8 @@ fn per_rho(u: &[f64; NV]) -> [f64; NV] {
 /// The convective flux of state `u` (with `r = per_rho(u)`) through a
 /// face normal to `dir`.
 #[inline(always)]
-fn convective(u: &[f64; NV], r: &[f64; NV], dir: usize) -> [f64; NV] {
-    let n = dir + 1;
+fn convective<const DIR: usize>(u: &[f64; NV], r: &[f64; NV]) -> [f64; NV] {
+    let n = DIR + 1;
     let vel = r[n];
     let q = 0.5 * (u[1] * u[1] + u[2] * u[2] + u[3] * u[3]) * r[0];
     let mut f = [
@@ -117,8 +117,8 @@ fn convective(u: &[f64; NV], r: &[f64; NV], dir: usize) -> [f64; NV] {
 /// The viscous flux between neighbours along `dir`, from their states
 /// divided by density, `hi` above `lo`.
 #[inline(always)]
-fn viscous(hi: &[f64; NV], lo: &[f64; NV], dir: usize, t3: f64) -> [f64; NV] {
-    let n = dir + 1;
+fn viscous<const DIR: usize>(hi: &[f64; NV], lo: &[f64; NV], t3: f64) -> [f64; NV] {
+    let n = DIR + 1;
     let mut g = [0.0; NV];
     for m in 1..4 {
         let w = if m == n { 4.0 / 3.0 } else { 1.0 };
@@ -151,22 +151,22 @@ fn dissipation_weights(g: isize, n: isize) -> [f64; 5] {
 // The line's points are indices into the field and the flux scratch at
 // once, as in the formulas.
 #[allow(clippy::needless_range_loop)]
-fn add_line(
+fn add_line<const DIR: usize>(
     n: usize,
-    dir: usize,
     c: &Coeffs,
     line: &Line,
     w: &[f64],
     out: &mut [f64],
     scratch: &mut LineScratch,
 ) {
+    let dir = DIR;
     let (t1, t2, t3, dd) = (c.t1[dir], c.t2[dir], c.t3[dir], c.dd[dir]);
     let at = |p: usize| line.base + p * line.stride;
     let LineScratch { flux, per_rho: r } = scratch;
     for p in line.lo - 1..=line.hi + 1 {
         let u = load(w, at(p));
         r[p] = per_rho(&u);
-        flux[p] = convective(&u, &r[p], dir);
+        flux[p] = convective::<DIR>(&u, &r[p]);
     }
     for p in line.lo..=line.hi {
         let o = at(p);
@@ -175,7 +175,7 @@ fn add_line(
         }
     }
     for p in line.lo..=line.hi + 1 {
-        flux[p] = viscous(&r[p], &r[p - 1], dir, t3);
+        flux[p] = viscous::<DIR>(&r[p], &r[p - 1], t3);
     }
     let visc = t3 * C3 * C4;
     for p in line.lo..=line.hi {
@@ -260,7 +260,7 @@ mod tests {
     #[test]
     fn convective_flux_carries_the_normal_momentum() {
         let u = [2.0, 1.0, 0.5, -0.5, 5.0];
-        let f = convective(&u, &per_rho(&u), 1);
+        let f = convective::<1>(&u, &per_rho(&u));
         assert_eq!(f[0], u[2]);
         let q = 0.5 * (1.0 + 0.25 + 0.25) / 2.0;
         assert!((f[2] - (u[2] * u[2] / 2.0 + C2 * (u[4] - q))).abs() < 1e-15);

@@ -207,9 +207,9 @@ impl<'a> Solver<'a> {
         for j in b.jst..=b.jend {
             for i in b.ist..=b.iend {
                 let p = b.at(i, j, k);
-                let az = neighbour(&at5(u, p - sz), 2, -1.0, c);
-                let by = neighbour(&at5(u, p - sy), 1, -1.0, c);
-                let cx = neighbour(&at5(u, p - sx), 0, -1.0, c);
+                let az = neighbour::<2>(&at5(u, p - sz), -1.0, c);
+                let by = neighbour::<1>(&at5(u, p - sy), -1.0, c);
+                let cx = neighbour::<0>(&at5(u, p - sx), -1.0, c);
                 let mut x = at5(v, p);
                 sub_product(&mut x, OMEGA, &az, &v[p - sz..p - sz + NV]);
                 let (vy, vx) = (at5(v, p - sy), at5(v, p - sx));
@@ -235,9 +235,9 @@ impl<'a> Solver<'a> {
         for j in (b.jst..=b.jend).rev() {
             for i in (b.ist..=b.iend).rev() {
                 let p = b.at(i, j, k);
-                let cz = neighbour(&at5(u, p + sz), 2, 1.0, c);
-                let by = neighbour(&at5(u, p + sy), 1, 1.0, c);
-                let ax = neighbour(&at5(u, p + sx), 0, 1.0, c);
+                let cz = neighbour::<2>(&at5(u, p + sz), 1.0, c);
+                let by = neighbour::<1>(&at5(u, p + sy), 1.0, c);
+                let ax = neighbour::<0>(&at5(u, p + sx), 1.0, c);
                 let mut t = [0.0; NV];
                 sub_product(&mut t, -OMEGA, &cz, &v[p + sz..p + sz + NV]);
                 let (vy, vx) = (at5(v, p + sy), at5(v, p + sx));

@@ -35,7 +35,12 @@ pub enum NpbKernel {
     /// neighbour ghost exchanges of every size plus small reductions.
     /// Powers of two of processes.
     Mg(NpbMgArgs),
-    /// Every kernel (CG, EP, IS, MG) in turn, each kernel's tables, then one
+    /// LU: SSOR on the 3-D Navier-Stokes equations over a 2-D process
+    /// grid; a wavefront pipeline of small messages (one per z plane and
+    /// neighbour) plus ghost exchanges. Any process count whose blocks keep
+    /// 3 points a side.
+    Lu(NpbMgArgs),
+    /// Every kernel (CG, EP, IS, LU, MG) in turn, each kernel's tables, then one
     /// table of Mop/s with a row per kernel and a column per transport.
     /// Process counts a kernel cannot use are skipped for it; --json FILE
     /// writes one file per kernel, FILE with -KERNEL before its extension.
@@ -51,6 +56,7 @@ impl NpbKernel {
             NpbKernel::Ep(a) => (vec![Kernel::Ep], a),
             NpbKernel::Is(a) => (vec![Kernel::Is], a),
             NpbKernel::Mg(a) => (vec![Kernel::Mg], a),
+            NpbKernel::Lu(a) => (vec![Kernel::Lu], a),
             NpbKernel::All(a) => (Kernel::ALL.to_vec(), a),
         }
     }

@@ -237,6 +237,7 @@ fn npb_label(kernel: Kernel) -> &'static str {
         Kernel::Ep => "npb ep",
         Kernel::Is => "npb is",
         Kernel::Mg => "npb mg",
+        Kernel::Lu => "npb lu",
     }
 }
 
@@ -244,7 +245,7 @@ fn npb_repetitions(kernel: Kernel) -> usize {
     match kernel {
         Kernel::Mg => 3,
         Kernel::Cg | Kernel::Is => 2,
-        Kernel::Ep => 1,
+        Kernel::Ep | Kernel::Lu => 1,
     }
 }
 

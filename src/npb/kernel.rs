@@ -9,7 +9,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::mg::{Decomposition, MgParams};
-use super::{cg, ep, is, Class, NpbOutcome};
+use super::{cg, ep, is, lu, Class, NpbOutcome};
 use crate::comm::{Communicator, Counted};
 use crate::error::usage;
 
@@ -32,11 +32,14 @@ pub enum Kernel {
     /// Multigrid: nearest-neighbour ghost exchanges of every size.
     #[default]
     Mg,
+    /// LU (SSOR): a wavefront pipeline of small messages, one per z plane
+    /// and neighbour, plus ghost exchanges.
+    Lu,
 }
 
 impl Kernel {
     /// Every kernel, in NPB's alphabetical order.
-    pub const ALL: [Kernel; 4] = [Kernel::Cg, Kernel::Ep, Kernel::Is, Kernel::Mg];
+    pub const ALL: [Kernel; 5] = [Kernel::Cg, Kernel::Ep, Kernel::Is, Kernel::Lu, Kernel::Mg];
 
     /// The lower-case name used on the command line and in result files.
     pub fn name(self) -> &'static str {
@@ -45,6 +48,7 @@ impl Kernel {
             Kernel::Ep => "ep",
             Kernel::Is => "is",
             Kernel::Mg => "mg",
+            Kernel::Lu => "lu",
         }
     }
 
@@ -71,6 +75,9 @@ impl Kernel {
             ))),
             Kernel::Cg => cg::check_process_count(class, np),
             Kernel::Is => Ok(()),
+            // A 2-D process grid as square as the count allows, every block
+            // at least 3 points a side.
+            Kernel::Lu => lu::check_process_count(class, np),
         }
     }
 
@@ -86,6 +93,7 @@ impl Kernel {
             Kernel::Ep => ep::run_ep(class, comm),
             Kernel::Is => is::run_is(class, comm),
             Kernel::Mg => super::mg::run_mg(class, comm),
+            Kernel::Lu => lu::run_lu(class, comm),
         }
     }
 
@@ -99,6 +107,7 @@ impl Kernel {
                 let p = MgParams::of(class);
                 format!("{}^3 grid, {} iterations", p.n_points, p.iterations)
             }
+            Kernel::Lu => lu::LuParams::of(class).describe(),
         }
     }
 }
@@ -118,7 +127,7 @@ impl FromStr for Kernel {
             .find(|k| s.eq_ignore_ascii_case(k.name()))
             .ok_or_else(|| {
                 usage(format!(
-                    "unknown NPB kernel {s:?} (expected cg, ep, is or mg)"
+                    "unknown NPB kernel {s:?} (expected cg, ep, is, lu or mg)"
                 ))
             })
     }
@@ -149,6 +158,6 @@ mod tests {
             assert_eq!(k.name().parse::<Kernel>().unwrap(), k);
             assert_eq!(k.to_string(), k.name());
         }
-        assert!("lu".parse::<Kernel>().is_err());
+        assert!("bt".parse::<Kernel>().is_err());
     }
 }

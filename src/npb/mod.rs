@@ -10,6 +10,7 @@
 //!   [`crate::comm`], shared with the collectives);
 //! * [`mg`]: the MG multigrid kernel, serial and parallel;
 //! * [`ep`], [`is`], [`cg`]: the EP, IS and CG kernels, likewise;
+//! * [`lu`]: the LU pseudo-application (SSOR, wavefront pipeline);
 //! * [`Kernel`]: which kernel a run is, its process-count rule;
 //! * [`outcome`]: the verified outcome every kernel reports, and the
 //!   timing every kernel shares;
@@ -23,6 +24,7 @@ pub mod ep;
 pub mod fault;
 pub mod is;
 mod kernel;
+pub mod lu;
 pub mod mg;
 pub mod outcome;
 mod rank_job;

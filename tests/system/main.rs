@@ -35,6 +35,7 @@ mod npb_all_counts;
 mod npb_faults;
 mod npb_group;
 mod npb_kernels;
+mod npb_lu;
 mod npb_mpi;
 mod peer_faults;
 mod pvm;

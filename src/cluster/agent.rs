@@ -496,6 +496,7 @@ fn cell_spec(
         offset_bytes: 0,
         integrity: false,
         tails: false,
+        limits: false,
         channel: ChannelOptions {
             sndbuf_bytes: None,
             rcvbuf_bytes: None,

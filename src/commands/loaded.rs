@@ -105,9 +105,10 @@ fn soak_probe(ctx: &RunContext, spec: &SweepSpec) -> Result<perturb::SoakPerturb
         (spec.budget / (2 * perturb::PAIRS) as u32).max(std::time::Duration::from_millis(100));
     let probe = SweepSpec {
         budget,
-        // Only the timed points: no byte check or tail pass.
+        // Only the timed points: no byte check, tail pass or limits.
         integrity: false,
         tails: false,
+        limits: false,
         ..spec.clone()
     };
     let plain = SweepSpec {

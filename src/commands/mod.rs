@@ -136,6 +136,7 @@ pub fn sweep_spec(
         offset_bytes: m.offset,
         integrity: m.integrity,
         tails: m.tails,
+        limits: true,
         channel: ChannelOptions {
             sndbuf_bytes: m.sndbuf,
             rcvbuf_bytes: m.rcvbuf,

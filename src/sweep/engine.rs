@@ -69,6 +69,12 @@ pub struct SweepSpec {
     pub integrity: bool,
     /// Run per-message tail-latency passes (sizes up to 64 KiB).
     pub tails: bool,
+    /// Measure the memory limits and the cache-line floor beside the
+    /// points when both ends share this machine. False for a matrix's
+    /// cells: nobody reads a cell's limits, and their spinning copies and
+    /// hand-offs contended with the other cells of a round (32 at once
+    /// in a local matrix of 64 agents) on the CPUs being measured.
+    pub limits: bool,
     /// Data channel options (buffers, Nagle, family, timeout).
     pub channel: ChannelOptions,
     /// CPU for this end and for the peer; None: not pinned.
@@ -107,6 +113,7 @@ impl SweepSpec {
             offset_bytes: 0,
             integrity: false,
             tails: false,
+            limits: true,
             channel: transport::ChannelOptions::local_for_tests(transport::WaitMode::Spin),
             cpus: (None, None),
             peer: None,
@@ -215,7 +222,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     // and no network interface lies between them; host names do not tell
     // (two namespaces share one). A local peer is ours by construction.
     let on_this_machine = spec.peer.is_none() || same_machine(&host, &session.host, addr.ip());
-    let mut limits = if on_this_machine {
+    let mut limits = if on_this_machine && spec.limits {
         limits::for_sweep(spec, host.llc_bytes, client_cpu, session.cpu, &mut warnings)
     } else {
         None

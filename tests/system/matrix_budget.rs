@@ -65,6 +65,16 @@ fn the_budget_is_kept_and_the_seeds_order_recorded() {
     }
     assert!(attempts.len() < 2, "both runs failed: {attempts:#?}");
     let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
+    // Cells measure no memory limits or floor (nobody reads them, and
+    // their spinning contended with the round's other cells).
+    assert!(
+        r.cells
+            .iter()
+            .flat_map(|c| [&c.latency, &c.bandwidth, &c.rate])
+            .flatten()
+            .all(|p| p.limits.is_none()),
+        "a cell measured limits"
+    );
     assert_eq!((r.seed, r.budget_s), (Some(7), Some(budget_s)));
     // The agents' start-up is outside the budget: wall_s - rounds_s.
     eprintln!(

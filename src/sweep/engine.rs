@@ -41,9 +41,6 @@ use crate::transport::{self, ChannelOptions, Endpoint};
 
 /// Largest size that gets a tail-latency pass.
 pub const TAILS_MAX_BYTES: u64 = super::tails::MAX_BYTES;
-/// Longest round trip a tail histogram holds apart, ns (one hour); a
-/// longer one is counted at this value.
-const TAILS_MAX_NS: u64 = 3_600_000_000_000;
 /// Operations per integrity block.
 const INTEGRITY_REPEATS: u64 = 3;
 
@@ -545,24 +542,9 @@ impl Runner<'_> {
             self.block(BlockKind::Tails, bytes, chunk)?;
             all.extend_from_slice(&self.samples);
         }
+        let t = tails::summarise(&all, self.overhead_ns);
         self.samples = all;
-        // Bounded explicitly: `Histogram::new` starts with a highest value
-        // of 2 and `saturating_record` clamps instead of growing, which
-        // once made every percentile 1 ns.
-        let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, TAILS_MAX_NS, 3)
-            .expect("1 ns .. 1 h at 3 significant digits is valid");
-        for &s in &self.samples {
-            h.saturating_record(s.max(1));
-        }
-        let half = |q: f64| h.value_at_quantile(q) as f64 / 2.0;
-        Ok(Tails {
-            samples: self.samples.len() as u64,
-            p50_ns: half(0.5),
-            p99_ns: half(0.99),
-            p999_ns: half(0.999),
-            max_ns: h.max() as f64 / 2.0,
-            timer_cost_ns: self.overhead_ns,
-        })
+        Ok(t)
     }
 }
 

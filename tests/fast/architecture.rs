@@ -269,7 +269,7 @@ const ALLOWED_STATICS: &[(&str, &str)] = &[
     ("exec/process.rs", "PENDING_SIGNAL"), // a signal lab exec forwards
     ("sweep/limits.rs", "TABLE"),   // limits measured on this machine
     ("transport/cma.rs", "PROBED"), // whether this kernel allows cma
-    ("transport/cma.rs", "WORD"),   // the probe's target word
+    ("transport/cma_probe.rs", "WORD"), // the probe's target word
     ("transport/shm_region.rs", "COUNTER"), // unique region names
     ("transport/mpi/loader.rs", "API"), // the loaded adapter's symbols
     ("transport/mpi/ffi.rs", "INITIALISED"), // MPI_Init once per process

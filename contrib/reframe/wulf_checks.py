@@ -27,6 +27,7 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import (parameter, performance_function, run_after,
                                    run_before, sanity_function, variable)
 from reframe.core.exceptions import SanityError
@@ -104,7 +105,9 @@ class WulfBase(rfm.RunOnlyRegressionTest):
     #: have and pass sanity.
     max_noisy_fraction = variable(float, value=0.25)
     #: Whether a slow-mode or untrusted-calibration warning fails sanity.
-    fail_on_warnings = variable(bool, value=True)
+    # typ.Bool, not bool: `-S fail_on_warnings=false` must read as False
+    # (bool('false') is True, and the option silently did nothing).
+    fail_on_warnings = variable(typ.Bool, value=True)
     # A benchmark measures the nodes, not the neighbours' jobs: whole
     # nodes under a scheduler (Slurm's --exclusive).
     exclusive_access = True

@@ -284,6 +284,26 @@ fn a_noisy_or_untrusted_sweep_fails_sanity_with_the_reason() {
     );
     let reason = sanity_failure(&cases);
     assert!(reason.contains("not trustworthy: slow mode"), "{reason}");
+
+    // A site that turns the warnings off is heard: `-S
+    // fail_on_warnings=false` once read as True (bool('false')), and CI
+    // failed a slow-mode sweep the test had meant to let through.
+    let prefix = tempdir();
+    let off = [
+        "-S",
+        "fail_on_warnings=false",
+        "-S",
+        "max_noisy_fraction=0.25",
+    ];
+    let (out, cases) = reframe_in(&prefix, &venv, fake.to_str().unwrap(), filter, None, &off);
+    let c = case(&cases, "wulf_sweep_check %transport=unix");
+    assert_eq!(
+        c["result"],
+        "pass",
+        "{}\n{}",
+        c["fail_reason"],
+        text(&out.stdout)
+    );
 }
 
 #[test]

@@ -40,8 +40,14 @@ fn few_file_descriptors_still_measure_or_say_why() {
         );
         let e = stderr(&o);
         assert!(!e.contains("panicked"), "{transport}: {e}");
+        // Exit 1 (this end ran out) or 3 (the local peer ran out and
+        // refused: shm and cma ends hold an abort pipe each since the
+        // server ends a killed client's block at once), named either way.
         assert!(
-            o.status.success() || (o.status.code() == Some(1) && e.contains("wulf: error")),
+            o.status.success()
+                || (matches!(o.status.code(), Some(1 | 3))
+                    && e.contains("wulf: error")
+                    && e.contains("Too many open files")),
             "{transport} with {limit} descriptors: {:?} {e}",
             o.status
         );

@@ -37,7 +37,11 @@ pub fn measure_sweep(
     let pb = super::progress_bar(spec.sizes.len() as u64, quiet, &label);
     let ends: Vec<usize> = [spec.cpus.0, spec.cpus.1].into_iter().flatten().collect();
     let placement = crate::load::Placement::avoiding(&ends);
-    let target = network_target(spec, loads)?;
+    let target = match spec.peer {
+        Some(_) => network_target(spec, loads)?,
+        // MPI ranks spread over lab nodes: across their links.
+        None => super::npb_load::lab_network_target(ctx, 2, loads, spec.channel.timeout())?,
+    };
     let (outcome, loaded) = under_load(
         loads,
         &placement,
@@ -82,7 +86,7 @@ pub fn measure_sweep(
         }
         None => None,
     };
-    // MPI ranks spread over nodes take no peer: their load stays here.
+    // MPI ranks spread over nodes outside a lab: their load stays here.
     let note = crate::load::network_path_note(&loaded.records, ctx.spread() && spec.peer.is_none());
     outcome.result.warnings.extend(note);
     if prepared.any() || role.is_some() {
@@ -275,7 +279,9 @@ pub fn npb_plan(
     loads: &[LoadSpec],
 ) -> Result<(NpbResult, Option<anyhow::Error>)> {
     let placement = super::conditions::npb_placement(&plan.nprocs);
-    let (out, loaded) = under_load(loads, &placement, prepared.whole.as_ref(), None, |whole| {
+    let most = plan.nprocs.iter().copied().max().unwrap_or(1);
+    let target = super::npb_load::lab_network_target(ctx, most, loads, plan.timeout)?;
+    let (out, loaded) = under_load(loads, &placement, prepared.whole.as_ref(), target, |whole| {
         let plan = super::npb::NpbPlan {
             whole: whole.cloned(),
             ..plan.clone()
@@ -283,7 +289,8 @@ pub fn npb_plan(
         super::npb::run_plan(ctx, &plan)
     })?;
     let (mut result, stop) = out?;
-    // NAS ranks take no peer: a network load runs on loopback.
+    // Across nodes a network load runs on loopback unless it could cross
+    // the lab's links (then its path says so and no note is added).
     let spans = ctx.spread() || plan.nodes.is_some();
     result
         .warnings

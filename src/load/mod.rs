@@ -138,8 +138,9 @@ pub struct LoadRecord {
     /// Network load: the rate asked for, bit/s (`null`: unlimited).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_bits_per_s: Option<u64>,
-    /// Network load: where the stream ran (`loopback tcp ADDR`, or `to
-    /// peer ADDR`: the peer's sink, across the measured path).
+    /// Network load: where the stream ran (`loopback tcp ADDR`; `to peer
+    /// ADDR`: the peer's sink, across the measured path; `lab link NODE ->
+    /// NODE (to ADDR)`: between two lab nodes holding ranks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// How long it ran, seconds.
@@ -423,9 +424,10 @@ fn achieved(r: &Running, count: u64, secs: f64) -> LoadRecord {
 }
 
 /// The statement a result needs when `--load network` ran on loopback
-/// although the measurement spans several machines or lab nodes (MPI
-/// ranks or NAS ranks spread by `--hosts` or `--lab`): the stream then
-/// crosses none of the measured links (issue 30, item 3). None when no
+/// although the measurement spans several machines (MPI or NAS ranks
+/// spread by `--hosts` over ssh, Slurm or an MPI launcher, where wulf
+/// starts no sink; in a lab the load crosses the ranks' links instead):
+/// the stream then crosses none of the measured links (issue 30, item 3). None when no
 /// network load ran on loopback or the measurement stays on this machine.
 pub fn network_path_note(records: &[LoadRecord], spans_nodes: bool) -> Option<String> {
     let on_loopback = records.iter().any(|r| {
@@ -435,7 +437,9 @@ pub fn network_path_note(records: &[LoadRecord], spans_nodes: bool) -> Option<St
         "load: --load network ran on this machine's loopback, not across the measured path: the \
          ranks run on several nodes and the stream crosses none of the links between them, so it \
          loads this node's kernel network stack (and softirq work) only; a load across the path \
-         needs a wulf serve peer (`wulf sweep --peer HOST` or `--lab` with tcp, unix or raw)"
+         needs a wulf serve peer (`wulf sweep --peer HOST`) or ranks in lab nodes including the \
+         one the command runs in (`--lab`, `--launch lab`): wulf starts no sink on hosts reached \
+         by ssh, Slurm or an MPI launcher"
             .to_string()
     })
 }

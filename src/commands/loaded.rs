@@ -318,6 +318,13 @@ pub fn npb(
             "--loaded-vs-unloaded writes several files: give --json a file name, not '-'",
         ));
     }
+    if let Some(p) = plans.first().filter(|p| p.repetitions < PAIRS) {
+        eprintln!(
+            "wulf: --loaded-vs-unloaded: {PAIRS} interleaved pairs per combination (--repetitions {} \
+             is too few for an interval on the change)",
+            p.repetitions
+        );
+    }
     let (mut unloaded, mut loaded): (Vec<NpbResult>, Vec<NpbResult>) = (Vec::new(), Vec::new());
     for plan in plans {
         let mut pair: [Option<NpbResult>; 2] = [None, None];
@@ -335,7 +342,7 @@ pub fn npb(
                     repetitions: 1,
                     ..one.clone()
                 };
-                for rep in 0..one.repetitions.max(1) {
+                for rep in 0..npb_pairs(one.repetitions) {
                     for (i, (role, loads)) in
                         [("unloaded", &[][..]), ("loaded", &prepared.loads[..])]
                             .into_iter()
@@ -347,8 +354,12 @@ pub fn npb(
                             Some(acc) => {
                                 merge_runs(&mut acc.runs, r.runs, rep > 0);
                                 acc.wall_s += r.wall_s;
-                                if r.conditions.is_some() {
-                                    acc.conditions = r.conditions;
+                                if let Some(mut c) = r.conditions {
+                                    // The loads of every repetition, not the last's.
+                                    if let Some(old) = acc.conditions.take() {
+                                        c.loads = crate::load::merge_records(old.loads, c.loads);
+                                    }
+                                    acc.conditions = Some(c);
                                 }
                             }
                         }
@@ -362,6 +373,9 @@ pub fn npb(
         let [Some(mut u), Some(mut l)] = pair else {
             continue;
         };
+        // Each half holds one run per pair, whatever `single` said.
+        u.repetitions = npb_pairs(plan.repetitions);
+        l.repetitions = u.repetitions;
         crate::result::fill_speedups(&mut u.runs);
         crate::result::fill_speedups(&mut l.runs);
         if let Some(path) = json {
@@ -378,6 +392,12 @@ pub fn npb(
         write!(out, "{}", crate::report::conditions::loads_text(c))?;
     }
     Ok(())
+}
+
+/// Interleaved pairs of NAS runs for `--repetitions N`: N, at least
+/// [`PAIRS`] (fewer give no interval worth a verdict).
+pub fn npb_pairs(repetitions: usize) -> usize {
+    repetitions.max(PAIRS)
 }
 
 /// Add `more` to `runs`: with `same_combination`, another repetition of
@@ -400,6 +420,10 @@ fn merge_runs(
                 let error = r.error.take().or(m.error);
                 let mut merged = crate::result::NpbRun::new(&r.via, r.nprocs, Ok(outcomes));
                 merged.error = error;
+                merged.failed_checks = match r.failed_checks.is_empty() {
+                    true => m.failed_checks,
+                    false => std::mem::take(&mut r.failed_checks),
+                };
                 merged.wait = r.wait;
                 merged.mpi = r.mpi.take();
                 merged.placement = r.placement.take();

@@ -362,6 +362,12 @@ fn run_plan_coded(
                 }
             };
             let mut run = NpbRun::new(t.name(), np, outcome);
+            // A failed verification keeps the values it compared.
+            run.failed_checks = run
+                .error
+                .as_deref()
+                .map(crate::npb::outcome::failed_checks)
+                .unwrap_or_default();
             run.mpi = mpi;
             if plan.nodes.is_some() {
                 run.placement = ctx.cluster.as_ref().map(|c| placement(c, np, &hostnames));

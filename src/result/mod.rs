@@ -38,7 +38,8 @@ mod matrix_read;
 pub use mpi_info::{MpiInfo, ProtocolLimit};
 pub mod study;
 pub use npb::{
-    fill_speedups, NpbNodeSlots, NpbNodes, NpbResult, NpbRun, RankPlacement, FOREIGN_CPUS_WARN,
+    fill_speedups, FailedCheck, NpbNodeSlots, NpbNodes, NpbResult, NpbRun, RankPlacement,
+    FOREIGN_CPUS_WARN,
     NPB_KIND, NPB_SCHEMA_VERSION,
 };
 pub use read::{

@@ -32,6 +32,7 @@ mod matrix_ranks;
 mod mpi;
 mod mpi_ffi;
 mod npb_all_counts;
+mod npb_small_bench;
 mod npb_small_failed;
 mod npb_faults;
 mod npb_group;

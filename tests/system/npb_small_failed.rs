@@ -1,7 +1,7 @@
 //! A NAS run that fails verification (issue 31, item 6): its result file
 //! keeps the values it got wrong beside NPB's references, not only the
 //! error's text, and its table's header says that no run verified (never
-//! "best of 1 verified runs"). The corruption is the kernels' test hook
+//! "best of 1 verified runs"), and IS's counts print as integers. The corruption is the kernels' test hook
 //! (`WULF_NPB_FAULT`), one value changed on rank 0.
 
 use crate::common::*;
@@ -23,6 +23,12 @@ fn a_failed_verification_keeps_the_wrong_values_and_says_none_verified() {
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(1), "{kernel}: {}", stderr(&o));
+        // Counts print as NPB prints them, integers (not 5.0000000000000e1).
+        if kernel == "is" {
+            let err = stderr(&o);
+            assert!(err.contains("passed 50, reference 50 "), "{err}");
+            assert!(!err.contains("e1,"), "{err}");
+        }
         let text = String::from_utf8_lossy(&o.stdout);
         assert!(text.contains("no run verified"), "{kernel}: {text}");
         assert!(!text.contains("verified run"), "{kernel}: {text}");

@@ -281,13 +281,19 @@ pub fn npb_plan(
     let placement = super::conditions::npb_placement(&plan.nprocs);
     let most = plan.nprocs.iter().copied().max().unwrap_or(1);
     let target = super::npb_load::lab_network_target(ctx, most, loads, plan.timeout)?;
-    let (out, loaded) = under_load(loads, &placement, prepared.whole.as_ref(), target, |whole| {
-        let plan = super::npb::NpbPlan {
-            whole: whole.cloned(),
-            ..plan.clone()
-        };
-        super::npb::run_plan(ctx, &plan)
-    })?;
+    let (out, loaded) = under_load(
+        loads,
+        &placement,
+        prepared.whole.as_ref(),
+        target,
+        |whole| {
+            let plan = super::npb::NpbPlan {
+                whole: whole.cloned(),
+                ..plan.clone()
+            };
+            super::npb::run_plan(ctx, &plan)
+        },
+    )?;
     let (mut result, stop) = out?;
     // Across nodes a network load runs on loopback unless it could cross
     // the lab's links (then its path says so and no note is added).

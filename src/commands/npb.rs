@@ -82,15 +82,16 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
     }
     // Calibrated before any rank starts; the loads run for every kernel.
     let prepared = super::conditions::Prepared::from_args(&a.conditions)?;
-    let specs = if prepared.both { &[][..] } else { &prepared.loads[..] };
+    let specs = if prepared.both {
+        &[][..]
+    } else {
+        &prepared.loads[..]
+    };
     // Ranks spread over lab nodes: the network load crosses their links.
     let most = a.np.iter().copied().max().unwrap_or(1);
     let target = super::npb_load::lab_network_target(&ctx, most, specs, a.timeout)?;
-    let loads = crate::load::Loads::start_with(
-        specs,
-        &super::conditions::npb_placement(&a.np),
-        target,
-    )?;
+    let loads =
+        crate::load::Loads::start_with(specs, &super::conditions::npb_placement(&a.np), target)?;
     // The loads' own busy time joins the background the whole cost
     // subtracts: measured now, with them running.
     let whole = match &prepared.whole {

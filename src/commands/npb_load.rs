@@ -46,7 +46,11 @@ const SINK_SECONDS: u64 = crate::peer::sink::MAX_SINK_SECONDS;
 /// node of the lab. None when `here` holds no rank (a stream from here
 /// would cross none of the links between the ranks' nodes) or no other
 /// lab node holds one.
-pub fn sink_node<'a>(here: &str, rank_hosts: &'a [String], lab_nodes: &[String]) -> Option<&'a str> {
+pub fn sink_node<'a>(
+    here: &str,
+    rank_hosts: &'a [String],
+    lab_nodes: &[String],
+) -> Option<&'a str> {
     if !rank_hosts.iter().any(|h| h == here) {
         return None;
     }
@@ -177,6 +181,9 @@ mod tests {
         // ranks' paths.
         assert_eq!(sink_node("node3", &two, &lab), None);
         // A host that is not a node of the lab.
-        assert_eq!(sink_node("node1", &names(&["node1", "elsewhere"]), &lab), None);
+        assert_eq!(
+            sink_node("node1", &names(&["node1", "elsewhere"]), &lab),
+            None
+        );
     }
 }

@@ -535,7 +535,10 @@ mod tests {
             iterations_per_s: Some(10.0),
             ..record("cpu", vec![Some(1)])
         };
-        let merged = merge_records(vec![net(2.0, 100.0, 1), cpu.clone()], vec![net(3.0, 50.0, 2)]);
+        let merged = merge_records(
+            vec![net(2.0, 100.0, 1), cpu.clone()],
+            vec![net(3.0, 50.0, 2)],
+        );
         assert_eq!(merged.len(), 2);
         let n = &merged[0];
         assert_eq!(n.ran_s, 5.0);

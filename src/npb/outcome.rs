@@ -290,7 +290,10 @@ mod tests {
         assert_eq!(got[0].value, Some(1.234_567_890_123_4e3));
         assert_eq!(got[0].reference, 1.5e3);
         let rel = got[0].relative_error.unwrap();
-        assert!((rel / checks[0].relative_error() - 1.0).abs() < 1e-3, "{rel}");
+        assert!(
+            (rel / checks[0].relative_error() - 1.0).abs() < 1e-3,
+            "{rel}"
+        );
         assert_eq!(got[0].allowed_relative_error, Some(1e-8));
         assert_eq!(got[1].name, "partial verifications passed");
         assert_eq!((got[1].value, got[1].reference), (Some(49.0), 50.0));

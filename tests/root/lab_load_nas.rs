@@ -128,7 +128,10 @@ fn a_nas_run_with_lab_loads_the_lab_link_and_says_no_loopback() {
     };
     let spread = npb(&common::file(&dir, "lab.json"), true);
     let (path, sent) = network_load(&spread);
-    assert!(path.starts_with("lab link node1 -> node2 (to 198.18."), "{path}");
+    assert!(
+        path.starts_with("lab link node1 -> node2 (to 198.18."),
+        "{path}"
+    );
     assert!(sent > 0.0, "the load sent nothing");
     assert!(!says_loopback(&spread), "{}", spread["warnings"]);
     let here = npb(&common::file(&dir, "here.json"), false);

@@ -35,15 +35,21 @@ fn the_npb_bench_passes_its_fflags_over_the_trees_own_make_def() {
     let script = dir.path().join("bench/npb_kernels_vs_npb.sh");
     write(
         &script,
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/npb_kernels_vs_npb.sh"))
-            .unwrap(),
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/bench/npb_kernels_vs_npb.sh"
+        ))
+        .unwrap(),
     );
     let npb = dir.path().join("NPB");
     for d in ["CG", "EP", "IS", "common", "sys"] {
         std::fs::create_dir_all(npb.join(d)).unwrap();
     }
     // The tree's own make.def, with flags the script's must override.
-    write(&npb.join("config/make.def"), "FFLAGS = -O0 -from-make-def\n");
+    write(
+        &npb.join("config/make.def"),
+        "FFLAGS = -O0 -from-make-def\n",
+    );
     let fflags = dir.path().join("fflags.txt");
     write(
         &npb.join("Makefile"),
@@ -82,7 +88,11 @@ fn the_npb_bench_passes_its_fflags_over_the_trees_own_make_def() {
         .arg(dir.path().join("probe.o"))
         .output()
         .is_ok_and(|o| o.status.success());
-    assert_eq!(given.contains("-fallow-argument-mismatch"), knows, "{given}");
+    assert_eq!(
+        given.contains("-fallow-argument-mismatch"),
+        knows,
+        "{given}"
+    );
     // The run itself went through: NPB's figure and wulf's, side by side.
     assert!(text.contains("NPB     12.50"), "{text}");
     assert!(text.contains("wulf shm"), "{text}");

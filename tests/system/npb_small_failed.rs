@@ -48,6 +48,9 @@ fn a_failed_verification_keeps_the_wrong_values_and_says_none_verified() {
         }
         // As written: the raw JSON carries the field.
         let raw = json(&out);
-        assert!(raw["runs"][0]["failed_checks"][0]["reference"].is_number(), "{raw}");
+        assert!(
+            raw["runs"][0]["failed_checks"][0]["reference"].is_number(),
+            "{raw}"
+        );
     }
 }

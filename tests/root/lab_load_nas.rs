@@ -139,3 +139,38 @@ fn a_nas_run_with_lab_loads_the_lab_link_and_says_no_loopback() {
     assert!(path.starts_with("loopback"), "{path}");
     assert!(!says_loopback(&here), "{}", here["warnings"]);
 }
+
+/// An MPI sweep over a lab (`wulf sweep mpi:openmpi --lab ge`) spreads
+/// its two ranks over node1 and node2 and takes no peer: its network load
+/// runs between them too, across their link.
+#[test]
+fn an_mpi_sweeps_network_load_crosses_the_lab_link() {
+    let _serial = serial();
+    if !labs_possible() || !common::have("openmpi") {
+        return;
+    }
+    let dir = common::tempdir();
+    let json = common::file(&dir, "mpi.json");
+    ok(&run(&[
+        "sweep",
+        "mpi:openmpi",
+        "--lab",
+        "ge",
+        "--sizes",
+        "1Ki",
+        "--budget",
+        "1s",
+        "--load",
+        "network:50M",
+        "--json",
+        json.to_str().unwrap(),
+    ]));
+    let r = common::json(&json);
+    let (path, sent) = network_load(&r);
+    assert!(
+        path.starts_with("lab link node1 -> node2 (to 198.18."),
+        "{path}"
+    );
+    assert!(sent > 0.0, "the load sent nothing");
+    assert!(!says_loopback(&r), "{}", r["warnings"]);
+}

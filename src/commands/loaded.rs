@@ -426,9 +426,10 @@ fn merge_runs(
                 let error = r.error.take().or(m.error);
                 let mut merged = crate::result::NpbRun::new(&r.via, r.nprocs, Ok(outcomes));
                 merged.error = error;
-                merged.failed_checks = match r.failed_checks.is_empty() {
-                    true => m.failed_checks,
-                    false => std::mem::take(&mut r.failed_checks),
+                merged.failed_checks = if r.failed_checks.is_empty() {
+                    m.failed_checks
+                } else {
+                    std::mem::take(&mut r.failed_checks)
                 };
                 merged.wait = r.wait;
                 merged.mpi = r.mpi.take();

@@ -82,10 +82,16 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
     }
     // Calibrated before any rank starts; the loads run for every kernel.
     let prepared = super::conditions::Prepared::from_args(&a.conditions)?;
-    let loads = crate::load::Loads::start_placed(
-        if prepared.both { &[] } else { &prepared.loads },
-        &super::conditions::npb_placement(&a.np),
-    )?;
+    let specs = if prepared.both {
+        &[][..]
+    } else {
+        &prepared.loads[..]
+    };
+    // Ranks spread over lab nodes: the network load crosses their links.
+    let most = a.np.iter().copied().max().unwrap_or(1);
+    let target = super::npb_load::lab_network_target(&ctx, most, specs, a.timeout)?;
+    let loads =
+        crate::load::Loads::start_with(specs, &super::conditions::npb_placement(&a.np), target)?;
     // The loads' own busy time joins the background the whole cost
     // subtracts: measured now, with them running.
     let whole = match &prepared.whole {
@@ -357,6 +363,12 @@ fn run_plan_coded(
                 }
             };
             let mut run = NpbRun::new(t.name(), np, outcome);
+            // A failed verification keeps the values it compared.
+            run.failed_checks = run
+                .error
+                .as_deref()
+                .map(crate::npb::outcome::failed_checks)
+                .unwrap_or_default();
             run.mpi = mpi;
             if plan.nodes.is_some() {
                 run.placement = ctx.cluster.as_ref().map(|c| placement(c, np, &hostnames));

@@ -20,6 +20,7 @@ mod lab_burst;
 mod lab_hpl;
 mod lab_hub;
 mod lab_load;
+mod lab_load_nas;
 mod lab_mpi;
 mod lean_raw;
 mod lean_raw_sessions;

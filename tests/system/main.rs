@@ -37,6 +37,8 @@ mod npb_group;
 mod npb_kernels;
 mod npb_lu;
 mod npb_mpi;
+mod npb_small_bench;
+mod npb_small_failed;
 mod peer_faults;
 mod pvm;
 mod reframe;

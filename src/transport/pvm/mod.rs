@@ -11,15 +11,18 @@
 //! - `pvm(xdr)`: direct route, PvmDataDefault (XDR-encoded packing).
 //!
 //! The listening side (the peer, `wulf serve`) starts the daemon in a
-//! private directory and enrolls; its description names the directory and
-//! its task id. The measuring side, on the same host (a channel joins one
-//! local daemon: across hosts pvmd would start its peers through a remote
-//! shell, which wulf does not drive yet), enrolls with the same daemon,
-//! sends a hello and waits for its answer, so the direct link is open
-//! before any timing. Each message is one PVM message; receives wait at
-//! most the channel's timeout (pvm_trecv). PVM's library allocates its
-//! message buffers itself inside pvm_initsend and pvm_recv: that cost is
-//! part of what is measured, as it is of every PVM program.
+//! private directory and enrolls; its description names the daemon's
+//! socket and its task id. The measuring side enrolls with a daemon of the
+//! same virtual machine: on the same host the listener's own; across the
+//! nodes of a lab, one the listener's daemon started on the measuring
+//! side's node through the lab's remote shell ([`remote`]) when it learnt
+//! that side's address. It sends a hello and waits for its answer, so the
+//! direct link is open before any timing. Each message is one PVM message;
+//! receives wait at most the channel's timeout (pvm_trecv). PVM's library
+//! allocates its message buffers itself inside pvm_initsend and pvm_recv:
+//! that cost is part of what is measured, as it is of every PVM program.
+//! Across real hosts (not lab nodes) wulf does not start pvmds: the
+//! channel fails saying so.
 //!
 //! One channel per process at a time: PVM enrolls a whole process, and
 //! finds its daemon through the environment (`PVMSOCK`, the socket the
@@ -28,6 +31,7 @@
 
 pub mod daemon;
 pub mod library;
+pub mod remote;
 
 use std::ffi::{c_char, c_int};
 use std::io;
@@ -241,7 +245,8 @@ impl Transport for Pvm {
     }
 
     fn local_only(&self) -> bool {
-        true
+        // Across lab nodes too (the peer's pvmd adds the measuring node).
+        false
     }
 
     fn links_processes(&self) -> bool {
@@ -253,7 +258,7 @@ impl Transport for Pvm {
 
     fn listen(&self, opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
         let api = library::api().map_err(|e| anyhow!(e))?;
-        let daemon = Daemon::start(opts.timeout())?;
+        let daemon = Daemon::start(opts.timeout(), remote::lab_name().as_deref())?;
         let tid = enroll(api, &daemon.sock, self.direct)?;
         Ok(Box::new(PvmListener {
             variant: *self,
@@ -261,6 +266,7 @@ impl Transport for Pvm {
             tid,
             daemon: Some(daemon),
             timeout: opts.timeout(),
+            added: None,
         }))
     }
 
@@ -271,6 +277,9 @@ impl Transport for Pvm {
         _peer_ip: IpAddr,
     ) -> Result<Connected> {
         let api = library::api().map_err(|e| anyhow!(e))?;
+        if let Some(why) = description.get("error").and_then(Value::as_str) {
+            bail!("the peer could not give this host a pvmd: {why}");
+        }
         let sock = PathBuf::from(
             description
                 .get("pvmsock")
@@ -290,8 +299,16 @@ impl Transport for Pvm {
             );
         }
         let pvmd = daemon::find_pvmd().map_err(|e| anyhow!(e))?.0;
+        // A pvmd the peer's started on this node: killed when this end
+        // goes (the peer kills it too, whichever ends first).
+        let node_dir = description
+            .get("added_host")
+            .is_some()
+            .then(|| sock.parent().map(Path::to_path_buf))
+            .flatten();
         enroll(api, &sock, self.direct)?;
         let mut ep = PvmEndpoint::new(*self, api, peer, opts.timeout(), None);
+        ep.node_dir = node_dir;
         // The hello opens the direct link (when asked for) before timing.
         ep.send(b"hello").context("cannot reach the PVM peer")?;
         let mut answer = [0u8; 5];
@@ -312,15 +329,45 @@ struct PvmListener {
     tid: c_int,
     daemon: Option<Daemon>,
     timeout: Duration,
+    /// The measuring side's host when it is another (a lab node), with
+    /// the socket of the pvmd added there, or why it could not be.
+    added: Option<(IpAddr, Result<PathBuf, String>)>,
 }
 
 impl Listener for PvmListener {
     fn describe(&self) -> Value {
         let d = self.daemon.as_ref().expect("a listener holds its daemon");
-        json!({
-            "pvmsock": d.sock.display().to_string(),
-            "tid": self.tid,
-        })
+        match &self.added {
+            None => json!({
+                "pvmsock": d.sock.display().to_string(),
+                "tid": self.tid,
+            }),
+            Some((ip, Ok(sock))) => json!({
+                "pvmsock": sock.display().to_string(),
+                "tid": self.tid,
+                "added_host": ip.to_string(),
+            }),
+            Some((ip, Err(why))) => json!({
+                "error": why,
+                "tid": self.tid,
+                "added_host": ip.to_string(),
+            }),
+        }
+    }
+
+    fn expect_peer(&mut self, ip: IpAddr) {
+        if remote::is_local(ip) {
+            return;
+        }
+        let d = self.daemon.as_ref().expect("a listener holds its daemon");
+        let result = match &d.remote {
+            None => Err(format!(
+                "the measuring side ({ip}) is another host: wulf starts PVM's daemons across hosts only between the nodes of a lab (--lab), through the lab's remote shell"
+            )),
+            Some(r) => remote::add_host(self.api, ip, r.slave_dir.path())
+                .map_err(|e| format!("{e:#}")),
+        };
+        self.added = Some((ip, result));
     }
 
     fn accept(mut self: Box<Self>, timeout: Duration) -> Result<Connected> {
@@ -363,6 +410,9 @@ struct PvmEndpoint {
     timeout: Duration,
     /// The listening side's daemon, halted after this end leaves.
     daemon: Option<Daemon>,
+    /// The measuring side in a lab: the private directory of the pvmd the
+    /// peer started on this node, killed after this end leaves.
+    node_dir: Option<PathBuf>,
 }
 
 impl PvmEndpoint {
@@ -384,6 +434,7 @@ impl PvmEndpoint {
             raw: v.raw,
             timeout,
             daemon,
+            node_dir: None,
         }
     }
 }
@@ -432,5 +483,8 @@ impl Drop for PvmEndpoint {
         leave(self.api);
         // The daemon (listening side) goes after its task left.
         self.daemon.take();
+        if let Some(dir) = self.node_dir.take() {
+            remote::kill_daemons_in(&dir);
+        }
     }
 }

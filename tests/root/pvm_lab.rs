@@ -70,13 +70,29 @@ fn in_lab(comm: &str, lab: &str) -> Vec<i32> {
         .collect()
 }
 
-/// The pvmds of lab `lab` once every end has had a moment to go.
-fn pvmds_left(lab: &str) -> Vec<i32> {
+/// The pvmds of lab `lab` once every end has had a moment to go, each
+/// with its command line.
+fn pvmds_left(lab: &str) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let left = in_lab("pvmd", lab);
         if left.is_empty() || Instant::now() > deadline {
-            return left;
+            return left
+                .into_iter()
+                .map(|pid| {
+                    let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                    let stat =
+                        std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                    let parent = stat
+                        .rsplit_once(") ")
+                        .map(|(_, s)| s.split(' ').nth(1).unwrap_or("?").to_string());
+                    format!(
+                        "{pid} (parent {}): {}",
+                        parent.unwrap_or_default(),
+                        String::from_utf8_lossy(&cmd).replace('\0', " ")
+                    )
+                })
+                .collect();
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -149,40 +165,24 @@ fn every_pvm_variant_and_mode_crosses_the_lab_link_checked_and_leaves_no_pvmd() 
             );
             assert_eq!(
                 pvmds_left(&lab),
-                Vec::<i32>::new(),
+                Vec::<String>::new(),
                 "{t} {mode}: a pvmd outlived its sweep"
             );
         }
     }
 }
 
-/// Start a long lab sweep of `pvm`, wait (bounded) until both pvmds run,
-/// and return it with its lab's name.
-fn running_sweep() -> (Child, String) {
-    let (child, lab) = start(&[
-        "sweep", "pvm", "--lab", "fe", "--sizes", "1:64Ki", "--budget", "60s",
-    ]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while in_lab("pvmd", &lab).len() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "no two pvmds in lab {lab} within 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    (child, lab)
-}
-
-/// Wait at most 60 s for `child` to end.
-fn ended(mut child: Child) {
+/// Wait at most 60 s for `child` to end; returns what it said.
+fn ended(mut child: Child) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("the sweep did not end within 60 s of the signal");
+            panic!("the sweep did not end within 60 s");
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    common::stderr(&child.wait_with_output().unwrap())
 }
 
 /// The wulf process of lab `lab` whose command line holds `word`.
@@ -198,41 +198,144 @@ fn wulf_in_lab(lab: &str, word: &str) -> i32 {
     pids[0]
 }
 
+fn kill(pid: i32, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).unwrap();
+}
+
+/// `wulf lab exec --name LAB NODE -- wulf ARGS...`.
+fn in_node(lab: &str, node: &str, args: &[&str]) -> Child {
+    let mut all = vec!["lab", "exec", "--name", lab, node, "--", common::wulf_bin()];
+    all.extend_from_slice(args);
+    wulf(&all)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start wulf lab exec")
+}
+
+/// A `pvm` sweep from node1 against the server in node2, running until
+/// both pvmds are up (bounded) and a second after, so that it measures
+/// (a server killed while its pvmd adds node1 leaves the pvmd's helper
+/// and node1's pvmd to the next PVM channel's start: documented).
+fn sweep_running(lab: &str, budget: &str) -> Child {
+    let child = in_node(
+        lab,
+        "node1",
+        &[
+            "sweep",
+            "pvm",
+            "--peer",
+            "node2:17111",
+            "--sizes",
+            "1:64Ki",
+            "--budget",
+            budget,
+        ],
+    );
+    let mut child = child;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while in_lab("pvmd", lab).len() < 2 {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the sweep ended before its pvmds ran: {}",
+                common::stderr(&out)
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no two pvmds in lab {lab} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    child
+}
+
+/// In a lab that stays up (its removal would kill whatever runs in its
+/// nodes): no pvmd outlives a sweep that ends, a measuring side killed
+/// outright (the server kills both daemons) or a server killed outright
+/// (its pvmd dies with it; the measuring side kills the one in its node).
 #[test]
-fn no_pvmd_outlives_an_interrupt_or_a_killed_end() {
+fn no_pvmd_outlives_a_sweep_or_a_killed_end_in_a_lab_that_stays() {
+    use nix::sys::signal::Signal;
     let _s = serial();
     if !common::labs_possible() || !pvm_present() {
         return;
     }
-    // Ctrl-C on the command.
-    let (child, lab) = running_sweep();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    let lab = format!("pv{}", std::process::id());
+    let _guard = common::lab_up(&lab, 2);
+    // The server's stderr goes to the test's output (shown when it fails).
+    let mut server = in_node(&lab, "node2", &["serve", "--port", "17111"]);
+    let mut said = server.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(&mut said)
+            .lines()
+            .map_while(Result::ok)
+        {
+            eprintln!("{line}");
+        }
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    // A sweep that ends.
+    let sweep = sweep_running(&lab, "1s");
+    let out = sweep.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(
+        pvmds_left(&lab),
+        Vec::<String>::new(),
+        "a pvmd outlived its sweep"
+    );
+    // The measuring side killed.
+    let sweep = sweep_running(&lab, "60s");
+    kill(wulf_in_lab(&lab, "sweep"), Signal::SIGKILL);
+    ended(sweep);
+    assert_eq!(
+        pvmds_left(&lab),
+        Vec::<String>::new(),
+        "a pvmd outlived the killed sweep"
+    );
+    // The server killed.
+    let sweep = sweep_running(&lab, "60s");
+    let serve = wulf_in_lab(&lab, "serve");
+    eprintln!("killing the server {serve}");
+    kill(serve, Signal::SIGKILL);
+    eprintln!("the sweep said: {}", ended(sweep));
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        pvmds_left(&lab),
+        Vec::<String>::new(),
+        "a pvmd outlived the killed server"
+    );
+}
+
+/// Ctrl-C on a `--lab` sweep: the command ends and no pvmd is left.
+#[test]
+fn no_pvmd_outlives_an_interrupted_lab_sweep() {
+    let _s = serial();
+    if !common::labs_possible() || !pvm_present() {
+        return;
+    }
+    let (child, lab) = start(&[
+        "sweep", "pvm", "--lab", "fe", "--sizes", "1:64Ki", "--budget", "60s",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while in_lab("pvmd", &lab).len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no two pvmds in lab {lab} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kill(child.id() as i32, nix::sys::signal::Signal::SIGINT);
     ended(child);
     assert_eq!(
         pvmds_left(&lab),
-        Vec::<i32>::new(),
+        Vec::<String>::new(),
         "a pvmd outlived Ctrl-C"
     );
-    // Each end killed outright: the other end kills the pvmds.
-    for end in ["serve", "sweep"] {
-        let (child, lab) = running_sweep();
-        let pid = wulf_in_lab(&lab, end);
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .unwrap();
-        ended(child);
-        assert_eq!(
-            pvmds_left(&lab),
-            Vec::<i32>::new(),
-            "a pvmd outlived the killed {end}"
-        );
-    }
 }
 
 #[test]

@@ -45,7 +45,7 @@ use serde_json::{json, Value};
 
 use self::daemon::Daemon;
 use self::library::Api;
-use super::{ChannelOptions, Connected, Endpoint, Listener, Transport};
+use super::{AbortHandle, AbortPair, ChannelOptions, Connected, Endpoint, Listener, Transport};
 
 /// Tag of every message (the hello and its answer included: one of
 /// each precedes the data, in order).
@@ -181,12 +181,41 @@ fn timeval(timeout: Duration) -> library::Timeval {
     }
 }
 
+/// How long one pvm_trecv waits before a server's end checks whether its
+/// client went away (only a message that is late waits in slices).
+const ABORT_CHECK: Duration = Duration::from_millis(100);
+
 /// Wait at most `timeout` for a message with `tag` from `from` (-1: any
-/// task); returns its buffer id.
-fn receive(api: &Api, from: c_int, tag: c_int, timeout: Duration) -> io::Result<c_int> {
-    let mut tv = timeval(timeout);
-    // SAFETY: tv outlives the call.
-    let buf = unsafe { (api.trecv)(from, tag, &mut tv) };
+/// task); returns its buffer id. With `abort` (a server's end), the wait
+/// ends early, with an error, once the pair's handle is used.
+fn receive(
+    api: &Api,
+    from: c_int,
+    tag: c_int,
+    timeout: Duration,
+    abort: Option<&AbortPair>,
+) -> io::Result<c_int> {
+    let deadline = std::time::Instant::now() + timeout;
+    let buf = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let slice = if abort.is_some() {
+            left.min(ABORT_CHECK)
+        } else {
+            left
+        };
+        let mut tv = timeval(slice);
+        // SAFETY: tv outlives the call.
+        let buf = unsafe { (api.trecv)(from, tag, &mut tv) };
+        if buf != 0 || left <= slice {
+            break buf;
+        }
+        if abort.is_some_and(AbortPair::aborted) {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "the PVM channel was aborted (the client went away)",
+            ));
+        }
+    };
     match buf {
         0 => Err(io::Error::new(
             io::ErrorKind::TimedOut,
@@ -267,6 +296,7 @@ impl Transport for Pvm {
             daemon: Some(daemon),
             timeout: opts.timeout(),
             added: None,
+            abort: Some(AbortPair::new()?),
         }))
     }
 
@@ -306,7 +336,13 @@ impl Transport for Pvm {
             .is_some()
             .then(|| sock.parent().map(Path::to_path_buf))
             .flatten();
-        enroll(api, &sock, self.direct)?;
+        if let Err(e) = enroll(api, &sock, self.direct) {
+            if let Some(dir) = &node_dir {
+                remote::kill_daemons_in(dir);
+            }
+            return Err(e);
+        }
+        // From here the endpoint's drop kills the node's pvmd.
         let mut ep = PvmEndpoint::new(*self, api, peer, opts.timeout(), None);
         ep.node_dir = node_dir;
         // The hello opens the direct link (when asked for) before timing.
@@ -332,6 +368,9 @@ struct PvmListener {
     /// The measuring side's host when it is another (a lab node), with
     /// the socket of the pvmd added there, or why it could not be.
     added: Option<(IpAddr, Result<PathBuf, String>)>,
+    /// Ends this side's waits when the server's client went away (handed
+    /// to the endpoint on accept).
+    abort: Option<AbortPair>,
 }
 
 impl Listener for PvmListener {
@@ -370,11 +409,17 @@ impl Listener for PvmListener {
         self.added = Some((ip, result));
     }
 
+    fn abort_handle(&self) -> Option<AbortHandle> {
+        self.abort.as_ref().and_then(AbortPair::handle)
+    }
+
     fn accept(mut self: Box<Self>, timeout: Duration) -> Result<Connected> {
         let api = self.api;
-        let daemon = self.daemon.take().expect("a listener holds its daemon");
-        let pvmd = daemon.pvmd.clone();
-        let buf = receive(api, -1, DATA_TAG, timeout)
+        // The daemon stays with the listener until the hello came: on any
+        // error the listener's drop leaves the virtual machine and halts
+        // it (a process enrolled forever could take no other channel).
+        let abort = self.abort.take();
+        let buf = receive(api, -1, DATA_TAG, timeout, abort.as_ref())
             .context("the other side did not say hello over PVM")?;
         let (mut bytes, mut tag, mut from) = (0, 0, 0);
         // SAFETY: plain C call with three out-pointers.
@@ -382,7 +427,10 @@ impl Listener for PvmListener {
         if r < 0 {
             bail!("pvm_bufinfo failed (PVM error {r})");
         }
+        let daemon = self.daemon.take().expect("a listener holds its daemon");
+        let pvmd = daemon.pvmd.clone();
         let mut ep = PvmEndpoint::new(self.variant, api, from, self.timeout, Some(daemon));
+        ep.abort = abort;
         ep.send(b"hello")?;
         Ok(Connected {
             settings: self.variant.settings(api, &pvmd),
@@ -413,6 +461,8 @@ struct PvmEndpoint {
     /// The measuring side in a lab: the private directory of the pvmd the
     /// peer started on this node, killed after this end leaves.
     node_dir: Option<PathBuf>,
+    /// A server's end: what its watchdog uses to end the waits.
+    abort: Option<AbortPair>,
 }
 
 impl PvmEndpoint {
@@ -435,17 +485,28 @@ impl PvmEndpoint {
             timeout,
             daemon,
             node_dir: None,
+            abort: None,
         }
     }
 }
 
 impl Endpoint for PvmEndpoint {
+    fn abort_handle(&self) -> Option<AbortHandle> {
+        self.abort.as_ref().and_then(AbortPair::handle)
+    }
+
     fn send(&mut self, buf: &[u8]) -> io::Result<()> {
         send_bytes(self.api, self.peer, DATA_TAG, self.encoding, buf)
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
-        let id = receive(self.api, self.peer, DATA_TAG, self.timeout)?;
+        let id = receive(
+            self.api,
+            self.peer,
+            DATA_TAG,
+            self.timeout,
+            self.abort.as_ref(),
+        )?;
         let len = c_int::try_from(buf.len())
             .map_err(|_| io::Error::other("a PVM message holds at most 2 GiB"))?;
         if self.raw {

@@ -198,3 +198,62 @@ pub fn daemons_in(dir: &Path) -> Vec<i32> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_master_gets_a_hostfile_a_bounded_lab_shell_and_a_private_slave_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = vec![
+            ("PVM_TMP", dir.path().display().to_string()),
+            ("PVM_ROOT", "/usr/lib/pvm3".to_string()),
+        ];
+        let r = Remote::prepare(
+            dir.path(),
+            "lab7",
+            Path::new("/usr/bin/pvmd"),
+            &env,
+            Duration::from_secs(9),
+        )
+        .unwrap();
+        let hosts = std::fs::read_to_string(&r.hostfile).unwrap();
+        let slave = dir.path().join("slave-pvmd");
+        assert_eq!(hosts, format!("* dx={}\n", slave.display()));
+        let rsh = std::fs::read_to_string(&r.rsh).unwrap();
+        assert!(
+            rsh.contains("timeout -k 2 9 ") && rsh.contains(" lab rsh --name lab7 \"$@\""),
+            "{rsh}"
+        );
+        // The slave's own PVM_TMP, not the master's.
+        let script = std::fs::read_to_string(&slave).unwrap();
+        let own = format!("PVM_TMP={}\n", r.slave_dir.path().display());
+        assert!(script.contains(&own), "{script}");
+        assert!(script.ends_with("exec /usr/bin/pvmd \"$@\"\n"), "{script}");
+        let name = r.slave_dir.path().file_name().unwrap().to_str().unwrap();
+        assert!(name.starts_with(&format!("{DIR_PREFIX}{}-node-", std::process::id())));
+        assert!(super::super::daemon::is_private_dir(r.slave_dir.path()));
+    }
+
+    #[test]
+    fn loopback_is_local_and_an_address_of_no_interface_here_is_not() {
+        assert!(is_local("127.0.0.1".parse().unwrap()));
+        // The benchmark range's last address: no lab gives it to a node.
+        assert!(!is_local("198.19.255.254".parse().unwrap()));
+    }
+
+    #[test]
+    fn no_daemon_runs_in_a_fresh_directory_and_an_unknown_one_has_no_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(daemons_in(dir.path()).is_empty());
+        assert_eq!(kill_daemons_in(dir.path()), 0);
+        let e = slave_socket(dir.path()).unwrap_err();
+        assert!(format!("{e:#}").contains("wrote no"), "{e:#}");
+        // A socket named outside the directory is refused.
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        std::fs::write(dir.path().join(format!("pvmd.{uid}")), "/tmp/elsewhere.0\n").unwrap();
+        assert!(slave_socket(dir.path()).is_err());
+    }
+}

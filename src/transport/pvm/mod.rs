@@ -279,10 +279,15 @@ impl Transport for Pvm {
     }
 
     fn links_processes(&self) -> bool {
-        // One channel per process (PVM enrolls the whole process): a NAS
-        // group of more than two ranks needs several, so the NAS kernels,
-        // collectives and `wulf run`'s group runs leave PVM out.
-        false
+        // A NAS group of two ranks on one host (one channel each).
+        true
+    }
+
+    fn links_per_process(&self) -> Option<usize> {
+        // One channel per process (PVM enrolls the whole process): a group
+        // of more than two ranks needs several, so group runs take PVM
+        // only when named, and with two processes.
+        Some(1)
     }
 
     fn listen(&self, opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
@@ -304,9 +309,16 @@ impl Transport for Pvm {
         &self,
         description: &Value,
         opts: &ChannelOptions,
-        _peer_ip: IpAddr,
+        peer_ip: IpAddr,
     ) -> Result<Connected> {
         let api = library::api().map_err(|e| anyhow!(e))?;
+        if description.get("added_host").is_none() && !remote::is_local(peer_ip) {
+            // A listener that never learnt this side's address (a NAS
+            // rank's: only `wulf serve` tells it) started no pvmd here.
+            bail!(
+                "the PVM peer at {peer_ip} is on another host and added no pvmd on this one: across lab nodes PVM runs against `wulf serve` (sweep, run, study), not between NAS ranks"
+            );
+        }
         if let Some(why) = description.get("error").and_then(Value::as_str) {
             bail!("the peer could not give this host a pvmd: {why}");
         }

@@ -244,6 +244,8 @@ pub fn available_transports(ctx: &RunContext) -> Vec<String> {
         // Ranks wulf starts share hosts, and raw frames cannot join two
         // processes of one host.
         .filter(|t| t.links_processes() && !t.needs_link() && t.availability().is_ok())
+        // One that links a process to few others (PVM) only when named.
+        .filter(|t| t.links_per_process().is_none())
         .map(|t| t.name().to_string())
         .collect()
 }
@@ -263,7 +265,7 @@ pub(super) fn group_transports(
         let t = ctx.find_or_usage(name)?;
         if !t.links_processes() {
             return Err(usage(format!(
-                "{name} cannot link the processes of {what} (an in-process baseline, or PVM: one channel per process)"
+                "{name} cannot link the processes of {what} (an in-process baseline)"
             )));
         }
         if ctx.spread() && t.local_only() {
@@ -306,6 +308,15 @@ fn run_plan_coded(
         plan.kernel.check_process_count(plan.class, np)?;
     }
     let most = plan.nprocs.iter().copied().max().unwrap_or(1);
+    for t in &transports {
+        if let Some(n) = t.links_per_process().filter(|n| most > n + 1) {
+            return Err(usage(format!(
+                "{} links a process to {n} other at most: --np {} at most",
+                t.name(),
+                n + 1
+            )));
+        }
+    }
     if let Some(c) = &ctx.cluster {
         c.first(most).map_err(|e| usage(format!("{e:#}")))?;
     }

@@ -31,6 +31,7 @@ mod matrix_slurm;
 mod npb_traffic;
 mod offloads_site;
 mod package_deb;
+mod pvm_lab;
 mod reframe_lab;
 mod resources;
 mod serve_hostile;

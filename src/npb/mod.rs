@@ -11,6 +11,7 @@
 //! * [`mg`]: the MG multigrid kernel, serial and parallel;
 //! * [`ep`], [`is`], [`cg`]: the EP, IS and CG kernels, likewise;
 //! * [`lu`]: the LU pseudo-application (SSOR, wavefront pipeline);
+//! * [`sp`]: the SP pseudo-application (ADI, multi-partition pipeline);
 //! * [`Kernel`]: which kernel a run is, its process-count rule;
 //! * [`outcome`]: the verified outcome every kernel reports, and the
 //!   timing every kernel shares;
@@ -29,6 +30,7 @@ pub mod mg;
 pub mod outcome;
 mod rank_job;
 pub mod rng;
+pub mod sp;
 
 /// The communicators the kernels run over, where the kernels' callers
 /// (and older paths) find them.

@@ -306,7 +306,7 @@ pub fn initial_field(b: &Block, u: &mut [f64]) {
 
 /// The transfinite interpolation of the exact solution on the faces at an
 /// inner point.
-fn interpolated(n: usize, gi: isize, gj: isize, gk: isize) -> [f64; NV] {
+pub(crate) fn interpolated(n: usize, gi: isize, gj: isize, gk: isize) -> [f64; NV] {
     let last = (n - 1) as isize;
     let (x, y, z) = (
         gi as f64 / last as f64,

@@ -36,6 +36,8 @@ use super::outcome::{CheckedValue, NpbOutcome, RunShape, Timer};
 use super::Class;
 use crate::comm::Communicator;
 pub use grid::ProcGrid;
+// SP solves the same equations with the same exact solution.
+pub(crate) use grid::{exact, interpolated};
 pub use params::{LuParams, VERIFY_TOLERANCE};
 
 /// Fails with a usage error when LU of `class` cannot run on `np` ranks

@@ -36,6 +36,7 @@ mod npb_faults;
 mod npb_group;
 mod npb_kernels;
 mod npb_lu;
+mod npb_sp;
 mod npb_mpi;
 mod peer_faults;
 mod pvm;

@@ -244,3 +244,61 @@ pub fn backward(cell: &mut Cell, d: usize, first: usize, carry_in: Option<&[f64]
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::npb::sp::cells::Layout;
+    use crate::npb::sp::rhs::{compute_rhs, set_forcing};
+
+    /// A serial cell of 12 points with its derived quantities set.
+    fn cell() -> (Consts, Cell) {
+        let k = Consts::new(12, 0.015);
+        let (_, mut cells) = Layout::new(12, 1, 0);
+        let mut c = cells.remove(0);
+        set_forcing(&k, &mut c);
+        c.initialise();
+        compute_rhs(&k, &mut c);
+        (k, c)
+    }
+
+    #[test]
+    fn a_line_solve_satisfies_each_pentadiagonal_system() {
+        let (k, mut c) = cell();
+        for d in 0..3 {
+            let mut starts = Vec::new();
+            line_starts(&c, d, &mut starts);
+            assert_eq!(starts.len(), 10 * 10);
+            let first = starts[37];
+            let s = c.stride(d);
+            // Any right-hand side will do: a smooth made-up one.
+            for r in 0..12 {
+                for m in 0..NV {
+                    c.rhs[NV * (first + r * s) + m] = ((r * 7 + m * 3) % 11) as f64 - 5.0;
+                }
+            }
+            let b = c.rhs.clone();
+            let mut rows = Rows::new();
+            forward(&k, &mut c, d, first, &mut rows, None, &mut []);
+            backward(&mut c, d, first, None, &mut []);
+            let mut a = vec![[0.0; 15]; 12];
+            build_rows(&k, &c, d, first, &mut a);
+            for (q, (o, ms)) in SYSTEMS.iter().enumerate() {
+                for m in ms.clone() {
+                    for r in 0..12isize {
+                        let x = |rr: isize| {
+                            if (0..12).contains(&rr) {
+                                c.rhs[NV * (first + rr as usize * s) + m]
+                            } else {
+                                0.0
+                            }
+                        };
+                        let ax: f64 = (0..5).map(|t| a[r as usize][o + t] * x(r + t as isize - 2)).sum();
+                        let want = b[NV * (first + r as usize * s) + m];
+                        assert!((ax - want).abs() < 1e-10, "d {d} q {q} m {m} row {r}: {ax} vs {want}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -15,23 +15,29 @@ use super::cells::{Cell, NV};
 use super::rhs::{dissipation_weights, Consts};
 
 /// Values handed from one part of a line to the next in the forward
-/// elimination: for each of the last two rows, `(d, e)` and the right-hand
-/// sides of the three systems (5 + 3 + 3), NPB's 22 per line.
+/// elimination: for each of the last two rows, `(d, e)` of the three
+/// systems and the five right-hand sides, NPB's 22 per line.
 pub const FORWARD_CARRY: usize = 22;
 
 /// Values handed back in the back substitution: the first two solved rows
 /// of the five variables, NPB's 10 per line.
 pub const BACKWARD_CARRY: usize = 10;
 
-/// The three systems: their offset in a row of 15 coefficients and the
-/// variables they solve for.
-const SYSTEMS: [(usize, std::ops::Range<usize>); 3] = [(0, 0..3), (5, 3..4), (10, 4..5)];
+/// Which system each variable belongs to: 1-3 to the first, 4 to the
+/// second (`lhsp`), 5 to the third (`lhsm`).
+const SYSTEM_OF: [usize; NV] = [0, 0, 0, 1, 2];
 
-/// Offset of system `q`'s values in one row of a forward carry.
-const CARRY_AT: [usize; 3] = [0, 5, 8];
-
-/// Scratch rows of one line part: 15 coefficients per point.
-pub type Rows = Vec<[f64; 15]>;
+/// Scratch of one line part, reused from line to line: 15 coefficients
+/// (three systems of 5 diagonals) and the 5 right-hand sides per row,
+/// and the convective and viscous terms one point beyond each end.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    rows: Vec<[f64; 15]>,
+    rhs: Vec<[f64; NV]>,
+    cv: Vec<f64>,
+    rhon: Vec<f64>,
+    speed: Vec<f64>,
+}
 
 /// The two axes across axis `d`.
 pub fn across(d: usize) -> (usize, usize) {
@@ -70,13 +76,26 @@ pub fn line_starts(cell: &Cell, d: usize, starts: &mut Vec<usize>) {
 /// `first` (NPB's `lhsx`/`lhsy`/`lhsz`): identity rows on the grid's
 /// faces, inside the implicit viscous and convective operator with the
 /// fourth-difference dissipation, `lhsp`/`lhsm` adding the speed of sound.
-fn build_rows(k: &Consts, cell: &Cell, d: usize, first: usize, rows: &mut Rows) {
-    let s = cell.stride(d);
+fn build_rows(k: &Consts, cell: &Cell, d: usize, first: usize, sc: &mut Scratch) {
+    let len = cell.size[d];
+    let s = cell.stride(d) as isize;
+    sc.rows.resize(len, [0.0; 15]);
+    sc.cv.resize(len + 2, 0.0);
+    sc.rhon.resize(len + 2, 0.0);
+    sc.speed.resize(len + 2, 0.0);
+    // The point terms once each, from one point before the part to one
+    // after (NPB's `cv` and `rhon`).
+    for r in 0..len + 2 {
+        let a = &cell.aux[(first as isize + (r as isize - 1) * s) as usize];
+        sc.cv[r] = a.vel[d];
+        sc.rhon[r] = k.rho_max(d, a.rho_i);
+        sc.speed[r] = a.speed;
+    }
     let last = cell.n as isize - 1;
     let (dtt1, dtt2) = (k.dtt1[d], k.dtt2[d]);
-    for (r, row) in rows.iter_mut().enumerate() {
-        let pt = first + r * s;
-        let g = cell.global(d, cell.owned(d).start + r);
+    let g0 = cell.global(d, cell.owned(d).start);
+    for (r, row) in sc.rows.iter_mut().enumerate() {
+        let g = g0 + r as isize;
         if g == 0 || g == last {
             *row = [0.0; 15];
             row[2] = 1.0;
@@ -84,12 +103,12 @@ fn build_rows(k: &Consts, cell: &Cell, d: usize, first: usize, rows: &mut Rows) 
             row[12] = 1.0;
             continue;
         }
-        let (am, a0, ap) = (&cell.aux[pt - s], &cell.aux[pt], &cell.aux[pt + s]);
+        // Point r of the part is entry r + 1 of the point terms.
         let mut base = [
             0.0,
-            -dtt2 * am.vel[d] - dtt1 * k.rho_max(d, am.rho_i),
-            1.0 + 2.0 * dtt1 * k.rho_max(d, a0.rho_i),
-            dtt2 * ap.vel[d] - dtt1 * k.rho_max(d, ap.rho_i),
+            -dtt2 * sc.cv[r] - dtt1 * sc.rhon[r],
+            1.0 + 2.0 * dtt1 * sc.rhon[r + 1],
+            dtt2 * sc.cv[r + 2] - dtt1 * sc.rhon[r + 2],
             0.0,
         ];
         let w = dissipation_weights(g, cell.n);
@@ -99,148 +118,133 @@ fn build_rows(k: &Consts, cell: &Cell, d: usize, first: usize, rows: &mut Rows) 
         row[..5].copy_from_slice(&base);
         row[5..10].copy_from_slice(&base);
         row[10..].copy_from_slice(&base);
-        row[6] -= dtt2 * am.speed;
-        row[8] += dtt2 * ap.speed;
-        row[11] += dtt2 * am.speed;
-        row[13] -= dtt2 * ap.speed;
+        row[6] -= dtt2 * sc.speed[r];
+        row[8] += dtt2 * sc.speed[r + 2];
+        row[11] += dtt2 * sc.speed[r];
+        row[13] -= dtt2 * sc.speed[r + 2];
     }
 }
 
-/// Eliminates normalised row `(d, e, s)` of system `q` from the row
-/// `gap` (1 or 2) rows below it.
+/// Eliminates a normalised row (`de`: `(d, e)` of the three systems,
+/// `src`: its right-hand sides) from the row `gap` (1 or 2) rows below.
 #[inline(always)]
-fn eliminate(row: &mut [f64; 15], rhs: &mut [f64], q: usize, gap: usize, de: [f64; 2], s: &[f64]) {
-    let (o, ref ms) = SYSTEMS[q];
-    let f = row[o + 2 - gap];
-    if gap == 1 {
-        row[o + 2] -= f * de[0];
-        row[o + 3] -= f * de[1];
-    } else {
-        row[o + 1] -= f * de[0];
-        row[o + 2] -= f * de[1];
+fn eliminate(row: &mut [f64; 15], rhs: &mut [f64; NV], gap: usize, de: &[f64], src: &[f64]) {
+    // The factors first: the updates below never touch them.
+    let f = [row[2 - gap], row[7 - gap], row[12 - gap]];
+    for q in 0..3 {
+        row[5 * q + 3 - gap] -= f[q] * de[2 * q];
+        row[5 * q + 4 - gap] -= f[q] * de[2 * q + 1];
     }
-    for (m, sv) in ms.clone().zip(s) {
-        rhs[m] -= f * sv;
+    for m in 0..NV {
+        rhs[m] -= f[SYSTEM_OF[m]] * src[m];
     }
 }
 
 /// Forward elimination of the part of a line starting at `first`, after
 /// the part before it left `carry_in` (`None` at the grid's low face);
-/// leaves the normalised `(d, e)` in `cell.fac` and the last two rows in
-/// `carry_out`.
+/// leaves the normalised `(d, e)` in `cell.fac` and, unless `carry_out`
+/// is empty, the last two rows in it.
 pub fn forward(
     k: &Consts,
     cell: &mut Cell,
     d: usize,
     first: usize,
-    rows: &mut Rows,
+    sc: &mut Scratch,
     carry_in: Option<&[f64]>,
     carry_out: &mut [f64],
 ) {
     let len = cell.size[d];
-    rows.resize(len, [0.0; 15]);
-    build_rows(k, cell, d, first, rows);
     let s = cell.stride(d);
-    let rhs_at = |r: usize| NV * (first + r * s);
+    build_rows(k, cell, d, first, sc);
+    sc.rhs.resize(len, [0.0; NV]);
+    for (r, v) in sc.rhs.iter_mut().enumerate() {
+        let at = NV * (first + r * s);
+        v.copy_from_slice(&cell.rhs[at..at + NV]);
+    }
+    let (rows, rhs) = (&mut sc.rows[..len], &mut sc.rhs[..len]);
     if let Some(c) = carry_in {
         // Rows -2 and -1 act on rows 0 and 1 as inside one elimination.
-        for (t, gaps) in [(0usize, &[(0usize, 2usize)][..]), (1, &[(0, 1), (1, 2)][..])] {
-            for &(r, gap) in gaps {
-                let at = rhs_at(r);
-                for q in 0..3 {
-                    let o = 11 * t + CARRY_AT[q];
-                    let n = SYSTEMS[q].1.len();
-                    let (de, sv) = ([c[o], c[o + 1]], &c[o + 2..o + 2 + n]);
-                    eliminate(&mut rows[r], &mut cell.rhs[at..at + NV], q, gap, de, sv);
-                }
-            }
-        }
+        let (m2, m1) = (&c[..11], &c[11..22]);
+        eliminate(&mut rows[0], &mut rhs[0], 2, &m2[..6], &m2[6..]);
+        eliminate(&mut rows[0], &mut rhs[0], 1, &m1[..6], &m1[6..]);
+        eliminate(&mut rows[1], &mut rhs[1], 2, &m1[..6], &m1[6..]);
     }
     for r in 0..len {
-        let at = rhs_at(r);
         let row = &mut rows[r];
-        let mut fac = [0.0; 6];
-        for (q, (o, ms)) in SYSTEMS.iter().enumerate() {
-            let f = 1.0 / row[o + 2];
-            row[o + 3] *= f;
-            row[o + 4] *= f;
-            for m in ms.clone() {
-                cell.rhs[at + m] *= f;
-            }
-            fac[2 * q] = row[o + 3];
-            fac[2 * q + 1] = row[o + 4];
+        let mut de = [0.0; 6];
+        let mut f = [0.0; 3];
+        for q in 0..3 {
+            f[q] = 1.0 / row[5 * q + 2];
+            row[5 * q + 3] *= f[q];
+            row[5 * q + 4] *= f[q];
+            de[2 * q] = row[5 * q + 3];
+            de[2 * q + 1] = row[5 * q + 4];
         }
-        cell.fac[first + r * s] = fac;
-        let src: [f64; NV] = cell.rhs[at..at + NV].try_into().unwrap();
-        for gap in [1, 2] {
-            if r + gap < len {
-                let below = rhs_at(r + gap);
-                for (q, (_, ms)) in SYSTEMS.iter().enumerate() {
-                    let de = [fac[2 * q], fac[2 * q + 1]];
-                    eliminate(
-                        &mut rows[r + gap],
-                        &mut cell.rhs[below..below + NV],
-                        q,
-                        gap,
-                        de,
-                        &src[ms.clone()],
-                    );
-                }
-            }
+        for m in 0..NV {
+            rhs[r][m] *= f[SYSTEM_OF[m]];
+        }
+        cell.fac[first + r * s] = de;
+        let src = rhs[r];
+        if r + 1 < len {
+            eliminate(&mut rows[r + 1], &mut rhs[r + 1], 1, &de, &src);
+        }
+        if r + 2 < len {
+            eliminate(&mut rows[r + 2], &mut rhs[r + 2], 2, &de, &src);
         }
     }
-    if carry_out.is_empty() {
-        return;
+    for (r, v) in rhs.iter().enumerate() {
+        let at = NV * (first + r * s);
+        cell.rhs[at..at + NV].copy_from_slice(v);
     }
-    for t in 0..2 {
-        let r = len - 2 + t;
-        let (pt, at) = (first + r * s, rhs_at(r));
-        for (q, (_, ms)) in SYSTEMS.iter().enumerate() {
-            let o = 11 * t + CARRY_AT[q];
-            carry_out[o] = cell.fac[pt][2 * q];
-            carry_out[o + 1] = cell.fac[pt][2 * q + 1];
-            for (i, m) in ms.clone().enumerate() {
-                carry_out[o + 2 + i] = cell.rhs[at + m];
-            }
+    if !carry_out.is_empty() {
+        for t in 0..2 {
+            let r = len - 2 + t;
+            carry_out[11 * t..11 * t + 6].copy_from_slice(&cell.fac[first + r * s]);
+            carry_out[11 * t + 6..11 * t + 11].copy_from_slice(&rhs[r]);
         }
     }
 }
 
 /// Back substitution of the part of a line starting at `first`, given
 /// the first two solved rows of the part after it (`None` at the grid's
-/// high face); leaves this part's first two solved rows in `carry_out`.
-pub fn backward(cell: &mut Cell, d: usize, first: usize, carry_in: Option<&[f64]>, carry_out: &mut [f64]) {
+/// high face, where the solution beyond counts as zero, as NPB's last
+/// rows subtract nothing); leaves this part's first two solved rows in
+/// `carry_out` unless it is empty.
+pub fn backward(
+    cell: &mut Cell,
+    d: usize,
+    first: usize,
+    sc: &mut Scratch,
+    carry_in: Option<&[f64]>,
+    carry_out: &mut [f64],
+) {
     let len = cell.size[d];
     let s = cell.stride(d);
+    sc.rhs.resize(len + 2, [0.0; NV]);
+    let x = &mut sc.rhs[..len + 2];
+    for (r, v) in x[..len].iter_mut().enumerate() {
+        let at = NV * (first + r * s);
+        v.copy_from_slice(&cell.rhs[at..at + NV]);
+    }
+    for m in 0..NV {
+        let c = carry_in.map_or([0.0; 2], |c| [c[2 * m], c[2 * m + 1]]);
+        x[len][m] = c[0];
+        x[len + 1][m] = c[1];
+    }
     for r in (0..len).rev() {
-        let pt = first + r * s;
-        let fac = cell.fac[pt];
-        for (q, (_, ms)) in SYSTEMS.iter().enumerate() {
-            for m in ms.clone() {
-                // The solved values one and two rows further on.
-                let next = |gap: usize| -> Option<f64> {
-                    if r + gap < len {
-                        Some(cell.rhs[NV * (pt + gap * s) + m])
-                    } else {
-                        carry_in.map(|c| c[2 * m + r + gap - len])
-                    }
-                };
-                let (x1, x2) = (next(1), next(2));
-                let mut v = cell.rhs[NV * pt + m];
-                if let Some(x1) = x1 {
-                    v -= fac[2 * q] * x1;
-                }
-                if let Some(x2) = x2 {
-                    v -= fac[2 * q + 1] * x2;
-                }
-                cell.rhs[NV * pt + m] = v;
-            }
+        let fac = cell.fac[first + r * s];
+        let (next1, next2) = (x[r + 1], x[r + 2]);
+        for m in 0..NV {
+            let q = SYSTEM_OF[m];
+            x[r][m] = x[r][m] - fac[2 * q] * next1[m] - fac[2 * q + 1] * next2[m];
         }
+        let at = NV * (first + r * s);
+        cell.rhs[at..at + NV].copy_from_slice(&x[r]);
     }
     if !carry_out.is_empty() {
         for m in 0..NV {
-            carry_out[2 * m] = cell.rhs[NV * first + m];
-            carry_out[2 * m + 1] = cell.rhs[NV * (first + s) + m];
+            carry_out[2 * m] = x[0][m];
+            carry_out[2 * m + 1] = x[1][m];
         }
     }
 }
@@ -278,13 +282,14 @@ mod tests {
                 }
             }
             let b = c.rhs.clone();
-            let mut rows = Rows::new();
-            forward(&k, &mut c, d, first, &mut rows, None, &mut []);
-            backward(&mut c, d, first, None, &mut []);
-            let mut a = vec![[0.0; 15]; 12];
-            build_rows(&k, &c, d, first, &mut a);
-            for (q, (o, ms)) in SYSTEMS.iter().enumerate() {
-                for m in ms.clone() {
+            let mut sc = Scratch::default();
+            forward(&k, &mut c, d, first, &mut sc, None, &mut []);
+            backward(&mut c, d, first, &mut sc, None, &mut []);
+            build_rows(&k, &c, d, first, &mut sc);
+            let a = &sc.rows;
+            for (m, &q) in SYSTEM_OF.iter().enumerate() {
+                let o = 5 * q;
+                {
                     for r in 0..12isize {
                         let x = |rr: isize| {
                             if (0..12).contains(&rr) {

@@ -11,7 +11,7 @@
 use anyhow::Result;
 
 use super::adi::{
-    across, backward, forward, line_count, line_starts, Rows, BACKWARD_CARRY, FORWARD_CARRY,
+    across, backward, forward, line_count, line_starts, Scratch, BACKWARD_CARRY, FORWARD_CARRY,
 };
 use super::cells::{Cell, Layout, GHOST, NV};
 use super::rhs::Consts;
@@ -22,7 +22,7 @@ use crate::comm::Communicator;
 pub struct Buffers {
     send: Vec<f64>,
     recv: Vec<f64>,
-    rows: Rows,
+    scratch: Scratch,
     lines: Vec<usize>,
 }
 
@@ -147,7 +147,7 @@ pub fn sweep(
         for (l, &first) in lines.iter().enumerate() {
             let carry_in = (s > 0).then(|| &bufs.recv[FORWARD_CARRY * l..FORWARD_CARRY * (l + 1)]);
             let out = &mut bufs.send[out_len * l..out_len * (l + 1)];
-            forward(k, &mut cells[c], d, first, &mut bufs.rows, carry_in, out);
+            forward(k, &mut cells[c], d, first, &mut bufs.scratch, carry_in, out);
         }
     }
     for s in (0..p).rev() {
@@ -165,7 +165,7 @@ pub fn sweep(
             let carry_in =
                 (s + 1 < p).then(|| &bufs.recv[BACKWARD_CARRY * l..BACKWARD_CARRY * (l + 1)]);
             let out = &mut bufs.send[out_len * l..out_len * (l + 1)];
-            backward(&mut cells[c], d, first, carry_in, out);
+            backward(&mut cells[c], d, first, &mut bufs.scratch, carry_in, out);
         }
     }
     Ok(())

@@ -205,11 +205,8 @@ pub fn compute_rhs(k: &Consts, cell: &mut Cell) {
         let r = &mut rhs[NV * pt..NV * pt + NV];
         for d in 0..3 {
             let s = strides[d];
-            let (um, u0, up) = (
-                &u[NV * (pt - s)..NV * (pt - s) + NV],
-                &u[NV * pt..NV * pt + NV],
-                &u[NV * (pt + s)..NV * (pt + s) + NV],
-            );
+            let at = |q: usize| -> &[f64; NV] { u[NV * q..NV * q + NV].try_into().unwrap() };
+            let (umm, um, u0, up, upp) = (at(pt - 2 * s), at(pt - s), at(pt), at(pt + s), at(pt + 2 * s));
             let (am, a0, ap) = (&aux[pt - s], &aux[pt], &aux[pt + s]);
             let (t2, ddt1, con) = (k.t2[d], k.dd[d] * k.t1[d], k.con[d]);
             let (vm, v0, vp) = (am.vel[d], a0.vel[d], ap.vel[d]);
@@ -234,10 +231,7 @@ pub fn compute_rhs(k: &Consts, cell: &mut Cell) {
             let g = (low[d] + at[d]) as isize - GHOST as isize;
             let w = dissipation_weights(g, k.n);
             for (m, rm) in r.iter_mut().enumerate() {
-                let mut sum = 0.0;
-                for (o, wo) in w.iter().enumerate() {
-                    sum += wo * u[NV * (pt + o * s - 2 * s) + m];
-                }
+                let sum = w[0] * umm[m] + w[1] * um[m] + w[2] * u0[m] + w[3] * up[m] + w[4] * upp[m];
                 *rm -= k.dssp * sum;
             }
         }

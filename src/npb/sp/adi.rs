@@ -298,9 +298,14 @@ mod tests {
                                 0.0
                             }
                         };
-                        let ax: f64 = (0..5).map(|t| a[r as usize][o + t] * x(r + t as isize - 2)).sum();
+                        let ax: f64 = (0..5)
+                            .map(|t| a[r as usize][o + t] * x(r + t as isize - 2))
+                            .sum();
                         let want = b[NV * (first + r as usize * s) + m];
-                        assert!((ax - want).abs() < 1e-10, "d {d} q {q} m {m} row {r}: {ax} vs {want}");
+                        assert!(
+                            (ax - want).abs() < 1e-10,
+                            "d {d} q {q} m {m} row {r}: {ax} vs {want}"
+                        );
                     }
                 }
             }

@@ -269,8 +269,7 @@ mod tests {
         for p in [1, 2, 3] {
             let n = 13;
             let mut seen = vec![0u8; p * p * p];
-            let all: Vec<(Layout, Vec<Cell>)> =
-                (0..p * p).map(|r| Layout::new(n, p, r)).collect();
+            let all: Vec<(Layout, Vec<Cell>)> = (0..p * p).map(|r| Layout::new(n, p, r)).collect();
             for (rank, (layout, cells)) in all.iter().enumerate() {
                 for (c, cell) in cells.iter().enumerate() {
                     let [x, y, z] = cell.coord;

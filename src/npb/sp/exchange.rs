@@ -88,7 +88,11 @@ pub fn copy_faces(
                 if !upward && cell.coord[d] > 0 {
                     sent += face(cell, d, [GHOST, GHOST + 1], &mut bufs.send[sent..], false);
                 }
-                let receives = if upward { cell.coord[d] > 0 } else { cell.coord[d] + 1 < p };
+                let receives = if upward {
+                    cell.coord[d] > 0
+                } else {
+                    cell.coord[d] + 1 < p
+                };
                 if receives {
                     expect += 2 * NV * cell.size.iter().product::<usize>() / cell.size[d];
                 }

@@ -130,7 +130,6 @@ impl SpFigures {
 fn simulate(
     class: Class,
     comm: &dyn Communicator,
-    steps: Option<usize>,
 ) -> Result<(SpFigures, super::outcome::Elapsed, usize)> {
     let params = SpParams::of(class);
     let mut s = Solver::new(comm, &params)?;
@@ -139,7 +138,7 @@ fn simulate(
     s.step()?;
     s.reset();
     let timer = Timer::start(comm)?;
-    for _ in 0..steps.unwrap_or(params.iterations) {
+    for _ in 0..params.iterations {
         s.step()?;
     }
     let elapsed = timer.stop(comm)?;
@@ -158,7 +157,7 @@ fn simulate(
 pub fn run_sp(class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
     check_process_count(class, comm.size())?;
     let params = SpParams::of(class);
-    let (figures, elapsed, p) = simulate(class, comm, None)?;
+    let (figures, elapsed, p) = simulate(class, comm)?;
     let shape = RunShape {
         proc_grid: [p, p, 1],
         iterations: params.iterations,
@@ -191,7 +190,13 @@ mod tests {
                 assert_eq!(out.nprocs, np);
                 for (a, b) in out.checks.iter().zip(&serial.checks) {
                     let rel = ((a.value - b.value) / b.value).abs();
-                    assert!(rel < 1e-12, "np {np} {}: {} vs {}", a.name, a.value, b.value);
+                    assert!(
+                        rel < 1e-12,
+                        "np {np} {}: {} vs {}",
+                        a.name,
+                        a.value,
+                        b.value
+                    );
                 }
             }
         }

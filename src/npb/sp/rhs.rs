@@ -199,14 +199,21 @@ pub fn compute_rhs(k: &Consts, cell: &mut Cell) {
     let at_of = |i, j, l| ((l * dj + j) * di + i, [i, j, l]);
     let points = rl.flat_map(|l| {
         let ri = ri.clone();
-        rj.clone().flat_map(move |j| ri.clone().map(move |i| at_of(i, j, l)))
+        rj.clone()
+            .flat_map(move |j| ri.clone().map(move |i| at_of(i, j, l)))
     });
     for (pt, at) in points {
         let r = &mut rhs[NV * pt..NV * pt + NV];
         for d in 0..3 {
             let s = strides[d];
             let at = |q: usize| -> &[f64; NV] { u[NV * q..NV * q + NV].try_into().unwrap() };
-            let (umm, um, u0, up, upp) = (at(pt - 2 * s), at(pt - s), at(pt), at(pt + s), at(pt + 2 * s));
+            let (umm, um, u0, up, upp) = (
+                at(pt - 2 * s),
+                at(pt - s),
+                at(pt),
+                at(pt + s),
+                at(pt + 2 * s),
+            );
             let (am, a0, ap) = (&aux[pt - s], &aux[pt], &aux[pt + s]);
             let (t2, ddt1, con) = (k.t2[d], k.dd[d] * k.t1[d], k.con[d]);
             let (vm, v0, vp) = (am.vel[d], a0.vel[d], ap.vel[d]);
@@ -231,7 +238,8 @@ pub fn compute_rhs(k: &Consts, cell: &mut Cell) {
             let g = (low[d] + at[d]) as isize - GHOST as isize;
             let w = dissipation_weights(g, k.n);
             for (m, rm) in r.iter_mut().enumerate() {
-                let sum = w[0] * umm[m] + w[1] * um[m] + w[2] * u0[m] + w[3] * up[m] + w[4] * upp[m];
+                let sum =
+                    w[0] * umm[m] + w[1] * um[m] + w[2] * u0[m] + w[3] * up[m] + w[4] * upp[m];
                 *rm -= k.dssp * sum;
             }
         }
@@ -338,7 +346,10 @@ fn pointwise_mut(cell: &mut Cell, f: impl Fn(&mut [f64], &[f64])) {
         for j in rj.clone() {
             for i in ri.clone() {
                 let pt = cell.point(i, j, l);
-                f(&mut cell.u[NV * pt..NV * pt + NV], &cell.rhs[NV * pt..NV * pt + NV]);
+                f(
+                    &mut cell.u[NV * pt..NV * pt + NV],
+                    &cell.rhs[NV * pt..NV * pt + NV],
+                );
             }
         }
     }

@@ -206,13 +206,13 @@ pub fn compute_rhs(k: &Consts, cell: &mut Cell) {
         let r = &mut rhs[NV * pt..NV * pt + NV];
         for d in 0..3 {
             let s = strides[d];
-            let at = |q: usize| -> &[f64; NV] { u[NV * q..NV * q + NV].try_into().unwrap() };
+            let load = |q: usize| -> &[f64; NV] { u[NV * q..NV * q + NV].try_into().unwrap() };
             let (umm, um, u0, up, upp) = (
-                at(pt - 2 * s),
-                at(pt - s),
-                at(pt),
-                at(pt + s),
-                at(pt + 2 * s),
+                load(pt - 2 * s),
+                load(pt - s),
+                load(pt),
+                load(pt + s),
+                load(pt + 2 * s),
             );
             let (am, a0, ap) = (&aux[pt - s], &aux[pt], &aux[pt + s]);
             let (t2, ddt1, con) = (k.t2[d], k.dd[d] * k.t1[d], k.con[d]);

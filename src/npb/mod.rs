@@ -42,6 +42,40 @@ pub use rank_job::{
     run_rank, GroupRun, RankJob, RankOutput, RankRun, RankTask, TaskOutput, TaskRun,
 };
 
+/// What the tests of the pseudo-applications share.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+    use crate::comm::{Communicator, SerialComm, ThreadComm};
+
+    /// Runs `run` of `class` serially, then on each count of `nps`
+    /// threads, and holds every rank's checks to the serial values within
+    /// 1e-12: a rank's points get the same operations as in a serial run.
+    pub fn ranks_agree_with_serial(
+        run: fn(Class, &dyn Communicator) -> anyhow::Result<NpbOutcome>,
+        class: Class,
+        nps: &[usize],
+    ) {
+        let serial = run(class, &SerialComm::new()).unwrap();
+        for &np in nps {
+            let outs = ThreadComm::run(np, |c| run(class, c)).unwrap();
+            for out in outs {
+                assert_eq!(out.nprocs, np);
+                for (a, b) in out.checks.iter().zip(&serial.checks) {
+                    let rel = ((a.value - b.value) / b.value).abs();
+                    assert!(
+                        rel < 1e-12,
+                        "np {np} {}: {} vs {}",
+                        a.name,
+                        a.value,
+                        b.value
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,33 +10,12 @@
 use crate::common;
 use common::*;
 
-use wulf::result::{read_npb_result, NpbResult};
+use crate::npb_kernels::npb;
+use wulf::result::NpbResult;
 
 /// `wulf npb sp --class S --np NPS --via VIAS`, which must succeed.
 fn sp(nps: &str, vias: &str) -> NpbResult {
-    let dir = tempdir();
-    let out = file(&dir, "r.json");
-    let args = [
-        "npb",
-        "sp",
-        "--class",
-        "S",
-        "--np",
-        nps,
-        "--via",
-        vias,
-        "--repetitions",
-        "1",
-        "--json",
-        out.to_str().unwrap(),
-    ];
-    let o = run(&args);
-    assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
-    let text = String::from_utf8_lossy(&o.stdout);
-    for needle in ["NAS SP class S", "total Mop/s", "verified"] {
-        assert!(text.contains(needle), "no {needle:?} in:\n{text}");
-    }
-    read_npb_result(&out).unwrap()
+    npb("sp", "S", nps, vias)
 }
 
 /// What NPB SP sends in its timed section on `p * p` ranks for class S
@@ -94,14 +73,15 @@ fn counts_sp_cannot_split_are_refused_before_anything_starts() {
 }
 
 #[test]
-fn sp_verifies_on_4_processes_of_each_mpi() {
+fn sp_verifies_on_1_and_4_processes_of_each_mpi() {
     let _s = serial();
     std::env::set_var(wulf::transport::mpi::EXE_VAR, env!("CARGO_BIN_EXE_wulf"));
     for lib in libraries() {
-        let r = sp("4", &format!("mpi:{lib}"));
-        let run = &r.runs[0];
-        assert!(run.error.is_none(), "{lib}: {:?}", run.error);
-        assert!(run.outcomes[0].verified, "{lib}");
-        assert_eq!(run.outcomes[0].checks.len(), 10);
+        let r = sp("1,4", &format!("mpi:{lib}"));
+        for run in &r.runs {
+            assert!(run.error.is_none(), "{lib}: {:?}", run.error);
+            assert!(run.outcomes[0].verified, "{lib}");
+            assert_eq!(run.outcomes[0].checks.len(), 10);
+        }
     }
 }

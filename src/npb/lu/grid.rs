@@ -60,7 +60,7 @@ impl ProcGrid {
 
 /// Start and length of part `index` of `n` points split in `parts`, the
 /// first `n % parts` parts one point longer (NPB's `subdomain`).
-fn split(n: usize, parts: usize, index: usize) -> (usize, usize) {
+pub(crate) fn split(n: usize, parts: usize, index: usize) -> (usize, usize) {
     let (base, extra) = (n / parts, n % parts);
     if index < extra {
         (index * (base + 1), base + 1)

@@ -140,6 +140,15 @@ fn eliminate(row: &mut [f64; 15], rhs: &mut [f64; NV], gap: usize, de: &[f64], s
     }
 }
 
+/// Copies the right-hand sides of the line part starting at `first`
+/// (points `s` apart) into `line`, one row per point.
+fn load_line(cell: &Cell, first: usize, s: usize, line: &mut [[f64; NV]]) {
+    for (r, v) in line.iter_mut().enumerate() {
+        let at = NV * (first + r * s);
+        v.copy_from_slice(&cell.rhs[at..at + NV]);
+    }
+}
+
 /// Forward elimination of the part of a line starting at `first`, after
 /// the part before it left `carry_in` (`None` at the grid's low face);
 /// leaves the normalised `(d, e)` in `cell.fac` and, unless `carry_out`
@@ -157,10 +166,7 @@ pub fn forward(
     let s = cell.stride(d);
     build_rows(k, cell, d, first, sc);
     sc.rhs.resize(len, [0.0; NV]);
-    for (r, v) in sc.rhs.iter_mut().enumerate() {
-        let at = NV * (first + r * s);
-        v.copy_from_slice(&cell.rhs[at..at + NV]);
-    }
+    load_line(cell, first, s, &mut sc.rhs);
     let (rows, rhs) = (&mut sc.rows[..len], &mut sc.rhs[..len]);
     if let Some(c) = carry_in {
         // Rows -2 and -1 act on rows 0 and 1 as inside one elimination.
@@ -222,10 +228,7 @@ pub fn backward(
     let s = cell.stride(d);
     sc.rhs.resize(len + 2, [0.0; NV]);
     let x = &mut sc.rhs[..len + 2];
-    for (r, v) in x[..len].iter_mut().enumerate() {
-        let at = NV * (first + r * s);
-        v.copy_from_slice(&cell.rhs[at..at + NV]);
-    }
+    load_line(cell, first, s, &mut x[..len]);
     for m in 0..NV {
         let c = carry_in.map_or([0.0; 2], |c| [c[2 * m], c[2 * m + 1]]);
         x[len][m] = c[0];

@@ -12,6 +12,9 @@
 use anyhow::Result;
 
 use crate::error::usage;
+// Slabs are cut as LU cuts its blocks (NPB's `make_set`): the first
+// `n % p` one point longer.
+use crate::npb::lu::split;
 
 /// Values per grid point: density, three momenta, energy.
 pub const NV: usize = 5;
@@ -39,17 +42,6 @@ pub fn check_process_count(n: usize, np: usize) -> Result<usize> {
         )));
     }
     Ok(p)
-}
-
-/// Start and length of slab `index` of `n` points cut in `parts`, the
-/// first `n % parts` slabs one point longer (NPB's `make_set`).
-fn split(n: usize, parts: usize, index: usize) -> (usize, usize) {
-    let (base, extra) = (n / parts, n % parts);
-    if index < extra {
-        (index * (base + 1), base + 1)
-    } else {
-        (index * base + extra, base)
-    }
 }
 
 /// Derived quantities of a point, recomputed from `u` before each

@@ -171,7 +171,7 @@ pub fn run_sp(class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::{SerialComm, ThreadComm};
+    use crate::comm::SerialComm;
 
     #[test]
     fn class_s_verifies_serially() {
@@ -183,22 +183,6 @@ mod tests {
 
     #[test]
     fn class_s_verifies_on_threads_with_the_serial_figures() {
-        let serial = run_sp(Class::S, &SerialComm::new()).unwrap();
-        for np in [4, 9] {
-            let outs = ThreadComm::run(np, |c| run_sp(Class::S, c)).unwrap();
-            for out in outs {
-                assert_eq!(out.nprocs, np);
-                for (a, b) in out.checks.iter().zip(&serial.checks) {
-                    let rel = ((a.value - b.value) / b.value).abs();
-                    assert!(
-                        rel < 1e-12,
-                        "np {np} {}: {} vs {}",
-                        a.name,
-                        a.value,
-                        b.value
-                    );
-                }
-            }
-        }
+        crate::npb::test_support::ranks_agree_with_serial(run_sp, Class::S, &[4, 9]);
     }
 }

@@ -186,3 +186,39 @@ mod tests {
         crate::npb::test_support::ranks_agree_with_serial(run_sp, Class::S, &[4, 9]);
     }
 }
+
+#[cfg(test)]
+mod traffic_tests {
+    use super::*;
+    use crate::comm::ThreadComm;
+    use crate::npb::Kernel;
+
+    /// NPB SP's messages per timed run on `p * p` ranks of a grid of `n`
+    /// points: per step the faces (two layers of 5 values across each of
+    /// the `p - 1` slab interfaces, both ways, 3 axes; 6 messages a rank)
+    /// and the sweeps (`p - 1` stages forward of 22 values per interior
+    /// line, `(n - 2)^2` lines a slab, and back of 10; a message per rank
+    /// and stage, 3 axes).
+    fn npb_traffic(n: u64, steps: u64, p: u64) -> (u64, u64) {
+        if p == 1 {
+            return (0, 0);
+        }
+        let bytes = (p - 1) * (3 * 2 * 2 * 5 * n * n + 3 * 32 * (n - 2) * (n - 2)) * 8;
+        (steps * bytes, steps * 6 * p * p * p)
+    }
+
+    #[test]
+    fn ranks_send_what_npbs_multi_partition_sends() {
+        for (np, p) in [(4, 2), (9, 3)] {
+            let outs = ThreadComm::run(np, |c| Kernel::Sp.run(Class::S, c)).unwrap();
+            let (bytes, messages) = npb_traffic(12, 100, p);
+            for out in outs {
+                assert_eq!(out.proc_grid, [p as usize, p as usize, 1]);
+                assert_eq!(out.sent_bytes, Some(bytes), "np {np}");
+                assert_eq!(out.sent_messages, Some(messages), "np {np}");
+            }
+        }
+        // Class S on 4 ranks by hand: 14,592,000 B in 4,800 messages.
+        assert_eq!(npb_traffic(12, 100, 2), (14_592_000, 4_800));
+    }
+}

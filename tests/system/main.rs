@@ -39,6 +39,7 @@ mod npb_lu;
 mod npb_mpi;
 mod npb_small_bench;
 mod npb_small_failed;
+mod npb_sp;
 mod peer_faults;
 mod pvm;
 mod reframe;

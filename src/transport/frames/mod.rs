@@ -86,6 +86,46 @@ pub trait FrameLink: Send {
     }
 }
 
+/// Timer slack a thread that waits on a frame link asks for, ns: about a
+/// scheduler tick (4 ms at HZ=250).
+///
+/// Why (issue 34): a link's wait ends at the protocol's next deadline,
+/// the resend timer about 1 ms ahead, so each wait armed a high-resolution
+/// timer earlier than the tick, and the kernel reprogrammed the timer
+/// device when the wait began and again when a frame ended it. In a
+/// virtual machine each reprogramming is a trap to the hypervisor: a plain
+/// C receive ring waiting in `ppoll` with a 1 ms timeout answered in
+/// 10.4-10.9 us one way, the same with a 4 ms or longer timeout in 4.8 us
+/// (bench/lean_packet_pingpong.c, `LEAN_RING=1 LEAN_PPOLL_MS=1`). With
+/// this slack the timer's latest expiry lies past the next tick, so no
+/// reprogramming is needed: a frame still ends the wait at once, and a
+/// deadline fires at the first tick after it (resends and delayed
+/// acknowledgements a few milliseconds late at worst, on loss only).
+pub const WAIT_SLACK_NS: u64 = 4_000_000;
+
+/// Give the calling thread [`WAIT_SLACK_NS`] of timer slack, once per
+/// thread (PR_SET_TIMERSLACK; it applies to this thread's later timed
+/// waits, which on a measuring thread are the links' own).
+pub fn coarse_wait_timers() {
+    thread_local!(static SET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    SET.with(|set| {
+        if !set.get() {
+            // SAFETY: prctl with integer arguments; failure only leaves
+            // the default slack.
+            unsafe {
+                libc::prctl(
+                    libc::PR_SET_TIMERSLACK,
+                    WAIT_SLACK_NS as libc::c_ulong,
+                    0 as libc::c_ulong,
+                    0 as libc::c_ulong,
+                    0 as libc::c_ulong,
+                );
+            }
+            set.set(true);
+        }
+    });
+}
+
 /// The error a link's wait returns once its abort handle was used.
 pub fn aborted_error() -> io::Error {
     io::Error::new(

@@ -38,7 +38,7 @@ ip -n "$NS_A" link set veth-a up
 ip -n "$NS_B" link set veth-b up
 ip netns exec "$NS_B" "$WULF" serve --bind "$ADDR_B" --allow-lean --announce >"$work/serve.out" 2>/dev/null &
 server=$!
-for _ in $(seq 100); do grep -q WULF-LISTENING "$work/serve.out" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -qs WULF-LISTENING "$work/serve.out" && break; sleep 0.1; done
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$work/all.txt"
 for r in $(seq "$ROUNDS"); do

@@ -117,14 +117,7 @@ impl Batch {
         self.queued = 0;
         self.calls += 1;
         // SAFETY: slot 0 holds lens[0] bytes of a live buffer.
-        let rc = unsafe {
-            libc::send(
-                fd.as_raw_fd(),
-                self.slots.as_ptr().cast(),
-                self.lens[0],
-                0,
-            )
-        };
+        let rc = unsafe { libc::send(fd.as_raw_fd(), self.slots.as_ptr().cast(), self.lens[0], 0) };
         if rc >= 0 {
             return Ok(());
         }

@@ -371,7 +371,6 @@ impl FrameLink for PacketLink {
         let Some(wait) = wait else {
             return Ok(None);
         };
-        super::frames::coarse_wait_timers();
         if self.ring.wait(&self.fd, self.abort.watch_fd(), wait)? && self.abort.aborted() {
             return Err(aborted_error());
         }

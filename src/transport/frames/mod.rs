@@ -99,29 +99,37 @@ pub trait FrameLink: Send {
 /// (bench/lean_packet_pingpong.c, `LEAN_RING=1 LEAN_PPOLL_MS=1`). With
 /// this slack the timer's latest expiry lies past the next tick, so no
 /// reprogramming is needed: a frame still ends the wait at once, and a
-/// deadline fires at the first tick after it (resends and delayed
-/// acknowledgements a few milliseconds late at worst, on loss only).
+/// deadline fires at the first tick after it. That would make a lost
+/// frame's resend a few milliseconds late, so the slack is taken only by
+/// a wait with at most one frame in flight (a ping-pong's, a receiver's);
+/// a stream's sender waits with precise timers (on the `ge` lab at 1%
+/// loss the slack everywhere doubled the resend timeouts).
 pub const WAIT_SLACK_NS: u64 = 4_000_000;
 
-/// Give the calling thread [`WAIT_SLACK_NS`] of timer slack, once per
-/// thread (PR_SET_TIMERSLACK; it applies to this thread's later timed
-/// waits, which on a measuring thread are the links' own).
-pub fn coarse_wait_timers() {
-    thread_local!(static SET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
-    SET.with(|set| {
-        if !set.get() {
+/// The default timer slack of a thread, ns (the kernel's).
+const DEFAULT_SLACK_NS: u64 = 50_000;
+
+/// Give the calling thread [`WAIT_SLACK_NS`] of timer slack (`coarse`)
+/// or the default back (PR_SET_TIMERSLACK, only when it changes: a
+/// thread-local remembers). It applies to this thread's later timed
+/// waits, which on a measuring thread are the links' own.
+pub fn wait_timers(coarse: bool) {
+    thread_local!(static COARSE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) });
+    COARSE.with(|now| {
+        if now.get() != Some(coarse) {
+            let ns = if coarse { WAIT_SLACK_NS } else { DEFAULT_SLACK_NS };
             // SAFETY: prctl with integer arguments; failure only leaves
-            // the default slack.
+            // the slack as it was.
             unsafe {
                 libc::prctl(
                     libc::PR_SET_TIMERSLACK,
-                    WAIT_SLACK_NS as libc::c_ulong,
+                    ns as libc::c_ulong,
                     0 as libc::c_ulong,
                     0 as libc::c_ulong,
                     0 as libc::c_ulong,
                 );
             }
-            set.set(true);
+            now.set(Some(coarse));
         }
     });
 }

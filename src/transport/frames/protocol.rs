@@ -313,6 +313,9 @@ impl<L: FrameLink> Reliable<L> {
             until = until.min(self.rto_deadline.unwrap_or(until));
         }
         if !self.p.busy_poll {
+            // Coarse timers unless a stream's resends depend on them
+            // (see `WAIT_SLACK_NS`).
+            super::wait_timers(self.window.in_flight() <= 1);
             let nap = until
                 .saturating_duration_since(now)
                 .max(Duration::from_micros(100));

@@ -176,7 +176,6 @@ impl FrameLink for XdpLink {
         let Some(wait) = wait else {
             return Ok(None);
         };
-        crate::transport::frames::coarse_wait_timers();
         // Whole milliseconds, rounded up: a shorter wait would spin.
         let ms = wait.as_micros().div_ceil(1000);
         let timeout =

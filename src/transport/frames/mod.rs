@@ -117,7 +117,11 @@ pub fn wait_timers(coarse: bool) {
     thread_local!(static COARSE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) });
     COARSE.with(|now| {
         if now.get() != Some(coarse) {
-            let ns = if coarse { WAIT_SLACK_NS } else { DEFAULT_SLACK_NS };
+            let ns = if coarse {
+                WAIT_SLACK_NS
+            } else {
+                DEFAULT_SLACK_NS
+            };
             // SAFETY: prctl with integer arguments; failure only leaves
             // the slack as it was.
             unsafe {

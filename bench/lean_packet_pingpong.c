@@ -8,13 +8,17 @@
  *
  * EtherType 0x88B6 (not wulf's 0x88B5): never mistaken for wulf's frames.
  * Every receive has a 2 s timeout: a lost frame ends the run (exit 3). */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,12 +36,71 @@ static long now_ns(void) {
   return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
+/* LEAN_RING=1: receive through a TPACKET_V2 ring and ppoll, as wulf raw
+ * does, instead of recvfrom: what the ring itself costs in the kernel. */
+static unsigned char *ring;
+static unsigned ring_next, ring_slots;
+#define RING_SLOT 2048
+static long wait_ms = -1;
+static int abort_fd = -1;
+
+static int ring_setup(int fd) {
+  int v = TPACKET_V2;
+  struct tpacket_req req = {65536, 64, RING_SLOT, 64 * (65536 / RING_SLOT)};
+  if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v, sizeof v) ||
+      setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req)) return -1;
+  ring = mmap(NULL, 65536 * 64, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ring_slots = req.tp_frame_nr;
+  return ring == MAP_FAILED ? -1 : 0;
+}
+
+/* One frame into out (whole, Ethernet header first): its length, or -1. */
+static ssize_t rx(int fd, unsigned char *out, size_t cap) {
+  if (!ring) {
+    for (;;) {
+      struct sockaddr_ll from;
+      socklen_t fl = sizeof from;
+      if (wait_ms >= 0) {
+        struct pollfd p = {fd, POLLIN, 0};
+        struct timespec ts = {wait_ms / 1000, (wait_ms % 1000) * 1000000L};
+        if (ppoll(&p, 1, &ts, NULL) <= 0) return -1;
+      }
+      ssize_t n = recvfrom(fd, out, cap, 0, (struct sockaddr *)&from, &fl);
+      if (n < 0 || from.sll_pkttype != PACKET_OUTGOING) return n;
+    }
+  }
+  long deadline = 0;
+  for (;;) {
+    struct tpacket2_hdr *h = (void *)(ring + (size_t)ring_next * RING_SLOT);
+    if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) {
+      size_t n = h->tp_snaplen < cap ? h->tp_snaplen : cap;
+      memcpy(out, (unsigned char *)h + h->tp_mac, n);
+      __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+      ring_next = (ring_next + 1) % ring_slots;
+      return (ssize_t)n;
+    }
+    /* LEAN_RING=2: a second descriptor in the wait (wulf's abort pipe). */
+    struct pollfd p[2] = {{fd, POLLIN, 0}, {abort_fd, POLLIN, 0}};
+    long ms = wait_ms >= 0 ? wait_ms : 2000;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    /* A timeout is only the end of a nap (as wulf's, whose naps end at its
+     * resend timer): look again, for at most 2 s in all. */
+    if (!deadline) deadline = now_ns() + 2000000000L;
+    int rc = ppoll(p, abort_fd >= 0 ? 2 : 1, &ts, NULL);
+    if (rc < 0 || (rc == 0 && now_ns() > deadline)) return -1;
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 5) {
     fprintf(stderr, "usage: server IFACE ITERS SIZE | client IFACE PEER-MAC ITERS SIZE\n");
     return 2;
   }
   int client = strcmp(argv[1], "client") == 0;
+  /* LEAN_SLACK_NS: this thread's timer slack (wulf's links take 4 ms). */
+  if (getenv("LEAN_SLACK_NS")) prctl(PR_SET_TIMERSLACK, atol(getenv("LEAN_SLACK_NS")), 0, 0, 0);
+  const char *w = getenv("LEAN_PPOLL_MS");
+  wait_ms = w ? atol(w) : -1;
   int iters = atoi(argv[client ? 4 : 3]);
   int size = atoi(argv[client ? 5 : 4]);
   if (size < 1 || size > 1486 || iters < 1) {
@@ -51,19 +114,24 @@ int main(int argc, char **argv) {
   a.sll_protocol = htons(ETYPE);
   a.sll_ifindex = if_nametoindex(argv[2]);
   a.sll_halen = 6;
+  if (getenv("LEAN_RING") && ring_setup(fd)) { perror("ring"); return 1; }
+  if (getenv("LEAN_RING") && atoi(getenv("LEAN_RING")) == 2) {
+    int pfd[2];
+    if (pipe(pfd)) { perror("pipe"); return 1; }
+    abort_fd = pfd[0];
+  }
   if (!a.sll_ifindex || bind(fd, (struct sockaddr *)&a, sizeof a)) { perror("bind"); return 1; }
   struct timeval tv = {2, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   unsigned char buf[2048];
-  int frame = 14 + size < 60 ? 60 : 14 + size;
+  /* LEAN_NOPAD=1: frames shorter than 60 bytes (wulf raw sends 30 + its
+   * payload bytes, unpadded). */
+  int frame = (14 + size < 60 && !getenv("LEAN_NOPAD")) ? 60 : 14 + size;
   if (!client) {
     for (int i = 0; i < iters; i++) {
-      struct sockaddr_ll from;
-      socklen_t fl = sizeof from;
-      ssize_t n = recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+      ssize_t n = rx(fd, buf, sizeof buf);
       if (n < 0) return 3;
-      if (from.sll_pkttype == PACKET_OUTGOING) { i--; continue; }
-      memcpy(a.sll_addr, from.sll_addr, 6);
+      memcpy(a.sll_addr, buf + 6, 6);
       if (sendto(fd, buf, n, 0, (struct sockaddr *)&a, sizeof a) < 0) { perror("sendto"); return 1; }
     }
     return 0;
@@ -84,12 +152,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < iters; i++) {
     long t0 = now_ns();
     if (sendto(fd, buf, frame, 0, (struct sockaddr *)&a, sizeof a) < 0) { perror("sendto"); return 1; }
-    for (;;) {
-      struct sockaddr_ll from;
-      socklen_t fl = sizeof from;
-      if (recvfrom(fd, in, sizeof in, 0, (struct sockaddr *)&from, &fl) < 0) return 3;
-      if (from.sll_pkttype != PACKET_OUTGOING) break;
-    }
+    if (rx(fd, in, sizeof in) < 0) return 3;
     rtt[i] = now_ns() - t0;
   }
   qsort(rtt, iters, sizeof(long), cmp);

@@ -6,6 +6,11 @@
 # sweeps at the same size with blocking waits, every process unpinned as
 # the C probes are; the best (lowest median)
 # of the rounds is kept per stack, and the issue's ratios are printed.
+# The C probes print the median of single round trips; wulf's sweeps run
+# with --tails, so beside the sweep's median (of blocks' mean times, which
+# carry every slow message of a block) the per-message median (the tail
+# pass's p50) is printed too: the like-for-like figure against C
+# ("p50" rows).
 # With LOSS_SPEC set (e.g. "ge,loss=1 ge,loss=5"), 4 MiB stream rates of
 # tcp, raw and xdp across a lab link with that switch loss follow, also
 # interleaved, with raw's and xdp's resend counters.
@@ -80,20 +85,20 @@ c_probe() {
 }
 
 # wulf_probe STACK [BINARY PORT]: one wulf ping-pong sweep at SIZE; its
-# median one-way ns.
+# median one-way ns and its per-message median (tail pass p50), "M/P".
 wulf_probe() {
   local try bin=${2:-$WULF} port=${3:-9137}
   for try in $(seq 20); do
     if ip netns exec "$NS_A" "$bin" sweep "$1" --sizes "$SIZE" --wait block --no-pin --budget "$BUDGET" \
-        --peer "$ADDR_B:$port" --timeout 10s --quiet --json "$work/$1.json" >/dev/null 2>"$work/err"; then
-      python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["points"][0]["median_ns"]))' "$work/$1.json"
+        --tails --peer "$ADDR_B:$port" --timeout 10s --quiet --json "$work/$1.json" >/dev/null 2>"$work/err"; then
+      python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; print("%d/%d" % (p["median_ns"], (p.get("tails") or {}).get("p50_ns", 0)))' "$work/$1.json"
       return 0
     fi
     grep -q "busy with another client" "$work/err" || break
     sleep 0.3
   done
   echo "wulf $1 failed: $(tail -n 1 "$work/err")" >&2
-  echo 0
+  echo 0/0
 }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -110,16 +115,21 @@ for r in $(seq "$ROUNDS"); do
       bxdp) v=$(wulf_probe xdp "$WULF_BASE" 9138) ;;
       *) v=$(wulf_probe "$k") ;;
     esac
-    all[$k]="${all[$k]:-} $v"
+    case $k in
+      ctcp|cpkt) all[$k]="${all[$k]:-} $v" ;;
+      *) all[$k]="${all[$k]:-} ${v%/*}"; all[p$k]="${all[p$k]:-} ${v#*/}" ;;
+    esac
     line="$line $k=${v}ns"
   done
   echo "$line"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$SIZE" "${all[ctcp]}" "${all[cpkt]}" "${all[tcp]}" "${all[raw]}" "${all[xdp]}" "${all[braw]:-}" "${all[bxdp]:-}" <<'PY'
+python3 - "$SIZE" "${all[ctcp]}" "${all[cpkt]}" "${all[tcp]}" "${all[raw]}" "${all[xdp]}" "${all[braw]:-}" "${all[bxdp]:-}" \
+    "${all[ptcp]}" "${all[praw]}" "${all[pxdp]}" "${all[pbraw]:-}" "${all[pbxdp]:-}" <<'PY'
 import statistics, sys
 size = sys.argv[1]
-names = ["C tcp", "C packet", "wulf tcp", "wulf raw", "wulf xdp", "base raw", "base xdp"]
+names = ["C tcp", "C packet", "wulf tcp", "wulf raw", "wulf xdp", "base raw", "base xdp",
+         "p50 tcp", "p50 raw", "p50 xdp", "p50 braw", "p50 bxdp"]
 vals = {n: [int(x) for x in a.split() if int(x) > 0] for n, a in zip(names, sys.argv[2:])}
 best = {n: min(v) if v else float("nan") for n, v in vals.items()}
 med = {n: statistics.median(v) if v else float("nan") for n, v in vals.items()}
@@ -135,6 +145,13 @@ rows = [
     ("wulf tcp / C tcp (wulf's own loop)", "wulf tcp", "C tcp"),
     ("base raw / wulf raw (the change)", "base raw", "wulf raw"),
     ("base xdp / wulf xdp (the change)", "base xdp", "wulf xdp"),
+    ("p50: wulf tcp / wulf raw (target >= 1.4)", "p50 tcp", "p50 raw"),
+    ("p50: wulf tcp / wulf xdp", "p50 tcp", "p50 xdp"),
+    ("p50: wulf raw / C packet (target <= 1.1)", "p50 raw", "C packet"),
+    ("p50: wulf xdp / C packet", "p50 xdp", "C packet"),
+    ("p50: wulf tcp / C tcp", "p50 tcp", "C tcp"),
+    ("p50: base raw / wulf raw (the change)", "p50 braw", "p50 raw"),
+    ("p50: base xdp / wulf xdp (the change)", "p50 bxdp", "p50 xdp"),
 ]
 print("ratio (best / median)")
 for label, a, b in [r for r in rows if vals[r[1]] and vals[r[2]]]:

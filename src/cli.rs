@@ -123,6 +123,15 @@ pub enum ModeArg {
     Bidir,
 }
 
+/// What `--integrity` checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IntegrityScope {
+    /// A separate pass of three pattern-filled messages per size.
+    Sizes,
+    /// That pass, and every timed message stamped and checked.
+    All,
+}
+
 /// How the shared-memory transports wait for the other end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WaitArg {
@@ -172,9 +181,13 @@ pub struct MeasureArgs {
     /// Misalign message buffers by this many bytes.
     #[arg(long, default_value = "0", value_parser = parse_bytes, value_name = "BYTES")]
     pub offset: u64,
-    /// Check every byte in a separate validation pass before timing.
-    #[arg(long)]
-    pub integrity: bool,
+    /// Check every byte in a separate validation pass before timing
+    /// (`--integrity`, or `--integrity sizes`: three messages per size);
+    /// `--integrity all` also stamps and checks every timed message (a copy
+    /// per message sent and a comparison per message received stay inside
+    /// the timings).
+    #[arg(long, num_args = 0..=1, default_missing_value = "sizes", value_name = "SCOPE")]
+    pub integrity: Option<IntegrityScope>,
     /// CPUs for this end and the peer (default 0,1 when there are two or more).
     #[arg(long, value_parser = parse_cpus, value_name = "A,B", conflicts_with = "no_pin")]
     pub cpus: Option<(usize, usize)>,

@@ -410,6 +410,7 @@ fn result_of(
             nocache: false,
             offset_bytes: 0,
             integrity: false,
+            integrity_all: false,
             tails: false,
             peer: None,
             authenticated: None,

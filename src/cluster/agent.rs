@@ -495,6 +495,7 @@ fn cell_spec(
         nocache: false,
         offset_bytes: 0,
         integrity: false,
+        integrity_all: false,
         tails: false,
         limits: false,
         channel: ChannelOptions {

@@ -111,6 +111,7 @@ fn soak_probe(ctx: &RunContext, spec: &SweepSpec) -> Result<perturb::SoakPerturb
         budget,
         // Only the timed points: no byte check, tail pass or limits.
         integrity: false,
+        integrity_all: false,
         tails: false,
         limits: false,
         ..spec.clone()

@@ -135,7 +135,8 @@ pub fn sweep_spec(
         precision: m.precision,
         nocache: m.nocache,
         offset_bytes: m.offset,
-        integrity: m.integrity,
+        integrity: m.integrity.is_some(),
+        integrity_all: m.integrity == Some(crate::cli::IntegrityScope::All),
         tails: m.tails,
         limits: true,
         channel: ChannelOptions {

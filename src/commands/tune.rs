@@ -66,7 +66,7 @@ fn measure_args(a: &TuneTcpArgs) -> MeasureArgs {
         secret_file: a.secret_file.clone(),
         nocache: false,
         offset: 0,
-        integrity: false,
+        integrity: None,
         cpus: a.cpus,
         no_pin: a.no_pin,
         wait: None,

@@ -37,6 +37,9 @@ pub enum BlockKind {
     Tails,
     /// Pattern-checked transfers in the sweep's mode, untimed.
     Integrity,
+    /// A timed block whose every message is stamped and checked
+    /// (`--integrity all`, [`super::checked`]).
+    Checked,
 }
 
 /// The two buffer pools of one end.
@@ -45,6 +48,8 @@ pub struct Pools {
     pub tx: BufferPool,
     /// Messages are received into here.
     pub rx: BufferPool,
+    /// The patterns of checked blocks (empty until one runs).
+    pub checked: super::checked::Patterns,
 }
 
 impl Pools {
@@ -66,12 +71,16 @@ impl Pools {
                 llc,
             )?,
             rx: BufferPool::new(max_bytes, offset, nocache, llc)?,
+            checked: Default::default(),
         })
     }
 
-    fn prepare(&mut self, bytes: u64) {
+    fn prepare(&mut self, bytes: u64, kind: BlockKind) {
         self.tx.prepare(bytes);
         self.rx.prepare(bytes);
+        if kind == BlockKind::Checked {
+            self.checked.prepare(bytes as usize);
+        }
     }
 }
 
@@ -85,8 +94,8 @@ pub struct BlockMeasure {
 }
 
 /// Direction tags for the integrity pattern.
-const CLIENT_TO_SERVER: u64 = 0;
-const SERVER_TO_CLIENT: u64 = 1;
+pub(super) const CLIENT_TO_SERVER: u64 = 0;
+pub(super) const SERVER_TO_CLIENT: u64 = 1;
 
 /// Measuring side of one block. For `BlockKind::Tails`, `samples_ns` gets
 /// one round-trip time per operation (its capacity must be >= `repeats`,
@@ -100,30 +109,20 @@ pub fn client_block(
     repeats: u64,
     samples_ns: &mut Vec<u64>,
 ) -> io::Result<BlockMeasure> {
-    pools.prepare(bytes);
-    let Pools { tx, rx } = pools;
+    pools.prepare(bytes, kind);
     // Tail samples are ping-pong round trips whatever the sweep's mode.
     let mode = if kind == BlockKind::Tails {
         Mode::Pingpong
     } else {
         mode
     };
-    // Primer: brings the peer into its loop before the clock starts.
-    match mode {
-        Mode::Pingpong => {
-            ep.send(tx.next_buf())?;
-            ep.recv(rx.next_buf())?;
-        }
-        Mode::Stream => {
-            // The peer's one-byte go says it has the primer and its clock
-            // is about to start: nothing of the timed messages is in flight
-            // or buffered yet, so buffering cannot make the stream look
-            // faster than the path (see `server_block`).
-            ep.send(tx.next_buf())?;
-            ep.recv(&mut rx.next_buf()[..1])?;
-        }
-        Mode::Bidir => ep.exchange(tx.next_buf(), rx.next_buf())?,
+    primer(ep, pools, mode)?;
+    if kind == BlockKind::Checked {
+        let (m, mismatch) = super::checked::client_timed(ep, pools, mode, repeats)?;
+        ep.flush()?;
+        return mismatch.map_or(Ok(m), Err);
     }
+    let Pools { tx, rx, .. } = pools;
     let mut mismatch: Option<io::Error> = None;
     let cpu0 = thread_cpu_time();
     let t0 = Instant::now();
@@ -158,6 +157,7 @@ pub fn client_block(
                 samples_ns.push(t.elapsed().as_nanos() as u64);
             }
         }
+        (BlockKind::Checked, _) => unreachable!("checked blocks return above"),
         (BlockKind::Integrity, _) => {
             for op in 0..repeats {
                 let out = tx.next_buf();
@@ -200,8 +200,8 @@ pub fn server_block(
     bytes: u64,
     repeats: u64,
 ) -> io::Result<BlockMeasure> {
-    pools.prepare(bytes);
-    let Pools { tx, rx } = pools;
+    pools.prepare(bytes, kind);
+    let Pools { tx, rx, .. } = pools;
     // Tail samples are ping-pong round trips whatever the sweep's mode.
     let mode = if kind == BlockKind::Tails {
         Mode::Pingpong
@@ -228,7 +228,9 @@ pub fn server_block(
         // and a 1 Gbit/s link showed 1.05 Gbit/s at 1 MiB.
         ep.send(&tx.next_buf()[..1])?;
     }
-    if kind == BlockKind::Integrity {
+    if kind == BlockKind::Checked {
+        mismatch = super::checked::server_timed(ep, pools, mode, repeats)?;
+    } else if kind == BlockKind::Integrity {
         for op in 0..repeats {
             let inp = rx.next_buf();
             let out = tx.next_buf();
@@ -283,6 +285,28 @@ pub fn server_block(
         Some(e) => Err(e),
         None => Ok(BlockMeasure { elapsed_ns, cpu }),
     }
+}
+
+/// The untimed first operation of a block: brings the peer into its loop
+/// before the clock starts.
+fn primer(ep: &mut dyn Endpoint, pools: &mut Pools, mode: Mode) -> io::Result<()> {
+    let Pools { tx, rx, .. } = pools;
+    match mode {
+        Mode::Pingpong => {
+            ep.send(tx.next_buf())?;
+            ep.recv(rx.next_buf())?;
+        }
+        Mode::Stream => {
+            // The peer's one-byte go says it has the primer and its clock
+            // is about to start: nothing of the timed messages is in flight
+            // or buffered yet, so buffering cannot make the stream look
+            // faster than the path (see `server_block`).
+            ep.send(tx.next_buf())?;
+            ep.recv(&mut rx.next_buf()[..1])?;
+        }
+        Mode::Bidir => ep.exchange(tx.next_buf(), rx.next_buf())?,
+    }
+    Ok(())
 }
 
 fn note(first: &mut Option<io::Error>, e: Option<io::Error>) {

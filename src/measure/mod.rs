@@ -11,6 +11,7 @@
 //!   it can be tested exactly with a mock;
 //! * [`timer`]: the cost of reading the clock, measured and subtracted.
 
+pub mod checked;
 pub mod loops;
 pub mod policy;
 pub mod timer;

@@ -240,6 +240,11 @@ pub struct Options {
     pub offset_bytes: u64,
     /// Whether a byte-checking validation pass ran before the timed trials.
     pub integrity: bool,
+    /// Whether every timed message was also stamped and checked
+    /// (`--integrity all`; the copy and comparison are inside the
+    /// timings). Absent when not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub integrity_all: bool,
     /// Whether per-message tail latency passes ran.
     pub tails: bool,
     /// Peer address when the peer was remote, `null` for a local peer.

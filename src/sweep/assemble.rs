@@ -99,6 +99,7 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
             nocache: spec.nocache,
             offset_bytes: spec.offset_bytes,
             integrity: spec.integrity,
+            integrity_all: spec.integrity_all,
             tails: spec.tails,
             peer: spec.peer.clone(),
             authenticated: None,

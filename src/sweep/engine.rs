@@ -64,6 +64,10 @@ pub struct SweepSpec {
     pub offset_bytes: u64,
     /// Run a byte-checking validation pass first.
     pub integrity: bool,
+    /// Also stamp and check every timed message (`--integrity all`; only
+    /// where the sweep runs against a peer, see `measure::checked`).
+    #[serde(default)]
+    pub integrity_all: bool,
     /// Run per-message tail-latency passes (sizes up to 64 KiB).
     pub tails: bool,
     /// Measure the memory limits and the cache-line floor beside the
@@ -109,6 +113,7 @@ impl SweepSpec {
             nocache: false,
             offset_bytes: 0,
             integrity: false,
+            integrity_all: false,
             tails: false,
             limits: true,
             channel: transport::ChannelOptions::local_for_tests(transport::WaitMode::Spin),
@@ -168,6 +173,12 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         timeout,
     };
     if let Some(bench) = transport.baseline(&baseline_setup) {
+        if spec.integrity_all {
+            return Err(crate::error::usage(format!(
+                "--integrity all checks the messages sent to a peer; {} measures in this process (use --integrity)",
+                spec.transport
+            )));
+        }
         let start = Start {
             started,
             started_at,
@@ -232,6 +243,11 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         mode: spec.mode,
         overhead_ns: timer_overhead_ns,
         samples: Vec::new(),
+        timed_kind: if spec.integrity_all {
+            BlockKind::Checked
+        } else {
+            BlockKind::Timed
+        },
     };
     let (error, confirmation) = super::confirm::split(measure_all(
         spec,
@@ -488,6 +504,8 @@ struct Runner<'a> {
     mode: Mode,
     overhead_ns: f64,
     samples: Vec<u64>,
+    /// Timed, or Checked with `--integrity all`.
+    timed_kind: BlockKind,
 }
 
 impl Runner<'_> {
@@ -563,7 +581,7 @@ impl SweepRunner for Runner<'_> {
 impl BlockRunner for Runner<'_> {
     fn run(&mut self, bytes: u64, repeats: u64) -> Result<BlockTiming> {
         let wall0 = Instant::now();
-        let (mine, theirs) = self.block(BlockKind::Timed, bytes, repeats)?;
+        let (mine, theirs) = self.block(self.timed_kind, bytes, repeats)?;
         let timed = match self.mode {
             Mode::Stream => theirs.elapsed_ns,
             Mode::Pingpong | Mode::Bidir => mine.elapsed_ns,

@@ -17,6 +17,7 @@
 //! ([`ring`]): a frame already there costs no system call, a wait one
 //! `ppoll`, so a ping-pong message costs two calls as in plain C.
 
+mod batch;
 mod ring;
 
 use std::io;
@@ -205,6 +206,25 @@ struct PacketLink {
     /// The Ethernet header of the last frame received.
     eth_in: [u8; ETH_HEADER_BYTES],
     mtu_bytes: usize,
+    /// Frames queued to leave together ([`batch`]).
+    batch: batch::Batch,
+    /// The test hook [`FAULT_VAR`]: data frames still to receive before
+    /// their first payload byte is flipped (None: no fault).
+    fault_countdown: Option<u64>,
+}
+
+/// A test hook: `flip-payload:N` flips the first payload byte of every
+/// data frame this end receives from the Nth on (after the link's checks,
+/// as a link without checksums would deliver them), to show that
+/// `--integrity all` catches a corrupted frame wherever it lands (every
+/// block's untimed first message included). Read once when the link opens; nothing else
+/// changes when it is unset.
+pub const FAULT_VAR: &str = "WULF_FRAME_FAULT";
+
+/// The frame number [`FAULT_VAR`] asks to corrupt, if any.
+fn fault_countdown() -> Option<u64> {
+    let v = std::env::var(FAULT_VAR).ok()?;
+    v.strip_prefix("flip-payload:")?.parse().ok()
 }
 
 impl PacketLink {
@@ -249,13 +269,16 @@ impl PacketLink {
             eth_out,
             eth_in: [0; ETH_HEADER_BYTES],
             mtu_bytes: iface.mtu_bytes,
+            batch: batch::Batch::new(ETH_HEADER_BYTES + iface.mtu_bytes),
+            fault_countdown: fault_countdown(),
         })
     }
 
     /// One frame from the ring, if one waits (no system call).
     fn try_recv(&mut self, buf: &mut [u8]) -> Option<usize> {
         let eth_in = &mut self.eth_in;
-        self.ring
+        let n = self
+            .ring
             .take(|frame| {
                 let (eth, rest) = frame.split_at_checked(ETH_HEADER_BYTES)?;
                 eth_in.copy_from_slice(eth);
@@ -263,7 +286,30 @@ impl PacketLink {
                 buf[..n].copy_from_slice(&rest[..n]);
                 Some(n)
             })
-            .flatten()
+            .flatten()?;
+        if self.fault_countdown.is_some() {
+            self.inject_fault(&mut buf[..n]);
+        }
+        Some(n)
+    }
+
+    /// [`FAULT_VAR`]: count data frames, flip a byte from the chosen one on.
+    #[cold]
+    fn inject_fault(&mut self, frame: &mut [u8]) {
+        let Some((h, payload)) = super::frames::header::Header::decode(frame) else {
+            return;
+        };
+        if h.kind != super::frames::header::Kind::Data || payload.is_empty() {
+            return;
+        }
+        match self.fault_countdown {
+            Some(0) | Some(1) => {
+                frame[super::frames::header::HEADER_BYTES] ^= 0x01;
+                self.fault_countdown = Some(0);
+            }
+            Some(k) => self.fault_countdown = Some(k - 1),
+            None => {}
+        }
     }
 }
 
@@ -298,6 +344,23 @@ impl FrameLink for PacketLink {
             // a loss like any other, which the protocol repairs.
             Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(()),
             _ => Err(e),
+        }
+    }
+
+    fn queue_frame(&mut self, header: &[u8], payload: &[u8]) -> io::Result<()> {
+        if self.batch.full() {
+            self.batch.send(&self.fd)?;
+        }
+        self.batch.put(&[&self.eth_out, header, payload]);
+        Ok(())
+    }
+
+    fn push_frames(&mut self) -> io::Result<()> {
+        if self.batch.queued() == 1 {
+            // One frame (a ping-pong's): writev, as before.
+            self.batch.send_one(&self.fd)
+        } else {
+            self.batch.send(&self.fd)
         }
     }
 

@@ -22,6 +22,7 @@ mod lab_hub;
 mod lab_load;
 mod lab_load_nas;
 mod lab_mpi;
+mod lean_integrity;
 mod lean_raw;
 mod lean_raw_sessions;
 mod lean_xdp;

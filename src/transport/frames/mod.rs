@@ -55,6 +55,18 @@ pub trait FrameLink: Send {
     /// Send one frame made of `header` followed by `payload`. A frame the
     /// link drops (a full queue) is not an error: the protocol resends.
     fn send_frame(&mut self, header: &[u8], payload: &[u8]) -> io::Result<()>;
+    /// Queue one frame to leave with the next [`FrameLink::push_frames`]:
+    /// a window of frames in one system call instead of one each (issue
+    /// 34: per-frame calls made raw's CPU per byte at 64 KiB 8x tcp's).
+    /// The default sends at once.
+    fn queue_frame(&mut self, header: &[u8], payload: &[u8]) -> io::Result<()> {
+        self.send_frame(header, payload)
+    }
+    /// Send every frame [`FrameLink::queue_frame`] queued (the protocol
+    /// calls it before it waits or returns). The default has none.
+    fn push_frames(&mut self) -> io::Result<()> {
+        Ok(())
+    }
     /// Receive one frame into `buf`: its length, or None when nothing came.
     /// `wait` None: do not wait; Some(d): wait at most `d`.
     fn recv_frame(&mut self, buf: &mut [u8], wait: Option<Duration>) -> io::Result<Option<usize>>;
@@ -72,6 +84,58 @@ pub trait FrameLink: Send {
     fn aborted(&self) -> bool {
         false
     }
+}
+
+/// Timer slack a thread that waits on a frame link asks for, ns: about a
+/// scheduler tick (4 ms at HZ=250).
+///
+/// Why (issue 34): a link's wait ends at the protocol's next deadline,
+/// the resend timer about 1 ms ahead, so each wait armed a high-resolution
+/// timer earlier than the tick, and the kernel reprogrammed the timer
+/// device when the wait began and again when a frame ended it. In a
+/// virtual machine each reprogramming is a trap to the hypervisor: a plain
+/// C receive ring waiting in `ppoll` with a 1 ms timeout answered in
+/// 10.4-10.9 us one way, the same with a 4 ms or longer timeout in 4.8 us
+/// (bench/lean_packet_pingpong.c, `LEAN_RING=1 LEAN_PPOLL_MS=1`). With
+/// this slack the timer's latest expiry lies past the next tick, so no
+/// reprogramming is needed: a frame still ends the wait at once, and a
+/// deadline fires at the first tick after it. That would make a lost
+/// frame's resend a few milliseconds late, so the slack is taken only by
+/// a wait with at most one frame in flight (a ping-pong's, a receiver's);
+/// a stream's sender waits with precise timers (on the `ge` lab at 1%
+/// loss the slack everywhere doubled the resend timeouts).
+pub const WAIT_SLACK_NS: u64 = 4_000_000;
+
+/// The default timer slack of a thread, ns (the kernel's).
+const DEFAULT_SLACK_NS: u64 = 50_000;
+
+/// Give the calling thread [`WAIT_SLACK_NS`] of timer slack (`coarse`)
+/// or the default back (PR_SET_TIMERSLACK, only when it changes: a
+/// thread-local remembers). It applies to this thread's later timed
+/// waits, which on a measuring thread are the links' own.
+pub fn wait_timers(coarse: bool) {
+    thread_local!(static COARSE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) });
+    COARSE.with(|now| {
+        if now.get() != Some(coarse) {
+            let ns = if coarse {
+                WAIT_SLACK_NS
+            } else {
+                DEFAULT_SLACK_NS
+            };
+            // SAFETY: prctl with integer arguments; failure only leaves
+            // the slack as it was.
+            unsafe {
+                libc::prctl(
+                    libc::PR_SET_TIMERSLACK,
+                    ns as libc::c_ulong,
+                    0 as libc::c_ulong,
+                    0 as libc::c_ulong,
+                    0 as libc::c_ulong,
+                );
+            }
+            now.set(Some(coarse));
+        }
+    });
 }
 
 /// The error a link's wait returns once its abort handle was used.

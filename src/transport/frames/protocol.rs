@@ -214,6 +214,7 @@ impl<L: FrameLink> Reliable<L> {
         let mut offset = 0usize;
         let mut idle = Idle::new(self.progress);
         loop {
+            let mut queued = false;
             while left > 0 && !self.window.full() && self.window.in_flight() < self.cwnd {
                 let end = (offset + self.chunk_bytes).min(out.len());
                 let seq = self.window.push(&out[offset..end]);
@@ -221,12 +222,17 @@ impl<L: FrameLink> Reliable<L> {
                     // One frame timed per round trip: one clock read.
                     self.rtt.start(seq, Instant::now());
                 }
-                self.send_data(seq)?;
+                self.queue_data(seq)?;
+                queued = true;
                 offset = end;
                 if offset == out.len() {
                     offset = 0;
                     left -= 1;
                 }
+            }
+            if queued {
+                // The frames of this turn leave together (one call).
+                self.link.push_frames()?;
             }
             if filled == inp.len() && left == 0 {
                 if !drain {
@@ -307,6 +313,9 @@ impl<L: FrameLink> Reliable<L> {
             until = until.min(self.rto_deadline.unwrap_or(until));
         }
         if !self.p.busy_poll {
+            // Coarse timers unless a stream's resends depend on them
+            // (see `WAIT_SLACK_NS`).
+            super::wait_timers(self.window.in_flight() <= 1);
             let nap = until
                 .saturating_duration_since(now)
                 .max(Duration::from_micros(100));
@@ -387,6 +396,15 @@ impl<L: FrameLink> Reliable<L> {
     }
 
     fn send_data(&mut self, seq: u32) -> io::Result<()> {
+        self.data_frame(seq, false)
+    }
+
+    /// A new data frame, queued to leave with the others of its turn.
+    fn queue_data(&mut self, seq: u32) -> io::Result<()> {
+        self.data_frame(seq, true)
+    }
+
+    fn data_frame(&mut self, seq: u32, queue: bool) -> io::Result<()> {
         let payload = self.window.payload(seq);
         let h = Header {
             kind: Kind::Data,
@@ -395,7 +413,11 @@ impl<L: FrameLink> Reliable<L> {
             seq,
             ack: self.rcv_next,
         };
-        self.link.send_frame(&h.encode(), payload)?;
+        if queue {
+            self.link.queue_frame(&h.encode(), payload)?;
+        } else {
+            self.link.send_frame(&h.encode(), payload)?;
+        }
         self.ack_sent = self.rcv_next;
         self.ack_deadline = None;
         self.counters.data_frames += 1;

@@ -372,3 +372,22 @@ fn under_random_loss_only_the_missing_frames_are_resent() {
     assert!(resent > 0 && resent < 400, "{:?}", a.counters());
     assert!(b.counters().held_frames > 0, "{:?}", b.counters());
 }
+
+/// The slack a wait takes is the thread's own, set and given back (it
+/// ended the timer reprogramming of issue 34; a stream's sender must get
+/// the default back, or its resends fire a tick late).
+#[test]
+fn waits_take_coarse_timers_and_give_them_back() {
+    std::thread::spawn(|| {
+        // SAFETY: prctl with no pointer arguments.
+        let slack = || unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) } as u64;
+        super::wait_timers(true);
+        assert_eq!(slack(), super::WAIT_SLACK_NS);
+        super::wait_timers(false);
+        assert_eq!(slack(), 50_000);
+        super::wait_timers(true);
+        assert_eq!(slack(), super::WAIT_SLACK_NS);
+    })
+    .join()
+    .unwrap();
+}

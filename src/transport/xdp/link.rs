@@ -157,6 +157,17 @@ impl FrameLink for XdpLink {
             .map(|_| ())
     }
 
+    fn queue_frame(&mut self, header: &[u8], payload: &[u8]) -> io::Result<()> {
+        // No room: a loss like any other, as in send_frame.
+        self.sock
+            .queue(&[&self.eth_out, header, payload])
+            .map(|_| ())
+    }
+
+    fn push_frames(&mut self) -> io::Result<()> {
+        self.sock.push()
+    }
+
     fn recv_frame(&mut self, buf: &mut [u8], wait: Option<Duration>) -> io::Result<Option<usize>> {
         if let Some(got) = self.try_recv(buf) {
             return Ok(Some(got));

@@ -21,6 +21,10 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// Kicks [`XskSocket::push`] makes at most: copy mode sends a bounded
+/// batch per kick (32 frames in Linux 6.x), a window is at most 128.
+const PUSH_KICKS: usize = 8;
+
 /// Bytes per UMEM frame: one page, the largest the kernel takes for an
 /// aligned UMEM without huge pages.
 pub const FRAME_BYTES: usize = 4096;
@@ -343,6 +347,16 @@ impl XskSocket {
     /// False when no send frame or ring slot is free (the frame is
     /// dropped, as a full device queue drops it).
     pub fn send(&mut self, parts: &[&[u8]]) -> io::Result<bool> {
+        let queued = self.queue(parts)?;
+        self.kick()?;
+        Ok(queued)
+    }
+
+    /// Put one frame on the send ring without asking the kernel to send
+    /// it ([`XskSocket::push`] does, for every frame queued): a window of
+    /// frames costs one or two kicks instead of one each. False as in
+    /// [`XskSocket::send`].
+    pub fn queue(&mut self, parts: &[&[u8]]) -> io::Result<bool> {
         self.reclaim();
         if self.free_tx.is_empty() || self.tx.free() == 0 {
             // Frames queued but not yet sent: one more kick sends them.
@@ -371,8 +385,20 @@ impl XskSocket {
             }
         };
         self.tx.publish();
-        self.kick()?;
         Ok(true)
+    }
+
+    /// Send what [`XskSocket::queue`] put on the ring: kicks until the
+    /// kernel took every frame (copy mode takes a bounded batch per call)
+    /// or stops taking any.
+    pub fn push(&mut self) -> io::Result<()> {
+        for _ in 0..PUSH_KICKS {
+            if self.tx.free() > self.tx.mask {
+                break;
+            }
+            self.kick()?;
+        }
+        Ok(())
     }
 
     /// Kick the kernel again if frames still wait on the send ring (a

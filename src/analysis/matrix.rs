@@ -199,8 +199,20 @@ pub fn contention(n: usize, cells: &[CellFigures]) -> Vec<NodeContention> {
 
 /// Analyse a matrix.
 pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
+    // Cells between two processes of one machine (`--ppn`) measure no
+    // link: a node is judged by its inter-node cells alone.
+    let inter: std::borrow::Cow<[CellFigures]> = if nodes.iter().any(|x| x.machine.is_some()) {
+        cells
+            .iter()
+            .filter(|c| !crate::result::matrix::intra_node(nodes, c.from, c.to))
+            .cloned()
+            .collect::<Vec<_>>()
+            .into()
+    } else {
+        cells.into()
+    };
     // The rounds' cells are judged; their re-measures alone confirm.
-    let (cells, again) = super::matrix_confirm::split(cells);
+    let (cells, again) = super::matrix_confirm::split(&inter);
     let mut a = MatrixAnalysis {
         fingerprint_differences: fingerprint_differences(nodes),
         ..MatrixAnalysis::default()
@@ -242,11 +254,22 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
                 let v: Vec<f64> = mine.iter().filter_map(|&i| m.value(&cells[i])).collect();
                 median_mad(&v).map(|x| x.0)
             };
+            // mpiGraph's two views: what the node sent, what it received.
+            let way = |sent: bool| {
+                let v: Vec<f64> = mine
+                    .iter()
+                    .filter(|&&i| (cells[i].from == k) == sent)
+                    .filter_map(|&i| cells[i].bits_per_s())
+                    .collect();
+                median_mad(&v).map(|x| x.0)
+            };
             NodeSummary {
                 node: k,
                 latency_ns: med(Metric::Latency),
                 bits_per_s: med(Metric::Bandwidth),
                 failed_cells: mine.iter().filter(|&&i| cells[i].error.is_some()).count(),
+                sent_bits_per_s: way(true),
+                received_bits_per_s: way(false),
             }
         })
         .collect();

@@ -430,30 +430,49 @@ fn measure(
     let started = std::time::Instant::now();
     let mut report = CellReport::default();
     let weights = f64::from(u8::from(parts.latency)) + f64::from(u8::from(parts.rate)) + 2.0;
-    let run = |mode: Mode, bytes: u64, weight: f64| -> Result<crate::result::Point> {
-        let share = weight / weights;
-        let mut spec = cell_spec(peer, via, mode, bytes, budget_ms as f64 * share, timeout_ms);
+    // A lossy link stretches a cell far past its budget (18-50 s for 2 s),
+    // and the matrix keeps its `--budget` only if the cell stops and keeps
+    // what it measured: each part ends by a deadline, its share of the
+    // budget times DEADLINE_BUDGETS plus what setting a sweep up costs
+    // this agent ([`setup_allowance`]: a loaded host's cells are slow to
+    // start, not lossy).
+    let run = |mode: Mode, bytes: u64, weight: f64| -> Result<Part> {
+        let share = Duration::from_millis(budget_ms).mul_f64(weight / weights);
+        let mut spec = cell_spec(
+            peer,
+            via,
+            mode,
+            bytes,
+            share.as_secs_f64() * 1e3,
+            timeout_ms,
+        );
         spec.peer_secret = Some(secret.clone());
+        let begun = Instant::now();
+        let deadline = begun + share.mul_f64(DEADLINE_BUDGETS) + setup_allowance();
+        spec.deadline = Some(deadline);
         let outcome = run_sweep(&spec, &mut |_| {})?;
+        seen_beyond_budget(begun.elapsed().saturating_sub(share));
         if let Some(e) = outcome.error {
             return Err(e);
         }
-        outcome
-            .result
-            .points
-            .into_iter()
-            .next()
-            .context("the sweep measured nothing")
+        let point = outcome.result.points.into_iter().next();
+        let past = std::time::Instant::now() >= deadline;
+        match point {
+            // A point stopped by the deadline before it converged.
+            Some(p) => Ok((past && p.noisy, Some(p))),
+            None if past => Ok((true, None)),
+            None => anyhow::bail!("the sweep measured nothing"),
+        }
     };
     if parts.latency {
         match run(Mode::Pingpong, latency_bytes, 1.0) {
-            Ok(p) => report.latency = Some(p),
+            Ok((cut, p)) => (report.cut, report.latency) = (report.cut || cut, p),
             Err(e) => report.error = Some(format!("latency: {e:#}")),
         }
     }
     if parts.rate && report.error.is_none() {
         match run(Mode::Stream, latency_bytes, 1.0) {
-            Ok(p) => report.rate = Some(p),
+            Ok((cut, p)) => (report.cut, report.rate) = (report.cut || cut, p),
             Err(e) => report.error = Some(format!("message rate: {e:#}")),
         }
     }
@@ -463,7 +482,7 @@ fn measure(
         let mut stat = crate::load::kernel::StatReader::new();
         let before = stat.read().ok();
         match run(Mode::Stream, bandwidth_bytes, 2.0) {
-            Ok(p) => report.bandwidth = Some(p),
+            Ok((cut, p)) => (report.cut, report.bandwidth) = (report.cut || cut, p),
             Err(e) => report.error = Some(format!("bandwidth: {e:#}")),
         }
         let busy = before
@@ -476,6 +495,50 @@ fn measure(
     }
     report.measure_s = started.elapsed().as_secs_f64();
     report
+}
+
+/// A part of a cell: whether its deadline cut it, and its point (none
+/// when cut before its first trial).
+type Part = (bool, Option<crate::result::Point>);
+
+/// How many times its budget a cell may take before its parts are cut
+/// (the engine's fewest trials and a block under way come on top).
+const DEADLINE_BUDGETS: f64 = 1.25;
+
+/// What this agent's last sweeps took beyond their budgets (the last
+/// [`SETUPS_KEPT`]).
+static BEYOND: std::sync::Mutex<Vec<Duration>> = std::sync::Mutex::new(Vec::new());
+
+/// Sweeps whose overrun [`setup_allowance`] rests on.
+const SETUPS_KEPT: usize = 9;
+
+/// Keep a sweep's time beyond its budget.
+fn seen_beyond_budget(d: Duration) {
+    if let Ok(mut v) = BEYOND.lock() {
+        if v.len() == SETUPS_KEPT {
+            v.remove(0);
+        }
+        v.push(d);
+    }
+}
+
+/// What a part of a cell may spend beyond its budget on setting up
+/// (connecting, both ends' fingerprints, the warm-up, the fewest trials):
+/// 1.5 times the median of what this agent's last sweeps took so, plus
+/// 0.2 s (1 s before the first; 3 s at most). Short cells on a loaded
+/// host spend most of their time so (0.1-1 s a sweep on a 2-vCPU
+/// machine), and are not cut for it; the median passes over a lossy cell.
+fn setup_allowance() -> Duration {
+    let Ok(v) = BEYOND.lock() else {
+        return Duration::from_secs(1);
+    };
+    if v.is_empty() {
+        return Duration::from_secs(1);
+    }
+    let mut sorted = v.clone();
+    sorted.sort();
+    let median = sorted[sorted.len() / 2];
+    (median.mul_f64(1.5) + Duration::from_millis(200)).min(Duration::from_secs(3))
 }
 
 fn cell_spec(
@@ -515,6 +578,7 @@ fn cell_spec(
         command_line: std::env::args().collect(),
         whole: None,
         peer_loads: Vec::new(),
+        deadline: None,
     }
 }
 

@@ -69,6 +69,8 @@ pub struct CellFigures {
     /// What only the load patterns measure (boxed: a `pairs` matrix, the
     /// large one, has none).
     pub load: Option<Box<LoadFigures>>,
+    /// Cut at its deadline: partial figures ([`MatrixCell::cut`]).
+    pub cut: bool,
 }
 
 /// The figures of a cell that only some cells have: what only load
@@ -141,6 +143,7 @@ impl From<&MatrixCell> for CellFigures {
             bandwidth: c.bandwidth.as_ref().map(Figure::from),
             error: c.error.as_deref().map(Box::from),
             load: (load != LoadFigures::default()).then(|| Box::new(load)),
+            cut: c.cut,
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod floor;
 pub mod in_process;
 pub mod limits;
 mod pin;
+pub mod point;
 pub mod tails;
 mod whole;
 

@@ -26,6 +26,7 @@ mod lean_raw_sessions;
 mod lean_xdp;
 mod matrix_host;
 mod matrix_lab;
+mod matrix_ppn;
 mod matrix_slurm;
 mod npb_traffic;
 mod offloads_site;

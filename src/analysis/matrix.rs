@@ -201,7 +201,8 @@ pub fn contention(n: usize, cells: &[CellFigures]) -> Vec<NodeContention> {
 pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
     // Cells between two processes of one machine (`--ppn`) measure no
     // link: a node is judged by its inter-node cells alone.
-    let inter: std::borrow::Cow<[CellFigures]> = if nodes.iter().any(|x| x.machine.is_some()) {
+    let several_per_host = nodes.iter().any(|x| x.machine.is_some());
+    let inter: std::borrow::Cow<[CellFigures]> = if several_per_host {
         cells
             .iter()
             .filter(|c| !crate::result::matrix::intra_node(nodes, c.from, c.to))
@@ -240,7 +241,12 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
         a.asymmetric_pairs.extend(asymmetric_pairs(cells, metric));
     }
     a.outlier_cells.sort_by(|x, y| y.score.total_cmp(&x.score));
-    super::matrix_loss::apply(&mut a, nodes.len(), cells);
+    // A host's counters are its network namespace's: with several
+    // processes per host (`--ppn`) a cell's retransmissions are also its
+    // neighbours', measuring at once over the same link, and name no link.
+    if !several_per_host {
+        super::matrix_loss::apply(&mut a, nodes.len(), cells);
+    }
     // Host-bound rounds are judged from the cells measured alone instead.
     if !super::matrix_host::apply(&mut a, nodes, cells, again) {
         super::matrix_confirm::apply(&mut a, again);

@@ -24,6 +24,7 @@ mod lab_mpi;
 mod lean_raw;
 mod lean_raw_sessions;
 mod lean_xdp;
+mod matrix_deadline;
 mod matrix_host;
 mod matrix_lab;
 mod matrix_ppn;

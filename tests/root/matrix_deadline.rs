@@ -79,13 +79,19 @@ fn a_lossy_cell_is_cut_at_its_deadline_and_the_budget_kept() {
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     let r = read_matrix_result(&json).unwrap();
-    eprintln!("{text}rounds {:.1} s, warnings {:?}", r.rounds_s, r.warnings);
+    eprintln!(
+        "{text}rounds {:.1} s, warnings {:?}",
+        r.rounds_s, r.warnings
+    );
     assert!(r.complete, "{:?}", r.incomplete_reason);
     assert!(r.nodes.iter().all(|n| n.error.is_none()), "{:?}", r.nodes);
     assert!(
         r.cells.iter().all(|c| c.error.is_none()),
         "nothing failed: {:?}",
-        r.cells.iter().filter_map(|c| c.error.as_ref()).collect::<Vec<_>>()
+        r.cells
+            .iter()
+            .filter_map(|c| c.error.as_ref())
+            .collect::<Vec<_>>()
     );
     // The lossy link's cells, both ways, are there with their figures.
     let lossy: Vec<_> = r

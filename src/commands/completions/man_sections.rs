@@ -179,6 +179,7 @@ pub const ENVIRONMENT: Examples = &[
     ("WULF_EXE", "the executable MPI launchers start as a worker (default: the running one)"),
     ("WULF_LAUNCH_REPORT", "set by wulf: the file rank 0 of an MPI-launched matrix reports through"),
     ("WULF_NPB_FAULT", "a test hook corrupting one NAS value, to show verification failing; unset in normal use"),
+    ("WULF_PPN", "set by wulf: the processes per node (--ppn) a matrix's agents started by srun are one of"),
 ];
 
 /// Files wulf reads or writes.

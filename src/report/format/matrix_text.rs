@@ -55,7 +55,7 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
         {
             lat[c.from][c.to] = c.latency_ns();
             bw[c.from][c.to] = c.bits_per_s();
-            cut[c.from][c.to] = c.cut;
+            cut[c.from][c.to] = c.cut();
         }
         let title = format!(
             "latency, {} ping-pong, one-way us (row: measuring node)",
@@ -197,7 +197,7 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
             a.unconfirmed
         ));
     }
-    let cut = cells.iter().filter(|c| c.cut).count();
+    let cut = cells.iter().filter(|c| c.cut()).count();
     if cut > 0 {
         findings.push(format!(
             "{cut} cells cut at their deadline (kept: the trials measured by then)"

@@ -16,6 +16,7 @@ fn matrix(n: usize, slow: usize) -> MatrixResult {
             address: None,
             host: None,
             error: None,
+            machine: None,
         })
         .collect();
     let mut cells = Vec::new();
@@ -37,6 +38,8 @@ fn matrix(n: usize, slow: usize) -> MatrixResult {
                 measure_s: 0.0,
                 net: None,
                 remeasure: false,
+                intra_node: false,
+                cut: false,
             });
         }
     }

@@ -18,6 +18,8 @@
 mod assemble;
 pub mod burst;
 pub mod confirm;
+#[cfg(test)]
+mod deadline_tests;
 pub mod engine;
 pub mod floor;
 pub mod in_process;

@@ -100,6 +100,7 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
     // Orders may be far apart (other pairs' rounds); keepalive, not a read
     // timeout, tells a dead coordinator from a busy one.
     ch.stream().set_read_timeout(None)?;
+    let mut overruns = Overruns::default();
     loop {
         let order: Order = match ch.recv() {
             Ok(o) => o,
@@ -125,6 +126,7 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
                     parts,
                     budget_ms,
                     timeout_ms,
+                    &mut overruns,
                 );
                 // The host's CPUs while it streamed, set by `measure`.
                 let busy = report.net.and_then(|n| n.cpu_busy_share);
@@ -426,6 +428,7 @@ fn measure(
     parts: CellParts,
     budget_ms: u64,
     timeout_ms: u64,
+    overruns: &mut Overruns,
 ) -> CellReport {
     let started = std::time::Instant::now();
     let mut report = CellReport::default();
@@ -434,9 +437,9 @@ fn measure(
     // and the matrix keeps its `--budget` only if the cell stops and keeps
     // what it measured: each part ends by a deadline, its share of the
     // budget times DEADLINE_BUDGETS plus what setting a sweep up costs
-    // this agent ([`setup_allowance`]: a loaded host's cells are slow to
+    // this agent ([`Overruns::allowance`]: a loaded host's cells are slow to
     // start, not lossy).
-    let run = |mode: Mode, bytes: u64, weight: f64| -> Result<Part> {
+    let mut run = |mode: Mode, bytes: u64, weight: f64| -> Result<Part> {
         let share = Duration::from_millis(budget_ms).mul_f64(weight / weights);
         let mut spec = cell_spec(
             peer,
@@ -448,10 +451,10 @@ fn measure(
         );
         spec.peer_secret = Some(secret.clone());
         let begun = Instant::now();
-        let deadline = begun + share.mul_f64(DEADLINE_BUDGETS) + setup_allowance();
+        let deadline = begun + share.mul_f64(DEADLINE_BUDGETS) + overruns.allowance();
         spec.deadline = Some(deadline);
         let outcome = run_sweep(&spec, &mut |_| {})?;
-        seen_beyond_budget(begun.elapsed().saturating_sub(share));
+        overruns.push(begun.elapsed().saturating_sub(share));
         if let Some(e) = outcome.error {
             return Err(e);
         }
@@ -506,39 +509,38 @@ type Part = (bool, Option<crate::result::Point>);
 const DEADLINE_BUDGETS: f64 = 1.25;
 
 /// What this agent's last sweeps took beyond their budgets (the last
-/// [`SETUPS_KEPT`]).
-static BEYOND: std::sync::Mutex<Vec<Duration>> = std::sync::Mutex::new(Vec::new());
+/// [`OVERRUNS_KEPT`]), kept by its order loop from cell to cell.
+#[derive(Debug, Default)]
+struct Overruns(Vec<Duration>);
 
-/// Sweeps whose overrun [`setup_allowance`] rests on.
-const SETUPS_KEPT: usize = 9;
+/// Sweeps whose overrun [`Overruns::allowance`] rests on.
+const OVERRUNS_KEPT: usize = 9;
 
-/// Keep a sweep's time beyond its budget.
-fn seen_beyond_budget(d: Duration) {
-    if let Ok(mut v) = BEYOND.lock() {
-        if v.len() == SETUPS_KEPT {
-            v.remove(0);
+impl Overruns {
+    /// Keep a sweep's time beyond its budget.
+    fn push(&mut self, d: Duration) {
+        if self.0.len() == OVERRUNS_KEPT {
+            self.0.remove(0);
         }
-        v.push(d);
+        self.0.push(d);
     }
-}
 
-/// What a part of a cell may spend beyond its budget on setting up
-/// (connecting, both ends' fingerprints, the warm-up, the fewest trials):
-/// 1.5 times the median of what this agent's last sweeps took so, plus
-/// 0.2 s (1 s before the first; 3 s at most). Short cells on a loaded
-/// host spend most of their time so (0.1-1 s a sweep on a 2-vCPU
-/// machine), and are not cut for it; the median passes over a lossy cell.
-fn setup_allowance() -> Duration {
-    let Ok(v) = BEYOND.lock() else {
-        return Duration::from_secs(1);
-    };
-    if v.is_empty() {
-        return Duration::from_secs(1);
+    /// What a part of a cell may spend beyond its budget on setting up
+    /// (connecting, both ends' fingerprints, the warm-up, the fewest
+    /// trials): 1.5 times the median of what this agent's last sweeps took
+    /// so, plus 0.2 s (1 s before the first; 3 s at most). Short cells on
+    /// a loaded host spend most of their time so (0.1-1 s a sweep on a
+    /// 2-vCPU machine), and are not cut for it; the median passes over a
+    /// lossy cell.
+    fn allowance(&self) -> Duration {
+        if self.0.is_empty() {
+            return Duration::from_secs(1);
+        }
+        let mut sorted = self.0.clone();
+        sorted.sort();
+        let median = sorted[sorted.len() / 2];
+        (median.mul_f64(1.5) + Duration::from_millis(200)).min(Duration::from_secs(3))
     }
-    let mut sorted = v.clone();
-    sorted.sort();
-    let median = sorted[sorted.len() / 2];
-    (median.mul_f64(1.5) + Duration::from_millis(200)).min(Duration::from_secs(3))
 }
 
 fn cell_spec(

@@ -124,8 +124,7 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
                     &via,
                     (latency_bytes, bandwidth_bytes),
                     parts,
-                    budget_ms,
-                    timeout_ms,
+                    (budget_ms, timeout_ms),
                     &mut overruns,
                 );
                 // The host's CPUs while it streamed, set by `measure`.
@@ -426,8 +425,7 @@ fn measure(
     via: &str,
     (latency_bytes, bandwidth_bytes): (u64, u64),
     parts: CellParts,
-    budget_ms: u64,
-    timeout_ms: u64,
+    (budget_ms, timeout_ms): (u64, u64),
     overruns: &mut Overruns,
 ) -> CellReport {
     let started = std::time::Instant::now();

@@ -167,7 +167,7 @@ mod tests {
         let w = noisy_points(&[a.clone(), b.clone()]).expect("one case is noisy");
         assert!(w.contains("fe-tcp: 1 B, 64 KiB"), "{w}");
         assert!(!w.contains("ge-tcp"), "{w}");
-        assert!(noisy_points(&[b.clone()]).is_none());
+        assert!(noisy_points(std::slice::from_ref(&b)).is_none());
         // fe-vs-ge: fe's latency and peak (at 64 KiB) noisy, n_1/2 not.
         let (mut fe, mut ge) = (a, b);
         (fe.transport, fe.link, ge.transport, ge.link) =

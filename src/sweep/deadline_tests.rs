@@ -19,7 +19,11 @@ impl BlockRunner for Slow {
     fn run(&mut self, _bytes: u64, repeats: u64) -> Result<BlockTiming> {
         std::thread::sleep(self.block);
         self.blocks += 1;
-        let op_ns = if self.blocks % 2 == 0 { 1.3e6 } else { 1e6 };
+        let op_ns = if self.blocks.is_multiple_of(2) {
+            1.3e6
+        } else {
+            1e6
+        };
         Ok(BlockTiming {
             op_ns,
             timed_ns: (op_ns * repeats as f64) as u64,

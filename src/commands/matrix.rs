@@ -113,6 +113,13 @@ pub fn execute_with(args: &MatrixArgs, launcher: Option<Arc<dyn Launcher>>) -> R
         )));
     }
     if let Some(mpi) = launcher.mpi_only() {
+        if args.ppn > 1 {
+            // Its launcher places one task per host (`ppr:1:node`, `-ppn 1`).
+            return Err(usage(format!(
+                "--launch {mpi} starts one matrix task per host: for --ppn {0} give ssh, lab, slurm                  or local, or run `mpirun --map-by ppr:{0}:node wulf matrix --ppn {0}` yourself",
+                args.ppn
+            )));
+        }
         return through_mpi(&ctx, mpi, &hosts, args);
     }
     if over_mpi && args.ppn > 1 {

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use super::deadline::Overruns;
 use super::protocol::{
     agent_proof, random_hex, unseal_mesh, verify_coordinator, CellParts, CellReport, Claim,
     ControlChannel, Hello, Join, Order, MAX_REQUEST_BYTES, SECRET_ENV, WORKING_EVERY,
@@ -505,41 +506,6 @@ type Part = (bool, Option<crate::result::Point>);
 /// How many times its budget a cell may take before its parts are cut
 /// (the engine's fewest trials and a block under way come on top).
 const DEADLINE_BUDGETS: f64 = 1.25;
-
-/// What this agent's last sweeps took beyond their budgets (the last
-/// [`OVERRUNS_KEPT`]), kept by its order loop from cell to cell.
-#[derive(Debug, Default)]
-struct Overruns(Vec<Duration>);
-
-/// Sweeps whose overrun [`Overruns::allowance`] rests on.
-const OVERRUNS_KEPT: usize = 9;
-
-impl Overruns {
-    /// Keep a sweep's time beyond its budget.
-    fn push(&mut self, d: Duration) {
-        if self.0.len() == OVERRUNS_KEPT {
-            self.0.remove(0);
-        }
-        self.0.push(d);
-    }
-
-    /// What a part of a cell may spend beyond its budget on setting up
-    /// (connecting, both ends' fingerprints, the warm-up, the fewest
-    /// trials): 1.5 times the median of what this agent's last sweeps took
-    /// so, plus 0.2 s (1 s before the first; 3 s at most). Short cells on
-    /// a loaded host spend most of their time so (0.1-1 s a sweep on a
-    /// 2-vCPU machine), and are not cut for it; the median passes over a
-    /// lossy cell.
-    fn allowance(&self) -> Duration {
-        if self.0.is_empty() {
-            return Duration::from_secs(1);
-        }
-        let mut sorted = self.0.clone();
-        sorted.sort();
-        let median = sorted[sorted.len() / 2];
-        (median.mul_f64(1.5) + Duration::from_millis(200)).min(Duration::from_secs(3))
-    }
-}
 
 fn cell_spec(
     peer: &str,

@@ -377,6 +377,9 @@ pub fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> Point
 /// Trials a point keeps when its sweep's deadline passes before them.
 const DEADLINE_LEAST_TRIALS: usize = 3;
 
+/// Longest trial a sweep with a deadline aims at, ns.
+const DEADLINE_TRIAL_NS: u64 = 2_000_000;
+
 /// Integrity pass, warm-up, every size in turn, then the confirmation pass.
 pub(super) fn measure_all(
     spec: &SweepSpec,
@@ -431,7 +434,13 @@ pub(super) fn measure_all(
         let left = (spec.sizes.len() - i) as u64;
         let spent_ns = t0.elapsed().as_nanos() as u64;
         let point_budget_ns = budget_ns.saturating_sub(spent_ns) / left;
-        let plan = plan_for(point_budget_ns, spec.precision, max_repeats);
+        let mut plan = plan_for(point_budget_ns, spec.precision, max_repeats);
+        if spec.deadline.is_some() {
+            // A block is never cut: short ones, so that a lossy link's
+            // (repeats calibrated on a quick first message, then
+            // retransmission timeouts of 200 ms) end near the deadline.
+            plan.trial_target_ns = plan.trial_target_ns.min(DEADLINE_TRIAL_NS);
+        }
         let outcome = measure_point(runner, bytes, &plan, &stop)?;
         let cut = outcome.interrupted && !super::interrupted() && past();
         if cut && outcome.trials_ns.is_empty() {

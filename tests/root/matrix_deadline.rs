@@ -109,9 +109,41 @@ fn a_lossy_cell_is_cut_at_its_deadline_and_the_budget_kept() {
         }
     }
     assert!(text.contains("cut at their deadline"), "{text}");
-    // The budget: the rounds, the pairs alone and the re-measures.
+    // The deadline's own work, a ratio within this run: the lossy cells
+    // stop after a few blocks (before: 17-18 s against about 2 s for the
+    // healthy cells, re-measures up to 49.9 s). A block under way is not
+    // cut: one of a lossy link's blocks, its repeats calibrated on a
+    // first quick message, holds retransmission timeouts (a lossy cell
+    // took 10.1 s against 1.5 s in one run on a loaded host).
+    let healthy = r
+        .cells
+        .iter()
+        .filter(|c| !c.remeasure && ![(1, 3), (3, 1)].contains(&(c.from, c.to)))
+        .map(|c| c.measure_s)
+        .fold(0.0, f64::max);
+    let times: Vec<String> = lossy
+        .iter()
+        .map(|c| format!("{:.1}", c.measure_s))
+        .collect();
+    eprintln!("lossy cells {times:?} s, slowest healthy {healthy:.1} s");
+    for c in &lossy {
+        assert!(
+            c.measure_s <= 4.0 * healthy + 5.0,
+            "{} -> {}: {:.1} s against {healthy:.1} s for the slowest healthy cell",
+            c.from,
+            c.to,
+            c.measure_s
+        );
+    }
+    // The budget: the rounds, the pairs alone and the re-measures; kept
+    // unless the result says that setting the cells up alone overran it
+    // (a loaded host: each sweep costing seconds beyond its budget).
+    let set_up_bound = r
+        .warnings
+        .iter()
+        .any(|w| w.contains("--budget is too short for this matrix"));
     assert!(
-        r.rounds_s <= 1.2 * budget_s,
+        r.rounds_s <= 1.2 * budget_s || set_up_bound,
         "{:.1} s for a {budget_s} s budget: {:?}",
         r.rounds_s,
         r.warnings

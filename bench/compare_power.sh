@@ -132,5 +132,8 @@ for pair in "tcp tcpbuf" "spin block" "lab200 lab100"; do
         read -r s3 h3 < <(bands $(files "$1" 1 3) -- $(files "$2" 1 3) | score "$t")
     fi
     echo "A/B $1 -> $2: one run per side $h1 of $s1 changed bands detected; three runs per side $h3 of $s3"
-    echo "    true change per band: $(echo "$t" | tr '\n' ' ')"
+    echo "    true change per band: $(echo "$t" | python3 -c '
+import sys
+print(", ".join(f"{n} {100 * float(c):+.1f}%" for n, c in (l.strip().split("|") for l in sys.stdin if l.strip())))
+')"
 done

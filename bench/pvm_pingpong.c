@@ -5,7 +5,11 @@
  * of SIZE bytes: pvm_initsend + pvm_pkbyte + pvm_send, pvm_recv +
  * pvm_upkbyte.
  *
- *   pvm_pingpong SIZE ITERS [raw|xdr] [direct|daemon]
+ *   pvm_pingpong SIZE ITERS [raw|xdr] [direct|daemon] [HOST]
+ *
+ * HOST: the virtual machine's host the child is spawned on (PvmTaskHost;
+ * bench/pvm_lab_vs_tcp.sh puts it on the other lab node); none: PVM's
+ * choice (on one host, that host).
  *
  * Prints: size_bytes one_way_us (median of 25 blocks of ITERS/25 round
  * trips, half the round trip: as wulf's median of trials, robust to a
@@ -45,7 +49,7 @@ static void xfer_recv(int tid, char *buf, int n) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s SIZE ITERS [raw|xdr] [direct|daemon]\n", argv[0]);
+        fprintf(stderr, "usage: %s SIZE ITERS [raw|xdr] [direct|daemon] [HOST]\n", argv[0]);
         return 2;
     }
     int size = atoi(argv[1]), iters = atoi(argv[2]);
@@ -70,7 +74,8 @@ int main(int argc, char **argv) {
     }
     char *args[] = {argv[1], argv[2], argc > 3 ? argv[3] : "raw", argc > 4 ? argv[4] : "direct", NULL};
     int child;
-    if (pvm_spawn(argv[0], args, PvmTaskDefault, "", 1, &child) != 1) {
+    char *where = argc > 5 ? argv[5] : "";
+    if (pvm_spawn(argv[0], args, *where ? PvmTaskHost : PvmTaskDefault, where, 1, &child) != 1) {
         fprintf(stderr, "pvm_spawn of %s failed (%d): give an absolute path\n", argv[0], child);
         pvm_exit();
         return 1;

@@ -14,7 +14,11 @@
 //! An event is **confirmed** ([`judge`]) when the analysis of the curve
 //! with the fresh medians and intervals in place of the first ones finds
 //! the same event again: a drop-out overlapping the same sizes, or a
-//! switch-over among the sizes measured again around it. An independent
+//! switch-over among the sizes measured again around it, and the fresh
+//! points of the event's window, alone, do not lie on one straight time
+//! line (a pass run later may be slower or faster as a whole, and set
+//! among first-pass points its window would look like a dip or a step;
+//! see [`bends_in_fresh`]). An independent
 //! fluke has to strike the same sizes twice to survive, so the false
 //! events of a sweep fall from the rate of one pass to about its square,
 //! while a real event, which the fresh trials show as clearly as the first
@@ -25,8 +29,12 @@ use serde::{Deserialize, Serialize};
 use super::{analyse_curve, Analysis, CauseHints};
 use crate::result::RemeasuredPoint;
 
-/// Neighbours measured again on each side of a candidate event.
-pub const CONTEXT_POINTS: usize = 2;
+/// Neighbours measured again on each side of a candidate event: three,
+/// so that with NetPIPE's sizes (clusters of three, 3 bytes apart) the
+/// window reaches into the clusters before and after the event's own.
+/// [`judge`] asks the fresh points alone to bend, and a line fits any two
+/// clusters: only a third tells a step or a dip from a slope.
+pub const CONTEXT_POINTS: usize = 3;
 
 /// Most sizes measured again in one sweep (about half of NetPIPE's
 /// schedule): a sweep of nothing but noise must not spend its budget
@@ -129,11 +137,13 @@ pub fn judge(
 ) -> Vec<bool> {
     let (mut med, mut lo, mut hi) = (median_ns.to_vec(), ci_low_ns.to_vec(), ci_high_ns.to_vec());
     let mut measured = vec![false; bytes.len()];
+    let mut fresh_at: Vec<Option<&RemeasuredPoint>> = vec![None; bytes.len()];
     for p in fresh {
         if let Ok(i) = bytes.binary_search(&p.bytes) {
             if p.median_ns.is_finite() && p.median_ns > 0.0 {
                 (med[i], lo[i], hi[i]) = (p.median_ns, p.ci_low_ns, p.ci_high_ns);
                 measured[i] = true;
+                fresh_at[i] = Some(p);
             }
         }
     }
@@ -143,6 +153,9 @@ pub fn judge(
         .map(|e| {
             let w = window(bytes, e);
             if !w.clone().all(|i| measured[i]) {
+                return false;
+            }
+            if !bends_in_fresh(&w, &fresh_at) {
                 return false;
             }
             let (w_lo, w_hi) = (bytes[*w.start()], bytes[*w.end()]);
@@ -157,6 +170,40 @@ pub fn judge(
         .collect()
 }
 
+/// Whether the fresh points of window `w` alone show a departure from one
+/// straight time line deeper than the depth margin of a drop-out
+/// ([`super::dropout::DROPOUT_MIN_DEPTH`]) and the window's own noise.
+///
+/// Why: the re-analysis in [`judge`] sets fresh points among first-pass
+/// ones, and the confirmation pass runs later, in other conditions. A
+/// pass a few percent slower or faster as a whole (another moment's load,
+/// cache or clock state) then shows its window as a dip or a step against
+/// the first pass's points outside it, and confirms a fluke: two runs of
+/// shm on a quiet machine confirmed single-size drop-outs at 21, 771 and
+/// 1027 B whose fresh times lay between their fresh neighbours'. Judged
+/// on the fresh points alone, such an offset cancels; a real dip or step
+/// (a change of protocol) bends the window's fresh points as it bent the
+/// first pass's.
+fn bends_in_fresh(
+    w: &std::ops::RangeInclusive<usize>,
+    fresh_at: &[Option<&RemeasuredPoint>],
+) -> bool {
+    let pts: Vec<&RemeasuredPoint> = w.clone().filter_map(|i| fresh_at[i]).collect();
+    if pts.len() < 3 {
+        // Two points always lie on a line: nothing to tell from them.
+        return false;
+    }
+    let x: Vec<f64> = pts.iter().map(|p| p.bytes as f64).collect();
+    let med: Vec<f64> = pts.iter().map(|p| p.median_ns).collect();
+    let lo: Vec<f64> = pts.iter().map(|p| p.ci_low_ns).collect();
+    let hi: Vec<f64> = pts.iter().map(|p| p.ci_high_ns).collect();
+    let widths: Vec<f64> = (0..pts.len()).map(|k| (hi[k] - lo[k]) / med[k]).collect();
+    let depth = super::dropout::DROPOUT_MIN_DEPTH / (1.0 - super::dropout::DROPOUT_MIN_DEPTH);
+    let slack = depth.max(super::dropout::local_median(&widths));
+    let all: Vec<usize> = (0..pts.len()).collect();
+    !super::dropout::on_one_line(&all, &x, &med, &lo, &hi, slack)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,7 +216,7 @@ mod tests {
             from_bytes: 10,
             to_bytes: 11,
         };
-        assert_eq!(sizes_to_remeasure(&b, &[e]), (8..=13).collect::<Vec<u64>>());
+        assert_eq!(sizes_to_remeasure(&b, &[e]), (7..=14).collect::<Vec<u64>>());
         let edge = Event {
             kind: EventKind::Switchover,
             from_bytes: 2,
@@ -177,7 +224,7 @@ mod tests {
         };
         assert_eq!(
             sizes_to_remeasure(&b, &[edge]),
-            (1..=4).collect::<Vec<u64>>()
+            (1..=5).collect::<Vec<u64>>()
         );
         // The cap keeps whole events only.
         let many: Vec<Event> = (0..20)
@@ -222,5 +269,41 @@ mod tests {
         assert_eq!(judge(&b, &med, &lo, &hi, &again(2.0), &ev), vec![true]);
         assert_eq!(judge(&b, &med, &lo, &hi, &again(1.0), &ev), vec![false]);
         assert_eq!(judge(&b, &med, &lo, &hi, &[], &ev), vec![false]);
+    }
+
+    /// A confirmation pass slower as a whole (another moment's conditions)
+    /// must not confirm a fluke: its window, set among first-pass points,
+    /// looks like a dip, but its fresh points alone lie on one line.
+    #[test]
+    fn a_pass_slower_as_a_whole_confirms_no_fluke() {
+        let b: Vec<u64> = (0..40).map(|i| 1000 + 100 * i).collect();
+        let t = |x: u64| 5000.0 + x as f64;
+        let fluke = |x: u64| if x == 2500 { 1.5 } else { 1.0 };
+        let med: Vec<f64> = b.iter().map(|&x| t(x) * fluke(x)).collect();
+        let lo: Vec<f64> = med.iter().map(|m| m * 0.99).collect();
+        let hi: Vec<f64> = med.iter().map(|m| m * 1.01).collect();
+        let ev = events(&analyse_curve(&b, &med, &lo, &hi, &CauseHints::default()));
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        let pass = |scale: f64, dip: f64| -> Vec<RemeasuredPoint> {
+            sizes_to_remeasure(&b, &ev)
+                .iter()
+                .map(|&x| {
+                    let m = t(x) * scale * if x == 2500 { dip } else { 1.0 };
+                    RemeasuredPoint {
+                        bytes: x,
+                        trials: 20,
+                        median_ns: m,
+                        ci_low_ns: m * 0.99,
+                        ci_high_ns: m * 1.01,
+                        noisy: false,
+                    }
+                })
+                .collect()
+        };
+        // Three times slower, no dip: the old rule saw the whole window
+        // as a drop-out against the first pass's points around it.
+        assert_eq!(judge(&b, &med, &lo, &hi, &pass(3.0, 1.0), &ev), vec![false]);
+        // Three times slower with the dip: still confirmed.
+        assert_eq!(judge(&b, &med, &lo, &hi, &pass(3.0, 1.5), &ev), vec![true]);
     }
 }

@@ -112,7 +112,7 @@ pub(crate) struct Run {
 }
 
 /// Median of a few values (the local width of the intervals).
-fn local_median(values: &[f64]) -> f64 {
+pub(crate) fn local_median(values: &[f64]) -> f64 {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     crate::stats::quantile_sorted(&v, 0.5)
@@ -121,7 +121,7 @@ fn local_median(values: &[f64]) -> f64 {
 /// Whether the points `pts` lie on one straight time line: a weighted
 /// least-squares fit (relative residuals, as the Hockney fits) passes
 /// within every point's interval widened by the factor 1 + `slack`.
-fn on_one_line(
+pub(crate) fn on_one_line(
     pts: &[usize],
     bytes: &[f64],
     median_ns: &[f64],

@@ -40,7 +40,12 @@ pub enum NpbKernel {
     /// neighbour) plus ghost exchanges. Any process count whose blocks keep
     /// 3 points a side.
     Lu(NpbMgArgs),
-    /// Every kernel (CG, EP, IS, LU, MG) in turn, each kernel's tables, then one
+    /// SP: ADI time steps on the 3-D Navier-Stokes equations; scalar
+    /// pentadiagonal line solves pipelined over NPB's multi-partition
+    /// (one message per stage, axis and direction) plus face exchanges.
+    /// Square process counts (1, 4, 9, ...).
+    Sp(NpbMgArgs),
+    /// Every kernel (CG, EP, IS, LU, MG, SP) in turn, each kernel's tables, then one
     /// table of Mop/s with a row per kernel and a column per transport.
     /// Process counts a kernel cannot use are skipped for it; --json FILE
     /// writes one file per kernel, FILE with -KERNEL before its extension.
@@ -57,6 +62,7 @@ impl NpbKernel {
             NpbKernel::Is(a) => (vec![Kernel::Is], a),
             NpbKernel::Mg(a) => (vec![Kernel::Mg], a),
             NpbKernel::Lu(a) => (vec![Kernel::Lu], a),
+            NpbKernel::Sp(a) => (vec![Kernel::Sp], a),
             NpbKernel::All(a) => (Kernel::ALL.to_vec(), a),
         }
     }

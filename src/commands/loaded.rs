@@ -37,7 +37,11 @@ pub fn measure_sweep(
     let pb = super::progress_bar(spec.sizes.len() as u64, quiet, &label);
     let ends: Vec<usize> = [spec.cpus.0, spec.cpus.1].into_iter().flatten().collect();
     let placement = crate::load::Placement::avoiding(&ends);
-    let target = network_target(spec, loads)?;
+    let target = match spec.peer {
+        Some(_) => network_target(spec, loads)?,
+        // MPI ranks spread over lab nodes: across their links.
+        None => super::npb_load::lab_network_target(ctx, 2, loads, spec.channel.timeout())?,
+    };
     let (outcome, loaded) = under_load(
         loads,
         &placement,
@@ -82,7 +86,7 @@ pub fn measure_sweep(
         }
         None => None,
     };
-    // MPI ranks spread over nodes take no peer: their load stays here.
+    // MPI ranks spread over nodes outside a lab: their load stays here.
     let note = crate::load::network_path_note(&loaded.records, ctx.spread() && spec.peer.is_none());
     outcome.result.warnings.extend(note);
     if prepared.any() || role.is_some() {
@@ -275,15 +279,24 @@ pub fn npb_plan(
     loads: &[LoadSpec],
 ) -> Result<(NpbResult, Option<anyhow::Error>)> {
     let placement = super::conditions::npb_placement(&plan.nprocs);
-    let (out, loaded) = under_load(loads, &placement, prepared.whole.as_ref(), None, |whole| {
-        let plan = super::npb::NpbPlan {
-            whole: whole.cloned(),
-            ..plan.clone()
-        };
-        super::npb::run_plan(ctx, &plan)
-    })?;
+    let most = plan.nprocs.iter().copied().max().unwrap_or(1);
+    let target = super::npb_load::lab_network_target(ctx, most, loads, plan.timeout)?;
+    let (out, loaded) = under_load(
+        loads,
+        &placement,
+        prepared.whole.as_ref(),
+        target,
+        |whole| {
+            let plan = super::npb::NpbPlan {
+                whole: whole.cloned(),
+                ..plan.clone()
+            };
+            super::npb::run_plan(ctx, &plan)
+        },
+    )?;
     let (mut result, stop) = out?;
-    // NAS ranks take no peer: a network load runs on loopback.
+    // Across nodes a network load runs on loopback unless it could cross
+    // the lab's links (then its path says so and no note is added).
     let spans = ctx.spread() || plan.nodes.is_some();
     result
         .warnings
@@ -311,6 +324,13 @@ pub fn npb(
             "--loaded-vs-unloaded writes several files: give --json a file name, not '-'",
         ));
     }
+    if let Some(p) = plans.first().filter(|p| p.repetitions < PAIRS) {
+        eprintln!(
+            "wulf: --loaded-vs-unloaded: {PAIRS} interleaved pairs per combination (--repetitions {} \
+             is too few for an interval on the change)",
+            p.repetitions
+        );
+    }
     let (mut unloaded, mut loaded): (Vec<NpbResult>, Vec<NpbResult>) = (Vec::new(), Vec::new());
     for plan in plans {
         let mut pair: [Option<NpbResult>; 2] = [None, None];
@@ -328,7 +348,7 @@ pub fn npb(
                     repetitions: 1,
                     ..one.clone()
                 };
-                for rep in 0..one.repetitions.max(1) {
+                for rep in 0..npb_pairs(one.repetitions) {
                     for (i, (role, loads)) in
                         [("unloaded", &[][..]), ("loaded", &prepared.loads[..])]
                             .into_iter()
@@ -340,8 +360,12 @@ pub fn npb(
                             Some(acc) => {
                                 merge_runs(&mut acc.runs, r.runs, rep > 0);
                                 acc.wall_s += r.wall_s;
-                                if r.conditions.is_some() {
-                                    acc.conditions = r.conditions;
+                                if let Some(mut c) = r.conditions {
+                                    // The loads of every repetition, not the last's.
+                                    if let Some(old) = acc.conditions.take() {
+                                        c.loads = crate::load::merge_records(old.loads, c.loads);
+                                    }
+                                    acc.conditions = Some(c);
                                 }
                             }
                         }
@@ -355,6 +379,9 @@ pub fn npb(
         let [Some(mut u), Some(mut l)] = pair else {
             continue;
         };
+        // Each half holds one run per pair, whatever `single` said.
+        u.repetitions = npb_pairs(plan.repetitions);
+        l.repetitions = u.repetitions;
         crate::result::fill_speedups(&mut u.runs);
         crate::result::fill_speedups(&mut l.runs);
         if let Some(path) = json {
@@ -371,6 +398,12 @@ pub fn npb(
         write!(out, "{}", crate::report::conditions::loads_text(c))?;
     }
     Ok(())
+}
+
+/// Interleaved pairs of NAS runs for `--repetitions N`: N, at least
+/// [`PAIRS`] (fewer give no interval worth a verdict).
+pub fn npb_pairs(repetitions: usize) -> usize {
+    repetitions.max(PAIRS)
 }
 
 /// Add `more` to `runs`: with `same_combination`, another repetition of
@@ -393,6 +426,11 @@ fn merge_runs(
                 let error = r.error.take().or(m.error);
                 let mut merged = crate::result::NpbRun::new(&r.via, r.nprocs, Ok(outcomes));
                 merged.error = error;
+                merged.failed_checks = if r.failed_checks.is_empty() {
+                    m.failed_checks
+                } else {
+                    std::mem::take(&mut r.failed_checks)
+                };
                 merged.wait = r.wait;
                 merged.mpi = r.mpi.take();
                 merged.placement = r.placement.take();

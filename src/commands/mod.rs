@@ -14,6 +14,7 @@ pub mod matrix;
 mod nodes;
 pub mod npb;
 pub mod npb_foreign;
+mod npb_load;
 mod offloads;
 pub mod report;
 pub mod run;

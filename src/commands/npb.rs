@@ -82,10 +82,16 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
     }
     // Calibrated before any rank starts; the loads run for every kernel.
     let prepared = super::conditions::Prepared::from_args(&a.conditions)?;
-    let loads = crate::load::Loads::start_placed(
-        if prepared.both { &[] } else { &prepared.loads },
-        &super::conditions::npb_placement(&a.np),
-    )?;
+    let specs = if prepared.both {
+        &[][..]
+    } else {
+        &prepared.loads[..]
+    };
+    // Ranks spread over lab nodes: the network load crosses their links.
+    let most = a.np.iter().copied().max().unwrap_or(1);
+    let target = super::npb_load::lab_network_target(&ctx, most, specs, a.timeout)?;
+    let loads =
+        crate::load::Loads::start_with(specs, &super::conditions::npb_placement(&a.np), target)?;
     // The loads' own busy time joins the background the whole cost
     // subtracts: measured now, with them running.
     let whole = match &prepared.whole {
@@ -238,6 +244,8 @@ pub fn available_transports(ctx: &RunContext) -> Vec<String> {
         // Ranks wulf starts share hosts, and raw frames cannot join two
         // processes of one host.
         .filter(|t| t.links_processes() && !t.needs_link() && t.availability().is_ok())
+        // One that links a process to few others (PVM) only when named.
+        .filter(|t| t.links_per_process().is_none())
         .map(|t| t.name().to_string())
         .collect()
 }
@@ -257,7 +265,7 @@ pub(super) fn group_transports(
         let t = ctx.find_or_usage(name)?;
         if !t.links_processes() {
             return Err(usage(format!(
-                "{name} cannot link the processes of {what} (an in-process baseline, or PVM: one channel per process)"
+                "{name} cannot link the processes of {what} (an in-process baseline)"
             )));
         }
         if ctx.spread() && t.local_only() {
@@ -300,6 +308,15 @@ fn run_plan_coded(
         plan.kernel.check_process_count(plan.class, np)?;
     }
     let most = plan.nprocs.iter().copied().max().unwrap_or(1);
+    for t in &transports {
+        if let Some(n) = t.links_per_process().filter(|n| most > n + 1) {
+            return Err(usage(format!(
+                "{} links a process to {n} other at most: --np {} at most",
+                t.name(),
+                n + 1
+            )));
+        }
+    }
     if let Some(c) = &ctx.cluster {
         c.first(most).map_err(|e| usage(format!("{e:#}")))?;
     }
@@ -357,6 +374,12 @@ fn run_plan_coded(
                 }
             };
             let mut run = NpbRun::new(t.name(), np, outcome);
+            // A failed verification keeps the values it compared.
+            run.failed_checks = run
+                .error
+                .as_deref()
+                .map(crate::npb::outcome::failed_checks)
+                .unwrap_or_default();
             run.mpi = mpi;
             if plan.nodes.is_some() {
                 run.placement = ctx.cluster.as_ref().map(|c| placement(c, np, &hostnames));

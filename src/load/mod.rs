@@ -138,8 +138,9 @@ pub struct LoadRecord {
     /// Network load: the rate asked for, bit/s (`null`: unlimited).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_bits_per_s: Option<u64>,
-    /// Network load: where the stream ran (`loopback tcp ADDR`, or `to
-    /// peer ADDR`: the peer's sink, across the measured path).
+    /// Network load: where the stream ran (`loopback tcp ADDR`; `to peer
+    /// ADDR`: the peer's sink, across the measured path; `lab link NODE ->
+    /// NODE (to ADDR)`: between two lab nodes holding ranks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// How long it ran, seconds.
@@ -422,10 +423,36 @@ fn achieved(r: &Running, count: u64, secs: f64) -> LoadRecord {
     rec
 }
 
+/// The loads of several runs of one plan under the same `--load` (the
+/// loaded halves of `--loaded-vs-unloaded`, merged into one result): per
+/// kind, the seconds summed and the rates weighted by them, so that
+/// rate x seconds is all the work done (for a network load, every byte
+/// sent); the latest record's other fields (a sink's port changes with
+/// each run).
+pub fn merge_records(earlier: Vec<LoadRecord>, later: Vec<LoadRecord>) -> Vec<LoadRecord> {
+    let mut out = later;
+    for e in earlier {
+        let Some(l) = out.iter_mut().find(|l| l.kind == e.kind) else {
+            out.push(e);
+            continue;
+        };
+        let ran_s = e.ran_s + l.ran_s;
+        let weigh = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if ran_s > 0.0 => Some((a * e.ran_s + b * l.ran_s) / ran_s),
+            (a, b) => b.or(a),
+        };
+        l.iterations_per_s = weigh(e.iterations_per_s, l.iterations_per_s);
+        l.bytes_per_s = weigh(e.bytes_per_s, l.bytes_per_s);
+        l.ran_s = ran_s;
+    }
+    out
+}
+
 /// The statement a result needs when `--load network` ran on loopback
-/// although the measurement spans several machines or lab nodes (MPI
-/// ranks or NAS ranks spread by `--hosts` or `--lab`): the stream then
-/// crosses none of the measured links (issue 30, item 3). None when no
+/// although the measurement spans several machines (MPI or NAS ranks
+/// spread by `--hosts` over ssh, Slurm or an MPI launcher, where wulf
+/// starts no sink; in a lab the load crosses the ranks' links instead):
+/// the stream then crosses none of the measured links (issue 30, item 3). None when no
 /// network load ran on loopback or the measurement stays on this machine.
 pub fn network_path_note(records: &[LoadRecord], spans_nodes: bool) -> Option<String> {
     let on_loopback = records.iter().any(|r| {
@@ -435,7 +462,9 @@ pub fn network_path_note(records: &[LoadRecord], spans_nodes: bool) -> Option<St
         "load: --load network ran on this machine's loopback, not across the measured path: the \
          ranks run on several nodes and the stream crosses none of the links between them, so it \
          loads this node's kernel network stack (and softirq work) only; a load across the path \
-         needs a wulf serve peer (`wulf sweep --peer HOST` or `--lab` with tcp, unix or raw)"
+         needs a wulf serve peer (`wulf sweep --peer HOST`) or ranks in lab nodes including the \
+         one the command runs in (`--lab`, `--launch lab`): wulf starts no sink on hosts reached \
+         by ssh, Slurm or an MPI launcher"
             .to_string()
     })
 }
@@ -491,6 +520,33 @@ mod tests {
         assert_eq!(network_path_note(&[cpu], true), None);
         net.path = Some("to peer 198.18.1.2:5000".into());
         assert_eq!(network_path_note(&[net], true), None);
+    }
+
+    #[test]
+    fn merged_records_keep_all_the_work_done() {
+        let net = |ran_s: f64, rate: f64, port: u16| LoadRecord {
+            ran_s,
+            bytes_per_s: Some(rate),
+            path: Some(format!("to peer 198.18.0.2:{port}")),
+            ..record("network", vec![None])
+        };
+        let cpu = LoadRecord {
+            ran_s: 2.0,
+            iterations_per_s: Some(10.0),
+            ..record("cpu", vec![Some(1)])
+        };
+        let merged = merge_records(
+            vec![net(2.0, 100.0, 1), cpu.clone()],
+            vec![net(3.0, 50.0, 2)],
+        );
+        assert_eq!(merged.len(), 2);
+        let n = &merged[0];
+        assert_eq!(n.ran_s, 5.0);
+        // 200 + 150 bytes over 5 s.
+        assert!((n.bytes_per_s.unwrap() * n.ran_s - 350.0).abs() < 1e-9);
+        assert_eq!(n.path.as_deref(), Some("to peer 198.18.0.2:2"));
+        assert_eq!(merged[1], cpu);
+        assert_eq!(merge_records(Vec::new(), vec![cpu.clone()]), vec![cpu]);
     }
 
     #[test]

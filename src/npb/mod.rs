@@ -11,6 +11,7 @@
 //! * [`mg`]: the MG multigrid kernel, serial and parallel;
 //! * [`ep`], [`is`], [`cg`]: the EP, IS and CG kernels, likewise;
 //! * [`lu`]: the LU pseudo-application (SSOR, wavefront pipeline);
+//! * [`sp`]: the SP pseudo-application (ADI, multi-partition pipeline);
 //! * [`Kernel`]: which kernel a run is, its process-count rule;
 //! * [`outcome`]: the verified outcome every kernel reports, and the
 //!   timing every kernel shares;
@@ -29,6 +30,7 @@ pub mod mg;
 pub mod outcome;
 mod rank_job;
 pub mod rng;
+pub mod sp;
 
 /// The communicators the kernels run over, where the kernels' callers
 /// (and older paths) find them.
@@ -39,6 +41,40 @@ pub use outcome::NpbOutcome;
 pub use rank_job::{
     run_rank, GroupRun, RankJob, RankOutput, RankRun, RankTask, TaskOutput, TaskRun,
 };
+
+/// What the tests of the pseudo-applications share.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+    use crate::comm::{Communicator, SerialComm, ThreadComm};
+
+    /// Runs `run` of `class` serially, then on each count of `nps`
+    /// threads, and holds every rank's checks to the serial values within
+    /// 1e-12: a rank's points get the same operations as in a serial run.
+    pub fn ranks_agree_with_serial(
+        run: fn(Class, &dyn Communicator) -> anyhow::Result<NpbOutcome>,
+        class: Class,
+        nps: &[usize],
+    ) {
+        let serial = run(class, &SerialComm::new()).unwrap();
+        for &np in nps {
+            let outs = ThreadComm::run(np, |c| run(class, c)).unwrap();
+            for out in outs {
+                assert_eq!(out.nprocs, np);
+                for (a, b) in out.checks.iter().zip(&serial.checks) {
+                    let rel = ((a.value - b.value) / b.value).abs();
+                    assert!(
+                        rel < 1e-12,
+                        "np {np} {}: {} vs {}",
+                        a.name,
+                        a.value,
+                        b.value
+                    );
+                }
+            }
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -55,6 +55,47 @@ fn checked_number(v: f64) -> String {
     }
 }
 
+/// The values a failed verification compared, read back from the error
+/// text a failing rank sent (ranks report their errors as text, whoever
+/// launched them): [`KernelVerificationFailed`]'s items (`NAME VALUE,
+/// reference REF (relative error E, allowed T)`, `; `-separated) and MG's
+/// (`norm VALUE, reference REF, relative error E > T`). Empty when the
+/// text holds no verification failure (a rank died, timed out...).
+pub fn failed_checks(error: &str) -> Vec<crate::result::FailedCheck> {
+    const AT: &str = "failed verification: ";
+    let Some(at) = error.find(AT) else {
+        return Vec::new();
+    };
+    error[at + AT.len()..]
+        .split("; ")
+        .filter_map(failed_check)
+        .collect()
+}
+
+/// One item of a verification failure's text (see [`failed_checks`]).
+fn failed_check(item: &str) -> Option<crate::result::FailedCheck> {
+    let finite = |t: &str| t.parse::<f64>().ok().filter(|v| v.is_finite());
+    // The number starting `text`, up to a space, comma or parenthesis.
+    let number_at = |text: &str| {
+        let end = text.find([' ', ',', ')']).unwrap_or(text.len());
+        text[..end].to_string()
+    };
+    let after = |text: &str, key: &str| text.find(key).map(|i| number_at(&text[i + key.len()..]));
+    let (left, right) = item.split_once(", reference ")?;
+    let (name, value) = left.trim().rsplit_once(' ')?;
+    let reference = finite(&number_at(right))?;
+    let value = finite(value);
+    Some(crate::result::FailedCheck {
+        name: name.to_string(),
+        value,
+        reference,
+        relative_error: after(right, "relative error ").and_then(|t| finite(&t)),
+        allowed_relative_error: after(right, "allowed ")
+            .or_else(|| after(right, "> "))
+            .and_then(|t| finite(&t)),
+    })
+}
+
 /// Fails with [`KernelVerificationFailed`] unless every check is within
 /// `tolerance` (a NaN never is).
 fn verify(
@@ -231,5 +272,47 @@ mod tests {
         assert!(e.contains("passed 49, reference 50 "), "{e}");
         let nan = [CheckedValue::new("zeta", f64::NAN, 1.0)];
         assert!(verify("CG", Class::S, &nan, 1e-10).is_err());
+    }
+
+    #[test]
+    fn a_failed_verification_gives_back_its_values_from_the_error_text() {
+        let checks = [
+            CheckedValue::new("sx", 1.234_567_890_123_4e3, 1.5e3),
+            CheckedValue::new("partial verifications passed", 49.0, 50.0),
+            CheckedValue::new("zeta", f64::NAN, 8.5),
+        ];
+        let e = verify("EP", Class::S, &checks, 1e-8).unwrap_err();
+        // As the leader sees it: under the rank's and the run's contexts.
+        let text = format!("{:#}", e.context("rank 0"));
+        let got = failed_checks(&text);
+        assert_eq!(got.len(), 3, "{got:?} from {text}");
+        assert_eq!(got[0].name, "sx");
+        assert_eq!(got[0].value, Some(1.234_567_890_123_4e3));
+        assert_eq!(got[0].reference, 1.5e3);
+        let rel = got[0].relative_error.unwrap();
+        assert!(
+            (rel / checks[0].relative_error() - 1.0).abs() < 1e-3,
+            "{rel}"
+        );
+        assert_eq!(got[0].allowed_relative_error, Some(1e-8));
+        assert_eq!(got[1].name, "partial verifications passed");
+        assert_eq!((got[1].value, got[1].reference), (Some(49.0), 50.0));
+        assert_eq!((got[2].value, got[2].relative_error), (None, None));
+        // MG's own wording.
+        let mg = crate::npb::mg::VerificationFailed {
+            class: Class::S,
+            norm: 5.3e-5,
+            reference: 5.307707005734e-5,
+            relative_error: 1.45e-3,
+        };
+        let got = failed_checks(&format!("rank 1: {mg}"));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].name, "norm");
+        assert_eq!(got[0].value, Some(5.3e-5));
+        assert_eq!(got[0].reference, 5.307707005734e-5);
+        assert_eq!(got[0].relative_error, Some(1.45e-3));
+        assert!(got[0].allowed_relative_error.is_some());
+        // Other failures hold no values.
+        assert!(failed_checks("rank 1 stopped answering: timed out").is_empty());
     }
 }

@@ -38,8 +38,8 @@ mod matrix_read;
 pub use mpi_info::{MpiInfo, ProtocolLimit};
 pub mod study;
 pub use npb::{
-    fill_speedups, NpbNodeSlots, NpbNodes, NpbResult, NpbRun, RankPlacement, FOREIGN_CPUS_WARN,
-    NPB_KIND, NPB_SCHEMA_VERSION,
+    fill_speedups, FailedCheck, NpbNodeSlots, NpbNodes, NpbResult, NpbRun, RankPlacement,
+    FOREIGN_CPUS_WARN, NPB_KIND, NPB_SCHEMA_VERSION,
 };
 pub use read::{
     is_npb_result, kind_of, parse_result, read_npb_result, read_result, read_text, read_versioned,

@@ -160,6 +160,30 @@ pub struct NpbRun {
     /// not measured (ranks on other hosts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub foreign_cpus: Option<f64>,
+    /// When the run failed verification: each value compared, as the
+    /// failing rank computed it, beside NPB's reference (schema 4), so the
+    /// file keeps the wrong value, not only the error's text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_checks: Vec<FailedCheck>,
+}
+
+/// A value a failed verification compared ([`NpbRun::failed_checks`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailedCheck {
+    /// NPB's name of the value (`zeta`, `norm`, `partial verifications
+    /// passed`...).
+    pub name: String,
+    /// What the run computed, to 14 significant digits; null when it was
+    /// not a finite number (NaN, infinite).
+    pub value: Option<f64>,
+    /// NPB's reference.
+    pub reference: f64,
+    /// `|value - reference| / |reference|`; null where not a number.
+    pub relative_error: Option<f64>,
+    /// The largest relative error the kernel allows, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_relative_error: Option<f64>,
 }
 
 /// Foreign work, in CPUs ([`NpbRun::foreign_cpus`]), above which a run
@@ -200,6 +224,7 @@ impl NpbRun {
             cpu_whole: None,
             placement: None,
             foreign_cpus: None,
+            failed_checks: Vec::new(),
         }
     }
 

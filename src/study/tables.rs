@@ -117,7 +117,9 @@ pub fn case_result(
 pub fn tables(name: StudyName, cases: &[StudyCaseResult]) -> Vec<StudyTable> {
     match name {
         StudyName::MtuBuffers => mtu_buffer_tables(cases),
-        StudyName::FeVsGe => vec![fe_vs_ge_table(cases)],
+        StudyName::FeVsGe => std::iter::once(fe_vs_ge_table(cases))
+            .chain(pvm_routes_table(cases))
+            .collect(),
         StudyName::LeanStacks => super::lean::tables(cases),
     }
 }
@@ -227,6 +229,85 @@ fn fe_vs_ge_table(cases: &[StudyCaseResult]) -> StudyTable {
         rows,
         decimals: 1,
     }
+}
+
+/// PVM's route through the pvmd daemons against its direct task-to-task
+/// route (seed 004 compared them, as LAM's C2C against LAMD): both rows
+/// and the daemon's as a multiple of the direct one's. None unless both
+/// were measured.
+fn pvm_routes_table(cases: &[StudyCaseResult]) -> Option<StudyTable> {
+    let (direct, daemon) = ("pvm", "pvm(daemon)");
+    let has = |t: &str| cases.iter().any(|c| c.transport == t);
+    if !has(direct) || !has(daemon) {
+        return None;
+    }
+    let get = |t: &str, link: &str| cases.iter().find(|c| c.transport == t && c.link == link);
+    let lat = |c: &StudyCaseResult| c.latency_ns.map(|n| n / 1e3);
+    let peak = |c: &StudyCaseResult| c.peak_bits_per_s.map(|b| b / 1e6);
+    let figures = |t: &str| {
+        vec![
+            get(t, "fe").and_then(lat),
+            get(t, "ge").and_then(lat),
+            get(t, "fe").and_then(peak),
+            get(t, "ge").and_then(peak),
+        ]
+    };
+    let (d, r) = (figures(direct), figures(daemon));
+    // Each figure's point noisy or not (issue 35 item 7); a ratio is as
+    // noisy as either of its two.
+    let noise = |t: &str| -> Vec<bool> {
+        let at = |link: &str, bytes: &dyn Fn(&StudyCaseResult) -> Option<u64>| {
+            get(t, link).is_some_and(|c| noisy_at(c, bytes(c)))
+        };
+        let peak_at = |c: &StudyCaseResult| c.peak_bytes;
+        vec![
+            at("fe", &latency_bytes),
+            at("ge", &latency_bytes),
+            at("fe", &peak_at),
+            at("ge", &peak_at),
+        ]
+    };
+    let (dn, rn) = (noise(direct), noise(daemon));
+    let ratio_noisy: Vec<bool> = dn.iter().zip(&rn).map(|(a, b)| *a || *b).collect();
+    let ratio = d
+        .iter()
+        .zip(&r)
+        .map(|(d, r)| match (d, r) {
+            (Some(d), Some(r)) if *d > 0.0 => Some(r / d),
+            _ => None,
+        })
+        .collect();
+    Some(StudyTable {
+        title: "PVM through the pvmd daemons (PvmDontRoute) against its direct route (PvmRouteDirect), raw data, ping-pong".into(),
+        row_header: "route".into(),
+        columns: [
+            "latency FE, us",
+            "latency GE, us",
+            "peak FE, Mbit/s",
+            "peak GE, Mbit/s",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: vec![
+            StudyRow {
+                label: direct.into(),
+                cells: d,
+                noisy: dn,
+            },
+            StudyRow {
+                label: daemon.into(),
+                cells: r,
+                noisy: rn,
+            },
+            StudyRow {
+                label: "daemon / direct".into(),
+                cells: ratio,
+                noisy: ratio_noisy,
+            },
+        ],
+        decimals: 2,
+    })
 }
 
 /// The sizes behind a row's three kinds of figure: latency, peak, n_1/2.
@@ -407,10 +488,27 @@ mod tests {
             case("tcp", "ge", 1500, None, "curve", 900e6),
             case("mpi:mpich(tcp)", "fe", 1500, None, "curve", 80e6),
         ];
-        let t = &tables(StudyName::FeVsGe, &cases)[0];
+        let all = tables(StudyName::FeVsGe, &cases);
+        assert_eq!(all.len(), 1, "no PVM, no PVM route table");
+        let t = &all[0];
         assert_eq!(t.rows.len(), 2);
         assert_eq!(t.rows[0].cells[2], Some(90.0));
         assert_eq!(t.rows[0].cells[3], Some(900.0));
         assert_eq!(t.rows[1].cells[3], None);
+    }
+
+    #[test]
+    fn pvm_daemon_route_is_set_against_the_direct_one() {
+        let cases = vec![
+            case("pvm", "fe", 1500, None, "curve", 80e6),
+            case("pvm(daemon)", "fe", 1500, None, "curve", 20e6),
+            case("pvm", "ge", 1500, None, "curve", 400e6),
+        ];
+        let all = tables(StudyName::FeVsGe, &cases);
+        assert_eq!(all.len(), 2);
+        let t = &all[1];
+        assert_eq!(t.rows[2].label, "daemon / direct");
+        assert_eq!(t.rows[2].cells[2], Some(0.25));
+        assert_eq!(t.rows[2].cells[3], None, "no daemon row over ge");
     }
 }

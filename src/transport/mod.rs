@@ -345,6 +345,13 @@ pub trait Transport: Send + Sync {
     fn links_processes(&self) -> bool {
         true
     }
+    /// How many other processes one process can link to over this
+    /// transport, when that is limited (PVM: one, as it enrolls a whole
+    /// process): group runs take it only when named, with at most that
+    /// many + 1 processes. None (the default): no limit.
+    fn links_per_process(&self) -> Option<usize> {
+        None
+    }
     /// For an in-process baseline: which physical limit of the machine it
     /// measures, so that reports draw it as a limit on the transports'
     /// charts rather than as one more curve. None (the default).

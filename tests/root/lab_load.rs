@@ -105,43 +105,4 @@ fn a_network_load_crosses_the_lab_link_to_the_peer() {
     );
 }
 
-/// `wulf npb --lab ge --load network`: the NAS ranks take no peer, so the
-/// load runs on node1's loopback; the result says plainly that it crossed
-/// none of the measured links (issue 30, item 3), and a run on this
-/// machine alone says nothing of the kind.
-#[test]
-fn a_nas_run_across_lab_nodes_says_its_network_load_stayed_on_loopback() {
-    let _serial = serial();
-    if !labs_possible() {
-        return;
-    }
-    let dir = crate::common::tempdir();
-    let npb = |json: &std::path::Path, lab: bool| {
-        let mut args = vec!["npb", "ep", "--class", "S", "--np", "2", "--via", "tcp"];
-        if lab {
-            args.extend_from_slice(&["--lab", "ge"]);
-        }
-        args.extend_from_slice(&["--repetitions", "1", "--load", "network:50M"]);
-        args.extend_from_slice(&["--json", json.to_str().unwrap()]);
-        let out = run(&args);
-        assert!(out.status.success(), "{}", crate::common::stderr(&out));
-        crate::common::json(json)
-    };
-    let said = |r: &serde_json::Value| {
-        r["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().contains("not across the measured path"))
-    };
-    let spread = npb(&crate::common::file(&dir, "lab.json"), true);
-    let loads = spread["conditions"]["loads"].as_array().unwrap();
-    let net = loads.iter().find(|l| l["kind"] == "network").unwrap();
-    assert!(
-        net["path"].as_str().unwrap().starts_with("loopback"),
-        "{net}"
-    );
-    assert!(said(&spread), "{}", spread["warnings"]);
-    let here = npb(&crate::common::file(&dir, "here.json"), false);
-    assert!(!said(&here), "{}", here["warnings"]);
-}
+// NAS runs across lab nodes: tests/root/lab_load_nas.rs.

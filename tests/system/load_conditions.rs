@@ -241,12 +241,14 @@ fn loaded_vs_unloaded_prints_both_tables() {
         "LOADED",
         "loaded against unloaded",
         "against tcp, loaded",
-        // One repetition: no pairs, and it says so.
+        // One repetition asked: still three interleaved pairs (issue 30,
+        // item 4), and stderr says why.
         "over interleaved repetitions",
-        "fewer than 2 pairs",
+        "3 pairs)",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
+    assert!(stderr(&o).contains("3 interleaved pairs"), "{}", stderr(&o));
     for role in ["unloaded", "loaded"] {
         let r = wulf::result::read_npb_result(&file(&dir, &format!("n-ep-{role}.json")))
             .expect("typed NPB reader accepts it");
@@ -254,6 +256,7 @@ fn loaded_vs_unloaded_prints_both_tables() {
         assert_eq!(c.role.as_deref(), Some(role));
         assert_eq!(c.loads.is_empty(), role == "unloaded");
         assert!(r.runs[0].cpu_whole.is_some(), "--cost whole per run");
+        assert_eq!((r.repetitions, r.runs[0].outcomes.len()), (3, 3), "{role}");
     }
     let sweep = file(&dir, "s.json");
     let mut args = vec![

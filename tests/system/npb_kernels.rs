@@ -18,7 +18,7 @@ use common::serial;
 
 /// `wulf npb KERNEL --class CLASS --np NPS --via VIAS`, which must succeed;
 /// its result file.
-fn npb(kernel: &str, class: &str, nps: &str, vias: &str) -> NpbResult {
+pub(crate) fn npb(kernel: &str, class: &str, nps: &str, vias: &str) -> NpbResult {
     let dir = tempdir();
     let out = file(&dir, "r.json");
     let args = [

@@ -5,7 +5,9 @@
 //! killed outright; the 1-byte time agrees with a plain C PVM ping-pong
 //! (bench/pvm_pingpong.c) within a factor of 3 (the best of 5 interleaved runs each). Skips with a line where
 //! PVM is missing, unless WULF_REQUIRE_PVM=1 (CI), where it fails; where it
-//! is missing, `wulf sweep pvm` must say what to install.
+//! is missing, `wulf sweep pvm` must say what to install. NAS kernels run
+//! over `pvm` with two processes (one channel per process) and refuse
+//! more.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -319,4 +321,49 @@ fn wulf_run_measures_every_variant_in_one_process() {
         assert!(row.trim_end().ends_with("yes"), "{row}");
     }
     assert_eq!(wulf_pvmds(), Vec::<i32>::new());
+}
+
+/// NAS kernels over PVM: a group of two ranks on this host (one channel
+/// per process, PVM enrolls a whole process) verifies, sends its messages
+/// over PVM and leaves no pvmd; more processes are refused before
+/// anything starts (exit 2, naming the limit).
+#[test]
+fn nas_kernels_run_over_pvm_with_two_processes_and_refuse_more() {
+    if !have_pvm() {
+        return;
+    }
+    let _serial = common::serial();
+    let dir = common::tempdir();
+    let json = common::file(&dir, "mg.json");
+    let o = common::run(&[
+        "npb",
+        "mg",
+        "--via",
+        "pvm",
+        "--np",
+        "2",
+        "--class",
+        "S",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let r = common::json(&json);
+    let outcome = &r["runs"][0]["outcomes"][0];
+    assert_eq!(outcome["backend"], "pvm", "{outcome}");
+    assert_eq!(outcome["nprocs"], 2, "{outcome}");
+    assert_eq!(outcome["verified"], true, "{outcome}");
+    assert!(outcome["sent_messages"].as_u64().unwrap() > 0, "{outcome}");
+    assert_eq!(
+        wulf_pvmds(),
+        Vec::<i32>::new(),
+        "a rank's pvmd outlived the run"
+    );
+    let o = common::run(&["npb", "ep", "--via", "pvm", "--np", "4", "--class", "S"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("pvm links a process to 1 other at most: --np 2 at most"),
+        "{}",
+        common::stderr(&o)
+    );
 }

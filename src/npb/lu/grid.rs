@@ -60,7 +60,7 @@ impl ProcGrid {
 
 /// Start and length of part `index` of `n` points split in `parts`, the
 /// first `n % parts` parts one point longer (NPB's `subdomain`).
-fn split(n: usize, parts: usize, index: usize) -> (usize, usize) {
+pub(crate) fn split(n: usize, parts: usize, index: usize) -> (usize, usize) {
     let (base, extra) = (n / parts, n % parts);
     if index < extra {
         (index * (base + 1), base + 1)
@@ -306,7 +306,7 @@ pub fn initial_field(b: &Block, u: &mut [f64]) {
 
 /// The transfinite interpolation of the exact solution on the faces at an
 /// inner point.
-fn interpolated(n: usize, gi: isize, gj: isize, gk: isize) -> [f64; NV] {
+pub(crate) fn interpolated(n: usize, gi: isize, gj: isize, gk: isize) -> [f64; NV] {
     let last = (n - 1) as isize;
     let (x, y, z) = (
         gi as f64 / last as f64,

@@ -36,6 +36,8 @@ use super::outcome::{CheckedValue, NpbOutcome, RunShape, Timer};
 use super::Class;
 use crate::comm::Communicator;
 pub use grid::ProcGrid;
+// SP solves the same equations with the same exact solution.
+pub(crate) use grid::{exact, interpolated, split};
 pub use params::{LuParams, VERIFY_TOLERANCE};
 
 /// Fails with a usage error when LU of `class` cannot run on `np` ranks
@@ -114,7 +116,7 @@ pub fn run_lu(class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::{SerialComm, ThreadComm};
+    use crate::comm::SerialComm;
 
     #[test]
     fn class_s_verifies_serially() {
@@ -126,22 +128,6 @@ mod tests {
 
     #[test]
     fn class_s_verifies_on_threads_with_the_serial_figures() {
-        let serial = run_lu(Class::S, &SerialComm::new()).unwrap();
-        for np in [2, 4] {
-            let outs = ThreadComm::run(np, |c| run_lu(Class::S, c)).unwrap();
-            for out in outs {
-                assert_eq!(out.nprocs, np);
-                for (a, b) in out.checks.iter().zip(&serial.checks) {
-                    let rel = ((a.value - b.value) / b.value).abs();
-                    assert!(
-                        rel < 1e-12,
-                        "np {np} {}: {} vs {}",
-                        a.name,
-                        a.value,
-                        b.value
-                    );
-                }
-            }
-        }
+        crate::npb::test_support::ranks_agree_with_serial(run_lu, Class::S, &[2, 4]);
     }
 }

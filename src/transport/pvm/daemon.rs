@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::library::INSTALL_HINT;
+use super::remote::{self, Remote};
 use crate::exec::process::{Options, Process};
 
 /// Prefix of every private PVM directory wulf makes.
@@ -68,6 +69,9 @@ pub fn as_root() -> bool {
 /// A running pvmd and its directory; dropping it halts both.
 pub struct Daemon {
     process: Option<Process>,
+    /// In a lab: what adds the other node (its pvmd is killed when this
+    /// drops, after the master).
+    pub remote: Option<Remote>,
     /// Removes the directory when dropped (after the daemon ends).
     _temp: tempfile::TempDir,
     /// The private directory (the daemon's `PVM_TMP`).
@@ -82,8 +86,10 @@ pub struct Daemon {
 
 impl Daemon {
     /// Start a pvmd in a fresh private directory and wait, at most
-    /// `timeout`, for it to be ready.
-    pub fn start(timeout: Duration) -> Result<Daemon> {
+    /// `timeout`, for it to be ready. In a lab (`lab`: its name) the
+    /// daemon can add the other node through the lab's remote shell
+    /// ([`Remote`]).
+    pub fn start(timeout: Duration, lab: Option<&str>) -> Result<Daemon> {
         let (pvmd, root) = find_pvmd().map_err(anyhow::Error::msg)?;
         remove_stale_dirs(&std::env::temp_dir());
         // tempfile makes it 0700 with a random tail; the pid in the name
@@ -97,8 +103,16 @@ impl Daemon {
         // and address file must be this user's alone.
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
             .with_context(|| format!("cannot make {} private", dir.display()))?;
+        let env = environment(&dir, &root);
+        let remote = match lab {
+            Some(lab) => Some(Remote::prepare(&dir, lab, &pvmd, &env, timeout)?),
+            None => None,
+        };
         let mut cmd = Command::new(&pvmd);
-        cmd.envs(environment(&dir, &root)).current_dir(&dir);
+        cmd.envs(env).current_dir(&dir);
+        if let Some(r) = &remote {
+            cmd.arg(&r.hostfile).env("PVM_RSH", &r.rsh);
+        }
         let options = Options {
             stdout_piped: true,
             keep_stderr: true,
@@ -110,6 +124,7 @@ impl Daemon {
         };
         let mut daemon = Daemon {
             process: None,
+            remote,
             _temp: temp,
             dir,
             root,
@@ -193,6 +208,8 @@ impl Drop for Daemon {
             // this one) as it halts. Its files go with the directory.
             p.end_group(nix::sys::signal::Signal::SIGKILL);
         }
+        // The other node's pvmd (killed by its Drop) after the master.
+        self.remote.take();
     }
 }
 
@@ -218,6 +235,8 @@ pub fn remove_stale_dirs(tmp: &Path) {
         if !meta.is_dir() || meta.uid() != uid || pid <= 0 || pid_alive(pid) {
             continue;
         }
+        // A lab node's pvmd outlives its master: kill it with its files.
+        remote::kill_daemons_in(&entry.path());
         let _ = std::fs::remove_dir_all(entry.path());
     }
 }

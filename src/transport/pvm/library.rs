@@ -51,6 +51,8 @@ pub struct Api {
     pub trecv: unsafe extern "C" fn(c_int, c_int, *mut Timeval) -> c_int,
     /// Size, tag and sender of a received message.
     pub bufinfo: unsafe extern "C" fn(c_int, *mut c_int, *mut c_int, *mut c_int) -> c_int,
+    /// Adds hosts to the virtual machine (names, count, per-host results).
+    pub addhosts: unsafe extern "C" fn(*mut *mut c_char, c_int, *mut c_int) -> c_int,
     /// The library's version string.
     pub version: unsafe extern "C" fn() -> *const c_char,
 }
@@ -105,6 +107,7 @@ fn open() -> Result<Api, String> {
             send: symbol(handle, "pvm_send")?,
             trecv: symbol(handle, "pvm_trecv")?,
             bufinfo: symbol(handle, "pvm_bufinfo")?,
+            addhosts: symbol(handle, "pvm_addhosts")?,
             version: symbol(handle, "pvm_version")?,
         });
     }

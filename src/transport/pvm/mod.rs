@@ -11,15 +11,18 @@
 //! - `pvm(xdr)`: direct route, PvmDataDefault (XDR-encoded packing).
 //!
 //! The listening side (the peer, `wulf serve`) starts the daemon in a
-//! private directory and enrolls; its description names the directory and
-//! its task id. The measuring side, on the same host (a channel joins one
-//! local daemon: across hosts pvmd would start its peers through a remote
-//! shell, which wulf does not drive yet), enrolls with the same daemon,
-//! sends a hello and waits for its answer, so the direct link is open
-//! before any timing. Each message is one PVM message; receives wait at
-//! most the channel's timeout (pvm_trecv). PVM's library allocates its
-//! message buffers itself inside pvm_initsend and pvm_recv: that cost is
-//! part of what is measured, as it is of every PVM program.
+//! private directory and enrolls; its description names the daemon's
+//! socket and its task id. The measuring side enrolls with a daemon of the
+//! same virtual machine: on the same host the listener's own; across the
+//! nodes of a lab, one the listener's daemon started on the measuring
+//! side's node through the lab's remote shell ([`remote`]) when it learnt
+//! that side's address. It sends a hello and waits for its answer, so the
+//! direct link is open before any timing. Each message is one PVM message;
+//! receives wait at most the channel's timeout (pvm_trecv). PVM's library
+//! allocates its message buffers itself inside pvm_initsend and pvm_recv:
+//! that cost is part of what is measured, as it is of every PVM program.
+//! Across real hosts (not lab nodes) wulf does not start pvmds: the
+//! channel fails saying so.
 //!
 //! One channel per process at a time: PVM enrolls a whole process, and
 //! finds its daemon through the environment (`PVMSOCK`, the socket the
@@ -28,6 +31,7 @@
 
 pub mod daemon;
 pub mod library;
+pub mod remote;
 
 use std::ffi::{c_char, c_int};
 use std::io;
@@ -41,7 +45,7 @@ use serde_json::{json, Value};
 
 use self::daemon::Daemon;
 use self::library::Api;
-use super::{ChannelOptions, Connected, Endpoint, Listener, Transport};
+use super::{AbortHandle, AbortPair, ChannelOptions, Connected, Endpoint, Listener, Transport};
 
 /// Tag of every message (the hello and its answer included: one of
 /// each precedes the data, in order).
@@ -177,12 +181,41 @@ fn timeval(timeout: Duration) -> library::Timeval {
     }
 }
 
+/// How long one pvm_trecv waits before a server's end checks whether its
+/// client went away (only a message that is late waits in slices).
+const ABORT_CHECK: Duration = Duration::from_millis(100);
+
 /// Wait at most `timeout` for a message with `tag` from `from` (-1: any
-/// task); returns its buffer id.
-fn receive(api: &Api, from: c_int, tag: c_int, timeout: Duration) -> io::Result<c_int> {
-    let mut tv = timeval(timeout);
-    // SAFETY: tv outlives the call.
-    let buf = unsafe { (api.trecv)(from, tag, &mut tv) };
+/// task); returns its buffer id. With `abort` (a server's end), the wait
+/// ends early, with an error, once the pair's handle is used.
+fn receive(
+    api: &Api,
+    from: c_int,
+    tag: c_int,
+    timeout: Duration,
+    abort: Option<&AbortPair>,
+) -> io::Result<c_int> {
+    let deadline = std::time::Instant::now() + timeout;
+    let buf = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let slice = if abort.is_some() {
+            left.min(ABORT_CHECK)
+        } else {
+            left
+        };
+        let mut tv = timeval(slice);
+        // SAFETY: tv outlives the call.
+        let buf = unsafe { (api.trecv)(from, tag, &mut tv) };
+        if buf != 0 || left <= slice {
+            break buf;
+        }
+        if abort.is_some_and(AbortPair::aborted) {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "the PVM channel was aborted (the client went away)",
+            ));
+        }
+    };
     match buf {
         0 => Err(io::Error::new(
             io::ErrorKind::TimedOut,
@@ -241,19 +274,25 @@ impl Transport for Pvm {
     }
 
     fn local_only(&self) -> bool {
-        true
+        // Across lab nodes too (the peer's pvmd adds the measuring node).
+        false
     }
 
     fn links_processes(&self) -> bool {
-        // One channel per process (PVM enrolls the whole process): a NAS
-        // group of more than two ranks needs several, so the NAS kernels,
-        // collectives and `wulf run`'s group runs leave PVM out.
-        false
+        // A NAS group of two ranks on one host (one channel each).
+        true
+    }
+
+    fn links_per_process(&self) -> Option<usize> {
+        // One channel per process (PVM enrolls the whole process): a group
+        // of more than two ranks needs several, so group runs take PVM
+        // only when named, and with two processes.
+        Some(1)
     }
 
     fn listen(&self, opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
         let api = library::api().map_err(|e| anyhow!(e))?;
-        let daemon = Daemon::start(opts.timeout())?;
+        let daemon = Daemon::start(opts.timeout(), remote::lab_name().as_deref())?;
         let tid = enroll(api, &daemon.sock, self.direct)?;
         Ok(Box::new(PvmListener {
             variant: *self,
@@ -261,6 +300,8 @@ impl Transport for Pvm {
             tid,
             daemon: Some(daemon),
             timeout: opts.timeout(),
+            added: None,
+            abort: Some(AbortPair::new()?),
         }))
     }
 
@@ -268,9 +309,19 @@ impl Transport for Pvm {
         &self,
         description: &Value,
         opts: &ChannelOptions,
-        _peer_ip: IpAddr,
+        peer_ip: IpAddr,
     ) -> Result<Connected> {
         let api = library::api().map_err(|e| anyhow!(e))?;
+        if description.get("added_host").is_none() && !remote::is_local(peer_ip) {
+            // A listener that never learnt this side's address (a NAS
+            // rank's: only `wulf serve` tells it) started no pvmd here.
+            bail!(
+                "the PVM peer at {peer_ip} is on another host and added no pvmd on this one: across lab nodes PVM runs against `wulf serve` (sweep, run, study), not between NAS ranks"
+            );
+        }
+        if let Some(why) = description.get("error").and_then(Value::as_str) {
+            bail!("the peer could not give this host a pvmd: {why}");
+        }
         let sock = PathBuf::from(
             description
                 .get("pvmsock")
@@ -290,8 +341,22 @@ impl Transport for Pvm {
             );
         }
         let pvmd = daemon::find_pvmd().map_err(|e| anyhow!(e))?.0;
-        enroll(api, &sock, self.direct)?;
+        // A pvmd the peer's started on this node: killed when this end
+        // goes (the peer kills it too, whichever ends first).
+        let node_dir = description
+            .get("added_host")
+            .is_some()
+            .then(|| sock.parent().map(Path::to_path_buf))
+            .flatten();
+        if let Err(e) = enroll(api, &sock, self.direct) {
+            if let Some(dir) = &node_dir {
+                remote::kill_daemons_in(dir);
+            }
+            return Err(e);
+        }
+        // From here the endpoint's drop kills the node's pvmd.
         let mut ep = PvmEndpoint::new(*self, api, peer, opts.timeout(), None);
+        ep.node_dir = node_dir;
         // The hello opens the direct link (when asked for) before timing.
         ep.send(b"hello").context("cannot reach the PVM peer")?;
         let mut answer = [0u8; 5];
@@ -312,22 +377,61 @@ struct PvmListener {
     tid: c_int,
     daemon: Option<Daemon>,
     timeout: Duration,
+    /// The measuring side's host when it is another (a lab node), with
+    /// the socket of the pvmd added there, or why it could not be.
+    added: Option<(IpAddr, Result<PathBuf, String>)>,
+    /// Ends this side's waits when the server's client went away (handed
+    /// to the endpoint on accept).
+    abort: Option<AbortPair>,
 }
 
 impl Listener for PvmListener {
     fn describe(&self) -> Value {
         let d = self.daemon.as_ref().expect("a listener holds its daemon");
-        json!({
-            "pvmsock": d.sock.display().to_string(),
-            "tid": self.tid,
-        })
+        match &self.added {
+            None => json!({
+                "pvmsock": d.sock.display().to_string(),
+                "tid": self.tid,
+            }),
+            Some((ip, Ok(sock))) => json!({
+                "pvmsock": sock.display().to_string(),
+                "tid": self.tid,
+                "added_host": ip.to_string(),
+            }),
+            Some((ip, Err(why))) => json!({
+                "error": why,
+                "tid": self.tid,
+                "added_host": ip.to_string(),
+            }),
+        }
+    }
+
+    fn expect_peer(&mut self, ip: IpAddr) {
+        if remote::is_local(ip) {
+            return;
+        }
+        let d = self.daemon.as_ref().expect("a listener holds its daemon");
+        let result = match &d.remote {
+            None => Err(format!(
+                "the measuring side ({ip}) is another host: wulf starts PVM's daemons across hosts only between the nodes of a lab (--lab), through the lab's remote shell"
+            )),
+            Some(r) => remote::add_host(self.api, ip, r.slave_dir.path())
+                .map_err(|e| format!("{e:#}")),
+        };
+        self.added = Some((ip, result));
+    }
+
+    fn abort_handle(&self) -> Option<AbortHandle> {
+        self.abort.as_ref().and_then(AbortPair::handle)
     }
 
     fn accept(mut self: Box<Self>, timeout: Duration) -> Result<Connected> {
         let api = self.api;
-        let daemon = self.daemon.take().expect("a listener holds its daemon");
-        let pvmd = daemon.pvmd.clone();
-        let buf = receive(api, -1, DATA_TAG, timeout)
+        // The daemon stays with the listener until the hello came: on any
+        // error the listener's drop leaves the virtual machine and halts
+        // it (a process enrolled forever could take no other channel).
+        let abort = self.abort.take();
+        let buf = receive(api, -1, DATA_TAG, timeout, abort.as_ref())
             .context("the other side did not say hello over PVM")?;
         let (mut bytes, mut tag, mut from) = (0, 0, 0);
         // SAFETY: plain C call with three out-pointers.
@@ -335,7 +439,10 @@ impl Listener for PvmListener {
         if r < 0 {
             bail!("pvm_bufinfo failed (PVM error {r})");
         }
+        let daemon = self.daemon.take().expect("a listener holds its daemon");
+        let pvmd = daemon.pvmd.clone();
         let mut ep = PvmEndpoint::new(self.variant, api, from, self.timeout, Some(daemon));
+        ep.abort = abort;
         ep.send(b"hello")?;
         Ok(Connected {
             settings: self.variant.settings(api, &pvmd),
@@ -363,6 +470,11 @@ struct PvmEndpoint {
     timeout: Duration,
     /// The listening side's daemon, halted after this end leaves.
     daemon: Option<Daemon>,
+    /// The measuring side in a lab: the private directory of the pvmd the
+    /// peer started on this node, killed after this end leaves.
+    node_dir: Option<PathBuf>,
+    /// A server's end: what its watchdog uses to end the waits.
+    abort: Option<AbortPair>,
 }
 
 impl PvmEndpoint {
@@ -384,17 +496,29 @@ impl PvmEndpoint {
             raw: v.raw,
             timeout,
             daemon,
+            node_dir: None,
+            abort: None,
         }
     }
 }
 
 impl Endpoint for PvmEndpoint {
+    fn abort_handle(&self) -> Option<AbortHandle> {
+        self.abort.as_ref().and_then(AbortPair::handle)
+    }
+
     fn send(&mut self, buf: &[u8]) -> io::Result<()> {
         send_bytes(self.api, self.peer, DATA_TAG, self.encoding, buf)
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
-        let id = receive(self.api, self.peer, DATA_TAG, self.timeout)?;
+        let id = receive(
+            self.api,
+            self.peer,
+            DATA_TAG,
+            self.timeout,
+            self.abort.as_ref(),
+        )?;
         let len = c_int::try_from(buf.len())
             .map_err(|_| io::Error::other("a PVM message holds at most 2 GiB"))?;
         if self.raw {
@@ -432,5 +556,8 @@ impl Drop for PvmEndpoint {
         leave(self.api);
         // The daemon (listening side) goes after its task left.
         self.daemon.take();
+        if let Some(dir) = self.node_dir.take() {
+            remote::kill_daemons_in(&dir);
+        }
     }
 }

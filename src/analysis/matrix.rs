@@ -199,8 +199,21 @@ pub fn contention(n: usize, cells: &[CellFigures]) -> Vec<NodeContention> {
 
 /// Analyse a matrix.
 pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
+    // Cells between two processes of one machine (`--ppn`) measure no
+    // link: a node is judged by its inter-node cells alone.
+    let several_per_host = nodes.iter().any(|x| x.machine.is_some());
+    let inter: std::borrow::Cow<[CellFigures]> = if several_per_host {
+        cells
+            .iter()
+            .filter(|c| !crate::result::matrix::intra_node(nodes, c.from, c.to))
+            .cloned()
+            .collect::<Vec<_>>()
+            .into()
+    } else {
+        cells.into()
+    };
     // The rounds' cells are judged; their re-measures alone confirm.
-    let (cells, again) = super::matrix_confirm::split(cells);
+    let (cells, again) = super::matrix_confirm::split(&inter);
     let mut a = MatrixAnalysis {
         fingerprint_differences: fingerprint_differences(nodes),
         ..MatrixAnalysis::default()
@@ -228,7 +241,12 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
         a.asymmetric_pairs.extend(asymmetric_pairs(cells, metric));
     }
     a.outlier_cells.sort_by(|x, y| y.score.total_cmp(&x.score));
-    super::matrix_loss::apply(&mut a, nodes.len(), cells);
+    // A host's counters are its network namespace's: with several
+    // processes per host (`--ppn`) a cell's retransmissions are also its
+    // neighbours', measuring at once over the same link, and name no link.
+    if !several_per_host {
+        super::matrix_loss::apply(&mut a, nodes.len(), cells);
+    }
     // Host-bound rounds are judged from the cells measured alone instead.
     if !super::matrix_host::apply(&mut a, nodes, cells, again) {
         super::matrix_confirm::apply(&mut a, again);
@@ -242,11 +260,22 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
                 let v: Vec<f64> = mine.iter().filter_map(|&i| m.value(&cells[i])).collect();
                 median_mad(&v).map(|x| x.0)
             };
+            // mpiGraph's two views: what the node sent, what it received.
+            let way = |sent: bool| {
+                let v: Vec<f64> = mine
+                    .iter()
+                    .filter(|&&i| (cells[i].from == k) == sent)
+                    .filter_map(|&i| cells[i].bits_per_s())
+                    .collect();
+                median_mad(&v).map(|x| x.0)
+            };
             NodeSummary {
                 node: k,
                 latency_ns: med(Metric::Latency),
                 bits_per_s: med(Metric::Bandwidth),
                 failed_cells: mine.iter().filter(|&&i| cells[i].error.is_some()).count(),
+                sent_bits_per_s: way(true),
+                received_bits_per_s: way(false),
             }
         })
         .collect();

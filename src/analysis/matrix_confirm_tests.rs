@@ -21,6 +21,8 @@ fn cell(from: usize, to: usize, bits_per_s: f64, remeasure: bool) -> CellFigures
         measure_s: 1.0,
         net: None,
         remeasure,
+        intra_node: false,
+        cut: false,
     })
 }
 
@@ -31,6 +33,7 @@ fn nodes(n: usize) -> Vec<MatrixNode> {
             address: None,
             host: None,
             error: None,
+            machine: None,
         })
         .collect()
 }

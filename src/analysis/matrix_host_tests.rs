@@ -31,6 +31,7 @@ fn nodes(n: usize, slow: usize) -> Vec<MatrixNode> {
                 address: None,
                 host: Some(h),
                 error: None,
+                machine: None,
             }
         })
         .collect()
@@ -53,6 +54,8 @@ fn cell(from: usize, to: usize, bits_per_s: f64, busy: f64, remeasure: bool) -> 
             ..CellNet::default()
         }),
         remeasure,
+        intra_node: false,
+        cut: false,
     })
 }
 

@@ -25,6 +25,8 @@ fn cell(from: usize, to: usize, bits_per_s: f64, retrans: u64) -> CellFigures {
             cpu_busy_share: None,
         }),
         remeasure: false,
+        intra_node: false,
+        cut: false,
     })
 }
 

@@ -21,6 +21,8 @@ fn cell(from: usize, to: usize, latency_ns: f64, bits_per_s: f64) -> MatrixCell 
         measure_s: 0.0,
         net: None,
         remeasure: false,
+        intra_node: false,
+        cut: false,
     }
 }
 
@@ -31,6 +33,7 @@ fn nodes(n: usize) -> Vec<MatrixNode> {
             address: None,
             host: None,
             error: None,
+            machine: None,
         })
         .collect()
 }

@@ -100,6 +100,12 @@ pub struct MatrixArgs {
     /// Internal: run inside node1 of the lab (given by `--lab`).
     #[arg(long, hide = true)]
     pub in_lab: bool,
+    /// Processes per node, as mpiGraph and LinkTest run by default: N
+    /// agents on every host (named `HOST/0` .. `HOST/N-1`); cells between
+    /// two processes of one host are marked intra-node and kept out of
+    /// the link findings. Under srun or mpirun, start N tasks per node.
+    #[arg(long, default_value = "1", value_name = "N")]
+    pub ppn: usize,
 }
 
 /// `--pattern` of `wulf matrix`.

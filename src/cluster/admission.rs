@@ -93,7 +93,8 @@ pub(super) fn admit(
     let wait = plan.timeout.max(Duration::from_secs(10)) + Duration::from_millis(20 * n as u64);
     let began = Instant::now();
     let deadline = began + wait;
-    let mut sources = expected_sources(&plan.hosts, listener.local_addr()?.ip(), plan.timeout);
+    let machines = crate::cluster::nodes::machines(&plan.hosts);
+    let mut sources = expected_sources(&machines, listener.local_addr()?.ip(), plan.timeout);
     let mut rank_sources = plan.rank_sources.clone().filter(|_| named_by_agents);
     let mut reread: Option<Instant> = None;
     if let Some(r) = rank_sources.as_mut() {
@@ -109,7 +110,8 @@ pub(super) fn admit(
     let per_source = if listener.local_addr()?.ip().is_loopback() {
         n + MAX_PENDING_PER_SOURCE
     } else {
-        MAX_PENDING_PER_SOURCE
+        // `--ppn`: several agents from each host's address at once.
+        MAX_PENDING_PER_SOURCE + n / machines.len().max(1)
     };
     let pending = Arc::new(
         Pending::with_limits(MAX_PENDING + n, per_source)
@@ -172,12 +174,7 @@ pub(super) fn admit(
             let i = match known {
                 Some(i) => i,
                 None if named_by_agents && nodes.len() < n => {
-                    nodes.push(MatrixNode {
-                        name: claim.name.clone(),
-                        address: None,
-                        host: None,
-                        error: None,
-                    });
+                    nodes.push(MatrixNode::named(&claim.name));
                     members.push(Member {
                         ch: None,
                         serve_address: String::new(),
@@ -193,7 +190,8 @@ pub(super) fn admit(
             if members[i].ch.is_some() {
                 let why = format!(
                     "{} has already joined: run one task per node (srun \
-                     --ntasks-per-node=1, mpirun --map-by ppr:1:node)",
+                     --ntasks-per-node=1, mpirun --map-by ppr:1:node), or give --ppn N \
+                     for N per node",
                     claim.name
                 );
                 refuse_joined(&mut lingering, ch, &why);
@@ -260,6 +258,7 @@ pub(super) fn admit(
                     "did not join within {:.0}s: one of the {n} tasks the launcher started{also}",
                     waited.as_secs_f64()
                 )),
+                machine: None,
             });
             members.push(Member {
                 ch: None,

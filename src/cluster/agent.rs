@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use super::deadline::Overruns;
 use super::protocol::{
     agent_proof, random_hex, unseal_mesh, verify_coordinator, CellParts, CellReport, Claim,
     ControlChannel, Hello, Join, Order, MAX_REQUEST_BYTES, SECRET_ENV, WORKING_EVERY,
@@ -100,6 +101,7 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
     // Orders may be far apart (other pairs' rounds); keepalive, not a read
     // timeout, tells a dead coordinator from a busy one.
     ch.stream().set_read_timeout(None)?;
+    let mut overruns = Overruns::default();
     loop {
         let order: Order = match ch.recv() {
             Ok(o) => o,
@@ -123,8 +125,8 @@ pub fn run(opts: &AgentOptions) -> Result<()> {
                     &via,
                     (latency_bytes, bandwidth_bytes),
                     parts,
-                    budget_ms,
-                    timeout_ms,
+                    (budget_ms, timeout_ms),
+                    &mut overruns,
                 );
                 // The host's CPUs while it streamed, set by `measure`.
                 let busy = report.net.and_then(|n| n.cpu_busy_share);
@@ -424,36 +426,55 @@ fn measure(
     via: &str,
     (latency_bytes, bandwidth_bytes): (u64, u64),
     parts: CellParts,
-    budget_ms: u64,
-    timeout_ms: u64,
+    (budget_ms, timeout_ms): (u64, u64),
+    overruns: &mut Overruns,
 ) -> CellReport {
     let started = std::time::Instant::now();
     let mut report = CellReport::default();
     let weights = f64::from(u8::from(parts.latency)) + f64::from(u8::from(parts.rate)) + 2.0;
-    let run = |mode: Mode, bytes: u64, weight: f64| -> Result<crate::result::Point> {
-        let share = weight / weights;
-        let mut spec = cell_spec(peer, via, mode, bytes, budget_ms as f64 * share, timeout_ms);
+    // A lossy link stretches a cell far past its budget (18-50 s for 2 s),
+    // and the matrix keeps its `--budget` only if the cell stops and keeps
+    // what it measured: each part ends by a deadline, its share of the
+    // budget times DEADLINE_BUDGETS plus what setting a sweep up costs
+    // this agent ([`Overruns::allowance`]: a loaded host's cells are slow to
+    // start, not lossy).
+    let mut run = |mode: Mode, bytes: u64, weight: f64| -> Result<Part> {
+        let share = Duration::from_millis(budget_ms).mul_f64(weight / weights);
+        let mut spec = cell_spec(
+            peer,
+            via,
+            mode,
+            bytes,
+            share.as_secs_f64() * 1e3,
+            timeout_ms,
+        );
         spec.peer_secret = Some(secret.clone());
+        let begun = Instant::now();
+        let deadline = begun + share.mul_f64(DEADLINE_BUDGETS) + overruns.allowance();
+        spec.deadline = Some(deadline);
         let outcome = run_sweep(&spec, &mut |_| {})?;
+        overruns.push(begun.elapsed().saturating_sub(share));
         if let Some(e) = outcome.error {
             return Err(e);
         }
-        outcome
-            .result
-            .points
-            .into_iter()
-            .next()
-            .context("the sweep measured nothing")
+        let point = outcome.result.points.into_iter().next();
+        let past = std::time::Instant::now() >= deadline;
+        match point {
+            // A point stopped by the deadline before it converged.
+            Some(p) => Ok((past && p.noisy, Some(p))),
+            None if past => Ok((true, None)),
+            None => anyhow::bail!("the sweep measured nothing"),
+        }
     };
     if parts.latency {
         match run(Mode::Pingpong, latency_bytes, 1.0) {
-            Ok(p) => report.latency = Some(p),
+            Ok((cut, p)) => (report.cut, report.latency) = (report.cut || cut, p),
             Err(e) => report.error = Some(format!("latency: {e:#}")),
         }
     }
     if parts.rate && report.error.is_none() {
         match run(Mode::Stream, latency_bytes, 1.0) {
-            Ok(p) => report.rate = Some(p),
+            Ok((cut, p)) => (report.cut, report.rate) = (report.cut || cut, p),
             Err(e) => report.error = Some(format!("message rate: {e:#}")),
         }
     }
@@ -463,7 +484,7 @@ fn measure(
         let mut stat = crate::load::kernel::StatReader::new();
         let before = stat.read().ok();
         match run(Mode::Stream, bandwidth_bytes, 2.0) {
-            Ok(p) => report.bandwidth = Some(p),
+            Ok((cut, p)) => (report.cut, report.bandwidth) = (report.cut || cut, p),
             Err(e) => report.error = Some(format!("bandwidth: {e:#}")),
         }
         let busy = before
@@ -477,6 +498,14 @@ fn measure(
     report.measure_s = started.elapsed().as_secs_f64();
     report
 }
+
+/// A part of a cell: whether its deadline cut it, and its point (none
+/// when cut before its first trial).
+type Part = (bool, Option<crate::result::Point>);
+
+/// How many times its budget a cell may take before its parts are cut
+/// (the engine's fewest trials and a block under way come on top).
+const DEADLINE_BUDGETS: f64 = 1.25;
 
 fn cell_spec(
     peer: &str,
@@ -516,6 +545,7 @@ fn cell_spec(
         command_line: std::env::args().collect(),
         whole: None,
         peer_loads: Vec::new(),
+        deadline: None,
     }
 }
 

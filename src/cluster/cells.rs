@@ -216,6 +216,8 @@ mod tests {
             measure_s: 0.5,
             net: None,
             remeasure: false,
+            intra_node: false,
+            cut: false,
         }
     }
 

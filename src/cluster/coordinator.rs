@@ -109,7 +109,9 @@ pub fn run(
     started_at: &str,
     on_round: &mut dyn FnMut(usize, usize),
 ) -> Result<Gathered> {
-    let ip = launcher.coordinator_ip(&plan.hosts)?;
+    // Several processes per host (`--ppn`) are named `HOST/K`: the
+    // launchers and addresses go by the hosts.
+    let ip = launcher.coordinator_ip(&super::nodes::machines(&plan.hosts))?;
     let listener = TcpListener::bind(SocketAddr::new(ip, 0))
         .with_context(|| format!("cannot listen for agents on {ip}"))?;
     let addr = listener.local_addr()?;
@@ -118,16 +120,7 @@ pub fn run(
         mesh: mesh_key().context("cannot make the agents' key")?,
     };
     let mut agents = launcher.start(&plan.hosts, addr, &keys.secret)?;
-    let mut nodes: Vec<MatrixNode> = plan
-        .hosts
-        .iter()
-        .map(|h| MatrixNode {
-            name: h.clone(),
-            address: None,
-            host: None,
-            error: None,
-        })
-        .collect();
+    let mut nodes: Vec<MatrixNode> = plan.hosts.iter().map(|h| MatrixNode::named(h)).collect();
     let mut members: Vec<Member> = (0..plan.hosts.len())
         .map(|_| Member {
             ch: None,
@@ -287,6 +280,8 @@ pub(super) fn measure_group(
             measure_s: 0.0,
             net: None,
             remeasure: false,
+            intra_node: crate::result::matrix::intra_node(nodes, from, to),
+            cut: false,
         };
         match sent_ok {
             Ok(()) => sent.push(cells.len()),
@@ -313,6 +308,7 @@ pub(super) fn measure_group(
                 cells[i].measure_s = report.measure_s;
                 cells[i].error = report.error;
                 cells[i].net = report.net;
+                cells[i].cut = report.cut;
                 // What an agent sends is checked like a file: a negative
                 // or 1e308 figure is never saved as a measurement.
                 if let Err(e) = crate::result::validate::cell(&cells[i]) {

@@ -32,6 +32,7 @@ pub mod agent;
 pub mod budget;
 pub mod cells;
 pub mod coordinator;
+mod deadline;
 pub mod hostlist;
 pub mod launchers;
 pub mod nodes;

@@ -45,6 +45,67 @@ pub fn node_slots(
     Ok(None)
 }
 
+/// The processes of a matrix with `ppn` per host (`--ppn`): each host
+/// itself when 1, else `HOST/0` .. `HOST/ppn-1` (its local ranks), a
+/// host's processes in a row.
+pub fn processes(hosts: &[String], ppn: usize) -> Vec<String> {
+    if ppn <= 1 {
+        return hosts.to_vec();
+    }
+    hosts
+        .iter()
+        .flat_map(|h| (0..ppn).map(move |k| format!("{h}/{k}")))
+        .collect()
+}
+
+/// The host a process named by [`processes`] runs on.
+pub fn machine_of(process: &str) -> &str {
+    process.split_once('/').map_or(process, |(host, _)| host)
+}
+
+/// The hosts of `processes`, each once, in order: what launchers reach
+/// and addresses are resolved for.
+pub fn machines(processes: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in processes {
+        let m = machine_of(p);
+        if out.last().map(String::as_str) != Some(m) && !out.iter().any(|x| x == m) {
+            out.push(m.to_string());
+        }
+    }
+    out
+}
+
+/// The name of a process that names itself (started by srun or mpirun)
+/// as one of `ppn` on `host`: `HOST/K` with K its local rank from the
+/// launcher's environment (Slurm, Open MPI, MPICH's Hydra, PMI) when
+/// `ppn` > 1, else the host.
+pub fn process_name(host: String, ppn: usize) -> Result<String> {
+    if ppn <= 1 {
+        return Ok(host);
+    }
+    const LOCAL_RANK: [&str; 4] = [
+        "SLURM_LOCALID",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "PMI_LOCAL_RANK",
+    ];
+    let k = LOCAL_RANK
+        .iter()
+        .find_map(|v| std::env::var(v).ok())
+        .with_context(|| {
+            format!(
+                "--ppn {ppn}: the launcher gives no local rank ({})",
+                LOCAL_RANK.join(", ")
+            )
+        })?;
+    let k: usize = k
+        .trim()
+        .parse()
+        .with_context(|| format!("--ppn {ppn}: the local rank '{k}' is no number"))?;
+    Ok(format!("{host}/{k}"))
+}
+
 /// The hosts to spread over, and what keeps their remote shell alive: what
 /// a launcher's [`super::launchers::Launcher::place`] returns.
 pub struct Spread {
@@ -162,5 +223,17 @@ mod tests {
         let n = node_slots(None, Some(&f), 1).unwrap().unwrap();
         assert_eq!(n, [("x".into(), 3), ("y".into(), 1)]);
         assert!(node_slots(None, None, 1).unwrap().is_none());
+    }
+
+    #[test]
+    fn several_processes_per_host_are_named_by_their_host() {
+        let hosts = vec!["n1".to_string(), "n2".into()];
+        assert_eq!(processes(&hosts, 1), hosts);
+        let p = processes(&hosts, 2);
+        assert_eq!(p, ["n1/0", "n1/1", "n2/0", "n2/1"]);
+        assert_eq!(machines(&p), hosts);
+        assert_eq!(machine_of("n2/1"), "n2");
+        assert_eq!(machine_of("n2"), "n2");
+        assert_eq!(process_name("h".into(), 1).unwrap(), "h");
     }
 }

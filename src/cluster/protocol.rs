@@ -185,6 +185,10 @@ pub struct CellReport {
     /// lossy link may stretch a cell far beyond its budget).
     #[serde(default)]
     pub working: bool,
+    /// The cell was cut at its deadline: its figures are what was
+    /// measured by then.
+    #[serde(default)]
+    pub cut: bool,
 }
 
 /// How often a measuring agent says it is still at work.

@@ -68,7 +68,19 @@ pub(super) fn remeasure(
     // what is left, at least the floor.
     let host_bound = found.host_bound.is_some();
     let (suspects, parts, fit, budget) = if host_bound {
-        let ring = ring(nodes.len());
+        // With several processes per host (`--ppn`, a host's in a row),
+        // each to the process one host further: k -> k+1 would pair a
+        // host's own processes, which measure no link.
+        let n = nodes.len();
+        let per_host = nodes
+            .iter()
+            .take_while(|x| x.machine.is_some() && x.machine == nodes[0].machine)
+            .count();
+        let ring = if per_host > 1 && per_host < n {
+            (0..n).map(|k| (k, (k + per_host) % n)).collect()
+        } else {
+            ring(n)
+        };
         let each = keeper.share_each(started.elapsed(), ring.len());
         (ring.clone(), CellParts::BANDWIDTH_ONLY, ring.len(), each)
     } else {

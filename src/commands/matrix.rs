@@ -58,6 +58,9 @@ pub fn execute_with(args: &MatrixArgs, launcher: Option<Arc<dyn Launcher>>) -> R
             return super::lab_relay(crate::lab::between::run_in_named_lab(name)?);
         }
     }
+    if args.ppn == 0 {
+        return Err(usage("--ppn: at least 1 process per node"));
+    }
     if args.serial && args.pattern != PatternArg::Pairs {
         return Err(usage(
             "--serial measures one pair at a time: it goes with --pattern pairs only",
@@ -86,14 +89,15 @@ pub fn execute_with(args: &MatrixArgs, launcher: Option<Arc<dyn Launcher>>) -> R
         let file = crate::launch::launched::rendezvous_path(&std::env::current_dir()?, t);
         if t.rank != 0 {
             crate::EXIT_ON_SIGNAL.store(true, std::sync::atomic::Ordering::Relaxed);
-            return crate::launch::launched::join(&file, t.rank, node_name(None)?, args.timeout);
+            let name = process_name(node_name(None)?, args.ppn)?;
+            return crate::launch::launched::join(&file, t.rank, name, args.timeout);
         }
         let mut plan = plan(&ctx, args, Vec::new(), t.size);
         plan.rank_sources = Some(crate::launch::launched::rank_sources(&file, t));
         let launcher = crate::launch::launched::FromLauncher {
             task: t.clone(),
             file,
-            name: node_name(None)?,
+            name: process_name(node_name(None)?, args.ppn)?,
         };
         // Under `--launch mpi:NAME`, the launching wulf waits for this.
         crate::launch::mpi::bounded::report("started");
@@ -109,8 +113,23 @@ pub fn execute_with(args: &MatrixArgs, launcher: Option<Arc<dyn Launcher>>) -> R
         )));
     }
     if let Some(mpi) = launcher.mpi_only() {
+        if args.ppn > 1 {
+            // Its launcher places one task per host (`ppr:1:node`, `-ppn 1`).
+            return Err(usage(format!(
+                "--launch {mpi} starts one matrix task per host: for --ppn {0} give ssh, lab, slurm                  or local, or run `mpirun --map-by ppr:{0}:node wulf matrix --ppn {0}` yourself",
+                args.ppn
+            )));
+        }
         return through_mpi(&ctx, mpi, &hosts, args);
     }
+    if over_mpi && args.ppn > 1 {
+        return Err(usage(format!(
+            "--via {}: one rank per node (--ppn 1); several processes per node go with --via tcp",
+            args.via
+        )));
+    }
+    // `--ppn N`: N agents per host, named `HOST/K`.
+    let hosts = crate::cluster::nodes::processes(&hosts, args.ppn);
     let launcher: Arc<dyn Launcher> = if over_mpi {
         Arc::new(MpiRanks {
             ctx: ctx.clone(),
@@ -300,7 +319,11 @@ pub fn execute_agent(args: &AgentArgs) -> Result<()> {
     crate::EXIT_ON_SIGNAL.store(true, std::sync::atomic::Ordering::Relaxed);
     agent::run(&AgentOptions {
         coordinator: vec![args.coordinator],
-        name: node_name(args.name.as_deref())?,
+        name: match args.name.as_deref() {
+            Some(n) => n.to_string(),
+            // Started by srun with `--ppn`: one of several on its node.
+            None => process_name(node_name(None)?, ppn_of_env())?,
+        },
         secret: agent::read_secret()?,
         serve_inline: false,
     })
@@ -318,6 +341,20 @@ fn node_name(given: Option<&str>) -> Result<String> {
     nix::unistd::gethostname()
         .context("cannot read the host name")
         .map(|h| h.to_string_lossy().into_owned())
+}
+
+/// `name` as one of `ppn` processes on its host (`HOST/K`).
+fn process_name(name: String, ppn: usize) -> Result<String> {
+    crate::cluster::nodes::process_name(name, ppn).map_err(|e| usage(format!("{e:#}")))
+}
+
+/// The processes per node an agent started by a launcher is one of
+/// ([`crate::cluster::launchers::PPN_ENV`]; 1 when unset).
+fn ppn_of_env() -> usize {
+    std::env::var(crate::cluster::launchers::PPN_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
 }
 
 fn hosts(ctx: &RunContext, args: &MatrixArgs) -> Result<Vec<String>> {

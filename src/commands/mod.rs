@@ -169,6 +169,7 @@ pub fn sweep_spec(
         command_line: std::env::args().collect(),
         whole: None,
         peer_loads: Vec::new(),
+        deadline: None,
     })
 }
 

@@ -311,6 +311,7 @@ fn matrix_args(
         openmetrics: None,
         quiet: args.measure.quiet,
         in_lab,
+        ppn: 1,
     }
 }
 

@@ -93,7 +93,9 @@ pub fn start_agents(
     for h in hosts {
         let mut argv = vec![remote_wulf.to_string()];
         argv.extend(agent_args(coordinator, Some(h)));
-        let cmd = command_on(rsh, h, &argv);
+        // One of several processes on its host (`HOST/K`, `--ppn`).
+        let host = h.split_once('/').map_or(h.as_str(), |(host, _)| host);
+        let cmd = command_on(rsh, host, &argv);
         procs.push(Process::spawn(
             cmd,
             Some(h.clone()),

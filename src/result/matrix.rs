@@ -19,12 +19,14 @@ use super::Point;
 use crate::sys::Host;
 
 /// Version of the matrix schema.
-pub const MATRIX_SCHEMA_VERSION: u32 = 3;
+pub const MATRIX_SCHEMA_VERSION: u32 = 4;
 /// Oldest matrix schema this wulf reads (version 2 added optional fields:
 /// `cells[].rate`, `cells[].alone_bandwidth`, `analysis.contention` and
 /// three optional figures of `analysis.steps[]`; version 3 the optional
 /// `cells[].net`, `cells[].remeasure`, `analysis.lossy_links` and
-/// `analysis.unconfirmed`, then `budget_s` and `seed`).
+/// `analysis.unconfirmed`, then `budget_s` and `seed`; version 4 the
+/// optional `nodes[].machine`, `cells[].intra_node`, `cells[].cut` and
+/// `analysis.node_summary[].sent_bits_per_s` / `received_bits_per_s`).
 pub const MATRIX_OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// The value of [`MatrixResult::kind`].
@@ -127,6 +129,34 @@ pub struct MatrixNode {
     /// Why the node is missing or was lost, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The host this process ran on, when the matrix ran several
+    /// processes per host (`--ppn`; `name` is then `HOST/K`, K its local
+    /// rank): cells between two processes of one machine are intra-node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+}
+
+impl MatrixNode {
+    /// A node named `name` (a host, or `HOST/K` for one of several
+    /// processes per host), nothing else known yet.
+    pub fn named(name: &str) -> MatrixNode {
+        MatrixNode {
+            name: name.to_string(),
+            address: None,
+            host: None,
+            error: None,
+            machine: name.split_once('/').map(|(host, _)| host.to_string()),
+        }
+    }
+}
+
+/// Whether nodes `a` and `b` are two processes of one machine (`--ppn`):
+/// their cells measure no link, and are kept out of the link findings.
+pub fn intra_node(nodes: &[MatrixNode], a: usize, b: usize) -> bool {
+    match (nodes.get(a), nodes.get(b)) {
+        (Some(x), Some(y)) => x.machine.is_some() && x.machine == y.machine,
+        _ => false,
+    }
 }
 
 /// One directed cell.
@@ -172,6 +202,15 @@ pub struct MatrixCell {
     /// follows every cell of the rounds in the file).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub remeasure: bool,
+    /// Both ends are processes of one machine (`--ppn`): the cell measured
+    /// no link, and no link finding rests on it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub intra_node: bool,
+    /// The cell was cut at its deadline (a lossy link, a loaded host): its
+    /// sweeps stopped with the trials measured so far, which it keeps; a
+    /// part that had none is absent. Partial, not failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
 }
 
 /// What the measuring node's kernel counted over one cell (its network
@@ -452,6 +491,14 @@ pub struct NodeSummary {
     pub bits_per_s: Option<f64>,
     /// Cells that failed.
     pub failed_cells: usize,
+    /// Median bandwidth of its cells as the sender (its row), bits/s:
+    /// mpiGraph's send view (intra-node cells left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_bits_per_s: Option<f64>,
+    /// Median bandwidth of its cells as the receiver (its column),
+    /// bits/s: mpiGraph's receive view.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_bits_per_s: Option<f64>,
 }
 
 pub use super::matrix_read::{

@@ -84,6 +84,8 @@ pub struct LoadFigures {
     pub rate_messages_per_s: Option<f64>,
     /// The pair's bandwidth alone, bits/s.
     pub alone_bits_per_s: Option<f64>,
+    /// Cut at its deadline: partial figures ([`MatrixCell::cut`]).
+    pub cut: bool,
 }
 
 impl CellFigures {
@@ -100,6 +102,11 @@ impl CellFigures {
     /// The load patterns' figures (all absent for a `pairs` cell).
     pub fn load(&self) -> LoadFigures {
         self.load.as_deref().copied().unwrap_or_default()
+    }
+
+    /// Whether the cell was cut at its deadline ([`MatrixCell::cut`]).
+    pub fn cut(&self) -> bool {
+        self.load.as_deref().is_some_and(|l| l.cut)
     }
 
     /// Whether this is a suspicious cell measured again alone.
@@ -125,6 +132,7 @@ impl From<&MatrixCell> for CellFigures {
                 .filter(|p| p.median_ns > 0.0)
                 .map(|p| 1e9 / p.median_ns),
             alone_bits_per_s: c.alone_bandwidth.as_ref().map(|p| p.bits_per_s),
+            cut: c.cut,
         };
         CellFigures {
             from: c.from,
@@ -213,6 +221,8 @@ mod tests {
             measure_s: 1.5,
             net: None,
             remeasure: false,
+            intra_node: false,
+            cut: false,
         };
         let f = CellFigures::from(&cell);
         assert_eq!((f.from, f.to, f.round, f.measure_s), (2, 5, 3, 1.5));

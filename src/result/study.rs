@@ -183,6 +183,14 @@ pub struct StudyCaseResult {
     /// the study measures each case once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<u32>,
+    /// Sizes whose points did not reach their precision within the budget
+    /// (marked noisy in the sweep): a table's figure from one of them is
+    /// marked noisy (absent in results before this field).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noisy_bytes: Vec<u64>,
+    /// The point behind `latency_ns` (the smallest size) is noisy.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latency_noisy: bool,
 }
 
 /// A table of figures: rows by one factor, columns by another.
@@ -209,6 +217,10 @@ pub struct StudyRow {
     pub label: String,
     /// One cell per column; None where the case failed or was not run.
     pub cells: Vec<Option<f64>>,
+    /// Per cell, whether the point behind its figure is noisy (empty:
+    /// none marked; the table's title counts its noisy points).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noisy: Vec<bool>,
 }
 
 /// Whether `path` holds a study summary (by its `kind`).

@@ -224,6 +224,7 @@ fn table(cases: &[StudyCaseResult], link: &str, mtu: u32, whole: bool) -> StudyT
                     .collect(),
             ));
             StudyRow {
+                noisy: Vec::new(),
                 label: row_label(&r),
                 cells,
             }
@@ -395,6 +396,8 @@ mod tests {
             cpu_server_ns_per_byte: ok.then_some(0.25),
             cpu_whole_ns_per_byte: None,
             round: None,
+            noisy_bytes: Vec::new(),
+            latency_noisy: false,
         }
     }
 

@@ -195,6 +195,7 @@ pub fn tables(cases: &[StudyNasCase]) -> Vec<StudyTable> {
                         .collect();
                     cells.push(spread);
                     StudyRow {
+                        noisy: Vec::new(),
                         label: if loaded {
                             format!("{kernel}, loaded")
                         } else {

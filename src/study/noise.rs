@@ -88,6 +88,9 @@ pub fn warnings(noise: Noise, cases: &[StudyCaseResult]) -> Vec<String> {
             noise.noisy, noise.points
         ));
     }
+    if let Some(listed) = noisy_points(cases) {
+        w.push(listed);
+    }
     for c in cases.iter().filter(|c| over_limit(c)) {
         w.push(format!(
             "{}: peak {:.1} Mbit/s is {:.3} of the link's TCP goodput limit {:.1} Mbit/s, more \
@@ -100,6 +103,41 @@ pub fn warnings(noise: Noise, cases: &[StudyCaseResult]) -> Vec<String> {
         ));
     }
     w
+}
+
+/// Cases listed by name in [`noisy_points`]; the rest are counted.
+const NOISY_CASES_LISTED: usize = 40;
+
+/// The noisy points by case (`tcp-fe: 1 B, 64 KiB`), so that a reader of
+/// study.json knows which figures rest on them; None when none is.
+pub fn noisy_points(cases: &[StudyCaseResult]) -> Option<String> {
+    let noisy: Vec<&StudyCaseResult> = cases.iter().filter(|c| !c.noisy_bytes.is_empty()).collect();
+    if noisy.is_empty() {
+        return None;
+    }
+    let mut parts: Vec<String> = noisy
+        .iter()
+        .take(NOISY_CASES_LISTED)
+        .map(|c| {
+            let sizes: Vec<String> = c
+                .noisy_bytes
+                .iter()
+                .map(|&b| crate::units::format_bytes(b))
+                .collect();
+            format!("{}: {}", c.label, sizes.join(", "))
+        })
+        .collect();
+    if noisy.len() > NOISY_CASES_LISTED {
+        parts.push(format!(
+            "and {} more cases",
+            noisy.len() - NOISY_CASES_LISTED
+        ));
+    }
+    Some(format!(
+        "noisy points (marked {} in the tables where a figure rests on one): {}",
+        super::tables::NOISY_MARK,
+        parts.join("; ")
+    ))
 }
 
 #[cfg(test)]
@@ -117,6 +155,30 @@ mod tests {
         .unwrap();
         c.peak_fraction = Some(peak / limit);
         c
+    }
+
+    #[test]
+    fn noisy_points_are_listed_in_the_warnings_and_marked_in_the_tables() {
+        let mut a = case("fe-tcp", 94.1e6, 95.64e6);
+        a.noisy_bytes = vec![1, 65536];
+        a.latency_ns = Some(50e3);
+        a.latency_noisy = true;
+        let b = case("ge-tcp", 900e6, 941e6);
+        let w = noisy_points(&[a.clone(), b.clone()]).expect("one case is noisy");
+        assert!(w.contains("fe-tcp: 1 B, 64 KiB"), "{w}");
+        assert!(!w.contains("ge-tcp"), "{w}");
+        assert!(noisy_points(std::slice::from_ref(&b)).is_none());
+        // fe-vs-ge: fe's latency and peak (at 64 KiB) noisy, n_1/2 not.
+        let (mut fe, mut ge) = (a, b);
+        (fe.transport, fe.link, ge.transport, ge.link) =
+            ("tcp".into(), "fe".into(), "tcp".into(), "ge".into());
+        let t = crate::study::tables::tables(crate::study::StudyName::FeVsGe, &[fe, ge]);
+        assert_eq!(t[0].rows[0].noisy, [true, false, true, false, false, false]);
+        let text = crate::study::tables::text(&t);
+        assert!(text.contains("94.1~"), "{text}");
+        assert!(text.contains("~ noisy:"), "{text}");
+        let md = crate::study::tables::markdown(&t);
+        assert!(md.contains("| 50.0~ |"), "{md}");
     }
 
     #[test]

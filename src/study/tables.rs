@@ -54,6 +54,8 @@ pub fn case_result(
         cpu_server_ns_per_byte: None,
         cpu_whole_ns_per_byte: None,
         round: case.round,
+        noisy_bytes: Vec::new(),
+        latency_noisy: false,
     };
     match outcome {
         Err(e) => c.error = Some(e),
@@ -67,6 +69,13 @@ pub fn case_result(
             }
             let a = Analysis::of(r);
             c.file = Some(file);
+            c.noisy_bytes = r
+                .points
+                .iter()
+                .filter(|p| p.noisy)
+                .map(|p| p.bytes)
+                .collect();
+            c.latency_noisy = r.points.first().is_some_and(|p| p.noisy);
             c.latency_ns = a.latency_ns;
             let peak = r
                 .points
@@ -123,7 +132,10 @@ fn mtu_buffer_tables(cases: &[StudyCaseResult]) -> Vec<StudyTable> {
             .find(|c| c.role == "cell" && c.mtu_bytes == mtu && c.socket_buffer_bytes == buf)
     };
     let columns: Vec<String> = MTUS_BYTES.iter().map(|m| format!("MTU {m}")).collect();
-    let grid = |f: &dyn Fn(&StudyCaseResult) -> Option<f64>| -> Vec<StudyRow> {
+    // Each figure with the size of the point behind it (noisy or not).
+    let grid = |f: &dyn Fn(&StudyCaseResult) -> Option<f64>,
+                at: &dyn Fn(&StudyCaseResult) -> Option<u64>|
+     -> Vec<StudyRow> {
         SOCKET_BUFFERS_BYTES
             .iter()
             .map(|&buf| StudyRow {
@@ -131,6 +143,10 @@ fn mtu_buffer_tables(cases: &[StudyCaseResult]) -> Vec<StudyTable> {
                 cells: MTUS_BYTES
                     .iter()
                     .map(|&m| cell(m, buf).and_then(f))
+                    .collect(),
+                noisy: MTUS_BYTES
+                    .iter()
+                    .map(|&m| cell(m, buf).is_some_and(|c| noisy_at(c, at(c))))
                     .collect(),
             })
             .collect()
@@ -140,21 +156,21 @@ fn mtu_buffer_tables(cases: &[StudyCaseResult]) -> Vec<StudyTable> {
             title: format!("Peak TCP throughput over {link}, Mbit/s, by socket buffer and MTU (ping-pong, as NetPIPE; sizes from 16 times the emulated link's free burst)"),
             row_header: "socket buffer".into(),
             columns: columns.clone(),
-            rows: grid(&|c| c.peak_bits_per_s.map(|b| b / 1e6)),
+            rows: grid(&|c| c.peak_bits_per_s.map(|b| b / 1e6), &|c| c.peak_bytes),
             decimals: 1,
         },
         StudyTable {
             title: format!("Peak as a fraction of the emulated link's TCP goodput ({link})"),
             row_header: "socket buffer".into(),
             columns: columns.clone(),
-            rows: grid(&|c| c.peak_fraction),
+            rows: grid(&|c| c.peak_fraction, &|c| c.peak_bytes),
             decimals: 3,
         },
         StudyTable {
             title: format!("Latency of a 1-byte message over {link}, us (half the round trip)"),
             row_header: "socket buffer".into(),
             columns,
-            rows: grid(&|c| c.latency_ns.map(|n| n / 1e3)),
+            rows: grid(&|c| c.latency_ns.map(|n| n / 1e3), &latency_bytes),
             decimals: 1,
         },
     ]
@@ -177,9 +193,22 @@ fn fe_vs_ge_table(cases: &[StudyCaseResult]) -> StudyTable {
                 |c: Option<&StudyCaseResult>| c.and_then(|c| c.peak_bits_per_s).map(|b| b / 1e6);
             let half =
                 |c: Option<&StudyCaseResult>| c.and_then(|c| c.n_half_bytes).map(|b| b as f64);
+            let noisy = |c: Option<&StudyCaseResult>,
+                         at: &dyn Fn(&StudyCaseResult) -> Option<u64>| {
+                c.is_some_and(|c| noisy_at(c, at(c)))
+            };
+            let (l, p, h): Field = (&latency_bytes, &|c| c.peak_bytes, &|c| c.n_half_bytes);
             StudyRow {
                 label: t.to_string(),
                 cells: vec![lat(fe), lat(ge), peak(fe), peak(ge), half(fe), half(ge)],
+                noisy: vec![
+                    noisy(fe, l),
+                    noisy(ge, l),
+                    noisy(fe, p),
+                    noisy(ge, p),
+                    noisy(fe, h),
+                    noisy(ge, h),
+                ],
             }
         })
         .collect();
@@ -224,6 +253,22 @@ fn pvm_routes_table(cases: &[StudyCaseResult]) -> Option<StudyTable> {
         ]
     };
     let (d, r) = (figures(direct), figures(daemon));
+    // Each figure's point noisy or not (issue 35 item 7); a ratio is as
+    // noisy as either of its two.
+    let noise = |t: &str| -> Vec<bool> {
+        let at = |link: &str, bytes: &dyn Fn(&StudyCaseResult) -> Option<u64>| {
+            get(t, link).is_some_and(|c| noisy_at(c, bytes(c)))
+        };
+        let peak_at = |c: &StudyCaseResult| c.peak_bytes;
+        vec![
+            at("fe", &latency_bytes),
+            at("ge", &latency_bytes),
+            at("fe", &peak_at),
+            at("ge", &peak_at),
+        ]
+    };
+    let (dn, rn) = (noise(direct), noise(daemon));
+    let ratio_noisy: Vec<bool> = dn.iter().zip(&rn).map(|(a, b)| *a || *b).collect();
     let ratio = d
         .iter()
         .zip(&r)
@@ -248,22 +293,71 @@ fn pvm_routes_table(cases: &[StudyCaseResult]) -> Option<StudyTable> {
             StudyRow {
                 label: direct.into(),
                 cells: d,
+                noisy: dn,
             },
             StudyRow {
                 label: daemon.into(),
                 cells: r,
+                noisy: rn,
             },
             StudyRow {
                 label: "daemon / direct".into(),
                 cells: ratio,
+                noisy: ratio_noisy,
             },
         ],
         decimals: 2,
     })
 }
 
+/// The sizes behind a row's three kinds of figure: latency, peak, n_1/2.
+type Field<'a> = (
+    &'a dyn Fn(&StudyCaseResult) -> Option<u64>,
+    &'a dyn Fn(&StudyCaseResult) -> Option<u64>,
+    &'a dyn Fn(&StudyCaseResult) -> Option<u64>,
+);
+
+/// Stands for the latency figure's point (the smallest size) where a
+/// figure's size is asked for.
+const LATENCY_POINT: u64 = u64::MAX;
+
+/// The latency figure's point ([`LATENCY_POINT`]), none where it failed.
+fn latency_bytes(c: &StudyCaseResult) -> Option<u64> {
+    c.latency_ns.map(|_| LATENCY_POINT)
+}
+
+/// Whether the point of `c` at `bytes` (the one behind a figure) is noisy.
+fn noisy_at(c: &StudyCaseResult, bytes: Option<u64>) -> bool {
+    match bytes {
+        Some(LATENCY_POINT) => c.latency_noisy,
+        Some(b) => c.noisy_bytes.contains(&b),
+        None => false,
+    }
+}
+
+/// What a noisy cell carries after its figure in the tables.
+pub const NOISY_MARK: &str = "~";
+
 fn cell_text(v: Option<f64>, decimals: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.decimals$}"))
+}
+
+/// Cell `k` of row `r`, with the noisy mark when its point is noisy.
+fn marked_cell(r: &StudyRow, k: usize, decimals: usize) -> String {
+    let mut s = cell_text(r.cells[k], decimals);
+    if r.cells[k].is_some() && r.noisy.get(k).copied().unwrap_or(false) {
+        s.push_str(NOISY_MARK);
+    }
+    s
+}
+
+/// The legend of the noisy mark, when a table has a marked cell.
+pub fn noisy_legend(t: &StudyTable) -> Option<String> {
+    t.rows.iter().any(|r| r.noisy.iter().any(|&n| n)).then(|| {
+        format!(
+            "{NOISY_MARK} noisy: the point behind the figure did not reach its precision within the budget"
+        )
+    })
 }
 
 /// The tables as aligned terminal text.
@@ -271,6 +365,9 @@ pub fn text(tables: &[StudyTable]) -> String {
     let mut s = String::new();
     for t in tables {
         let _ = writeln!(s, "{}\n", t.title);
+        if let Some(legend) = noisy_legend(t) {
+            let _ = writeln!(s, "{legend}\n");
+        }
         let first = t
             .rows
             .iter()
@@ -286,8 +383,8 @@ pub fn text(tables: &[StudyTable]) -> String {
         s.push('\n');
         for r in &t.rows {
             let _ = write!(s, "{:<first$}", r.label);
-            for (v, w) in r.cells.iter().zip(&widths) {
-                let _ = write!(s, "  {:>w$}", cell_text(*v, t.decimals));
+            for (k, w) in widths.iter().enumerate().take(r.cells.len()) {
+                let _ = write!(s, "  {:>w$}", marked_cell(r, k, t.decimals));
             }
             s.push('\n');
         }
@@ -301,10 +398,15 @@ pub fn markdown(tables: &[StudyTable]) -> String {
     let mut s = String::new();
     for t in tables {
         let _ = writeln!(s, "**{}**\n", t.title);
+        if let Some(legend) = noisy_legend(t) {
+            let _ = writeln!(s, "{legend}\n");
+        }
         let _ = writeln!(s, "| {} | {} |", t.row_header, t.columns.join(" | "));
         let _ = writeln!(s, "|---|{}", "---:|".repeat(t.columns.len()));
         for r in &t.rows {
-            let cells: Vec<String> = r.cells.iter().map(|v| cell_text(*v, t.decimals)).collect();
+            let cells: Vec<String> = (0..r.cells.len())
+                .map(|k| marked_cell(r, k, t.decimals))
+                .collect();
             let _ = writeln!(s, "| {} | {} |", r.label, cells.join(" | "));
         }
         s.push('\n');
@@ -348,6 +450,8 @@ mod tests {
             cpu_server_ns_per_byte: None,
             cpu_whole_ns_per_byte: None,
             round: None,
+            noisy_bytes: Vec::new(),
+            latency_noisy: false,
         }
     }
 

@@ -23,18 +23,18 @@ use serde::{Deserialize, Serialize};
 pub(super) use super::assemble::{assemble, Finish, Start};
 use super::limits::{self, Limits};
 pub(super) use super::pin::Pinned;
+pub use super::point::make_point;
 use crate::error::{peer, WulfError};
 use crate::exec::local_peer::LocalPeer;
 use crate::measure::loops::{client_block, Pools};
-use crate::measure::policy::{measure_point, BlockRunner, BlockTiming, PointOutcome, PointPlan};
+use crate::measure::policy::{measure_point, BlockRunner, BlockTiming, PointPlan};
 use crate::measure::timer::clock_read_cost_ns;
 use crate::peer::client::{resolve, PeerSession};
 use crate::peer::protocol::{BlockKind, Setup};
 use crate::peer::DEFAULT_PORT;
 use crate::result::{
-    self, CpuCost, Definitions, LinkEfficiency, Mode, Placement, Point, SweepResult, Tails,
+    self, Definitions, LinkEfficiency, Mode, Placement, Point, SweepResult, Tails,
 };
-use crate::stats::Summary;
 use crate::sys::{same_machine, Host, IpVersion};
 use crate::transport::baseline::BaselineSetup;
 use crate::transport::{self, ChannelOptions, Endpoint};
@@ -97,6 +97,13 @@ pub struct SweepSpec {
     /// none). Not written to an MPI job's file: MPI sweeps take no peer.
     #[serde(skip)]
     pub peer_loads: Vec<crate::load::LoadSpec>,
+    /// When to stop whatever the budget: the sweep ends at this instant
+    /// and keeps the trials measured by then (a point with some is kept,
+    /// marked noisy; later sizes are left out). A matrix's cell on a lossy
+    /// link is cut so, and the matrix keeps its `--budget`. None: no
+    /// deadline.
+    #[serde(skip)]
+    pub deadline: Option<Instant>,
 }
 
 impl SweepSpec {
@@ -123,6 +130,7 @@ impl SweepSpec {
             command_line: vec![],
             whole: None,
             peer_loads: Vec::new(),
+            deadline: None,
         }
     }
 }
@@ -382,6 +390,12 @@ pub fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> Point
     }
 }
 
+/// Trials a point keeps when its sweep's deadline passes before them.
+const DEADLINE_LEAST_TRIALS: usize = 3;
+
+/// Longest trial a sweep with a deadline aims at, ns.
+const DEADLINE_TRIAL_NS: u64 = 2_000_000;
+
 /// Integrity pass, warm-up, every size in turn, then the confirmation pass.
 pub(super) fn measure_all(
     spec: &SweepSpec,
@@ -409,23 +423,46 @@ pub(super) fn measure_all(
     let warmup_ns = (budget_ns / 50).min(200_000_000);
     if let Some(&first) = spec.sizes.first() {
         let mut repeats = 1;
-        while (t0.elapsed().as_nanos() as u64) < warmup_ns {
+        while (t0.elapsed().as_nanos() as u64) < warmup_ns
+            && spec.deadline.is_none_or(|d| Instant::now() < d)
+        {
             runner.run(first, repeats)?;
             repeats = (repeats * 2).min(1 << 16);
         }
     }
     let mut max_repeats = u64::MAX;
-    let stop = super::interrupted;
+    let past = || spec.deadline.is_some_and(|d| Instant::now() >= d);
+    // The policy asks before each trial: a point cut at the deadline
+    // keeps at least DEADLINE_LEAST_TRIALS of them.
+    let asked = std::cell::Cell::new(0usize);
+    let stop = || {
+        asked.set(asked.get() + 1);
+        super::interrupted() || (asked.get() > DEADLINE_LEAST_TRIALS && past())
+    };
     for (i, &bytes) in spec.sizes.iter().enumerate() {
-        if stop() {
+        if super::interrupted() {
             return Err(WulfError::Interrupted.into());
         }
+        if past() && !points.is_empty() {
+            return Ok(None);
+        }
+        asked.set(0);
         let left = (spec.sizes.len() - i) as u64;
         let spent_ns = t0.elapsed().as_nanos() as u64;
         let point_budget_ns = budget_ns.saturating_sub(spent_ns) / left;
-        let plan = plan_for(point_budget_ns, spec.precision, max_repeats);
+        let mut plan = plan_for(point_budget_ns, spec.precision, max_repeats);
+        if spec.deadline.is_some() {
+            // A block is never cut: short ones, so that a lossy link's
+            // (repeats calibrated on a quick first message, then
+            // retransmission timeouts of 200 ms) end near the deadline.
+            plan.trial_target_ns = plan.trial_target_ns.min(DEADLINE_TRIAL_NS);
+        }
         let outcome = measure_point(runner, bytes, &plan, &stop)?;
-        if outcome.interrupted || outcome.trials_ns.is_empty() {
+        let cut = outcome.interrupted && !super::interrupted() && past();
+        if cut && outcome.trials_ns.is_empty() {
+            return Ok(None);
+        }
+        if (outcome.interrupted && !cut) || outcome.trials_ns.is_empty() {
             return Err(WulfError::Interrupted.into());
         }
         max_repeats = outcome.repeats;
@@ -437,53 +474,21 @@ pub(super) fn measure_all(
         point.cpu_whole = runner.take_point(&point, spec.mode);
         on_point(&point);
         points.push(point);
+        if cut {
+            return Ok(None);
+        }
     }
-    super::confirm::confirmation_pass(spec, runner, points, &stop)
-}
-
-/// Build a result point from the policy's outcome.
-pub fn make_point(bytes: u64, mode: Mode, o: &PointOutcome) -> Point {
-    let s = Summary::of(&o.trials_ns).expect("a point has at least one trial");
-    let ops = o.trials_ns.len() as u64 * o.repeats;
-    // Payload crossing the channel and messages per operation.
-    let (bytes_per_op, msgs_per_op) = match mode {
-        Mode::Pingpong | Mode::Bidir => (2 * bytes, 2),
-        Mode::Stream => (bytes, 1),
-    };
-    let cost = |(user, sys): (u64, u64)| CpuCost {
-        user_ns: user,
-        sys_ns: sys,
-        ns_per_byte: (user + sys) as f64 / (ops * bytes_per_op) as f64,
-        ns_per_message: (user + sys) as f64 / (ops * msgs_per_op) as f64,
-    };
-    Point {
-        bytes,
-        trials_ns: o.trials_ns.clone(),
-        repeats: o.repeats,
-        trials: o.trials_ns.len() as u64,
-        warmup_trials: o.warmup_trials,
-        min_ns: s.min,
-        median_ns: s.median,
-        mean_ns: s.mean,
-        stddev_ns: s.stddev,
-        p90_ns: s.p90,
-        p99_ns: s.p99,
-        ci_low_ns: s.ci_low,
-        ci_high_ns: s.ci_high,
-        bits_per_s: mode.bytes_per_op(bytes) as f64 * 8.0 / (s.median * 1e-9),
-        noisy: o.noisy,
-        cpu_client: cost(o.client_cpu_ns),
-        cpu_server: cost(o.server_cpu_ns),
-        tails: None,
-        limits: None,
-        cpu_whole: None,
+    match super::confirm::confirmation_pass(spec, runner, points, &stop) {
+        // Cut at the deadline: the points stand unconfirmed.
+        Err(_) if past() && !super::interrupted() => Ok(None),
+        r => r,
     }
 }
 
 /// A point with `bytes` and a constant trial time, for tests elsewhere.
 #[cfg(test)]
 pub fn test_point(bytes: u64, median_ns: f64) -> Point {
-    let o = PointOutcome {
+    let o = crate::measure::policy::PointOutcome {
         trials_ns: vec![median_ns; 10],
         repeats: 1,
         warmup_trials: 2,

@@ -18,11 +18,14 @@
 mod assemble;
 pub mod burst;
 pub mod confirm;
+#[cfg(test)]
+mod deadline_tests;
 pub mod engine;
 pub mod floor;
 pub mod in_process;
 pub mod limits;
 mod pin;
+pub mod point;
 pub mod tails;
 mod whole;
 

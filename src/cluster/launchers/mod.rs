@@ -43,6 +43,11 @@ use super::nodes::{NodeSlots, Spread};
 use crate::error::usage;
 use crate::exec::Agents;
 
+/// The environment variable that tells an agent started by a launcher
+/// that names no agent (srun) how many processes per node were started
+/// (`--ppn`): it then names itself `HOST/K`, K its local rank.
+pub const PPN_ENV: &str = "WULF_PPN";
+
 /// A way of reaching nodes and starting wulf's processes on them.
 pub trait Launcher: Send + Sync {
     /// How results name it (`local`, `ssh`, `slurm`, `lab:NAME`,

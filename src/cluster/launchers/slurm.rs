@@ -60,11 +60,15 @@ impl Launcher for Slurm {
     /// secret.
     fn start(&self, hosts: &[String], coordinator: SocketAddr, secret: &str) -> Result<Agents> {
         let wulf = super::agent_wulf(&self.remote_wulf)?;
+        // `hosts` are processes, `HOST/K` with several per node (`--ppn`).
+        let machines = crate::cluster::nodes::machines(hosts);
+        let ppn = hosts.len() / machines.len().max(1);
         let mut cmd = Command::new("srun");
-        cmd.arg(format!("--nodes={}", hosts.len()))
+        cmd.arg(format!("--nodes={}", machines.len()))
             .arg(format!("--ntasks={}", hosts.len()))
-            .arg("--ntasks-per-node=1")
-            .arg(format!("--nodelist={}", hosts.join(",")))
+            .arg(format!("--ntasks-per-node={ppn}"))
+            .arg(format!("--nodelist={}", machines.join(",")))
+            .env(super::PPN_ENV, ppn.to_string())
             .arg("--kill-on-bad-exit=0")
             .arg(&wulf)
             .args(agent_args(coordinator, None))

@@ -180,6 +180,7 @@ pub const ENVIRONMENT: Examples = &[
     ("WULF_LAUNCH_REPORT", "set by wulf: the file rank 0 of an MPI-launched matrix reports through"),
     ("WULF_NPB_FAULT", "a test hook corrupting one NAS value, to show verification failing; unset in normal use"),
     ("WULF_FRAME_FAULT", "a test hook: `flip-payload:N` corrupts raw frames from the Nth received on, to show `--integrity all` catching them; unset in normal use"),
+    ("WULF_PPN", "set by wulf: the processes per node (--ppn) a matrix's agents started by srun are one of"),
 ];
 
 /// Files wulf reads or writes.

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use crate::result::matrix::Pattern;
-use crate::result::matrix::{CellFigures, LossyLink, MatrixResult};
+use crate::result::matrix::{intra_node, CellFigures, LossyLink, MatrixResult};
 use crate::units::format_bytes;
 
 /// Most nodes whose full matrices are printed.
@@ -47,6 +47,7 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
     } else if n <= FULL_MATRIX_NODES {
         let mut lat = vec![vec![None; n]; n];
         let mut bw = vec![vec![None; n]; n];
+        let mut cut = vec![vec![false; n]; n];
         // The rounds' cells: the analysis judged them; re-measures confirm.
         for c in cells
             .iter()
@@ -54,17 +55,24 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
         {
             lat[c.from][c.to] = c.latency_ns();
             bw[c.from][c.to] = c.bits_per_s();
+            cut[c.from][c.to] = c.cut();
         }
         let title = format!(
             "latency, {} ping-pong, one-way us (row: measuring node)",
             format_bytes(r.latency_bytes)
         );
-        table(&mut s, &title, r, &lat, |v| format!("{:.1}", v / 1e3));
+        table(&mut s, &title, r, (&lat, &cut), |v| {
+            format!("{:.1}", v / 1e3)
+        });
         let title = format!(
             "bandwidth, {} stream, Mbit/s (row: sender)",
             format_bytes(r.bandwidth_bytes)
         );
-        table(&mut s, &title, r, &bw, |v| format!("{:.1}", v / 1e6));
+        table(&mut s, &title, r, (&bw, &cut), |v| {
+            format!("{:.1}", v / 1e6)
+        });
+        marks_legend(&mut s, r, &cut);
+        send_receive_table(&mut s, r);
     } else {
         let mut worst: Vec<(usize, usize, f64)> = cells
             .iter()
@@ -187,6 +195,12 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
         findings.push(format!(
             "not named: {} findings of the rounds that their cells' re-measures alone did not confirm",
             a.unconfirmed
+        ));
+    }
+    let cut = cells.iter().filter(|c| c.cut()).count();
+    if cut > 0 {
+        findings.push(format!(
+            "{cut} cells cut at their deadline (kept: the trials measured by then)"
         ));
     }
     let failed = cells.iter().filter(|c| c.error.is_some()).count();
@@ -333,11 +347,57 @@ fn show(metric: &str, v: f64) -> String {
     }
 }
 
+/// What the marks after a cell's figure mean, when a table has any.
+fn marks_legend(s: &mut String, r: &MatrixResult, cut: &[Vec<bool>]) {
+    let n = r.nodes.len();
+    let intra = (0..n).any(|i| (0..n).any(|j| i != j && intra_node(&r.nodes, i, j)));
+    if intra {
+        let _ = writeln!(
+            s,
+            "* intra-node: two processes of one host (--ppn); no link, no finding"
+        );
+    }
+    if cut.iter().flatten().any(|&c| c) {
+        let _ = writeln!(
+            s,
+            "~ cut at its deadline: the trials measured by then (partial)"
+        );
+    }
+}
+
+/// mpiGraph's send and receive views: per process, the median, lowest
+/// and highest bandwidth of the inter-node cells it sent and received.
+fn send_receive_table(s: &mut String, r: &MatrixResult) {
+    let rows = &r.analysis.node_summary;
+    if rows
+        .iter()
+        .all(|x| x.sent_bits_per_s.is_none() && x.received_bits_per_s.is_none())
+    {
+        return;
+    }
+    let width = name_width(r, 8);
+    let _ = writeln!(
+        s,
+        "\nbandwidth per process, Mbit/s (median of its inter-node cells)\n{:>width$} {:>10} {:>10}",
+        "", "sent", "received"
+    );
+    let show = |v: Option<f64>| v.map_or("?".to_string(), |v| format!("{:.1}", v / 1e6));
+    for x in rows.iter().filter(|x| x.node < r.nodes.len()) {
+        let _ = writeln!(
+            s,
+            "{:>width$} {:>10} {:>10}",
+            r.nodes[x.node].name,
+            show(x.sent_bits_per_s),
+            show(x.received_bits_per_s)
+        );
+    }
+}
+
 fn table(
     s: &mut String,
     title: &str,
     r: &MatrixResult,
-    values: &[Vec<Option<f64>>],
+    (values, cut): (&[Vec<Option<f64>>], &[Vec<bool>]),
     fmt: impl Fn(f64) -> String,
 ) {
     let width = name_width(r, 8);
@@ -350,11 +410,17 @@ fn table(
     for (i, row) in values.iter().enumerate() {
         let _ = write!(s, "{:>width$}", r.nodes[i].name);
         for (j, v) in row.iter().enumerate() {
-            let cell = match v {
+            let mut cell = match v {
                 _ if i == j => "-".to_string(),
                 Some(v) => fmt(*v),
                 None => "?".to_string(),
             };
+            if i != j && intra_node(&r.nodes, i, j) {
+                cell.push('*');
+            }
+            if cut[i][j] {
+                cell.push('~');
+            }
             let _ = write!(s, " {cell:>width$}");
         }
         let _ = writeln!(s);

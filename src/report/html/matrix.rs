@@ -235,7 +235,18 @@ fn heatmap(h: &mut String, m: &MatrixFigures, metric: Metric, median: f64, title
     }
     for c in &m.figures {
         let (x, y) = (label + c.to * cell, label + c.from * cell);
-        let (fill, tip) = match metric.value(c) {
+        // Two processes of one host (`--ppn`): no link, no colour of one.
+        let intra = crate::result::matrix::intra_node(&m.nodes, c.from, c.to);
+        let (fill, mut tip) = match metric.value(c) {
+            Some(v) if intra => (
+                "#ccd".to_string(),
+                format!(
+                    "{} → {}: {} (intra-node: two processes of one host)",
+                    m.nodes[c.from].name,
+                    m.nodes[c.to].name,
+                    metric.show(v)
+                ),
+            ),
             Some(v) => (
                 color(metric.badness(v, median)),
                 format!(
@@ -255,6 +266,9 @@ fn heatmap(h: &mut String, m: &MatrixFigures, metric: Metric, median: f64, title
                 ),
             ),
         };
+        if c.cut() {
+            tip.push_str(" (cut at its deadline: the trials measured by then)");
+        }
         let _ = writeln!(
             h,
             "<rect x={x} y={y} width={cell} height={cell} fill='{fill}' stroke='#fff' stroke-width=0.5><title>{}</title></rect>",
@@ -459,7 +473,7 @@ fn node_table(h: &mut String, m: &MatrixResult) {
             esc(&node.name),
             esc(node.address.as_deref().unwrap_or("-")),
             s.and_then(|s| s.latency_ns).map_or("-".into(), |v| Metric::Latency.show(v)),
-            s.and_then(|s| s.bits_per_s).map_or("-".into(), |v| Metric::Bandwidth.show(v)),
+            s.map_or("-".into(), bandwidth_views),
             s.map_or(0, |s| s.failed_cells),
             esc(node.host.as_ref().map_or("-", |h| h.kernel.as_str())),
             esc(&iface),
@@ -467,6 +481,22 @@ fn node_table(h: &mut String, m: &MatrixResult) {
         );
     }
     h.push_str("</table>\n");
+}
+
+/// A node's median bandwidth, with mpiGraph's send and receive views
+/// where the analysis has them (schema 4).
+fn bandwidth_views(s: &crate::result::matrix::NodeSummary) -> String {
+    let both = s
+        .bits_per_s
+        .map_or("-".into(), |v| Metric::Bandwidth.show(v));
+    match (s.sent_bits_per_s, s.received_bits_per_s) {
+        (Some(out), Some(into)) => format!(
+            "{both} (sent {}, received {})",
+            Metric::Bandwidth.show(out),
+            Metric::Bandwidth.show(into)
+        ),
+        _ => both,
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ fn matrix(n: usize, slow: usize) -> MatrixResult {
             address: None,
             host: None,
             error: None,
+            machine: None,
         })
         .collect();
     let mut cells = Vec::new();
@@ -37,6 +38,8 @@ fn matrix(n: usize, slow: usize) -> MatrixResult {
                 measure_s: 0.0,
                 net: None,
                 remeasure: false,
+                intra_node: false,
+                cut: false,
             });
         }
     }
@@ -164,4 +167,39 @@ fn load_pattern_tables_show_the_rate_and_the_pairs_alone() {
     assert!(h.contains("<th>median pair alone</th>"));
     assert!(h.contains("<td>1800.0 Mbit/s</td>"), "the pairs alone: {h}");
     assert_eq!(h.matches("<td>50%</td>").count(), 4, "each node keeps half");
+}
+
+/// `--ppn 2`: the two processes of one host are drawn apart (no link's
+/// colour, said so in the tooltip), no slow node comes of them, and each
+/// node shows what it sent and received.
+#[test]
+fn intra_node_cells_are_drawn_apart_and_each_process_has_its_send_and_receive_view() {
+    let mut m = matrix(4, 99);
+    for (i, node) in m.nodes.iter_mut().enumerate() {
+        let name = format!("h{}/{}", i / 2, i % 2);
+        *node = MatrixNode::named(&name);
+    }
+    for c in &mut m.cells {
+        c.intra_node = crate::result::matrix::intra_node(&m.nodes, c.from, c.to);
+        if c.intra_node {
+            c.bandwidth = Some(test_point(BW_BYTES, BW_BYTES as f64 * 8.0 / 20e9 * 1e9));
+        }
+    }
+    let figures = crate::result::matrix::figures_of(&m.cells);
+    m.analysis = crate::analysis::matrix::analyse(&m.nodes, &figures);
+    assert!(
+        m.analysis.slow_nodes.is_empty(),
+        "{:?}",
+        m.analysis.slow_nodes
+    );
+    assert_eq!(
+        m.analysis.bandwidth.unwrap().cells,
+        8,
+        "inter-node cells only"
+    );
+    let mut h = String::new();
+    matrix_sections(&mut h, &[m.into()]);
+    assert!(h.contains("h0/0 → h0/1: "), "{h}");
+    assert!(h.contains("(intra-node: two processes of one host)"));
+    assert!(h.contains("(sent 900"), "the send view in the node table");
 }

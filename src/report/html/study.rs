@@ -187,9 +187,17 @@ fn table(h: &mut String, t: &StudyTable) {
     h.push_str("</tr></thead>\n<tbody>\n");
     for r in &t.rows {
         let _ = write!(h, "<tr><td>{}</td>", esc(&r.label));
-        for v in &r.cells {
+        for (k, v) in r.cells.iter().enumerate() {
             let cell = v.map_or("-".to_string(), |v| format!("{v:.*}", t.decimals));
-            let _ = write!(h, "<td class=num>{cell}</td>");
+            // A noisy point's figure says so (issue 35 item 7).
+            if v.is_some() && r.noisy.get(k).copied().unwrap_or(false) {
+                let _ = write!(
+                    h,
+                    "<td class=num title=\"noisy: not within its precision in the budget\">{cell}~</td>"
+                );
+            } else {
+                let _ = write!(h, "<td class=num>{cell}</td>");
+            }
         }
         h.push_str("</tr>\n");
     }

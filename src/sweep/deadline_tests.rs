@@ -1,0 +1,86 @@
+//! `SweepSpec::deadline`: a sweep stops at its deadline and keeps the
+//! trials measured by then (a matrix's lossy cell, issue 35 item 5).
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::engine::{measure_all, SweepRunner, SweepSpec};
+use crate::measure::policy::{BlockRunner, BlockTiming};
+
+/// Blocks that take `block` of wall time each, never steady enough to
+/// converge (every other trial 30% slower).
+struct Slow {
+    block: Duration,
+    blocks: usize,
+}
+
+impl BlockRunner for Slow {
+    fn run(&mut self, _bytes: u64, repeats: u64) -> Result<BlockTiming> {
+        std::thread::sleep(self.block);
+        self.blocks += 1;
+        let op_ns = if self.blocks.is_multiple_of(2) {
+            1.3e6
+        } else {
+            1e6
+        };
+        Ok(BlockTiming {
+            op_ns,
+            timed_ns: (op_ns * repeats as f64) as u64,
+            wall_ns: self.block.as_nanos() as u64,
+            ..Default::default()
+        })
+    }
+}
+
+impl SweepRunner for Slow {
+    fn integrity(&mut self, _: u64) -> Result<()> {
+        Ok(())
+    }
+    fn tails(&mut self, _: u64, _: f64) -> Result<Option<crate::result::Tails>> {
+        Ok(None)
+    }
+}
+
+fn spec(deadline: Instant) -> SweepSpec {
+    let mut s = SweepSpec::for_tests("tcp", vec![64, 1024, 65536]);
+    s.budget = Duration::from_secs(60);
+    s.deadline = Some(deadline);
+    s
+}
+
+#[test]
+fn a_sweep_stops_at_its_deadline_and_keeps_its_trials() {
+    let mut r = Slow {
+        block: Duration::from_millis(10),
+        blocks: 0,
+    };
+    let began = Instant::now();
+    let mut points = Vec::new();
+    let s = spec(began + Duration::from_millis(300));
+    let out = measure_all(&s, &mut r, None, &mut points, &mut |_| {});
+    assert!(out.is_ok(), "cut, not failed: {out:?}");
+    // A 60 s budget, ended at 0.3 s (plus a block or so).
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(!points.is_empty() && points.len() < 3, "{}", points.len());
+    let last = points.last().unwrap();
+    assert!(last.noisy, "a point cut before converging is noisy");
+    assert!(points.iter().all(|p| p.trials >= 3), "{points:?}");
+}
+
+#[test]
+fn a_deadline_already_past_still_keeps_three_trials_of_the_first_size() {
+    let mut r = Slow {
+        block: Duration::from_millis(1),
+        blocks: 0,
+    };
+    let mut points = Vec::new();
+    let s = spec(Instant::now());
+    assert!(measure_all(&s, &mut r, None, &mut points, &mut |_| {}).is_ok());
+    assert_eq!(points.len(), 1, "the later sizes are left out");
+    assert_eq!(points[0].trials, 3);
+}

@@ -40,7 +40,11 @@ pub enum NpbKernel {
     /// neighbour) plus ghost exchanges. Any process count whose blocks keep
     /// 3 points a side.
     Lu(NpbMgArgs),
-    /// Every kernel (CG, EP, IS, LU, MG) in turn, each kernel's tables, then one
+    /// FT: 3-D FFT PDE solver over slabs; one all-to-all transpose of the
+    /// whole grid per time step. Counts that divide the grid's y rows and z
+    /// planes (1, 2, 4, ...).
+    Ft(NpbMgArgs),
+    /// Every kernel (CG, EP, FT, IS, LU, MG) in turn, each kernel's tables, then one
     /// table of Mop/s with a row per kernel and a column per transport.
     /// Process counts a kernel cannot use are skipped for it; --json FILE
     /// writes one file per kernel, FILE with -KERNEL before its extension.
@@ -57,6 +61,7 @@ impl NpbKernel {
             NpbKernel::Is(a) => (vec![Kernel::Is], a),
             NpbKernel::Mg(a) => (vec![Kernel::Mg], a),
             NpbKernel::Lu(a) => (vec![Kernel::Lu], a),
+            NpbKernel::Ft(a) => (vec![Kernel::Ft], a),
             NpbKernel::All(a) => (Kernel::ALL.to_vec(), a),
         }
     }

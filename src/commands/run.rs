@@ -238,6 +238,7 @@ fn npb_label(kernel: Kernel) -> &'static str {
         Kernel::Is => "npb is",
         Kernel::Mg => "npb mg",
         Kernel::Lu => "npb lu",
+        Kernel::Ft => "npb ft",
     }
 }
 
@@ -245,7 +246,7 @@ fn npb_repetitions(kernel: Kernel) -> usize {
     match kernel {
         Kernel::Mg => 3,
         Kernel::Cg | Kernel::Is => 2,
-        Kernel::Ep | Kernel::Lu => 1,
+        Kernel::Ep | Kernel::Lu | Kernel::Ft => 1,
     }
 }
 

@@ -9,7 +9,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::mg::{Decomposition, MgParams};
-use super::{cg, ep, is, lu, Class, NpbOutcome};
+use super::{cg, ep, ft, is, lu, Class, NpbOutcome};
 use crate::comm::{Communicator, Counted};
 use crate::error::usage;
 
@@ -35,11 +35,21 @@ pub enum Kernel {
     /// LU (SSOR): a wavefront pipeline of small messages, one per z plane
     /// and neighbour, plus ghost exchanges.
     Lu,
+    /// FT: 3-D FFTs; one all-to-all transpose of the whole grid per
+    /// time step, bandwidth-bound.
+    Ft,
 }
 
 impl Kernel {
     /// Every kernel, in NPB's alphabetical order.
-    pub const ALL: [Kernel; 5] = [Kernel::Cg, Kernel::Ep, Kernel::Is, Kernel::Lu, Kernel::Mg];
+    pub const ALL: [Kernel; 6] = [
+        Kernel::Cg,
+        Kernel::Ep,
+        Kernel::Ft,
+        Kernel::Is,
+        Kernel::Lu,
+        Kernel::Mg,
+    ];
 
     /// The lower-case name used on the command line and in result files.
     pub fn name(self) -> &'static str {
@@ -49,6 +59,7 @@ impl Kernel {
             Kernel::Is => "is",
             Kernel::Mg => "mg",
             Kernel::Lu => "lu",
+            Kernel::Ft => "ft",
         }
     }
 
@@ -78,6 +89,8 @@ impl Kernel {
             // A 2-D process grid as square as the count allows, every block
             // at least 3 points a side.
             Kernel::Lu => lu::check_process_count(class, np),
+            // Slabs: the count must divide the y rows and z planes.
+            Kernel::Ft => ft::check_process_count(class, np),
         }
     }
 
@@ -94,6 +107,7 @@ impl Kernel {
             Kernel::Is => is::run_is(class, comm),
             Kernel::Mg => super::mg::run_mg(class, comm),
             Kernel::Lu => lu::run_lu(class, comm),
+            Kernel::Ft => ft::run_ft(class, comm),
         }
     }
 
@@ -108,6 +122,7 @@ impl Kernel {
                 format!("{}^3 grid, {} iterations", p.n_points, p.iterations)
             }
             Kernel::Lu => lu::LuParams::of(class).describe(),
+            Kernel::Ft => ft::FtParams::of(class).describe(),
         }
     }
 }
@@ -127,7 +142,7 @@ impl FromStr for Kernel {
             .find(|k| s.eq_ignore_ascii_case(k.name()))
             .ok_or_else(|| {
                 usage(format!(
-                    "unknown NPB kernel {s:?} (expected cg, ep, is, lu or mg)"
+                    "unknown NPB kernel {s:?} (expected cg, ep, ft, is, lu or mg)"
                 ))
             })
     }

@@ -11,6 +11,7 @@
 //! * [`mg`]: the MG multigrid kernel, serial and parallel;
 //! * [`ep`], [`is`], [`cg`]: the EP, IS and CG kernels, likewise;
 //! * [`lu`]: the LU pseudo-application (SSOR, wavefront pipeline);
+//! * [`ft`]: the FT kernel (3-D FFTs, all-to-all transposes);
 //! * [`Kernel`]: which kernel a run is, its process-count rule;
 //! * [`outcome`]: the verified outcome every kernel reports, and the
 //!   timing every kernel shares;
@@ -22,6 +23,7 @@
 pub mod cg;
 pub mod ep;
 pub mod fault;
+pub mod ft;
 pub mod is;
 mod kernel;
 pub mod lu;

@@ -22,27 +22,31 @@ pub enum Direction {
     Inverse,
 }
 
-/// A transform of one length, with its roots and line buffers.
+/// Lines transformed together: each pass then runs its innermost loop
+/// across this many lines at once (contiguous, so it vectorizes), and the
+/// gather of lines along a strided axis reads this many neighbours.
+pub const BLOCK: usize = 16;
+
+/// A transform of one length, with its roots and the buffers of one
+/// block of lines (real and imaginary parts apart, point-major:
+/// `re[i * BLOCK + b]` is point `i` of line `b`).
 #[derive(Debug, Clone)]
 pub struct Fft {
     n: usize,
     /// `exp(-2 pi i k / n)` for `k < n / 2`.
     roots: Vec<Complex>,
-    line: Vec<Complex>,
-    scratch: Vec<Complex>,
+    re: [Vec<f64>; 2],
+    im: [Vec<f64>; 2],
 }
 
 #[inline]
+#[cfg(test)]
 fn add(a: Complex, b: Complex) -> Complex {
     [a[0] + b[0], a[1] + b[1]]
 }
 
 #[inline]
-fn sub(a: Complex, b: Complex) -> Complex {
-    [a[0] - b[0], a[1] - b[1]]
-}
-
-#[inline]
+#[cfg(test)]
 fn mul(a: Complex, b: Complex) -> Complex {
     [a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0]]
 }
@@ -57,16 +61,20 @@ impl Fft {
                 [theta.cos(), theta.sin()]
             })
             .collect();
+        let buf = || vec![0.0; n * BLOCK];
         Ok(Fft {
             n,
             roots,
-            line: vec![[0.0; 2]; n],
-            scratch: vec![[0.0; 2]; n],
+            re: [buf(), buf()],
+            im: [buf(), buf()],
         })
     }
 
     /// Transforms, in place, every line of `data` along one axis: line `l`
     /// of `lines` starts at `first(l)` and its points are `stride` apart.
+    /// Lines go by blocks of [`BLOCK`]; lines next to each other should
+    /// lie next to each other in `data` (for a strided axis, the gather
+    /// then reads whole runs).
     pub fn lines(
         &mut self,
         data: &mut [Complex],
@@ -75,60 +83,120 @@ impl Fft {
         stride: usize,
         dir: Direction,
     ) {
-        for l in 0..lines {
-            let start = first(l);
-            for (i, v) in self.line.iter_mut().enumerate() {
-                *v = data[start + i * stride];
+        let n = self.n;
+        let mut l0 = 0;
+        while l0 < lines {
+            let width = BLOCK.min(lines - l0);
+            for b in 0..width {
+                let start = first(l0 + b);
+                for i in 0..n {
+                    let v = data[start + i * stride];
+                    self.re[0][i * BLOCK + b] = v[0];
+                    self.im[0][i * BLOCK + b] = v[1];
+                }
             }
-            self.transform_line(dir);
-            for (i, v) in self.line.iter().enumerate() {
-                data[start + i * stride] = *v;
+            let out = self.transform_block(dir);
+            for b in 0..width {
+                let start = first(l0 + b);
+                for i in 0..n {
+                    data[start + i * stride] =
+                        [self.re[out][i * BLOCK + b], self.im[out][i * BLOCK + b]];
+                }
             }
+            l0 += width;
         }
     }
 
     /// Transforms `x` (exactly the transform's length) in place.
     #[cfg(test)]
     pub fn transform(&mut self, x: &mut [Complex], dir: Direction) {
-        self.line.copy_from_slice(x);
-        self.transform_line(dir);
-        x.copy_from_slice(&self.line);
+        self.lines(x, 1, |_| 0, 1, dir);
     }
 
-    /// The Stockham passes on `self.line`: pass with half-length `m` and
-    /// stride `s` takes `a = x[q + s p]`, `b = x[q + s (p + m)]` to
+    /// The Stockham passes on a block of lines: the pass with half-length
+    /// `m` and stride `s` takes `a = x[q + s p]`, `b = x[q + s (p + m)]` to
     /// `y[q + 2 s p] = a + b` and `y[q + s (2p + 1)] = (a - b) w^p`, with
-    /// `w = exp(-+2 pi i / (2m))` = root `p s` of the whole length; the
-    /// result lands in natural order.
-    fn transform_line(&mut self, dir: Direction) {
+    /// `w = exp(-+2 pi i / (2m))` = root `p s` of the whole length, for
+    /// every line of the block at once; the result lands in natural
+    /// order, in buffer pair 0 or 1 (returned).
+    fn transform_block(&mut self, dir: Direction) -> usize {
         let n = self.n;
-        let mut in_line = true;
+        let mut from = 0;
         let (mut half, mut s) = (n / 2, 1);
         while half >= 1 {
-            let (x, y) = if in_line {
-                (&self.line, &mut self.scratch)
+            let ([r0, r1], [i0, i1]) = (&mut self.re, &mut self.im);
+            let (xr, xi, yr, yi) = if from == 0 {
+                (&*r0, &*i0, r1, i1)
             } else {
-                (&self.scratch, &mut self.line)
+                (&*r1, &*i1, r0, i0)
             };
             for p in 0..half {
-                let mut w = self.roots[p * s];
-                if dir == Direction::Inverse {
-                    w[1] = -w[1];
-                }
+                let w = self.roots[p * s];
+                let (wr, wi) = match dir {
+                    Direction::Forward => (w[0], w[1]),
+                    Direction::Inverse => (w[0], -w[1]),
+                };
                 for q in 0..s {
-                    let a = x[q + s * p];
-                    let b = x[q + s * (p + half)];
-                    y[q + s * 2 * p] = add(a, b);
-                    y[q + s * (2 * p + 1)] = mul(sub(a, b), w);
+                    let ia = (q + s * p) * BLOCK;
+                    let ib = (q + s * (p + half)) * BLOCK;
+                    let o0 = (q + s * 2 * p) * BLOCK;
+                    let o1 = (q + s * (2 * p + 1)) * BLOCK;
+                    butterfly(
+                        [&xr[ia..ia + BLOCK], &xi[ia..ia + BLOCK]],
+                        [&xr[ib..ib + BLOCK], &xi[ib..ib + BLOCK]],
+                        (wr, wi),
+                        yr,
+                        yi,
+                        [o0, o1],
+                    );
                 }
             }
-            in_line = !in_line;
+            from = 1 - from;
             half /= 2;
             s *= 2;
         }
-        if !in_line {
-            self.line.copy_from_slice(&self.scratch);
+        from
+    }
+}
+
+/// One radix-2 butterfly across a block of lines: `a + b` to `out[0]`,
+/// `(a - b) w` to `out[1]`.
+#[inline(always)]
+fn butterfly(
+    a: [&[f64]; 2],
+    b: [&[f64]; 2],
+    (wr, wi): (f64, f64),
+    yr: &mut [f64],
+    yi: &mut [f64],
+    out: [usize; 2],
+) {
+    let (ar, ai): (&[f64; BLOCK], &[f64; BLOCK]) =
+        (a[0].try_into().unwrap(), a[1].try_into().unwrap());
+    let (br, bi): (&[f64; BLOCK], &[f64; BLOCK]) =
+        (b[0].try_into().unwrap(), b[1].try_into().unwrap());
+    {
+        let sr: &mut [f64; BLOCK] = (&mut yr[out[0]..out[0] + BLOCK]).try_into().unwrap();
+        for k in 0..BLOCK {
+            sr[k] = ar[k] + br[k];
         }
+        let si: &mut [f64; BLOCK] = (&mut yi[out[0]..out[0] + BLOCK]).try_into().unwrap();
+        for k in 0..BLOCK {
+            si[k] = ai[k] + bi[k];
+        }
+    }
+    let mut dr = [0.0; BLOCK];
+    let mut di = [0.0; BLOCK];
+    for k in 0..BLOCK {
+        dr[k] = ar[k] - br[k];
+        di[k] = ai[k] - bi[k];
+    }
+    let tr: &mut [f64; BLOCK] = (&mut yr[out[1]..out[1] + BLOCK]).try_into().unwrap();
+    for k in 0..BLOCK {
+        tr[k] = dr[k] * wr - di[k] * wi;
+    }
+    let ti: &mut [f64; BLOCK] = (&mut yi[out[1]..out[1] + BLOCK]).try_into().unwrap();
+    for k in 0..BLOCK {
+        ti[k] = dr[k] * wi + di[k] * wr;
     }
 }
 

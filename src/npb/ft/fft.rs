@@ -84,23 +84,45 @@ impl Fft {
         dir: Direction,
     ) {
         let n = self.n;
+        let mut starts = [0usize; BLOCK];
         let mut l0 = 0;
         while l0 < lines {
             let width = BLOCK.min(lines - l0);
-            for b in 0..width {
-                let start = first(l0 + b);
+            for (b, start) in starts.iter_mut().enumerate().take(width) {
+                *start = first(l0 + b);
+            }
+            let starts = &starts[..width];
+            // Whichever order reads `data` in runs: along a line when its
+            // points are adjacent, across the block's lines otherwise.
+            if stride == 1 {
+                for (b, &start) in starts.iter().enumerate() {
+                    for (i, v) in data[start..start + n].iter().enumerate() {
+                        self.re[0][i * BLOCK + b] = v[0];
+                        self.im[0][i * BLOCK + b] = v[1];
+                    }
+                }
+            } else {
                 for i in 0..n {
-                    let v = data[start + i * stride];
-                    self.re[0][i * BLOCK + b] = v[0];
-                    self.im[0][i * BLOCK + b] = v[1];
+                    for (b, &start) in starts.iter().enumerate() {
+                        let v = data[start + i * stride];
+                        self.re[0][i * BLOCK + b] = v[0];
+                        self.im[0][i * BLOCK + b] = v[1];
+                    }
                 }
             }
             let out = self.transform_block(dir);
-            for b in 0..width {
-                let start = first(l0 + b);
+            let (re, im) = (&self.re[out], &self.im[out]);
+            if stride == 1 {
+                for (b, &start) in starts.iter().enumerate() {
+                    for (i, v) in data[start..start + n].iter_mut().enumerate() {
+                        *v = [re[i * BLOCK + b], im[i * BLOCK + b]];
+                    }
+                }
+            } else {
                 for i in 0..n {
-                    data[start + i * stride] =
-                        [self.re[out][i * BLOCK + b], self.im[out][i * BLOCK + b]];
+                    for (b, &start) in starts.iter().enumerate() {
+                        data[start + i * stride] = [re[i * BLOCK + b], im[i * BLOCK + b]];
+                    }
                 }
             }
             l0 += width;

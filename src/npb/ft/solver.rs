@@ -88,6 +88,8 @@ pub struct Solver<'c> {
     recv: Vec<Complex>,
     /// `exp(-4 alpha pi^2 |k|^2)` of every point (column layout).
     twiddle: Vec<f64>,
+    /// The per-axis factors of the twiddle, x and z (y unused).
+    axis_factors: [Vec<f64>; 3],
     corrupt: bool,
 }
 
@@ -108,23 +110,37 @@ impl<'c> Solver<'c> {
             send: vec![[0.0; 2]; n],
             recv: vec![[0.0; 2]; n],
             twiddle: vec![0.0; n],
+            axis_factors: [vec![0.0; nx], Vec::new(), vec![0.0; nz]],
             corrupt: fault::injected(comm, "ft-value"),
         })
     }
 
-    /// NPB's `compute_indexmap`: the evolution factor of every point.
+    /// NPB's `compute_indexmap`: the evolution factor of every point,
+    /// `exp(-4 alpha pi^2 (kx^2 + ky^2 + kz^2))`, as the product of one
+    /// factor per axis (three tables of `n` exponentials instead of `N`;
+    /// the product differs from the exponential of the sum by a few
+    /// units in the last place, far inside NPB's 1e-12).
     pub fn compute_twiddle(&mut self) {
         let [nx, ny, nz] = self.params.dims;
         let ap = -4.0 * ALPHA * std::f64::consts::PI * std::f64::consts::PI;
+        let factor = |i: usize, n: usize| {
+            let k = frequency(i, n);
+            (ap * (k * k) as f64).exp()
+        };
+        for (x, t) in self.axis_factors[0].iter_mut().enumerate() {
+            *t = factor(x, nx);
+        }
+        for (z, t) in self.axis_factors[2].iter_mut().enumerate() {
+            *t = factor(z, nz);
+        }
         let y0 = self.comm.rank() * self.slabs.rows;
         let mut at = 0;
         for yl in 0..self.slabs.rows {
-            let ky = frequency(y0 + yl, ny);
-            for x in 0..nx {
-                let kx = frequency(x, nx);
-                for z in 0..nz {
-                    let kz = frequency(z, nz);
-                    self.twiddle[at] = (ap * (kx * kx + ky * ky + kz * kz) as f64).exp();
+            let fy = factor(y0 + yl, ny);
+            for &fx in &self.axis_factors[0] {
+                let fxy = fx * fy;
+                for &fz in &self.axis_factors[2] {
+                    self.twiddle[at] = fxy * fz;
                     at += 1;
                 }
             }

@@ -236,6 +236,18 @@ impl<'c> Solver<'c> {
         let [nx, ny, nz] = self.params.dims;
         let (p, zs, ys) = (self.slabs.np, self.slabs.planes, self.slabs.rows);
         let block = zs * ys * nx;
+        if p == 1 {
+            // One rank: the transpose is local, without the message buffers.
+            for z in 0..nz {
+                for y in 0..ny {
+                    let row = (z * ny + y) * nx;
+                    for (x, v) in self.planes[row..row + nx].iter().enumerate() {
+                        self.spectrum[(y * nx + x) * nz + z] = *v;
+                    }
+                }
+            }
+            return Ok(());
+        }
         // Block for rank d: its rows, ordered [y][x][z] as it stores them.
         for d in 0..p {
             let out = &mut self.send[d * block..(d + 1) * block];
@@ -265,6 +277,20 @@ impl<'c> Solver<'c> {
         let [nx, ny, nz] = self.params.dims;
         let (p, zs, ys) = (self.slabs.np, self.slabs.planes, self.slabs.rows);
         let block = zs * ys * nx;
+        if p == 1 {
+            for z in 0..nz {
+                for y in 0..ny {
+                    let row = (z * ny + y) * nx;
+                    for (x, v) in self.planes[row..row + nx].iter_mut().enumerate() {
+                        *v = self.work[(y * nx + x) * nz + z];
+                    }
+                }
+            }
+            if self.corrupt {
+                self.planes[0][0] += 1.0;
+            }
+            return Ok(());
+        }
         // Block for rank d: its planes, ordered [z][y][x] as it stores them.
         for d in 0..p {
             let out = &mut self.send[d * block..(d + 1) * block];

@@ -45,7 +45,11 @@ pub enum NpbKernel {
     /// (one message per stage, axis and direction) plus face exchanges.
     /// Square process counts (1, 4, 9, ...).
     Sp(NpbMgArgs),
-    /// Every kernel (CG, EP, IS, LU, MG, SP) in turn, each kernel's tables, then one
+    /// FT: 3-D FFT PDE solver over slabs; one all-to-all transpose of the
+    /// whole grid per time step. Counts that divide the grid's y rows and z
+    /// planes (1, 2, 4, ...).
+    Ft(NpbMgArgs),
+    /// Every kernel (CG, EP, FT, IS, LU, MG, SP) in turn, each kernel's tables, then one
     /// table of Mop/s with a row per kernel and a column per transport.
     /// Process counts a kernel cannot use are skipped for it; --json FILE
     /// writes one file per kernel, FILE with -KERNEL before its extension.
@@ -63,6 +67,7 @@ impl NpbKernel {
             NpbKernel::Mg(a) => (vec![Kernel::Mg], a),
             NpbKernel::Lu(a) => (vec![Kernel::Lu], a),
             NpbKernel::Sp(a) => (vec![Kernel::Sp], a),
+            NpbKernel::Ft(a) => (vec![Kernel::Ft], a),
             NpbKernel::All(a) => (Kernel::ALL.to_vec(), a),
         }
     }

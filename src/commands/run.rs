@@ -239,6 +239,7 @@ fn npb_label(kernel: Kernel) -> &'static str {
         Kernel::Mg => "npb mg",
         Kernel::Lu => "npb lu",
         Kernel::Sp => "npb sp",
+        Kernel::Ft => "npb ft",
     }
 }
 
@@ -246,7 +247,7 @@ fn npb_repetitions(kernel: Kernel) -> usize {
     match kernel {
         Kernel::Mg => 3,
         Kernel::Cg | Kernel::Is => 2,
-        Kernel::Ep | Kernel::Lu | Kernel::Sp => 1,
+        Kernel::Ep | Kernel::Lu | Kernel::Sp | Kernel::Ft => 1,
     }
 }
 

@@ -3,9 +3,10 @@
 //! run is reported as a failure, never as a speed.
 //!
 //! Set [`FAULT_VAR`] to `is-key` (IS: one received key changed at every
-//! ranking) or `cg-value` (CG: one received partial sum changed at every
-//! matrix-vector product). The variable is read once, before any timed
-//! section; nothing else changes when it is unset.
+//! ranking), `cg-value` (CG: one received partial sum changed at every
+//! matrix-vector product) or `ft-value` (FT: one received value of the
+//! inverse transpose changed at every time step). The variable is read
+//! once, before any timed section; nothing else changes when it is unset.
 
 use crate::comm::Communicator;
 

@@ -9,7 +9,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::mg::{Decomposition, MgParams};
-use super::{cg, ep, is, lu, sp, Class, NpbOutcome};
+use super::{cg, ep, ft, is, lu, sp, Class, NpbOutcome};
 use crate::comm::{Communicator, Counted};
 use crate::error::usage;
 
@@ -38,13 +38,17 @@ pub enum Kernel {
     /// SP (ADI): scalar pentadiagonal line solves pipelined over NPB's
     /// multi-partition (square process counts), plus face exchanges.
     Sp,
+    /// FT: 3-D FFTs; one all-to-all transpose of the whole grid per
+    /// time step, bandwidth-bound.
+    Ft,
 }
 
 impl Kernel {
     /// Every kernel, in NPB's alphabetical order.
-    pub const ALL: [Kernel; 6] = [
+    pub const ALL: [Kernel; 7] = [
         Kernel::Cg,
         Kernel::Ep,
+        Kernel::Ft,
         Kernel::Is,
         Kernel::Lu,
         Kernel::Mg,
@@ -60,6 +64,7 @@ impl Kernel {
             Kernel::Mg => "mg",
             Kernel::Lu => "lu",
             Kernel::Sp => "sp",
+            Kernel::Ft => "ft",
         }
     }
 
@@ -91,6 +96,8 @@ impl Kernel {
             Kernel::Lu => lu::check_process_count(class, np),
             // NPB's multi-partition: a square count.
             Kernel::Sp => sp::check_process_count(class, np),
+            // Slabs: the count must divide the y rows and z planes.
+            Kernel::Ft => ft::check_process_count(class, np),
         }
     }
 
@@ -108,6 +115,7 @@ impl Kernel {
             Kernel::Mg => super::mg::run_mg(class, comm),
             Kernel::Lu => lu::run_lu(class, comm),
             Kernel::Sp => sp::run_sp(class, comm),
+            Kernel::Ft => ft::run_ft(class, comm),
         }
     }
 
@@ -123,6 +131,7 @@ impl Kernel {
             }
             Kernel::Lu => lu::LuParams::of(class).describe(),
             Kernel::Sp => sp::SpParams::of(class).describe(),
+            Kernel::Ft => ft::FtParams::of(class).describe(),
         }
     }
 }
@@ -142,7 +151,7 @@ impl FromStr for Kernel {
             .find(|k| s.eq_ignore_ascii_case(k.name()))
             .ok_or_else(|| {
                 usage(format!(
-                    "unknown NPB kernel {s:?} (expected cg, ep, is, lu, mg or sp)"
+                    "unknown NPB kernel {s:?} (expected cg, ep, ft, is, lu, mg or sp)"
                 ))
             })
     }

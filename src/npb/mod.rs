@@ -12,6 +12,7 @@
 //! * [`ep`], [`is`], [`cg`]: the EP, IS and CG kernels, likewise;
 //! * [`lu`]: the LU pseudo-application (SSOR, wavefront pipeline);
 //! * [`sp`]: the SP pseudo-application (ADI, multi-partition pipeline);
+//! * [`ft`]: the FT kernel (3-D FFTs, all-to-all transposes);
 //! * [`Kernel`]: which kernel a run is, its process-count rule;
 //! * [`outcome`]: the verified outcome every kernel reports, and the
 //!   timing every kernel shares;
@@ -23,6 +24,7 @@
 pub mod cg;
 pub mod ep;
 pub mod fault;
+pub mod ft;
 pub mod is;
 mod kernel;
 pub mod lu;

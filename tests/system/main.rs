@@ -33,6 +33,7 @@ mod mpi;
 mod mpi_ffi;
 mod npb_all_counts;
 mod npb_faults;
+mod npb_ft;
 mod npb_group;
 mod npb_kernels;
 mod npb_lu;

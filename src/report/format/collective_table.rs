@@ -11,6 +11,16 @@ use crate::units::{format_bytes, format_ns};
 /// Width of a backend's column in the comparison table.
 const COLUMN: usize = 16;
 
+/// A budget as humantime prints it; a value no duration holds (a hostile
+/// or damaged file: NaN, negative, 1e151 s) as a plain number of seconds,
+/// never a panic.
+fn budget_text(budget_s: f64) -> String {
+    match std::time::Duration::try_from_secs_f64(budget_s) {
+        Ok(d) => humantime::format_duration(d).to_string(),
+        Err(_) => format!("{budget_s} s"),
+    }
+}
+
 /// Both tables, as printed.
 pub fn to_text(r: &CollectiveResult) -> String {
     let mut out = String::new();
@@ -19,7 +29,7 @@ pub fn to_text(r: &CollectiveResult) -> String {
         "wulf collective {}: {} processes, budget {} per backend\n",
         r.collective,
         r.nprocs,
-        humantime::format_duration(std::time::Duration::from_secs_f64(r.budget_s.max(0.0)))
+        budget_text(r.budget_s)
     );
     for run in &r.runs {
         let _ = writeln!(out, "{} ({})", run.via, run.algorithm);
@@ -121,4 +131,20 @@ fn cell(p: &CollectivePoint) -> String {
         format_ns(p.median_ns),
         if p.noisy { "*" } else { " " }
     )
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::budget_text;
+
+    /// Found by `fuzz_sessions`: a budget of 3.18e151 s panicked in
+    /// `Duration::from_secs_f64`.
+    #[test]
+    fn budgets_no_duration_holds_print_as_numbers() {
+        assert_eq!(budget_text(2.0), "2s");
+        let huge = budget_text(3.18e151);
+        assert!(huge.starts_with("318") && huge.ends_with(" s"), "{huge}");
+        assert_eq!(budget_text(f64::NAN), "NaN s");
+        assert_eq!(budget_text(-1.0), "-1 s");
+    }
 }

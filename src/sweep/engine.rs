@@ -487,19 +487,7 @@ pub(super) fn measure_all(
 
 /// A point with `bytes` and a constant trial time, for tests elsewhere.
 #[cfg(test)]
-pub fn test_point(bytes: u64, median_ns: f64) -> Point {
-    let o = crate::measure::policy::PointOutcome {
-        trials_ns: vec![median_ns; 10],
-        repeats: 1,
-        warmup_trials: 2,
-        noisy: false,
-        interrupted: false,
-        client_cpu_ns: (0, 0),
-        server_cpu_ns: (0, 0),
-        wall_ns: 0,
-    };
-    make_point(bytes, Mode::Pingpong, &o)
-}
+pub use super::point::test_point;
 
 /// Runs blocks against the peer: the real [`BlockRunner`].
 struct Runner<'a> {

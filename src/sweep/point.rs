@@ -44,3 +44,19 @@ pub fn make_point(bytes: u64, mode: Mode, o: &PointOutcome) -> Point {
         cpu_whole: None,
     }
 }
+
+/// A point with `bytes` and a constant trial time, for tests elsewhere.
+#[cfg(test)]
+pub fn test_point(bytes: u64, median_ns: f64) -> Point {
+    let o = crate::measure::policy::PointOutcome {
+        trials_ns: vec![median_ns; 10],
+        repeats: 1,
+        warmup_trials: 2,
+        noisy: false,
+        interrupted: false,
+        client_cpu_ns: (0, 0),
+        server_cpu_ns: (0, 0),
+        wall_ns: 0,
+    };
+    make_point(bytes, Mode::Pingpong, &o)
+}

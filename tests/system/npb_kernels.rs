@@ -109,9 +109,14 @@ fn all_runs_every_kernel_and_prints_the_kernel_table() {
     assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
     // 3 processes suit EP only: the others skip it, saying so.
     assert!(stderr(&o).contains("skipping np=3"), "{}", stderr(&o));
-    for kernel in ["cg", "ep", "is", "mg"] {
+    for kernel in ["cg", "ep", "ft", "is", "lu", "mg", "sp"] {
         let r = read_npb_result(&file(&dir, &format!("r-{kernel}.json"))).unwrap();
-        let runs = if kernel == "ep" { 3 } else { 2 };
+        // EP and LU run on 3 processes too, SP on squares only.
+        let runs = match kernel {
+            "ep" | "lu" => 3,
+            "sp" => 1,
+            _ => 2,
+        };
         check_verified(&r, kernel, runs);
     }
     let text = String::from_utf8_lossy(&o.stdout);
@@ -119,10 +124,20 @@ fn all_runs_every_kernel_and_prints_the_kernel_table() {
         .split("total Mop/s by kernel")
         .nth(1)
         .unwrap_or_else(|| panic!("no kernel table in:\n{text}"));
+    // The largest count at least half the kernels ran: SP (squares
+    // only) did not run at 2, and the table says so instead of falling
+    // back to np=1, where nothing is communicated.
     assert!(table.contains("class S, np=2"), "{table}");
-    for row in ["CG", "EP", "IS", "MG"] {
+    for row in ["CG", "EP", "FT", "IS", "LU", "MG"] {
         assert!(table.lines().any(|l| l.starts_with(row)), "{table}");
     }
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("SP") && l.contains("n/a")),
+        "{table}"
+    );
+    assert!(table.contains("n/a: SP did not run at np=2"), "{table}");
     let o = run(&["npb", "all", "--json", "-"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }

@@ -245,16 +245,38 @@ fn placement_line(p: &[crate::result::RankPlacement]) -> String {
     line
 }
 
+/// The process count of [`kernels_table`]: the largest that at least
+/// half of the kernels ran. Not "every kernel": SP runs on square counts
+/// only and EP on any, so `--np 1,2,3` would otherwise table np=1, where
+/// nothing is communicated and transports cannot differ.
+pub fn table_nprocs(results: &[NpbResult]) -> usize {
+    let mut counts: Vec<usize> = results
+        .iter()
+        .flat_map(|r| r.runs.iter().map(|x| x.nprocs))
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let ran = |np: usize| {
+        results
+            .iter()
+            .filter(|r| r.runs.iter().any(|x| x.nprocs == np))
+            .count()
+    };
+    counts
+        .into_iter()
+        .rev()
+        .find(|&np| 2 * ran(np) >= results.len())
+        .unwrap_or(1)
+}
+
 /// Seed 001's Table 1: one row per kernel, one column per transport, the
-/// best Mop/s at the largest process count every kernel ran (which shows
-/// at a glance which applications a transport helps and which it does not).
+/// best Mop/s at the largest process count at least half the kernels ran
+/// ([`table_nprocs`]; which shows at a glance which applications a
+/// transport helps and which it does not). A kernel that did not run at
+/// that count shows "n/a" and a line under the table says so.
 pub fn kernels_table(results: &[NpbResult]) -> String {
     let mut s = String::new();
-    let np = results
-        .iter()
-        .map(|r| r.runs.iter().map(|x| x.nprocs).max().unwrap_or(1))
-        .min()
-        .unwrap_or(1);
+    let np = table_nprocs(results);
     let mut vias: Vec<&str> = Vec::new();
     for run in results.iter().flat_map(|r| &r.runs) {
         if !vias.contains(&run.via.as_str()) {
@@ -274,6 +296,7 @@ pub fn kernels_table(results: &[NpbResult]) -> String {
         for via in &vias {
             let run = r.runs.iter().find(|x| x.via == *via && x.nprocs == np);
             let cell = match run {
+                None if !r.runs.iter().any(|x| x.nprocs == np) => "n/a".to_string(),
                 None => String::new(),
                 Some(x) if x.error.is_some() => "failed".to_string(),
                 Some(x) => x
@@ -284,6 +307,18 @@ pub fn kernels_table(results: &[NpbResult]) -> String {
             cells.push(format!("{cell:>12}"));
         }
         row(&mut s, &cells, false);
+    }
+    let absent: Vec<String> = results
+        .iter()
+        .filter(|r| !r.runs.iter().any(|x| x.nprocs == np))
+        .map(|r| r.kernel.to_uppercase())
+        .collect();
+    if !absent.is_empty() {
+        let _ = writeln!(
+            s,
+            "n/a: {} did not run at np={np} (a count the kernel cannot use)",
+            absent.join(", ")
+        );
     }
     s
 }

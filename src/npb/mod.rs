@@ -44,6 +44,16 @@ pub use rank_job::{
     run_rank, GroupRun, RankJob, RankOutput, RankRun, RankTask, TaskOutput, TaskRun,
 };
 
+/// NPB's operation count for the CFD pseudo-applications (LU, SP):
+/// `iterations * (c3 n^3 + c2 n^2 + c1 n + c0)`, a cubic NPB fitted in the
+/// grid side `n` (the mean side; the grids here are cubes), with the
+/// coefficients `fit = [c3, c2, c1, c0]` of each benchmark.
+pub(crate) fn cubic_fit_operations(iterations: usize, n_points: usize, fit: [f64; 4]) -> f64 {
+    let n = n_points as f64;
+    let [c3, c2, c1, c0] = fit;
+    iterations as f64 * (((c3 * n + c2) * n + c1) * n + c0)
+}
+
 /// What the tests of the pseudo-applications share.
 #[cfg(test)]
 pub(crate) mod test_support {

@@ -152,8 +152,8 @@ impl LuParams {
     /// NPB's operation count of the timed iterations: a fit in the mean
     /// side `n` of `itmax * (1984.77 n^3 - 10923.3 n^2 + 27770.9 n - 144010)`.
     pub fn operation_count(&self) -> f64 {
-        let n = (3 * self.n_points) as f64 / 3.0;
-        self.iterations as f64 * (1984.77 * n * n * n - 10923.3 * n * n + 27770.9 * n - 144010.0)
+        let fit = [1984.77, -10923.3, 27770.9, -144010.0];
+        crate::npb::cubic_fit_operations(self.iterations, self.n_points, fit)
     }
 
     /// The problem in a few words, for table headings.

@@ -139,9 +139,8 @@ impl SpParams {
     /// NPB's operation count of the timed steps: a fit in the side `n` of
     /// `niter * (881.174 n^3 - 4683.91 n^2 + 11484.5 n - 19272.4)`.
     pub fn operation_count(&self) -> f64 {
-        let n = self.n_points as f64;
-        let t = (3.0 * n) / 3.0;
-        self.iterations as f64 * (881.174 * n * n * n - 4683.91 * t * t + 11484.5 * t - 19272.4)
+        let fit = [881.174, -4683.91, 11484.5, -19272.4];
+        crate::npb::cubic_fit_operations(self.iterations, self.n_points, fit)
     }
 
     /// The problem in a few words, for table headings.

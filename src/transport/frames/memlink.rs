@@ -21,6 +21,10 @@ pub struct Faults {
     /// Drop every acknowledgement-only frame (data frames still carry
     /// acknowledgements).
     pub drop_acks: bool,
+    /// Drop the first copies of one data frame: `(n, copies)`, the n-th
+    /// data frame this end sends (from 0) and copies of its sequence
+    /// number (a test loses a frame and then its resend).
+    pub drop_copies: Option<(u32, u32)>,
 }
 
 #[derive(Default)]
@@ -36,6 +40,11 @@ pub struct MemLink {
     rx: Arc<Queue>,
     faults: Faults,
     rng: fastrand::Rng,
+    /// Data frames sent so far, the sequence number of
+    /// [`Faults::drop_copies`]' frame once seen, and its copies dropped.
+    data_sent: u32,
+    drop_seq: Option<u32>,
+    copies_dropped: u32,
 }
 
 /// Two joined ends.
@@ -47,6 +56,9 @@ pub fn pair(mtu_bytes: usize, faults: Faults, seed: u64) -> (MemLink, MemLink) {
         rx: rx.clone(),
         faults,
         rng: fastrand::Rng::with_seed(s),
+        data_sent: 0,
+        drop_seq: None,
+        copies_dropped: 0,
     };
     (end(&q1, &q2, seed), end(&q2, &q1, seed ^ 0x5eed))
 }
@@ -65,6 +77,16 @@ impl FrameLink for MemLink {
             return Ok(());
         }
         let frame = [header, payload].concat();
+        if let (Some((nth, copies)), Some(seq)) = (self.faults.drop_copies, data_seq(&frame)) {
+            if self.data_sent == nth {
+                self.drop_seq = Some(seq);
+            }
+            self.data_sent += 1;
+            if self.copies_dropped < copies && self.drop_seq == Some(seq) {
+                self.copies_dropped += 1;
+                return Ok(());
+            }
+        }
         let mut q = self.tx.frames.lock().unwrap();
         if self.faults.queue_frames > 0 && q.len() >= self.faults.queue_frames {
             return Ok(());
@@ -103,6 +125,13 @@ impl MemLink {
     pub fn set_faults(&mut self, faults: Faults) {
         self.faults = faults;
     }
+}
+
+/// The sequence number of a data frame's header.
+fn data_seq(frame: &[u8]) -> Option<u32> {
+    super::header::Header::decode(frame)
+        .filter(|(h, _)| h.kind == super::header::Kind::Data)
+        .map(|(h, _)| h.seq)
 }
 
 /// Whether `header` is that of an acknowledgement-only frame.

@@ -31,11 +31,13 @@
 //!
 //! Only missing frames are sent again: one the receiver reports a gap
 //! at, with [`DUP_ACKS_FOR_RESEND`] held frames after it, once per
-//! recovery; and on the resend timeout ([`super::rtt`]: from the measured
+//! recovery, and again when as many frames first sent after that copy are
+//! held (the copy was lost too); and on the resend timeout ([`super::rtt`]: from the measured
 //! round trip as TCP's RTO, doubled on each expiry up to a cap) every
 //! frame the receiver does not hold. A peer that makes no progress for the
 //! channel's timeout is an error. A loss halves a congestion window
-//! (frames allowed in flight) once per recovery (until everything sent
+//! (frames allowed in flight and not yet held by the receiver, so that
+//! new frames go on flowing while a hole is filled) once per recovery (until everything sent
 //! before it is acknowledged), and each acknowledged frame grows it again,
 //! as TCP's slow start does: the window does not collapse under a run of
 //! losses.
@@ -166,6 +168,16 @@ impl<L: FrameLink> Reliable<L> {
         self
     }
 
+    /// The same channel with a congestion window of `frames` to start
+    /// with, below its send window: a test's sender then sends as
+    /// acknowledgements come, as one on a real link does after its first
+    /// loss, instead of handing the whole window over at once.
+    #[cfg(test)]
+    pub fn with_congestion_window(mut self, frames: usize) -> Reliable<L> {
+        self.cwnd = frames.clamp(MIN_CWND_FRAMES, self.window_capacity());
+        self
+    }
+
     /// Payload bytes per frame.
     pub fn chunk_bytes(&self) -> usize {
         self.chunk_bytes
@@ -215,7 +227,7 @@ impl<L: FrameLink> Reliable<L> {
         let mut idle = Idle::new(self.progress);
         loop {
             let mut queued = false;
-            while left > 0 && !self.window.full() && self.window.in_flight() < self.cwnd {
+            while left > 0 && !self.window.full() && self.window.pipe() < self.cwnd {
                 let end = (offset + self.chunk_bytes).min(out.len());
                 let seq = self.window.push(&out[offset..end]);
                 if !self.rtt.timing() {

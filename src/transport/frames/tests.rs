@@ -391,3 +391,43 @@ fn waits_take_coarse_timers_and_give_them_back() {
     .join()
     .unwrap();
 }
+
+/// A resend lost too is sent again once frames sent after it are held,
+/// not on the resend timeout (RACK's rule by send order). Without the
+/// rule the second copy is sent only when the timeout expires, so every
+/// try counts a timeout; with it a try counts none unless the machine
+/// stalled a thread past the timeout, hence the few tries. The sender
+/// starts below its send window, so that frames first sent after the
+/// resend can follow it (a full send window stops them, on any link).
+#[test]
+fn a_lost_resend_is_sent_again_without_waiting_for_the_timeout() {
+    let faults = Faults {
+        drop_copies: Some((30, 2)),
+        ..Faults::default()
+    };
+    let mut timeouts = Vec::new();
+    for seed in 0..3 {
+        let (a, mut b) = channel(faults, seed, Duration::from_secs(20));
+        let mut a = a.with_congestion_window(32);
+        let peer = std::thread::spawn(move || {
+            let mut got = vec![0u8; 1000];
+            for i in 0..20 {
+                b.recv(&mut got).unwrap();
+                assert!(got == message(i, 1000));
+            }
+            b.flush().unwrap();
+        });
+        for i in 0..20 {
+            a.send(&message(i, 1000)).unwrap();
+        }
+        a.flush().unwrap();
+        peer.join().unwrap();
+        let c = a.counters();
+        assert!(c.resent_frames >= 2, "{c:?}");
+        timeouts.push(c.timeouts);
+        if c.timeouts == 0 {
+            return;
+        }
+    }
+    panic!("every try waited for a resend timeout: {timeouts:?}");
+}

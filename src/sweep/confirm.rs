@@ -346,7 +346,11 @@ mod tests {
         impl crate::measure::policy::BlockRunner for Bimodal {
             fn run(&mut self, _: u64, repeats: u64) -> Result<crate::measure::policy::BlockTiming> {
                 self.0 += 1;
-                let slow = if (self.0 / 2) % 3 == 0 { 3.0 } else { 1.0 };
+                let slow = if (self.0 / 2).is_multiple_of(3) {
+                    3.0
+                } else {
+                    1.0
+                };
                 Ok(crate::measure::policy::BlockTiming {
                     op_ns: 1000.0 * slow,
                     timed_ns: 1000 * repeats,

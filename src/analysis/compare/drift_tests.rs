@@ -70,7 +70,7 @@ fn band_verdict(a: &SweepResult, b: &SweepResult) -> (Verdict, FloorSource) {
         resamples: 500,
         ..CompareOptions::default()
     };
-    let c = compare(&[a.clone()], &[b.clone()], &opts);
+    let c = compare(std::slice::from_ref(a), std::slice::from_ref(b), &opts);
     let band = c.bands.iter().find(|x| x.name == "64 KiB - 1 MiB").unwrap();
     (band.verdict, band.floor.source)
 }

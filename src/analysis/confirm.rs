@@ -48,9 +48,10 @@ pub const MAX_REMEASURED: usize = 64;
 /// its CPU for part of its block.
 pub const SPLIT_RATIO: f64 = 1.25;
 
-/// Fewest trials a fast mode must hold to be judged on alone: one fast
-/// trial could be a fluke of its own.
-pub const MIN_FAST_TRIALS: usize = 2;
+/// Fewest trials each of the two modes must hold: one fast trial could be
+/// a fluke of its own, and one slow trial is an outlier the median already
+/// ignores (setting it aside would only narrow the interval).
+pub const MIN_MODE_TRIALS: usize = 2;
 
 /// The fresh trials of one size to judge on, and how many were set aside
 /// as a slow mode.
@@ -63,9 +64,10 @@ pub const MIN_FAST_TRIALS: usize = 2;
 /// time: a block cannot run faster than the machine allows, so when the
 /// trials split in two clusters the fast one is the undisturbed machine.
 /// The trials split when, sorted, the largest ratio between neighbours
-/// is at least [`SPLIT_RATIO`], at least [`MIN_FAST_TRIALS`] lie below it,
-/// and it is more than twice the spread of the trials below it (two
-/// modes, not a slope of scattered trials). Otherwise every trial is kept.
+/// is at least [`SPLIT_RATIO`], at least [`MIN_MODE_TRIALS`] lie on each
+/// side of it, and it is more than twice the spread of the trials below
+/// it (two modes, not a slope of scattered trials). Otherwise every trial
+/// is kept.
 pub fn fast_mode(trials: &[f64]) -> (Vec<f64>, usize) {
     let mut sorted: Vec<f64> = trials
         .iter()
@@ -74,7 +76,7 @@ pub fn fast_mode(trials: &[f64]) -> (Vec<f64>, usize) {
         .collect();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let split = (MIN_FAST_TRIALS.max(1) - 1..n.saturating_sub(1))
+    let split = (MIN_MODE_TRIALS.max(1) - 1..n.saturating_sub(MIN_MODE_TRIALS.max(1)))
         .map(|k| (k, (sorted[k + 1] / sorted[k]).ln()))
         .max_by(|x, y| x.1.total_cmp(&y.1))
         .filter(|&(k, gap)| gap >= SPLIT_RATIO.ln() && gap > 2.0 * (sorted[k] / sorted[0]).ln());

@@ -27,6 +27,9 @@ fn trials_that_do_not_split_are_all_kept() {
     assert_eq!(fast_mode(&one_fast), (sorted(&one_fast), 0));
     let slope = [100.0, 130.0, 170.0, 220.0, 290.0, 380.0];
     assert_eq!(fast_mode(&slope), (sorted(&slope), 0));
+    // One slow outlier is no mode: the median already ignores it.
+    let one_slow = [100.0, 101.0, 102.0, 99.0, 100.0, 300.0];
+    assert_eq!(fast_mode(&one_slow), (sorted(&one_slow), 0));
     // Just under the split ratio: two clusters 20% apart are one mode.
     let close = [100.0, 101.0, 120.0, 121.0, 122.0, 120.5];
     assert_eq!(fast_mode(&close).1, 0);

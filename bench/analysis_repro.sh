@@ -10,7 +10,9 @@
 # runs / all events of both runs. The candidates each run checked (and how
 # many of them a confirmation re-measured and kept) are printed too: with
 # no confirmed event at all (a loaded machine, where the interleaved
-# confirmation keeps none) the share is empty, not a pass.
+# confirmation keeps none) the share is empty, not a pass. The sizes whose
+# confirmation trials split in a fast and a slow mode are counted: many
+# of them mean a bimodal pass (the two ends sharing a CPU for part of it).
 set -euo pipefail
 wulf=${1:-target/release/wulf}
 budget=${2:-10s}
@@ -36,7 +38,8 @@ def events(path):
 def candidates(path):
     r = json.load(open(path))
     c = r.get("confirmation") or {}
-    return len(c.get("events", [])), r["summary"]["noisy_points"], len(r["points"])
+    split = sum(1 for p in c.get("points", []) if p.get("slow_trials", 0) > 0)
+    return len(c.get("events", [])), r["summary"]["noisy_points"], len(r["points"]), split, len(c.get("points", []))
 def same(x, y):
     if x["kind"] != y["kind"]:
         return False
@@ -50,8 +53,9 @@ for t in ("tcp", "unix", "shm"):
     mb = sum(any(same(y, x) for x in a) for y in b)
     print(f"{t}: run A {len(a)} events ({ma} also in B), run B {len(b)} events ({mb} also in A)")
     for name in ("a", "b"):
-        n, noisy, points = candidates(f"{d}/{name}-{t}.json")
-        print(f"    run {name.upper()}: {n} candidates checked, {noisy} of {points} points noisy")
+        n, noisy, points, split, again = candidates(f"{d}/{name}-{t}.json")
+        print(f"    run {name.upper()}: {n} candidates checked, {noisy} of {points} points noisy; "
+              f"{split} of {again} re-measured sizes split in two modes (judged on the fast one)")
     for name, ev in (("A", a), ("B", b)):
         for e in ev:
             print(f"    {name}: {e['kind']} {e['from_bytes']}..{e['to_bytes']}")

@@ -41,6 +41,54 @@ pub const CONTEXT_POINTS: usize = 3;
 /// re-measuring itself.
 pub const MAX_REMEASURED: usize = 64;
 
+/// Least ratio between the slowest trial of a size's fast mode and the
+/// fastest of its slow mode for its fresh trials to count as split in two
+/// ([`fast_mode`]): wider than the spread of a quiet point's trials (the
+/// sweep's precision is 2%), narrower than the 2-4x of a trial that lost
+/// its CPU for part of its block.
+pub const SPLIT_RATIO: f64 = 1.25;
+
+/// Fewest trials each of the two modes must hold: one fast trial could be
+/// a fluke of its own, and one slow trial is an outlier the median already
+/// ignores (setting it aside would only narrow the interval).
+pub const MIN_MODE_TRIALS: usize = 2;
+
+/// The fresh trials of one size to judge on, and how many were set aside
+/// as a slow mode.
+///
+/// Why: a confirmation pass of shm on a quiet machine was bimodal (its
+/// sizes' 6 trials near the first pass's times or 2-4x slower, as if the
+/// two ends shared a CPU for part of the pass), so its medians were a
+/// lottery between the modes and it confirmed nothing, not even the 8 KiB
+/// change of message path the other run confirmed. Interference only adds
+/// time: a block cannot run faster than the machine allows, so when the
+/// trials split in two clusters the fast one is the undisturbed machine.
+/// The trials split when, sorted, the largest ratio between neighbours
+/// is at least [`SPLIT_RATIO`], at least [`MIN_MODE_TRIALS`] lie on each
+/// side of it, and it is more than twice the spread of the trials below
+/// it (two modes, not a slope of scattered trials). Otherwise every trial
+/// is kept.
+pub fn fast_mode(trials: &[f64]) -> (Vec<f64>, usize) {
+    let mut sorted: Vec<f64> = trials
+        .iter()
+        .copied()
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .collect();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let split = (MIN_MODE_TRIALS.max(1) - 1..n.saturating_sub(MIN_MODE_TRIALS.max(1)))
+        .map(|k| (k, (sorted[k + 1] / sorted[k]).ln()))
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+        .filter(|&(k, gap)| gap >= SPLIT_RATIO.ln() && gap > 2.0 * (sorted[k] / sorted[0]).ln());
+    match split {
+        Some((k, _)) => {
+            sorted.truncate(k + 1);
+            (sorted, n - (k + 1))
+        }
+        None => (sorted, 0),
+    }
+}
+
 /// The kind of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -205,6 +253,10 @@ fn bends_in_fresh(
 }
 
 #[cfg(test)]
+#[path = "confirm_bimodal_tests.rs"]
+mod bimodal_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -262,6 +314,7 @@ mod tests {
                         ci_low_ns: m * 0.99,
                         ci_high_ns: m * 1.01,
                         noisy: false,
+                        slow_trials: 0,
                     }
                 })
                 .collect()
@@ -296,6 +349,7 @@ mod tests {
                         ci_low_ns: m * 0.99,
                         ci_high_ns: m * 1.01,
                         noisy: false,
+                        slow_trials: 0,
                     }
                 })
                 .collect()

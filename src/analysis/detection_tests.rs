@@ -32,6 +32,7 @@ fn reported(law: &dyn Fn(u64) -> f64, noise: Noise, seed: u64) -> Vec<Event> {
             ci_low_ns: fresh.ci_low_ns[i],
             ci_high_ns: fresh.ci_high_ns[i],
             noisy: false,
+            slow_trials: 0,
         })
         .collect();
     let verdicts = confirm::judge(

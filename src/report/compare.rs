@@ -68,6 +68,10 @@ pub fn notes(c: &Comparison) -> Vec<String> {
                  runs' trials (median absolute deviation of ln time) and the spread of the change from one \
                  size to the next."
                 .into(),
+            FloorSource::Drift { .. } => "Band \"drift\": 2 x the root mean square of the runs' drift in \
+                 the band (the median change of the sizes their confirmation pass measured again, later in the \
+                 run): the one view a single run gives of a shift common to the whole run."
+                .into(),
             FloorSource::Unclean => "Band \"unknown (unclean runs)\": one run per side, made on a busy \
                  machine (load at or above its CPUs) or with most points noisy: a whole run shifts together \
                  there (A/A pairs of such runs differed 3-fold with tight trials), so no verdict can be given. \

@@ -37,6 +37,12 @@ pub struct RemeasuredPoint {
     pub ci_high_ns: f64,
     /// The interval did not reach the precision target in its budget.
     pub noisy: bool,
+    /// Fresh trials set aside as a slow mode: the size's trials split in
+    /// two clusters and the figures above are of the fast one
+    /// ([`crate::analysis::confirm::fast_mode`]); 0 when they did not
+    /// split (and in files written before this field).
+    #[serde(default)]
+    pub slow_trials: u64,
 }
 
 /// One candidate event and whether the fresh trials confirmed it.

@@ -6,7 +6,7 @@
 //! The fresh trials are taken **later and interleaved**: the pass visits
 //! every size to measure again in rounds, each round in an order where
 //! neighbours are never measured one after the other ([`visit_order`]), a
-//! few trials per visit, until each size has trials from at least
+//! kept trial per visit, until each size has trials from at least
 //! [`MIN_ROUNDS`] rounds. A burst of other work then slows trials of many
 //! sizes a little instead of every trial of one neighbourhood, which once
 //! made a step or dip "confirmed" by the very moment that caused it (two
@@ -15,9 +15,17 @@
 //! The pass runs inside the sweep's budget: the sizes share all but
 //! [`CONFIRM_BUDGET_SHARE`] of it and the pass gets the rest; it stops
 //! after [`MIN_ROUNDS`] rounds once that is spent or every size's median is
-//! within the sweep's precision, and after [`MAX_ROUNDS`] in any case. Each
+//! within the sweep's precision (a size whose trials split in two modes is
+//! not), and after [`MAX_ROUNDS`] in any case. Each
 //! size is measured with the repeat count the sweep used for it, so the
 //! fresh trials are comparable.
+//!
+//! A pass can be **bimodal**: on a quiet machine, a shm pass's trials of
+//! each size lay near the first pass's times or 2-4x slower (the two ends
+//! sharing a CPU for part of the pass), so its medians jumped between the
+//! modes from size to size and it confirmed nothing. Each size is judged
+//! on its fast mode when its trials split ([`fresh_point`],
+//! [`confirm::fast_mode`]), and the result records the trials set aside.
 
 use std::time::{Duration, Instant};
 
@@ -77,17 +85,7 @@ pub(super) fn confirmation_pass(
     let fresh: Vec<RemeasuredPoint> = sizes
         .iter()
         .zip(&trials)
-        .filter_map(|(&size, t)| {
-            let s = Summary::of(t)?;
-            Some(RemeasuredPoint {
-                bytes: size,
-                trials: s.n as u64,
-                median_ns: s.median,
-                ci_low_ns: s.ci_low,
-                ci_high_ns: s.ci_high,
-                noisy: !within(&s, spec.precision),
-            })
-        })
+        .filter_map(|(&size, t)| fresh_point(size, t, spec.precision))
         .collect();
     let verdicts = confirm::judge(&bytes, &median, &low, &high, &fresh, &events);
     Ok(Some(Confirmation {
@@ -107,12 +105,34 @@ pub(super) fn confirmation_pass(
     }))
 }
 
-/// Rounds every size's fresh trials are spread over, at least.
-pub const MIN_ROUNDS: usize = 3;
+/// The fresh point of `size` from its pass trials: the figures of its
+/// fast mode when the trials split in two ([`confirm::fast_mode`]), of
+/// all of them otherwise. None without a trial.
+pub fn fresh_point(size: u64, trials: &[f64], precision: f64) -> Option<RemeasuredPoint> {
+    let (kept, slow) = confirm::fast_mode(trials);
+    let s = Summary::of(&kept)?;
+    Some(RemeasuredPoint {
+        bytes: size,
+        trials: s.n as u64,
+        median_ns: s.median,
+        ci_low_ns: s.ci_low,
+        ci_high_ns: s.ci_high,
+        noisy: slow > 0 || !within(&s, precision),
+        slow_trials: slow as u64,
+    })
+}
+
+/// Rounds every size's fresh trials are spread over, at least: six, one
+/// kept trial each, so that a size's trials come from six moments of the
+/// machine and a fast mode ([`confirm::fast_mode`]) of two trials is two
+/// moments that agree (three rounds of two trials a visit cost about as
+/// much, 6.75 blocks a size against 7.5, but two trials of one visit
+/// share its moment).
+pub const MIN_ROUNDS: usize = 6;
 /// Rounds at most, however far the budget reaches.
-pub const MAX_ROUNDS: usize = 12;
+pub const MAX_ROUNDS: usize = 24;
 /// Trials kept per size and visit.
-const TRIALS_PER_VISIT: usize = 2;
+const TRIALS_PER_VISIT: usize = 1;
 
 /// Whether the median's interval of `s` is within `precision`.
 fn within(s: &Summary, precision: f64) -> bool {
@@ -160,9 +180,12 @@ fn interleaved_trials(
             }
         }
         let spent = started.elapsed().as_nanos() as u64 >= budget_ns;
-        let settled = trials
-            .iter()
-            .all(|t| Summary::of(t).is_some_and(|s| within(&s, precision)));
+        // A size whose trials split in two is not settled: more rounds
+        // (within the budget) give its fast mode more trials.
+        let settled = trials.iter().all(|t| {
+            let (kept, slow) = confirm::fast_mode(t);
+            slow == 0 && Summary::of(&kept).is_some_and(|s| within(&s, precision))
+        });
         if round + 1 >= MIN_ROUNDS && (spent || settled) {
             break;
         }
@@ -244,5 +267,111 @@ mod tests {
         }
         // Interrupted: an error, never a hang.
         assert!(interleaved_trials(&mut r, &sizes, &[8; 5], 0, 0.02, &|| true).is_err());
+    }
+
+    /// A step's window measured again in a bimodal pass: each size's six
+    /// trials near its true time or 3.2x slower, neighbours alternately
+    /// mostly slow and mostly fast (run A of shm on the quiet machine).
+    /// The plain medians jump between the modes and confirm nothing; the
+    /// fast modes confirm the dip both passes show, and no fluke.
+    #[test]
+    fn a_bimodal_pass_is_judged_on_its_fast_modes() {
+        use crate::analysis::confirm::{events, judge, sizes_to_remeasure};
+        let b: Vec<u64> = (0..40).map(|i| 1000 + 100 * i).collect();
+        let t = |x: u64| 5000.0 + x as f64;
+        let curve = |bump: f64| -> Vec<f64> {
+            b.iter()
+                .map(|&x| t(x) * if x == 2500 { bump } else { 1.0 })
+                .collect()
+        };
+        let pass = |bump: f64, ev: &[crate::analysis::confirm::Event], fast: bool| {
+            sizes_to_remeasure(&b, ev)
+                .iter()
+                .enumerate()
+                .map(|(j, &x)| {
+                    let m = t(x) * if x == 2500 { bump } else { 1.0 };
+                    let slow_count = if j % 2 == 0 { 4 } else { 2 };
+                    let trials: Vec<f64> = (0..6)
+                        .map(|k| {
+                            if k < slow_count {
+                                3.2 * m
+                            } else {
+                                m * (1.0 + 0.002 * k as f64)
+                            }
+                        })
+                        .collect();
+                    if fast {
+                        fresh_point(x, &trials, 0.02).unwrap()
+                    } else {
+                        let s = Summary::of(&trials).unwrap();
+                        RemeasuredPoint {
+                            bytes: x,
+                            trials: 6,
+                            median_ns: s.median,
+                            ci_low_ns: s.ci_low,
+                            ci_high_ns: s.ci_high,
+                            noisy: true,
+                            slow_trials: 0,
+                        }
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        for (first_bump, fresh_bump, want) in [(2.0, 2.0, true), (1.5, 1.0, false)] {
+            let med = curve(first_bump);
+            let lo: Vec<f64> = med.iter().map(|m| m * 0.99).collect();
+            let hi: Vec<f64> = med.iter().map(|m| m * 1.01).collect();
+            let ev = events(&crate::analysis::analyse_curve(
+                &b,
+                &med,
+                &lo,
+                &hi,
+                &crate::analysis::CauseHints::default(),
+            ));
+            assert_eq!(ev.len(), 1, "{ev:?}");
+            let fresh = pass(fresh_bump, &ev, true);
+            assert!(fresh.iter().all(|p| p.slow_trials > 0 && p.noisy));
+            assert_eq!(judge(&b, &med, &lo, &hi, &fresh, &ev), vec![want]);
+            // The plain medians of the same trials confirm nothing.
+            let plain = pass(fresh_bump, &ev, false);
+            assert_eq!(judge(&b, &med, &lo, &hi, &plain, &ev), vec![false]);
+        }
+    }
+
+    /// A size whose trials split in two is not settled: the pass goes on
+    /// past the least rounds while its budget lasts, and stops at it.
+    #[test]
+    fn a_split_size_is_measured_again_within_the_budget() {
+        struct Bimodal(u64);
+        impl crate::measure::policy::BlockRunner for Bimodal {
+            fn run(&mut self, _: u64, repeats: u64) -> Result<crate::measure::policy::BlockTiming> {
+                self.0 += 1;
+                let slow = if (self.0 / 2).is_multiple_of(3) {
+                    3.0
+                } else {
+                    1.0
+                };
+                Ok(crate::measure::policy::BlockTiming {
+                    op_ns: 1000.0 * slow,
+                    timed_ns: 1000 * repeats,
+                    wall_ns: 1000 * repeats,
+                    ..Default::default()
+                })
+            }
+        }
+        impl SweepRunner for Bimodal {
+            fn integrity(&mut self, _: u64) -> Result<()> {
+                Ok(())
+            }
+            fn tails(&mut self, _: u64, _: f64) -> Result<Option<crate::result::Tails>> {
+                Ok(None)
+            }
+        }
+        let sizes = [100, 200, 300, 400, 500];
+        let t = interleaved_trials(&mut Bimodal(0), &sizes, &[8; 5], u64::MAX, 0.02, &|| false)
+            .unwrap();
+        assert!(t.iter().all(|x| x.len() == MAX_ROUNDS * TRIALS_PER_VISIT));
+        let t = interleaved_trials(&mut Bimodal(0), &sizes, &[8; 5], 0, 0.02, &|| false).unwrap();
+        assert!(t.iter().all(|x| x.len() == MIN_ROUNDS * TRIALS_PER_VISIT));
     }
 }

@@ -16,6 +16,7 @@ mod python;
 mod architecture;
 mod cli_misc;
 mod compare_cli;
+mod confirm_stored;
 mod deb_files;
 mod fuzz_properties;
 mod fuzz_sessions;

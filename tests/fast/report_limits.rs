@@ -169,6 +169,7 @@ fn confirmed_everything(mut r: SweepResult) -> SweepResult {
             ci_low_ns: p.ci_low_ns,
             ci_high_ns: p.ci_high_ns,
             noisy: false,
+            slow_trials: 0,
         })
         .collect();
     r.confirmation = Some(Confirmation {

@@ -29,7 +29,13 @@
 //!   moments of a run, so it sees the machine drift between them. What
 //!   neither can see is a shift common to a whole run (its CPU placement);
 //!   the output says so, and several runs per side (or `--repeat`) settle
-//!   it.
+//!   it;
+//! * with one run per side, the drift term: `2 * s_drift`, from how far
+//!   each run moved between its first pass and its confirmation pass over
+//!   the band's re-measured sizes ([`super::drift`]): the one view a
+//!   single run gives of a shift common to a whole run (A/A shm runs on a
+//!   quiet machine differed by +7.3% in a band whose trials' term was
+//!   +-6.8%).
 //!
 //! A single run per side made on a busy machine (a one-minute load
 //! average at or above its CPU count, before or after the run) or with
@@ -73,6 +79,12 @@ pub enum FloorSource {
         /// Standard deviation of ln(B/A) of one run against one.
         log_sd: f64,
     },
+    /// Estimated from how far the single runs drifted between their first
+    /// and confirmation passes in the band ([`super::drift`]).
+    Drift {
+        /// Standard deviation of ln(B/A) of one run against one.
+        log_sd: f64,
+    },
     /// The least floor, [`MIN_FLOOR_FRACTION`].
     Minimum,
     /// Unknown: single runs on a busy machine or with most points noisy
@@ -88,6 +100,7 @@ impl FloorSource {
             FloorSource::Runs { .. } => "runs",
             FloorSource::Recorded { .. } => "recorded",
             FloorSource::Trials { .. } => "trials",
+            FloorSource::Drift { .. } => "drift",
             FloorSource::Minimum => "minimum",
             FloorSource::Unclean => "unclean runs",
         }
@@ -145,6 +158,9 @@ pub struct FloorInputs<'a> {
     /// The standard deviation of ln(B/A) of one run against one, from the
     /// runs' trials and per-size changes (see the module notes).
     pub trials: Option<f64>,
+    /// The standard deviation of ln(B/A) of one run against one implied by
+    /// the runs' drift between their passes in the band ([`super::drift`]).
+    pub drift: Option<f64>,
     /// The band the floor is for.
     pub band: &'a str,
     /// Whether the runs are single, busy or mostly noisy (see the module
@@ -180,6 +196,9 @@ pub fn floor(inputs: &FloorInputs<'_>, n_a: usize, n_b: usize) -> Floor {
             terms.push((TRIALS_SPAN * log_sd, FloorSource::Trials { log_sd }))
         }
         _ => {}
+    }
+    if let (false, None, Some(log_sd)) = (several, inputs.recorded, inputs.drift) {
+        terms.push((TRIALS_SPAN * log_sd, FloorSource::Drift { log_sd }));
     }
     let (log_floor, source) =
         terms

@@ -53,6 +53,7 @@ use crate::stats::hier_bootstrap::{
 
 use super::Analysis;
 
+pub mod drift;
 pub mod floor;
 pub mod spread;
 pub use floor::{Floor, FloorInputs, FloorSource, MIN_FLOOR_FRACTION};
@@ -357,6 +358,10 @@ impl Context<'_> {
             runs: pooled_spread(&spreads),
             recorded: recorded_spread(self.a.iter().chain(self.b), band),
             trials: self.one_run_sd(sizes),
+            drift: SIZE_BANDS
+                .iter()
+                .find(|b| b.0 == band)
+                .and_then(|&(_, lo, hi)| drift::band_drift(self.a.iter().chain(self.b), lo, hi)),
             band,
             unclean: self.unclean(sizes),
         };

@@ -1,0 +1,149 @@
+//! The confirmation judge on real curves: three shm sweeps of the quiet
+//! development VM (issue 28), trimmed to their first-pass points, their
+//! confirmation passes' fresh points and verdicts
+//! (`tests/fixtures/confirm/`).
+//!
+//! The files keep each fresh size's median and its interval, which for 6
+//! trials are the smallest and largest trial, not the trials. The passes
+//! are rebuilt from them: 6 trials with that minimum, median and maximum,
+//! two of them at the minimum where the median is at least
+//! [`SPLIT_RATIO`] times it (a size whose trials split, as run A's pass
+//! was: near the first pass's times or 2-4x slower), one otherwise.
+
+use wulf::analysis::confirm::{events, judge, Event, EventKind, SPLIT_RATIO};
+use wulf::analysis::{analyse_curve, CauseHints};
+use wulf::result::RemeasuredPoint;
+use wulf::sweep::confirm::fresh_point;
+
+struct Stored {
+    bytes: Vec<u64>,
+    median: Vec<f64>,
+    low: Vec<f64>,
+    high: Vec<f64>,
+    fresh: Vec<RemeasuredPoint>,
+    verdicts: Vec<(Event, bool)>,
+}
+
+fn load(name: &str) -> Stored {
+    let path = format!(
+        "{}/tests/fixtures/confirm/{name}.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut s = Stored {
+        bytes: vec![],
+        median: vec![],
+        low: vec![],
+        high: vec![],
+        fresh: vec![],
+        verdicts: vec![],
+    };
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let num = |i: usize| f[i].parse::<f64>().unwrap();
+        match f[0] {
+            "first" => {
+                s.bytes.push(f[1].parse().unwrap());
+                s.median.push(num(2));
+                s.low.push(num(3));
+                s.high.push(num(4));
+            }
+            "fresh" => s.fresh.push(RemeasuredPoint {
+                bytes: f[1].parse().unwrap(),
+                trials: f[2].parse().unwrap(),
+                median_ns: num(3),
+                ci_low_ns: num(4),
+                ci_high_ns: num(5),
+                noisy: true,
+                slow_trials: 0,
+            }),
+            "event" => s.verdicts.push((
+                Event {
+                    kind: if f[1] == "dropout" {
+                        EventKind::Dropout
+                    } else {
+                        EventKind::Switchover
+                    },
+                    from_bytes: f[2].parse().unwrap(),
+                    to_bytes: f[3].parse().unwrap(),
+                },
+                f[4] == "true",
+            )),
+            other => panic!("unknown line {other}"),
+        }
+    }
+    s
+}
+
+/// The pass rebuilt from a stored fresh point (see the module notes) and
+/// judged as the sweep judges it.
+fn rebuilt(p: &RemeasuredPoint) -> RemeasuredPoint {
+    let (lo, m, hi) = (p.ci_low_ns, p.median_ns, p.ci_high_ns);
+    let trials = if m >= SPLIT_RATIO * lo {
+        [lo, lo * 1.005, m, m, m, hi]
+    } else {
+        [lo, m, m, m, m, hi]
+    };
+    fresh_point(p.bytes, &trials, 0.02).unwrap()
+}
+
+fn verdicts(s: &Stored, fresh: &[RemeasuredPoint]) -> Vec<(u64, u64, bool)> {
+    let ev: Vec<Event> = s.verdicts.iter().map(|v| v.0).collect();
+    judge(&s.bytes, &s.median, &s.low, &s.high, fresh, &ev)
+        .into_iter()
+        .zip(&ev)
+        .map(|(c, e)| (e.from_bytes, e.to_bytes, c))
+        .collect()
+}
+
+fn confirmed(v: &[(u64, u64, bool)]) -> Vec<(u64, u64)> {
+    v.iter().filter(|x| x.2).map(|x| (x.0, x.1)).collect()
+}
+
+/// The first analysis finds the stored candidates again, and today's
+/// judge on the stored fresh medians gives the stored verdicts (the two
+/// 2026-11-27 19:06 runs) or rejects the flukes the older run confirmed.
+#[test]
+fn stored_candidates_and_verdicts_are_found_again() {
+    for name in ["q3-a-shm", "q3-b-shm", "q1-b-shm"] {
+        let s = load(name);
+        let found = events(&analyse_curve(
+            &s.bytes,
+            &s.median,
+            &s.low,
+            &s.high,
+            &CauseHints::default(),
+        ));
+        let stored: Vec<Event> = s.verdicts.iter().map(|v| v.0).collect();
+        assert_eq!(found, stored, "{name}");
+        let v = verdicts(&s, &s.fresh);
+        if name.starts_with("q3") {
+            let want: Vec<bool> = s.verdicts.iter().map(|x| x.1).collect();
+            assert_eq!(v.iter().map(|x| x.2).collect::<Vec<_>>(), want, "{name}");
+        }
+    }
+}
+
+/// Judged on the fast modes, run A's bimodal pass confirms the 8 KiB
+/// change of message path that run B confirmed (drop-out 1533..8189
+/// against 3069..8189), run B keeps it, and the flukes of the older run
+/// (single-size drop-outs at 21, 771 and 1027 B) stay rejected.
+#[test]
+fn fast_modes_confirm_the_event_both_runs_see_and_no_fluke() {
+    let a = load("q3-a-shm");
+    let rebuilt_a: Vec<RemeasuredPoint> = a.fresh.iter().map(rebuilt).collect();
+    let split = rebuilt_a.iter().filter(|p| p.slow_trials > 0).count();
+    assert!(split >= 20, "{split} sizes split");
+    assert!(confirmed(&verdicts(&a, &a.fresh)).is_empty());
+    assert_eq!(confirmed(&verdicts(&a, &rebuilt_a)), [(1533, 8189)]);
+    let b = load("q3-b-shm");
+    let rebuilt_b: Vec<RemeasuredPoint> = b.fresh.iter().map(rebuilt).collect();
+    assert_eq!(confirmed(&verdicts(&b, &rebuilt_b)), [(3069, 8189)]);
+    let old = load("q1-b-shm");
+    let rebuilt_old: Vec<RemeasuredPoint> = old.fresh.iter().map(rebuilt).collect();
+    for (from, to, c) in verdicts(&old, &rebuilt_old) {
+        if [21, 771, 1027].contains(&from) {
+            assert!(!c, "fluke {from}..{to} confirmed");
+        }
+    }
+}

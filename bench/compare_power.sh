@@ -21,7 +21,7 @@
 #            beyond 25% (the median change over every A run against every
 #            B run), the share whose verdict names the slower side.
 #
-# Usage: bench/compare_power.sh [ROUNDS] [BUDGET] [OUTDIR]
+# Usage: [CONFIGS="tcp spin"] bench/compare_power.sh [ROUNDS] [BUDGET] [OUTDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
@@ -33,6 +33,9 @@ mkdir -p "$work"
 echo "runs in $work" >&2
 configs="tcp tcpbuf spin block"
 if [ "$(id -u)" -eq 0 ]; then configs="$configs lab200 lab100"; else echo "not root: no lab links" >&2; fi
+# CONFIGS="tcp spin" measures only those (the A/A lines alone: minutes,
+# where the lab's sweeps take about 400 s a round).
+configs=${CONFIGS:-$configs}
 
 sweep() { # $1 = config, $2 = round
     local out="$work/$1-$2.json"

@@ -32,6 +32,7 @@ mod matrix_ranks;
 mod mpi;
 mod mpi_ffi;
 mod npb_all_counts;
+mod npb_bt;
 mod npb_faults;
 mod npb_ft;
 mod npb_group;

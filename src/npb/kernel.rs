@@ -141,7 +141,7 @@ impl Kernel {
             Kernel::Lu => lu::LuParams::of(class).describe(),
             Kernel::Sp => sp::SpParams::of(class).describe(),
             Kernel::Ft => ft::FtParams::of(class).describe(),
-            Kernel::Bt => bt::BtParams::of(class).describe(),
+            Kernel::Bt => bt::params::of(class).describe(),
         }
     }
 }

@@ -13,6 +13,9 @@
 //! * `solve`: the Jacobians, a line's blocks and its elimination;
 //! * `sweep`: the pipeline of a sweep over the multi-partition.
 //!
+//! The run itself (setup, warm-up step, timed steps, norms) is SP's
+//! `run_adi`, given BT's step.
+//!
 //! [`run_bt`] runs the benchmark as NPB does: setup, one untimed step,
 //! the solution reset, then `niter` timed steps, verified by five
 //! residual norms and five error norms.
@@ -24,124 +27,51 @@ mod sweep;
 
 use anyhow::Result;
 
-use super::outcome::{Elapsed, NpbOutcome, RunShape, Timer};
-use super::sp::cells::{self, Cell, Layout};
-use super::sp::{exchange, rhs, verify, SpFigures};
+use super::outcome::NpbOutcome;
+use super::sp::{cells, rhs, run_adi, Solver};
 use super::Class;
 use crate::comm::Communicator;
 use block::Block;
 pub use params::{BtParams, VERIFY_TOLERANCE};
-use rhs::Consts;
 
 /// Fails with a usage error when BT of `class` cannot run on `np` ranks
 /// (a square count whose cells keep 3 points a side).
 pub fn check_process_count(class: Class, np: usize) -> Result<()> {
-    cells::check_process_count(BtParams::of(class).n_points, np)
-        .map(|_| ())
-        .map_err(|e| crate::error::usage(format!("{e:#}").replace("NPB SP", "NPB BT")))
+    cells::check_process_count("BT", params::of(class).n_points, np).map(|_| ())
 }
 
-/// One rank's part of a BT run: its cells and what a step needs.
-struct Solver<'c> {
-    comm: &'c dyn Communicator,
-    consts: Consts,
-    layout: Layout,
-    cells: Vec<Cell>,
-    /// The normalised upper blocks `C'` of the last sweep, per cell and
-    /// padded point.
+/// What BT adds to SP's state: the sweeps' `C'` blocks and buffers.
+#[derive(Default)]
+struct Implicit {
+    /// The normalised upper blocks `C'` of the current sweep, per cell
+    /// and padded point (allocated at the first step, untimed).
     cfac: Vec<Vec<Block>>,
-    faces: exchange::Buffers,
     lines: sweep::Buffers,
 }
 
-impl<'c> Solver<'c> {
-    /// Sets up the cells of this rank, the forcing term and the initial
-    /// field.
-    fn new(comm: &'c dyn Communicator, params: &BtParams) -> Result<Self> {
-        let n = params.n_points;
-        let p = cells::check_process_count(n, comm.size())?;
-        let consts = Consts::new(n, params.dt);
-        let (layout, mut cells) = Layout::new(n, p, comm.rank());
-        for cell in &mut cells {
-            rhs::set_forcing(&consts, cell);
-            cell.initialise();
-        }
-        let cfac = cells
-            .iter()
-            .map(|c| vec![[[0.0; 5]; 5]; c.aux.len()])
-            .collect();
-        Ok(Solver {
-            comm,
-            consts,
-            layout,
-            cells,
-            cfac,
-            faces: exchange::Buffers::default(),
-            lines: sweep::Buffers::default(),
-        })
-    }
-
-    /// The faces, then the right-hand side of every cell.
-    fn right_hand_side(&mut self) -> Result<()> {
-        exchange::copy_faces(self.comm, &self.layout, &mut self.cells, &mut self.faces)?;
-        for cell in &mut self.cells {
-            rhs::compute_rhs(&self.consts, cell);
-        }
-        Ok(())
-    }
-
+impl Implicit {
     /// One time step (NPB's `adi`): the right-hand side, the three
     /// sweeps, the update added.
-    fn step(&mut self) -> Result<()> {
-        self.right_hand_side()?;
-        for d in 0..3 {
-            let (k, layout) = (&self.consts, &self.layout);
-            let (cells, cfac) = (&mut self.cells, &mut self.cfac);
-            sweep::sweep(self.comm, k, layout, cells, cfac, d, &mut self.lines)?;
+    fn step(&mut self, s: &mut Solver) -> Result<()> {
+        if self.cfac.is_empty() {
+            let blocks = |c: &cells::Cell| vec![[[0.0; 5]; 5]; c.aux.len()];
+            self.cfac = s.cells.iter().map(blocks).collect();
         }
-        self.cells.iter_mut().for_each(rhs::add);
+        s.right_hand_side()?;
+        for d in 0..3 {
+            let (k, layout, cells) = (&s.consts, &s.layout, &mut s.cells);
+            sweep::sweep(s.comm, k, layout, cells, &mut self.cfac, d, &mut self.lines)?;
+        }
+        s.cells.iter_mut().for_each(rhs::add);
         Ok(())
     }
-}
-
-/// Runs the time steps of BT `class` on this rank and returns what it
-/// computed, the timed section and the slabs per axis.
-fn simulate(class: Class, comm: &dyn Communicator) -> Result<(SpFigures, Elapsed, usize)> {
-    let params = BtParams::of(class);
-    let mut s = Solver::new(comm, &params)?;
-    // One untimed step touches every page and warms the caches, as NPB's
-    // first `adi` does; then the solution starts again.
-    s.step()?;
-    s.cells.iter_mut().for_each(Cell::initialise);
-    let timer = Timer::start(comm)?;
-    for _ in 0..params.iterations {
-        s.step()?;
-    }
-    let elapsed = timer.stop(comm)?;
-    let error_norms = verify::error_norms(comm, &s.cells)?;
-    s.right_hand_side()?;
-    let residual_norms = verify::residual_norms(comm, &s.consts, &s.cells)?;
-    let figures = SpFigures {
-        residual_norms,
-        error_norms,
-    };
-    Ok((figures, elapsed, s.layout.p))
 }
 
 /// Runs NPB BT of `class` on this rank of `comm` (every rank must call
 /// it) and verifies it; an unverified run is an error.
 pub fn run_bt(class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
-    check_process_count(class, comm.size())?;
-    let params = BtParams::of(class);
-    let (figures, elapsed, p) = simulate(class, comm)?;
-    let shape = RunShape {
-        proc_grid: [p, p, 1],
-        iterations: params.iterations,
-        elapsed,
-        operations: params.operation_count(),
-    };
-    let checks = figures.checks_against(params.residual_norms, params.error_norms);
-    NpbOutcome::checked("BT", class, comm, checks, VERIFY_TOLERANCE, shape)
+    let mut implicit = Implicit::default();
+    run_adi("BT", &params::of(class), comm, |s| implicit.step(s))
 }
 
 #[cfg(test)]

@@ -12,7 +12,10 @@
 # Both sides print NPB's Mop/s total: the same operation count (NPB's fit
 # `niter (3478.8 n^3 - 17655.7 n^2 + 28023.7 n)`) over the wall time of
 # the timed ADI steps; only verified runs count. NPB's BT is built
-# without its I/O subtypes (plain `make bt CLASS=...`).
+# without its I/O subtypes (plain `make bt CLASS=...`). MPI_NO_CHECKPOINT=1
+# keeps the checkpointing forks of NPB (github igankevich/npb-checkpoints)
+# from writing checkpoints in the timed loop; an unmodified NPB ignores it.
 set -euo pipefail
 [ $# -eq 0 ] && set -- S W
+export MPI_NO_CHECKPOINT=1
 exec env KERNELS=bt NPS="${NPS:-1 4}" "$(dirname "$0")/npb_kernels_vs_npb.sh" "$@"

@@ -31,25 +31,20 @@ pub const IDENTITY: Block = {
 pub fn binvcrhs(b: &mut Block, c: &mut Block, r: &mut [f64; B]) {
     for p in 0..B {
         let pivot = 1.0 / b[p][p];
-        for col in p + 1..B {
-            b[p][col] *= pivot;
-        }
-        for v in c[p].iter_mut() {
-            *v *= pivot;
-        }
+        b[p][p + 1..].iter_mut().for_each(|v| *v *= pivot);
+        c[p].iter_mut().for_each(|v| *v *= pivot);
         r[p] *= pivot;
-        for q in 0..B {
-            if q == p {
-                continue;
-            }
+        // The pivot row by value: the other rows are updated from it.
+        let (bp, cp, rp) = (b[p], c[p], r[p]);
+        for q in (0..B).filter(|&q| q != p) {
             let coeff = b[q][p];
-            for col in p + 1..B {
-                b[q][col] -= coeff * b[p][col];
+            for (x, y) in b[q][p + 1..].iter_mut().zip(&bp[p + 1..]) {
+                *x -= coeff * y;
             }
-            for col in 0..B {
-                c[q][col] -= coeff * c[p][col];
+            for (x, y) in c[q].iter_mut().zip(&cp) {
+                *x -= coeff * y;
             }
-            r[q] -= coeff * r[p];
+            r[q] -= coeff * rp;
         }
     }
 }

@@ -1,9 +1,13 @@
 //! BT's implicit step: along each axis in turn, one block-tridiagonal
 //! system per grid line, 5x5 blocks from the flux Jacobian `F` and the
 //! viscous Jacobian `N` of the three neighbouring points (NPB's
-//! `x_solve`, `y_solve`, `z_solve`: `A = -dt/2h F(i-1) - dt/h^2 (N(i-1)
-//! + d I)`, `B = I + 2 dt/h^2 (N(i) + d I)`, `C = dt/2h F(i+1) - dt/h^2
-//! (N(i+1) + d I)`), solved by block elimination without pivoting.
+//! `x_solve`, `y_solve`, `z_solve`), with `t1 = dt/h^2`, `t2 = dt/2h`:
+//!
+//! `A = -t2 F(i-1) - t1 (N(i-1) + d I)`,
+//! `B = I + 2 t1 (N(i) + d I)`,
+//! `C = t2 F(i+1) - t1 (N(i+1) + d I)`,
+//!
+//! solved by block elimination without pivoting.
 //!
 //! Only the interior rows of a line are solved: on the grid's faces the
 //! update is zero (NPB's rows there are the identity with a zero

@@ -31,6 +31,7 @@ mod matrix_partial;
 mod matrix_ranks;
 mod mpi;
 mod mpi_ffi;
+mod npb_adi;
 mod npb_all_counts;
 mod npb_bt;
 mod npb_faults;

@@ -10,6 +10,7 @@
 use crate::common;
 use common::*;
 
+use crate::npb_adi::{adi_traffic, check_class_s_on_1_and_4};
 use crate::npb_kernels::npb;
 use wulf::result::NpbResult;
 
@@ -18,49 +19,20 @@ fn bt(nps: &str, vias: &str) -> NpbResult {
     npb("bt", "S", nps, vias)
 }
 
-/// What BT sends in its timed section on `p * p` ranks for class S (12
-/// points a side, 60 steps), summed over the ranks. Per step: the faces
-/// (as SP: two layers of 5 values across each of the `p - 1` interfaces
-/// between slabs, both ways, along 3 axes, one message per rank, axis and
-/// direction); and the three sweeps, each `p - 1` stages forward carrying
-/// 30 values per interior line (the last row's 5x5 block `C'` and its 5
-/// right-hand sides; `(n - 2)^2` lines per slab) and `p - 1` back
-/// carrying 5, one message per rank and stage. One rank holds the whole
-/// grid and sends nothing. (NPB's own MPI BT sends fixed buffers sized
+/// What BT sends in class S (12 points a side, 60 steps) on `p * p`
+/// ranks: SP's faces, and per pipeline stage 30 values a line forward
+/// (the last row's 5x5 block `C'` and its 5 right-hand sides) and 5 back
+/// (the first solved row). (NPB's own MPI BT sends fixed buffers sized
 /// for its largest cell, faces included, so more bytes in as many
 /// messages.)
 fn bt_traffic(p: u64) -> (u64, u64) {
-    if p == 1 {
-        return (0, 0);
-    }
-    let (n, steps) = (12u64, 60u64);
-    let faces = 3 * 2 * (p - 1) * 2 * 5 * n * n * 8;
-    let sweeps = 3 * (p - 1) * (30 + 5) * (n - 2) * (n - 2) * 8;
-    let messages = 6 * p * p + 3 * 2 * (p - 1) * p * p;
-    (steps * (faces + sweeps), steps * messages)
+    adi_traffic(12, 60, p, [30, 5])
 }
 
 #[test]
 fn bt_class_s_verifies_on_1_and_4_processes_and_sends_the_formulas_bytes() {
     let _s = serial();
-    let r = bt("1,4", "shm,tcp");
-    assert_eq!(r.kernel, "bt");
-    assert!(r.complete);
-    assert_eq!(r.runs.len(), 4);
-    for run in &r.runs {
-        let label = format!("bt {} np={}", run.via, run.nprocs);
-        assert!(run.error.is_none(), "{label}: {:?}", run.error);
-        let o = &run.outcomes[0];
-        assert!(o.verified, "{label}");
-        assert_eq!(o.checks.len(), 10, "{label}");
-        assert!(o.relative_error <= 1e-8, "{label}: {}", o.relative_error);
-        let p = if run.nprocs == 1 { 1 } else { 2 };
-        assert_eq!(o.proc_grid, [p, p, 1], "{label}");
-        let (bytes, messages) = bt_traffic(p as u64);
-        assert_eq!(o.sent_bytes, Some(bytes), "{label}");
-        assert_eq!(o.sent_messages, Some(messages), "{label}");
-        assert!(o.mop_s > 0.0, "{label}");
-    }
+    check_class_s_on_1_and_4("bt", bt_traffic);
     // Class S on 4 processes by hand: 9,187,200 B in 2,880 messages.
     assert_eq!(bt_traffic(2), (9_187_200, 2_880));
 }

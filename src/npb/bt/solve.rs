@@ -39,14 +39,15 @@ const C1345: f64 = 1.4 * 1.4 * 0.1;
 const CON43: f64 = 4.0 / 3.0;
 
 /// The flux Jacobian `F` and viscous Jacobian `N` along axis `d` of the
-/// state `u` with its derived quantities `a`.
+/// state `u` with its derived quantities `a`, into `f` and `n` (written
+/// in place: blocks returned by value cost a copy each in this loop).
 #[inline(always)]
-fn jacobians(u: &[f64], a: &Aux, d: usize) -> (Block, Block) {
+fn jacobians(u: &[f64], a: &Aux, d: usize, f: &mut Block, n: &mut Block) {
     let (t1, qs) = (a.rho_i, a.qs);
     let (t2, v) = (t1 * t1, 1 + d);
     let t3 = t1 * t2;
-    let mut f = [[0.0; B]; B];
-    let mut n = [[0.0; B]; B];
+    *f = [[0.0; B]; B];
+    *n = [[0.0; B]; B];
     f[0][v] = 1.0;
     let mut n40 = -C1345 * t2 * u[4];
     for m in 1..4 {
@@ -74,7 +75,6 @@ fn jacobians(u: &[f64], a: &Aux, d: usize) -> (Block, Block) {
     f[4][4] = C1 * (u[v] * t1);
     n[4][0] = n40;
     n[4][4] = C1345 * t1;
-    (f, n)
 }
 
 /// Scratch of one line part, reused from line to line: the Jacobians
@@ -104,14 +104,11 @@ impl Part {
 }
 
 /// The three blocks of row `r` of a part whose Jacobians (from row -1)
-/// are in `sc`.
+/// are in `sc`, into `a`, `b`, `c`.
 #[inline(always)]
-fn row_blocks(k: &Consts, d: usize, sc: &Scratch, r: usize) -> (Block, Block, Block) {
+fn row_blocks(k: &Consts, d: usize, sc: &Scratch, r: usize, [a, b, c]: [&mut Block; 3]) {
     let (dt1, dt2, dd) = (k.dtt1[d], k.dtt2[d], k.dd[d]);
     let (fm, nm, n0, fp, np) = (&sc.f[r], &sc.n[r], &sc.n[r + 1], &sc.f[r + 2], &sc.n[r + 2]);
-    let mut a = [[0.0; B]; B];
-    let mut b = [[0.0; B]; B];
-    let mut c = [[0.0; B]; B];
     for i in 0..B {
         for j in 0..B {
             a[i][j] = -dt2 * fm[i][j] - dt1 * nm[i][j];
@@ -122,7 +119,6 @@ fn row_blocks(k: &Consts, d: usize, sc: &Scratch, r: usize) -> (Block, Block, Bl
         b[i][i] += 1.0 + dt1 * 2.0 * dd;
         c[i][i] -= dt1 * dd;
     }
-    (a, b, c)
 }
 
 /// The right-hand side of point `pt`.
@@ -151,30 +147,39 @@ pub fn forward(
     for r in 0..len + 2 {
         let pt = part.first + r * part.stride - part.stride;
         let u = &cell.u[NV * pt..NV * pt + NV];
-        (sc.f[r], sc.n[r]) = jacobians(u, &cell.aux[pt], d);
+        jacobians(u, &cell.aux[pt], d, &mut sc.f[r], &mut sc.n[r]);
     }
-    let mut prev: Option<(Block, [f64; B])> = carry_in.map(|c| {
-        let cp: Block = std::array::from_fn(|i| c[B * i..B * i + B].try_into().unwrap());
-        (cp, c[B * B..FORWARD_CARRY].try_into().unwrap())
-    });
-    for r in 0..len {
-        let (a, mut b, mut c) = row_blocks(k, d, sc, r);
-        let pt = part.at(r);
-        let mut rhs = load(cell, pt);
-        if let Some((cp, rp)) = &prev {
-            matvec_sub(&a, rp, &mut rhs);
-            matmul_sub(&a, cp, &mut b);
+    // The row before the first: the part before's last, or none.
+    let mut before = [[0.0; B]; B];
+    let mut before_rhs = [0.0; B];
+    if let Some(c) = carry_in {
+        for (i, row) in before.iter_mut().enumerate() {
+            row.copy_from_slice(&c[B * i..B * i + B]);
         }
-        binvcrhs(&mut b, &mut c, &mut rhs);
-        cfac[pt] = c;
-        cell.rhs[NV * pt..NV * pt + NV].copy_from_slice(&rhs);
-        prev = Some((c, rhs));
+        before_rhs.copy_from_slice(&c[B * B..FORWARD_CARRY]);
     }
-    if let (false, Some((cp, rp))) = (carry_out.is_empty(), prev) {
-        for (i, row) in cp.iter().enumerate() {
+    let (mut a, mut b) = ([[0.0; B]; B], [[0.0; B]; B]);
+    for r in 0..len {
+        let pt = part.at(r);
+        row_blocks(k, d, sc, r, [&mut a, &mut b, &mut cfac[pt]]);
+        let mut rhs = load(cell, pt);
+        if r > 0 {
+            let prev = part.at(r - 1);
+            matvec_sub(&a, &load(cell, prev), &mut rhs);
+            matmul_sub(&a, &cfac[prev], &mut b);
+        } else if carry_in.is_some() {
+            matvec_sub(&a, &before_rhs, &mut rhs);
+            matmul_sub(&a, &before, &mut b);
+        }
+        binvcrhs(&mut b, &mut cfac[pt], &mut rhs);
+        cell.rhs[NV * pt..NV * pt + NV].copy_from_slice(&rhs);
+    }
+    if !carry_out.is_empty() && len > 0 {
+        let last = part.at(len - 1);
+        for (i, row) in cfac[last].iter().enumerate() {
             carry_out[B * i..B * i + B].copy_from_slice(row);
         }
-        carry_out[B * B..].copy_from_slice(&rp);
+        carry_out[B * B..].copy_from_slice(&cell.rhs[NV * last..NV * last + NV]);
     }
 }
 
@@ -248,7 +253,8 @@ mod tests {
                 }
             };
             for r in 0..10isize {
-                let (a, b, cc) = row_blocks(&k, d, &sc, r as usize);
+                let (mut a, mut b, mut cc) = ([[0.0; B]; B], [[0.0; B]; B], [[0.0; B]; B]);
+                row_blocks(&k, d, &sc, r as usize, [&mut a, &mut b, &mut cc]);
                 let mut res = [0.0; NV];
                 matvec_sub(&a, &x(r - 1), &mut res);
                 matvec_sub(&b, &x(r), &mut res);
@@ -278,8 +284,9 @@ mod tests {
                 ..Aux::default()
             }
         };
-        let (fx, nx) = jacobians(&u, &aux(&u), 0);
-        let (fz, nz) = jacobians(&uz, &aux(&uz), 2);
+        let (mut fx, mut nx, mut fz, mut nz) = Default::default();
+        jacobians(&u, &aux(&u), 0, &mut fx, &mut nx);
+        jacobians(&uz, &aux(&uz), 2, &mut fz, &mut nz);
         let swap = |i: usize| [0, 3, 2, 1, 4][i];
         for i in 0..B {
             for j in 0..B {

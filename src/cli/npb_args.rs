@@ -49,7 +49,12 @@ pub enum NpbKernel {
     /// whole grid per time step. Counts that divide the grid's y rows and z
     /// planes (1, 2, 4, ...).
     Ft(NpbMgArgs),
-    /// Every kernel (CG, EP, FT, IS, LU, MG, SP) in turn, each kernel's tables, then one
+    /// BT: ADI time steps on the 3-D Navier-Stokes equations as SP, but
+    /// block-tridiagonal line solves (5x5 blocks) pipelined over NPB's
+    /// multi-partition (one message per stage, axis and direction) plus
+    /// face exchanges. Square process counts (1, 4, 9, ...).
+    Bt(NpbMgArgs),
+    /// Every kernel (BT, CG, EP, FT, IS, LU, MG, SP) in turn, each kernel's tables, then one
     /// table of Mop/s with a row per kernel and a column per transport.
     /// Process counts a kernel cannot use are skipped for it; --json FILE
     /// writes one file per kernel, FILE with -KERNEL before its extension.
@@ -68,6 +73,7 @@ impl NpbKernel {
             NpbKernel::Lu(a) => (vec![Kernel::Lu], a),
             NpbKernel::Sp(a) => (vec![Kernel::Sp], a),
             NpbKernel::Ft(a) => (vec![Kernel::Ft], a),
+            NpbKernel::Bt(a) => (vec![Kernel::Bt], a),
             NpbKernel::All(a) => (Kernel::ALL.to_vec(), a),
         }
     }

@@ -240,6 +240,7 @@ fn npb_label(kernel: Kernel) -> &'static str {
         Kernel::Lu => "npb lu",
         Kernel::Sp => "npb sp",
         Kernel::Ft => "npb ft",
+        Kernel::Bt => "npb bt",
     }
 }
 
@@ -247,7 +248,7 @@ fn npb_repetitions(kernel: Kernel) -> usize {
     match kernel {
         Kernel::Mg => 3,
         Kernel::Cg | Kernel::Is => 2,
-        Kernel::Ep | Kernel::Lu | Kernel::Sp | Kernel::Ft => 1,
+        Kernel::Ep | Kernel::Lu | Kernel::Sp | Kernel::Ft | Kernel::Bt => 1,
     }
 }
 

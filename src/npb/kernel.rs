@@ -9,7 +9,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::mg::{Decomposition, MgParams};
-use super::{cg, ep, ft, is, lu, sp, Class, NpbOutcome};
+use super::{bt, cg, ep, ft, is, lu, sp, Class, NpbOutcome};
 use crate::comm::{Communicator, Counted};
 use crate::error::usage;
 
@@ -41,11 +41,16 @@ pub enum Kernel {
     /// FT: 3-D FFTs; one all-to-all transpose of the whole grid per
     /// time step, bandwidth-bound.
     Ft,
+    /// BT (ADI): block-tridiagonal line solves (5x5 blocks) pipelined
+    /// over SP's multi-partition (square process counts), plus face
+    /// exchanges.
+    Bt,
 }
 
 impl Kernel {
     /// Every kernel, in NPB's alphabetical order.
-    pub const ALL: [Kernel; 7] = [
+    pub const ALL: [Kernel; 8] = [
+        Kernel::Bt,
         Kernel::Cg,
         Kernel::Ep,
         Kernel::Ft,
@@ -65,6 +70,7 @@ impl Kernel {
             Kernel::Lu => "lu",
             Kernel::Sp => "sp",
             Kernel::Ft => "ft",
+            Kernel::Bt => "bt",
         }
     }
 
@@ -98,6 +104,8 @@ impl Kernel {
             Kernel::Sp => sp::check_process_count(class, np),
             // Slabs: the count must divide the y rows and z planes.
             Kernel::Ft => ft::check_process_count(class, np),
+            // SP's multi-partition: a square count.
+            Kernel::Bt => bt::check_process_count(class, np),
         }
     }
 
@@ -116,6 +124,7 @@ impl Kernel {
             Kernel::Lu => lu::run_lu(class, comm),
             Kernel::Sp => sp::run_sp(class, comm),
             Kernel::Ft => ft::run_ft(class, comm),
+            Kernel::Bt => bt::run_bt(class, comm),
         }
     }
 
@@ -132,6 +141,7 @@ impl Kernel {
             Kernel::Lu => lu::LuParams::of(class).describe(),
             Kernel::Sp => sp::SpParams::of(class).describe(),
             Kernel::Ft => ft::FtParams::of(class).describe(),
+            Kernel::Bt => bt::params::of(class).describe(),
         }
     }
 }
@@ -151,7 +161,7 @@ impl FromStr for Kernel {
             .find(|k| s.eq_ignore_ascii_case(k.name()))
             .ok_or_else(|| {
                 usage(format!(
-                    "unknown NPB kernel {s:?} (expected cg, ep, ft, is, lu, mg or sp)"
+                    "unknown NPB kernel {s:?} (expected bt, cg, ep, ft, is, lu, mg or sp)"
                 ))
             })
     }
@@ -182,6 +192,6 @@ mod tests {
             assert_eq!(k.name().parse::<Kernel>().unwrap(), k);
             assert_eq!(k.to_string(), k.name());
         }
-        assert!("bt".parse::<Kernel>().is_err());
+        assert!("dt".parse::<Kernel>().is_err());
     }
 }

@@ -13,6 +13,8 @@
 //! * [`lu`]: the LU pseudo-application (SSOR, wavefront pipeline);
 //! * [`sp`]: the SP pseudo-application (ADI, multi-partition pipeline);
 //! * [`ft`]: the FT kernel (3-D FFTs, all-to-all transposes);
+//! * [`bt`]: the BT pseudo-application (ADI, block-tridiagonal solves over
+//!   SP's multi-partition);
 //! * [`Kernel`]: which kernel a run is, its process-count rule;
 //! * [`outcome`]: the verified outcome every kernel reports, and the
 //!   timing every kernel shares;
@@ -21,6 +23,7 @@
 //! * [`RankJob`] / [`run_rank`]: what each rank of such a run executes;
 //!   [`RankTask`]: a kernel or a collective benchmark, as groups carry it.
 
+pub mod bt;
 pub mod cg;
 pub mod ep;
 pub mod fault;
@@ -44,7 +47,7 @@ pub use rank_job::{
     run_rank, GroupRun, RankJob, RankOutput, RankRun, RankTask, TaskOutput, TaskRun,
 };
 
-/// NPB's operation count for the CFD pseudo-applications (LU, SP):
+/// NPB's operation count for the CFD pseudo-applications (LU, SP, BT):
 /// `iterations * (c3 n^3 + c2 n^2 + c1 n + c0)`, a cubic NPB fitted in the
 /// grid side `n` (the mean side; the grids here are cubes), with the
 /// coefficients `fit = [c3, c2, c1, c0]` of each benchmark.

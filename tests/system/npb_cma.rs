@@ -27,6 +27,7 @@ const KERNELS: &[(&str, &str)] = &[
     ("lu", "2"),
     ("ft", "2"),
     ("sp", "4"),
+    ("bt", "4"),
 ];
 
 #[test]

@@ -109,12 +109,12 @@ fn all_runs_every_kernel_and_prints_the_kernel_table() {
     assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
     // 3 processes suit EP only: the others skip it, saying so.
     assert!(stderr(&o).contains("skipping np=3"), "{}", stderr(&o));
-    for kernel in ["cg", "ep", "ft", "is", "lu", "mg", "sp"] {
+    for kernel in ["bt", "cg", "ep", "ft", "is", "lu", "mg", "sp"] {
         let r = read_npb_result(&file(&dir, &format!("r-{kernel}.json"))).unwrap();
-        // EP and LU run on 3 processes too, SP on squares only.
+        // EP and LU run on 3 processes too, SP and BT on squares only.
         let runs = match kernel {
             "ep" | "lu" => 3,
-            "sp" => 1,
+            "sp" | "bt" => 1,
             _ => 2,
         };
         check_verified(&r, kernel, runs);
@@ -124,20 +124,22 @@ fn all_runs_every_kernel_and_prints_the_kernel_table() {
         .split("total Mop/s by kernel")
         .nth(1)
         .unwrap_or_else(|| panic!("no kernel table in:\n{text}"));
-    // The largest count at least half the kernels ran: SP (squares
-    // only) did not run at 2, and the table says so instead of falling
+    // The largest count at least half the kernels ran: SP and BT
+    // (squares only) did not run at 2, and the table says so instead of falling
     // back to np=1, where nothing is communicated.
     assert!(table.contains("class S, np=2"), "{table}");
     for row in ["CG", "EP", "FT", "IS", "LU", "MG"] {
         assert!(table.lines().any(|l| l.starts_with(row)), "{table}");
     }
-    assert!(
-        table
-            .lines()
-            .any(|l| l.starts_with("SP") && l.contains("n/a")),
-        "{table}"
-    );
-    assert!(table.contains("n/a: SP did not run at np=2"), "{table}");
+    for row in ["BT", "SP"] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with(row) && l.contains("n/a")),
+            "{table}"
+        );
+    }
+    assert!(table.contains("n/a: BT, SP did not run at np=2"), "{table}");
     let o = run(&["npb", "all", "--json", "-"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }

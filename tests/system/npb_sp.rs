@@ -10,6 +10,7 @@
 use crate::common;
 use common::*;
 
+use crate::npb_adi::{adi_traffic, check_class_s_on_1_and_4};
 use crate::npb_kernels::npb;
 use wulf::result::NpbResult;
 
@@ -18,46 +19,17 @@ fn sp(nps: &str, vias: &str) -> NpbResult {
     npb("sp", "S", nps, vias)
 }
 
-/// What NPB SP sends in its timed section on `p * p` ranks for class S
-/// (12 points a side, 100 steps). Per step: the faces (NPB's
-/// `copy_faces`), two layers of 5 values across each of the `p - 1`
-/// interfaces between slabs, both ways, along 3 axes, one message per
-/// rank, axis and direction; and the three sweeps, each `p - 1` stages
-/// forward carrying 22 values per interior line (`(n - 2)^2` lines per
-/// slab) and `p - 1` back carrying 10, one message per rank and stage.
-/// One rank holds the whole grid and sends nothing.
+/// What NPB SP sends in class S (12 points a side, 100 steps) on `p * p`
+/// ranks: the faces, and per pipeline stage 22 values a line forward and
+/// 10 back, as NPB's multi-partition.
 fn npb_traffic(p: u64) -> (u64, u64) {
-    if p == 1 {
-        return (0, 0);
-    }
-    let (n, steps) = (12u64, 100u64);
-    let faces = 3 * 2 * (p - 1) * 2 * 5 * n * n * 8;
-    let sweeps = 3 * (p - 1) * (22 + 10) * (n - 2) * (n - 2) * 8;
-    let messages = 6 * p * p + 3 * 2 * (p - 1) * p * p;
-    (steps * (faces + sweeps), steps * messages)
+    adi_traffic(12, 100, p, [22, 10])
 }
 
 #[test]
 fn sp_class_s_verifies_on_1_and_4_processes_and_sends_what_npb_sends() {
     let _s = serial();
-    let r = sp("1,4", "shm,tcp");
-    assert_eq!(r.kernel, "sp");
-    assert!(r.complete);
-    assert_eq!(r.runs.len(), 4);
-    for run in &r.runs {
-        let label = format!("sp {} np={}", run.via, run.nprocs);
-        assert!(run.error.is_none(), "{label}: {:?}", run.error);
-        let o = &run.outcomes[0];
-        assert!(o.verified, "{label}");
-        assert_eq!(o.checks.len(), 10, "{label}");
-        assert!(o.relative_error <= 1e-8, "{label}: {}", o.relative_error);
-        let p = if run.nprocs == 1 { 1 } else { 2 };
-        assert_eq!(o.proc_grid, [p, p, 1], "{label}");
-        let (bytes, messages) = npb_traffic(p as u64);
-        assert_eq!(o.sent_bytes, Some(bytes), "{label}");
-        assert_eq!(o.sent_messages, Some(messages), "{label}");
-        assert!(o.mop_s > 0.0, "{label}");
-    }
+    check_class_s_on_1_and_4("sp", npb_traffic);
 }
 
 #[test]

@@ -27,17 +27,18 @@ pub const GHOST: usize = 2;
 const MIN_CELL: usize = 3;
 
 /// Fails with a usage error unless `np` is a square whose cells keep at
-/// least 3 points a side on a grid of `n` points.
-pub fn check_process_count(n: usize, np: usize) -> Result<usize> {
+/// least 3 points a side on a grid of `n` points; the message names the
+/// benchmark `name` ("SP", "BT").
+pub fn check_process_count(name: &str, n: usize, np: usize) -> Result<usize> {
     let p = (np as f64).sqrt().round() as usize;
     if np == 0 || p * p != np {
         return Err(usage(format!(
-            "NPB SP runs on a square number of processes (1, 4, 9, 16, ...), not {np}"
+            "NPB {name} runs on a square number of processes (1, 4, 9, 16, ...), not {np}"
         )));
     }
     if n / p < MIN_CELL {
         return Err(usage(format!(
-            "NPB SP cannot split a {n}^3 grid over {np} processes: every cell needs at \
+            "NPB {name} cannot split a {n}^3 grid over {np} processes: every cell needs at \
              least {MIN_CELL} points a side"
         )));
     }
@@ -244,15 +245,16 @@ mod tests {
 
     #[test]
     fn square_counts_only_and_cells_of_three_points() {
-        assert_eq!(check_process_count(12, 1).unwrap(), 1);
-        assert_eq!(check_process_count(12, 4).unwrap(), 2);
-        assert_eq!(check_process_count(12, 16).unwrap(), 4);
+        assert_eq!(check_process_count("SP", 12, 1).unwrap(), 1);
+        assert_eq!(check_process_count("SP", 12, 4).unwrap(), 2);
+        assert_eq!(check_process_count("SP", 12, 16).unwrap(), 4);
         for np in [0, 2, 3, 8] {
-            let e = check_process_count(12, np).unwrap_err();
+            let e = check_process_count("SP", 12, np).unwrap_err();
             assert_eq!(crate::error::exit_code_of(&e), 2, "{np}");
             assert!(format!("{e:#}").contains("square"), "{e:#}");
         }
-        let e = check_process_count(12, 25).unwrap_err();
+        let e = check_process_count("BT", 12, 25).unwrap_err();
+        assert!(format!("{e:#}").contains("NPB BT cannot split"), "{e:#}");
         assert!(format!("{e:#}").contains("at least 3 points"), "{e:#}");
     }
 

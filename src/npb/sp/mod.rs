@@ -20,11 +20,13 @@
 //! the solution reset, then `niter` timed steps, verified by five
 //! residual norms and five error norms.
 
-mod adi;
-mod cells;
+// The grid, the right-hand side, the face exchange and the norms serve
+// BT as well (the same equations and partition; only the solves differ).
+pub(crate) mod adi;
+pub(crate) mod cells;
 mod exchange;
 pub mod params;
-mod rhs;
+pub(crate) mod rhs;
 mod verify;
 
 use anyhow::Result;
@@ -40,24 +42,30 @@ use rhs::Consts;
 /// Fails with a usage error when SP of `class` cannot run on `np` ranks
 /// (a square count whose cells keep 3 points a side).
 pub fn check_process_count(class: Class, np: usize) -> Result<()> {
-    cells::check_process_count(SpParams::of(class).n_points, np).map(|_| ())
+    cells::check_process_count("SP", SpParams::of(class).n_points, np).map(|_| ())
 }
 
-/// One rank's part of an SP run: its cells and what a step needs.
-struct Solver<'c> {
-    comm: &'c dyn Communicator,
-    consts: Consts,
-    layout: Layout,
-    cells: Vec<Cell>,
-    bufs: Buffers,
+/// One rank's part of an SP or BT run: its cells and what a step needs
+/// besides the implicit solves.
+pub(crate) struct Solver<'c> {
+    /// The ranks of the run.
+    pub comm: &'c dyn Communicator,
+    /// The discretisation's constants.
+    pub consts: Consts,
+    /// This rank's place in the multi-partition.
+    pub layout: Layout,
+    /// This rank's cells.
+    pub cells: Vec<Cell>,
+    /// The face exchange's buffers (and SP's sweeps').
+    pub bufs: Buffers,
 }
 
 impl<'c> Solver<'c> {
     /// Sets up the cells of this rank, the forcing term and the initial
     /// field.
-    fn new(comm: &'c dyn Communicator, params: &SpParams) -> Result<Self> {
+    fn new(name: &str, comm: &'c dyn Communicator, params: &SpParams) -> Result<Self> {
         let n = params.n_points;
-        let p = cells::check_process_count(n, comm.size())?;
+        let p = cells::check_process_count(name, n, comm.size())?;
         let consts = Consts::new(n, params.dt);
         let (layout, mut cells) = Layout::new(n, p, comm.rank());
         for cell in &mut cells {
@@ -74,7 +82,7 @@ impl<'c> Solver<'c> {
     }
 
     /// The faces, then the right-hand side of every cell.
-    fn right_hand_side(&mut self) -> Result<()> {
+    pub fn right_hand_side(&mut self) -> Result<()> {
         exchange::copy_faces(self.comm, &self.layout, &mut self.cells, &mut self.bufs)?;
         for cell in &mut self.cells {
             rhs::compute_rhs(&self.consts, cell);
@@ -102,7 +110,7 @@ impl<'c> Solver<'c> {
     }
 }
 
-/// What a run of SP computed, before verification.
+/// What a run of SP or BT computed, before verification.
 #[derive(Debug, Clone, Copy)]
 pub struct SpFigures {
     /// RMS norms of the final right-hand side over `dt` (NPB's `xcr`).
@@ -125,21 +133,22 @@ impl SpFigures {
     }
 }
 
-/// Runs the time steps of SP `class` on this rank and returns what it
-/// computed, the timed section and the slabs per axis.
+/// Runs the time steps of `params` on this rank, each by `step`, and
+/// returns what it computed, the timed section and the slabs per axis.
 fn simulate(
-    class: Class,
+    name: &str,
+    params: &SpParams,
     comm: &dyn Communicator,
+    mut step: impl FnMut(&mut Solver) -> Result<()>,
 ) -> Result<(SpFigures, super::outcome::Elapsed, usize)> {
-    let params = SpParams::of(class);
-    let mut s = Solver::new(comm, &params)?;
+    let mut s = Solver::new(name, comm, params)?;
     // One untimed step touches every page and warms the caches, as NPB's
     // first `adi` does; then the solution starts again.
-    s.step()?;
+    step(&mut s)?;
     s.reset();
     let timer = Timer::start(comm)?;
     for _ in 0..params.iterations {
-        s.step()?;
+        step(&mut s)?;
     }
     let elapsed = timer.stop(comm)?;
     let error_norms = verify::error_norms(comm, &s.cells)?;
@@ -152,20 +161,31 @@ fn simulate(
     Ok((figures, elapsed, s.layout.p))
 }
 
-/// Runs NPB SP of `class` on this rank of `comm` (every rank must call
-/// it) and verifies it; an unverified run is an error.
-pub fn run_sp(class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
-    check_process_count(class, comm.size())?;
-    let params = SpParams::of(class);
-    let (figures, elapsed, p) = simulate(class, comm)?;
+/// Runs the ADI benchmark `name` ("SP", "BT") of `params` on this rank
+/// of `comm`, each time step by `step`, and verifies it against NPB's
+/// ten values; an unverified run is an error.
+pub(crate) fn run_adi(
+    name: &'static str,
+    params: &SpParams,
+    comm: &dyn Communicator,
+    step: impl FnMut(&mut Solver) -> Result<()>,
+) -> Result<NpbOutcome> {
+    cells::check_process_count(name, params.n_points, comm.size())?;
+    let (figures, elapsed, p) = simulate(name, params, comm, step)?;
     let shape = RunShape {
         proc_grid: [p, p, 1],
         iterations: params.iterations,
         elapsed,
         operations: params.operation_count(),
     };
-    let checks = figures.checks(&params);
-    NpbOutcome::checked("SP", class, comm, checks, VERIFY_TOLERANCE, shape)
+    let checks = figures.checks(params);
+    NpbOutcome::checked(name, params.class, comm, checks, VERIFY_TOLERANCE, shape)
+}
+
+/// Runs NPB SP of `class` on this rank of `comm` (every rank must call
+/// it) and verifies it; an unverified run is an error.
+pub fn run_sp(class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
+    run_adi("SP", &SpParams::of(class), comm, |s| s.step())
 }
 
 #[cfg(test)]

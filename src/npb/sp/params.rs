@@ -1,12 +1,13 @@
 //! The SP class table of NPB 3.4: grid, time steps, time step, the
 //! reference values verification compares with, and NPB's operation count.
+//! BT's table (`crate::npb::bt::params`) is of the same type.
 
 use crate::npb::Class;
 
 /// Largest relative error of a verified value (NPB's `epsilon`).
 pub const VERIFY_TOLERANCE: f64 = 1.0e-8;
 
-/// What distinguishes one SP class from another.
+/// What distinguishes one SP (or BT) class from another.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SpParams {
     /// The class.
@@ -21,6 +22,9 @@ pub struct SpParams {
     pub residual_norms: [f64; 5],
     /// NPB's RMS norms of the error against the exact solution (`xceref`).
     pub error_norms: [f64; 5],
+    /// NPB's fit of the operations of a step in the grid side `n`:
+    /// `[c3, c2, c1, c0]` of `c3 n^3 + c2 n^2 + c1 n + c0`.
+    pub operation_fit: [f64; 4],
 }
 
 impl SpParams {
@@ -133,14 +137,14 @@ impl SpParams {
             dt,
             residual_norms,
             error_norms,
+            operation_fit: [881.174, -4683.91, 11484.5, -19272.4],
         }
     }
 
-    /// NPB's operation count of the timed steps: a fit in the side `n` of
-    /// `niter * (881.174 n^3 - 4683.91 n^2 + 11484.5 n - 19272.4)`.
+    /// NPB's operation count of the timed steps: a fit in the side `n`,
+    /// for SP `niter * (881.174 n^3 - 4683.91 n^2 + 11484.5 n - 19272.4)`.
     pub fn operation_count(&self) -> f64 {
-        let fit = [881.174, -4683.91, 11484.5, -19272.4];
-        crate::npb::cubic_fit_operations(self.iterations, self.n_points, fit)
+        crate::npb::cubic_fit_operations(self.iterations, self.n_points, self.operation_fit)
     }
 
     /// The problem in a few words, for table headings.

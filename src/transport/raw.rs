@@ -11,18 +11,17 @@
 //! Ethernet addresses, so a local sweep is refused with a clear message;
 //! measure between lab nodes (`--lab`) or machines (`--peer`).
 //!
-//! Frames are sent with one writev each (the Ethernet header, the
-//! protocol header and the payload, so the payload is not copied to
-//! assemble the frame) and received through a TPACKET_V2 receive ring
-//! ([`ring`]): a frame already there costs no system call, a wait one
-//! `ppoll`, so a ping-pong message costs two calls as in plain C.
+//! A ping-pong's frame is sent with one `send`, a window of frames with
+//! one `sendmmsg` ([`batch`]); frames are received with `recvmmsg`, a
+//! wait blocking in it ([`recv`]), so a ping-pong message costs a `send`
+//! and a blocking receive as in plain C, plus one look that finds nothing.
 
 mod batch;
-mod ring;
+mod recv;
 
 use std::io;
 use std::net::IpAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -137,8 +136,7 @@ fn finish(
     mtu: usize,
     opts: &ChannelOptions,
 ) -> Connected {
-    let ring_slots = link.ring.slots();
-    let ring_bytes = link.ring.bytes();
+    let rcvbuf_bytes = link.rx.rcvbuf_bytes();
     let channel = Reliable::new(
         link,
         Params {
@@ -155,8 +153,9 @@ fn finish(
     settings.insert("mtu_bytes".into(), json!(mtu));
     settings.insert("frame_payload_bytes".into(), json!(channel.chunk_bytes()));
     settings.insert("window_frames".into(), json!(channel.window_frames()));
-    settings.insert("rx_ring_slots".into(), json!(ring_slots));
-    settings.insert("rx_ring_bytes".into(), json!(ring_bytes));
+    settings.insert("rcvbuf_requested_bytes".into(), json!(recv::RCVBUF_BYTES));
+    settings.insert("rcvbuf_granted_bytes".into(), json!(rcvbuf_bytes));
+    settings.insert("rx_batch_frames".into(), json!(recv::BATCH_FRAMES));
     settings.insert("busy_poll".into(), json!(opts.busy_poll));
     settings.insert(
         crate::result::THRESHOLDS_KEY.into(),
@@ -197,7 +196,7 @@ fn open_socket() -> io::Result<OwnedFd> {
 /// Frames of wulf's EtherType on one interface, to one peer MAC.
 struct PacketLink {
     fd: OwnedFd,
-    ring: ring::RxRing,
+    rx: recv::RxBatch,
     /// Ends the waits when a server's client goes away (the session's
     /// watchdog holds the handle), as a shut-down socket ends tcp's.
     abort: AbortPair,
@@ -236,8 +235,9 @@ impl PacketLink {
         })?;
         let sock = socket2::SockRef::from(&fd);
         sock.set_write_timeout(Some(timeout))?;
-        let ring = ring::RxRing::new(&fd, ETH_HEADER_BYTES + iface.mtu_bytes)
-            .map_err(|e| anyhow!("cannot set up a packet receive ring on {}: {e}", iface.name))?;
+        let rx = recv::RxBatch::new(&fd, ETH_HEADER_BYTES + iface.mtu_bytes).map_err(|e| {
+            anyhow!("cannot set up a packet socket's receive buffer on {}: {e}", iface.name)
+        })?;
         // SAFETY: sockaddr_ll is plain data; zero is a valid start.
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         addr.sll_family = libc::AF_PACKET as u16;
@@ -264,7 +264,7 @@ impl PacketLink {
         eth_out[12..].copy_from_slice(&ETHERTYPE.to_be_bytes());
         Ok(PacketLink {
             fd,
-            ring,
+            rx,
             abort: AbortPair::new()?,
             eth_out,
             eth_in: [0; ETH_HEADER_BYTES],
@@ -274,11 +274,11 @@ impl PacketLink {
         })
     }
 
-    /// One frame from the ring, if one waits (no system call).
+    /// One frame already received, if the batch holds one (no system call).
     fn try_recv(&mut self, buf: &mut [u8]) -> Option<usize> {
         let eth_in = &mut self.eth_in;
         let n = self
-            .ring
+            .rx
             .take(|frame| {
                 let (eth, rest) = frame.split_at_checked(ETH_HEADER_BYTES)?;
                 eth_in.copy_from_slice(eth);
@@ -369,10 +369,22 @@ impl FrameLink for PacketLink {
             return Ok(Some(got));
         }
         let Some(wait) = wait else {
-            return Ok(None);
+            self.rx.fill(self.fd.as_fd(), recv::Block::No)?;
+            return Ok(self.try_recv(buf));
         };
-        if self.ring.wait(&self.fd, self.abort.watch_fd(), wait)? && self.abort.aborted() {
-            return Err(aborted_error());
+        if super::frames::coarse_timers() {
+            // Block in the receive itself (the cheap wake-up), waking at
+            // least every recv::ABORT_CHECK_EVERY to look at the abort.
+            self.rx.set_timeout(&self.fd, wait)?;
+            if self.rx.fill(self.fd.as_fd(), recv::Block::Timed)? == 0 && self.abort.aborted() {
+                return Err(aborted_error());
+            }
+        } else {
+            // An exact deadline (a stream's resend timer): ppoll's timer.
+            if recv::poll_wait(self.fd.as_fd(), self.abort.watch_fd(), wait)? && self.abort.aborted() {
+                return Err(aborted_error());
+            }
+            self.rx.fill(self.fd.as_fd(), recv::Block::No)?;
         }
         Ok(self.try_recv(buf))
     }

@@ -51,7 +51,7 @@ static int epoll_fd = -1;
 /* LEAN_TRY=1 (no ring): a non-blocking recv first, the blocking recvfrom
  * only when it found nothing (what a link whose protocol looks before it
  * waits pays). */
-static int try_first;
+static int try_first, use_mmsg;
 static long rcvtimeo_ms = 2000;
 
 static int ring_setup(int fd) {
@@ -73,6 +73,30 @@ static ssize_t rx(int fd, unsigned char *out, size_t cap) {
     for (;;) {
       struct sockaddr_ll from;
       socklen_t fl = sizeof from;
+      if (use_mmsg) {
+        /* LEAN_MMSG=1: recvmmsg of up to 32 frames (wulf raw's call),
+         * the try with MSG_DONTWAIT, the wait with MSG_WAITFORONE. */
+        static unsigned char slots[32][2048];
+        struct iovec iov[32];
+        struct mmsghdr m[32];
+        memset(m, 0, sizeof m);
+        for (int i = 0; i < 32; i++) {
+          iov[i].iov_base = slots[i];
+          iov[i].iov_len = sizeof slots[i];
+          m[i].msg_hdr.msg_iov = &iov[i];
+          m[i].msg_hdr.msg_iovlen = 1;
+        }
+        int got = -1;
+        if (try_first) got = recvmmsg(fd, m, 32, MSG_DONTWAIT, NULL);
+        if (got <= 0) got = recvmmsg(fd, m, 32, MSG_WAITFORONE, NULL);
+        if (got <= 0) {
+          if (errno == EAGAIN && rcvtimeo_ms < 2000) continue;
+          return -1;
+        }
+        size_t n = m[0].msg_len < cap ? m[0].msg_len : cap;
+        memcpy(out, slots[0], n);
+        return (ssize_t)n;
+      }
       if (try_first) {
         ssize_t n = recv(fd, out, cap, MSG_DONTWAIT);
         if (n >= 0) return n;
@@ -149,6 +173,7 @@ int main(int argc, char **argv) {
     abort_fd = pfd[0];
   }
   try_first = getenv("LEAN_TRY") != NULL;
+  use_mmsg = getenv("LEAN_MMSG") != NULL;
   if (getenv("LEAN_EPOLL")) {
     struct epoll_event ev = {.events = EPOLLIN};
     epoll_fd = epoll_create1(0);

@@ -6,6 +6,8 @@
 #   recvfrom      blocking recvfrom, 2 s SO_RCVTIMEO (the reference)
 #   rcvtimeo20    the same with a 20 ms SO_RCVTIMEO (woken to look at an abort pipe)
 #   try+recvfrom  a non-blocking recv first, then the blocking recvfrom
+#   mmsg          recvmmsg of up to 32 frames, MSG_WAITFORONE
+#   try+mmsg      a non-blocking recvmmsg first, then the blocking one (wulf raw's receive)
 #   ppoll+recv    ppoll on the socket, then recvfrom
 #   ring          TPACKET_V2 ring, ppoll on the socket
 #   ring+abort    the ring, ppoll on the socket and a pipe (wulf raw's wait)
@@ -39,6 +41,8 @@ declare -A env=(
   [rcvtimeo20]="LEAN_RCVTIMEO_MS=20"
   [try+recvfrom]="LEAN_TRY=1"
   [ppoll+recv]="LEAN_PPOLL_MS=2000"
+  [mmsg]="LEAN_MMSG=1"
+  [try+mmsg]="LEAN_MMSG=1 LEAN_TRY=1"
   [ring]="LEAN_RING=1"
   [ring+abort]="LEAN_RING=2"
   [ring+epoll]="LEAN_RING=2 LEAN_EPOLL=1"

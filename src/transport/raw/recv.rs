@@ -1,6 +1,7 @@
-//! Receiving frames on a packet socket with plain calls: `recvmmsg` into
-//! a batch of slots allocated when the link opens, blocking in the kernel
-//! (SO_RCVTIMEO) when nothing waits.
+//! Receiving frames on a packet socket with plain calls into slots
+//! allocated when the link opens: one frame with `recv`, a stream's
+//! frames in batches with `recvmmsg`, blocking in the kernel (SO_RCVTIMEO)
+//! when nothing waits.
 //!
 //! Why not the TPACKET_V2 receive ring any more (issue 34, third pass):
 //! a ring is read without system calls but can only be waited on with
@@ -12,14 +13,11 @@
 //! 1.28x. The ring's memory was not it (a 64 KiB ring: 1.20x).
 //!
 //! So a wait whose deadline may be a few milliseconds late (a ping-pong's,
-//! a receiver's: [`super::super::frames::wait_timers`]) blocks in
-//! `recvmmsg` itself, with MSG_WAITFORONE (then takes what else waits);
-//! its timeout, SO_RCVTIMEO, counts in scheduler ticks and is set only
-//! when it changes. A stream's sender, whose resend timer must be exact,
-//! waits in `ppoll` as before. A non-blocking look costs one call that
-//! finds nothing (`recvmmsg` with MSG_DONTWAIT), which the first
-//! measurement above prices at 1-3%; a stream gets up to [`BATCH_FRAMES`]
-//! frames per call.
+//! a receiver's: [`super::super::frames::wait_timers`]) blocks in `recv`
+//! itself; its timeout, SO_RCVTIMEO, counts in scheduler ticks and is set
+//! only when it changes. A stream's sender, whose resend timer must be
+//! exact, waits in `ppoll` as before. A non-blocking look costs one call
+//! that finds nothing, which the first measurement above prices at 1-3%.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -27,6 +25,9 @@ use std::time::Duration;
 
 /// Frames taken with one call at most.
 pub const BATCH_FRAMES: usize = 32;
+
+/// Looks in a row that found frames before a look takes a batch.
+const BATCH_AFTER_HITS: u32 = 2;
 
 /// The longest blocking receive: a wait ends this often to look at the
 /// abort handle (a killed client frees its server within about this), as
@@ -51,6 +52,9 @@ pub struct RxBatch {
     timeout: Option<Duration>,
     /// Bytes of receive buffer the kernel granted.
     rcvbuf_bytes: usize,
+    /// Non-blocking looks in a row that found frames: from
+    /// [`BATCH_AFTER_HITS`] on a stream flows and a look takes a batch.
+    hits: u32,
     /// The call's message headers and their iovecs, one per slot, made
     /// once (the slots' heap memory never moves).
     _iov: Box<[libc::iovec]>,
@@ -108,6 +112,7 @@ impl RxBatch {
             next: 0,
             timeout: None,
             rcvbuf_bytes,
+            hits: 0,
         })
     }
 
@@ -145,31 +150,73 @@ impl RxBatch {
     /// `block`: [`Block::Timed`] waits for the first up to the socket's
     /// timeout; a timeout or an interruption is 0 frames. Frames the slot
     /// cut short are dropped here (their sender resends them).
+    ///
+    /// One frame with `recv` unless the last [`BATCH_AFTER_HITS`] looks
+    /// found frames (a stream flows): `recvmmsg`, even when it finds one,
+    /// cost the C probe 1.10x `recvfrom`'s one-way time, and 1.15x with a
+    /// look before each wait (`bench/lean_recv_variants.sh`, `mmsg`,
+    /// `try+mmsg`). One look that found a frame is not enough: a
+    /// ping-pong's look finds the answer whenever this end was preempted
+    /// after its send (on the loaded 2-vCPU VM 0.8 looks a message took
+    /// `recvmmsg` under that rule).
     pub fn fill(&mut self, fd: BorrowedFd<'_>, block: Block) -> io::Result<usize> {
         debug_assert_eq!(self.next, self.count);
-        let flags = match block {
-            Block::No => libc::MSG_DONTWAIT,
-            Block::Timed => libc::MSG_WAITFORONE,
+        self.count = 0;
+        self.next = 0;
+        let got = if block == Block::No && self.hits >= BATCH_AFTER_HITS {
+            self.recv_many(fd)?
+        } else {
+            self.recv_one(fd, block)?
         };
+        if block == Block::No {
+            self.hits = if got > 0 { self.hits.saturating_add(1) } else { 0 };
+        }
+        Ok(got)
+    }
+
+    /// One frame into slot 0 (`recv`; MSG_TRUNC makes it tell a cut
+    /// frame's whole length).
+    fn recv_one(&mut self, fd: BorrowedFd<'_>, block: Block) -> io::Result<usize> {
+        let flags = libc::MSG_TRUNC
+            | match block {
+                Block::No => libc::MSG_DONTWAIT,
+                Block::Timed => 0,
+            };
+        // SAFETY: slot 0 is live memory of slot_bytes.
+        let rc = unsafe {
+            libc::recv(
+                fd.as_raw_fd(),
+                self.slots.as_mut_ptr().cast(),
+                self.slot_bytes,
+                flags,
+            )
+        };
+        if rc < 0 {
+            return quiet_error();
+        }
+        if rc as usize > self.slot_bytes {
+            return Ok(0);
+        }
+        self.lens[0] = rc as usize;
+        self.count = 1;
+        Ok(1)
+    }
+
+    /// Up to [`BATCH_FRAMES`] frames that wait (`recvmmsg`, never blocking).
+    fn recv_many(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
         // SAFETY: the headers point at this batch's iovecs over its slots
-        // (both allocated once, never moved); no timeout argument (the socket's own bounds the wait).
+        // (both allocated once, never moved); no timeout argument.
         let rc = unsafe {
             libc::recvmmsg(
                 fd.as_raw_fd(),
                 self.msgs.as_mut_ptr(),
                 BATCH_FRAMES as u32,
-                flags,
+                libc::MSG_DONTWAIT,
                 std::ptr::null_mut(),
             )
         };
-        self.count = 0;
-        self.next = 0;
         if rc < 0 {
-            let e = io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
-                _ => Err(e),
-            };
+            return quiet_error();
         }
         for i in 0..rc as usize {
             let m = &self.msgs[i];
@@ -188,6 +235,16 @@ impl RxBatch {
             self.count += 1;
         }
         Ok(self.count)
+    }
+}
+
+/// A receive's error: nothing waited, the wait timed out or a signal
+/// came are 0 frames; anything else is the error.
+fn quiet_error() -> io::Result<usize> {
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+        _ => Err(e),
     }
 }
 
@@ -268,11 +325,30 @@ mod tests {
         assert_eq!(rx.fill(b.as_fd(), Block::No).unwrap(), 0);
         send(&a, b"one");
         send(&a, b"far too long");
-        send(&a, b"three");
-        assert_eq!(rx.fill(b.as_fd(), Block::No).unwrap(), 2);
+        // Nothing flowed: one frame with recv (a cut one is none).
+        assert_eq!(rx.fill(b.as_fd(), Block::No).unwrap(), 1);
         assert_eq!(rx.take(|f| f.to_vec()).unwrap(), b"one");
-        assert_eq!(rx.take(|f| f.to_vec()).unwrap(), b"three");
         assert!(rx.take(|f| f.len()).is_none());
+        assert_eq!(rx.fill(b.as_fd(), Block::No).unwrap(), 0);
+        assert_eq!(rx.hits, 0);
+        send(&a, b"two");
+        assert_eq!(rx.fill(b.as_fd(), Block::No).unwrap(), 1);
+        assert_eq!(rx.take(|f| f.to_vec()).unwrap(), b"two");
+        send(&a, b"two+");
+        assert_eq!(rx.fill(b.as_fd(), Block::No).unwrap(), 1);
+        assert_eq!(rx.take(|f| f.to_vec()).unwrap(), b"two+");
+        send(&a, b"far too long");
+        send(&a, b"three");
+        send(&a, b"four");
+        send(&a, b"also too long");
+        // Frames flow: the rest in one recvmmsg, the cut ones dropped.
+        assert_eq!(rx.fill(b.as_fd(), Block::No).unwrap(), 2);
+        assert_eq!(rx.take(|f| f.to_vec()).unwrap(), b"three");
+        assert_eq!(rx.take(|f| f.to_vec()).unwrap(), b"four");
+        assert!(rx.take(|f| f.len()).is_none());
+        // A cut frame alone is no frame.
+        send(&a, b"too long again");
+        assert_eq!(rx.fill(b.as_fd(), Block::Timed).unwrap(), 0);
     }
 
     #[test]

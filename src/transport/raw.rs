@@ -242,7 +242,10 @@ impl PacketLink {
         let sock = socket2::SockRef::from(&fd);
         sock.set_write_timeout(Some(timeout))?;
         let rx = recv::RxBatch::new(&fd, ETH_HEADER_BYTES + iface.mtu_bytes).map_err(|e| {
-            anyhow!("cannot set up a packet socket's receive buffer on {}: {e}", iface.name)
+            anyhow!(
+                "cannot set up a packet socket's receive buffer on {}: {e}",
+                iface.name
+            )
         })?;
         // SAFETY: sockaddr_ll is plain data; zero is a valid start.
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
@@ -399,7 +402,9 @@ impl FrameLink for PacketLink {
             }
         } else {
             // An exact deadline (a stream's resend timer): ppoll's timer.
-            if recv::poll_wait(self.fd.as_fd(), self.abort.watch_fd(), wait)? && self.abort.aborted() {
+            if recv::poll_wait(self.fd.as_fd(), self.abort.watch_fd(), wait)?
+                && self.abort.aborted()
+            {
                 return Err(aborted_error());
             }
             self.rx.fill(self.fd.as_fd(), recv::Block::No)?;

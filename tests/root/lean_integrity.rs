@@ -121,7 +121,11 @@ fn the_checked_patterns_count_against_a_servers_memory_limit() {
     };
     let tight = common::Server::start(&["--max-memory", "3Mi"]);
     let out = sweep(&tight);
-    assert!(!out.status.success(), "granted within 3 MiB: {}", text(&out));
+    assert!(
+        !out.status.success(),
+        "granted within 3 MiB: {}",
+        text(&out)
+    );
     assert!(text(&out).contains("--max-memory"), "{}", text(&out));
     drop(tight);
     let roomy = common::Server::start(&["--max-memory", "5Mi"]);

@@ -169,7 +169,11 @@ impl RxBatch {
             self.recv_one(fd, block)?
         };
         if block == Block::No {
-            self.hits = if got > 0 { self.hits.saturating_add(1) } else { 0 };
+            self.hits = if got > 0 {
+                self.hits.saturating_add(1)
+            } else {
+                0
+            };
         }
         Ok(got)
     }
@@ -362,6 +366,9 @@ mod tests {
         let t0 = std::time::Instant::now();
         assert_eq!(rx.fill(b.as_fd(), Block::Timed).unwrap(), 0);
         let waited = t0.elapsed();
-        assert!(waited >= ABORT_CHECK_EVERY / 2 && waited < Duration::from_secs(2), "{waited:?}");
+        assert!(
+            waited >= ABORT_CHECK_EVERY / 2 && waited < Duration::from_secs(2),
+            "{waited:?}"
+        );
     }
 }

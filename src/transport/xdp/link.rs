@@ -11,8 +11,8 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use super::bpf::{self, AttachMode};
 use super::socket::{XskSocket, FRAME_BYTES, KERNEL_HEADROOM_BYTES};
 use crate::transport::frames::{self, aborted_error, FrameLink, ETHERTYPE};
-use crate::transport::wait::ABORT_CHECK_EVERY;
 use crate::transport::iface::Iface;
+use crate::transport::wait::ABORT_CHECK_EVERY;
 use crate::transport::{AbortHandle, AbortPair};
 
 /// Bytes of an Ethernet header (destination, source, type).

@@ -16,8 +16,9 @@
 //! a receiver's: [`super::super::frames::wait_timers`]) blocks in `recv`
 //! itself; its timeout, SO_RCVTIMEO, counts in scheduler ticks and is set
 //! only when it changes. A stream's sender, whose resend timer must be
-//! exact, waits in `ppoll` as before. A non-blocking look costs one call
-//! that finds nothing, which the first measurement above prices at 1-3%.
+//! exact, waits in `ppoll` as before. A non-blocking look that finds
+//! nothing costs a call (1-3% in the first measurement above), so the
+//! link skips the look right after it sent one frame (`super::PacketLink`).
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};

@@ -47,7 +47,7 @@ MAC_B=$(ip netns exec "$NS_B" cat /sys/class/net/veth-b/address)
 ip netns exec "$NS_B" "$WULF" serve --bind "$ADDR_B" --allow-lean --announce >"$work/serve.out" 2>/dev/null &
 server=$!
 for _ in $(seq 100); do grep -q WULF-LISTENING "$work/serve.out" && break; sleep 0.1; done
-EVENTS=syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_writev,syscalls:sys_enter_sendmmsg,syscalls:sys_enter_ppoll,syscalls:sys_enter_poll,syscalls:sys_enter_recvmsg,syscalls:sys_enter_sendmsg,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_futex
+EVENTS=syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_writev,syscalls:sys_enter_sendmmsg,syscalls:sys_enter_ppoll,syscalls:sys_enter_poll,syscalls:sys_enter_recvmsg,syscalls:sys_enter_recvmmsg,syscalls:sys_enter_setsockopt,syscalls:sys_enter_sendmsg,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_futex
 
 # calls FILE DIVISOR: perf's nonzero counts, each per message.
 calls() {

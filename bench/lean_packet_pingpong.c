@@ -10,6 +10,7 @@
  * Every receive has a 2 s timeout: a lost frame ends the run (exit 3). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -43,33 +45,77 @@ static unsigned ring_next, ring_slots;
 #define RING_SLOT 2048
 static long wait_ms = -1;
 static int abort_fd = -1;
+/* LEAN_EPOLL=1: the ring's wait is epoll_wait on a set made once (the
+ * socket, and the abort pipe with LEAN_RING=2) instead of ppoll. */
+static int epoll_fd = -1;
+/* LEAN_TRY=1 (no ring): a non-blocking recv first, the blocking recvfrom
+ * only when it found nothing (what a link whose protocol looks before it
+ * waits pays). */
+static int try_first, use_mmsg;
+static long rcvtimeo_ms = 2000;
 
 static int ring_setup(int fd) {
   int v = TPACKET_V2;
-  struct tpacket_req req = {65536, 64, RING_SLOT, 64 * (65536 / RING_SLOT)};
+  /* LEAN_RING_BLOCKS: blocks of 64 KiB (default 64: 4 MiB, wulf's). */
+  unsigned blocks = getenv("LEAN_RING_BLOCKS") ? atoi(getenv("LEAN_RING_BLOCKS")) : 64;
+  struct tpacket_req req = {65536, blocks, RING_SLOT, blocks * (65536 / RING_SLOT)};
   if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v, sizeof v) ||
       setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req)) return -1;
-  ring = mmap(NULL, 65536 * 64, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ring = mmap(NULL, 65536 * (size_t)blocks, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ring_slots = req.tp_frame_nr;
   return ring == MAP_FAILED ? -1 : 0;
 }
 
 /* One frame into out (whole, Ethernet header first): its length, or -1. */
 static ssize_t rx(int fd, unsigned char *out, size_t cap) {
+  long deadline = 0;
   if (!ring) {
     for (;;) {
       struct sockaddr_ll from;
       socklen_t fl = sizeof from;
+      if (use_mmsg) {
+        /* LEAN_MMSG=1: recvmmsg of up to 32 frames (wulf raw's call),
+         * the try with MSG_DONTWAIT, the wait with MSG_WAITFORONE. */
+        static unsigned char slots[32][2048];
+        struct iovec iov[32];
+        struct mmsghdr m[32];
+        memset(m, 0, sizeof m);
+        for (int i = 0; i < 32; i++) {
+          iov[i].iov_base = slots[i];
+          iov[i].iov_len = sizeof slots[i];
+          m[i].msg_hdr.msg_iov = &iov[i];
+          m[i].msg_hdr.msg_iovlen = 1;
+        }
+        int got = -1;
+        if (try_first) got = recvmmsg(fd, m, 32, MSG_DONTWAIT, NULL);
+        if (got <= 0) got = recvmmsg(fd, m, 32, MSG_WAITFORONE, NULL);
+        if (got <= 0) {
+          if (errno == EAGAIN && rcvtimeo_ms < 2000) continue;
+          return -1;
+        }
+        size_t n = m[0].msg_len < cap ? m[0].msg_len : cap;
+        memcpy(out, slots[0], n);
+        return (ssize_t)n;
+      }
+      if (try_first) {
+        ssize_t n = recv(fd, out, cap, MSG_DONTWAIT);
+        if (n >= 0) return n;
+      }
       if (wait_ms >= 0) {
         struct pollfd p = {fd, POLLIN, 0};
         struct timespec ts = {wait_ms / 1000, (wait_ms % 1000) * 1000000L};
         if (ppoll(&p, 1, &ts, NULL) <= 0) return -1;
       }
       ssize_t n = recvfrom(fd, out, cap, 0, (struct sockaddr *)&from, &fl);
+      /* A short LEAN_RCVTIMEO_MS ends a wait early: look again, for at
+       * most 2 s in all (as the ring's naps). */
+      if (n < 0 && errno == EAGAIN && rcvtimeo_ms < 2000) {
+        if (!deadline) deadline = now_ns() + 2000000000L;
+        if (now_ns() < deadline) continue;
+      }
       if (n < 0 || from.sll_pkttype != PACKET_OUTGOING) return n;
     }
   }
-  long deadline = 0;
   for (;;) {
     struct tpacket2_hdr *h = (void *)(ring + (size_t)ring_next * RING_SLOT);
     if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) {
@@ -86,7 +132,13 @@ static ssize_t rx(int fd, unsigned char *out, size_t cap) {
     /* A timeout is only the end of a nap (as wulf's, whose naps end at its
      * resend timer): look again, for at most 2 s in all. */
     if (!deadline) deadline = now_ns() + 2000000000L;
-    int rc = ppoll(p, abort_fd >= 0 ? 2 : 1, &ts, NULL);
+    int rc;
+    if (epoll_fd >= 0) {
+      struct epoll_event ev[2];
+      rc = epoll_wait(epoll_fd, ev, 2, (int)ms);
+    } else {
+      rc = ppoll(p, abort_fd >= 0 ? 2 : 1, &ts, NULL);
+    }
     if (rc < 0 || (rc == 0 && now_ns() > deadline)) return -1;
   }
 }
@@ -120,8 +172,21 @@ int main(int argc, char **argv) {
     if (pipe(pfd)) { perror("pipe"); return 1; }
     abort_fd = pfd[0];
   }
+  try_first = getenv("LEAN_TRY") != NULL;
+  use_mmsg = getenv("LEAN_MMSG") != NULL;
+  if (getenv("LEAN_EPOLL")) {
+    struct epoll_event ev = {.events = EPOLLIN};
+    epoll_fd = epoll_create1(0);
+    ev.data.fd = fd;
+    if (epoll_fd < 0 || epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev)) { perror("epoll"); return 1; }
+    ev.data.fd = abort_fd;
+    if (abort_fd >= 0 && epoll_ctl(epoll_fd, EPOLL_CTL_ADD, abort_fd, &ev)) { perror("epoll"); return 1; }
+  }
   if (!a.sll_ifindex || bind(fd, (struct sockaddr *)&a, sizeof a)) { perror("bind"); return 1; }
-  struct timeval tv = {2, 0};
+  /* LEAN_RCVTIMEO_MS: the receive timeout (default 2 s); a short one is
+   * what a link that wakes to look at its abort pipe would set. */
+  rcvtimeo_ms = getenv("LEAN_RCVTIMEO_MS") ? atol(getenv("LEAN_RCVTIMEO_MS")) : 2000;
+  struct timeval tv = {rcvtimeo_ms / 1000, (rcvtimeo_ms % 1000) * 1000};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   unsigned char buf[2048];
   /* LEAN_NOPAD=1: frames shorter than 60 bytes (wulf raw sends 30 + its

@@ -33,6 +33,15 @@ const STAMP_BYTES: usize = 8;
 /// (never a real operation's: blocks count from 0).
 const FIXED_OP: u64 = u64::MAX;
 
+/// Bytes the patterns of checked blocks hold at most for messages of up
+/// to `max_bytes` (one per direction): a server counts them against its
+/// `--max-memory` with the two buffer pools, as any block a client asks
+/// for may be a checked one (they were once left out: a server at its
+/// limit allocated twice the largest message more).
+pub fn patterns_bytes(max_bytes: u64) -> u64 {
+    max_bytes.saturating_mul(2)
+}
+
 /// The fixed part of each direction's messages at the current size,
 /// computed outside the timed region when the size changes.
 #[derive(Default)]
@@ -46,6 +55,9 @@ impl Patterns {
         for (dir, p) in self.by_dir.iter_mut().enumerate() {
             if p.len() != bytes {
                 p.clear();
+                // Exactly: amortised growth could hold up to twice the
+                // largest size, past what `patterns_bytes` counts.
+                p.reserve_exact(bytes);
                 p.extend((0..bytes).map(|i| pattern_byte(i, FIXED_OP, dir as u64)));
             }
         }
@@ -223,5 +235,21 @@ mod tests {
         let mut shifted = vec![0u8; 10];
         shifted[1..].copy_from_slice(&m[..9]);
         assert!(p.check(&shifted, 0, 1, "t").is_some());
+    }
+
+    #[test]
+    fn the_patterns_never_hold_more_than_is_counted() {
+        let mut p = Patterns::default();
+        // Growing sizes, as a sweep's: each growth exactly to the size.
+        for bytes in [100usize, 150, 1000, 1001, 10, 1001] {
+            p.prepare(bytes);
+        }
+        let held: usize = p.by_dir.iter().map(Vec::capacity).sum();
+        assert!(
+            held as u64 <= patterns_bytes(1001),
+            "{held} bytes held, {} counted",
+            patterns_bytes(1001)
+        );
+        assert_eq!(patterns_bytes(1001), 2002);
     }
 }

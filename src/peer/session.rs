@@ -449,7 +449,7 @@ impl Test<'_> {
             setup.offset_bytes,
             setup.nocache,
             Host::probe().llc_bytes,
-        );
+        ) + crate::measure::checked::patterns_bytes(setup.max_bytes);
         if pools > policy.max_memory_bytes {
             bail!(
                 "buffers of {pools} bytes for messages of {} bytes{} exceed this server's --max-memory of {} bytes",

@@ -94,3 +94,41 @@ fn a_corrupted_frame_is_caught_only_when_every_message_is_checked() {
     let out = corrupted_sweep(&["--integrity"]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+/// A server counts the patterns of checked blocks (`--integrity all`: one
+/// message-sized pattern per direction) against its `--max-memory` with
+/// the two buffer pools: 1 MiB messages need 2 x (1 MiB + a page) of
+/// pools and 2 MiB of patterns, so 3 MiB is refused and 5 MiB granted
+/// (the patterns were once left out and 3 MiB granted). Over loopback tcp.
+#[test]
+fn the_checked_patterns_count_against_a_servers_memory_limit() {
+    let sweep = |server: &common::Server| {
+        common::run(&[
+            "sweep",
+            "tcp",
+            "--peer",
+            &server.addr(),
+            "--sizes",
+            "1Mi",
+            "--integrity",
+            "all",
+            "--budget",
+            "100ms",
+            "--timeout",
+            "5s",
+            "--quiet",
+        ])
+    };
+    let tight = common::Server::start(&["--max-memory", "3Mi"]);
+    let out = sweep(&tight);
+    assert!(
+        !out.status.success(),
+        "granted within 3 MiB: {}",
+        text(&out)
+    );
+    assert!(text(&out).contains("--max-memory"), "{}", text(&out));
+    drop(tight);
+    let roomy = common::Server::start(&["--max-memory", "5Mi"]);
+    let out = sweep(&roomy);
+    assert!(out.status.success(), "refused within 5 MiB: {}", text(&out));
+}

@@ -109,12 +109,20 @@ pub const WAIT_SLACK_NS: u64 = 4_000_000;
 /// The default timer slack of a thread, ns (the kernel's).
 const DEFAULT_SLACK_NS: u64 = 50_000;
 
+thread_local!(static COARSE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) });
+
+/// Whether the calling thread's last [`wait_timers`] asked for coarse
+/// timers: a link may then wait with a timeout counted in scheduler ticks
+/// (raw's blocking receive, issue 34), which is as late as the slack.
+pub fn coarse_timers() -> bool {
+    COARSE.with(|now| now.get() == Some(true))
+}
+
 /// Give the calling thread [`WAIT_SLACK_NS`] of timer slack (`coarse`)
 /// or the default back (PR_SET_TIMERSLACK, only when it changes: a
 /// thread-local remembers). It applies to this thread's later timed
 /// waits, which on a measuring thread are the links' own.
 pub fn wait_timers(coarse: bool) {
-    thread_local!(static COARSE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) });
     COARSE.with(|now| {
         if now.get() != Some(coarse) {
             let ns = if coarse {

@@ -218,8 +218,9 @@ impl Definitions {
          (bidir counts both directions, so it can exceed 1); c2c_bits_per_s = rate of one core \
          copying out a message the other core has just written (the c2c baseline, the floor \
          under single-copy transfers between the two CPUs), c2c_two_copy_bits_per_s = rate of \
-         the serial copy-in, flag, copy-out hand-off (c2c-2copy); summary.peak_c2c_fraction = \
-         peak_bits_per_s / c2c_bits_per_s at peak_bytes"
+         the serial copy-in, flag, copy-out hand-off (c2c-2copy), both cold (buffers rotated \
+         past the last-level cache, c2c --nocache) when the sweep ran with --nocache; \
+         summary.peak_c2c_fraction = peak_bits_per_s / c2c_bits_per_s at peak_bytes"
             .into()
     }
 }

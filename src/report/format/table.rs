@@ -114,7 +114,8 @@ pub fn summary_lines(r: &SweepResult) -> String {
         if let (Some(f), Some(c)) = (r.summary.peak_c2c_fraction, c2c) {
             let _ = write!(
                 s,
-                ", {f:.2} of the core-to-core single copy ({})",
+                ", {f:.2} of the {}core-to-core single copy ({})",
+                if r.options.nocache { "cold " } else { "" },
                 format_bits_per_s(c)
             );
         }
@@ -179,6 +180,14 @@ pub fn summary_lines(r: &SweepResult) -> String {
     s
 }
 
+/// A row's name: transport and mode, and "cold" for a `--nocache` result,
+/// so warm and cold rows of one transport stand side by side, each with
+/// its "of c2c" against its own (warm or cold) core-to-core limit.
+fn row_label(r: &SweepResult) -> String {
+    let cold = if r.options.nocache { " cold" } else { "" };
+    format!("{} {}{cold}", r.transport, r.mode)
+}
+
 /// One row per result, side by side: the summary `wulf run` prints. For
 /// intra-node results, latency as a multiple of the cache-line floor and
 /// peak as a fraction of memcpy bandwidth and of the core-to-core single
@@ -190,7 +199,7 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
     // Wide enough for the longest label, e.g. "mpi:openmpi(tcp) pingpong".
     let w = results
         .iter()
-        .map(|r| r.transport.len() + 1 + r.mode.to_string().len())
+        .map(|r| row_label(r).len())
         .max()
         .unwrap_or(0)
         .max(14);
@@ -223,7 +232,7 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
         let _ = write!(
             s,
             "{:<w$} {:>10} {:>8} {:>14} {:>9} {:>6} {:>10} {:>9} {:>7} {:>9}",
-            format!("{} {}", r.transport, r.mode),
+            row_label(r),
             r.summary
                 .latency_ns
                 .map(format_ns)
@@ -322,6 +331,32 @@ mod tests {
         r.summary.peak_c2c_fraction = Some(2.2);
         r.options.nocache = true;
         assert!(!summary_lines(&r).contains("warm-cache"));
+    }
+
+    #[test]
+    fn warm_and_cold_rows_stand_side_by_side() {
+        let mut warm = fixture();
+        let peak = warm.summary.peak_bytes.unwrap();
+        for p in warm.points.iter_mut().filter(|p| p.bytes == peak) {
+            let mut l = p.limits.unwrap_or_default();
+            l.c2c_bits_per_s = Some(1e11);
+            p.limits = Some(l);
+        }
+        warm.summary.peak_c2c_fraction = Some(0.5);
+        let mut cold = warm.clone();
+        cold.options.nocache = true;
+        cold.summary.peak_c2c_fraction = Some(0.8);
+        let table = comparison_table(&[warm.clone(), cold.clone()]);
+        let label = format!("{} {}", warm.transport, warm.mode);
+        let rows: Vec<&str> = table.lines().filter(|l| l.starts_with(&label)).collect();
+        assert_eq!(rows.len(), 2, "{table}");
+        assert!(
+            !rows[0].contains(" cold") && rows[1].contains(" cold"),
+            "{table}"
+        );
+        assert!(rows[1].contains("0.80"), "{table}");
+        assert!(summary_lines(&cold).contains("of the cold core-to-core"));
+        assert!(!summary_lines(&warm).contains("cold core-to-core"));
     }
 
     #[test]

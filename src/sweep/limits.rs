@@ -175,7 +175,11 @@ pub fn remember(kind: LimitKind, spec: &SweepSpec, cpus: FloorKey, points: &[Poi
         LimitKind::CachelineFloor => {
             if spec.channel.wait == floor_wait(cpus) {
                 if let Some(p) = points.iter().find(|p| p.bytes == FLOOR_BYTES) {
-                    t.floor.insert(cpus, p.median_ns);
+                    // The fastest trial, and the least of every floor this
+                    // process measured: nothing makes the floor faster.
+                    let f = super::floor::floor_of(p);
+                    let kept = t.floor.entry(cpus).or_insert(f);
+                    *kept = kept.min(f);
                 }
             }
         }

@@ -180,6 +180,23 @@ pub fn summary_lines(r: &SweepResult) -> String {
     s
 }
 
+/// The "x floor" cell: the latency's multiple of the cache-line floor, or
+/// "below" where the latency is under the floor (the floor met busier
+/// moments, or something is wrong): never an impossible "0.83x", never a
+/// silent "-" that reads like "not measured".
+fn floor_cell(r: &SweepResult) -> String {
+    let floor = r.points.first().and_then(|p| p.limits?.floor_ns);
+    match (
+        r.summary.latency_floor_multiple,
+        r.summary.latency_ns,
+        floor,
+    ) {
+        (Some(x), _, _) if x >= 1.0 => format!("{x:.2}x"),
+        (_, Some(l), Some(f)) if l < f => "below".into(),
+        _ => "-".into(),
+    }
+}
+
 /// A row's name: transport and mode, and "cold" for a `--nocache` result,
 /// so warm and cold rows of one transport stand side by side, each with
 /// its "of c2c" against its own (warm or cold) core-to-core limit.
@@ -237,11 +254,7 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
                 .latency_ns
                 .map(format_ns)
                 .unwrap_or_else(|| "-".into()),
-            r.summary
-                .latency_floor_multiple
-                .filter(|x| *x >= 1.0)
-                .map(|x| format!("{x:.2}x"))
-                .unwrap_or_else(|| "-".into()),
+            floor_cell(r),
             r.summary
                 .peak_bits_per_s
                 .map(format_bits_per_s)
@@ -331,6 +344,26 @@ mod tests {
         r.summary.peak_c2c_fraction = Some(2.2);
         r.options.nocache = true;
         assert!(!summary_lines(&r).contains("warm-cache"));
+    }
+
+    #[test]
+    fn a_latency_below_the_floor_is_flagged_in_the_table() {
+        let mut r = fixture();
+        let latency = r.points[0].median_ns;
+        let mut l = r.points[0].limits.unwrap_or_default();
+        l.floor_ns = Some(latency / 0.83);
+        r.points[0].limits = Some(l);
+        r.summary = crate::result::Summary::from_points(&r.points);
+        assert_eq!(r.summary.latency_floor_multiple, None);
+        let table = comparison_table(&[r.clone()]);
+        let row = table.lines().nth(1).unwrap();
+        assert!(row.contains("below"), "{table}");
+        assert!(!table.contains("0.83x"), "{table}");
+        // Above the floor: its multiple.
+        l.floor_ns = Some(latency / 2.0);
+        r.points[0].limits = Some(l);
+        r.summary = crate::result::Summary::from_points(&r.points);
+        assert!(comparison_table(&[r]).contains("2.00x"));
     }
 
     #[test]

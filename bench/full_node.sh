@@ -121,8 +121,10 @@ evidence() { # $1 kernel: what runs on each CPU while the ranks run
     (
         sleep 3
         for i in 1 2 3; do
-            echo "--- $1 np=$MAXNP sample $i: threads by CPU (psr), state, %cpu, wait channel"
-            ps -eLo psr,stat,pcpu,wchan:20,comm --sort=psr | awk '$3 > 1.0'
+            # %cpu is ps's: CPU time over the thread's life, so a rank's
+            # spinning shows as ~100 and a sleeper waits in wchan.
+            echo "--- $1 np=$MAXNP sample $i: threads above 1% CPU by CPU (psr): pid, tid, state, %cpu, wait channel, command"
+            ps -eLo psr,pid,tid,stat,pcpu,wchan:20,args --sort=psr | awk 'NR > 1 && $5 > 1.0' | cut -c1-150
             sleep 2
         done
     ) >>"$OUT/evidence-$1.txt" 2>&1 &

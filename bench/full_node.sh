@@ -29,7 +29,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${1:-8}
-CLASS=${CLASS:-A}
+export CLASS=${CLASS:-A}
 MAXNP=${MAXNP:-$(nproc)}
 REPS=${REPS:-1}
 SWEEP_BUDGET=${SWEEP_BUDGET:-3s}
@@ -40,7 +40,8 @@ fi
 command -v python3 >/dev/null || { echo "full_node: python3 is needed for the table" >&2; exit 2; }
 # Open MPI refuses to run as root without these.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-if [ -n "${OUT:-}" ]; then mkdir -p "$OUT"; else
+kept=${OUT:-}
+if [ -n "$kept" ]; then mkdir -p "$OUT"; else
     OUT=$(mktemp -d)
     trap 'rm -rf "$OUT"' EXIT
 fi
@@ -216,4 +217,4 @@ fi
 if [ "${EVIDENCE:-0}" = 1 ]; then
     for f in "$OUT"/evidence-*.txt; do [ -e "$f" ] && { echo; echo "== $f"; head -40 "$f"; }; done
 fi
-echo "log: $OUT/log${OUT:+ (removed at exit unless OUT was given)}"
+if [ -n "$kept" ]; then echo "results and log: $OUT"; else echo "(set OUT=DIR to keep the JSON and the log)"; fi

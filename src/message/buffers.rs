@@ -49,6 +49,50 @@ pub fn pool_bytes(max_bytes: u64, offset_bytes: u64, nocache: bool, llc_bytes: O
     total.saturating_add(PAGE_BYTES as u64)
 }
 
+/// How a pool of `usable` bytes is cut for messages of one size: the
+/// slots a rotation cycles through and the distance between them. Shared
+/// by [`BufferPool`] and the cold core-to-core limit (`c2c --nocache`,
+/// whose two threads index one rotation by message number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rotation {
+    /// Bytes from one slot's start to the next (page multiple).
+    pub stride_bytes: usize,
+    /// Slots in the rotation (1: one hot buffer, reused).
+    pub slots: usize,
+}
+
+impl Rotation {
+    /// The rotation for `bytes`-byte messages at `offset_bytes` past a page
+    /// boundary: with `nocache`, enough slots to span twice the last-level
+    /// cache (as far as `usable` bytes reach), so every message comes from
+    /// memory; otherwise one slot.
+    pub fn for_size(
+        bytes: u64,
+        offset_bytes: u64,
+        nocache: bool,
+        llc_bytes: u64,
+        usable: usize,
+    ) -> Rotation {
+        let stride_bytes = round_up((bytes + offset_bytes) as usize, PAGE_BYTES).max(PAGE_BYTES);
+        let slots = if nocache {
+            let wanted = (2 * llc_bytes as usize).div_ceil(stride_bytes).max(2);
+            wanted.min(usable / stride_bytes).max(1)
+        } else {
+            1
+        };
+        Rotation {
+            stride_bytes,
+            slots,
+        }
+    }
+
+    /// Byte offset of slot `n mod slots` from the pool's page-aligned start.
+    #[inline(always)]
+    pub fn slot_offset(&self, n: u64) -> usize {
+        (n % self.slots as u64) as usize * self.stride_bytes
+    }
+}
+
 /// A pool of equal-sized message slots.
 pub struct BufferPool {
     storage: memmap2::MmapMut,
@@ -127,16 +171,17 @@ impl BufferPool {
 
     /// Lay the pool out for `bytes`-sized messages and restart the rotation.
     pub fn prepare(&mut self, bytes: u64) {
-        let bytes = bytes as usize;
-        self.len = bytes;
-        self.stride = round_up(bytes + self.offset, PAGE_BYTES).max(PAGE_BYTES);
         let usable = self.storage.len() - self.base;
-        self.slots = if self.nocache {
-            let wanted = (2 * self.llc_bytes as usize).div_ceil(self.stride).max(2);
-            wanted.min(usable / self.stride).max(1)
-        } else {
-            1
-        };
+        let r = Rotation::for_size(
+            bytes,
+            self.offset as u64,
+            self.nocache,
+            self.llc_bytes,
+            usable,
+        );
+        self.len = bytes as usize;
+        self.stride = r.stride_bytes;
+        self.slots = r.slots;
         self.next = 0;
     }
 

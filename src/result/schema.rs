@@ -213,13 +213,15 @@ impl Definitions {
     pub fn efficiency_text() -> String {
         "points[].limits: memcpy_bits_per_s = memcpy bandwidth at that size in one process \
          (same --nocache and --offset), floor_ns = one-way time of an 8-byte cache-line \
-         ping-pong between the two CPUs; summary.latency_floor_multiple = latency_ns / floor_ns; \
+         ping-pong between the two CPUs (its fastest trial, the least of this process's \
+         measurements); summary.latency_floor_multiple = latency_ns / floor_ns; \
          summary.peak_memcpy_fraction = peak_bits_per_s / memcpy_bits_per_s at peak_bytes \
          (bidir counts both directions, so it can exceed 1); c2c_bits_per_s = rate of one core \
          copying out a message the other core has just written (the c2c baseline, the floor \
          under single-copy transfers between the two CPUs), c2c_two_copy_bits_per_s = rate of \
-         the serial copy-in, flag, copy-out hand-off (c2c-2copy); summary.peak_c2c_fraction = \
-         peak_bits_per_s / c2c_bits_per_s at peak_bytes"
+         the serial copy-in, flag, copy-out hand-off (c2c-2copy), both cold (buffers rotated \
+         past the last-level cache, c2c --nocache) when the sweep ran with --nocache; \
+         summary.peak_c2c_fraction = peak_bits_per_s / c2c_bits_per_s at peak_bytes"
             .into()
     }
 }

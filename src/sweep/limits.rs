@@ -12,8 +12,10 @@
 //! small share of its budget ([`MEMCPY_BUDGET_SHARE`],
 //! [`FLOOR_BUDGET_SHARE`], [`C2C_BUDGET_SHARE`]). Limits are keyed by
 //! everything that changes them: buffer mode (`--nocache`), `--offset`, and
-//! the CPUs. The core-to-core limits are cache to cache by definition: a
-//! `--nocache` sweep has none.
+//! the CPUs. The core-to-core limits of a `--nocache` sweep are the cold
+//! ones (`c2c --nocache`: messages copied out of and into buffers rotated
+//! past the last-level cache), so its "of c2c" efficiency is against the
+//! cold limit; a warm sweep's is against the warm one.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -52,8 +54,9 @@ struct CopyKey {
 /// What the floor depends on: the two CPUs.
 pub(super) type FloorKey = (Option<usize>, Option<usize>);
 
-/// What the core-to-core limits depend on: `--offset` and the two CPUs.
-type C2cKey = (u64, FloorKey);
+/// What the core-to-core limits depend on: `--nocache` (cold or warm),
+/// `--offset` and the two CPUs.
+type C2cKey = (bool, u64, FloorKey);
 
 #[derive(Default)]
 struct Table {
@@ -172,13 +175,17 @@ pub fn remember(kind: LimitKind, spec: &SweepSpec, cpus: FloorKey, points: &[Poi
         LimitKind::CachelineFloor => {
             if spec.channel.wait == floor_wait(cpus) {
                 if let Some(p) = points.iter().find(|p| p.bytes == FLOOR_BYTES) {
-                    t.floor.insert(cpus, p.median_ns);
+                    // The fastest trial, and the least of every floor this
+                    // process measured: nothing makes the floor faster.
+                    let f = super::floor::floor_of(p);
+                    let kept = t.floor.entry(cpus).or_insert(f);
+                    *kept = kept.min(f);
                 }
             }
         }
         LimitKind::C2cSingleCopy | LimitKind::C2cTwoCopy => {
-            if spec.channel.wait == floor_wait(cpus) && !spec.nocache {
-                let key = (spec.offset_bytes, cpus);
+            if spec.channel.wait == floor_wait(cpus) {
+                let key = (spec.nocache, spec.offset_bytes, cpus);
                 if let Some(curve) = t.curve(kind) {
                     for p in points {
                         curve.insert((key, p.bytes), p.bits_per_s);
@@ -265,19 +272,19 @@ fn gather(
             .floor
             .insert(cpus, f);
     }
-    let c2c_key = (spec.offset_bytes, cpus);
+    let c2c_key = (spec.nocache, spec.offset_bytes, cpus);
     // The core-to-core limits are defined between two distinct pinned
     // CPUs. With one end unpinned (a `wulf serve` peer that was not asked
     // to pin) or both on one CPU, each hand-off waits for the scheduler:
     // the "limit" would measure ticks, not copies, and overran its share
     // of the budget 30-fold (27 s before a sweep's first point).
     let distinct_cpus = matches!(cpus, (Some(a), Some(b)) if a != b);
-    if !spec.nocache && distinct_cpus {
+    if distinct_cpus {
         for (kind, copies) in [
             (LimitKind::C2cSingleCopy, Copies::One),
             (LimitKind::C2cTwoCopy, Copies::Two),
         ] {
-            warnings.extend(gather_c2c(spec, cpus, kind, copies)?);
+            warnings.extend(gather_c2c(spec, llc_bytes, cpus, kind, copies)?);
         }
     }
     let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
@@ -306,11 +313,12 @@ fn gather(
 /// returns a warning naming the sizes its budget share did not reach.
 fn gather_c2c(
     spec: &SweepSpec,
+    llc_bytes: Option<u64>,
     cpus: FloorKey,
     kind: LimitKind,
     copies: Copies,
 ) -> Result<Option<String>> {
-    let key = (spec.offset_bytes, cpus);
+    let key = (spec.nocache, spec.offset_bytes, cpus);
     let missing: Vec<u64> = {
         let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
         let curve = t.curve(kind).map(|c| &*c);
@@ -323,7 +331,7 @@ fn gather_c2c(
     let Some(max) = missing.iter().copied().max() else {
         return Ok(None);
     };
-    let mut s = setup(spec, Mode::Pingpong, max, None);
+    let mut s = setup(spec, Mode::Pingpong, max, llc_bytes);
     s.helper_cpu = cpus.1;
     s.wait = floor_wait(cpus);
     let mut bench = C2cBench::new(&s, copies)?;

@@ -19,11 +19,21 @@
 //!   does at best without overlapping the two copies.
 //!
 //! Both are ping-pongs timed in blocks like the transports (one-way = half
-//! a round trip), with cache-hot buffers (`--nocache` does not apply: the
-//! point is the transfer between the two cores' caches) at page boundary
-//! plus `--offset`. The copies are the C library's memcpy, as in the
-//! transports. The measuring thread and the helper wait like `shm` (spin by
-//! default, `--wait`), with the same deadline checks.
+//! a round trip), at page boundary plus `--offset`. The copies are the C
+//! library's memcpy, as in the transports. The measuring thread and the
+//! helper wait like `shm` (spin by default, `--wait`), with the same
+//! deadline checks.
+//!
+//! By default the buffers are cache-hot (warm): the limit of a transfer
+//! between the two cores' caches, what a benchmark that resends one buffer
+//! sees. With `--nocache` (cold) the buffers a message is copied out of and
+//! into rotate past the last-level cache exactly as a `--nocache` sweep's
+//! message pools do ([`crate::message::buffers::Rotation`]): single copy,
+//! the receiver copies a message whose lines are in neither core's cache
+//! into a buffer that is not cached either; two-copy, the sender copies a
+//! cold private buffer into the (hot) shared one and the receiver copies
+//! that into a cold private buffer, as shm moves a `--nocache` message. An
+//! application's messages are fresh data: cold is the limit that models it.
 //!
 //! The echo's destination lines were last read by the other core, so each
 //! copy also pays the invalidation of that core's copies: the same cost a
@@ -41,6 +51,7 @@ use serde_json::{json, Map, Value};
 use super::baseline::{Baseline, BaselineBlock, BaselineSetup, Helper, LimitKind};
 use super::wait::{Doorbell, Waiter};
 use super::Transport;
+use crate::message::buffers::{pool_bytes, Rotation, FALLBACK_LLC_BYTES};
 use crate::message::pattern::{check, fill};
 use crate::result::Mode;
 use crate::sys::{thread_cpu_time, CpuTime};
@@ -120,35 +131,85 @@ fn kind(copies: Copies) -> LimitKind {
 }
 
 /// The shared memory of both threads: two doorbells, two flag lines, and
-/// the message buffers, each at a page boundary plus the offset.
+/// the message buffers, each at a page boundary plus the offset. A cold
+/// buffer is a region of rotating slots, indexed by message number.
 struct Mem {
     map: MmapMut,
-    stride: usize,
+    /// Start of each buffer region from the map's start (page multiple).
+    starts: [usize; BUFFERS],
+    /// Which regions rotate (cold); the others are one hot buffer.
+    rotating: [bool; BUFFERS],
+    /// Bytes one rotating region spans.
+    rotating_bytes: usize,
     offset: usize,
+    llc_bytes: u64,
 }
 
 /// Buffer numbers: the two shared buffers (both modes), then the private
-/// send and receive buffers of each side (two-copy only).
+/// send and receive buffers of each side (two-copy; single copy uses the
+/// receive buffers only when cold).
 const SHARED: [usize; 2] = [0, 1];
 const PRIVATE_SEND: [usize; 2] = [2, 4];
 const PRIVATE_RECV: [usize; 2] = [3, 5];
 const BUFFERS: usize = 6;
 
 impl Mem {
-    fn new(max_bytes: usize, offset: usize, copies: Copies) -> io::Result<Mem> {
+    fn new(
+        max_bytes: usize,
+        offset: usize,
+        copies: Copies,
+        cold: bool,
+        llc_bytes: Option<u64>,
+    ) -> io::Result<Mem> {
+        let llc_bytes = llc_bytes.unwrap_or(FALLBACK_LLC_BYTES);
         let stride = (max_bytes + offset).div_ceil(PAGE_BYTES).max(1) * PAGE_BYTES;
-        let buffers = match copies {
-            Copies::One => 2,
-            Copies::Two => BUFFERS,
-        };
-        let mut map = MmapMut::map_anon(PAGE_BYTES + buffers * stride)?;
+        let rotating_bytes = pool_bytes(max_bytes as u64, offset as u64, true, Some(llc_bytes))
+            as usize
+            - PAGE_BYTES;
+        let mut used = [false; BUFFERS];
+        let mut rotating = [false; BUFFERS];
+        for i in SHARED {
+            used[i] = true;
+            rotating[i] = cold && copies == Copies::One;
+        }
+        for side in 0..2 {
+            let (send, recv) = (PRIVATE_SEND[side], PRIVATE_RECV[side]);
+            used[send] = copies == Copies::Two;
+            used[recv] = copies == Copies::Two || cold;
+            rotating[send] = cold;
+            rotating[recv] = cold;
+        }
+        let mut starts = [0; BUFFERS];
+        let mut at = PAGE_BYTES;
+        for i in 0..BUFFERS {
+            starts[i] = at;
+            if used[i] {
+                at += if rotating[i] { rotating_bytes } else { stride };
+            }
+        }
+        let mut map = MmapMut::map_anon(at).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot map {at} bytes of buffers: {e}"))
+        })?;
         // Every page faulted in now, not in a timed loop.
         map.fill(0xa5);
         Ok(Mem {
             map,
-            stride,
+            starts,
+            rotating,
+            rotating_bytes,
             offset,
+            llc_bytes,
         })
+    }
+    /// The slots of `bytes`-byte messages in the rotating regions.
+    fn rotation(&self, bytes: u64) -> Rotation {
+        Rotation::for_size(
+            bytes,
+            self.offset as u64,
+            true,
+            self.llc_bytes,
+            self.rotating_bytes,
+        )
     }
     fn base(&self) -> *mut u8 {
         self.map.as_ptr() as *mut u8
@@ -162,9 +223,16 @@ impl Mem {
         // 128-byte aligned; only ever accessed atomically.
         unsafe { &*(self.base().add((2 + side) * LINE_PAIR_BYTES) as *const AtomicU64) }
     }
-    fn buf(&self, i: usize) -> *mut u8 {
-        // SAFETY: buffer i lies after the first page, inside the map.
-        unsafe { self.base().add(PAGE_BYTES + i * self.stride + self.offset) }
+    /// Buffer `i` for message `n` (its slot `n` when it rotates).
+    #[inline(always)]
+    fn buf(&self, i: usize, rot: Rotation, n: u64) -> *mut u8 {
+        let slot = if self.rotating[i] {
+            rot.slot_offset(n)
+        } else {
+            0
+        };
+        // SAFETY: buffer i (and each of its slots) lies inside the map.
+        unsafe { self.base().add(self.starts[i] + slot + self.offset) }
     }
 }
 
@@ -173,27 +241,38 @@ impl Mem {
 struct Side {
     me: usize,
     copies: Copies,
+    /// Cold (`--nocache`): messages copied out of and into rotating slots.
+    cold: bool,
 }
 
 impl Side {
     /// (source, destination) of the copy made before raising the flag.
-    fn send_copy(self, m: &Mem) -> Option<(*mut u8, *mut u8)> {
-        (self.copies == Copies::Two).then(|| (m.buf(PRIVATE_SEND[self.me]), m.buf(SHARED[self.me])))
+    #[inline(always)]
+    fn send_copy(self, m: &Mem, r: Rotation, n: u64) -> Option<(*mut u8, *mut u8)> {
+        (self.copies == Copies::Two).then(|| {
+            (
+                m.buf(PRIVATE_SEND[self.me], r, n),
+                m.buf(SHARED[self.me], r, n),
+            )
+        })
     }
-    /// (source, destination) of the copy made once the other's flag is up.
-    fn recv_copy(self, m: &Mem) -> (*mut u8, *mut u8) {
-        let theirs = m.buf(SHARED[1 - self.me]);
-        match self.copies {
-            Copies::One => (theirs, m.buf(SHARED[self.me])),
-            Copies::Two => (theirs, m.buf(PRIVATE_RECV[self.me])),
+    /// (source, destination) of the copy made once the other's flag is up:
+    /// warm single copy echoes into its own shared buffer (the next
+    /// message's source); cold copies into a fresh private slot.
+    #[inline(always)]
+    fn recv_copy(self, m: &Mem, r: Rotation, n: u64) -> (*mut u8, *mut u8) {
+        let theirs = m.buf(SHARED[1 - self.me], r, n);
+        match (self.copies, self.cold) {
+            (Copies::One, false) => (theirs, m.buf(SHARED[self.me], r, n)),
+            _ => (theirs, m.buf(PRIVATE_RECV[self.me], r, n)),
         }
     }
     /// The buffer an integrity pass fills before sending: the source of
     /// the send copy, or (single copy) what the other side copies out.
-    fn fill_buf(self, m: &Mem) -> *mut u8 {
+    fn fill_buf(self, m: &Mem, r: Rotation, n: u64) -> *mut u8 {
         match self.copies {
-            Copies::One => m.buf(SHARED[self.me]),
-            Copies::Two => m.buf(PRIVATE_SEND[self.me]),
+            Copies::One => m.buf(SHARED[self.me], r, n),
+            Copies::Two => m.buf(PRIVATE_SEND[self.me], r, n),
         }
     }
 
@@ -204,15 +283,23 @@ impl Side {
     /// `len` at most the buffers' size; the other side must not touch this
     /// side's shared buffer until it sees the flag (strict alternation).
     #[inline(always)]
-    unsafe fn send<const CHECK: bool>(self, m: &Mem, w: &Waiter, n: u64, len: usize, op: u64) {
+    unsafe fn send<const CHECK: bool>(
+        self,
+        m: &Mem,
+        w: &Waiter,
+        r: Rotation,
+        n: u64,
+        len: usize,
+        op: u64,
+    ) {
         if CHECK {
             fill(
-                std::slice::from_raw_parts_mut(self.fill_buf(m), len),
+                std::slice::from_raw_parts_mut(self.fill_buf(m, r, n), len),
                 op,
                 self.me as u64,
             );
         }
-        if let Some((src, dst)) = self.send_copy(m) {
+        if let Some((src, dst)) = self.send_copy(m, r, n) {
             std::ptr::copy_nonoverlapping(src, dst, len);
         }
         m.flag(self.me).store(n, Ordering::Release);
@@ -228,13 +315,14 @@ impl Side {
         self,
         m: &Mem,
         w: &Waiter,
+        r: Rotation,
         n: u64,
         len: usize,
         op: u64,
     ) -> io::Result<()> {
         let flag = m.flag(1 - self.me);
         w.wait(|| Ok(flag.load(Ordering::Acquire) == n))?;
-        let (src, dst) = self.recv_copy(m);
+        let (src, dst) = self.recv_copy(m, r, n);
         std::ptr::copy_nonoverlapping(src, dst, len);
         if CHECK {
             let got = std::slice::from_raw_parts(dst, len);
@@ -250,6 +338,7 @@ impl Side {
 /// A block for the helper thread.
 struct Command {
     bytes: usize,
+    rotation: Rotation,
     repeats: u64,
     check: bool,
 }
@@ -275,11 +364,6 @@ impl C2cBench {
                 setup.mode
             )));
         }
-        if setup.nocache {
-            return Err(crate::error::usage(format!(
-                "{name} copies between the two cores' caches: --nocache does not apply"
-            )));
-        }
         if setup.max_bytes > MAX_BYTES {
             return Err(crate::error::usage(format!(
                 "{name} carries at most {MAX_BYTES} bytes, not {}",
@@ -290,6 +374,8 @@ impl C2cBench {
             setup.max_bytes as usize,
             setup.offset_bytes as usize,
             copies,
+            setup.nocache,
+            setup.llc_bytes,
         )?);
         // SAFETY: the doorbells live in `mem`, which the bench and the
         // helper both keep alive (Arc) for as long as they use the waiters.
@@ -300,14 +386,23 @@ impl C2cBench {
             )
         };
         let helper_mem = Arc::clone(&mem);
-        let side = Side { me: 1, copies };
+        let cold = setup.nocache;
+        let side = Side {
+            me: 1,
+            copies,
+            cold,
+        };
         let mut next = 0u64;
         let helper = Helper::start("wulf-c2c", setup.helper_cpu, setup.timeout, move |cmd| {
             helper_block(&helper_mem, side, helper_waiter, &mut next, cmd)
         })?;
         Ok(C2cBench {
             mem,
-            side: Side { me: 0, copies },
+            side: Side {
+                me: 0,
+                copies,
+                cold,
+            },
             waiter,
             next: 0,
             max_bytes: setup.max_bytes,
@@ -324,8 +419,10 @@ impl C2cBench {
             )));
         }
         let len = bytes as usize;
+        let r = self.mem.rotation(bytes);
         self.helper.command(Command {
             bytes: len,
+            rotation: r,
             repeats,
             check: check_bytes,
         })?;
@@ -335,8 +432,8 @@ impl C2cBench {
         // Primer: the helper is in its loop once it answers.
         self.next += 1;
         unsafe {
-            s.send::<false>(m, &w, self.next, len, 0);
-            s.recv::<false>(m, &w, self.next, len, 0)?;
+            s.send::<false>(m, &w, r, self.next, len, 0);
+            s.recv::<false>(m, &w, r, self.next, len, 0)?;
         }
         let cpu0 = thread_cpu_time();
         let t0 = Instant::now();
@@ -345,8 +442,8 @@ impl C2cBench {
             for op in 0..repeats {
                 self.next += 1;
                 unsafe {
-                    s.send::<true>(m, &w, self.next, len, op);
-                    match s.recv::<true>(m, &w, self.next, len, op) {
+                    s.send::<true>(m, &w, r, self.next, len, op);
+                    match s.recv::<true>(m, &w, r, self.next, len, op) {
                         // Keep in step with the helper, report at the end.
                         Err(e) if e.kind() == io::ErrorKind::InvalidData => {
                             outcome = outcome.and(Err(e))
@@ -359,8 +456,8 @@ impl C2cBench {
             for _ in 0..repeats {
                 self.next += 1;
                 unsafe {
-                    s.send::<false>(m, &w, self.next, len, 0);
-                    s.recv::<false>(m, &w, self.next, len, 0)?;
+                    s.send::<false>(m, &w, r, self.next, len, 0);
+                    s.recv::<false>(m, &w, r, self.next, len, 0)?;
                 }
             }
         }
@@ -377,13 +474,13 @@ impl C2cBench {
 
 /// The helper's side of one block: answer every message of it.
 fn helper_block(m: &Mem, s: Side, w: Waiter, next: &mut u64, cmd: Command) -> io::Result<CpuTime> {
-    let len = cmd.bytes;
+    let (len, r) = (cmd.bytes, cmd.rotation);
     // SAFETY (all blocks): live map, strict alternation; the measuring
     // thread checked the size.
     *next += 1;
     unsafe {
-        s.recv::<false>(m, &w, *next, len, 0)?;
-        s.send::<false>(m, &w, *next, len, 0);
+        s.recv::<false>(m, &w, r, *next, len, 0)?;
+        s.send::<false>(m, &w, r, *next, len, 0);
     }
     let cpu0 = thread_cpu_time();
     let mut mismatch = Ok(());
@@ -391,17 +488,17 @@ fn helper_block(m: &Mem, s: Side, w: Waiter, next: &mut u64, cmd: Command) -> io
         *next += 1;
         unsafe {
             if cmd.check {
-                match s.recv::<true>(m, &w, *next, len, op) {
+                match s.recv::<true>(m, &w, r, *next, len, op) {
                     // Keep in step with the measuring thread.
                     Err(e) if e.kind() == io::ErrorKind::InvalidData => {
                         mismatch = mismatch.and(Err(e))
                     }
                     other => other?,
                 }
-                s.send::<true>(m, &w, *next, len, op);
+                s.send::<true>(m, &w, r, *next, len, op);
             } else {
-                s.recv::<false>(m, &w, *next, len, 0)?;
-                s.send::<false>(m, &w, *next, len, 0);
+                s.recv::<false>(m, &w, r, *next, len, 0)?;
+                s.send::<false>(m, &w, r, *next, len, 0);
             }
         }
     }
@@ -417,6 +514,14 @@ impl Baseline for C2cBench {
             Copies::Two => "serial two-copy hand-off: memcpy into a shared buffer, one flag, memcpy out into a private buffer; whole messages, no pipelining",
         };
         m.insert("copy".into(), json!(copy));
+        m.insert(
+            "buffers".into(),
+            json!(if self.side.cold {
+                "cold: copied out of and into slots rotated past twice the last-level cache (--nocache)"
+            } else {
+                "warm: cache-hot buffers reused by every message"
+            }),
+        );
         m.insert("wait".into(), json!(self.setup.wait.name()));
         m.insert("helper_cpu".into(), json!(self.helper.cpu()));
         m.insert("offset_bytes".into(), json!(self.setup.offset_bytes));
@@ -451,46 +556,5 @@ impl Baseline for C2cBench {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::WaitMode;
-    use super::*;
-
-    fn setup(max_bytes: u64) -> BaselineSetup {
-        BaselineSetup {
-            mode: Mode::Pingpong,
-            max_bytes,
-            nocache: false,
-            offset_bytes: 3,
-            llc_bytes: None,
-            caches: Vec::new(),
-            helper_cpu: None,
-            // Yield: this test must not depend on having two idle CPUs.
-            wait: WaitMode::Yield,
-            timeout: std::time::Duration::from_secs(10),
-        }
-    }
-
-    #[test]
-    fn both_baselines_copy_intact_and_time() {
-        for copies in [Copies::One, Copies::Two] {
-            let mut b = C2cBench::new(&setup(1 << 17), copies).unwrap();
-            for bytes in [0, 1, 63, 64, 4097, 1 << 17] {
-                b.integrity(bytes).unwrap();
-                assert!(b.block(bytes, 20).unwrap().elapsed_ns > 0);
-            }
-            assert!(b.block((1 << 17) + 1, 1).is_err());
-        }
-    }
-
-    #[test]
-    fn bad_set_ups_are_refused() {
-        let mut s = setup(MAX_BYTES + 1);
-        assert!(C2cBench::new(&s, Copies::One).is_err());
-        s.max_bytes = 64;
-        s.nocache = true;
-        assert!(C2cBench::new(&s, Copies::One).is_err());
-        s.nocache = false;
-        s.mode = Mode::Stream;
-        assert!(C2cBench::new(&s, Copies::Two).is_err());
-    }
-}
+#[path = "c2c_tests.rs"]
+mod tests;

@@ -26,6 +26,7 @@ mod matrix_read;
 mod npb_bench;
 mod npb_mg;
 mod openmetrics;
+mod report_cold;
 mod report_exports;
 mod report_limits;
 mod report_scales;

@@ -357,13 +357,7 @@ fn efficiency_is_recorded_and_summarised() {
         assert!(out.contains("of memcpy bandwidth"), "{out}");
         assert!(out.contains("of the core-to-core single copy"), "{out}");
     }
-    // No core-to-core limits for memory-cold buffers: they are cache to
-    // cache by definition.
-    let (r, _) = sweep_ok(&["shm", "--nocache", "--sizes", "65536"]);
-    let l = &r["points"][0]["limits"];
-    assert!(l["memcpy_bits_per_s"].as_f64().is_some(), "{l}");
-    assert!(l.get("c2c_bits_per_s").is_none(), "{l}");
-    assert!(r["summary"].get("peak_c2c_fraction").is_none());
+    // Cold (--nocache) sweeps and their cold c2c limit: c2c_cold.rs.
 }
 
 #[test]
@@ -575,7 +569,6 @@ fn bad_requests_are_usage_errors() {
         vec!["sweep", "memcpy", "--mode", "pingpong", "--sizes", "8"],
         vec!["sweep", "cacheline", "--mode", "bidir", "--sizes", "8"],
         vec!["sweep", "cacheline", "--sizes", "1Mi"],
-        vec!["sweep", "c2c", "--nocache", "--sizes", "8"],
         vec!["sweep", "c2c-2copy", "--mode", "stream", "--sizes", "8"],
         vec!["sweep", "c2c", "--sizes", "1Gi"],
         vec!["sweep", "memcpy", "--peer", "127.0.0.1", "--sizes", "8"],

@@ -14,6 +14,7 @@ mod common;
 #[path = "../support/python.rs"]
 mod python;
 
+mod c2c_cold;
 mod collective;
 mod hpl;
 mod intranode;

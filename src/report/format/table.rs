@@ -114,7 +114,8 @@ pub fn summary_lines(r: &SweepResult) -> String {
         if let (Some(f), Some(c)) = (r.summary.peak_c2c_fraction, c2c) {
             let _ = write!(
                 s,
-                ", {f:.2} of the core-to-core single copy ({})",
+                ", {f:.2} of the {}core-to-core single copy ({})",
+                if r.options.nocache { "cold " } else { "" },
                 format_bits_per_s(c)
             );
         }
@@ -179,6 +180,31 @@ pub fn summary_lines(r: &SweepResult) -> String {
     s
 }
 
+/// The "x floor" cell: the latency's multiple of the cache-line floor, or
+/// "below" where the latency is under the floor (the floor met busier
+/// moments, or something is wrong): never an impossible "0.83x", never a
+/// silent "-" that reads like "not measured".
+fn floor_cell(r: &SweepResult) -> String {
+    let floor = r.points.first().and_then(|p| p.limits?.floor_ns);
+    match (
+        r.summary.latency_floor_multiple,
+        r.summary.latency_ns,
+        floor,
+    ) {
+        (Some(x), _, _) if x >= 1.0 => format!("{x:.2}x"),
+        (_, Some(l), Some(f)) if l < f => "below".into(),
+        _ => "-".into(),
+    }
+}
+
+/// A row's name: transport and mode, and "cold" for a `--nocache` result,
+/// so warm and cold rows of one transport stand side by side, each with
+/// its "of c2c" against its own (warm or cold) core-to-core limit.
+fn row_label(r: &SweepResult) -> String {
+    let cold = if r.options.nocache { " cold" } else { "" };
+    format!("{} {}{cold}", r.transport, r.mode)
+}
+
 /// One row per result, side by side: the summary `wulf run` prints. For
 /// intra-node results, latency as a multiple of the cache-line floor and
 /// peak as a fraction of memcpy bandwidth and of the core-to-core single
@@ -190,7 +216,7 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
     // Wide enough for the longest label, e.g. "mpi:openmpi(tcp) pingpong".
     let w = results
         .iter()
-        .map(|r| r.transport.len() + 1 + r.mode.to_string().len())
+        .map(|r| row_label(r).len())
         .max()
         .unwrap_or(0)
         .max(14);
@@ -223,16 +249,12 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
         let _ = write!(
             s,
             "{:<w$} {:>10} {:>8} {:>14} {:>9} {:>6} {:>10} {:>9} {:>7} {:>9}",
-            format!("{} {}", r.transport, r.mode),
+            row_label(r),
             r.summary
                 .latency_ns
                 .map(format_ns)
                 .unwrap_or_else(|| "-".into()),
-            r.summary
-                .latency_floor_multiple
-                .filter(|x| *x >= 1.0)
-                .map(|x| format!("{x:.2}x"))
-                .unwrap_or_else(|| "-".into()),
+            floor_cell(r),
             r.summary
                 .peak_bits_per_s
                 .map(format_bits_per_s)
@@ -322,6 +344,52 @@ mod tests {
         r.summary.peak_c2c_fraction = Some(2.2);
         r.options.nocache = true;
         assert!(!summary_lines(&r).contains("warm-cache"));
+    }
+
+    #[test]
+    fn a_latency_below_the_floor_is_flagged_in_the_table() {
+        let mut r = fixture();
+        let latency = r.points[0].median_ns;
+        let mut l = r.points[0].limits.unwrap_or_default();
+        l.floor_ns = Some(latency / 0.83);
+        r.points[0].limits = Some(l);
+        r.summary = crate::result::Summary::from_points(&r.points);
+        assert_eq!(r.summary.latency_floor_multiple, None);
+        let table = comparison_table(&[r.clone()]);
+        let row = table.lines().nth(1).unwrap();
+        assert!(row.contains("below"), "{table}");
+        assert!(!table.contains("0.83x"), "{table}");
+        // Above the floor: its multiple.
+        l.floor_ns = Some(latency / 2.0);
+        r.points[0].limits = Some(l);
+        r.summary = crate::result::Summary::from_points(&r.points);
+        assert!(comparison_table(&[r]).contains("2.00x"));
+    }
+
+    #[test]
+    fn warm_and_cold_rows_stand_side_by_side() {
+        let mut warm = fixture();
+        let peak = warm.summary.peak_bytes.unwrap();
+        for p in warm.points.iter_mut().filter(|p| p.bytes == peak) {
+            let mut l = p.limits.unwrap_or_default();
+            l.c2c_bits_per_s = Some(1e11);
+            p.limits = Some(l);
+        }
+        warm.summary.peak_c2c_fraction = Some(0.5);
+        let mut cold = warm.clone();
+        cold.options.nocache = true;
+        cold.summary.peak_c2c_fraction = Some(0.8);
+        let table = comparison_table(&[warm.clone(), cold.clone()]);
+        let label = format!("{} {}", warm.transport, warm.mode);
+        let rows: Vec<&str> = table.lines().filter(|l| l.starts_with(&label)).collect();
+        assert_eq!(rows.len(), 2, "{table}");
+        assert!(
+            !rows[0].contains(" cold") && rows[1].contains(" cold"),
+            "{table}"
+        );
+        assert!(rows[1].contains("0.80"), "{table}");
+        assert!(summary_lines(&cold).contains("of the cold core-to-core"));
+        assert!(!summary_lines(&warm).contains("cold core-to-core"));
     }
 
     #[test]

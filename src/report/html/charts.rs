@@ -204,7 +204,10 @@ fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> 
             "Each intra-node transport's throughput as a share of the core-to-core single copy at the \
              same size (points[].limits.c2c_bits_per_s: one of the two CPUs copying out a message the \
              other has just written, one flag per hand-off; the c2c baseline). No transfer between two \
-             processes on these CPUs can beat it by copying; a dashed line marks 100% when reached.",
+             processes on these CPUs can beat it by copying; a dashed line marks 100% when reached. \
+             A --nocache result (cold buffers, what an application's fresh data sees) is against the \
+             cold limit (c2c --nocache: lines in neither core's cache), a warm one against the warm \
+             limit; with both, their labels say nocache=true and nocache=false.",
         );
     }
     if let Some((svg, withheld)) = limit::floor_multiple(series)? {

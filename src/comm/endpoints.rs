@@ -382,6 +382,64 @@ mod tests {
         peer.join().unwrap();
     }
 
+    /// Two ranks of one process linked by shm (single copy where /proc
+    /// lets each end open the other's send memory).
+    fn shm_pair(timeout_ms: u64) -> (EndpointComm, EndpointComm) {
+        let t = crate::transport::shm::Shm;
+        let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let mut o = opts();
+        o.timeout_ms = timeout_ms;
+        let l = t.listen(&o, ip).unwrap();
+        let d = l.describe();
+        let server = std::thread::spawn(move || l.accept(Duration::from_secs(5)).unwrap());
+        let client = t.connect(&d, &o, ip).unwrap();
+        let server = server.join().unwrap();
+        let a = EndpointComm::new(0, "shm", vec![None, Some(client.endpoint)]).unwrap();
+        let b = EndpointComm::new(1, "shm", vec![Some(server.endpoint), None]).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn large_exchanges_go_from_lent_memory_and_arrive_whole() {
+        let (a, b) = shm_pair(5000);
+        // Small (ring), a transpose's 1 MiB (lent), larger (the loan
+        // regrows), and sizes that differ each way.
+        let sizes = [(3, 3), (131_072, 131_072), (400_000, 400_000), (2_000, 70_000)];
+        let peer = std::thread::spawn(move || {
+            for (i, &(mine, theirs)) in sizes.iter().enumerate() {
+                let out: Vec<f64> = (0..theirs).map(|v| -(v as f64) - i as f64).collect();
+                let mut got = vec![0.0; mine];
+                b.sendrecv(0, &out, 0, &mut got).unwrap();
+                assert!(got.iter().enumerate().all(|(v, &x)| x == (v + i) as f64));
+            }
+            b.lent.borrow()[0].is_some()
+        });
+        for (i, &(mine, theirs)) in sizes.iter().enumerate() {
+            let out: Vec<f64> = (0..mine).map(|v| (v + i) as f64).collect();
+            let mut got = vec![0.0; theirs];
+            a.sendrecv(1, &out, 1, &mut got).unwrap();
+            assert!(got.iter().enumerate().all(|(v, &x)| x == -(v as f64) - i as f64));
+        }
+        assert!(a.lent.borrow()[1].as_ref().unwrap().map.len() >= 8 * 400_000 + HEADER_BYTES);
+        assert!(peer.join().unwrap(), "the peer built its large messages in lent memory");
+    }
+
+    #[test]
+    fn a_wrong_length_from_lent_memory_is_an_error() {
+        // The peer waits in vain for its message to be taken: a short
+        // timeout ends it.
+        let (a, b) = shm_pair(300);
+        let peer = std::thread::spawn(move || {
+            let mut got = vec![0.0; 10_000];
+            // The peer fails (or times out) too; only rank 0's error is checked.
+            let _ = b.sendrecv(0, &[1.0; 10_000], 0, &mut got);
+        });
+        let mut got = vec![0.0; 9_999];
+        let e = format!("{:#}", a.sendrecv(1, &[2.0; 10_000], 1, &mut got).unwrap_err());
+        assert!(e.contains("80008") || e.contains("80000"), "{e}");
+        peer.join().unwrap();
+    }
+
     #[test]
     fn a_wrong_length_is_an_error_naming_both_lengths() {
         let (a, b) = pair();

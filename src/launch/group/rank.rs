@@ -92,14 +92,15 @@ fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<RankOutput> {
 /// 2 processes at 6 Mop/s where NPB 3.4.2's bound ranks made 10,000, and
 /// NPB's MG unbound (`mpirun --bind-to none`) fell to 97-693 Mop/s from
 /// 424-2,621 bound. Ranks that block (more ranks than CPUs, spread over
-/// nodes, `--wait block|yield`) are left to the scheduler, which may move
-/// a sleeping rank anywhere.
+/// nodes, `--wait block|yield`) and a run of one rank are left to the
+/// scheduler, which may move them anywhere.
 fn pin_spinning_rank(
     rank: usize,
     size: usize,
     channel: &ChannelOptions,
 ) -> Option<nix::sched::CpuSet> {
-    if channel.wait != transport::WaitMode::Spin {
+    // One rank never waits for another: the scheduler may move it.
+    if channel.wait != transport::WaitMode::Spin || size < 2 {
         return None;
     }
     let me = nix::unistd::Pid::from_raw(0);

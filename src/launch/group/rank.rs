@@ -173,3 +173,44 @@ fn link(
     }
     Ok(links)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::WaitMode;
+
+    /// The CPUs the calling thread may run on.
+    fn my_cpus() -> Vec<usize> {
+        let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
+        (0..nix::sched::CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap())
+            .collect()
+    }
+
+    /// Runs `pin_spinning_rank` on a thread of its own (the binding is
+    /// the thread's) and returns what it gave back and the thread's CPUs.
+    fn pin_on_thread(rank: usize, size: usize, wait: WaitMode) -> (bool, Vec<usize>) {
+        std::thread::spawn(move || {
+            let given = pin_spinning_rank(rank, size, &ChannelOptions::local_for_tests(wait));
+            (given.is_some(), my_cpus())
+        })
+        .join()
+        .unwrap()
+    }
+
+    #[test]
+    fn spinning_ranks_get_a_cpu_each_and_the_others_are_left_alone() {
+        let all = my_cpus();
+        if all.len() < 2 {
+            eprintln!("SKIPPED: one CPU");
+            return;
+        }
+        let last = all.len() - 1;
+        assert_eq!(pin_on_thread(last, all.len(), WaitMode::Spin), (true, vec![all[last]]));
+        assert_eq!(pin_on_thread(0, 2, WaitMode::Spin), (true, vec![all[0]]));
+        // More ranks than CPUs, ranks that sleep, one rank: unbound.
+        assert_eq!(pin_on_thread(0, all.len() + 1, WaitMode::Spin), (false, all.clone()));
+        assert_eq!(pin_on_thread(1, 2, WaitMode::Block), (false, all.clone()));
+        assert_eq!(pin_on_thread(0, 1, WaitMode::Spin), (false, all));
+    }
+}

@@ -404,7 +404,12 @@ mod tests {
         let (a, b) = shm_pair(5000);
         // Small (ring), a transpose's 1 MiB (lent), larger (the loan
         // regrows), and sizes that differ each way.
-        let sizes = [(3, 3), (131_072, 131_072), (400_000, 400_000), (2_000, 70_000)];
+        let sizes = [
+            (3, 3),
+            (131_072, 131_072),
+            (400_000, 400_000),
+            (2_000, 70_000),
+        ];
         let peer = std::thread::spawn(move || {
             for (i, &(mine, theirs)) in sizes.iter().enumerate() {
                 let out: Vec<f64> = (0..theirs).map(|v| -(v as f64) - i as f64).collect();
@@ -418,10 +423,16 @@ mod tests {
             let out: Vec<f64> = (0..mine).map(|v| (v + i) as f64).collect();
             let mut got = vec![0.0; theirs];
             a.sendrecv(1, &out, 1, &mut got).unwrap();
-            assert!(got.iter().enumerate().all(|(v, &x)| x == -(v as f64) - i as f64));
+            assert!(got
+                .iter()
+                .enumerate()
+                .all(|(v, &x)| x == -(v as f64) - i as f64));
         }
         assert!(a.lent.borrow()[1].as_ref().unwrap().map.len() >= 8 * 400_000 + HEADER_BYTES);
-        assert!(peer.join().unwrap(), "the peer built its large messages in lent memory");
+        assert!(
+            peer.join().unwrap(),
+            "the peer built its large messages in lent memory"
+        );
     }
 
     #[test]
@@ -435,7 +446,10 @@ mod tests {
             let _ = b.sendrecv(0, &[1.0; 10_000], 0, &mut got);
         });
         let mut got = vec![0.0; 9_999];
-        let e = format!("{:#}", a.sendrecv(1, &[2.0; 10_000], 1, &mut got).unwrap_err());
+        let e = format!(
+            "{:#}",
+            a.sendrecv(1, &[2.0; 10_000], 1, &mut got).unwrap_err()
+        );
         assert!(e.contains("80008") || e.contains("80000"), "{e}");
         peer.join().unwrap();
     }

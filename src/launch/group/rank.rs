@@ -206,10 +206,16 @@ mod tests {
             return;
         }
         let last = all.len() - 1;
-        assert_eq!(pin_on_thread(last, all.len(), WaitMode::Spin), (true, vec![all[last]]));
+        assert_eq!(
+            pin_on_thread(last, all.len(), WaitMode::Spin),
+            (true, vec![all[last]])
+        );
         assert_eq!(pin_on_thread(0, 2, WaitMode::Spin), (true, vec![all[0]]));
         // More ranks than CPUs, ranks that sleep, one rank: unbound.
-        assert_eq!(pin_on_thread(0, all.len() + 1, WaitMode::Spin), (false, all.clone()));
+        assert_eq!(
+            pin_on_thread(0, all.len() + 1, WaitMode::Spin),
+            (false, all.clone())
+        );
         assert_eq!(pin_on_thread(1, 2, WaitMode::Block), (false, all.clone()));
         assert_eq!(pin_on_thread(0, 1, WaitMode::Spin), (false, all));
     }

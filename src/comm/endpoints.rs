@@ -304,18 +304,22 @@ mod tests {
         ChannelOptions::local_for_tests(WaitMode::Yield)
     }
 
-    /// Two ranks of one process linked by a real unix socket.
-    fn pair() -> (EndpointComm, EndpointComm) {
-        let t = crate::transport::unix::Unix;
+    /// Two ranks of one process linked by `t` with options `o`.
+    fn linked(t: &dyn Transport, o: &ChannelOptions) -> (EndpointComm, EndpointComm) {
         let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
-        let l = t.listen(&opts(), ip).unwrap();
+        let l = t.listen(o, ip).unwrap();
         let d = l.describe();
         let server = std::thread::spawn(move || l.accept(Duration::from_secs(5)).unwrap());
-        let client = t.connect(&d, &opts(), ip).unwrap();
+        let client = t.connect(&d, o, ip).unwrap();
         let server = server.join().unwrap();
-        let a = EndpointComm::new(0, "unix", vec![None, Some(client.endpoint)]).unwrap();
-        let b = EndpointComm::new(1, "unix", vec![Some(server.endpoint), None]).unwrap();
+        let a = EndpointComm::new(0, t.name(), vec![None, Some(client.endpoint)]).unwrap();
+        let b = EndpointComm::new(1, t.name(), vec![Some(server.endpoint), None]).unwrap();
         (a, b)
+    }
+
+    /// Two ranks of one process linked by a real unix socket.
+    fn pair() -> (EndpointComm, EndpointComm) {
+        linked(&crate::transport::unix::Unix, &opts())
     }
 
     #[test]
@@ -385,18 +389,9 @@ mod tests {
     /// Two ranks of one process linked by shm (single copy where /proc
     /// lets each end open the other's send memory).
     fn shm_pair(timeout_ms: u64) -> (EndpointComm, EndpointComm) {
-        let t = crate::transport::shm::Shm;
-        let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
         let mut o = opts();
         o.timeout_ms = timeout_ms;
-        let l = t.listen(&o, ip).unwrap();
-        let d = l.describe();
-        let server = std::thread::spawn(move || l.accept(Duration::from_secs(5)).unwrap());
-        let client = t.connect(&d, &o, ip).unwrap();
-        let server = server.join().unwrap();
-        let a = EndpointComm::new(0, "shm", vec![None, Some(client.endpoint)]).unwrap();
-        let b = EndpointComm::new(1, "shm", vec![Some(server.endpoint), None]).unwrap();
-        (a, b)
+        linked(&crate::transport::shm::Shm, &o)
     }
 
     #[test]

@@ -127,11 +127,13 @@ impl EndpointComm {
     /// the link lends where it can (shm): the peer then copies it once,
     /// straight out of it, instead of through the ring chunk by chunk.
     /// That single copy needs only the reader running, where the ring
-    /// needs both ends running at once for every chunk: FT's 1 MiB
-    /// transposes at 2 processes took 32 hand-offs each way, each a time
-    /// slice when another program had one of the two CPUs (FT class S over
-    /// shm ran at 0.25x NPB-MPI, whose shared memory also copies large
-    /// messages once, by CMA).
+    /// needs both ends running at once for every chunk (FT's 1 MiB
+    /// transposes at 2 processes took 32 hand-offs each way), and saves
+    /// one of four copies, as Open MPI copies large messages once (CMA).
+    /// On the busy 2-vCPU machine it was measured against the ring, FT at
+    /// 2 processes alternated, and no difference could be resolved
+    /// (docs/validation.md); the binding of spinning ranks was what
+    /// counted there.
     fn exchange_on(
         &self,
         peer_rank: usize,

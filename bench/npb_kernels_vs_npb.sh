@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# wulf's NAS EP, IS and CG against NPB 3.4's own MPI codes, on this machine.
+# wulf's NAS kernels (CG EP IS MG LU SP FT) against NPB 3.4's own MPI
+# codes, serial (np 1) and parallel, on this machine: one table of ratios.
 #
 # Usage:
 #   NPB_DIR=/path/to/NPB3.4.x/NPB3.4-MPI bench/npb_kernels_vs_npb.sh [CLASS...]
@@ -10,8 +11,13 @@
 #            copied and built unmodified with NPB's own makefiles (MG has
 #            its own script, bench/npb_mg_vs_fortran.sh).
 #   CLASS    NPB classes to run (default: S A).
-#   NPS      process counts (default "1 2").
-#   KERNELS  kernels (default "ep is cg").
+#   NPS      process counts (default: each kernel's own, "1 2", or "1 4"
+#            for SP, whose multi-partition takes square counts).
+#   KERNELS  kernels (default "cg ep is mg lu sp ft", every kernel wulf
+#            has; BT is added when wulf runs it).
+#   KEEP_BUILD  when 1, reuse the NPB binaries an earlier run built under
+#            target/npb-mpi (the same NPB_DIR and flags) instead of
+#            copying and building the tree again.
 #   REPS     runs of each side per kernel, class and count, interleaved
 #            (default 3).
 #   VIA      wulf transports to compare, each against the same NPB run
@@ -37,13 +43,12 @@ cd "$(dirname "$0")/.."
 : "${NPB_DIR:?set NPB_DIR to an NPB 3.4 MPI tree (the directory holding CG/, EP/, IS/ and common/)}"
 MPI=${MPI:-openmpi}
 REPS=${REPS:-3}
-read -r -a NP_LIST <<<"${NPS:-1 2}"
-read -r -a KERNEL_LIST <<<"${KERNELS:-ep is cg}"
+read -r -a KERNEL_LIST <<<"${KERNELS:-cg ep is mg lu sp ft}"
 read -r -a VIA_LIST <<<"${VIA:-mpi:$MPI shm}"
 CLASSES=("$@")
 [ ${#CLASSES[@]} -eq 0 ] && CLASSES=(S A)
 
-for d in CG EP IS common sys; do
+for d in common sys "${KERNEL_LIST[@]^^}"; do
     [ -d "$NPB_DIR/$d" ] || { echo "missing $NPB_DIR/$d" >&2; exit 1; }
 done
 for tool in "mpif90.$MPI" "mpicc.$MPI" "mpirun.$MPI" jq; do
@@ -55,7 +60,21 @@ WULF=${WULF:-${CARGO_TARGET_DIR:-$PWD/target}/release/wulf}
 RESULTS=$(mktemp -d)
 trap 'rm -rf "$RESULTS"' EXIT
 # Open MPI refuses root unless told; the tests of this project run as root.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# MPI_NO_CHECKPOINT=1 keeps the checkpointing forks of NPB (github
+# igankevich/npb-checkpoints) from writing checkpoints in the timed loop;
+# an unmodified NPB ignores it.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MPI_NO_CHECKPOINT=1
+
+# The process counts of a kernel: NPS, else its own rule.
+nps_of() {
+    if [ -n "${NPS:-}" ]; then
+        echo "$NPS"
+    elif [ "$1" = sp ] || [ "$1" = bt ]; then
+        echo "1 4"
+    else
+        echo "1 2"
+    fi
+}
 
 # A fresh copy of NPB's tree, built by its own makefiles with Open MPI's
 # wrappers; NPB's make.def.template as the configuration when the tree has
@@ -66,21 +85,26 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # make's command line, so that a tree with its own make.def builds too.
 FFLAGS_NPB=${NPB_FFLAGS:--O3}
 prepare_tree() {
-    rm -rf "$BUILD"
-    mkdir -p "$BUILD"
-    cp -r "$NPB_DIR" "$BUILD/src"
-    if [ ! -f "$BUILD/src/config/make.def" ]; then
-        cp "$BUILD/src/config/make.def.template" "$BUILD/src/config/make.def"
+    if [ "${KEEP_BUILD:-0}" != 1 ] || [ ! -d "$BUILD/src/bin" ]; then
+        rm -rf "$BUILD"
+        mkdir -p "$BUILD"
+        cp -r "$NPB_DIR" "$BUILD/src"
+        if [ ! -f "$BUILD/src/config/make.def" ]; then
+            cp "$BUILD/src/config/make.def.template" "$BUILD/src/config/make.def"
+        fi
+        mkdir -p "$BUILD/src/bin"
     fi
     if echo 'end' >"$BUILD/probe.f90" &&
         "mpif90.$MPI" -fallow-argument-mismatch -c "$BUILD/probe.f90" -o "$BUILD/probe.o" 2>/dev/null; then
         FFLAGS_NPB="$FFLAGS_NPB -fallow-argument-mismatch"
     fi
-    mkdir -p "$BUILD/src/bin"
 }
 
 build_npb() {
     local kernel=$1 class=$2
+    if [ "${KEEP_BUILD:-0}" = 1 ] && [ -x "$BUILD/src/bin/$kernel.$class.x" ]; then
+        return
+    fi
     (
         cd "$BUILD/src/${kernel^^}"
         make -s clean >/dev/null 2>&1 || true
@@ -120,10 +144,13 @@ summary=()
 for kernel in "${KERNEL_LIST[@]}"; do
     for class in "${CLASSES[@]}"; do
         build_npb "$kernel" "$class"
+        read -r -a NP_LIST <<<"$(nps_of "$kernel")"
         for np in "${NP_LIST[@]}"; do
             npb=()
+            loads=()
             declare -A wulf=()
             for rep in $(seq 1 "$REPS"); do
+                loads+=("$(cut -d' ' -f1 /proc/loadavg)")
                 n=$(run_npb "$kernel" "$class" "$np")
                 npb+=("$n")
                 line=$(printf '%s %s np=%s rep %d: NPB %9.2f' "${kernel^^}" "$class" "$np" "$rep" "$n")
@@ -141,6 +168,7 @@ for kernel in "${KERNEL_LIST[@]}"; do
                 w_med=$(printf '%s\n' ${wulf[$via]} | median)
                 row+=$(printf ' %10s %6.2f' "$w_med" "$(awk -v w="$w_med" -v n="$n_med" 'BEGIN {print w / n}')")
             done
+            row+=$(printf ' %6s' "$(printf '%s\n' "${loads[@]}" | median)")
             summary+=("$row")
             unset wulf
         done
@@ -152,6 +180,9 @@ header=$(printf '%-3s %-2s %3s %10s' "" "" "np" "NPB Mop/s")
 for via in "${VIA_LIST[@]}"; do
     header+=$(printf ' %10s %6s' "${via:0:10}" "ratio")
 done
-echo "# medians of $REPS interleaved runs; ratio = wulf / NPB"
+header+=$(printf ' %6s' "load")
+echo "# medians of $REPS interleaved runs of Mop/s total (NPB's operation count over the wall time"
+echo "# of the timed section); ratio = wulf / NPB; load = the one-minute load average before each"
+echo "# pair, median (this machine has $(nproc) CPUs)"
 echo "$header"
 printf '%s\n' "${summary[@]}"

@@ -26,10 +26,16 @@ use anyhow::{anyhow, ensure, Context, Result};
 
 use super::Communicator;
 use crate::error::peer;
-use crate::transport::Endpoint;
+use crate::transport::{Endpoint, SendMemory};
 
 /// Bytes of the length header in front of every message.
 const HEADER_BYTES: usize = 8;
+
+/// Exchanges from this many bytes (header included) are built in send
+/// memory the link lends, where it lends any (see
+/// [`EndpointComm::exchange_on`]): shm's own single-copy threshold, below
+/// which its ring is the faster way.
+const LENT_MIN_BYTES: usize = crate::transport::shm::SINGLE_COPY_MIN_BYTES;
 
 /// One rank of a process group whose pairs are linked by endpoints.
 pub struct EndpointComm {
@@ -42,9 +48,17 @@ pub struct EndpointComm {
     links: RefCell<Vec<Option<Box<dyn Endpoint>>>>,
     /// Messages sent to ourselves and not yet received, oldest first.
     to_self: RefCell<std::collections::VecDeque<Vec<u8>>>,
-    /// Header and values of an exchange, outgoing and incoming.
+    /// Header and values of an exchange, outgoing (where the link lends
+    /// no send memory) and incoming.
     out_scratch: RefCell<Vec<u8>>,
     in_scratch: RefCell<Vec<u8>>,
+    /// `lent[peer]`: send memory the link to `peer` lent for outgoing
+    /// exchanges (see [`Self::exchange_on`]); None before the first large
+    /// exchange, or where the transport lends none.
+    lent: RefCell<Vec<Option<SendMemory>>>,
+    /// The CPUs a helper thread (the sender of a two-peer `sendrecv`)
+    /// may run on when this rank is bound to one CPU; None when unbound.
+    helper_cpus: Option<nix::sched::CpuSet>,
 }
 
 impl EndpointComm {
@@ -72,7 +86,17 @@ impl EndpointComm {
             to_self: RefCell::default(),
             out_scratch: RefCell::default(),
             in_scratch: RefCell::default(),
+            lent: RefCell::new((0..size).map(|_| None).collect()),
+            helper_cpus: None,
         })
+    }
+
+    /// Lets the threads this rank starts to send while it receives run on
+    /// `cpus` rather than on the one CPU the rank is bound to: bound
+    /// together, a spinning receiver and its sender would take turns by
+    /// time slices.
+    pub fn unpin_helper_threads(&mut self, cpus: nix::sched::CpuSet) {
+        self.helper_cpus = Some(cpus);
     }
 
     /// Takes the endpoint to `peer` out of the table (put it back with
@@ -91,6 +115,62 @@ impl EndpointComm {
 
     fn put_back(&self, peer_rank: usize, link: Box<dyn Endpoint>) {
         self.links.borrow_mut()[peer_rank] = Some(link);
+    }
+
+    /// One exchange of header and values together with `peer` (the halo
+    /// exchanges and transposes of a kernel are this case): half the
+    /// hand-offs of two exchanges, through scratch buffers that grow once
+    /// and are reused. A peer sending fewer values than expected is then
+    /// caught by the timeout, more by the header.
+    ///
+    /// A message of at least [`LENT_MIN_BYTES`] is built in send memory
+    /// the link lends where it can (shm): the peer then copies it once,
+    /// straight out of it, instead of through the ring chunk by chunk.
+    /// That single copy needs only the reader running, where the ring
+    /// needs both ends running at once for every chunk (FT's 1 MiB
+    /// transposes at 2 processes took 32 hand-offs each way), and saves
+    /// one of four copies, as Open MPI copies large messages once (CMA).
+    /// On the busy 2-vCPU machine it was measured against the ring, FT at
+    /// 2 processes alternated, and no difference could be resolved
+    /// (docs/validation.md); the binding of spinning ranks was what
+    /// counted there.
+    fn exchange_on(
+        &self,
+        peer_rank: usize,
+        link: &mut dyn Endpoint,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<()> {
+        let total = HEADER_BYTES + data.len();
+        let mut inp = self.in_scratch.borrow_mut();
+        inp.resize(HEADER_BYTES + buf.len(), 0);
+        let mut lent = self.lent.borrow_mut();
+        let memory = &mut lent[peer_rank];
+        if total >= LENT_MIN_BYTES && memory.as_ref().is_none_or(|m| m.map.len() < total) {
+            // Only one loan per link at a time: give the smaller one back
+            // first. Grown to a power of two, so a kernel's few sizes
+            // settle after its first (untimed) pass.
+            *memory = None;
+            *memory = link
+                .send_memory(total.next_power_of_two())
+                .map_err(io_error)?;
+        }
+        let mut scratch;
+        let out: &mut [u8] = match memory {
+            Some(m) if total >= LENT_MIN_BYTES => &mut m.map[..total],
+            _ => {
+                scratch = self.out_scratch.borrow_mut();
+                scratch.resize(total, 0);
+                &mut scratch[..]
+            }
+        };
+        out[..HEADER_BYTES].copy_from_slice(&(data.len() as u64).to_le_bytes());
+        out[HEADER_BYTES..].copy_from_slice(data);
+        link.exchange(out, &mut inp).map_err(io_error)?;
+        let (header, values) = inp.split_at(HEADER_BYTES);
+        check_header(header.try_into().expect("8 bytes"), buf.len())?;
+        buf.copy_from_slice(values);
+        Ok(())
     }
 
     /// Runs `f` on the endpoint to `peer`, naming both ranks in any error.
@@ -179,22 +259,7 @@ impl Communicator for EndpointComm {
         }
         if to == from {
             return self.with_link(to, "exchanging with", |link| {
-                // One exchange of header and values together (the halo
-                // exchanges of a kernel are this case): half the hand-offs
-                // of two exchanges, for a copy through scratch buffers that
-                // grow once and are reused. A peer sending fewer values than
-                // expected is then caught by the timeout, more by the header.
-                let mut out = self.out_scratch.borrow_mut();
-                let mut inp = self.in_scratch.borrow_mut();
-                out.clear();
-                out.extend_from_slice(&(data.len() as u64).to_le_bytes());
-                out.extend_from_slice(data);
-                inp.resize(HEADER_BYTES + buf.len(), 0);
-                link.exchange(&out, &mut inp).map_err(io_error)?;
-                let (header, values) = inp.split_at(HEADER_BYTES);
-                check_header(header.try_into().expect("8 bytes"), buf.len())?;
-                buf.copy_from_slice(values);
-                Ok(())
+                self.exchange_on(to, link, data, buf)
             });
         }
         // Two different peers: the send may block until `to` receives,
@@ -207,8 +272,16 @@ impl Communicator for EndpointComm {
                 return Err(e);
             }
         };
+        let helper_cpus = self.helper_cpus;
         let (sent, received) = std::thread::scope(|s| {
-            let sender = s.spawn(|| send_on(out.as_mut(), data));
+            let sender = s.spawn(|| {
+                if let Some(cpus) = &helper_cpus {
+                    // Best effort: a sender left on the rank's CPU is
+                    // slower, not wrong.
+                    let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), cpus);
+                }
+                send_on(out.as_mut(), data)
+            });
             let received = recv_on(inp.as_mut(), buf);
             let sent = sender
                 .join()
@@ -233,18 +306,22 @@ mod tests {
         ChannelOptions::local_for_tests(WaitMode::Yield)
     }
 
-    /// Two ranks of one process linked by a real unix socket.
-    fn pair() -> (EndpointComm, EndpointComm) {
-        let t = crate::transport::unix::Unix;
+    /// Two ranks of one process linked by `t` with options `o`.
+    fn linked(t: &dyn Transport, o: &ChannelOptions) -> (EndpointComm, EndpointComm) {
         let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
-        let l = t.listen(&opts(), ip).unwrap();
+        let l = t.listen(o, ip).unwrap();
         let d = l.describe();
         let server = std::thread::spawn(move || l.accept(Duration::from_secs(5)).unwrap());
-        let client = t.connect(&d, &opts(), ip).unwrap();
+        let client = t.connect(&d, o, ip).unwrap();
         let server = server.join().unwrap();
-        let a = EndpointComm::new(0, "unix", vec![None, Some(client.endpoint)]).unwrap();
-        let b = EndpointComm::new(1, "unix", vec![Some(server.endpoint), None]).unwrap();
+        let a = EndpointComm::new(0, t.name(), vec![None, Some(client.endpoint)]).unwrap();
+        let b = EndpointComm::new(1, t.name(), vec![Some(server.endpoint), None]).unwrap();
         (a, b)
+    }
+
+    /// Two ranks of one process linked by a real unix socket.
+    fn pair() -> (EndpointComm, EndpointComm) {
+        linked(&crate::transport::unix::Unix, &opts())
     }
 
     #[test]
@@ -308,6 +385,69 @@ mod tests {
             .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(keys, [9; 5]);
+        peer.join().unwrap();
+    }
+
+    /// Two ranks of one process linked by shm (single copy where /proc
+    /// lets each end open the other's send memory).
+    fn shm_pair(timeout_ms: u64) -> (EndpointComm, EndpointComm) {
+        let mut o = opts();
+        o.timeout_ms = timeout_ms;
+        linked(&crate::transport::shm::Shm, &o)
+    }
+
+    #[test]
+    fn large_exchanges_go_from_lent_memory_and_arrive_whole() {
+        let (a, b) = shm_pair(5000);
+        // Small (ring), a transpose's 1 MiB (lent), larger (the loan
+        // regrows), and sizes that differ each way.
+        let sizes = [
+            (3, 3),
+            (131_072, 131_072),
+            (400_000, 400_000),
+            (2_000, 70_000),
+        ];
+        let peer = std::thread::spawn(move || {
+            for (i, &(mine, theirs)) in sizes.iter().enumerate() {
+                let out: Vec<f64> = (0..theirs).map(|v| -(v as f64) - i as f64).collect();
+                let mut got = vec![0.0; mine];
+                b.sendrecv(0, &out, 0, &mut got).unwrap();
+                assert!(got.iter().enumerate().all(|(v, &x)| x == (v + i) as f64));
+            }
+            b.lent.borrow()[0].is_some()
+        });
+        for (i, &(mine, theirs)) in sizes.iter().enumerate() {
+            let out: Vec<f64> = (0..mine).map(|v| (v + i) as f64).collect();
+            let mut got = vec![0.0; theirs];
+            a.sendrecv(1, &out, 1, &mut got).unwrap();
+            assert!(got
+                .iter()
+                .enumerate()
+                .all(|(v, &x)| x == -(v as f64) - i as f64));
+        }
+        assert!(a.lent.borrow()[1].as_ref().unwrap().map.len() >= 8 * 400_000 + HEADER_BYTES);
+        assert!(
+            peer.join().unwrap(),
+            "the peer built its large messages in lent memory"
+        );
+    }
+
+    #[test]
+    fn a_wrong_length_from_lent_memory_is_an_error() {
+        // The peer waits in vain for its message to be taken: a short
+        // timeout ends it.
+        let (a, b) = shm_pair(300);
+        let peer = std::thread::spawn(move || {
+            let mut got = vec![0.0; 10_000];
+            // The peer fails (or times out) too; only rank 0's error is checked.
+            let _ = b.sendrecv(0, &[1.0; 10_000], 0, &mut got);
+        });
+        let mut got = vec![0.0; 9_999];
+        let e = format!(
+            "{:#}",
+            a.sendrecv(1, &[2.0; 10_000], 1, &mut got).unwrap_err()
+        );
+        assert!(e.contains("80008") || e.contains("80000"), "{e}");
         peer.join().unwrap();
     }
 

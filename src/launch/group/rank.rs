@@ -67,12 +67,52 @@ fn link_and_run(ctl: &mut ControlChannel, rank: usize) -> Result<RankOutput> {
             .copied()
             .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
     };
+    // Before any thread is started: the ranks' threads inherit the CPU.
+    let all_cpus = pin_spinning_rank(rank, size, &channel);
     let links = link(ctl, t.as_ref(), rank, size, &channel, &address)?;
-    let comm = EndpointComm::new(rank, &name, links)?;
+    let mut comm = EndpointComm::new(rank, &name, links)?;
+    if let Some(cpus) = all_cpus {
+        comm.unpin_helper_threads(cpus);
+    }
     // From here on the control connection only carries the final report;
     // the run itself may take long.
     ctl.stream().set_read_timeout(None)?;
     task.run(&comm)
+}
+
+/// Binds a rank that will spin to a CPU of its own, as MPI libraries bind
+/// their ranks (Open MPI binds each rank to a core when there is one per
+/// rank): rank `r` of `size` runs on the `r`-th CPU this process may use.
+/// Returns the CPUs it could use before, for threads that must not share
+/// the rank's CPU; None when it was left unbound.
+///
+/// Why: two spinning ranks the scheduler leaves on one CPU wait for each
+/// other a time slice per message. On this project's 2-vCPU machine,
+/// shared with other work, unbound ranks over shm ran NAS MG class S at
+/// 2 processes at 6 Mop/s where NPB 3.4.2's bound ranks made 10,000, and
+/// NPB's MG unbound (`mpirun --bind-to none`) fell to 97-693 Mop/s from
+/// 424-2,621 bound. Ranks that block (more ranks than CPUs, spread over
+/// nodes, `--wait block|yield`) and a run of one rank are left to the
+/// scheduler, which may move them anywhere.
+fn pin_spinning_rank(
+    rank: usize,
+    size: usize,
+    channel: &ChannelOptions,
+) -> Option<nix::sched::CpuSet> {
+    // One rank never waits for another: the scheduler may move it.
+    if channel.wait != transport::WaitMode::Spin || size < 2 {
+        return None;
+    }
+    let me = nix::unistd::Pid::from_raw(0);
+    let allowed = nix::sched::sched_getaffinity(me).ok()?;
+    let cpus: Vec<usize> = (0..nix::sched::CpuSet::count())
+        .filter(|&c| allowed.is_set(c).unwrap_or(false))
+        .collect();
+    if size > cpus.len() {
+        return None;
+    }
+    crate::sys::pin_current_thread(cpus[rank]).ok()?;
+    Some(allowed)
 }
 
 /// Builds the full mesh: a channel prepared for each higher rank on this
@@ -132,4 +172,51 @@ fn link(
         links[to] = Some(endpoint);
     }
     Ok(links)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::WaitMode;
+
+    /// The CPUs the calling thread may run on.
+    fn my_cpus() -> Vec<usize> {
+        let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
+        (0..nix::sched::CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap())
+            .collect()
+    }
+
+    /// Runs `pin_spinning_rank` on a thread of its own (the binding is
+    /// the thread's) and returns what it gave back and the thread's CPUs.
+    fn pin_on_thread(rank: usize, size: usize, wait: WaitMode) -> (bool, Vec<usize>) {
+        std::thread::spawn(move || {
+            let given = pin_spinning_rank(rank, size, &ChannelOptions::local_for_tests(wait));
+            (given.is_some(), my_cpus())
+        })
+        .join()
+        .unwrap()
+    }
+
+    #[test]
+    fn spinning_ranks_get_a_cpu_each_and_the_others_are_left_alone() {
+        let all = my_cpus();
+        if all.len() < 2 {
+            eprintln!("SKIPPED: one CPU");
+            return;
+        }
+        let last = all.len() - 1;
+        assert_eq!(
+            pin_on_thread(last, all.len(), WaitMode::Spin),
+            (true, vec![all[last]])
+        );
+        assert_eq!(pin_on_thread(0, 2, WaitMode::Spin), (true, vec![all[0]]));
+        // More ranks than CPUs, ranks that sleep, one rank: unbound.
+        assert_eq!(
+            pin_on_thread(0, all.len() + 1, WaitMode::Spin),
+            (false, all.clone())
+        );
+        assert_eq!(pin_on_thread(1, 2, WaitMode::Block), (false, all.clone()));
+        assert_eq!(pin_on_thread(0, 1, WaitMode::Spin), (false, all));
+    }
 }

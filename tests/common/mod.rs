@@ -290,6 +290,34 @@ pub fn children_of(pid: u32) -> Vec<i32> {
         .collect()
 }
 
+/// Whether process `pid` descends from process `ancestor` (its parent,
+/// its parent's parent, ...): a test that looks for processes by their
+/// command line must not take another run's, e.g. a colleague's MPI job
+/// on a shared development machine.
+pub fn descends_from(pid: i32, ancestor: u32) -> bool {
+    let mut p = pid;
+    // A chain of parents is short; the bound only guards a loop.
+    for _ in 0..64 {
+        if p as u32 == ancestor {
+            return true;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        // The command may hold spaces and parentheses: fields follow the last ')'.
+        let Some(ppid) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|f| f.parse::<i32>().ok())
+        else {
+            return false;
+        };
+        if ppid <= 1 {
+            return false;
+        }
+        p = ppid;
+    }
+    false
+}
+
 /// Whether process `pid` has ended: it no longer exists, or is a zombie
 /// waiting for its parent to reap it.
 pub fn gone(pid: i32) -> bool {

@@ -5,31 +5,24 @@
 //! high slab down, each stage's first solved rows (5 a line) sent back to
 //! the predecessor. `p - 1` messages each way per axis and rank.
 //!
-//! Every exchange is a `sendrecv` with the same partner pattern on every
-//! rank (a shift along a ring of ranks), so none can deadlock.
+//! The stages and their messages are SP's ([`crate::npb::sp::pipeline`]);
+//! what BT adds is the carries' width and the block elimination.
 
 use anyhow::Result;
 
 use super::block::Block;
 use super::solve::{backward, forward, Part, Scratch, BACKWARD_CARRY, FORWARD_CARRY};
 use crate::comm::Communicator;
-use crate::npb::sp::adi::{line_count, line_starts};
+use crate::npb::sp::adi::line_starts;
 use crate::npb::sp::cells::{Cell, Layout};
+use crate::npb::sp::pipeline::{self, Carries, Line, Pipe};
 use crate::npb::sp::rhs::Consts;
 
-/// Message buffers and scratch, grown once to the largest need.
+/// The pipeline's buffers and the elimination's scratch.
 #[derive(Debug, Default)]
 pub struct Buffers {
-    send: Vec<f64>,
-    recv: Vec<f64>,
+    pipe: Pipe,
     scratch: Scratch,
-    lines: Vec<usize>,
-}
-
-fn grow(buf: &mut Vec<f64>, len: usize) {
-    if buf.len() < len {
-        buf.resize(len, 0.0);
-    }
 }
 
 /// The parts of the lines of `cell` along `d`, as the first interior
@@ -45,8 +38,8 @@ fn parts(cell: &Cell, d: usize, firsts: &mut Vec<usize>) -> (usize, usize) {
     (cell.interior(d).len(), stride)
 }
 
-/// Solves the systems of every line along axis `d` over all ranks;
-/// `cfac[c]` holds the `C'` blocks of cell `c`.
+/// Solves the systems of every line along axis `d` over all ranks through
+/// SP's stage pipeline; `cfac[c]` holds the `C'` blocks of cell `c`.
 pub fn sweep(
     comm: &dyn Communicator,
     k: &Consts,
@@ -56,54 +49,36 @@ pub fn sweep(
     d: usize,
     bufs: &mut Buffers,
 ) -> Result<()> {
-    let p = layout.p;
-    let lines_of = |cells: &[Cell], s: usize| line_count(&cells[layout.slice[d][s]], d);
-    let most = (0..p).map(|s| lines_of(cells, s)).max().unwrap_or(0);
-    grow(&mut bufs.send, FORWARD_CARRY * most);
-    grow(&mut bufs.recv, FORWARD_CARRY * most);
-    for s in 0..p {
-        let c = layout.slice[d][s];
-        let (rows, stride) = parts(&cells[c], d, &mut bufs.lines);
-        if s > 0 {
-            let sent = FORWARD_CARRY * lines_of(cells, s - 1);
-            let want = FORWARD_CARRY * bufs.lines.len();
-            let (to, from) = (layout.succ[d], layout.pred[d]);
-            comm.sendrecv(to, &bufs.send[..sent], from, &mut bufs.recv[..want])?;
-        }
-        let out_len = if s + 1 < p { FORWARD_CARRY } else { 0 };
-        for (l, &first) in bufs.lines.iter().enumerate() {
-            let part = Part {
-                first,
-                stride,
-                rows,
-            };
-            let carry_in = (s > 0).then(|| &bufs.recv[FORWARD_CARRY * l..FORWARD_CARRY * (l + 1)]);
-            let out = &mut bufs.send[out_len * l..out_len * (l + 1)];
-            let (cell, fac) = (&mut cells[c], &mut cfac[c]);
-            forward(k, cell, fac, d, part, &mut bufs.scratch, carry_in, out);
-        }
-    }
-    for s in (0..p).rev() {
-        let c = layout.slice[d][s];
-        let (rows, stride) = parts(&cells[c], d, &mut bufs.lines);
-        if s + 1 < p {
-            let sent = BACKWARD_CARRY * lines_of(cells, s + 1);
-            let want = BACKWARD_CARRY * bufs.lines.len();
-            let (to, from) = (layout.pred[d], layout.succ[d]);
-            comm.sendrecv(to, &bufs.send[..sent], from, &mut bufs.recv[..want])?;
-        }
-        let out_len = if s > 0 { BACKWARD_CARRY } else { 0 };
-        for (l, &first) in bufs.lines.iter().enumerate() {
-            let part = Part {
-                first,
-                stride,
-                rows,
-            };
-            let carry_in =
-                (s + 1 < p).then(|| &bufs.recv[BACKWARD_CARRY * l..BACKWARD_CARRY * (l + 1)]);
-            let out = &mut bufs.send[out_len * l..out_len * (l + 1)];
-            backward(&mut cells[c], &cfac[c], part, carry_in, out);
-        }
-    }
-    Ok(())
+    let carries = Carries {
+        forward: FORWARD_CARRY,
+        backward: BACKWARD_CARRY,
+    };
+    let part = |line: &Line<(usize, usize)>| Part {
+        first: line.first,
+        rows: line.shape.0,
+        stride: line.shape.1,
+    };
+    pipeline::run(
+        comm,
+        layout,
+        cells,
+        d,
+        &mut bufs.pipe,
+        carries,
+        &mut (&mut bufs.scratch, cfac),
+        parts,
+        |cells, (scratch, cfac), line, carry_in, out| {
+            let (cell, fac) = (&mut cells[line.cell], &mut cfac[line.cell]);
+            forward(k, cell, fac, d, part(&line), scratch, carry_in, out)
+        },
+        |cells, (_, cfac), line, carry_in, out| {
+            backward(
+                &mut cells[line.cell],
+                &cfac[line.cell],
+                part(&line),
+                carry_in,
+                out,
+            )
+        },
+    )
 }

@@ -10,10 +10,9 @@
 
 use anyhow::Result;
 
-use super::adi::{
-    across, backward, forward, line_count, line_starts, Scratch, BACKWARD_CARRY, FORWARD_CARRY,
-};
+use super::adi::{across, backward, forward, line_starts, Scratch, BACKWARD_CARRY, FORWARD_CARRY};
 use super::cells::{Cell, Layout, GHOST, NV};
+use super::pipeline::{self, Carries, Pipe};
 use super::rhs::Consts;
 use crate::comm::Communicator;
 
@@ -23,7 +22,7 @@ pub struct Buffers {
     send: Vec<f64>,
     recv: Vec<f64>,
     scratch: Scratch,
-    lines: Vec<usize>,
+    pipe: Pipe,
 }
 
 /// Copies, or with `into` fills, the layers `layers` along axis `d` of
@@ -119,11 +118,10 @@ fn grow(buf: &mut Vec<f64>, len: usize) {
     }
 }
 
-/// Solves the systems of every line along axis `d`: the forward
-/// elimination stage by stage through this rank's cells from the low
-/// slab up, each stage's boundary rows sent on to the successor, then the
-/// back substitution from the high slab down, each stage's first rows
-/// sent back to the predecessor.
+/// Solves the systems of every line along axis `d` through the shared
+/// stage pipeline ([`super::pipeline`]): 22 values a line forward (two
+/// eliminated rows of the three systems' coefficients and right-hand
+/// sides), 10 back (two solved rows of five unknowns).
 pub fn sweep(
     comm: &dyn Communicator,
     k: &Consts,
@@ -132,45 +130,32 @@ pub fn sweep(
     d: usize,
     bufs: &mut Buffers,
 ) -> Result<()> {
-    let p = layout.p;
-    let lines_of = |cells: &[Cell], s: usize| line_count(&cells[layout.slice[d][s]], d);
-    let most = (0..p).map(|s| lines_of(cells, s)).max().unwrap_or(0);
-    grow(&mut bufs.send, FORWARD_CARRY * most);
-    grow(&mut bufs.recv, FORWARD_CARRY * most);
-    for s in 0..p {
-        let c = layout.slice[d][s];
-        line_starts(&cells[c], d, &mut bufs.lines);
-        let lines = &bufs.lines;
-        if s > 0 {
-            let sent = FORWARD_CARRY * lines_of(cells, s - 1);
-            let want = FORWARD_CARRY * lines.len();
-            let (to, from) = (layout.succ[d], layout.pred[d]);
-            comm.sendrecv(to, &bufs.send[..sent], from, &mut bufs.recv[..want])?;
-        }
-        let out_len = if s + 1 < p { FORWARD_CARRY } else { 0 };
-        for (l, &first) in lines.iter().enumerate() {
-            let carry_in = (s > 0).then(|| &bufs.recv[FORWARD_CARRY * l..FORWARD_CARRY * (l + 1)]);
-            let out = &mut bufs.send[out_len * l..out_len * (l + 1)];
-            forward(k, &mut cells[c], d, first, &mut bufs.scratch, carry_in, out);
-        }
-    }
-    for s in (0..p).rev() {
-        let c = layout.slice[d][s];
-        line_starts(&cells[c], d, &mut bufs.lines);
-        let lines = &bufs.lines;
-        if s + 1 < p {
-            let sent = BACKWARD_CARRY * lines_of(cells, s + 1);
-            let want = BACKWARD_CARRY * lines.len();
-            let (to, from) = (layout.pred[d], layout.succ[d]);
-            comm.sendrecv(to, &bufs.send[..sent], from, &mut bufs.recv[..want])?;
-        }
-        let out_len = if s > 0 { BACKWARD_CARRY } else { 0 };
-        for (l, &first) in lines.iter().enumerate() {
-            let carry_in =
-                (s + 1 < p).then(|| &bufs.recv[BACKWARD_CARRY * l..BACKWARD_CARRY * (l + 1)]);
-            let out = &mut bufs.send[out_len * l..out_len * (l + 1)];
-            backward(&mut cells[c], d, first, &mut bufs.scratch, carry_in, out);
-        }
-    }
-    Ok(())
+    let carries = Carries {
+        forward: FORWARD_CARRY,
+        backward: BACKWARD_CARRY,
+    };
+    pipeline::run(
+        comm,
+        layout,
+        cells,
+        d,
+        &mut bufs.pipe,
+        carries,
+        &mut bufs.scratch,
+        line_starts,
+        |cells, scratch, line, carry_in, out| {
+            forward(
+                k,
+                &mut cells[line.cell],
+                d,
+                line.first,
+                scratch,
+                carry_in,
+                out,
+            )
+        },
+        |cells, scratch, line, carry_in, out| {
+            backward(&mut cells[line.cell], d, line.first, scratch, carry_in, out)
+        },
+    )
 }

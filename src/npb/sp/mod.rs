@@ -26,6 +26,7 @@ pub(crate) mod adi;
 pub(crate) mod cells;
 mod exchange;
 pub mod params;
+pub(crate) mod pipeline;
 pub(crate) mod rhs;
 mod verify;
 

@@ -61,7 +61,7 @@ pub(super) fn measure_floor(spec: &SweepSpec, cpus: FloorKey, budget_ns: u64) ->
 
 /// Budget of the floor's second measurement, after the sweep: the same
 /// share as the first ([`super::limits::FLOOR_BUDGET_SHARE`], bounded).
-fn remeasure_budget_ns(spec: &SweepSpec) -> u64 {
+pub(super) fn remeasure_budget_ns(spec: &SweepSpec) -> u64 {
     ((spec.budget.as_nanos() as f64 * super::limits::FLOOR_BUDGET_SHARE) as u64).clamp(
         super::limits::FLOOR_BUDGET_NS.0,
         super::limits::FLOOR_BUDGET_NS.1,

@@ -16,6 +16,7 @@
 //! * [`burst`]: the peak across a shaped lab link, past its free burst.
 
 mod assemble;
+pub mod budget;
 pub mod burst;
 pub mod confirm;
 #[cfg(test)]
@@ -24,6 +25,7 @@ pub mod engine;
 pub mod floor;
 pub mod in_process;
 pub mod limits;
+mod peer_runner;
 mod pin;
 pub mod point;
 pub mod tails;

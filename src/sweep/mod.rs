@@ -21,6 +21,8 @@ pub mod burst;
 pub mod confirm;
 #[cfg(test)]
 mod deadline_tests;
+#[cfg(test)]
+mod budget_tests;
 pub mod engine;
 pub mod floor;
 pub mod in_process;

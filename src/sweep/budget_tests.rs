@@ -12,19 +12,14 @@ use crate::analysis::confirm::{Event, EventKind};
 use crate::measure::policy::{BlockRunner, BlockTiming};
 
 /// Blocks that take the wall time their operations claim (plus a control
-/// overhead), on a curve with a step at 4 KiB and a dip at 16 KiB, so the
-/// pass has events to measure again; every other block 30% slower, so
+/// overhead), on a line with a drop-out at 2500 bytes, so the pass has an event to
+/// measure again; every other block 30% slower, so
 /// that no point converges before its share is spent.
 struct Curve(u64);
 
 impl Curve {
     fn op_ns(bytes: u64) -> f64 {
-        let base = 2_000.0 + bytes as f64 / 8.0;
-        match bytes {
-            4096.. if bytes != 16_384 => base * 1.6,
-            16_384 => base * 3.0,
-            _ => base,
-        }
+        (5_000 + bytes) as f64 * if bytes == 2_500 { 2.0 } else { 1.0 }
     }
 }
 
@@ -59,7 +54,7 @@ impl SweepRunner for Curve {
 /// the pass took what its rounds needed.
 #[test]
 fn the_points_and_the_pass_keep_what_setup_left() {
-    let sizes: Vec<u64> = (0..16).map(|i| 256 << (i / 2) | (i % 2) * 3).collect();
+    let sizes: Vec<u64> = (0..40).map(|i| 1000 + 100 * i).collect();
     let mut spec = SweepSpec::for_tests("tcp", sizes);
     spec.budget = Duration::from_secs(2);
     let setup = Duration::from_millis(300);
@@ -70,9 +65,9 @@ fn the_points_and_the_pass_keep_what_setup_left() {
         .unwrap()
         .expect("a pass record");
     let took = began.elapsed();
-    eprintln!("{took:?}, pass {c:?}");
-    assert_eq!(points.len(), 16);
-    // Sleeps overshoot on a loaded machine: a second of slack for 16
+    assert_eq!(points.len(), 40);
+    assert!(!c.events.is_empty() && !c.points.is_empty(), "{c:?}");
+    // Sleeps overshoot on a loaded machine: a second of slack for 40
     // sizes' least work, far below the 1.6x overrun this guards against.
     let left = spec.budget - setup;
     assert!(took < left + Duration::from_secs(1), "{took:?} of {left:?}");

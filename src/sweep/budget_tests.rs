@@ -61,9 +61,16 @@ fn the_points_and_the_pass_keep_what_setup_left() {
     let mut clock = SweepClock::new(Instant::now() - setup, spec.budget);
     let mut points = Vec::new();
     let began = Instant::now();
-    let c = measure_all(&spec, &mut clock, &mut Curve(0), None, &mut points, &mut |_| {})
-        .unwrap()
-        .expect("a pass record");
+    let c = measure_all(
+        &spec,
+        &mut clock,
+        &mut Curve(0),
+        None,
+        &mut points,
+        &mut |_| {},
+    )
+    .unwrap()
+    .expect("a pass record");
     let took = began.elapsed();
     assert_eq!(points.len(), 40);
     assert!(!c.events.is_empty() && !c.points.is_empty(), "{c:?}");

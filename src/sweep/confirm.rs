@@ -43,9 +43,9 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::engine::{SweepRunner, SweepSpec};
-use crate::result::Mode;
 use crate::analysis::{analyse_curve, confirm, CauseHints};
 use crate::error::WulfError;
+use crate::result::Mode;
 use crate::result::{CheckedEvent, Confirmation, Point, RemeasuredPoint};
 use crate::stats::Summary;
 
@@ -106,11 +106,7 @@ pub fn pick_events(
     let mut chosen: Vec<usize> = Vec::new();
     let mut sizes = Vec::new();
     for i in 0..events.len() {
-        let with: Vec<confirm::Event> = chosen
-            .iter()
-            .chain([&i])
-            .map(|&j| events[j])
-            .collect();
+        let with: Vec<confirm::Event> = chosen.iter().chain([&i]).map(|&j| events[j]).collect();
         let s = confirm::sizes_to_remeasure(bytes, &with);
         // The window did not fit the pass's size limit.
         let all_in = confirm::sizes_to_remeasure(bytes, &with[with.len() - 1..])
@@ -324,7 +320,11 @@ fn interleaved_trials(
                     }
                 })
                 .collect();
-            let keep = trim(&mean, MIN_ROUNDS - round - 1, v.budget_ns.saturating_sub(spent_ns));
+            let keep = trim(
+                &mean,
+                MIN_ROUNDS - round - 1,
+                v.budget_ns.saturating_sub(spent_ns),
+            );
             for i in 0..n {
                 if active[i] && !keep[i] {
                     active[i] = false;
@@ -526,8 +526,8 @@ mod tests {
             }
         }
         let sizes = [100, 200, 300, 400, 500];
-        let t = interleaved_trials(&mut Bimodal(0), plan(&sizes, u64::MAX), &all, &|| false)
-            .unwrap();
+        let t =
+            interleaved_trials(&mut Bimodal(0), plan(&sizes, u64::MAX), &all, &|| false).unwrap();
         assert!(t.iter().all(|x| x.len() == MAX_ROUNDS * TRIALS_PER_VISIT));
         let t = interleaved_trials(&mut Bimodal(0), plan(&sizes, 0), &all, &|| false).unwrap();
         assert!(t.iter().all(|x| x.len() == MIN_ROUNDS * TRIALS_PER_VISIT));

@@ -14,8 +14,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::engine::{
-    assemble, measure_all, Finish, Pinned, Start, SweepClock, SweepOutcome, SweepRunner,
-    SweepSpec,
+    assemble, measure_all, Finish, Pinned, Start, SweepClock, SweepOutcome, SweepRunner, SweepSpec,
 };
 use super::limits;
 use crate::measure::policy::{BlockRunner, BlockTiming};
@@ -107,15 +106,14 @@ pub(super) fn run_baseline(
     clock.reserve_after(super::budget::CLOSE_RESERVE_NS);
     let mut points = Vec::with_capacity(spec.sizes.len());
     let mut runner = BaselineRunner::new(bench.as_mut(), spec.mode, timer_overhead_ns);
-    let (error, confirmation) =
-        super::confirm::split(measure_all(
-            spec,
-            &mut clock,
-            &mut runner,
-            None,
-            &mut points,
-            on_point,
-        ));
+    let (error, confirmation) = super::confirm::split(measure_all(
+        spec,
+        &mut clock,
+        &mut runner,
+        None,
+        &mut points,
+        on_point,
+    ));
 
     let helper_cpu = bench.helper_cpu();
     limits::remember(bench.limit_kind(), spec, (client_cpu, helper_cpu), &points);

@@ -48,7 +48,10 @@ fn pass_within_its_share(r: &serde_json::Value, budget_s: f64) {
     let pass_budget_s = c["budget_s"].as_f64().expect("a pass record");
     let wall_s = c["wall_s"].as_f64().unwrap();
     assert!(pass_budget_s <= 0.1 * budget_s + 1e-9, "{c}");
-    assert!(wall_s <= pass_budget_s * 1.5 + 0.3, "pass {wall_s} s of {pass_budget_s} s");
+    assert!(
+        wall_s <= pass_budget_s * 1.5 + 0.3,
+        "pass {wall_s} s of {pass_budget_s} s"
+    );
 }
 
 /// `--budget 2s` ends in under 2 s x 3 + 5 s in any build (the debug build

@@ -69,18 +69,41 @@ pub fn pass_budget_ns(left_ns: u64, budget: Duration) -> u64 {
     left_ns.clamp(share_ns / 2, share_ns)
 }
 
-/// What one block costs beyond its operations, ns, before the pass has
-/// measured it: two control messages with the peer (0.05-0.2 ms on a
-/// loaded 2-vCPU VM's loopback), rounded up.
-const BLOCK_OVERHEAD_NS: f64 = 200_000.0;
+/// What one block costs beyond its operations, ns, at least: two control
+/// messages with the peer (0.05-0.2 ms on a loaded 2-vCPU VM's loopback).
+const BLOCK_OVERHEAD_NS: f64 = 100_000.0;
+
+/// Wall time of one operation of `p`, ns (a ping-pong operation is a
+/// round trip of two one-way times).
+fn op_wall_ns(p: &Point, mode: Mode) -> f64 {
+    if mode == Mode::Pingpong {
+        2.0
+    } else {
+        1.0
+    }
+    *p.median_ns
+}
+
+/// What a block cost beyond its operations during the first pass, ns:
+/// its wall time (`points_wall_ns`) less the operations' time, per block
+/// (on a loaded machine a block waits for the scheduler at each control
+/// message: a pass planned at 0.2 ms a block once spent its whole budget
+/// on its first round), at least [`BLOCK_OVERHEAD_NS`].
+fn block_overhead_ns(points: &[Point], mode: Mode, points_wall_ns: u64) -> f64 {
+    let blocks: u64 = points.iter().map(|p| p.trials + p.warmup_trials).sum();
+    let work_ns: f64 = points
+        .iter()
+        .map(|p| (p.trials + p.warmup_trials) as f64 * p.repeats as f64 * op_wall_ns(p, mode))
+        .sum();
+    ((points_wall_ns as f64 - work_ns) / blocks.max(1) as f64).max(BLOCK_OVERHEAD_NS)
+}
 
 /// Wall time one visit of `p` is expected to take, ns: the dropped block
-/// of a quarter of its repeats and the kept one, at its first-pass median.
-fn visit_estimate_ns(p: &Point, mode: Mode) -> f64 {
-    // A ping-pong operation is a round trip of two one-way times.
-    let per_op = if mode == Mode::Pingpong { 2.0 } else { 1.0 } * p.median_ns;
+/// of a quarter of its repeats and the kept one, at its first-pass median,
+/// each with `overhead_ns`.
+fn visit_estimate_ns(p: &Point, mode: Mode, overhead_ns: f64) -> f64 {
     let dropped = (p.repeats / 4).max(1) as f64;
-    (dropped + p.repeats as f64) * per_op + 2.0 * BLOCK_OVERHEAD_NS
+    (dropped + p.repeats as f64) * op_wall_ns(p, mode) + 2.0 * overhead_ns
 }
 
 /// The events to serve (indices into `events`, in their order) and the
@@ -136,7 +159,7 @@ pub(super) fn confirmation_pass(
     spec: &SweepSpec,
     runner: &mut dyn SweepRunner,
     points: &[Point],
-    budget_ns: u64,
+    (budget_ns, points_wall_ns): (u64, u64),
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<Confirmation>> {
     let started = Instant::now();
@@ -146,7 +169,8 @@ pub(super) fn confirmation_pass(
     let high: Vec<f64> = points.iter().map(|p| p.ci_high_ns).collect();
     let analysis = analyse_curve(&bytes, &median, &low, &high, &CauseHints::default());
     let events = confirm::events(&analysis);
-    let first_ns = |i: usize| visit_estimate_ns(&points[i], spec.mode);
+    let overhead_ns = block_overhead_ns(points, spec.mode, points_wall_ns);
+    let first_ns = |i: usize| visit_estimate_ns(&points[i], spec.mode, overhead_ns);
     let (chosen, sizes) = pick_events(&bytes, &events, &first_ns, MIN_ROUNDS, budget_ns);
     let picked: Vec<confirm::Event> = chosen.iter().map(|&i| events[i]).collect();
     // After each round short of the least, the events still affordable at

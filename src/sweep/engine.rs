@@ -449,6 +449,7 @@ pub(super) fn measure_all(
         }
     }
     clock.mark("warmup");
+    let points_started = Instant::now();
     let mut max_repeats = u64::MAX;
     let past = || spec.deadline.is_some_and(|d| Instant::now() >= d);
     // The policy asks before each trial: a point cut at the deadline
@@ -502,7 +503,13 @@ pub(super) fn measure_all(
     // more than its share.
     let left_ns = measuring_ns.saturating_sub(t0.elapsed().as_nanos() as u64);
     let pass_ns = super::confirm::pass_budget_ns(left_ns, spec.budget);
-    let r = match super::confirm::confirmation_pass(spec, runner, points, pass_ns, &stop) {
+    let r = match super::confirm::confirmation_pass(
+        spec,
+        runner,
+        points,
+        (pass_ns, points_started.elapsed().as_nanos() as u64),
+        &stop,
+    ) {
         // Cut at the deadline: the points stand unconfirmed.
         Err(_) if past() && !super::interrupted() => Ok(None),
         r => r,

@@ -76,12 +76,8 @@ const BLOCK_OVERHEAD_NS: f64 = 100_000.0;
 /// Wall time of one operation of `p`, ns (a ping-pong operation is a
 /// round trip of two one-way times).
 fn op_wall_ns(p: &Point, mode: Mode) -> f64 {
-    if mode == Mode::Pingpong {
-        2.0
-    } else {
-        1.0
-    }
-    *p.median_ns
+    let legs = if mode == Mode::Pingpong { 2.0 } else { 1.0 };
+    legs * p.median_ns
 }
 
 /// What a block cost beyond its operations during the first pass, ns:

@@ -26,7 +26,7 @@ impl Curve {
 impl BlockRunner for Curve {
     fn run(&mut self, bytes: u64, repeats: u64) -> Result<BlockTiming> {
         self.0 += 1;
-        let op_ns = Self::op_ns(bytes) * if self.0 % 2 == 0 { 1.3 } else { 1.0 };
+        let op_ns = Self::op_ns(bytes) * if self.0.is_multiple_of(2) { 1.3 } else { 1.0 };
         let timed_ns = (op_ns * 2.0 * repeats as f64) as u64;
         let wall0 = Instant::now();
         std::thread::sleep(Duration::from_nanos(timed_ns + 50_000));

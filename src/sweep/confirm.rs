@@ -13,8 +13,19 @@
 //! back-to-back runs shared 0 of 12 confirmed events, issue 28).
 //!
 //! The pass runs inside the sweep's budget: the sizes share all but
-//! [`CONFIRM_BUDGET_SHARE`] of it and the pass gets the rest; it stops
-//! after [`MIN_ROUNDS`] rounds once that is spent or every size's median is
+//! [`CONFIRM_BUDGET_SHARE`] of the measuring time and the pass gets what
+//! they left, never more than that share of the whole budget
+//! ([`pass_budget_ns`]). Its rounds are scheduled to fit: the candidate
+//! events are served most telling first, each with its whole window, as
+//! long as [`MIN_ROUNDS`] rounds of the sizes chosen fit in the pass's
+//! budget at what a visit of each costs ([`pick_events`]; estimated from
+//! the first pass, then from the visits made). An event left out stays
+//! unconfirmed, as one whose window did not fit [`confirm::MAX_REMEASURED`]
+//! always did: the rule that judges an event is the same, it is only
+//! applied to fewer events when time is short (a shm `--budget 5s` pass
+//! once took 2.6 s against its 0.5 s). The pass stops
+//! after [`MIN_ROUNDS`] rounds once its budget is spent (or the next round
+//! would overrun it) or every size's median is
 //! within the sweep's precision (a size whose trials split in two modes is
 //! not), and after [`MAX_ROUNDS`] in any case. Each
 //! size is measured with the repeat count the sweep used for it, so the
@@ -34,15 +45,98 @@ use anyhow::Result;
 use super::engine::{SweepRunner, SweepSpec};
 use crate::analysis::{analyse_curve, confirm, CauseHints};
 use crate::error::WulfError;
+use crate::result::Mode;
 use crate::result::{CheckedEvent, Confirmation, Point, RemeasuredPoint};
 use crate::stats::Summary;
 
 /// Share of a sweep's budget kept for the confirmation pass.
 pub const CONFIRM_BUDGET_SHARE: f64 = 0.1;
 
-/// The budget of the first pass over the sizes, ns.
-pub fn main_budget_ns(budget: Duration) -> u64 {
-    (budget.as_nanos() as f64 * (1.0 - CONFIRM_BUDGET_SHARE)) as u64
+/// The budget of the first pass over the sizes, ns, out of `measuring_ns`
+/// (what the points and the pass may spend together, see
+/// [`super::budget::SweepClock::measuring_left_ns`]).
+pub fn main_budget_ns(measuring_ns: u64) -> u64 {
+    (measuring_ns as f64 * (1.0 - CONFIRM_BUDGET_SHARE)) as u64
+}
+
+/// The pass's budget, ns: what the points left (`left_ns`), at most
+/// [`CONFIRM_BUDGET_SHARE`] of the sweep's whole `budget` and at least half
+/// of that: on a loaded machine the points' least work (124 sizes, eight
+/// blocks each) overruns their share, and a pass given nothing would
+/// confirm nothing; half its share still serves the most telling events.
+pub fn pass_budget_ns(left_ns: u64, budget: Duration) -> u64 {
+    let share_ns = (budget.as_nanos() as f64 * CONFIRM_BUDGET_SHARE) as u64;
+    left_ns.clamp(share_ns / 2, share_ns)
+}
+
+/// What one block costs beyond its operations, ns, at least: two control
+/// messages with the peer (0.05-0.2 ms on a loaded 2-vCPU VM's loopback).
+const BLOCK_OVERHEAD_NS: f64 = 100_000.0;
+
+/// Wall time of one operation of `p`, ns (a ping-pong operation is a
+/// round trip of two one-way times).
+fn op_wall_ns(p: &Point, mode: Mode) -> f64 {
+    let legs = if mode == Mode::Pingpong { 2.0 } else { 1.0 };
+    legs * p.median_ns
+}
+
+/// What a block cost beyond its operations during the first pass, ns:
+/// its wall time (`points_wall_ns`) less the operations' time, per block
+/// (on a loaded machine a block waits for the scheduler at each control
+/// message: a pass planned at 0.2 ms a block once spent its whole budget
+/// on its first round), at least [`BLOCK_OVERHEAD_NS`].
+fn block_overhead_ns(points: &[Point], mode: Mode, points_wall_ns: u64) -> f64 {
+    let blocks: u64 = points.iter().map(|p| p.trials + p.warmup_trials).sum();
+    let work_ns: f64 = points
+        .iter()
+        .map(|p| (p.trials + p.warmup_trials) as f64 * p.repeats as f64 * op_wall_ns(p, mode))
+        .sum();
+    ((points_wall_ns as f64 - work_ns) / blocks.max(1) as f64).max(BLOCK_OVERHEAD_NS)
+}
+
+/// Wall time one visit of `p` is expected to take, ns: the dropped block
+/// of a quarter of its repeats and the kept one, at its first-pass median,
+/// each with `overhead_ns`.
+fn visit_estimate_ns(p: &Point, mode: Mode, overhead_ns: f64) -> f64 {
+    let dropped = (p.repeats / 4).max(1) as f64;
+    (dropped + p.repeats as f64) * op_wall_ns(p, mode) + 2.0 * overhead_ns
+}
+
+/// The events to serve (indices into `events`, in their order) and the
+/// sizes to measure again for them: events are taken most telling first,
+/// each with its whole window, skipping one whose sizes would make
+/// `rounds` rounds cost more than `budget_ns` at `visit_ns` each (a size's
+/// cost, by its index in `bytes`).
+pub fn pick_events(
+    bytes: &[u64],
+    events: &[confirm::Event],
+    visit_ns: &dyn Fn(usize) -> f64,
+    rounds: usize,
+    budget_ns: u64,
+) -> (Vec<usize>, Vec<u64>) {
+    let cost = |sizes: &[u64]| -> f64 {
+        sizes
+            .iter()
+            .filter_map(|s| bytes.binary_search(s).ok())
+            .map(visit_ns)
+            .sum::<f64>()
+            * rounds as f64
+    };
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut sizes = Vec::new();
+    for i in 0..events.len() {
+        let with: Vec<confirm::Event> = chosen.iter().chain([&i]).map(|&j| events[j]).collect();
+        let s = confirm::sizes_to_remeasure(bytes, &with);
+        // The window did not fit the pass's size limit.
+        let all_in = confirm::sizes_to_remeasure(bytes, &with[with.len() - 1..])
+            .iter()
+            .all(|x| s.contains(x));
+        if all_in && cost(&s) <= budget_ns as f64 {
+            chosen.push(i);
+            sizes = s;
+        }
+    }
+    (chosen, sizes)
 }
 
 /// Split the outcome of `measure_all` into the error (if any) and the
@@ -61,17 +155,31 @@ pub(super) fn confirmation_pass(
     spec: &SweepSpec,
     runner: &mut dyn SweepRunner,
     points: &[Point],
+    (budget_ns, points_wall_ns): (u64, u64),
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<Confirmation>> {
     let started = Instant::now();
-    let budget_ns = (spec.budget.as_nanos() as f64 * CONFIRM_BUDGET_SHARE) as u64;
     let bytes: Vec<u64> = points.iter().map(|p| p.bytes).collect();
     let median: Vec<f64> = points.iter().map(|p| p.median_ns).collect();
     let low: Vec<f64> = points.iter().map(|p| p.ci_low_ns).collect();
     let high: Vec<f64> = points.iter().map(|p| p.ci_high_ns).collect();
     let analysis = analyse_curve(&bytes, &median, &low, &high, &CauseHints::default());
     let events = confirm::events(&analysis);
-    let sizes = confirm::sizes_to_remeasure(&bytes, &events);
+    let overhead_ns = block_overhead_ns(points, spec.mode, points_wall_ns);
+    let first_ns = |i: usize| visit_estimate_ns(&points[i], spec.mode, overhead_ns);
+    let (chosen, sizes) = pick_events(&bytes, &events, &first_ns, MIN_ROUNDS, budget_ns);
+    let picked: Vec<confirm::Event> = chosen.iter().map(|&i| events[i]).collect();
+    // After each round short of the least, the events still affordable at
+    // what the visits cost so far (a busy moment may make them dearer).
+    let trim = |visit_ns: &[f64], rounds_left: usize, left_ns: u64| -> Vec<bool> {
+        let cost = |i: usize| {
+            sizes
+                .binary_search(&bytes[i])
+                .map_or(f64::INFINITY, |j| visit_ns[j])
+        };
+        let (_, keep) = pick_events(&bytes, &picked, &cost, rounds_left, left_ns);
+        sizes.iter().map(|s| keep.contains(s)).collect()
+    };
     let repeats: Vec<u64> = sizes
         .iter()
         .map(|s| {
@@ -81,7 +189,17 @@ pub(super) fn confirmation_pass(
                 .map_or(1, |p| p.repeats)
         })
         .collect();
-    let trials = interleaved_trials(runner, &sizes, &repeats, budget_ns, spec.precision, stop)?;
+    let trials = interleaved_trials(
+        runner,
+        Visits {
+            sizes: &sizes,
+            repeats: &repeats,
+            budget_ns,
+            precision: spec.precision,
+        },
+        &trim,
+        stop,
+    )?;
     let fresh: Vec<RemeasuredPoint> = sizes
         .iter()
         .zip(&trials)
@@ -152,42 +270,87 @@ pub fn visit_order(n: usize, round: usize) -> Vec<usize> {
     order
 }
 
-/// Trials (time per operation, ns) of each of `sizes` with its `repeats`,
-/// taken in interleaved rounds (see the module notes) within `budget_ns`.
-fn interleaved_trials(
-    runner: &mut dyn SweepRunner,
-    sizes: &[u64],
-    repeats: &[u64],
+/// The sizes a pass visits, each with its repeat count, and its limits.
+struct Visits<'a> {
+    sizes: &'a [u64],
+    repeats: &'a [u64],
     budget_ns: u64,
     precision: f64,
+}
+
+/// Which sizes to keep visiting, given what a visit of each cost so far
+/// (ns, mean), the least rounds still owed and the ns left.
+type Trim<'a> = &'a dyn Fn(&[f64], usize, u64) -> Vec<bool>;
+
+/// Trials (time per operation, ns) of each size of `v` with its repeats,
+/// taken in interleaved rounds (see the module notes) within its budget.
+/// After each round short of [`MIN_ROUNDS`], `trim` says which sizes the
+/// rest of the budget still affords; the others are dropped, trials and
+/// all (an event missing a size is not confirmed).
+fn interleaved_trials(
+    runner: &mut dyn SweepRunner,
+    v: Visits,
+    trim: Trim,
     stop: &dyn Fn() -> bool,
 ) -> Result<Vec<Vec<f64>>> {
     let started = Instant::now();
-    let mut trials: Vec<Vec<f64>> = sizes
-        .iter()
+    let n = v.sizes.len();
+    let mut trials: Vec<Vec<f64>> = (0..n)
         .map(|_| Vec::with_capacity(MAX_ROUNDS * TRIALS_PER_VISIT))
         .collect();
+    let mut active = vec![true; n];
+    let mut visit_wall_ns = vec![0.0; n];
     for round in 0..MAX_ROUNDS {
-        for i in visit_order(sizes.len(), round) {
+        let round_start = Instant::now();
+        for i in visit_order(n, round) {
+            if !active[i] {
+                continue;
+            }
             if stop() {
                 return Err(WulfError::Interrupted.into());
             }
+            let visit = Instant::now();
             // One dropped block first: the size the channel carried last
             // was another (a socket's window, the buffers' cache lines).
-            runner.run(sizes[i], (repeats[i] / 4).max(1))?;
+            runner.run(v.sizes[i], (v.repeats[i] / 4).max(1))?;
             for _ in 0..TRIALS_PER_VISIT {
-                trials[i].push(runner.run(sizes[i], repeats[i])?.op_ns);
+                trials[i].push(runner.run(v.sizes[i], v.repeats[i])?.op_ns);
             }
+            visit_wall_ns[i] += visit.elapsed().as_nanos() as f64;
         }
-        let spent = started.elapsed().as_nanos() as u64 >= budget_ns;
+        let spent_ns = started.elapsed().as_nanos() as u64;
+        let round_ns = round_start.elapsed().as_nanos() as u64;
         // A size whose trials split in two is not settled: more rounds
         // (within the budget) give its fast mode more trials.
-        let settled = trials.iter().all(|t| {
+        let settled = trials.iter().zip(&active).all(|(t, &on)| {
             let (kept, slow) = confirm::fast_mode(t);
-            slow == 0 && Summary::of(&kept).is_some_and(|s| within(&s, precision))
+            !on || (slow == 0 && Summary::of(&kept).is_some_and(|s| within(&s, v.precision)))
         });
-        if round + 1 >= MIN_ROUNDS && (spent || settled) {
+        let over = spent_ns.saturating_add(round_ns) > v.budget_ns;
+        if round + 1 >= MIN_ROUNDS && (over || settled) {
             break;
+        }
+        if round + 1 < MIN_ROUNDS {
+            let mean: Vec<f64> = (0..n)
+                .map(|i| {
+                    if active[i] {
+                        visit_wall_ns[i] / (round + 1) as f64
+                    } else {
+                        f64::INFINITY
+                    }
+                })
+                .collect();
+            let keep = trim(
+                &mean,
+                MIN_ROUNDS - round - 1,
+                v.budget_ns.saturating_sub(spent_ns),
+            );
+            for i in 0..n {
+                if active[i] && !keep[i] {
+                    active[i] = false;
+                    trials[i].clear();
+                }
+            }
         }
     }
     Ok(trials)
@@ -196,6 +359,21 @@ fn interleaved_trials(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Visits of `sizes`, 8 repeats each, within `budget_ns`, at 2%.
+    fn plan(sizes: &[u64], budget_ns: u64) -> Visits<'_> {
+        Visits {
+            sizes,
+            repeats: &[8; 8][..sizes.len()],
+            budget_ns,
+            precision: 0.02,
+        }
+    }
+
+    /// Keeps every size.
+    fn all(cost: &[f64], _: usize, _: u64) -> Vec<bool> {
+        vec![true; cost.len()]
+    }
 
     /// Neighbours are never visited one after the other, every size once
     /// per round, and the order changes from round to round.
@@ -248,7 +426,7 @@ mod tests {
     fn fresh_trials_are_taken_in_interleaved_rounds() {
         let sizes = [100, 200, 300, 400, 500];
         let mut r = Recorder(Vec::new());
-        let t = interleaved_trials(&mut r, &sizes, &[8; 5], u64::MAX, 0.02, &|| false).unwrap();
+        let t = interleaved_trials(&mut r, plan(&sizes, u64::MAX), &all, &|| false).unwrap();
         assert!(t.iter().all(|x| x.len() == MIN_ROUNDS * TRIALS_PER_VISIT));
         // Visits: a dropped block and the kept ones, of one size.
         let visits: Vec<u64> = r.0.chunks(1 + TRIALS_PER_VISIT).map(|c| c[0]).collect();
@@ -266,7 +444,7 @@ mod tests {
             assert_eq!(rounds, (0..MIN_ROUNDS).collect::<Vec<_>>());
         }
         // Interrupted: an error, never a hang.
-        assert!(interleaved_trials(&mut r, &sizes, &[8; 5], 0, 0.02, &|| true).is_err());
+        assert!(interleaved_trials(&mut r, plan(&sizes, 0), &all, &|| true).is_err());
     }
 
     /// A step's window measured again in a bimodal pass: each size's six
@@ -368,10 +546,10 @@ mod tests {
             }
         }
         let sizes = [100, 200, 300, 400, 500];
-        let t = interleaved_trials(&mut Bimodal(0), &sizes, &[8; 5], u64::MAX, 0.02, &|| false)
-            .unwrap();
+        let t =
+            interleaved_trials(&mut Bimodal(0), plan(&sizes, u64::MAX), &all, &|| false).unwrap();
         assert!(t.iter().all(|x| x.len() == MAX_ROUNDS * TRIALS_PER_VISIT));
-        let t = interleaved_trials(&mut Bimodal(0), &sizes, &[8; 5], 0, 0.02, &|| false).unwrap();
+        let t = interleaved_trials(&mut Bimodal(0), plan(&sizes, 0), &all, &|| false).unwrap();
         assert!(t.iter().all(|x| x.len() == MIN_ROUNDS * TRIALS_PER_VISIT));
     }
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::engine::{measure_all, SweepRunner, SweepSpec};
+use super::engine::{measure_all, SweepClock, SweepRunner, SweepSpec};
 use crate::measure::policy::{BlockRunner, BlockTiming};
 
 /// Blocks that take `block` of wall time each, never steady enough to
@@ -58,7 +58,14 @@ fn a_sweep_stops_at_its_deadline_and_keeps_its_trials() {
     let began = Instant::now();
     let mut points = Vec::new();
     let s = spec(began + Duration::from_millis(300));
-    let out = measure_all(&s, &mut r, None, &mut points, &mut |_| {});
+    let out = measure_all(
+        &s,
+        &mut SweepClock::new(Instant::now(), s.budget),
+        &mut r,
+        None,
+        &mut points,
+        &mut |_| {},
+    );
     assert!(out.is_ok(), "cut, not failed: {out:?}");
     // A 60 s budget, ended at 0.3 s (plus a block or so).
     assert!(
@@ -80,7 +87,15 @@ fn a_deadline_already_past_still_keeps_three_trials_of_the_first_size() {
     };
     let mut points = Vec::new();
     let s = spec(Instant::now());
-    assert!(measure_all(&s, &mut r, None, &mut points, &mut |_| {}).is_ok());
+    assert!(measure_all(
+        &s,
+        &mut SweepClock::new(Instant::now(), s.budget),
+        &mut r,
+        None,
+        &mut points,
+        &mut |_| {}
+    )
+    .is_ok());
     assert_eq!(points.len(), 1, "the later sizes are left out");
     assert_eq!(points[0].trials, 3);
 }

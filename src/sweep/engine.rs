@@ -17,17 +17,19 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 pub(super) use super::assemble::{assemble, Finish, Start};
+pub(super) use super::budget::SweepClock;
 use super::limits::{self, Limits};
+use super::peer_runner::Runner;
 pub(super) use super::pin::Pinned;
 pub use super::point::make_point;
-use crate::error::{peer, WulfError};
+use crate::error::WulfError;
 use crate::exec::local_peer::LocalPeer;
-use crate::measure::loops::{client_block, Pools};
-use crate::measure::policy::{measure_point, BlockRunner, BlockTiming, PointPlan};
+use crate::measure::loops::Pools;
+use crate::measure::policy::{measure_point, BlockRunner, PointPlan};
 use crate::measure::timer::clock_read_cost_ns;
 use crate::peer::client::{resolve, PeerSession};
 use crate::peer::protocol::{BlockKind, Setup};
@@ -37,12 +39,10 @@ use crate::result::{
 };
 use crate::sys::{same_machine, Host, IpVersion};
 use crate::transport::baseline::BaselineSetup;
-use crate::transport::{self, ChannelOptions, Endpoint};
+use crate::transport::{self, ChannelOptions};
 
 /// Largest size that gets a tail-latency pass.
 pub const TAILS_MAX_BYTES: u64 = super::tails::MAX_BYTES;
-/// Operations per integrity block.
-const INTEGRITY_REPEATS: u64 = 3;
 
 /// Everything that defines a sweep (serialisable, so a transport that
 /// launches its own processes can hand it to them).
@@ -151,6 +151,7 @@ pub struct SweepOutcome {
 /// come back inside the outcome with the partial result.
 pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<SweepOutcome> {
     let started = Instant::now();
+    let mut clock = SweepClock::new(started, spec.budget);
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     // The engine measures against a peer or in process: no MPI options
     // apply (an MPI's sweeps are jobs of its own launcher, see
@@ -192,7 +193,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             started_at,
             host,
         };
-        return super::in_process::run_baseline(spec, bench?, start, on_point);
+        return super::in_process::run_baseline(spec, bench?, start, clock, on_point);
     }
     let (local, addr) = match &spec.peer {
         None => {
@@ -232,6 +233,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         host.llc_bytes,
     )?;
 
+    clock.mark("setup");
     let mut warnings = conn.warnings.clone();
     warnings.extend(session.warnings.iter().map(|w| format!("peer: {w}")));
     // Memory limits only mean something when both ends share this machine
@@ -243,6 +245,13 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     } else {
         None
     };
+    clock.mark("limits");
+    // The floor measured again after the pass and the close come out of
+    // the budget too (see `budget`).
+    if limits.as_ref().is_some_and(|l| l.floor_ns.is_some()) {
+        clock.reserve_after(super::floor::remeasure_budget_ns(spec));
+    }
+    clock.reserve_after(super::budget::CLOSE_RESERVE_NS);
     let mut points = Vec::with_capacity(spec.sizes.len());
     let mut runner = Runner {
         session: &mut session,
@@ -259,6 +268,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     };
     let (error, confirmation) = super::confirm::split(measure_all(
         spec,
+        &mut clock,
         &mut runner,
         limits.as_ref(),
         &mut points,
@@ -272,6 +282,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             &mut points,
             &mut warnings,
         );
+        clock.mark("floor_after");
     }
     warnings.extend(limits::slow_mode_warning(spec.mode, &points));
     warnings.extend(super::tails::short_tails_warning(&points));
@@ -335,6 +346,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             lp.finish(Duration::from_secs(2));
         }
     }
+    clock.mark("close");
     let mut definitions = Definitions::for_mode(spec.mode);
     if limits.is_some() {
         definitions.efficiency = Some(Definitions::efficiency_text());
@@ -362,6 +374,8 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     if spec.peer.is_some() {
         result.options.authenticated = Some(authenticated);
     }
+    clock.mark("assemble");
+    clock.report(&spec.transport);
     Ok(SweepOutcome {
         result,
         error,
@@ -399,6 +413,7 @@ const DEADLINE_TRIAL_NS: u64 = 2_000_000;
 /// Integrity pass, warm-up, every size in turn, then the confirmation pass.
 pub(super) fn measure_all(
     spec: &SweepSpec,
+    clock: &mut SweepClock,
     runner: &mut dyn SweepRunner,
     limits: Option<&Limits>,
     points: &mut Vec<Point>,
@@ -413,10 +428,13 @@ pub(super) fn measure_all(
             runner.integrity(bytes)?;
         }
     }
-    let budget_ns = super::confirm::main_budget_ns(spec.budget);
-    // The budget is wall time from here, so statistics, control messages
-    // and tail passes all count and the sweep ends when the user was told.
+    // What the points and the pass may spend: the budget less setup, the
+    // limits and what is kept for after (see `budget`). It is wall time
+    // from here, so statistics, control messages and tail passes all
+    // count and the sweep ends when the user was told.
     let t0 = Instant::now();
+    let measuring_ns = clock.measuring_left_ns();
+    let budget_ns = super::confirm::main_budget_ns(measuring_ns);
     // Sweep-wide warm-up (dropped): brings caches, the CPU frequency, the
     // scheduler's placement and TCP's state to steady state before the
     // first point, whose calibration would otherwise absorb it.
@@ -430,6 +448,8 @@ pub(super) fn measure_all(
             repeats = (repeats * 2).min(1 << 16);
         }
     }
+    clock.mark("warmup");
+    let points_started = Instant::now();
     let mut max_repeats = u64::MAX;
     let past = || spec.deadline.is_some_and(|d| Instant::now() >= d);
     // The policy asks before each trial: a point cut at the deadline
@@ -478,121 +498,26 @@ pub(super) fn measure_all(
             return Ok(None);
         }
     }
-    match super::confirm::confirmation_pass(spec, runner, points, &stop) {
+    clock.mark("points");
+    // The pass takes what the points left of the measuring time, never
+    // more than its share.
+    let left_ns = measuring_ns.saturating_sub(t0.elapsed().as_nanos() as u64);
+    let pass_ns = super::confirm::pass_budget_ns(left_ns, spec.budget);
+    let r = match super::confirm::confirmation_pass(
+        spec,
+        runner,
+        points,
+        (pass_ns, points_started.elapsed().as_nanos() as u64),
+        &stop,
+    ) {
         // Cut at the deadline: the points stand unconfirmed.
         Err(_) if past() && !super::interrupted() => Ok(None),
         r => r,
-    }
+    };
+    clock.mark("confirm");
+    r
 }
 
 /// A point with `bytes` and a constant trial time, for tests elsewhere.
 #[cfg(test)]
 pub use super::point::test_point;
-
-/// Runs blocks against the peer: the real [`BlockRunner`].
-struct Runner<'a> {
-    session: &'a mut PeerSession,
-    ep: &'a mut dyn Endpoint,
-    pools: &'a mut Pools,
-    mode: Mode,
-    overhead_ns: f64,
-    samples: Vec<u64>,
-    /// Timed, or Checked with `--integrity all`.
-    timed_kind: BlockKind,
-}
-
-impl Runner<'_> {
-    fn block(
-        &mut self,
-        kind: BlockKind,
-        bytes: u64,
-        repeats: u64,
-    ) -> Result<(
-        crate::measure::loops::BlockMeasure,
-        crate::peer::client::PeerBlock,
-    )> {
-        self.session.start_block(self.mode, kind, bytes, repeats)?;
-        let mine = client_block(
-            self.ep,
-            self.pools,
-            self.mode,
-            kind,
-            bytes,
-            repeats,
-            &mut self.samples,
-        );
-        match mine {
-            Ok(m) => Ok((m, self.session.finish_block()?)),
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(e.into()),
-            Err(e) => {
-                let theirs = self.session.error_message();
-                Err(peer(match theirs {
-                    Some(msg) => {
-                        format!("data channel failed at {bytes} bytes: {e}; the peer says: {msg}")
-                    }
-                    None => {
-                        format!("data channel failed at {bytes} bytes: {e} (did the peer die?)")
-                    }
-                }))
-            }
-        }
-    }
-
-    fn tail_pass(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Tails> {
-        use super::tails;
-        let n = tails::round_trips(median_one_way_ns);
-        // In chunks, so the pass can stop at its time (see `tails`); the
-        // buffers are allocated here, outside every timed loop.
-        let mut all: Vec<u64> = Vec::with_capacity(n as usize);
-        self.samples = Vec::with_capacity(tails::CHUNK.min(n) as usize);
-        let t0 = Instant::now();
-        while (all.len() as u64) < n
-            && !tails::enough(all.len() as u64, t0.elapsed().as_nanos() as f64)
-        {
-            let chunk = tails::CHUNK.min(n - all.len() as u64);
-            self.block(BlockKind::Tails, bytes, chunk)?;
-            all.extend_from_slice(&self.samples);
-        }
-        let t = tails::summarise(&all, self.overhead_ns);
-        self.samples = all;
-        Ok(t)
-    }
-}
-
-impl SweepRunner for Runner<'_> {
-    fn integrity(&mut self, bytes: u64) -> Result<()> {
-        self.block(BlockKind::Integrity, bytes, INTEGRITY_REPEATS)
-            .with_context(|| format!("integrity pass at {bytes} bytes"))?;
-        Ok(())
-    }
-
-    fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Option<Tails>> {
-        self.tail_pass(bytes, median_one_way_ns).map(Some)
-    }
-}
-
-impl BlockRunner for Runner<'_> {
-    fn run(&mut self, bytes: u64, repeats: u64) -> Result<BlockTiming> {
-        let wall0 = Instant::now();
-        let (mine, theirs) = self.block(self.timed_kind, bytes, repeats)?;
-        let timed = match self.mode {
-            Mode::Stream => theirs.elapsed_ns,
-            Mode::Pingpong | Mode::Bidir => mine.elapsed_ns,
-        };
-        let timed_ns = (timed as f64 - self.overhead_ns).max(1.0);
-        let per_op = timed_ns / repeats as f64;
-        Ok(BlockTiming {
-            op_ns: match self.mode {
-                Mode::Pingpong => per_op / 2.0,
-                Mode::Stream | Mode::Bidir => per_op,
-            },
-            timed_ns: timed_ns as u64,
-            wall_ns: wall0.elapsed().as_nanos() as u64,
-            client_cpu_ns: (
-                mine.cpu.user.as_nanos() as u64,
-                mine.cpu.system.as_nanos() as u64,
-            ),
-            server_cpu_ns: (theirs.user_ns, theirs.sys_ns),
-        })
-    }
-}

@@ -82,7 +82,7 @@ pub(super) fn floor_of(p: &Point) -> f64 {
 
 /// Budget of the floor's second measurement, after the sweep: the same
 /// share as the first ([`super::limits::FLOOR_BUDGET_SHARE`], bounded).
-fn remeasure_budget_ns(spec: &SweepSpec) -> u64 {
+pub(super) fn remeasure_budget_ns(spec: &SweepSpec) -> u64 {
     ((spec.budget.as_nanos() as f64 * super::limits::FLOOR_BUDGET_SHARE) as u64).clamp(
         super::limits::FLOOR_BUDGET_NS.0,
         super::limits::FLOOR_BUDGET_NS.1,

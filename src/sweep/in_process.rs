@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::engine::{
-    assemble, measure_all, Finish, Pinned, Start, SweepOutcome, SweepRunner, SweepSpec,
+    assemble, measure_all, Finish, Pinned, Start, SweepClock, SweepOutcome, SweepRunner, SweepSpec,
 };
 use super::limits;
 use crate::measure::policy::{BlockRunner, BlockTiming};
@@ -86,6 +86,7 @@ pub(super) fn run_baseline(
     spec: &SweepSpec,
     mut bench: Box<dyn Baseline>,
     start: Start,
+    mut clock: SweepClock,
     on_point: &mut dyn FnMut(&Point),
 ) -> Result<SweepOutcome> {
     if spec.peer.is_some() {
@@ -101,10 +102,18 @@ pub(super) fn run_baseline(
     if spec.tails {
         warnings.push("--tails does not apply to in-process baselines".to_string());
     }
+    clock.mark("setup");
+    clock.reserve_after(super::budget::CLOSE_RESERVE_NS);
     let mut points = Vec::with_capacity(spec.sizes.len());
     let mut runner = BaselineRunner::new(bench.as_mut(), spec.mode, timer_overhead_ns);
-    let (error, confirmation) =
-        super::confirm::split(measure_all(spec, &mut runner, None, &mut points, on_point));
+    let (error, confirmation) = super::confirm::split(measure_all(
+        spec,
+        &mut clock,
+        &mut runner,
+        None,
+        &mut points,
+        on_point,
+    ));
 
     let helper_cpu = bench.helper_cpu();
     limits::remember(bench.limit_kind(), spec, (client_cpu, helper_cpu), &points);
@@ -135,6 +144,8 @@ pub(super) fn run_baseline(
         },
     );
     result.summary.plateaus = plateaus;
+    clock.mark("assemble");
+    clock.report(&spec.transport);
     Ok(SweepOutcome {
         result,
         error,

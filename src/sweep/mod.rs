@@ -14,8 +14,13 @@
 //! * [`floor`]: the cache-line floor, measured before and again after a
 //!   sweep (the lowest kept);
 //! * [`burst`]: the peak across a shaped lab link, past its free burst.
+//! * [`budget`]: the sweep's clock: `--budget` is the whole sweep's wall
+//!   time, each phase timed against it.
 
 mod assemble;
+pub mod budget;
+#[cfg(test)]
+mod budget_tests;
 pub mod burst;
 pub mod confirm;
 #[cfg(test)]
@@ -24,6 +29,7 @@ pub mod engine;
 pub mod floor;
 pub mod in_process;
 pub mod limits;
+mod peer_runner;
 mod pin;
 pub mod point;
 pub mod tails;

@@ -52,5 +52,6 @@ mod report_browser;
 mod report_browser_full;
 mod soaker;
 mod spin_cost;
+mod sweep_budget;
 mod sweep_local;
 mod whole_cost;

@@ -1,4 +1,4 @@
-//! The confirmation judge on real curves: three shm sweeps of the quiet
+//! The confirmation judge on real curves: five shm sweeps of the quiet
 //! development VM (issue 28), trimmed to their first-pass points, their
 //! confirmation passes' fresh points and verdicts
 //! (`tests/fixtures/confirm/`).
@@ -146,4 +146,27 @@ fn fast_modes_confirm_the_event_both_runs_see_and_no_fluke() {
             assert!(!c, "fluke {from}..{to} confirmed");
         }
     }
+}
+
+/// Two quiet shm runs of the merged build (2026-11-27 22:08): run B's
+/// first pass ran 3x slower over 4-16 KiB than its confirmation pass, and
+/// the 8 KiB change of message path, plain in the fresh points (278 ->
+/// 140 ns), went unconfirmed there while run A confirmed it. Set at the
+/// first pass's level, B's window confirms it too; A's verdicts stand.
+#[test]
+fn a_pass_at_another_level_confirms_the_change_both_runs_see() {
+    let a = load("q7-a-shm");
+    let b = load("q7-b-shm");
+    let eight_kib = |v: &[(u64, u64)]| v.iter().any(|&(from, to)| from <= 8192 && to >= 8189);
+    let ca = confirmed(&verdicts(&a, &a.fresh));
+    let cb = confirmed(&verdicts(&b, &b.fresh));
+    assert!(eight_kib(&ca), "{ca:?}");
+    assert!(eight_kib(&cb), "{cb:?}");
+    let stored_a: Vec<(u64, u64)> = a
+        .verdicts
+        .iter()
+        .filter(|v| v.1)
+        .map(|v| (v.0.from_bytes, v.0.to_bytes))
+        .collect();
+    assert_eq!(ca, stored_a);
 }

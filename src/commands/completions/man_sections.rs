@@ -181,6 +181,7 @@ pub const ENVIRONMENT: Examples = &[
     ("WULF_NPB_FAULT", "a test hook corrupting one NAS value, to show verification failing; unset in normal use"),
     ("WULF_FRAME_FAULT", "a test hook: `flip-payload:N` corrupts raw frames from the Nth received on, to show `--integrity all` catching them; unset in normal use"),
     ("WULF_PPN", "set by wulf: the processes per node (--ppn) a matrix's agents started by srun are one of"),
+    ("WULF_PHASES", "set to anything: each sweep prints on stderr how long each phase took (setup, limits, warm-up, points, confirmation, floor, close), to see where a budget went"),
 ];
 
 /// Files wulf reads or writes.

@@ -12,6 +12,8 @@
 # Usage: bench/lean_calls.sh [ROUNDS] [SIZE] [BUDGET]  (default 3 8 300ms)
 # WULF=path picks the binary (default: a --profile ci build).
 set -euo pipefail
+# shellcheck source=bench/lean_veth.sh
+. "$(dirname "$0")/lean_veth.sh"
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
 SIZE=${2:-8}
@@ -30,20 +32,11 @@ ADDR_B=198.19.252.2
 server=
 cleanup() {
   if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  ip netns del "$NS_A" 2>/dev/null || true
-  ip netns del "$NS_B" 2>/dev/null || true
+  veth_pair_down "$NS_A" "$NS_B"
   rm -rf "$work"
 }
 trap cleanup EXIT
-ip netns add "$NS_A"
-ip netns add "$NS_B"
-ip link add veth-a netns "$NS_A" type veth peer name veth-b netns "$NS_B"
-ip -n "$NS_A" addr add "$ADDR_A/30" dev veth-a
-ip -n "$NS_B" addr add "$ADDR_B/30" dev veth-b
-for ns in "$NS_A" "$NS_B"; do ip -n "$ns" link set lo up; done
-ip -n "$NS_A" link set veth-a up
-ip -n "$NS_B" link set veth-b up
-MAC_B=$(ip netns exec "$NS_B" cat /sys/class/net/veth-b/address)
+veth_pair_up "$NS_A" "$NS_B" "$ADDR_A" "$ADDR_B"
 ip netns exec "$NS_B" "$WULF" serve --bind "$ADDR_B" --allow-lean --announce >"$work/serve.out" 2>/dev/null &
 server=$!
 for _ in $(seq 100); do grep -q WULF-LISTENING "$work/serve.out" && break; sleep 0.1; done

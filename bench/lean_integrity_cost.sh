@@ -7,6 +7,8 @@
 # Usage: bench/lean_integrity_cost.sh [ROUNDS] [TRANSPORT] [SIZES] [BUDGET]
 #        (default 5 raw 8,64Ki 300ms); WULF=path picks the binary.
 set -euo pipefail
+# shellcheck source=bench/lean_veth.sh
+. "$(dirname "$0")/lean_veth.sh"
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
 T=${2:-raw}
@@ -23,19 +25,11 @@ ADDR_B=198.19.250.2
 server=
 cleanup() {
   if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  ip netns del "$NS_A" 2>/dev/null || true
-  ip netns del "$NS_B" 2>/dev/null || true
+  veth_pair_down "$NS_A" "$NS_B"
   rm -rf "$work"
 }
 trap cleanup EXIT
-ip netns add "$NS_A"
-ip netns add "$NS_B"
-ip link add veth-a netns "$NS_A" type veth peer name veth-b netns "$NS_B"
-ip -n "$NS_A" addr add 198.19.250.1/30 dev veth-a
-ip -n "$NS_B" addr add "$ADDR_B/30" dev veth-b
-for ns in "$NS_A" "$NS_B"; do ip -n "$ns" link set lo up; done
-ip -n "$NS_A" link set veth-a up
-ip -n "$NS_B" link set veth-b up
+veth_pair_up "$NS_A" "$NS_B" 198.19.250.1 "$ADDR_B"
 ip netns exec "$NS_B" "$WULF" serve --bind "$ADDR_B" --allow-lean --announce >"$work/serve.out" 2>/dev/null &
 server=$!
 for _ in $(seq 100); do grep -qs WULF-LISTENING "$work/serve.out" && break; sleep 0.1; done

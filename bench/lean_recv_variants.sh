@@ -16,6 +16,8 @@
 # Every process unpinned, 4 ms timer slack on both (as wulf's waits).
 # Usage: bench/lean_recv_variants.sh [ROUNDS] [SIZE]  (default 5 8)
 set -euo pipefail
+# shellcheck source=bench/lean_veth.sh
+. "$(dirname "$0")/lean_veth.sh"
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
 SIZE=${2:-8}
@@ -25,17 +27,11 @@ gcc -O2 -o "$work/pkt" bench/lean_packet_pingpong.c
 NS_A=wulfleanrv-a-$$
 NS_B=wulfleanrv-b-$$
 cleanup() {
-  ip netns del "$NS_A" 2>/dev/null || true
-  ip netns del "$NS_B" 2>/dev/null || true
+  veth_pair_down "$NS_A" "$NS_B"
   rm -rf "$work"
 }
 trap cleanup EXIT
-ip netns add "$NS_A"
-ip netns add "$NS_B"
-ip link add veth-a netns "$NS_A" type veth peer name veth-b netns "$NS_B"
-ip -n "$NS_A" link set veth-a up
-ip -n "$NS_B" link set veth-b up
-MAC_B=$(ip netns exec "$NS_B" cat /sys/class/net/veth-b/address)
+veth_pair_up "$NS_A" "$NS_B"
 declare -A env=(
   [recvfrom]=""
   [rcvtimeo20]="LEAN_RCVTIMEO_MS=20"

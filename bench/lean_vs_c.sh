@@ -23,6 +23,8 @@
 # adds that binary's raw and xdp (a build before a change) to every round,
 # against its own server, so before and after are measured interleaved.
 set -euo pipefail
+# shellcheck source=bench/lean_veth.sh
+. "$(dirname "$0")/lean_veth.sh"
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
 SIZE=${2:-8}
@@ -46,20 +48,11 @@ cleanup() {
   for s in "$server" "${base_server:-}"; do
     if [ -n "$s" ]; then kill "$s" 2>/dev/null || true; wait "$s" 2>/dev/null || true; fi
   done
-  ip netns del "$NS_A" 2>/dev/null || true
-  ip netns del "$NS_B" 2>/dev/null || true
+  veth_pair_down "$NS_A" "$NS_B"
   rm -rf "$work"
 }
 trap cleanup EXIT
-ip netns add "$NS_A"
-ip netns add "$NS_B"
-ip link add veth-a netns "$NS_A" type veth peer name veth-b netns "$NS_B"
-ip -n "$NS_A" addr add "$ADDR_A/30" dev veth-a
-ip -n "$NS_B" addr add "$ADDR_B/30" dev veth-b
-for ns in "$NS_A" "$NS_B"; do ip -n "$ns" link set lo up; done
-ip -n "$NS_A" link set veth-a up
-ip -n "$NS_B" link set veth-b up
-MAC_B=$(ip netns exec "$NS_B" cat /sys/class/net/veth-b/address)
+veth_pair_up "$NS_A" "$NS_B" "$ADDR_A" "$ADDR_B"
 ip netns exec "$NS_B" "$WULF" serve --bind "$ADDR_B" --allow-lean --announce >"$work/serve.out" 2>/dev/null &
 server=$!
 base_server=

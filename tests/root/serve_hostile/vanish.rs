@@ -16,7 +16,10 @@ fn a_shared_memory_client_killed_mid_test_frees_the_server_at_once() {
     let addr = server.addr();
     for transport in ["shm", "cma"] {
         // A long sweep with a long data timeout: only the server's own
-        // watch on its client can end the session early.
+        // watch on its client can end the session early. A precision no
+        // point can reach keeps the sweep going for its whole budget (a
+        // quiet point met the default 2% and ended the client in under
+        // 1.5 s, before the kill, in one CI run).
         let mut client = wulf(&[
             "sweep",
             transport,
@@ -26,6 +29,8 @@ fn a_shared_memory_client_killed_mid_test_frees_the_server_at_once() {
             "1Ki",
             "--budget",
             "60s",
+            "--precision",
+            "0.0001",
             "--timeout",
             "30s",
             "--quiet",

@@ -237,7 +237,9 @@ pub struct SweepArgs {
     /// Communication pattern (default: pingpong; stream for memcpy).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
-    /// Total time budget of the timed points.
+    /// Wall time of the whole sweep. Over a link too slow for the largest
+    /// sizes to get their least work within it, those sizes are left out
+    /// and a warning names them and the budget they need.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub budget: Duration,
     /// A `wulf serve` to measure against, HOST[:PORT]; without it a local

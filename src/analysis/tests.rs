@@ -431,6 +431,7 @@ fn result_of(
         confirmation: None,
         run_to_run: None,
         conditions: None,
+        sizes_left_out: None,
     }
 }
 

@@ -18,8 +18,9 @@
 //!    `max_trials`. A point stopped before its interval was
 //!    narrow enough is marked **noisy**.
 //!
-//! The engine hands each point `remaining budget / remaining points`, so
-//! time a small size saves by converging quickly goes to the larger sizes.
+//! The engine hands each point its least work and an even part of what the
+//! sizes to come leave of the remaining budget (`sweep::link_fit`), so time
+//! a small size saves by converging quickly goes to the larger sizes.
 
 use anyhow::Result;
 

@@ -95,6 +95,11 @@ super::envelope::result_document! {
         /// calibration of `--cost whole` (schema version 2); absent otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub conditions: Option<super::Conditions>,
+        /// The largest sizes of the schedule left unmeasured because the
+        /// budget could not give them their least work (a slow link); absent
+        /// when every size was measured.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub sizes_left_out: Option<super::SizesLeftOut>,
     }
 }
 

@@ -40,6 +40,8 @@ pub struct Finish<'a> {
     pub error: Option<&'a anyhow::Error>,
     /// The confirmation pass, when the sweep got that far.
     pub confirmation: Option<result::Confirmation>,
+    /// The sizes the budget could not hold (see [`super::link_fit`]).
+    pub left_out: Option<result::SizesLeftOut>,
 }
 
 /// Build the result document of a sweep (shared by peers and baselines).
@@ -51,6 +53,11 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
     } = start;
     host.load_after = crate::sys::load_average();
     let mut warnings = f.warnings;
+    if let Some(l) = &f.left_out {
+        let last_kept = f.points.last().map(|p| p.bytes);
+        let budget_s = spec.budget.as_secs_f64();
+        warnings.push(super::link_fit::warning(l, budget_s, last_kept));
+    }
     let noisy = f.points.iter().filter(|p| p.noisy).count();
     if noisy > 0 {
         warnings.push(format!(
@@ -115,6 +122,7 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         confirmation: f.confirmation,
         run_to_run: None,
         conditions: None,
+        sizes_left_out: f.left_out,
     }
 }
 

@@ -31,6 +31,16 @@ pub struct SweepClock {
     reserve_after_ns: u64,
     last: Instant,
     phases: Vec<(&'static str, f64)>,
+    /// The data crosses a network link (another machine, a lab node):
+    /// the points' shares are planned against its rate, and sizes that
+    /// cannot fit are left out (see [`super::link_fit`]). False on this
+    /// machine, where the points share the budget evenly as they always
+    /// did: a loaded machine's noisy medians are no rate to plan with.
+    pub across_link: bool,
+    /// The goodput limit of that link, bit/s, when known.
+    pub link_bits_per_s: Option<f64>,
+    /// The sizes the budget could not hold, when the points left some out.
+    pub left_out: Option<crate::result::SizesLeftOut>,
 }
 
 impl SweepClock {
@@ -42,6 +52,9 @@ impl SweepClock {
             reserve_after_ns: 0,
             last: started,
             phases: Vec::new(),
+            across_link: false,
+            link_bits_per_s: None,
+            left_out: None,
         }
     }
 

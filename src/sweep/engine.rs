@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 pub(super) use super::assemble::{assemble, Finish, Start};
 pub(super) use super::budget::SweepClock;
 use super::limits::{self, Limits};
+use super::link_fit::{self, RateModel};
 use super::peer_runner::Runner;
 pub(super) use super::pin::Pinned;
 pub use super::point::make_point;
@@ -252,6 +253,22 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         clock.reserve_after(super::floor::remeasure_budget_ns(spec));
     }
     clock.reserve_after(super::budget::CLOSE_RESERVE_NS);
+    // Timestamps are on a connection only when both ends enable them.
+    let timestamps = [&host, &session.host]
+        .iter()
+        .all(|h| h.tcp_sysctls.timestamps_enabled().unwrap_or(true));
+    // Across a link the points' shares are planned against its rate (see
+    // `link_fit`): a slow link's largest sizes may not fit the budget.
+    clock.across_link = !on_this_machine;
+    clock.link_bits_per_s = LinkEfficiency::for_path(
+        host.interfaces.first(),
+        session.host.interfaces.first(),
+        spec.mode,
+        IpVersion::of(addr.ip()),
+        timestamps,
+        None,
+    )
+    .map(|l| l.limit_bits_per_s);
     let mut points = Vec::with_capacity(spec.sizes.len());
     let mut runner = Runner {
         session: &mut session,
@@ -306,10 +323,6 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     if let Some(iface) = host.interfaces.first() {
         warnings.extend(crate::sys::pcie_limits_link(iface));
     }
-    // Timestamps are on a connection only when both ends enable them.
-    let timestamps = [&host, &session.host]
-        .iter()
-        .all(|h| h.tcp_sysctls.timestamps_enabled().unwrap_or(true));
     // The slower of the two ends' links (a shaper on either counts).
     let link = LinkEfficiency::for_path(
         host.interfaces.first(),
@@ -369,6 +382,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             link,
             error: error.as_ref(),
             confirmation,
+            left_out: clock.left_out.take(),
         },
     );
     if spec.peer.is_some() {
@@ -467,9 +481,23 @@ pub(super) fn measure_all(
             return Ok(None);
         }
         asked.set(0);
-        let left = (spec.sizes.len() - i) as u64;
-        let spent_ns = t0.elapsed().as_nanos() as u64;
-        let point_budget_ns = budget_ns.saturating_sub(spent_ns) / left;
+        let left_ns = budget_ns.saturating_sub(t0.elapsed().as_nanos() as u64);
+        let rest = &spec.sizes[i..];
+        let mut point_budget_ns = left_ns / rest.len() as u64;
+        if clock.across_link {
+            let model = RateModel::from_points(points, spec.mode, clock.link_bits_per_s);
+            let next = link_fit::next_point(&model, rest, left_ns, points.is_empty());
+            if next.keep == 0 {
+                // Not even this size's least work fits: it and the larger
+                // ones are left out, said in the result and on screen.
+                let main_share = 1.0 - super::confirm::CONFIRM_BUDGET_SHARE;
+                let budget_s = spec.budget.as_secs_f64();
+                let l = link_fit::left_out(&model, rest, left_ns, budget_s, main_share);
+                clock.left_out = Some(l);
+                break;
+            }
+            point_budget_ns = next.budget_ns;
+        }
         let mut plan = plan_for(point_budget_ns, spec.precision, max_repeats);
         if spec.deadline.is_some() {
             // A block is never cut: short ones, so that a lossy link's

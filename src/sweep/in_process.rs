@@ -141,6 +141,7 @@ pub(super) fn run_baseline(
             link: None,
             error: error.as_ref(),
             confirmation,
+            left_out: clock.left_out.take(),
         },
     );
     result.summary.plateaus = plateaus;

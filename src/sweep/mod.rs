@@ -15,7 +15,9 @@
 //!   sweep (the lowest kept);
 //! * [`burst`]: the peak across a shaped lab link, past its free burst.
 //! * [`budget`]: the sweep's clock: `--budget` is the whole sweep's wall
-//!   time, each phase timed against it.
+//!   time, each phase timed against it;
+//! * [`link_fit`]: each point's share planned from what the sizes to come
+//!   cost at the link's rate, the largest left out when they cannot fit.
 
 mod assemble;
 pub mod budget;
@@ -29,6 +31,7 @@ pub mod engine;
 pub mod floor;
 pub mod in_process;
 pub mod limits;
+pub mod link_fit;
 mod peer_runner;
 mod pin;
 pub mod point;

@@ -319,6 +319,51 @@ fn run_to_run_is_optional_and_strict() {
     assert!(parse(&bad).is_err(), "a missing field is refused too");
 }
 
+#[test]
+fn sizes_left_out_is_optional_and_strict() {
+    // The fixture predates it and reads; with it, a file round-trips,
+    // the rate may be absent, and unknown or missing fields are refused.
+    let mut v = fixture_value();
+    v["sizes_left_out"] = serde_json::json!({
+        "sizes_bytes": [4194301, 4194304, 8388611],
+        "rate_bits_per_s": 94.9e6,
+        "rate_from": "link",
+        "latency_ns": 120000.0,
+        "least_s": 52.1,
+        "left_s": 0.4,
+        "budget_hint_s": 70.0
+    });
+    let r = parse(&v).unwrap();
+    let l = r.sizes_left_out.as_ref().unwrap();
+    assert_eq!(
+        (l.sizes_bytes.len(), l.rate_from.as_deref()),
+        (3, Some("link"))
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("left.json");
+    write_result(&out, &r).unwrap();
+    assert_eq!(read_result(&out).unwrap(), r);
+    let mut no_rate = v.clone();
+    let o = no_rate["sizes_left_out"].as_object_mut().unwrap();
+    o.remove("rate_bits_per_s");
+    o.remove("rate_from");
+    assert!(parse(&no_rate)
+        .unwrap()
+        .sizes_left_out
+        .unwrap()
+        .rate_bits_per_s
+        .is_none());
+    let mut bad = v.clone();
+    bad["sizes_left_out"]["surprise"] = 1.into();
+    assert!(parse(&bad).is_err());
+    let mut bad = v;
+    bad["sizes_left_out"]
+        .as_object_mut()
+        .unwrap()
+        .remove("least_s");
+    assert!(parse(&bad).is_err(), "a missing field is refused too");
+}
+
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")

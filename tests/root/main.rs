@@ -16,6 +16,7 @@ mod python;
 mod cluster_npb_run;
 mod disk_full;
 mod lab;
+mod lab_budget;
 mod lab_burst;
 mod lab_hpl;
 mod lab_hub;

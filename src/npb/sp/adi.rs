@@ -306,6 +306,38 @@ mod tests {
     }
 
     #[test]
+    fn a_last_part_is_solved_by_forward_and_backward_only_hands_back() {
+        let (k, mut c) = cell();
+        let (d, s) = (2, c.stride(2));
+        let mut starts = Vec::new();
+        line_starts(&c, d, &mut starts);
+        let first = starts[11];
+        let mut sc = Scratch::default();
+        // The whole line in two calls: forward hands nothing on, so it
+        // solves; the same line through a carry (a part before it of
+        // none) gives the same values, and backward leaves them.
+        let before = c.rhs.clone();
+        forward(&k, &mut c, d, first, &mut sc, None, &mut []);
+        let solved = c.rhs.clone();
+        assert_ne!(solved, before, "forward left the line unsolved");
+        let mut out = [f64::NAN; BACKWARD_CARRY];
+        backward(&mut c, d, first, &mut sc, None, &mut out);
+        assert_eq!(c.rhs, solved, "backward changed a solved part");
+        for m in 0..NV {
+            assert_eq!(out[2 * m], solved[NV * first + m]);
+            assert_eq!(out[2 * m + 1], solved[NV * (first + s) + m]);
+        }
+        // A part that hands on keeps its rows for backward instead.
+        c.rhs.copy_from_slice(&before);
+        let mut carry = [0.0; FORWARD_CARRY];
+        forward(&k, &mut c, d, first, &mut sc, None, &mut carry);
+        assert_ne!(c.rhs, solved);
+        let zeros = [0.0; BACKWARD_CARRY];
+        backward(&mut c, d, first, &mut sc, Some(&zeros), &mut []);
+        assert_eq!(c.rhs, solved, "the two orders differ");
+    }
+
+    #[test]
     fn a_line_solve_satisfies_each_pentadiagonal_system() {
         let (k, mut c) = cell();
         for d in 0..3 {

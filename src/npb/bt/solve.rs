@@ -78,11 +78,14 @@ fn jacobians(u: &[f64], a: &Aux, d: usize, f: &mut Block, n: &mut Block) {
 }
 
 /// Scratch of one line part, reused from line to line: the Jacobians
-/// from one point before the part to one after.
+/// from one point before the part to one after, and the part's `C'` and
+/// `r'` while it is eliminated.
 #[derive(Debug, Default)]
 pub struct Scratch {
     f: Vec<Block>,
     n: Vec<Block>,
+    c: Vec<Block>,
+    x: Vec<[f64; B]>,
 }
 
 /// Where a line part lies: the point index of its first interior row,
@@ -104,11 +107,17 @@ impl Part {
 }
 
 /// The three blocks of row `r` of a part whose Jacobians (from row -1)
-/// are in `sc`, into `a`, `b`, `c`.
+/// are `f` and `n`, into `a`, `b`, `c`.
 #[inline(always)]
-fn row_blocks(k: &Consts, d: usize, sc: &Scratch, r: usize, [a, b, c]: [&mut Block; 3]) {
+fn row_blocks(
+    k: &Consts,
+    d: usize,
+    (f, n): (&[Block], &[Block]),
+    r: usize,
+    [a, b, c]: [&mut Block; 3],
+) {
     let (dt1, dt2, dd) = (k.dtt1[d], k.dtt2[d], k.dd[d]);
-    let (fm, nm, n0, fp, np) = (&sc.f[r], &sc.n[r], &sc.n[r + 1], &sc.f[r + 2], &sc.n[r + 2]);
+    let (fm, nm, n0, fp, np) = (&f[r], &n[r], &n[r + 1], &f[r + 2], &n[r + 2]);
     for i in 0..B {
         for j in 0..B {
             a[i][j] = -dt2 * fm[i][j] - dt1 * nm[i][j];
@@ -127,9 +136,15 @@ fn load(cell: &Cell, pt: usize) -> [f64; NV] {
 }
 
 /// Forward elimination of a line part, after the part before it left
-/// `carry_in` (`None` at the grid's low face): leaves each row's `C'` in
-/// `cfac`, its `r'` in `cell.rhs` and, unless `carry_out` is empty, the
-/// last row's in it.
+/// `carry_in` (`None` at the grid's low face).
+///
+/// A part that hands nothing on (`carry_out` empty: the last part of the
+/// line, at the grid's high face) is solved here to the end: its back
+/// substitution needs nothing from another part and its `C'` and `r'`
+/// are still in the scratch, so they never go to memory and the line is
+/// read and written once. [`backward`] then only hands the first solved
+/// row back. Any other part leaves each row's `C'` in `cfac`, its `r'`
+/// in `cell.rhs` and the last row's in `carry_out`.
 #[allow(clippy::too_many_arguments)]
 pub fn forward(
     k: &Consts,
@@ -142,8 +157,13 @@ pub fn forward(
     carry_out: &mut [f64],
 ) {
     let len = part.rows;
+    if len == 0 {
+        return;
+    }
     sc.f.resize(len + 2, [[0.0; B]; B]);
     sc.n.resize(len + 2, [[0.0; B]; B]);
+    sc.c.resize(len, [[0.0; B]; B]);
+    sc.x.resize(len, [0.0; B]);
     for r in 0..len + 2 {
         let pt = part.first + r * part.stride - part.stride;
         let u = &cell.u[NV * pt..NV * pt + NV];
@@ -158,35 +178,51 @@ pub fn forward(
         }
         before_rhs.copy_from_slice(&c[B * B..FORWARD_CARRY]);
     }
+    let (jac, cs, xs) = ((&sc.f[..], &sc.n[..]), &mut sc.c[..len], &mut sc.x[..len]);
     let (mut a, mut b) = ([[0.0; B]; B], [[0.0; B]; B]);
     for r in 0..len {
-        let pt = part.at(r);
-        row_blocks(k, d, sc, r, [&mut a, &mut b, &mut cfac[pt]]);
-        let mut rhs = load(cell, pt);
+        let (done, rest) = cs.split_at_mut(r);
+        let c = &mut rest[0];
+        row_blocks(k, d, jac, r, [&mut a, &mut b, c]);
+        let mut rhs = load(cell, part.at(r));
         if r > 0 {
-            let prev = part.at(r - 1);
-            matvec_sub(&a, &load(cell, prev), &mut rhs);
-            matmul_sub(&a, &cfac[prev], &mut b);
+            matvec_sub(&a, &xs[r - 1], &mut rhs);
+            matmul_sub(&a, &done[r - 1], &mut b);
         } else if carry_in.is_some() {
             matvec_sub(&a, &before_rhs, &mut rhs);
             matmul_sub(&a, &before, &mut b);
         }
-        binvcrhs(&mut b, &mut cfac[pt], &mut rhs);
-        cell.rhs[NV * pt..NV * pt + NV].copy_from_slice(&rhs);
+        binvcrhs(&mut b, c, &mut rhs);
+        xs[r] = rhs;
     }
-    if !carry_out.is_empty() && len > 0 {
-        let last = part.at(len - 1);
-        for (i, row) in cfac[last].iter().enumerate() {
-            carry_out[B * i..B * i + B].copy_from_slice(row);
+    if carry_out.is_empty() {
+        // The last row's solution is its `r'` (zero beyond the face).
+        for r in (0..len - 1).rev() {
+            let next = xs[r + 1];
+            matvec_sub(&cs[r], &next, &mut xs[r]);
         }
-        carry_out[B * B..].copy_from_slice(&cell.rhs[NV * last..NV * last + NV]);
+        for (r, x) in xs.iter().enumerate() {
+            let pt = part.at(r);
+            cell.rhs[NV * pt..NV * pt + NV].copy_from_slice(x);
+        }
+        return;
     }
+    for (r, (c, x)) in cs.iter().zip(xs.iter()).enumerate() {
+        let pt = part.at(r);
+        cfac[pt] = *c;
+        cell.rhs[NV * pt..NV * pt + NV].copy_from_slice(x);
+    }
+    for (i, row) in cs[len - 1].iter().enumerate() {
+        carry_out[B * i..B * i + B].copy_from_slice(row);
+    }
+    carry_out[B * B..].copy_from_slice(&xs[len - 1]);
 }
 
 /// Back substitution of a line part, given the first solved row of the
-/// part after it (`None` at the grid's high face, where the solution is
-/// zero); leaves this part's first solved row in `carry_out` unless it
-/// is empty.
+/// part after it; leaves this part's first solved row in `carry_out`
+/// unless it is empty. With no part after it (`None`: the grid's high
+/// face) [`forward`] has solved the part already, and only the first row
+/// goes back.
 pub fn backward(
     cell: &mut Cell,
     cfac: &[Block],
@@ -194,18 +230,25 @@ pub fn backward(
     carry_in: Option<&[f64]>,
     carry_out: &mut [f64],
 ) {
-    let mut next: Option<[f64; B]> = carry_in.map(|c| c.try_into().unwrap());
+    if part.rows == 0 {
+        return;
+    }
+    let Some(c) = carry_in else {
+        if !carry_out.is_empty() {
+            carry_out.copy_from_slice(&load(cell, part.first));
+        }
+        return;
+    };
+    let mut next: [f64; B] = c.try_into().unwrap();
     for r in (0..part.rows).rev() {
         let pt = part.at(r);
         let mut x = load(cell, pt);
-        if let Some(after) = &next {
-            matvec_sub(&cfac[pt], after, &mut x);
-        }
+        matvec_sub(&cfac[pt], &next, &mut x);
         cell.rhs[NV * pt..NV * pt + NV].copy_from_slice(&x);
-        next = Some(x);
+        next = x;
     }
-    if let (false, Some(x)) = (carry_out.is_empty(), next) {
-        carry_out.copy_from_slice(&x);
+    if !carry_out.is_empty() {
+        carry_out.copy_from_slice(&next);
     }
 }
 
@@ -254,7 +297,7 @@ mod tests {
             };
             for r in 0..10isize {
                 let (mut a, mut b, mut cc) = ([[0.0; B]; B], [[0.0; B]; B], [[0.0; B]; B]);
-                row_blocks(&k, d, &sc, r as usize, [&mut a, &mut b, &mut cc]);
+                row_blocks(&k, d, (&sc.f, &sc.n), r as usize, [&mut a, &mut b, &mut cc]);
                 let mut res = [0.0; NV];
                 matvec_sub(&a, &x(r - 1), &mut res);
                 matvec_sub(&b, &x(r), &mut res);

@@ -12,7 +12,7 @@
 //! arithmetic is that of one serial elimination along the whole line.
 
 use super::cells::{Cell, NV};
-use super::rhs::{dissipation_weights, Consts};
+use super::rhs::{dissipation_weights, points, points_mut, Consts};
 
 /// Values handed from one part of a line to the next in the forward
 /// elimination: for each of the last two rows, `(d, e)` of the three
@@ -29,7 +29,8 @@ const SYSTEM_OF: [usize; NV] = [0, 0, 0, 1, 2];
 
 /// Scratch of one line part, reused from line to line: 15 coefficients
 /// (three systems of 5 diagonals) and the 5 right-hand sides per row,
-/// and the convective and viscous terms one point beyond each end.
+/// the convective and viscous terms one point beyond each end, and the
+/// normalised upper diagonals `(d, e)` of the three systems per row.
 #[derive(Debug, Default)]
 pub struct Scratch {
     rows: Vec<[f64; 15]>,
@@ -37,6 +38,7 @@ pub struct Scratch {
     cv: Vec<f64>,
     rhon: Vec<f64>,
     speed: Vec<f64>,
+    de: Vec<[f64; 6]>,
 }
 
 /// The two axes across axis `d`.
@@ -140,19 +142,17 @@ fn eliminate(row: &mut [f64; 15], rhs: &mut [f64; NV], gap: usize, de: &[f64], s
     }
 }
 
-/// Copies the right-hand sides of the line part starting at `first`
-/// (points `s` apart) into `line`, one row per point.
-fn load_line(cell: &Cell, first: usize, s: usize, line: &mut [[f64; NV]]) {
-    for (r, v) in line.iter_mut().enumerate() {
-        let at = NV * (first + r * s);
-        v.copy_from_slice(&cell.rhs[at..at + NV]);
-    }
-}
-
 /// Forward elimination of the part of a line starting at `first`, after
-/// the part before it left `carry_in` (`None` at the grid's low face);
-/// leaves the normalised `(d, e)` in `cell.fac` and, unless `carry_out`
-/// is empty, the last two rows in it.
+/// the part before it left `carry_in` (`None` at the grid's low face).
+///
+/// A part that hands nothing on (`carry_out` empty: the last part of the
+/// line, at the grid's high face) is solved here to the end: its back
+/// substitution needs nothing from another part, and its rows are still
+/// in the scratch, so the normalised rows never go to memory and the
+/// line is read and written once (NPB's serial code does the same work
+/// in two passes). [`backward`] then only hands the solved first rows
+/// back. Any other part leaves the normalised `(d, e)` in `cell.fac` and
+/// its last two rows in `carry_out`.
 pub fn forward(
     k: &Consts,
     cell: &mut Cell,
@@ -165,9 +165,17 @@ pub fn forward(
     let len = cell.size[d];
     let s = cell.stride(d);
     build_rows(k, cell, d, first, sc);
-    sc.rhs.resize(len, [0.0; NV]);
-    load_line(cell, first, s, &mut sc.rhs);
-    let (rows, rhs) = (&mut sc.rows[..len], &mut sc.rhs[..len]);
+    sc.rhs.resize(len + 2, [0.0; NV]);
+    sc.de.resize(len + 2, [0.0; 6]);
+    let (rows, rhs, des) = (
+        &mut sc.rows[..len],
+        &mut sc.rhs[..len + 2],
+        &mut sc.de[..len],
+    );
+    let line = points(&cell.rhs);
+    for (r, v) in rhs[..len].iter_mut().enumerate() {
+        *v = line[first + r * s];
+    }
     if let Some(c) = carry_in {
         // Rows -2 and -1 act on rows 0 and 1 as inside one elimination.
         let (m2, m1) = (&c[..11], &c[11..22]);
@@ -189,7 +197,7 @@ pub fn forward(
         for m in 0..NV {
             rhs[r][m] *= f[SYSTEM_OF[m]];
         }
-        cell.fac[first + r * s] = de;
+        des[r] = de;
         let src = rhs[r];
         if r + 1 < len {
             eliminate(&mut rows[r + 1], &mut rhs[r + 1], 1, &de, &src);
@@ -198,24 +206,47 @@ pub fn forward(
             eliminate(&mut rows[r + 2], &mut rhs[r + 2], 2, &de, &src);
         }
     }
-    for (r, v) in rhs.iter().enumerate() {
-        let at = NV * (first + r * s);
-        cell.rhs[at..at + NV].copy_from_slice(v);
+    let line = points_mut(&mut cell.rhs);
+    if carry_out.is_empty() {
+        // Beyond the high face the solution counts as zero.
+        rhs[len] = [0.0; NV];
+        rhs[len + 1] = [0.0; NV];
+        substitute(rhs, des);
+        for (r, v) in rhs[..len].iter().enumerate() {
+            line[first + r * s] = *v;
+        }
+        return;
     }
-    if !carry_out.is_empty() {
-        for t in 0..2 {
-            let r = len - 2 + t;
-            carry_out[11 * t..11 * t + 6].copy_from_slice(&cell.fac[first + r * s]);
-            carry_out[11 * t + 6..11 * t + 11].copy_from_slice(&rhs[r]);
+    for (r, (v, de)) in rhs[..len].iter().zip(des.iter()).enumerate() {
+        line[first + r * s] = *v;
+        cell.fac[first + r * s] = *de;
+    }
+    for t in 0..2 {
+        let r = len - 2 + t;
+        carry_out[11 * t..11 * t + 6].copy_from_slice(&des[r]);
+        carry_out[11 * t + 6..11 * t + 11].copy_from_slice(&rhs[r]);
+    }
+}
+
+/// The back substitution of rows `x[..len]` given the two solved rows
+/// after them in `x[len..]`, with the normalised `(d, e)` of each row.
+#[inline(always)]
+fn substitute(x: &mut [[f64; NV]], des: &[[f64; 6]]) {
+    for r in (0..des.len()).rev() {
+        let fac = des[r];
+        let (next1, next2) = (x[r + 1], x[r + 2]);
+        for m in 0..NV {
+            let q = SYSTEM_OF[m];
+            x[r][m] = x[r][m] - fac[2 * q] * next1[m] - fac[2 * q + 1] * next2[m];
         }
     }
 }
 
 /// Back substitution of the part of a line starting at `first`, given
-/// the first two solved rows of the part after it (`None` at the grid's
-/// high face, where the solution beyond counts as zero, as NPB's last
-/// rows subtract nothing); leaves this part's first two solved rows in
-/// `carry_out` unless it is empty.
+/// the first two solved rows of the part after it; leaves this part's
+/// first two solved rows in `carry_out` unless it is empty. With no
+/// part after it (`None`: the grid's high face) [`forward`] has solved
+/// the part already, and only the first rows go back.
 pub fn backward(
     cell: &mut Cell,
     d: usize,
@@ -228,21 +259,26 @@ pub fn backward(
     let s = cell.stride(d);
     sc.rhs.resize(len + 2, [0.0; NV]);
     let x = &mut sc.rhs[..len + 2];
-    load_line(cell, first, s, &mut x[..len]);
-    for m in 0..NV {
-        let c = carry_in.map_or([0.0; 2], |c| [c[2 * m], c[2 * m + 1]]);
-        x[len][m] = c[0];
-        x[len + 1][m] = c[1];
-    }
-    for r in (0..len).rev() {
-        let fac = cell.fac[first + r * s];
-        let (next1, next2) = (x[r + 1], x[r + 2]);
-        for m in 0..NV {
-            let q = SYSTEM_OF[m];
-            x[r][m] = x[r][m] - fac[2 * q] * next1[m] - fac[2 * q + 1] * next2[m];
+    let line = points_mut(&mut cell.rhs);
+    if let Some(c) = carry_in {
+        for (r, v) in x[..len].iter_mut().enumerate() {
+            *v = line[first + r * s];
         }
-        let at = NV * (first + r * s);
-        cell.rhs[at..at + NV].copy_from_slice(&x[r]);
+        sc.de.resize(len, [0.0; 6]);
+        for (r, de) in sc.de[..len].iter_mut().enumerate() {
+            *de = cell.fac[first + r * s];
+        }
+        for m in 0..NV {
+            x[len][m] = c[2 * m];
+            x[len + 1][m] = c[2 * m + 1];
+        }
+        substitute(x, &sc.de[..len]);
+        for (r, v) in x[..len].iter().enumerate() {
+            line[first + r * s] = *v;
+        }
+    } else {
+        x[0] = line[first];
+        x[1] = line[first + s];
     }
     if !carry_out.is_empty() {
         for m in 0..NV {
@@ -267,6 +303,38 @@ mod tests {
         c.initialise();
         compute_rhs(&k, &mut c);
         (k, c)
+    }
+
+    #[test]
+    fn a_last_part_is_solved_by_forward_and_backward_only_hands_back() {
+        let (k, mut c) = cell();
+        let (d, s) = (2, c.stride(2));
+        let mut starts = Vec::new();
+        line_starts(&c, d, &mut starts);
+        let first = starts[11];
+        let mut sc = Scratch::default();
+        // The whole line in two calls: forward hands nothing on, so it
+        // solves; the same line through a carry (a part before it of
+        // none) gives the same values, and backward leaves them.
+        let before = c.rhs.clone();
+        forward(&k, &mut c, d, first, &mut sc, None, &mut []);
+        let solved = c.rhs.clone();
+        assert_ne!(solved, before, "forward left the line unsolved");
+        let mut out = [f64::NAN; BACKWARD_CARRY];
+        backward(&mut c, d, first, &mut sc, None, &mut out);
+        assert_eq!(c.rhs, solved, "backward changed a solved part");
+        for m in 0..NV {
+            assert_eq!(out[2 * m], solved[NV * first + m]);
+            assert_eq!(out[2 * m + 1], solved[NV * (first + s) + m]);
+        }
+        // A part that hands on keeps its rows for backward instead.
+        c.rhs.copy_from_slice(&before);
+        let mut carry = [0.0; FORWARD_CARRY];
+        forward(&k, &mut c, d, first, &mut sc, None, &mut carry);
+        assert_ne!(c.rhs, solved);
+        let zeros = [0.0; BACKWARD_CARRY];
+        backward(&mut c, d, first, &mut sc, Some(&zeros), &mut []);
+        assert_eq!(c.rhs, solved, "the two orders differ");
     }
 
     #[test]

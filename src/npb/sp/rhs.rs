@@ -178,87 +178,127 @@ fn aux_of(u: &[f64]) -> Aux {
     }
 }
 
+/// The points of a field of [`NV`] values per point.
+#[inline(always)]
+pub fn points(v: &[f64]) -> &[[f64; NV]] {
+    v.as_chunks::<NV>().0
+}
+
+/// The points of a field of [`NV`] values per point, to write.
+#[inline(always)]
+pub fn points_mut(v: &mut [f64]) -> &mut [[f64; NV]] {
+    v.as_chunks_mut::<NV>().0
+}
+
+/// The flux and dissipation terms of axis `d` at one point, added to `r`
+/// in NPB's order: `u` and `a` are the states and derived quantities at
+/// offsets -2..=2 and -1..=1 along `d`, `w` the dissipation stencil.
+#[inline(always)]
+fn axis_terms(
+    k: &Consts,
+    d: usize,
+    r: &mut [f64; NV],
+    u: [&[f64; NV]; 5],
+    a: [&Aux; 3],
+    w: &[f64; 5],
+) {
+    let [umm, um, u0, up, upp] = u;
+    let [am, a0, ap] = a;
+    let (t2, ddt1, con) = (k.t2[d], k.dd[d] * k.t1[d], k.con[d]);
+    let (vm, v0, vp) = (am.vel[d], a0.vel[d], ap.vel[d]);
+    let sec = |m: usize| up[m] - 2.0 * u0[m] + um[m];
+    r[0] += ddt1 * sec(0) - t2 * (up[1 + d] - um[1 + d]);
+    for c in 0..3 {
+        let m = 1 + c;
+        let pressure = if c == d {
+            (up[4] - ap.square - um[4] + am.square) * C2
+        } else {
+            0.0
+        };
+        let visc = if c == d { con[1] * (4.0 / 3.0) } else { con[1] };
+        r[m] += ddt1 * sec(m) + visc * (ap.vel[c] - 2.0 * a0.vel[c] + am.vel[c])
+            - t2 * (up[m] * vp - um[m] * vm + pressure);
+    }
+    r[4] += ddt1 * sec(4)
+        + con[2] * (ap.qs - 2.0 * a0.qs + am.qs)
+        + con[3] * (vp * vp - 2.0 * v0 * v0 + vm * vm)
+        + con[4] * (up[4] * ap.rho_i - 2.0 * u0[4] * a0.rho_i + um[4] * am.rho_i)
+        - t2 * ((C1 * up[4] - C2 * ap.square) * vp - (C1 * um[4] - C2 * am.square) * vm);
+    for m in 0..NV {
+        let sum = w[0] * umm[m] + w[1] * um[m] + w[2] * u0[m] + w[3] * up[m] + w[4] * upp[m];
+        r[m] -= k.dssp * sum;
+    }
+}
+
 /// NPB's `compute_rhs`: the derived quantities on the owned points and
 /// one ghost layer, then `rhs = dt (forcing + fluxes + dissipation)` at
-/// the interior points (the forcing, zero, on the faces).
+/// the interior points (the forcing, zero, on the faces). One pass over
+/// the interior, all three axes per point (NPB makes one per axis): the
+/// neighbours' values are still in cache when the next axis needs them.
 pub fn compute_rhs(k: &Consts, cell: &mut Cell) {
     let [di, dj, dk] = cell.dims;
+    let u = points(&cell.u);
     for l in 1..dk - 1 {
         for j in 1..dj - 1 {
-            for i in 1..di - 1 {
-                let pt = cell.point(i, j, l);
-                cell.aux[pt] = aux_of(&cell.u[NV * pt..NV * pt + NV]);
+            let row = (l * dj + j) * di + 1..(l * dj + j) * di + di - 1;
+            for (a, v) in cell.aux[row.clone()].iter_mut().zip(&u[row]) {
+                *a = aux_of(v);
             }
         }
     }
     cell.rhs.copy_from_slice(&cell.forcing);
-    let strides = [cell.stride(0), cell.stride(1), cell.stride(2)];
-    let low = cell.low;
+    let (sj, sl) = (di, di * dj);
     let (ri, rj, rl) = (cell.interior(0), cell.interior(1), cell.interior(2));
-    let (u, aux, rhs) = (&cell.u, &cell.aux, &mut cell.rhs);
-    let at_of = |i, j, l| ((l * dj + j) * di + i, [i, j, l]);
-    let points = rl.flat_map(|l| {
-        let ri = ri.clone();
-        rj.clone()
-            .flat_map(move |j| ri.clone().map(move |i| at_of(i, j, l)))
-    });
-    for (pt, at) in points {
-        let r = &mut rhs[NV * pt..NV * pt + NV];
-        for d in 0..3 {
-            let s = strides[d];
-            let load = |q: usize| -> &[f64; NV] { u[NV * q..NV * q + NV].try_into().unwrap() };
-            let (umm, um, u0, up, upp) = (
-                load(pt - 2 * s),
-                load(pt - s),
-                load(pt),
-                load(pt + s),
-                load(pt + 2 * s),
-            );
-            let (am, a0, ap) = (&aux[pt - s], &aux[pt], &aux[pt + s]);
-            let (t2, ddt1, con) = (k.t2[d], k.dd[d] * k.t1[d], k.con[d]);
-            let (vm, v0, vp) = (am.vel[d], a0.vel[d], ap.vel[d]);
-            let sec = |m: usize| up[m] - 2.0 * u0[m] + um[m];
-            r[0] += ddt1 * sec(0) - t2 * (up[1 + d] - um[1 + d]);
-            for c in 0..3 {
-                let m = 1 + c;
-                let pressure = if c == d {
-                    (up[4] - ap.square - um[4] + am.square) * C2
-                } else {
-                    0.0
+    let (low, n) = (cell.low, k.n);
+    // The stencil of padded index `at` along `d` (one-sided by the faces).
+    let weights =
+        |d: usize, at: usize| dissipation_weights((low[d] + at) as isize - GHOST as isize, n);
+    let (aux, rhs) = (&cell.aux[..], points_mut(&mut cell.rhs));
+    for l in rl {
+        let wl = weights(2, l);
+        for j in rj.clone() {
+            let wj = weights(1, j);
+            let row = (l * dj + j) * di;
+            for i in ri.clone() {
+                let wi = weights(0, i);
+                let pt = row + i;
+                let mut r = rhs[pt];
+                let us = |s: usize| {
+                    [
+                        &u[pt - 2 * s],
+                        &u[pt - s],
+                        &u[pt],
+                        &u[pt + s],
+                        &u[pt + 2 * s],
+                    ]
                 };
-                let visc = if c == d { con[1] * (4.0 / 3.0) } else { con[1] };
-                r[m] += ddt1 * sec(m) + visc * (ap.vel[c] - 2.0 * a0.vel[c] + am.vel[c])
-                    - t2 * (up[m] * vp - um[m] * vm + pressure);
+                let auxs = |s: usize| [&aux[pt - s], &aux[pt], &aux[pt + s]];
+                axis_terms(k, 0, &mut r, us(1), auxs(1), &wi);
+                axis_terms(k, 1, &mut r, us(sj), auxs(sj), &wj);
+                axis_terms(k, 2, &mut r, us(sl), auxs(sl), &wl);
+                for v in r.iter_mut() {
+                    *v *= k.dt;
+                }
+                rhs[pt] = r;
             }
-            r[4] += ddt1 * sec(4)
-                + con[2] * (ap.qs - 2.0 * a0.qs + am.qs)
-                + con[3] * (vp * vp - 2.0 * v0 * v0 + vm * vm)
-                + con[4] * (up[4] * ap.rho_i - 2.0 * u0[4] * a0.rho_i + um[4] * am.rho_i)
-                - t2 * ((C1 * up[4] - C2 * ap.square) * vp - (C1 * um[4] - C2 * am.square) * vm);
-            let g = (low[d] + at[d]) as isize - GHOST as isize;
-            let w = dissipation_weights(g, k.n);
-            for (m, rm) in r.iter_mut().enumerate() {
-                let sum =
-                    w[0] * umm[m] + w[1] * um[m] + w[2] * u0[m] + w[3] * up[m] + w[4] * upp[m];
-                *rm -= k.dssp * sum;
-            }
-        }
-        for v in r.iter_mut() {
-            *v *= k.dt;
         }
     }
 }
 
 /// Applies `f` to the right-hand side of every interior point, with the
-/// point's state and derived quantities.
-fn pointwise(cell: &mut Cell, f: impl Fn(&mut [f64], &[f64], &Aux)) {
+/// point's state and derived quantities (row by row, as slices: no index
+/// arithmetic or bounds check per point).
+fn pointwise(cell: &mut Cell, f: impl Fn(&mut [f64; NV], &[f64; NV], &Aux)) {
     let (ri, rj, rl) = (cell.interior(0), cell.interior(1), cell.interior(2));
+    let [di, dj, _] = cell.dims;
+    let (u, aux, rhs) = (points(&cell.u), &cell.aux[..], points_mut(&mut cell.rhs));
     for l in rl {
         for j in rj.clone() {
-            for i in ri.clone() {
-                let pt = cell.point(i, j, l);
-                let r = &mut cell.rhs[NV * pt..NV * pt + NV];
-                f(r, &cell.u[NV * pt..NV * pt + NV], &cell.aux[pt]);
+            let row = (l * dj + j) * di;
+            let at = row + ri.start..row + ri.end;
+            let (r, u, a) = (&mut rhs[at.clone()], &u[at.clone()], &aux[at]);
+            for ((r, u), a) in r.iter_mut().zip(u).zip(a) {
+                f(r, u, a);
             }
         }
     }
@@ -340,16 +380,16 @@ pub fn add(cell: &mut Cell) {
 }
 
 /// Applies `f` to the state and the update of every interior point.
-fn pointwise_mut(cell: &mut Cell, f: impl Fn(&mut [f64], &[f64])) {
+fn pointwise_mut(cell: &mut Cell, f: impl Fn(&mut [f64; NV], &[f64; NV])) {
     let (ri, rj, rl) = (cell.interior(0), cell.interior(1), cell.interior(2));
+    let [di, dj, _] = cell.dims;
+    let (u, rhs) = (points_mut(&mut cell.u), points(&cell.rhs));
     for l in rl {
         for j in rj.clone() {
-            for i in ri.clone() {
-                let pt = cell.point(i, j, l);
-                f(
-                    &mut cell.u[NV * pt..NV * pt + NV],
-                    &cell.rhs[NV * pt..NV * pt + NV],
-                );
+            let row = (l * dj + j) * di;
+            let at = row + ri.start..row + ri.end;
+            for (u, r) in u[at.clone()].iter_mut().zip(&rhs[at]) {
+                f(u, r);
             }
         }
     }

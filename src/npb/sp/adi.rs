@@ -33,6 +33,8 @@ const SYSTEM_OF: [usize; NV] = [0, 0, 0, 1, 2];
 #[derive(Debug, Default)]
 pub struct Scratch {
     rows: Vec<[f64; 15]>,
+    /// The rows of every line of a cell, built ahead ([`prepare`]).
+    built: Vec<[f64; 15]>,
     rhs: Vec<[f64; NV]>,
     cv: Vec<f64>,
     rhon: Vec<f64>,
@@ -149,6 +151,18 @@ fn load_line(cell: &Cell, first: usize, s: usize, line: &mut [[f64; NV]]) {
     }
 }
 
+/// Builds the rows of line `l` of a cell ahead of its elimination, into
+/// `sc.built` (NPB's `lhsx` of a whole cell, computed while the stage's
+/// message travels); [`forward_built`] takes them from there.
+pub fn prepare(k: &Consts, cell: &Cell, d: usize, first: usize, l: usize, sc: &mut Scratch) {
+    let len = cell.size[d];
+    build_rows(k, cell, d, first, sc);
+    if sc.built.len() < (l + 1) * len {
+        sc.built.resize((l + 1) * len, [0.0; 15]);
+    }
+    sc.built[l * len..(l + 1) * len].copy_from_slice(&sc.rows[..len]);
+}
+
 /// Forward elimination of the part of a line starting at `first`, after
 /// the part before it left `carry_in` (`None` at the grid's low face);
 /// leaves the normalised `(d, e)` in `cell.fac` and, unless `carry_out`
@@ -162,12 +176,42 @@ pub fn forward(
     carry_in: Option<&[f64]>,
     carry_out: &mut [f64],
 ) {
+    build_rows(k, cell, d, first, sc);
+    let mut rows = std::mem::take(&mut sc.rows);
+    eliminate_part(cell, d, first, &mut rows, &mut sc.rhs, carry_in, carry_out);
+    sc.rows = rows;
+}
+
+/// [`forward`] of line `l`, whose rows [`prepare`] built.
+pub fn forward_built(
+    cell: &mut Cell,
+    d: usize,
+    first: usize,
+    l: usize,
+    sc: &mut Scratch,
+    carry_in: Option<&[f64]>,
+    carry_out: &mut [f64],
+) {
+    let len = cell.size[d];
+    let rows = &mut sc.built[l * len..(l + 1) * len];
+    eliminate_part(cell, d, first, rows, &mut sc.rhs, carry_in, carry_out);
+}
+
+/// The elimination of [`forward`], on rows already built.
+fn eliminate_part(
+    cell: &mut Cell,
+    d: usize,
+    first: usize,
+    rows: &mut [[f64; 15]],
+    rhs: &mut Vec<[f64; NV]>,
+    carry_in: Option<&[f64]>,
+    carry_out: &mut [f64],
+) {
     let len = cell.size[d];
     let s = cell.stride(d);
-    build_rows(k, cell, d, first, sc);
-    sc.rhs.resize(len, [0.0; NV]);
-    load_line(cell, first, s, &mut sc.rhs);
-    let (rows, rhs) = (&mut sc.rows[..len], &mut sc.rhs[..len]);
+    rhs.resize(len, [0.0; NV]);
+    load_line(cell, first, s, rhs);
+    let (rows, rhs) = (&mut rows[..len], &mut rhs[..len]);
     if let Some(c) = carry_in {
         // Rows -2 and -1 act on rows 0 and 1 as inside one elimination.
         let (m2, m1) = (&c[..11], &c[11..22]);

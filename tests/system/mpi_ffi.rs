@@ -107,7 +107,8 @@ fn nonblocking_ranks(adapter: &Path) {
     // Counted counts a posted send once.
     let counted = Counted::new(&comm);
     let mut got = [0.0; 4];
-    let send = counted.isend(peer, &[me as f64; 4]).unwrap();
+    let mine = [me as f64; 4];
+    let send = counted.isend(peer, &mine).unwrap();
     let recv = counted.irecv(peer, &mut got).unwrap();
     counted.wait_pair(send, recv).unwrap();
     assert_eq!(got, [peer as f64; 4]);

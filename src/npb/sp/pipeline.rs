@@ -24,6 +24,10 @@ use anyhow::Result;
 use super::cells::{Cell, Layout};
 use crate::comm::Communicator;
 
+/// A solver's step that builds line `l`'s coefficients ahead of its
+/// elimination (see [`run`]).
+pub(crate) type Prepare<S, X> = dyn Fn(&[Cell], &mut S, Line<X>, usize);
+
 /// Values carried per line between stages, each way.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Carries {
@@ -81,7 +85,7 @@ pub(crate) fn run<X: Copy, S>(
     carries: Carries,
     state: &mut S,
     starts: impl Fn(&Cell, usize, &mut Vec<usize>) -> X,
-    prepare: Option<&dyn Fn(&[Cell], &mut S, Line<X>, usize)>,
+    prepare: Option<&Prepare<S, X>>,
     forward: impl Fn(&mut [Cell], &mut S, Line<X>, Option<&[f64]>, &mut [f64]),
     backward: impl Fn(&mut [Cell], &mut S, Line<X>, Option<&[f64]>, &mut [f64]),
 ) -> Result<()> {

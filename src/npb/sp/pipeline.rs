@@ -26,7 +26,7 @@ use crate::comm::Communicator;
 
 /// A solver's step that builds line `l`'s coefficients ahead of its
 /// elimination (see [`run`]).
-pub(crate) type Prepare<S, X> = dyn Fn(&[Cell], &mut S, Line<X>, usize);
+pub(crate) type Prepare<'a, S, X> = dyn Fn(&[Cell], &mut S, Line<X>, usize) + 'a;
 
 /// Values carried per line between stages, each way.
 #[derive(Debug, Clone, Copy)]
@@ -85,7 +85,7 @@ pub(crate) fn run<X: Copy, S>(
     carries: Carries,
     state: &mut S,
     starts: impl Fn(&Cell, usize, &mut Vec<usize>) -> X,
-    prepare: Option<&Prepare<S, X>>,
+    prepare: Option<&Prepare<'_, S, X>>,
     forward: impl Fn(&mut [Cell], &mut S, Line<X>, Option<&[f64]>, &mut [f64]),
     backward: impl Fn(&mut [Cell], &mut S, Line<X>, Option<&[f64]>, &mut [f64]),
 ) -> Result<()> {

@@ -325,6 +325,48 @@ mod tests {
     }
 
     #[test]
+    fn nonblocking_receives_and_sends_cross_over_every_transport() {
+        use crate::transport::{cma::Cma, shm::Shm, tcp::Tcp, unix::Unix};
+        let transports: [&dyn Transport; 4] = [&Tcp, &Unix, &Shm, &Cma];
+        for t in transports {
+            if let Err(why) = t.availability() {
+                eprintln!("{}: skipped ({why})", t.name());
+                continue;
+            }
+            let (a, b) = linked(t, &opts());
+            let peer =
+                std::thread::spawn(move || super::super::request::checks::crossing_rounds(&b, 0));
+            super::super::request::checks::crossing_rounds(&a, 1)
+                .unwrap_or_else(|e| panic!("{}: {e:#}", t.name()));
+            peer.join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("{}: {e:#}", t.name()));
+        }
+    }
+
+    #[test]
+    fn a_wait_on_a_dead_peer_is_an_error_within_the_timeout() {
+        use crate::transport::{shm::Shm, tcp::Tcp};
+        let transports: [&dyn Transport; 2] = [&Tcp, &Shm];
+        for t in transports {
+            let (a, b) = linked(t, &opts());
+            drop(b);
+            let mut buf = [0.0; 4];
+            let started = std::time::Instant::now();
+            let recv = a.irecv(1, &mut buf).unwrap();
+            let err = a.wait(recv).expect_err("the peer is gone");
+            // The options' timeout is 5 s: a dead peer ends it sooner
+            // or at it, never later.
+            assert!(
+                started.elapsed() < Duration::from_secs(8),
+                "{}: {err:#} after {:?}",
+                t.name(),
+                started.elapsed()
+            );
+        }
+    }
+
+    #[test]
     fn messages_and_exchanges_far_larger_than_socket_buffers() {
         let (a, b) = pair();
         let big: Vec<f64> = (0..1_000_000).map(|i| i as f64).collect();

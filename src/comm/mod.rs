@@ -46,6 +46,11 @@
 //!   waiting for the receiver, as [`ThreadComm`] does; a backend whose
 //!   sends can block must override it (poll both directions, or MPI's
 //!   `MPI_Sendrecv`);
+//! * a non-blocking receive or send ([`Communicator::irecv_bytes`],
+//!   [`Communicator::isend_bytes`]) holds its buffer until a wait completes
+//!   it; backends without non-blocking calls of their own run the blocking
+//!   call at the wait (the default), a send and a receive waited together
+//!   as one `sendrecv_bytes`;
 //! * every receive returns a `Result`: a peer that died, went silent past
 //!   the backend's timeout or sent a message of the wrong length is an
 //!   error, never a hang or a panic.
@@ -53,12 +58,14 @@
 mod counted;
 mod endpoints;
 mod mpi;
+mod request;
 mod serial;
 mod thread;
 
 pub use counted::{Counted, SentTotals};
 pub use endpoints::EndpointComm;
 pub use mpi::MpiComm;
+pub use request::Request;
 pub use serial::SerialComm;
 pub use thread::{ThreadComm, DEFAULT_RECV_TIMEOUT};
 
@@ -91,6 +98,49 @@ pub trait Communicator {
     fn sendrecv_bytes(&self, to: usize, data: &[u8], from: usize, buf: &mut [u8]) -> Result<()> {
         self.send_bytes(to, data)?;
         self.recv_bytes(from, buf)
+    }
+
+    /// Posts a receive from rank `from` into `buf` (whose length must
+    /// equal the message's) and returns at once; [`Self::wait`] completes
+    /// it. Work between the two overlaps the message's travel where the
+    /// backend can move it meanwhile. The default defers the whole receive
+    /// to the wait, which is always correct.
+    fn irecv_bytes<'a>(&self, from: usize, buf: &'a mut [u8]) -> Result<Request<'a>> {
+        Ok(Request::deferred_recv(from, buf))
+    }
+
+    /// Posts a send of `data` to rank `to` and returns at once;
+    /// [`Self::wait`] completes it. The default defers the send to the
+    /// wait: complete a send and a receive towards one peer together with
+    /// [`Self::wait_pair`], which cannot deadlock.
+    fn isend_bytes<'a>(&self, to: usize, data: &'a [u8]) -> Result<Request<'a>> {
+        Ok(Request::deferred_send(to, data))
+    }
+
+    /// Completes a request this communicator posted: returns once its
+    /// message is in `buf` (a receive) or on its way (a send), or with an
+    /// error where the blocking call would have one (a dead or silent peer,
+    /// a message of the wrong length): never a hang.
+    fn wait(&self, req: Request<'_>) -> Result<()> {
+        request::complete_deferred(self, req)
+    }
+
+    /// Completes a send and a receive posted together (NPB's
+    /// `MPI_Waitall` of two): deferred ones run as one
+    /// [`Self::sendrecv_bytes`], so two ranks waiting towards each other
+    /// never deadlock.
+    fn wait_pair(&self, send: Request<'_>, recv: Request<'_>) -> Result<()> {
+        request::complete_pair(self, send, recv)
+    }
+
+    /// [`Self::irecv_bytes`] of values.
+    fn irecv<'a>(&self, from: usize, buf: &'a mut [f64]) -> Result<Request<'a>> {
+        self.irecv_bytes(from, cast_slice_mut(buf))
+    }
+
+    /// [`Self::isend_bytes`] of values.
+    fn isend<'a>(&self, to: usize, data: &'a [f64]) -> Result<Request<'a>> {
+        self.isend_bytes(to, cast_slice(data))
     }
 
     /// Sends the values `data` to rank `to` (see [`Self::send_bytes`]).

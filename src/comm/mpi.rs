@@ -15,6 +15,12 @@
 //! oneself waits for a receive that the same thread has not posted yet once
 //! the message is too large to buffer, so they go through a local queue.
 //!
+//! Non-blocking receives and sends are MPI_Irecv and MPI_Isend (NPB's own
+//! calls in its line solves) on staging memory the communicator owns, one
+//! buffer per adapter request slot, grown once and reused: a receive is
+//! copied into the caller's buffer at the wait, a send out of it at the
+//! post, so MPI never holds a borrow Rust could end early.
+//!
 //! MPI calls cannot time out: a peer that hangs is caught by the worker's
 //! watchdog (see [`crate::transport::mpi`]), one that fails makes MPI
 //! return an error (the adapter sets MPI_ERRORS_RETURN), which every method
@@ -25,7 +31,9 @@ use std::collections::VecDeque;
 
 use anyhow::{anyhow, ensure, Result};
 
-use super::Communicator;
+use super::request::{complete_deferred, Op, State};
+use super::{Communicator, Request};
+use crate::transport::mpi::ffi::nonblocking::MAX_PENDING;
 use crate::transport::mpi::ffi::{Mpi, MpiValue, ReduceOp};
 
 /// The MPI tag of every message of the kernels (the set-up messages of
@@ -42,6 +50,50 @@ pub struct MpiComm {
     /// Counts and displacements of the last all-to-all, kept so that the
     /// next one of the same size does not allocate.
     layout: RefCell<Vec<std::os::raw::c_int>>,
+    staging: RefCell<Staging>,
+}
+
+/// The non-blocking calls' memory: buffer `i` is what adapter slot `i`
+/// reads or writes while busy. A busy buffer is never resized (it would
+/// move), and one still busy when the communicator goes (a request dropped
+/// unfinished) is leaked rather than freed under MPI.
+#[derive(Debug, Default)]
+struct Staging {
+    bufs: Vec<Vec<u8>>,
+    busy: Vec<bool>,
+}
+
+impl Staging {
+    /// A free slot with at least `len` bytes, marked busy.
+    fn take(&mut self, len: usize) -> Result<usize> {
+        let slot = match self.busy.iter().position(|b| !b) {
+            Some(i) => i,
+            None => {
+                ensure!(
+                    self.bufs.len() < MAX_PENDING,
+                    "more than {MAX_PENDING} non-blocking requests pending at once"
+                );
+                self.bufs.push(Vec::new());
+                self.busy.push(false);
+                self.bufs.len() - 1
+            }
+        };
+        if self.bufs[slot].len() < len {
+            self.bufs[slot].resize(len, 0);
+        }
+        self.busy[slot] = true;
+        Ok(slot)
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        for (buf, busy) in self.bufs.iter_mut().zip(&self.busy) {
+            if *busy {
+                std::mem::forget(std::mem::take(buf));
+            }
+        }
+    }
 }
 
 impl MpiComm {
@@ -53,6 +105,7 @@ impl MpiComm {
             name: backend_name.into(),
             to_self: RefCell::new(VecDeque::new()),
             layout: RefCell::new(Vec::new()),
+            staging: RefCell::default(),
         }
     }
 
@@ -197,6 +250,73 @@ impl Communicator for MpiComm {
                 self.send_bytes(to, data)
             }
         }
+    }
+
+    fn irecv_bytes<'a>(&self, from: usize, buf: &'a mut [u8]) -> Result<Request<'a>> {
+        self.check_peer(from)?;
+        if from == self.rank() {
+            return Ok(Request::deferred_recv(from, buf));
+        }
+        let mut staging = self.staging.borrow_mut();
+        let slot = staging.take(buf.len())?;
+        let at = staging.bufs[slot].as_mut_ptr();
+        // SAFETY: the slot's buffer holds at least buf.len() bytes and is
+        // neither resized, touched nor freed while the slot is busy.
+        if let Err(e) = unsafe { self.mpi.irecv(at, buf.len(), from, NPB_TAG, slot) } {
+            staging.busy[slot] = false;
+            return Err(self.failed(e));
+        }
+        Ok(Request::posted(Op::Recv { from, buf }, slot))
+    }
+
+    fn isend_bytes<'a>(&self, to: usize, data: &'a [u8]) -> Result<Request<'a>> {
+        self.check_peer(to)?;
+        if to == self.rank() {
+            self.push_self(data);
+            return Ok(Request::sent(to, data));
+        }
+        let mut staging = self.staging.borrow_mut();
+        let slot = staging.take(data.len())?;
+        staging.bufs[slot][..data.len()].copy_from_slice(data);
+        let at = staging.bufs[slot].as_ptr();
+        // SAFETY: as in irecv_bytes: the copy stays put until the wait.
+        if let Err(e) = unsafe { self.mpi.isend(at, data.len(), to, NPB_TAG, slot) } {
+            staging.busy[slot] = false;
+            return Err(self.failed(e));
+        }
+        Ok(Request::posted(Op::Send { to, data }, slot))
+    }
+
+    fn wait(&self, req: Request<'_>) -> Result<()> {
+        let State::Posted { slot } = req.state else {
+            return complete_deferred(self, req);
+        };
+        let mut staging = self.staging.borrow_mut();
+        ensure!(
+            staging.busy.get(slot) == Some(&true),
+            "{}: no request pending in slot {slot}",
+            self.name
+        );
+        let want = match &req.op {
+            Op::Recv { from, buf } => Some((buf.len(), *from)),
+            Op::Send { .. } => None,
+        };
+        let done = self.mpi.wait(slot, want);
+        // MPI_Wait returned: the request is over, successful or not.
+        staging.busy[slot] = false;
+        done.map_err(|e| self.failed(e))?;
+        if let Op::Recv { buf, .. } = req.op {
+            buf.copy_from_slice(&staging.bufs[slot][..buf.len()]);
+        }
+        Ok(())
+    }
+
+    fn wait_pair(&self, send: Request<'_>, recv: Request<'_>) -> Result<()> {
+        // Both posted: either order completes; wait for both even when
+        // the first fails, so no slot stays taken.
+        let sent = self.wait(send);
+        let received = self.wait(recv);
+        sent.and(received)
     }
 
     fn allreduce_sum_f64(&self, values: &mut [f64]) -> Result<()> {

@@ -11,7 +11,7 @@
 //! without allocating, like a real transport writing into preallocated
 //! buffers.
 
-use super::Communicator;
+use super::{Communicator, Request};
 use crate::error::peer;
 use anyhow::{anyhow, ensure, Context, Result};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -151,6 +151,13 @@ impl Communicator for ThreadComm {
             .map_err(|_| peer(format!("rank {to} has gone (send from rank {})", self.rank)))
     }
 
+    // Sends are buffered by the channel, so a posted send is complete at
+    // once and a posted receive's message waits in the channel meanwhile.
+    fn isend_bytes<'a>(&self, to: usize, data: &'a [u8]) -> Result<Request<'a>> {
+        self.send_bytes(to, data)?;
+        Ok(Request::sent(to, data))
+    }
+
     fn recv_bytes(&self, from: usize, buf: &mut [u8]) -> Result<()> {
         ensure!(
             from < self.size,
@@ -269,6 +276,31 @@ mod tests {
             assert_eq!(first, [left, 1.0]);
             assert_eq!(second, [left, 2.0]);
         }
+    }
+
+    #[test]
+    fn nonblocking_receives_and_sends_cross() {
+        ThreadComm::run(2, |comm| {
+            super::super::request::checks::crossing_rounds(comm, 1 - comm.rank())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn a_wait_on_a_silent_or_dead_peer_is_an_error() {
+        let mut group = ThreadComm::group(2).unwrap();
+        let b = group.pop().unwrap();
+        let a = group
+            .pop()
+            .unwrap()
+            .with_recv_timeout(Duration::from_millis(20));
+        let mut buf = [0.0; 2];
+        let recv = a.irecv(1, &mut buf).unwrap();
+        assert!(a.wait(recv).is_err(), "silent peer");
+        drop(b);
+        let send = a.isend(1, &[1.0]);
+        let recv = a.irecv(1, &mut buf).unwrap();
+        assert!(send.is_err() || a.wait(recv).is_err(), "dead peer");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use wulf::comm::{Communicator, Counted, MpiComm};
 use wulf::transport::mpi::build::adapter_library;
 use wulf::transport::mpi::discover::{builtin, Flavor};
 use wulf::transport::mpi::ffi::{Mpi, ReduceOp, ThreadLevel};
@@ -21,6 +22,21 @@ fn every_operation_between_two_ranks() {
         ranks(Path::new(&adapter));
         return;
     }
+    launch_each("every_operation_between_two_ranks");
+}
+
+#[test]
+fn nonblocking_messages_of_the_communicator_between_two_ranks() {
+    if let Ok(adapter) = std::env::var(RANKS_VAR) {
+        nonblocking_ranks(Path::new(&adapter));
+        return;
+    }
+    launch_each("nonblocking_messages_of_the_communicator_between_two_ranks");
+}
+
+/// Runs this test binary's test `test` as a 2-rank job under each
+/// installed MPI (the ranks see RANKS_VAR).
+fn launch_each(test: &str) {
     for flavor in [Flavor::OpenMpi, Flavor::Mpich] {
         let install = match builtin(flavor) {
             Ok(i) => i,
@@ -39,7 +55,7 @@ fn every_operation_between_two_ranks() {
             .arg(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                &crate::common::test_name(module_path!(), "every_operation_between_two_ranks"),
+                &crate::common::test_name(module_path!(), test),
                 "--nocapture",
                 "--test-threads",
                 "1",
@@ -60,6 +76,44 @@ fn every_operation_between_two_ranks() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// The non-blocking calls of the NAS communicator over MPI (MPI_Irecv,
+/// MPI_Isend, MPI_Wait through the adapter): NPB's pattern of a posted
+/// receive and send, work, then both completed, in rounds of growing
+/// length (the last far above the eager limit), then counted.
+fn nonblocking_ranks(adapter: &Path) {
+    let comm = MpiComm::new(Mpi::init(adapter).expect("MPI initialises"), "mpi");
+    let (me, peer) = (comm.rank(), 1 - comm.rank());
+    for len in [1usize, 700, 300_000] {
+        let out: Vec<f64> = (0..len).map(|i| (me * len + i) as f64).collect();
+        let mut inp = vec![0.0; len];
+        let send = comm.isend(peer, &out).unwrap();
+        let recv = comm.irecv(peer, &mut inp).unwrap();
+        assert!(!send.is_deferred() && !recv.is_deferred(), "MPI posts both");
+        let busy: f64 = (0..20_000).map(|i| (i as f64).sqrt()).sum();
+        assert!(busy > 0.0);
+        comm.wait_pair(send, recv).unwrap();
+        assert!(inp
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == (peer * len + i) as f64));
+    }
+    // A receive of the wrong length is an error at the wait.
+    let mut short = [0.0; 2];
+    let send = comm.isend(peer, &[1.0, 2.0, 3.0]).unwrap();
+    let recv = comm.irecv(peer, &mut short).unwrap();
+    assert!(comm.wait_pair(send, recv).is_err());
+    // Counted counts a posted send once.
+    let counted = Counted::new(&comm);
+    let mut got = [0.0; 4];
+    let mine = [me as f64; 4];
+    let send = counted.isend(peer, &mine).unwrap();
+    let recv = counted.irecv(peer, &mut got).unwrap();
+    counted.wait_pair(send, recv).unwrap();
+    assert_eq!(got, [peer as f64; 4]);
+    assert_eq!((counted.totals().bytes, counted.totals().messages), (32, 1));
+    comm.into_mpi().finalize().unwrap();
 }
 
 /// The body each rank runs.

@@ -67,6 +67,7 @@ pub fn sweep(
         carries,
         &mut (&mut bufs.scratch, cfac),
         parts,
+        None,
         |cells, (scratch, cfac), line, carry_in, out| {
             let (cell, fac) = (&mut cells[line.cell], &mut cfac[line.cell]);
             forward(k, cell, fac, d, part(&line), scratch, carry_in, out)

@@ -34,6 +34,8 @@ const SYSTEM_OF: [usize; NV] = [0, 0, 0, 1, 2];
 #[derive(Debug, Default)]
 pub struct Scratch {
     rows: Vec<[f64; 15]>,
+    /// The rows of every line of a cell, built ahead ([`prepare`]).
+    built: Vec<[f64; 15]>,
     rhs: Vec<[f64; NV]>,
     cv: Vec<f64>,
     rhon: Vec<f64>,
@@ -162,13 +164,58 @@ pub fn forward(
     carry_in: Option<&[f64]>,
     carry_out: &mut [f64],
 ) {
+    build_rows(k, cell, d, first, sc);
+    let mut rows = std::mem::take(&mut sc.rows);
+    eliminate_part(cell, d, first, &mut rows, sc, carry_in, carry_out);
+    sc.rows = rows;
+}
+
+/// Builds the rows of line `l` of a cell ahead of its elimination, into
+/// `sc.built` (NPB's `lhsx` of a whole cell, computed while the stage's
+/// message travels); [`forward_built`] takes them from there.
+pub fn prepare(k: &Consts, cell: &Cell, d: usize, first: usize, l: usize, sc: &mut Scratch) {
+    let len = cell.size[d];
+    build_rows(k, cell, d, first, sc);
+    if sc.built.len() < (l + 1) * len {
+        sc.built.resize((l + 1) * len, [0.0; 15]);
+    }
+    sc.built[l * len..(l + 1) * len].copy_from_slice(&sc.rows[..len]);
+}
+
+/// [`forward`] of line `l`, whose rows [`prepare`] built.
+pub fn forward_built(
+    cell: &mut Cell,
+    d: usize,
+    first: usize,
+    l: usize,
+    sc: &mut Scratch,
+    carry_in: Option<&[f64]>,
+    carry_out: &mut [f64],
+) {
+    let len = cell.size[d];
+    let mut built = std::mem::take(&mut sc.built);
+    let rows = &mut built[l * len..(l + 1) * len];
+    eliminate_part(cell, d, first, rows, sc, carry_in, carry_out);
+    sc.built = built;
+}
+
+/// The elimination (and, for a last part, the solve) of [`forward`], on
+/// rows already built; `sc` lends its right-hand side and `(d, e)` lines.
+fn eliminate_part(
+    cell: &mut Cell,
+    d: usize,
+    first: usize,
+    rows: &mut [[f64; 15]],
+    sc: &mut Scratch,
+    carry_in: Option<&[f64]>,
+    carry_out: &mut [f64],
+) {
     let len = cell.size[d];
     let s = cell.stride(d);
-    build_rows(k, cell, d, first, sc);
     sc.rhs.resize(len + 2, [0.0; NV]);
     sc.de.resize(len + 2, [0.0; 6]);
     let (rows, rhs, des) = (
-        &mut sc.rows[..len],
+        &mut rows[..len],
         &mut sc.rhs[..len + 2],
         &mut sc.de[..len],
     );

@@ -10,7 +10,10 @@
 
 use anyhow::Result;
 
-use super::adi::{across, backward, forward, line_starts, Scratch, BACKWARD_CARRY, FORWARD_CARRY};
+use super::adi::{
+    across, backward, forward, forward_built, line_starts, prepare, Scratch, BACKWARD_CARRY,
+    FORWARD_CARRY,
+};
 use super::cells::{Cell, Layout, GHOST, NV};
 use super::pipeline::{self, Carries, Pipe};
 use super::rhs::Consts;
@@ -143,16 +146,17 @@ pub fn sweep(
         carries,
         &mut bufs.scratch,
         line_starts,
+        Some(
+            &|cells: &[Cell], scratch: &mut Scratch, line: pipeline::Line<()>, l| {
+                prepare(k, &cells[line.cell], d, line.first, l, scratch)
+            },
+        ),
         |cells, scratch, line, carry_in, out| {
-            forward(
-                k,
-                &mut cells[line.cell],
-                d,
-                line.first,
-                scratch,
-                carry_in,
-                out,
-            )
+            let cell = &mut cells[line.cell];
+            match line.built {
+                Some(l) => forward_built(cell, d, line.first, l, scratch, carry_in, out),
+                None => forward(k, cell, d, line.first, scratch, carry_in, out),
+            }
         },
         |cells, scratch, line, carry_in, out| {
             backward(&mut cells[line.cell], d, line.first, scratch, carry_in, out)

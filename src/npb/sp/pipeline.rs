@@ -6,15 +6,27 @@
 //! each stage's first solved rows sent back to the predecessor. `p - 1`
 //! messages each way per axis and rank.
 //!
-//! Every exchange is a `sendrecv` with the same partner pattern on every
-//! rank (a shift along a ring of ranks), so none can deadlock. What is
-//! carried per line and how a line is eliminated and solved is the
-//! solver's: it comes in as the two carries and the two closures.
+//! Every exchange follows NPB's `x_solve`: the send of the previous
+//! stage's rows and the receive of this stage's are posted together
+//! ([`Communicator::isend`], [`Communicator::irecv`]), the solver's
+//! `prepare` builds the stage's coefficients while they travel (NPB's
+//! `lhsx` between `MPI_Irecv` and `MPI_Waitall`), then both complete
+//! ([`Communicator::wait_pair`]). The partner pattern is the same on every
+//! rank (a shift along a ring of ranks), so none can deadlock. A backend
+//! that moves nothing before the wait (its requests stay deferred) gets
+//! the plain per-line order instead: building ahead would only cost
+//! memory traffic there. What is carried per line and how a line is
+//! eliminated and solved is the solver's: it comes in as the two carries
+//! and the closures.
 
 use anyhow::Result;
 
 use super::cells::{Cell, Layout};
 use crate::comm::Communicator;
+
+/// A solver's step that builds line `l`'s coefficients ahead of its
+/// elimination (see [`run`]).
+pub(crate) type Prepare<'a, S, X> = dyn Fn(&[Cell], &mut S, Line<X>, usize) + 'a;
 
 /// Values carried per line between stages, each way.
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +62,8 @@ pub(crate) struct Line<X> {
     pub first: usize,
     /// What `starts` returned for the cell (the solver's line geometry).
     pub shape: X,
+    /// The line's index among the cell's when `prepare` built it ahead.
+    pub built: Option<usize>,
 }
 
 /// Runs the pipeline along `d`. `starts(cell, d, firsts)` writes the first
@@ -58,7 +72,9 @@ pub(crate) struct Line<X> {
 /// eliminates a line given the carry from the predecessor (none in the
 /// first slab) and writes its carry on; `backward` solves it given the
 /// carry from the successor (none in the last slab) and writes its own.
-/// Both get `state`, the solver's scratch they share.
+/// All get `state`, the solver's scratch they share. `prepare`, where the
+/// solver has one, builds a line's coefficients ahead, while the stage's
+/// messages travel; `forward` then sees the line's `built` index.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run<X: Copy, S>(
     comm: &dyn Communicator,
@@ -69,6 +85,7 @@ pub(crate) fn run<X: Copy, S>(
     carries: Carries,
     state: &mut S,
     starts: impl Fn(&Cell, usize, &mut Vec<usize>) -> X,
+    prepare: Option<&Prepare<'_, S, X>>,
     forward: impl Fn(&mut [Cell], &mut S, Line<X>, Option<&[f64]>, &mut [f64]),
     backward: impl Fn(&mut [Cell], &mut S, Line<X>, Option<&[f64]>, &mut [f64]),
 ) -> Result<()> {
@@ -82,11 +99,26 @@ pub(crate) fn run<X: Copy, S>(
         let c = layout.slice[d][s];
         let shape = starts(&cells[c], d, &mut pipe.lines);
         let n = carries.forward;
+        let mut built = false;
         if s > 0 {
             let sent = n * lines_of(cells, s - 1);
             let want = n * pipe.lines.len();
             let (to, from) = (layout.succ[d], layout.pred[d]);
-            comm.sendrecv(to, &pipe.send[..sent], from, &mut pipe.recv[..want])?;
+            let out = comm.isend(to, &pipe.send[..sent])?;
+            let inp = comm.irecv(from, &mut pipe.recv[..want])?;
+            if let Some(prepare) = prepare.filter(|_| !(out.is_deferred() && inp.is_deferred())) {
+                for (l, &first) in pipe.lines.iter().enumerate() {
+                    let line = Line {
+                        cell: c,
+                        first,
+                        shape,
+                        built: None,
+                    };
+                    prepare(cells, state, line, l);
+                }
+                built = true;
+            }
+            comm.wait_pair(out, inp)?;
         }
         let out_len = if s + 1 < p { n } else { 0 };
         for (l, &first) in pipe.lines.iter().enumerate() {
@@ -96,6 +128,7 @@ pub(crate) fn run<X: Copy, S>(
                 cell: c,
                 first,
                 shape,
+                built: built.then_some(l),
             };
             forward(cells, state, line, carry_in, out);
         }
@@ -108,7 +141,9 @@ pub(crate) fn run<X: Copy, S>(
             let sent = n * lines_of(cells, s + 1);
             let want = n * pipe.lines.len();
             let (to, from) = (layout.pred[d], layout.succ[d]);
-            comm.sendrecv(to, &pipe.send[..sent], from, &mut pipe.recv[..want])?;
+            let out = comm.isend(to, &pipe.send[..sent])?;
+            let inp = comm.irecv(from, &mut pipe.recv[..want])?;
+            comm.wait_pair(out, inp)?;
         }
         let out_len = if s > 0 { n } else { 0 };
         for (l, &first) in pipe.lines.iter().enumerate() {
@@ -118,6 +153,7 @@ pub(crate) fn run<X: Copy, S>(
                 cell: c,
                 first,
                 shape,
+                built: None,
             };
             backward(cells, state, line, carry_in, out);
         }

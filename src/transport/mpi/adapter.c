@@ -24,7 +24,7 @@
 #include <mpi.h>
 #include <string.h>
 
-#define WULF_ADAPTER_ABI 6
+#define WULF_ADAPTER_ABI 7
 /* Most messages one windowed call keeps in flight (osu_bw uses 64). */
 #define WULF_MAX_WINDOW 1024
 /* A message longer than an MPI count (int) can describe. */
@@ -33,11 +33,20 @@
 #define WULF_E_WINDOW -2
 /* A value type code the adapter does not know. */
 #define WULF_E_TYPE -3
+/* A request slot outside 0..WULF_MAX_PENDING, or one with nothing posted. */
+#define WULF_E_SLOT -4
+/* Most non-blocking requests the NAS communicator keeps posted at once. */
+#define WULF_MAX_PENDING 64
 
 /* Requests of the windowed calls: static, so nothing is allocated while
  * timing. Calls never overlap (the Rust handle serialises them), so one
  * array is enough. */
 static MPI_Request wulf_reqs[WULF_MAX_WINDOW];
+
+/* Requests of the non-blocking calls (ABI 7), by slot: the caller names
+ * the slot (its own buffer's index), so no MPI_Request crosses the ABI. */
+static MPI_Request wulf_pending[WULF_MAX_PENDING];
+static int wulf_pending_used[WULF_MAX_PENDING];
 
 int wulf_abi(void) { return WULF_ADAPTER_ABI; }
 
@@ -113,6 +122,7 @@ void wulf_error_string(int code, char *out, int cap)
     const char *ours = code == WULF_E_TOO_LONG ? "message longer than an MPI count (2^31 - 1 bytes)"
                        : code == WULF_E_WINDOW ? "window outside 1..1024"
                        : code == WULF_E_TYPE   ? "unknown value type"
+                       : code == WULF_E_SLOT   ? "request slot outside 0..63 or not posted"
                                                : NULL;
     if (ours) {
         strncpy(out, ours, (size_t)cap - 1);
@@ -244,6 +254,51 @@ int wulf_recv_window(void *buf, long long len, long long count, int window, int 
         count -= n;
     }
     return MPI_SUCCESS;
+}
+
+/* Non-blocking receive (ABI 7): MPI_Irecv of at most `len` bytes from
+ * `peer` into `buf`, completed by wulf_wait on the same `slot` (0..63,
+ * free). The buffer must stay valid until then: the Rust side lends the
+ * communicator's own staging memory, never a caller's borrow. */
+int wulf_irecv(void *buf, long long len, int peer, int tag, int slot)
+{
+    if (len > INT_MAX)
+        return WULF_E_TOO_LONG;
+    if (slot < 0 || slot >= WULF_MAX_PENDING || wulf_pending_used[slot])
+        return WULF_E_SLOT;
+    int rc = MPI_Irecv(buf, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &wulf_pending[slot]);
+    wulf_pending_used[slot] = rc == MPI_SUCCESS;
+    return rc;
+}
+
+/* Non-blocking send (ABI 7): MPI_Isend of `len` bytes of `buf` to `peer`,
+ * completed by wulf_wait on `slot`, as wulf_irecv. */
+int wulf_isend(const void *buf, long long len, int peer, int tag, int slot)
+{
+    if (len > INT_MAX)
+        return WULF_E_TOO_LONG;
+    if (slot < 0 || slot >= WULF_MAX_PENDING || wulf_pending_used[slot])
+        return WULF_E_SLOT;
+    int rc = MPI_Isend((void *)buf, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                       &wulf_pending[slot]);
+    wulf_pending_used[slot] = rc == MPI_SUCCESS;
+    return rc;
+}
+
+/* MPI_Wait on the request of `slot` (ABI 7), which becomes free; `got`:
+ * the bytes a receive took in (0 for a send). */
+int wulf_wait(int slot, long long *got)
+{
+    if (slot < 0 || slot >= WULF_MAX_PENDING || !wulf_pending_used[slot])
+        return WULF_E_SLOT;
+    MPI_Status st;
+    int rc = MPI_Wait(&wulf_pending[slot], &st);
+    wulf_pending_used[slot] = 0;
+    int n = 0;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Get_count(&st, MPI_BYTE, &n);
+    *got = n;
+    return rc;
 }
 
 /* In-place allreduce of doubles; op 0 = sum, 1 = max, 2 = min. */

@@ -8,7 +8,9 @@
 //! sends, allreduce of `f64` (sum, max, min), alltoallv of `f64` or `i32`
 //! ([`MpiValue`]), barrier, broadcast and all-to-all of bytes (ABI 5,
 //! `wulf collective`; in [`collective`]), a receive from any rank (ABI 6,
-//! channels between ranks of a larger job), finalise.
+//! channels between ranks of a larger job), non-blocking receives and sends
+//! completed by a wait (ABI 7, the NAS kernels' overlap; in
+//! [`nonblocking`]), finalise.
 //!
 //! Rules this type system enforces:
 //!
@@ -40,6 +42,7 @@ pub use super::loader::ADAPTER_ABI;
 use super::loader::{load, Api};
 
 mod collective;
+pub mod nonblocking;
 pub use collective::{MpiValue, ReduceOp};
 
 /// Set once MPI_Init has been attempted in this process.

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 /// The adapter ABI this wulf expects (`WULF_ADAPTER_ABI` in adapter.c).
-pub const ADAPTER_ABI: i32 = 6;
+pub const ADAPTER_ABI: i32 = 7;
 
 /// Entry points of a loaded adapter.
 pub(super) struct Api {
@@ -61,6 +61,9 @@ pub(super) struct Api {
     pub(super) barrier: unsafe extern "C" fn() -> c_int,
     pub(super) bcast: unsafe extern "C" fn(*mut c_void, c_longlong, c_int) -> c_int,
     pub(super) alltoall: unsafe extern "C" fn(*const c_void, *mut c_void, c_longlong) -> c_int,
+    pub(super) irecv: unsafe extern "C" fn(*mut c_void, c_longlong, c_int, c_int, c_int) -> c_int,
+    pub(super) isend: unsafe extern "C" fn(*const c_void, c_longlong, c_int, c_int, c_int) -> c_int,
+    pub(super) wait: unsafe extern "C" fn(c_int, *mut c_longlong) -> c_int,
 }
 
 /// The adapter loaded into this process, if any (never unloaded).
@@ -127,6 +130,9 @@ pub(super) fn load(path: &Path) -> Result<&'static Api, String> {
         barrier: symbol(handle, "wulf_barrier")?,
         bcast: symbol(handle, "wulf_bcast")?,
         alltoall: symbol(handle, "wulf_alltoall")?,
+        irecv: symbol(handle, "wulf_irecv")?,
+        isend: symbol(handle, "wulf_isend")?,
+        wait: symbol(handle, "wulf_wait")?,
     };
     // SAFETY: a plain C function of no arguments.
     let abi = unsafe { (api.abi)() };

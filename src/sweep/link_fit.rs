@@ -274,9 +274,12 @@ mod tests {
         assert_eq!(faster.rate, m.rate);
         let slower = RateModel::from_points(&points, Mode::Pingpong, Some(50e6));
         assert_eq!(slower.rate, Some((50e6, RateFrom::Link)));
-        // 8 MiB one way at 100 Mbit/s: 0.671 s, plus the latency.
+        // 8 MiB one way at the model's rate (100 Mbit/s within 0.1%):
+        // 0.671 s, plus the latency.
         let leg_s = m.leg_ns(8 << 20) * 1e-9;
-        assert!((leg_s - (0.05e-3 + 8.0 * 8_388_608.0 / 100e6)).abs() < 1e-6);
+        let want_s = m.latency_ns * 1e-9 + 8.0 * 8_388_608.0 / rate;
+        assert!((leg_s - want_s).abs() < 1e-6, "{leg_s} against {want_s}");
+        assert!((leg_s / 0.671 - 1.0).abs() < 2e-3, "{leg_s}");
     }
 
     /// While the largest size is mostly latency its rate is noise: none

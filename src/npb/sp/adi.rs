@@ -214,11 +214,7 @@ fn eliminate_part(
     let s = cell.stride(d);
     sc.rhs.resize(len + 2, [0.0; NV]);
     sc.de.resize(len + 2, [0.0; 6]);
-    let (rows, rhs, des) = (
-        &mut rows[..len],
-        &mut sc.rhs[..len + 2],
-        &mut sc.de[..len],
-    );
+    let (rows, rhs, des) = (&mut rows[..len], &mut sc.rhs[..len + 2], &mut sc.de[..len]);
     let line = points(&cell.rhs);
     for (r, v) in rhs[..len].iter_mut().enumerate() {
         *v = line[first + r * s];

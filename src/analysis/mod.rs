@@ -198,6 +198,12 @@ pub struct Dropout {
     /// pass ran, e.g. an older result).
     #[serde(default)]
     pub confirmed: Option<bool>,
+    /// For a drop-out the pass did not confirm: its edges that held on
+    /// their own ([`confirm::edges`]), as (first size of the new level,
+    /// direction). A step the first pass saw as the end of a drop-out is
+    /// one such edge: what to report instead of the drop-out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirmed_edges: Vec<(u64, confirm::edges::Direction)>,
 }
 
 impl Analysis {
@@ -225,21 +231,32 @@ impl Analysis {
         let veto = |e: &confirm::Event| {
             let k = events.iter().position(|x| x == e);
             let confirmed = matches!((&verdicts, k), (Some(v), Some(k)) if v[k]);
-            !confirmed && confirm::window(&bytes, e).all(|i| noisy[i])
+            !confirmed && confirm::indices(&bytes, e).iter().all(|&i| noisy[i])
         };
         let mut a = if events.iter().any(veto) {
             analyse(&bytes, &median, &low, &high, &hints, directions, &veto)
         } else {
             first
         };
-        if let Some(v) = verdicts {
+        if let (Some(v), Some(c)) = (verdicts, result.confirmation.as_ref()) {
             let verdict = |e: confirm::Event| events.iter().position(|x| *x == e).map(|k| v[k]);
             for d in &mut a.dropouts {
-                d.confirmed = verdict(confirm::Event {
+                let e = confirm::Event {
                     kind: confirm::EventKind::Dropout,
                     from_bytes: d.from_bytes,
                     to_bytes: d.to_bytes,
-                });
+                };
+                d.confirmed = verdict(e);
+                if d.confirmed == Some(false) {
+                    let both = confirm::edges::of_dropout(&bytes, &e);
+                    let held = confirm::edges::holds(&bytes, &c.points, &both);
+                    d.confirmed_edges = both
+                        .iter()
+                        .zip(held)
+                        .filter(|(_, h)| *h)
+                        .map(|(x, _)| (x.bytes, x.direction))
+                        .collect();
+                }
             }
             for s in a.segments.iter_mut().skip(1) {
                 s.confirmed = verdict(confirm::Event {
@@ -399,6 +416,7 @@ fn analyse(
                 size(r.last + 1),
             ),
             confirmed: None,
+            confirmed_edges: Vec::new(),
         })
         .collect();
     Analysis {

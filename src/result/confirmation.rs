@@ -59,4 +59,23 @@ pub struct CheckedEvent {
     /// Whether the analysis of the curve with the fresh trials in place of
     /// the first ones finds the same event again.
     pub confirmed: bool,
+    /// The event's edges, each judged on its own
+    /// ([`crate::analysis::confirm::edges`]): a drop-out's start and end,
+    /// a switch-over's own (its verdict the event's). Absent in files
+    /// written before this field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edges: Vec<CheckedEdge>,
+}
+
+/// One edge of a candidate event: a size where the curve changes level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckedEdge {
+    /// First size of the new level.
+    pub bytes: u64,
+    /// `slower` (time rises beyond what the size explains) or `faster`
+    /// (time falls, or grows less) from this size on.
+    pub direction: String,
+    /// Whether the fresh trials either side of it show it.
+    pub confirmed: bool,
 }

@@ -30,7 +30,7 @@ mod write;
 
 pub use any::{parse_any, read_any, read_any_kind, AnyResult, ReadAny, KINDS};
 pub use conditions::Conditions;
-pub use confirmation::{CheckedEvent, Confirmation, RemeasuredPoint};
+pub use confirmation::{CheckedEdge, CheckedEvent, Confirmation, RemeasuredPoint};
 pub use lab::{LabLink, LabPlacement};
 pub use left_out::SizesLeftOut;
 pub use link::{LinkEfficiency, LinkEnd};

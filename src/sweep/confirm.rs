@@ -43,10 +43,11 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::engine::{SweepRunner, SweepSpec};
+use crate::analysis::confirm::edges;
 use crate::analysis::{analyse_curve, confirm, CauseHints};
 use crate::error::WulfError;
 use crate::result::Mode;
-use crate::result::{CheckedEvent, Confirmation, Point, RemeasuredPoint};
+use crate::result::{CheckedEdge, CheckedEvent, Confirmation, Point, RemeasuredPoint};
 use crate::stats::Summary;
 
 /// Share of a sweep's budget kept for the confirmation pass.
@@ -206,21 +207,57 @@ pub(super) fn confirmation_pass(
         .filter_map(|(&size, t)| fresh_point(size, t, spec.precision))
         .collect();
     let verdicts = confirm::judge(&bytes, &median, &low, &high, &fresh, &events);
+    let events = events
+        .iter()
+        .zip(verdicts)
+        .map(|(e, confirmed)| CheckedEvent {
+            kind: e.kind.name().into(),
+            from_bytes: e.from_bytes,
+            to_bytes: e.to_bytes,
+            confirmed,
+            edges: checked_edges(&bytes, &analysis, &fresh, e, confirmed),
+        })
+        .collect();
     Ok(Some(Confirmation {
         budget_s: budget_ns as f64 / 1e9,
         wall_s: started.elapsed().as_secs_f64(),
         points: fresh,
-        events: events
-            .iter()
-            .zip(verdicts)
-            .map(|(e, confirmed)| CheckedEvent {
-                kind: e.kind.name().into(),
-                from_bytes: e.from_bytes,
-                to_bytes: e.to_bytes,
-                confirmed,
-            })
-            .collect(),
+        events,
     }))
+}
+
+/// The edges of event `e` with their verdicts: a drop-out's two, each
+/// judged on its own fresh neighbours ([`edges::holds`]), so that a run
+/// whose first pass saw a step as the end of a drop-out still reports the
+/// edge that holds; a switch-over's own, with the event's verdict.
+fn checked_edges(
+    bytes: &[u64],
+    analysis: &crate::analysis::Analysis,
+    fresh: &[RemeasuredPoint],
+    e: &confirm::Event,
+    confirmed: bool,
+) -> Vec<CheckedEdge> {
+    // A drop-out's edges carry their own verdicts (a drop-out confirmed
+    // as a whole is reported as such whatever they say).
+    let edge = |bytes: u64, direction: edges::Direction, confirmed: bool| CheckedEdge {
+        bytes,
+        direction: direction.name().into(),
+        confirmed,
+    };
+    match e.kind {
+        confirm::EventKind::Switchover => edges::switchover_direction(analysis, e.from_bytes)
+            .map(|d| edge(e.from_bytes, d, confirmed))
+            .into_iter()
+            .collect(),
+        confirm::EventKind::Dropout => {
+            let both = edges::of_dropout(bytes, e);
+            let held = edges::holds(bytes, fresh, &both);
+            both.iter()
+                .zip(held)
+                .map(|(x, h)| edge(x.bytes, x.direction, h))
+                .collect()
+        }
+    }
 }
 
 /// The fresh point of `size` from its pass trials: the figures of its

@@ -110,16 +110,29 @@ fn the_confirmation_block_is_optional_and_strict() {
         "wall_s": 0.18,
         "points": [{"bytes": 4096, "trials": 12, "median_ns": 5000.0,
                     "ci_low_ns": 4900.0, "ci_high_ns": 5100.0, "noisy": false}],
-        "events": [{"kind": "dropout", "from_bytes": 4096, "to_bytes": 4096, "confirmed": true}]
+        "events": [{"kind": "dropout", "from_bytes": 4096, "to_bytes": 4096, "confirmed": true},
+                   {"kind": "dropout", "from_bytes": 2045, "to_bytes": 8189, "confirmed": false,
+                    "edges": [{"bytes": 2045, "direction": "slower", "confirmed": false},
+                              {"bytes": 8192, "direction": "faster", "confirmed": true}]}]
     });
     let r = parse(&with).unwrap();
     let c = r.confirmation.as_ref().unwrap();
     assert_eq!((c.points.len(), c.events[0].confirmed), (1, true));
+    // `edges` is optional (older files) and read where present.
+    assert!(c.events[0].edges.is_empty());
+    let held: Vec<(u64, &str)> = c.events[1]
+        .edges
+        .iter()
+        .filter(|e| e.confirmed)
+        .map(|e| (e.bytes, e.direction.as_str()))
+        .collect();
+    assert_eq!(held, [(8192, "faster")]);
     assert!(parse(&base).unwrap().confirmation.is_none());
     for path in [
         &["confirmation"][..],
         &["confirmation", "points", "0"],
         &["confirmation", "events", "0"],
+        &["confirmation", "events", "1", "edges", "1"],
     ] {
         let mut bad = with.clone();
         let mut v = &mut bad;

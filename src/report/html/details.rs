@@ -54,6 +54,25 @@ pub(super) fn anomalies(h: &mut String, series: &[Series]) {
                     d.points
                 )
             };
+            // An unconfirmed drop-out whose edge held alone: the edge is
+            // the finding (a step the first pass saw as a dip's end).
+            if d.confirmed == Some(false) && !d.confirmed_edges.is_empty() {
+                let held: Vec<String> = d
+                    .confirmed_edges
+                    .iter()
+                    .map(|(b, dir)| format!("{} from {}", dir.name(), format_bytes(*b)))
+                    .collect();
+                let _ = writeln!(
+                    shown,
+                    "<tr><td>D{}</td><td class=nw>{}</td><td class=nw>{}</td><td>edge: {} (the drop-out candidate around it was not confirmed as a dip; this edge held on its own)</td><td>{}</td></tr>",
+                    s.first_dropout_no + k,
+                    who,
+                    sizes,
+                    held.join(", "),
+                    cause(&d.likely_cause)
+                );
+                continue;
+            }
             let rows = if d.confirmed == Some(true) {
                 &mut shown
             } else {

@@ -24,6 +24,10 @@
 # confirmation keeps none) the share is empty, not a pass. The sizes whose
 # confirmation trials split in a fast and a slow mode are counted: many
 # of them mean a bimodal pass (the two ends sharing a CPU for part of it).
+# One edge is counted once per run: a run that reports the same edge twice
+# (a switch-over at 8 KiB and a drop-out whose end edge is 8 KiB) has one
+# edge there, not two, so a repeated name cannot raise the share.
+# JUDGE_ONLY=1 with KEEP=DIR judges the six results already in DIR again.
 set -euo pipefail
 wulf=${1:-target/release/wulf}
 budget=${2:-10s}
@@ -35,6 +39,7 @@ else
   trap 'rm -rf "$dir"' EXIT
 fi
 for run in a b; do
+  [ "${JUDGE_ONLY:-}" = 1 ] && break
   for t in tcp unix shm; do
     "$wulf" sweep "$t" --budget "$budget" --json "$dir/$run-$t.json" >/dev/null
   done
@@ -61,7 +66,13 @@ def edges(path):
         for x in own:
             if e["confirmed"] or x["confirmed"]:
                 whole = "" if e["confirmed"] else " (edge alone)"
-                out.append((x["bytes"], x["direction"], f"{label}{whole}"))
+                edge = (x["bytes"], x["direction"], f"{label}{whole}")
+                twin = next((i for i, o in enumerate(out) if same(edge, o)), None)
+                if twin is None:
+                    out.append(edge)
+                else:
+                    o = out[twin]
+                    out[twin] = (o[0], o[1] or edge[1], f"{o[2]}; {edge[2]}")
     return out
 def candidates(path):
     r = json.load(open(path))

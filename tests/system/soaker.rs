@@ -77,31 +77,42 @@ fn soaker_calibrates_and_measures_a_known_load() {
     let Some(cal) = calibration_is_repeatable(&soaker) else {
         return;
     };
-    // A thread burning half of CPU 0 for a second.
+    // A thread burning half of CPU 0 for a second. Measured up to twice:
+    // one burst of other work on the VM (a CI run once read 61.8%) moves
+    // a single second; a soaker that mismeasures is off both times.
     let duty = 0.5;
-    let before = soaker.snapshot();
     let cpu = cal.cpus[0];
-    let t = std::thread::spawn(move || burn(cpu, duty, Duration::from_secs(1)));
-    t.join().unwrap();
-    let lost = Lost::between(&cal, &before, &soaker.snapshot());
-    let one_cpu_share = lost.cpu_ns / lost.wall_ns as f64;
-    // Recheck that the machine stayed quiet: a calibration after the burn.
-    let after = soaker.calibrate(WINDOWS / 2, WINDOW);
-    if !after.trusted {
-        too_noisy(format!(
-            "the machine got busy during the test (spread {:.0}%); measured {:.0}% of a CPU",
-            after.worst_spread() * 100.0,
-            one_cpu_share * 100.0
+    let mut readings = Vec::new();
+    for _ in 0..2 {
+        let before = soaker.snapshot();
+        let t = std::thread::spawn(move || burn(cpu, duty, Duration::from_secs(1)));
+        t.join().unwrap();
+        let lost = Lost::between(&cal, &before, &soaker.snapshot());
+        let one_cpu_share = lost.cpu_ns / lost.wall_ns as f64;
+        // Recheck that the machine stayed quiet: a calibration after the burn.
+        let after = soaker.calibrate(WINDOWS / 2, WINDOW);
+        if !after.trusted {
+            too_noisy(format!(
+                "the machine got busy during the test (spread {:.0}%); measured {:.0}% of a CPU",
+                after.worst_spread() * 100.0,
+                one_cpu_share * 100.0
+            ));
+            return;
+        }
+        if (one_cpu_share - duty).abs() <= 0.10 {
+            return;
+        }
+        readings.push(format!(
+            "{:.1}% (lost {:.3} s of CPU in {:.3} s)",
+            one_cpu_share * 100.0,
+            lost.cpu_ns * 1e-9,
+            lost.wall_ns as f64 * 1e-9
         ));
-        return;
     }
-    assert!(
-        (one_cpu_share - duty).abs() <= 0.10,
-        "a {:.0}% load of one CPU was measured as {:.1}% (lost {:.3} s of CPU in {:.3} s)",
+    panic!(
+        "a {:.0}% load of one CPU was measured as {}",
         duty * 100.0,
-        one_cpu_share * 100.0,
-        lost.cpu_ns * 1e-9,
-        lost.wall_ns as f64 * 1e-9
+        readings.join(", then ")
     );
 }
 

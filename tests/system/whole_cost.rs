@@ -85,16 +85,19 @@ fn with_soak_both_figures_are_recorded_side_by_side() {
     }
 }
 
-/// Keep CPU `cpu` busy for half of every 10 ms until `stop`.
+/// Keep CPU `cpu` busy for half of every 6 ms until `stop`. Not 10 ms:
+/// the kernel's accounting samples at its 100 Hz tick, and a 10 ms period
+/// locks onto it, so every tick of a half second can land in the same
+/// phase (a CI run read 24% busy); 6 ms walks through the phases.
 fn half_load(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         wulf::sys::pin_current_thread(cpu).ok();
         while !stop.load(Ordering::Relaxed) {
             let t = Instant::now();
-            while t.elapsed() < Duration::from_millis(5) {
+            while t.elapsed() < Duration::from_millis(3) {
                 std::hint::spin_loop();
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(Duration::from_millis(3));
         }
     })
 }

@@ -90,23 +90,30 @@ pub fn every_mode_at_mtu_1500(transport: &str) -> Vec<serde_json::Value> {
 /// every byte of every message, in order, in every mode.
 pub fn every_message_arrives_through_a_lossy_switch(transport: &str) {
     for mode in ["pingpong", "stream", "bidir"] {
-        let v = frame_sweep(
-            transport,
-            "ge,loss=5",
-            &[
-                "--mode",
-                mode,
-                "--integrity",
-                // 256 KiB is 180 frames: nearly every message loses one at
-                // 5%, so each is recovered; 1 MiB took a minute per transport.
-                "--sizes",
-                "1,3000,256Ki",
-                "--budget",
-                "0.5s",
-            ],
-        );
-        assert_eq!(v["options"]["integrity"], true, "{v}");
-        assert_eq!(v["points"].as_array().unwrap().len(), 3, "{v}");
+        // One sweep per size: a sweep's first size is always measured,
+        // while a sweep across a link leaves out the sizes its budget
+        // cannot fit, and through 5% loss the 1 B point overran a 0.5 s
+        // (and a 4 s) budget by about 2x in CI, leaving the others out
+        // (a known limit of the link planner, in the session note).
+        // 256 KiB is 180 frames: nearly every message loses one at 5%,
+        // so each is recovered; 1 MiB took a minute per transport.
+        for size in ["1", "3000", "256Ki"] {
+            let v = frame_sweep(
+                transport,
+                "ge,loss=5",
+                &[
+                    "--mode",
+                    mode,
+                    "--integrity",
+                    "--sizes",
+                    size,
+                    "--budget",
+                    "0.5s",
+                ],
+            );
+            assert_eq!(v["options"]["integrity"], true, "{v}");
+            assert_eq!(v["points"].as_array().unwrap().len(), 1, "{v}");
+        }
     }
 }
 

@@ -4,24 +4,32 @@
 Usage: bench/serve_soak.py [WULF] [CLIENTS] [CONCURRENT]
        (defaults: target/release/wulf, 1000, 20)
 
-Starts a server on 127.0.0.1 only (with a shared secret), then sends
-CLIENTS hostile clients, CONCURRENT at a time, each bounded to a few
-seconds: garbage, slowloris (one byte every 0.4 s), vanishing mid-handshake,
-a wrong secret, authenticated clients asking for oversized messages,
-huge timeouts and local-only transports, idle connections that reconnect
-whenever dropped (the lockout of issue 26: 16 of them once kept every
-client out) and floods of 50 connections at once. The hostile clients
-come from 127.0.0.2 to 127.0.0.5 (other hosts, as far as the server's
-per-source limits go). Between them a good client from 127.0.0.1 runs
-short sweeps, retrying while the server is busy. Prints the good sweeps'
-outcomes, the most attempts one needed, and the server's memory, threads
-and open descriptors over time. Target: every good sweep completes within
-2 attempts; memory flat; no descriptor leak (the same count at the end as
-at the start). A retry no longer hides a lockout: more attempts FAIL.
+Recreates the real attack on the default server (`wulf serve` with a shared
+secret and nothing else: its own 10 s handshake limit):
 
-WULF_SOAK_SERVER_ARGS adds options to the server's command line: with
-`--allow 127.0.0.2/32` the good client is locked out, and the soak must
-say FAIL (a check of the soak itself).
+* HOLDERS idle connections (default 40) that hold handshake places for the
+  whole soak and reconnect the moment they are dropped, each from its own
+  address among ADDRESSES loopback addresses (default 64, 127.0.2.1 up):
+  the lockout of issue 45, where every address holding one place let the
+  newest (the client just admitted) be ended;
+* CLIENTS hostile clients, CONCURRENT at a time, each bounded to a few
+  seconds, from random addresses of the same ADDRESSES: garbage, slowloris
+  (one byte every 0.4 s), vanishing mid-handshake, a wrong secret, no
+  secret, authenticated clients asking for oversized messages, huge
+  timeouts and local-only transports, short idle reconnecters and floods
+  of 50 connections at once.
+
+Between them a good client from 127.0.0.1 runs short sweeps, retrying while
+the server is busy or refuses it. Gates (each printed with its figure):
+every good sweep in at most 3 attempts; the server's RSS at most 64 MiB
+above its start; its threads at most 64 at any sample and back to the start
+count at the end; no descriptor leak (the start count at the end, once
+every handshake deadline has passed).
+
+WULF_SOAK_ADDRESSES and WULF_SOAK_HOLDERS change the spread and the
+holders; WULF_SOAK_SERVER_ARGS adds options to the server's command line:
+with `--allow 127.0.2.0/24` the good client is locked out, and the soak
+must say FAIL (a check of the soak itself).
 """
 import hashlib
 import hmac
@@ -55,12 +63,18 @@ def proc_stats(pid):
     return rss, threads, fds
 
 
-HOSTILE_SOURCES = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
+ADDRESSES = int(os.environ.get("WULF_SOAK_ADDRESSES", "64"))
+HOLDERS = int(os.environ.get("WULF_SOAK_HOLDERS", "40"))
+HOSTILE_SOURCES = [f"127.0.{2 + k // 250}.{1 + k % 250}" for k in range(ADDRESSES)]
+MAX_ATTEMPTS = 3
+MAX_RSS_GROWTH_KB = 64 * 1024
+MAX_THREADS = 64
+HANDSHAKE_LIMIT_S = 10  # the server's default --max-handshake
 
 
-def conn(port):
+def conn(port, source=None):
     s = socket.create_connection((HOST, port), timeout=5,
-                                 source_address=(random.choice(HOSTILE_SOURCES), 0))
+                                 source_address=(source or random.choice(HOSTILE_SOURCES), 0))
     s.settimeout(5)
     return s
 
@@ -145,6 +159,24 @@ def hostile(port, kind):
         pass
 
 
+def holder(port, source, stop):
+    """Hold a handshake place idle until `stop`, reconnecting at once when
+    dropped (bounded: the soak's end)."""
+    while not stop.is_set():
+        try:
+            s = conn(port, source)
+            s.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    if s.recv(4096) == b"":
+                        break
+                except socket.timeout:
+                    continue
+            s.close()
+        except Exception:  # refused or reset: come back at once, as the attacker does
+            time.sleep(0.01)
+
+
 def main():
     d = tempfile.mkdtemp()
     secret_file = os.path.join(d, "secret")
@@ -152,7 +184,7 @@ def main():
         fh.write(SECRET + "\n")
     os.chmod(secret_file, 0o600)
     server = subprocess.Popen([WULF, "serve", "--bind", HOST, "--port", "0", "--announce",
-                               "--max-handshake", "2s", "--secret-file", secret_file]
+                               "--secret-file", secret_file]
                               + os.environ.get("WULF_SOAK_SERVER_ARGS", "").split(),
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     port = int(server.stdout.readline().split()[1])
@@ -176,7 +208,8 @@ def main():
                     good["ok"] += 1
                     good["most"] = max(good["most"], attempt + 1)
                     break
-                if "busy" in o.stderr or "closed the connection before greeting" in o.stderr:
+                if ("busy" in o.stderr or "closed the connection before greeting" in o.stderr
+                        or "refused this connection" in o.stderr):
                     time.sleep(0.2)
                     continue
                 good["failed"] += 1
@@ -186,6 +219,12 @@ def main():
                 good["failed"] += 1
                 good["errors"].append("never admitted in 60 attempts")
 
+    holding = threading.Event()
+    holders = [threading.Thread(target=holder, args=(port, HOSTILE_SOURCES[k % ADDRESSES], holding))
+               for k in range(HOLDERS)]
+    for h in holders:
+        h.start()
+    time.sleep(0.5)
     gt = threading.Thread(target=good_client)
     gt.start()
     t0 = time.time()
@@ -209,13 +248,17 @@ def main():
         t.join()
     stop.set()
     gt.join()
-    time.sleep(3)  # every handshake deadline has passed
+    holding.set()
+    for h in holders:
+        h.join()
+    time.sleep(HANDSHAKE_LIMIT_S + 1)  # every handshake deadline has passed
     end = proc_stats(server.pid)
     samples.append((CLIENTS, ) + end)
     wall = time.time() - t0
     server.kill()
     server.wait()
-    print(f"{CLIENTS} hostile clients ({CONCURRENT} at a time, {len(kinds)} kinds) in {wall:.1f} s")
+    print(f"{CLIENTS} hostile clients ({CONCURRENT} at a time, {len(kinds)} kinds) and "
+          f"{HOLDERS} reconnecting holders, from {ADDRESSES} addresses, in {wall:.1f} s")
     print(f"good sweeps: {good['ok']} completed, {good['failed']} failed, "
           f"{good['attempts']} attempts, at most {good['most']} for one sweep")
     for e in good["errors"][:5]:
@@ -223,9 +266,21 @@ def main():
     print("clients  rss_kB  threads  fds")
     for c, rss, th, fds in samples:
         print(f"{c:7d} {rss:7d} {th:8d} {fds:4d}")
-    print(f"start: rss {start[0]} kB, {start[1]} threads, {start[2]} fds; "
-          f"end: rss {end[0]} kB, {end[1]} threads, {end[2]} fds")
-    ok = good["failed"] == 0 and good["ok"] > 0 and good["most"] <= 2 and end[2] == start[2]
+    most_rss = max(x[1] for x in samples)
+    most_threads = max(x[2] for x in samples)
+    gates = [
+        ("good sweeps completed, none failed", good["ok"] > 0 and good["failed"] == 0,
+         f"{good['ok']} ok, {good['failed']} failed"),
+        (f"attempts per sweep <= {MAX_ATTEMPTS}", good["most"] <= MAX_ATTEMPTS, f"{good['most']}"),
+        (f"rss growth <= {MAX_RSS_GROWTH_KB} kB", most_rss - start[0] <= MAX_RSS_GROWTH_KB,
+         f"{most_rss - start[0]} kB (start {start[0]}, most {most_rss})"),
+        (f"threads <= {MAX_THREADS}, back to start", most_threads <= MAX_THREADS and end[1] == start[1],
+         f"most {most_threads}, start {start[1]}, end {end[1]}"),
+        ("fds back to start", end[2] == start[2], f"start {start[2]}, end {end[2]}"),
+    ]
+    for name, passed, figure in gates:
+        print(f"{'ok  ' if passed else 'FAIL'} {name}: {figure}")
+    ok = all(g[1] for g in gates)
     print("PASS" if ok else "FAIL")
     sys.exit(0 if ok else 1)
 

@@ -142,7 +142,7 @@ pub fn server_session(data: &[u8]) -> Vec<String> {
         return Vec::new();
     };
     let server = std::thread::spawn(move || {
-        let _ = session(stream, &policy, Some(&TestSlots::new(1)), &mut || {});
+        let _ = session(stream, &policy, Some(&TestSlots::new(1)), &mut |_| {});
     });
     send_lines(&mut client, data);
     let mut data_channel = None;

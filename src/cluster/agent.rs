@@ -358,7 +358,7 @@ fn serve_until_told(
         }
         if ready(&fds[0]) {
             if let Ok((stream, _)) = listener.accept() {
-                let _ = crate::peer::server::session(stream, policy, None, &mut || {});
+                let _ = crate::peer::server::session(stream, policy, None, &mut |_| {});
             }
         }
     }

@@ -200,15 +200,7 @@ pub fn greet(
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     let mut ch = ControlChannel::new(stream)?;
-    let hello: Hello = ch
-            .recv()
-            .map_err(|e| {
-                if format!("{e:#}").contains("closed the control connection") {
-                    peer(format!("the peer at {addr} closed the connection before greeting: it does not allow this address (--allow), is overloaded, or is not wulf"))
-                } else {
-                    peer(format!("the peer at {addr} did not greet as wulf: {e:#}"))
-                }
-            })?;
+    let hello = greeting(&mut ch, addr)?;
     let ours = Hello::ours();
     if hello.magic != MAGIC {
         return Err(peer(format!("the service at {addr} is not a wulf server")));
@@ -222,6 +214,29 @@ pub fn greet(
     send(&mut ch, addr, &ours)?;
     let authenticated = authenticate(&mut ch, addr, secret, sink)?;
     Ok((ch, authenticated))
+}
+
+/// The server's Hello; a server that ends the connection instead (a
+/// handshake ended to admit another, or refused) is quoted, not shown as
+/// an undecodable message.
+fn greeting(ch: &mut ControlChannel, addr: SocketAddr) -> Result<Hello> {
+    let line: serde_json::Value = ch.recv().map_err(|e| {
+        if format!("{e:#}").contains("closed the control connection") {
+            peer(format!("the peer at {addr} closed the connection before greeting: it does not allow this address (--allow), is overloaded, or is not wulf"))
+        } else {
+            peer(format!("the peer at {addr} did not greet as wulf: {e:#}"))
+        }
+    })?;
+    if let Ok(Reply::Error { message }) = serde_json::from_value::<Reply>(line.clone()) {
+        return Err(peer(format!(
+            "the peer at {addr} refused this connection: {message}"
+        )));
+    }
+    serde_json::from_value(line).map_err(|e| {
+        peer(format!(
+            "the peer at {addr} did not greet as wulf: not a wulf control message ({e})"
+        ))
+    })
 }
 
 /// The challenge-response after the Hellos (see [`super::auth`]); whether
@@ -375,6 +390,32 @@ mod tests {
         server.join().unwrap();
         let e = format!("{:#}", got.unwrap_err());
         assert!(e.contains("refused: no, thanks"), "{e}");
+    }
+
+    /// Issue 45, item 8: an ended handshake's reason was shown as "not a
+    /// wulf control message" with the raw JSON.
+    #[test]
+    fn a_server_that_ends_the_handshake_is_quoted() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let line = format!(
+                "{{\"reply\":\"error\",\"message\":\"{}\"}}\n",
+                crate::peer::admission::ENDED_FOR_A_NEWER
+            );
+            std::io::Write::write_all(&mut s, line.as_bytes()).unwrap();
+        });
+        let Err(e) = greet(addr, Duration::from_secs(5), None, None) else {
+            panic!("greeted by a server that refused");
+        };
+        server.join().unwrap();
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("refused this connection: too many connections in their handshake"),
+            "{e}"
+        );
+        assert!(!e.contains("not a wulf control message"), "{e}");
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //! where to listen, and a local sweep is the same code with a peer process
 //! the client starts itself.
 
+pub mod admission;
 pub mod auth;
 pub mod client;
+pub mod penalty;
 pub mod protocol;
 pub mod server;
 mod session;

@@ -2,18 +2,16 @@
 //! server sets itself.
 //!
 //! Admission happens before any work: an address outside `--allow` is
-//! closed at once, and at most [`MAX_PENDING`] connections are in their
-//! handshake, at most [`MAX_PENDING_PER_SOURCE`] from one address, so a
+//! closed at once, and the connections in their handshake hold one of a
+//! bounded number of places ([`super::admission`]: at most
+//! [`MAX_PENDING`] in all, [`MAX_PENDING_PER_SOURCE`] per source), so a
 //! flood of idle or trickling connections costs a bounded number of
-//! threads and a few kilobytes each. A connection beyond either limit is
-//! not turned away: the *oldest* handshake of its source (or, over the
-//! total, the oldest of the source holding the most places) is ended
-//! instead. Refusing the newcomer, as
-//! this server once did, let 16 idle connections that reconnect when
-//! dropped lock every client out (0 of 20 good sweeps got in); ending the
-//! oldest means a place held idle is lost to the next arrival, and a real
-//! client, whose handshake takes milliseconds, is through before the
-//! flood reaches it (sshd's MaxStartups and PerSourcePenalties answer the
+//! threads and a few kilobytes each. When the places run out an older
+//! handshake is ended, first those of sources whose handshakes keep
+//! ending unauthenticated ([`super::penalty`]), whose new connections are
+//! then refused while the server is under pressure: a real client, whose
+//! handshake takes milliseconds, gets in whatever the attackers' address
+//! spread (sshd's MaxStartups and PerSourcePenalties answer the
 //! same attack by dropping early and per source). Each admitted
 //! connection gets its own thread; its [`session`] does the handshake
 //! (version, authentication with the shared secret) by a deadline, and only
@@ -22,23 +20,18 @@
 //! its own session, and never holds the server longer than the server's own
 //! `--max-timeout` and `--max-session`.
 
-use std::collections::VecDeque;
 use std::io::Write;
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 pub use super::session::{session, LocalTransports, SessionPolicy, TestSlots};
 
-/// Connections in their handshake at once; a newcomer beyond it ends the
-/// oldest handshake.
-pub const MAX_PENDING: usize = 16;
-
-/// Connections in their handshake at once from one address; a newcomer
-/// beyond it ends that address's oldest handshake.
-pub const MAX_PENDING_PER_SOURCE: usize = 4;
+pub use super::admission::{
+    Admission, Pending, ENDED_FOR_A_NEWER, MAX_PENDING, MAX_PENDING_PER_SOURCE,
+};
 
 /// Pause after a failed accept (out of file descriptors, say), so that a
 /// persistent failure does not spin the CPU or flood the log.
@@ -110,7 +103,7 @@ pub fn serve(opts: &ServeOptions) -> Result<()> {
                 break (stream, who);
             }
         };
-        return session(stream, &opts.policy, None, &mut || {})
+        return session(stream, &opts.policy, None, &mut |_| {})
             .with_context(|| format!("session with {who} failed"));
     }
     serve_on(listener, opts);
@@ -144,7 +137,7 @@ pub fn allowed(allow: &[ipnet::IpNet], ip: IpAddr) -> bool {
 /// Accept clients on `listener` forever (the accept loop of `wulf serve`
 /// and of a cluster agent).
 pub fn serve_on(listener: TcpListener, opts: &ServeOptions) {
-    let pending = Arc::new(Pending::default());
+    let pending = Arc::new(Pending::for_server());
     let slots = TestSlots::new(opts.max_tests.max(1));
     let log = opts.log;
     for conn in listener.incoming() {
@@ -187,134 +180,6 @@ pub fn serve_on(listener: TcpListener, opts: &ServeOptions) {
     }
 }
 
-/// The connections in their handshake, oldest first: an id, the source
-/// address, and a handle to end the connection (`wulf matrix`'s
-/// coordinator admits its agents' connections with it too).
-#[derive(Default)]
-pub struct Pending {
-    entries: Mutex<VecDeque<(u64, IpAddr, TcpStream)>>,
-    next_id: std::sync::atomic::AtomicU64,
-    /// Places in all and per source, when not [`MAX_PENDING`] and
-    /// [`MAX_PENDING_PER_SOURCE`].
-    limits: Option<(usize, usize)>,
-    /// The line an ended handshake is told (its protocol's error message);
-    /// None: `wulf serve`'s [`super::protocol::Reply::Error`].
-    refusal: Option<Vec<u8>>,
-}
-
-impl Pending {
-    /// Handshake places with other limits than `wulf serve`'s: `total` in
-    /// all, `per_source` from one address (a coordinator expecting many
-    /// agents at once, all of them from this machine's loopback when
-    /// simulated).
-    pub fn with_limits(total: usize, per_source: usize) -> Pending {
-        Pending {
-            limits: Some((total.max(1), per_source.max(1))),
-            ..Pending::default()
-        }
-    }
-
-    /// The same, telling an ended handshake `line` (a whole message of the
-    /// protocol spoken on these connections, newline included) instead of
-    /// `wulf serve`'s error reply.
-    pub fn with_refusal(self, line: Vec<u8>) -> Pending {
-        Pending {
-            refusal: Some(line),
-            ..self
-        }
-    }
-
-    /// What an ended handshake is told.
-    fn refusal_line(&self) -> Vec<u8> {
-        if let Some(l) = &self.refusal {
-            return l.clone();
-        }
-        let mut l = serde_json::to_vec(&super::protocol::Reply::Error {
-            message: ENDED_FOR_A_NEWER.to_string(),
-        })
-        .unwrap_or_default();
-        l.push(b'\n');
-        l
-    }
-
-    /// Take a place for `stream` from `ip`, ending the oldest handshake of
-    /// its source or of all when a limit is reached (see the module
-    /// notes); `None` when no handle to it can be made (out of
-    /// descriptors: the connection is closed).
-    pub fn admit(
-        pending: &Arc<Pending>,
-        stream: &TcpStream,
-        ip: IpAddr,
-        log: bool,
-    ) -> Option<Admission> {
-        let handle = stream.try_clone().ok()?;
-        let id = pending
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (max, per_source) = pending
-            .limits
-            .unwrap_or((MAX_PENDING, MAX_PENDING_PER_SOURCE));
-        let mut entries = pending.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let count = |ip: IpAddr| entries.iter().filter(|e| e.1 == ip).count();
-        let victim = if count(ip) >= per_source {
-            entries.iter().position(|e| e.1 == ip)
-        } else if entries.len() >= max {
-            // The oldest handshake of the source holding the most places:
-            // a flood from many addresses ends its own connections before
-            // a client's single one.
-            let heaviest = entries.iter().map(|e| e.1).max_by_key(|&ip| count(ip));
-            heaviest.and_then(|h| entries.iter().position(|e| e.1 == h))
-        } else {
-            None
-        };
-        if let Some(k) = victim.and_then(|k| entries.remove(k)) {
-            // Told why (issue 26: refused handshakes closed without a
-            // word), without waiting: a line fits the send buffer, and a
-            // full one means a client that reads nothing anyway.
-            let line = pending.refusal_line();
-            let _ = socket2::SockRef::from(&k.2).send_with_flags(&line, libc::MSG_DONTWAIT);
-            // Its session's next read fails at once and the thread ends;
-            // its admission then finds its entry gone.
-            let _ = k.2.shutdown(Shutdown::Write);
-            let _ = k.2.shutdown(Shutdown::Both);
-            if log {
-                eprintln!(
-                    "wulf serve: ended a handshake from {} to admit a newer one",
-                    k.1
-                );
-            }
-        }
-        entries.push_back((id, ip, handle));
-        Some(Admission(Some((Arc::clone(pending), id))))
-    }
-
-    fn release(&self, id: u64) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.retain(|e| e.0 != id);
-    }
-}
-
-/// Why a handshake was ended by the server (the message it is told).
-pub const ENDED_FOR_A_NEWER: &str = "too many connections in their handshake: \
-     this one, the oldest of its address (or of the busiest), was ended to admit a newer one";
-
-/// A connection's place among those in their handshake, given back once.
-pub struct Admission(Option<(Arc<Pending>, u64)>);
-
-impl Admission {
-    fn release(&mut self) {
-        if let Some((p, id)) = self.0.take() {
-            p.release(id);
-        }
-    }
-}
-
-impl Drop for Admission {
-    fn drop(&mut self) {
-        self.release();
-    }
-}
-
 fn client(
     stream: TcpStream,
     who: SocketAddr,
@@ -323,7 +188,9 @@ fn client(
     mut admission: Admission,
     log: bool,
 ) {
-    let got = session(stream, policy, Some(slots), &mut || admission.release());
+    let got = session(stream, policy, Some(slots), &mut |ok| {
+        admission.give_back(ok)
+    });
     if let Err(e) = got {
         if log {
             eprintln!("wulf serve: session with {who} ended: {e:#}");

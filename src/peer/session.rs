@@ -206,12 +206,14 @@ impl Drop for SlotGuard {
 
 /// Serve one client on an accepted control connection, start to end. `slots`
 /// None: no limit (a local peer). `admitted` is called once the handshake is
-/// over (the server counts connections still in their handshake).
+/// over, with whether it succeeded (or was answered, `busy`): the server
+/// counts connections still in their handshake, and strikes the sources of
+/// those that end unauthenticated.
 pub fn session(
     stream: TcpStream,
     policy: &SessionPolicy,
     slots: Option<&TestSlots>,
-    admitted: &mut dyn FnMut(),
+    admitted: &mut dyn FnMut(bool),
 ) -> Result<()> {
     let started = Instant::now();
     stream.set_read_timeout(Some(CONTROL_TIMEOUT))?;
@@ -227,7 +229,7 @@ pub fn session(
     // all of it while the handshake's place is still held.
     let got = handshake(&mut ch, policy, slots, deadline)
         .map_err(|e| tell(&mut ch, e, dog.fired(), policy));
-    admitted();
+    admitted(got.is_ok());
     let (setup, slot) = match got {
         Ok(Some(Opened::Test(setup, slot))) => (setup, slot),
         Ok(Some(Opened::Sink(ask, _place))) => {

@@ -220,7 +220,7 @@ fn rank1(mpi: Mpi, job: &Job, same_host: bool, timeout: Duration) -> Result<()> 
         max_bytes,
         ..crate::peer::server::SessionPolicy::local_peer()
     };
-    let served = crate::peer::server::session(stream, &policy, None, &mut || {});
+    let served = crate::peer::server::session(stream, &policy, None, &mut |_| {});
     let mpi = unpark().context("the MPI channel was not released")?;
     if let Err(e) = served {
         // Rank 0 reports the sweep's failure; this is the peer's view.

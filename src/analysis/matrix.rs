@@ -108,6 +108,38 @@ pub fn analyse_pattern(
     nodes: &[MatrixNode],
     cells: &[CellFigures],
 ) -> MatrixAnalysis {
+    analyse_pattern_with(pattern, nodes, cells, Confirmation::WhenRemeasured)
+}
+
+/// What a run's analysis does with a finding whose cells were never
+/// measured again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmation {
+    /// It stands as found (cells read from a file of a wulf that did not
+    /// re-measure, or built by hand).
+    WhenRemeasured,
+    /// It is unconfirmed and nothing is named from it: a run that
+    /// re-measures its suspicious cells and could not (the budget spent,
+    /// an interrupt) names only what a re-measure confirmed (issue 44: a
+    /// healthy fe lab named 2-3 links from cells cut at their deadline).
+    Required,
+}
+
+/// [`analyse_pattern`] with the rule for findings never measured again.
+pub fn analyse_pattern_with(
+    pattern: Pattern,
+    nodes: &[MatrixNode],
+    cells: &[CellFigures],
+    confirmation: Confirmation,
+) -> MatrixAnalysis {
+    // Only a pairs run re-measures its suspicious cells.
+    let confirmation = if pattern == Pattern::Pairs {
+        confirmation
+    } else {
+        Confirmation::WhenRemeasured
+    };
+    let analyse =
+        |nodes: &[MatrixNode], cells: &[CellFigures]| analyse_with(nodes, cells, confirmation);
     match pattern {
         Pattern::Pairs => analyse(nodes, cells),
         Pattern::Multipair => MatrixAnalysis {
@@ -197,8 +229,18 @@ pub fn contention(n: usize, cells: &[CellFigures]) -> Vec<NodeContention> {
         .collect()
 }
 
-/// Analyse a matrix.
+/// Analyse a matrix (a finding never measured again stands as found).
 pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
+    analyse_with(nodes, cells, Confirmation::WhenRemeasured)
+}
+
+/// Analyse a matrix, with `confirmation`'s rule for findings whose cells
+/// were never measured again.
+pub fn analyse_with(
+    nodes: &[MatrixNode],
+    cells: &[CellFigures],
+    confirmation: Confirmation,
+) -> MatrixAnalysis {
     // Cells between two processes of one machine (`--ppn`) measure no
     // link: a node is judged by its inter-node cells alone.
     let several_per_host = nodes.iter().any(|x| x.machine.is_some());
@@ -249,7 +291,7 @@ pub fn analyse(nodes: &[MatrixNode], cells: &[CellFigures]) -> MatrixAnalysis {
     }
     // Host-bound rounds are judged from the cells measured alone instead.
     if !super::matrix_host::apply(&mut a, nodes, cells, again) {
-        super::matrix_confirm::apply(&mut a, again);
+        super::matrix_confirm::apply(&mut a, again, confirmation == Confirmation::Required);
     }
     super::matrix_host::latency_on_busy_hosts(&mut a, cells);
     a.node_summary = touching

@@ -13,8 +13,11 @@
 //!   [`super::matrix::MIN_RELATIVE`]).
 //! * **Asymmetric pair**: confirmed when the re-measures of both
 //!   directions are still further apart than the pair's limit.
-//! * A finding whose cells were not re-measured (a file from before
-//!   re-measuring, a budget spent, an interrupted run) stands as it was.
+//! * A finding whose cells were not re-measured stands as it was when
+//!   re-measures are optional (a file from before re-measuring, cells
+//!   built by hand), and is unconfirmed, naming nothing, when they are
+//!   required (a run, whose budget was spent or which was interrupted
+//!   before it could measure them again: [`super::matrix::Confirmation`]).
 
 use std::collections::BTreeMap;
 
@@ -54,9 +57,10 @@ fn outlying(metric: &str, v: f64, median: f64, spread: &Spread) -> bool {
 }
 
 /// Drop from `a` the slow links and asymmetric pairs that `again` (the
-/// re-measures) does not confirm; count them in `a.unconfirmed`.
-pub fn apply(a: &mut MatrixAnalysis, again: &[CellFigures]) {
-    if again.is_empty() {
+/// re-measures) does not confirm, and with `required` those it has no
+/// re-measure for; count them in `a.unconfirmed`.
+pub fn apply(a: &mut MatrixAnalysis, again: &[CellFigures], required: bool) {
+    if again.is_empty() && !required {
         return;
     }
     let mut last: BTreeMap<(usize, usize), &CellFigures> = BTreeMap::new();
@@ -71,12 +75,13 @@ pub fn apply(a: &mut MatrixAnalysis, again: &[CellFigures]) {
             (Some(c), Some(s)) if !o.explained_by_node => {
                 value(&o.metric, c).is_some_and(|v| outlying(&o.metric, v, o.median, s))
             }
+            (None, _) if !o.explained_by_node => !required,
             _ => true,
         }
     });
     a.asymmetric_pairs.retain(|p| {
         let (Some(ab), Some(ba)) = (last.get(&(p.a, p.b)), last.get(&(p.b, p.a))) else {
-            return true;
+            return !required;
         };
         let (Some(ab), Some(ba)) = (value(&p.metric, ab), value(&p.metric, ba)) else {
             return true;

@@ -79,3 +79,28 @@ fn a_slow_cell_is_a_candidate_and_named_only_when_confirmed() {
     assert_eq!(split(&bad).0.len(), cells.len());
     assert_eq!(c.bandwidth, a.bandwidth);
 }
+
+/// Issue 44: a run whose re-measures ran out of budget named healthy
+/// links from the very cells its warning said nothing is named from.
+#[test]
+fn a_run_names_nothing_from_a_cell_it_could_not_measure_again() {
+    use crate::analysis::matrix::{analyse_with, Confirmation};
+    let cells = rounds();
+    let found = analyse(&nodes(6), &cells);
+    assert!(!found.outlier_cells.is_empty(), "{found:?}");
+    let run = analyse_with(&nodes(6), &cells, Confirmation::Required);
+    assert!(run.outlier_cells.is_empty(), "{run:?}");
+    assert!(run.asymmetric_pairs.is_empty(), "{run:?}");
+    assert!(run.unconfirmed >= 1, "{run:?}");
+    // Confirmed by its re-measure, the same cell is named in a run.
+    let mut again = cells.clone();
+    again.extend(candidates(&found).iter().map(|&(f, t)| {
+        let bw = if (f, t) == (0, 1) { 300e6 } else { 900e6 };
+        cell(f, t, bw, true)
+    }));
+    let run = analyse_with(&nodes(6), &again, Confirmation::Required);
+    assert!(
+        run.outlier_cells.iter().any(|o| (o.from, o.to) == (0, 1)),
+        "{run:?}"
+    );
+}

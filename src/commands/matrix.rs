@@ -249,7 +249,14 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
     );
     pb.finish_and_clear();
     let g = g?;
-    let analysis = crate::analysis::matrix::analyse_pattern(plan.pattern, &g.nodes, &g.cells);
+    // The coordinator re-measures every suspicious cell of a pairs run:
+    // one it could not (budget spent, interrupted) names nothing.
+    let analysis = crate::analysis::matrix::analyse_pattern_with(
+        plan.pattern,
+        &g.nodes,
+        &g.cells,
+        crate::analysis::matrix::Confirmation::Required,
+    );
     let result = MatrixResult {
         kind: MATRIX_KIND.into(),
         schema_version: MATRIX_SCHEMA_VERSION,

@@ -115,6 +115,40 @@ pub struct WholeCpu {
     /// (side by side with the soakers').
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_cpu_ns: Option<f64>,
+    /// Why the kernel figure is withheld (`cpu_ns` 0 and no per-byte or
+    /// per-message figure): the background it subtracts left no idle CPU
+    /// to measure against, or was more than the machine was busy during
+    /// the blocks. Absent: the figure stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<String>,
+}
+
+/// Idle capacity, in CPUs, below which the background leaves nothing to
+/// measure against: communication then runs in what other work leaves,
+/// and busy time less the background reads about 0 whatever it cost
+/// (issue 44: 0.000 ns/B where the ends' getrusage read 723-1,528 ns/B).
+pub const MIN_IDLE_CPUS: f64 = 0.5;
+
+/// Why a kernel figure of `raw_ns` (busy time less the background, before
+/// any clamp) against `base` cannot stand, if it cannot.
+fn withheld_reason(base: &KernelBaseline, raw_ns: f64, background_ns: f64) -> Option<String> {
+    let idle = base.cpu_count() as f64 - base.background_cpus();
+    if base.cpu_count() > 0 && idle < MIN_IDLE_CPUS {
+        return Some(format!(
+            "other work kept {:.2} of {} CPUs busy before the run: no idle CPU was left to \
+             measure the cost against (measure on a quieter machine, or with --cost soak \
+             on CPUs of its own)",
+            base.background_cpus(),
+            base.cpu_count()
+        ));
+    }
+    (raw_ns <= 0.0).then(|| {
+        format!(
+            "the machine was busy for no more than the background subtracted ({:.0} ms of CPU): \
+             other work changed after the background was measured",
+            background_ns / 1e6
+        )
+    })
 }
 
 impl WholeCpu {
@@ -132,6 +166,7 @@ impl WholeCpu {
             busy_ticks: None,
             background_cpu_ns: None,
             kernel_cpu_ns: None,
+            withheld: None,
         }
     }
 
@@ -149,7 +184,9 @@ impl WholeCpu {
         let soakers = soak.map_or(0.0, |s| s.2 as f64);
         // Clamped only here, on the whole window: the per-window sampling
         // error is zero on average, and a clamp per block would bias it.
-        let kernel = (busy_ticks as f64 * base.ns_per_tick - background - soakers).max(0.0);
+        let raw = busy_ticks as f64 * base.ns_per_tick - background - soakers;
+        let kernel = raw.max(0.0);
+        let withheld = withheld_reason(base, raw, background);
         let mut w = match soak {
             Some((lost, ncpu, _)) => {
                 let mut w = WholeCpu::from_lost(lost, ncpu);
@@ -159,6 +196,7 @@ impl WholeCpu {
             None => {
                 let mut w = WholeCpu::from_lost(Lost::default(), base.cpu_count());
                 w.method = Some("kernel".to_string());
+                w.withheld = withheld;
                 w.cpu_ns = kernel;
                 w.wall_ns = wall_ns;
                 w.machine_share = if wall_ns == 0 || base.cpu_count() == 0 {
@@ -172,6 +210,11 @@ impl WholeCpu {
         w.busy_ticks = Some(busy_ticks);
         w.background_cpu_ns = Some(background);
         w
+    }
+
+    /// Whether the figure stands (not [`WholeCpu::withheld`]).
+    pub fn stands(&self) -> bool {
+        self.withheld.is_none()
     }
 }
 
@@ -316,6 +359,25 @@ mod tests {
         assert!((w.machine_share - 0.55).abs() < 1e-9);
         assert_eq!(w.busy_ticks, Some(120));
         assert!((w.background_cpu_ns.unwrap() - 1e8).abs() < 1.0);
+    }
+
+    /// Issue 44: under a saturated background the kernel figure read 0
+    /// CPU ("0.000 ns/B") where the ends' own threads used 723-1,528 ns/B.
+    #[test]
+    fn the_kernel_figure_is_withheld_under_a_saturated_background() {
+        let w = WholeCpu::from_kernel(&base(vec![0.9, 0.8]), 200, 1_000_000_000, None);
+        assert!(!w.stands(), "{w:?}");
+        assert!(
+            w.withheld.as_deref().unwrap().contains("1.70 of 2 CPUs"),
+            "{w:?}"
+        );
+        // Busy time below the background: other work changed.
+        let w = WholeCpu::from_kernel(&base(vec![0.5, 0.5]), 50, 1_000_000_000, None);
+        assert!(w.withheld.as_deref().unwrap().contains("changed"), "{w:?}");
+        assert_eq!(w.cpu_ns, 0.0);
+        // A quiet background: it stands.
+        let w = WholeCpu::from_kernel(&base(vec![0.05, 0.05]), 120, 1_000_000_000, None);
+        assert!(w.stands(), "{w:?}");
     }
 
     #[test]

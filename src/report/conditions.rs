@@ -40,8 +40,22 @@ pub fn whole_table(r: &SweepResult) -> Option<String> {
             "  ticks"
         }
     );
+    let mut withheld: Vec<&str> = Vec::new();
     for p in &r.points {
         let Some(w) = &p.cpu_whole else { continue };
+        if let Some(why) = &w.withheld {
+            let _ = writeln!(
+                s,
+                "{:>10}  {:>12}  {:>14.3}  (withheld: see below)",
+                format_bytes(p.bytes),
+                "withheld",
+                w.getrusage_ns_per_byte.unwrap_or(f64::NAN),
+            );
+            if !withheld.contains(&why.as_str()) {
+                withheld.push(why);
+            }
+            continue;
+        }
         let _ = write!(
             s,
             "{:>10}  {:>12.3}  {:>14.3}  {:>15}  {:>13.0}  {:>8.0}%",
@@ -63,6 +77,9 @@ pub fn whole_table(r: &SweepResult) -> Option<String> {
             (None, _, None) => String::new(),
         };
         let _ = writeln!(s, "{extra}");
+    }
+    for why in withheld {
+        let _ = writeln!(s, "  whole cost withheld: {why}");
     }
     if let Some(b) = r
         .conditions
@@ -269,6 +286,14 @@ pub fn npb_whole_text(r: &NpbResult) -> Option<String> {
     let mut s = String::new();
     for run in &r.runs {
         let Some(w) = &run.cpu_whole else { continue };
+        if let Some(why) = &w.withheld {
+            let _ = writeln!(
+                s,
+                "  {:<24} withheld: {why}",
+                format!("{} np={}", run.via, run.nprocs)
+            );
+            continue;
+        }
         let _ = writeln!(
             s,
             "  {:<24} {:>8.3} CPU-s over {:>7.3} s ({:>3.0}% of the machine)",

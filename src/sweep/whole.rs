@@ -56,11 +56,15 @@ impl<'a> Meter<'a> {
             Mode::Stream => (point.bytes, 1),
         };
         let mut w = counters.whole(&sum);
-        let per_byte = w.cpu_ns / (ops * bytes_per_op.max(1) as f64);
         let getrusage = point.cpu_client.ns_per_byte + point.cpu_server.ns_per_byte;
+        w.getrusage_ns_per_byte = Some(getrusage);
+        if !w.stands() {
+            // Withheld, with its reason: never a 0 that reads as free.
+            return Some(w);
+        }
+        let per_byte = w.cpu_ns / (ops * bytes_per_op.max(1) as f64);
         w.ns_per_byte = Some(per_byte);
         w.ns_per_message = Some(w.cpu_ns / (ops * msgs_per_op as f64));
-        w.getrusage_ns_per_byte = Some(getrusage);
         w.whole_over_getrusage = (getrusage > 0.0).then(|| per_byte / getrusage);
         Some(w)
     }

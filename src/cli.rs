@@ -15,6 +15,7 @@ mod collective_args;
 mod dist_args;
 mod hpl_args;
 mod lab_args;
+mod lists;
 mod load_args;
 mod nodes_args;
 mod npb_args;
@@ -63,8 +64,9 @@ pub enum Command {
     /// Find the settings that make a transport fastest here, and say what
     /// to change.
     Tune(TuneArgs),
-    /// Draw results as an HTML report, or export them (CSV, gnuplot, np.out,
-    /// Markdown).
+    /// Draw results as an HTML report, or export them (the formats are
+    /// listed from `ReportFormat`).
+    #[command(about = lists::report_about())]
     Report(ReportArgs),
     /// Compare results against a baseline, size band by size band, saying
     /// which differences exceed the noise.
@@ -72,11 +74,13 @@ pub enum Command {
     /// Run NAS Parallel Benchmark kernels (written for wulf, verified against
     /// NPB) over each transport and process count: Mop/s and speedup.
     Npb(NpbArgs),
-    /// An emulated cluster on this machine: nodes in network namespaces
-    /// joined by a switch, links shaped to Fast or Gigabit Ethernet.
+    /// An emulated cluster on this machine: nodes in network namespaces,
+    /// shaped links (the named links are listed from the lab's table).
+    #[command(about = lists::lab_about())]
     Lab(LabArgs),
-    /// The seeds' network studies in the link lab, one command each: MTU x
-    /// socket buffer, Fast against Gigabit Ethernet.
+    /// Network studies in the link lab, one command each (listed from
+    /// `StudyArg`).
+    #[command(about = lists::study_about())]
     Study(StudyArgs),
     /// Latency and bandwidth between every pair of nodes (the all-pairs
     /// link matrix), naming slow nodes and links and the fingerprint
@@ -230,9 +234,8 @@ pub struct MeasureArgs {
 /// `wulf sweep`.
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
-    /// Transport: tcp, unix, shm, cma, mpi:openmpi, mpi:mpich, mpi:NAME (see
-    /// --mpi), an MPI forced onto TCP such as 'mpi:openmpi(tcp)', or a
-    /// baseline (memcpy, cacheline).
+    /// Transport: tcp, shm, mpi:openmpi... (`--help` lists them all).
+    #[arg(long_help = lists::transport_help())]
     pub transport: String,
     /// Communication pattern (default: pingpong; stream for memcpy).
     #[arg(long, value_enum)]

@@ -25,7 +25,7 @@
 //! * [`measure`]: the timing loops and the repetition policy;
 //! * [`tune`]: which settings make a transport fastest, and the advice;
 //! * [`peer`]: the control protocol between the measuring side and its peer;
-//! * [`study`]: the seeds' network studies as plans of lab sweeps, and their tables;
+//! * [`study`]: published network studies as plans of lab sweeps, and their tables;
 //! * [`sweep`]: a whole sweep against a peer or in process, and its result;
 //! * [`cluster`]: wulf across many nodes: node lists, agents, the
 //!   coordinator of the all-pairs matrix;

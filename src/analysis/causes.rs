@@ -7,16 +7,16 @@
 //! tried in this order, the first match is reported:
 //!
 //! 1. the library's eager limit E (MPI short/long protocol switch; LAM's dip
-//!    at 128 KB in seed 000): E within [`NEAR`] (10%) of `left..=last`;
+//!    at 128 KB in Farrell and Ong 2003): E within [`NEAR`] (10%) of `left..=last`;
 //! 2. a socket buffer granted, send or receive, or half of one (Linux
 //!    doubles the request and keeps part of the buffer for bookkeeping, so
 //!    the window carrying data is nearer half of what `getsockopt` reports;
-//!    the 32-64 KB drop of seed 000 came from a 32 KB buffer): within 10% of
+//!    the 32-64 KB drop of Farrell and Ong 2003 came from a 32 KB buffer): within 10% of
 //!    `left..=last`. A message larger than the window waits for an
 //!    acknowledgement (bandwidth-delay product, method.md);
 //! 3. a multiple k * MSS (k >= 1) in `left..first`, the span being narrower
 //!    than one MSS so that the multiple is pinned down: one more segment on
-//!    the wire, the last one short (seed 000's dip near 3 KB with a 1500 B
+//!    the wire, the last one short (Farrell and Ong 2003's dip near 3 KB with a 1500 B
 //!    MTU, i.e. past 2 x 1448 B). Without a recorded MSS, MTU - 52 (IPv4 and
 //!    TCP headers plus the timestamp option) is assumed. Only up to k =
 //!    [`MAX_PACKETS`] (20): one packet more among many costs too little;

@@ -38,7 +38,7 @@
 //! piecewise fit's floor, for well-measured points), not the depth margin,
 //! or a tilted line would swallow a 12% dip. That is what a step looks
 //! like: time jumping up at a slower protocol (LAM's short/long switch at
-//! 128 KB in seed 000, whose extra cost is then amortised: the points after
+//! 128 KB in Farrell and Ong 2003, whose extra cost is then amortised: the points after
 //! the switch sit on the new line with those beyond R) or down at a faster
 //! one (the points before the switch sit on the old line with those before
 //! L); the chord from one level to the other would otherwise make the
@@ -47,7 +47,7 @@
 //! bytes apart: a line through two clusters fits any two clusters, and a
 //! slope through two points of one cluster is all noise. A side of a
 //! single point is not tested. Dips a point or two apart (the ACEnic
-//! driver's many drop-outs in seed 000) are each found: a side holding
+//! driver's many drop-outs in Farrell and Ong 2003) are each found: a side holding
 //! another dip is not on a line with the first.
 //!
 //! Rule 3, it comes back. A drop-out is a dip the curve comes back from;

@@ -55,7 +55,7 @@
 //!   the message gets at least 80% of its regime's beta, and no larger
 //!   block can add more than a quarter. On a single Hockney line this is
 //!   the first size at or above 4 n_1/2 = 4 alpha beta. The threshold is
-//!   calibrated on seed 002, which reads its saturation points off the
+//!   calibrated on León Carri et al. 2004, which reads its saturation points off the
 //!   graphs: TCP latency 42 us at about 90 Mbit/s on Fast Ethernet gives
 //!   n_1/2 = 470 B and 4 n_1/2 = 1.9 KB (read: 2 KB); about 160 Mbit/s over
 //!   two bonded links gives 4 n_1/2 = 3.4 KB (read: 4 KB). Using each

@@ -20,7 +20,7 @@ fn rel_err(got: f64, want: f64) -> f64 {
 
 #[test]
 fn clean_curves_flag_nothing() {
-    // (alpha ns, beta bit/s, noise): Gigabit Ethernet of seed 000, a
+    // (alpha ns, beta bit/s, noise): Gigabit Ethernet of Farrell and Ong 2003, a
     // loopback-like path, an InfiniBand-like path, and one without noise.
     let cases = [
         (60_000.0, 330e6, 0.02),
@@ -65,7 +65,7 @@ fn known_figures_of_a_single_hockney_line() {
 
 #[test]
 fn socket_buffer_drop_between_32_and_64_kb() {
-    // Seed 000, kernel 2.0.35: throughput falls by 80% for 32-64 KB blocks
+    // Farrell and Ong 2003, kernel 2.0.35: throughput falls by 80% for 32-64 KB blocks
     // because of a 32 KB socket buffer.
     let base = hockney(100_000.0, 330e6);
     let law = |b: u64| base(b) * if b > 32768 && b < 65536 { 5.0 } else { 1.0 };
@@ -96,7 +96,7 @@ fn socket_buffer_drop_between_32_and_64_kb() {
 
 #[test]
 fn mss_dip_near_3_kb() {
-    // Seed 000: a 20-30 Mbit/s dip near 3 KB with a 1500 B MTU; sizes just
+    // Farrell and Ong 2003: a 20-30 Mbit/s dip near 3 KB with a 1500 B MTU; sizes just
     // past 2 x 1448 B take 12% longer.
     let base = hockney(60_000.0, 330e6);
     let law = |b: u64| {
@@ -128,7 +128,7 @@ fn mss_dip_near_3_kb() {
 
 #[test]
 fn protocol_switch_at_the_eager_limit() {
-    // Seed 000, LAM with a 128 KB short/long switch: from 128 KB on a
+    // Farrell and Ong 2003, LAM with a 128 KB short/long switch: from 128 KB on a
     // handshake adds 200 us, amortised as messages grow.
     let eager = hockney(60_000.0, 500e6);
     let law = |b: u64| eager(b) + if b >= 131072 { 200_000.0 } else { 0.0 };
@@ -191,7 +191,7 @@ fn bandwidth_change_is_a_switchover_not_a_dropout() {
 
 #[test]
 fn driver_dropouts_are_each_found() {
-    // Seed 000's ACEnic: many severe drop-outs from the driver's defaults.
+    // Farrell and Ong 2003's ACEnic: many severe drop-outs from the driver's defaults.
     let base = hockney(100_000.0, 350e6);
     let hit = |b: u64| matches!(b, 1533 | 6141 | 6144 | 6147 | 98307 | 786429);
     let law = |b: u64| base(b) * if hit(b) { 3.0 } else { 1.0 };

@@ -65,7 +65,7 @@ pub struct MatrixArgs {
     /// result then says so). The agents' start-up comes on top.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub budget: Duration,
-    /// Seed of the random order of the rounds (recorded in the result as
+    /// Random seed of the order of the rounds (recorded in the result as
     /// `seed`; give it again to repeat an order). Default: a fresh one.
     #[arg(long)]
     pub seed: Option<u64>,

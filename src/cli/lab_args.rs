@@ -58,7 +58,7 @@ pub struct LabUpArgs {
     #[arg(long, value_name = "TIME", requires = "delay")]
     pub jitter: Option<String>,
     /// What joins the nodes: a switch (each port its own link, full
-    /// duplex) or a hub (seed 004's shared medium: every node's frames,
+    /// duplex) or a hub (Nguyen 2001's shared medium: every node's frames,
     /// both directions, share one budget of the link rate; collisions
     /// are not emulated).
     #[arg(long, value_name = "MEDIUM", default_value = "switch", value_parser = ["switch", "hub"])]
@@ -116,23 +116,25 @@ pub struct LabRshArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum StudyArg {
     /// Peak throughput and latency by MTU (1500, 3000, 4500, 9000) and
-    /// socket buffer (default, 64 KiB ... 1 MiB): seed 000 Table 4.1, with
-    /// seed 002's graphs per MTU.
+    /// socket buffer (default, 64 KiB ... 1 MiB), as Farrell and Ong 2003,
+    /// Table 4.1, with León Carri et al. 2004's graphs per MTU.
     MtuBuffers,
     /// Latency, peak and n_1/2 of tcp and each MPI's TCP path over Fast and
-    /// Gigabit Ethernet: seed 004 Table 2.
+    /// Gigabit Ethernet, as Nguyen 2001, Table 2.
     FeVsGe,
     /// tcp against the lean stacks (raw, xdp, tipc) and each MPI's TCP
     /// path over ge and 10ge, MTU 1500 and 9000: latency, peak, n_1/2 and
-    /// CPU per byte on both ends (seed 001 Table 2, Figs. 1-2).
+    /// CPU per byte on both ends (as Bounanos and Fleury
+    /// 2007, Table 2 and Figs. 1-2).
     LeanStacks,
     /// The real HPL (`wulf hpl`) at 1, 2 and 4 lab nodes over fe, ge and
-    /// 10ge: Gflop/s per link and node count (seed 003).
+    /// 10ge: Gflop/s per link and node count (as Innocente et al. 2000).
     Linpack,
 }
 
 /// `wulf study`.
 #[derive(Debug, Clone, Args)]
+#[command(after_long_help = super::lists::study_references())]
 pub struct StudyArgs {
     /// The study.
     #[arg(value_enum)]

@@ -1,5 +1,5 @@
 //! [`Counted`]: a communicator that counts what its rank sends, for the
-//! communication rows of seed 001's NAS tables (MB/s, messages/s and mean
+//! communication rows of Bounanos and Fleury 2007's NAS tables (MB/s, messages/s and mean
 //! message size per kernel) and for tests that hold a kernel's traffic to
 //! NPB's.
 //!

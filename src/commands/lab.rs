@@ -132,23 +132,52 @@ fn lab_namespaces_exist(name: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// ssh's options that take an argument (its getopt string's letters
+/// followed by ':'): `-o BatchMode=yes`, `-p 22`, `-l user`...
+const SSH_OPTIONS_WITH_ARGUMENT: &str = "bceilmopBDEFIJLOPRSWw";
+
+/// Where the host is among `words`, after the ssh-style options a
+/// launcher or a user's `--rsh` adds: flags alone or clustered (`-x`,
+/// `-nT`, `-q`) and options with an argument, attached (`-oBatchMode=yes`)
+/// or as the next word (`-o BatchMode=yes`). `--` ends the options.
+fn host_position(words: &[String]) -> Option<usize> {
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        if w == "--" {
+            return (i + 1 < words.len()).then_some(i + 1);
+        }
+        let Some(letters) = w.strip_prefix('-').filter(|l| !l.is_empty()) else {
+            return Some(i);
+        };
+        // The first letter that takes an argument takes the rest of the
+        // word, or the next word when it ends the word.
+        if let Some(at) = letters.find(|c| SSH_OPTIONS_WITH_ARGUMENT.contains(c)) {
+            if at + 1 == letters.len() {
+                i += 1;
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
 /// The remote shell of MPI launchers: `wulf lab rsh --name LAB [OPTIONS]
 /// HOST WORDS...` runs `sh -c "WORDS..."` in node HOST, as ssh would run
 /// them on a remote host (the launcher quotes for a remote shell).
 fn rsh(a: &LabRshArgs) -> Result<()> {
     let st = state::load(&a.name)?;
-    let mut words = a.words.iter();
-    // ssh-style options a launcher may add (-x, -n, -T) come first.
-    let host = words
-        .by_ref()
-        .find(|w| !w.to_string_lossy().starts_with('-'))
-        .ok_or_else(|| usage("wulf lab rsh: no host given"))?;
-    let host = host.to_string_lossy();
+    let texts: Vec<String> = a.words.iter().map(|w| w.to_string_lossy().into_owned()).collect();
+    // ssh-style options a launcher may add (-x, -n, -T, -o OPTION, -p
+    // PORT...) come first; none means anything inside a lab node.
+    let at = host_position(&texts).ok_or_else(|| usage("wulf lab rsh: no host given"))?;
+    let host = &texts[at];
+    let words = a.words.iter().skip(at + 1);
     // Launchers pass host names, possibly qualified or as addresses.
     let node = st
         .nodes
         .iter()
-        .find(|n| n.name == host.split('.').next().unwrap_or("") || n.address.to_string() == host)
+        .find(|n| n.name == host.split('.').next().unwrap_or("") || n.address.to_string() == *host)
         .ok_or_else(|| {
             usage(format!(
                 "wulf lab rsh: '{host}' is not a node of lab {}",
@@ -176,4 +205,29 @@ fn rsh(a: &LabRshArgs) -> Result<()> {
         .status()
         .context("cannot start the remote command in the lab")?;
     relay(exit_code(status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_position;
+
+    fn at(words: &[&str]) -> Option<usize> {
+        host_position(&words.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+    }
+
+    /// What launchers and users pass to a remote shell before the host
+    /// (issue 49 item 16: `-o BatchMode=yes` was taken for the host).
+    #[test]
+    fn ssh_options_before_the_host_are_skipped_with_their_arguments() {
+        assert_eq!(at(&["node1", "hostname"]), Some(0));
+        assert_eq!(at(&["-x", "-n", "-T", "-q", "node2", "cmd"]), Some(4));
+        assert_eq!(at(&["-nTx", "node2"]), Some(1));
+        assert_eq!(at(&["-o", "BatchMode=yes", "node1", "cmd"]), Some(2));
+        assert_eq!(at(&["-oBatchMode=yes", "-o", "StrictHostKeyChecking=no", "node3"]), Some(3));
+        assert_eq!(at(&["-p", "22", "-l", "root", "-xq", "10.0.0.2", "cmd"]), Some(5));
+        assert_eq!(at(&["-qo", "ConnectTimeout=5", "node1"]), Some(2));
+        assert_eq!(at(&["--", "node1"]), Some(1));
+        assert_eq!(at(&["-o", "BatchMode=yes"]), None);
+        assert_eq!(at(&["-x"]), None);
+    }
 }

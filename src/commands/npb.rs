@@ -1,5 +1,5 @@
 //! `wulf npb cg|ep|is|mg`: a NAS kernel over each transport and process
-//! count, printed as the seeds' tables and saved as an NPB result.
+//! count, printed as the published studies' tables and saved as an NPB result.
 
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime};
@@ -102,12 +102,16 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
     let mut results = Vec::new();
     let mut failed = Vec::new();
     let mut failed_code = None;
+    // Kernels `all` ran at no count, and why: the final table keeps a row
+    // for each, so a reader sees them left out rather than missing.
+    let mut skipped: Vec<(String, String)> = Vec::new();
     for kernel in kernels {
         let nprocs = counts_for(kernel, a.class, &a.np, several)?;
         if nprocs.is_empty() {
             // Within `all` only: the other kernels still run (EP takes
             // any count where CG, IS and MG need powers of two).
             eprintln!("wulf: {kernel}: skipped: it can use none of the process counts given");
+            skipped.push((kernel.to_string(), why_no_count(kernel, a.class, &a.np)));
             continue;
         }
         let plan = NpbPlan {
@@ -182,7 +186,7 @@ pub fn execute(args: &NpbArgs) -> Result<()> {
     if several {
         print!(
             "\n{}",
-            crate::report::format::npb_table::kernels_table(&results)
+            crate::report::format::npb_table::kernels_table_skipping(&results, &skipped)
         );
     }
     let loads_text = crate::load::Loads::describe(&loads.stop());
@@ -220,6 +224,15 @@ fn counts_for(kernel: Kernel, class: Class, nps: &[usize], skip: bool) -> Result
         )));
     }
     Ok(usable)
+}
+
+/// Why `kernel` can use none of `nps`: its refusal of the largest.
+fn why_no_count(kernel: Kernel, class: Class, nps: &[usize]) -> String {
+    nps.iter()
+        .rev()
+        .find_map(|&np| kernel.check_process_count(class, np).err())
+        .map(|e| format!("{e:#}"))
+        .unwrap_or_else(|| "no process count given".to_string())
 }
 
 /// `dir/r.json` becomes `dir/r-cg.json` for CG.

@@ -1,4 +1,4 @@
-//! Other work on this machine while an NAS combination ran: seed 001
+//! Other work on this machine while an NAS combination ran: Bounanos and Fleury 2007
 //! compares kernels "loaded" and "unloaded", and an "unloaded" run on a
 //! machine that something else keeps busy is neither (issue 31: unloaded
 //! MG runs got 25-66% of a CPU on a busy machine, with no warning).

@@ -211,6 +211,8 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             .as_bytes(),
         )?;
         println!("report:  {}", report_path.display());
+        // Last, the few sentences the report opens with: the answer.
+        print!("{}", report::html::answer_screen(&results));
     }
     if let Some(e) = stop {
         return Err(e);

@@ -225,6 +225,8 @@ pub fn execute(
     )?;
     println!("results: {}", dir.display());
     println!("report:  {}", report.display());
+    // Last, the few sentences the report opens with: the answer.
+    print!("{}", crate::report::html::answer_screen(&sweeps));
     if let Some(e) = stop {
         return Err(e);
     }

@@ -1,4 +1,4 @@
-//! `wulf study NAME`: a seed's network study as one command. Each case of
+//! `wulf study NAME`: a published network study as one command. Each case of
 //! the plan ([`crate::study::plan`]) is an ordinary `wulf sweep --lab`
 //! run as a child process in a temporary lab of its own (so a case that
 //! fails or hangs ends alone, and every case's result is a normal sweep
@@ -147,7 +147,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
             }
         }
     }
-    // NAS rows over each stack (seed 001 Table 2), after the sweeps.
+    // NAS rows over each stack (Bounanos and Fleury 2007, Table 2), after the sweeps.
     let nas = match name {
         StudyName::LeanStacks if !interrupted => {
             let (nas, stop) = run_nas(&opts, &dir);

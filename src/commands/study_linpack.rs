@@ -1,4 +1,4 @@
-//! `wulf study linpack`: seed 003's Linpack comparison in its own form.
+//! `wulf study linpack`: Innocente et al. 2000's Linpack comparison in its own form.
 //! Each case of [`crate::study::linpack::plan`] is an ordinary `wulf hpl
 //! --lab LINK --np NODES` run as a child process (a temporary lab of its
 //! own, HPL's result file beside the others); then the Gflop/s grid and

@@ -22,7 +22,7 @@
 //! redirected to an `ifb` device (`hub0` in the switch namespace) whose
 //! htb has the link's rate, and from there the frame goes on into the
 //! bridge. One budget for all nodes and both directions is the shared
-//! half-duplex medium of seed 004's 10/100 hub; its collisions and
+//! half-duplex medium of Nguyen 2001's 10/100 hub; its collisions and
 //! back-off are not emulated (frames wait in the shaper's queue instead).
 
 use std::net::Ipv4Addr;

@@ -17,6 +17,15 @@ pub const MIN_MTU_BYTES: u32 = 576;
 /// Largest MTU a veth accepts.
 pub const MAX_MTU_BYTES: u32 = 65_535;
 
+/// The links `--link` and `--lab` know by name, with their rates (bits/s);
+/// any other rate is given as tc writes it (`600mbit`).
+pub const NAMED_LINKS: [(&str, u64); 4] = [
+    ("fe", 100_000_000),
+    ("ge", 1_000_000_000),
+    ("10ge", 10_000_000_000),
+    ("25ge", 25_000_000_000),
+];
+
 /// A link rate as the user named it and in bits per second.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,13 +41,10 @@ impl LinkRate {
     /// `2.5gbit`, `100000kbit`, `1000000bit`).
     pub fn parse(text: &str) -> Result<LinkRate, String> {
         let t = text.trim().to_ascii_lowercase();
-        let named = match t.as_str() {
-            "fe" => Some(100_000_000),
-            "ge" => Some(1_000_000_000),
-            "10ge" => Some(10_000_000_000),
-            "25ge" => Some(25_000_000_000),
-            _ => None,
-        };
+        let named = NAMED_LINKS
+            .iter()
+            .find(|(name, _)| *name == t)
+            .map(|&(_, bits)| bits);
         let bits_per_s = match named {
             Some(b) => b,
             None => parse_tc_rate(&t).ok_or_else(|| {
@@ -95,7 +101,7 @@ pub struct Impairments {
     /// Random frame loss in the switch, percent (nftables' numgen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_percent: Option<f64>,
-    /// A hub instead of a switch (seed 004): every frame any node sends
+    /// A hub instead of a switch (Nguyen 2001): every frame any node sends
     /// shares one budget of the link rate, so two pairs at once share it
     /// and traffic both ways halves (half duplex). Collisions are not
     /// emulated: frames queue for the medium instead of backing off.

@@ -205,7 +205,7 @@ fn pairs_count(unloaded: &[SweepResult], loaded: &[SweepResult]) -> usize {
     unloaded.len().min(loaded.len())
 }
 
-/// `--loaded-vs-unloaded` for NAS kernels, in the form of seed 001's
+/// `--loaded-vs-unloaded` for NAS kernels, in the form of Bounanos and Fleury 2007's
 /// Tables 1 and 2: kernel rows, transport columns, unloaded and loaded
 /// best Mop/s at the largest process count, the relative change of each,
 /// and each transport against tcp under both conditions.

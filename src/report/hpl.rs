@@ -1,5 +1,5 @@
 //! `wulf hpl` results as tables: HPL's Gflop/s by link kind and node count
-//! (seed 003's comparison, `wulf study linpack`), and one line per run
+//! (Innocente et al. 2000's comparison, `wulf study linpack`), and one line per run
 //! with its conditions (N, NB, P x Q, time, HPL's residual check). Pure:
 //! the study command, the markdown exporter and the HTML report share it.
 

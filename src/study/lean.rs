@@ -1,4 +1,4 @@
-//! `lean-stacks` (seed 001, Table 2 and Figs. 1-2): how much of the cost
+//! `lean-stacks` (Bounanos and Fleury 2007, Table 2 and Figs. 1-2): how much of the cost
 //! of cluster communication is TCP/IP itself. tcp against the lean stacks
 //! Linux ships (raw Ethernet frames with wulf's own reliable protocol,
 //! AF_XDP, TIPC) and each MPI's TCP path, over ge and 10ge lab links at
@@ -6,9 +6,9 @@
 //! in interleaved rounds (every stack once per round, [`rounds`] of them,
 //! issue 34: a study that ran each stack once saw tcp's latency move 9 to
 //! 34 us between rows) give the table's latency (best, median and spread
-//! over the rounds), peak and n_1/2 (as the seed's Table 2) and the CPU
+//! over the rounds), peak and n_1/2 (as its Table 2) and the CPU
 //! per byte of each end (getrusage; the whole machine's with `--cost
-//! whole`) at [`CPU_BYTES`], the seed's Fig. 2 measure.
+//! whole`) at [`CPU_BYTES`], the study's Fig. 2 measure.
 //!
 //! A transport that cannot run here (not built into this wulf, or, like
 //! TIPC on a kernel without it, unavailable) keeps its rows: the study
@@ -32,7 +32,7 @@ pub const UNAVAILABLE: &str = "unavailable: ";
 /// Rounds of an `effort`'s study: every stack is measured once per
 /// round, rounds one after another (ABAB...), so that what drifts over the
 /// study (other work, the lab's first packets, frequency) hits every stack
-/// alike and the spread over the rounds shows the noise (seed 001 took the
+/// alike and the spread over the rounds shows the noise (Bounanos and Fleury 2007 took the
 /// best of five).
 pub fn rounds(effort: super::Effort) -> u32 {
     match effort {
@@ -187,7 +187,7 @@ fn table(cases: &[StudyCaseResult], link: &str, mtu: u32, whole: bool) -> StudyT
     if whole {
         columns.push("CPU whole, ns/B");
     }
-    // Seed 001's Fig. 1: each stack's latency as a multiple of TCP's over
+    // Bounanos and Fleury 2007's Fig. 1: each stack's latency as a multiple of TCP's over
     // the same link, taken within each round, the median over the rounds
     // (below 1: faster than TCP/IP).
     columns.push("latency / tcp");

@@ -1,4 +1,4 @@
-//! `lean-stacks`' NAS rows (seed 001, Table 2: Mop/s of each NAS kernel
+//! `lean-stacks`' NAS rows (Bounanos and Fleury 2007, Table 2: Mop/s of each NAS kernel
 //! over each stack, loaded and unloaded). The NAS ranks run one per lab
 //! node, over tcp and the lean stacks (raw frames and AF_XDP carry a
 //! process group between lab nodes as they carry a sweep) and each MPI's
@@ -12,7 +12,7 @@ use super::{Effort, StudyOptions};
 use crate::lab::LinkRate;
 use crate::result::{NpbResult, StudyNasCase, StudyNasStack, StudyRow, StudyTable};
 
-/// The class every NAS row runs: the seeds' clusters ran class A and B
+/// The class every NAS row runs: the published studies' clusters ran class A and B
 /// for minutes; class S over two lab nodes takes seconds per stack.
 pub const CLASS: &str = "S";
 /// Processes, one per lab node.
@@ -207,7 +207,7 @@ pub fn tables(cases: &[StudyNasCase]) -> Vec<StudyTable> {
                 .collect();
             StudyTable {
                 title: format!(
-                    "NAS kernels over {link}, MTU {mtu}: class {CLASS}, {NPROCS} processes (one per lab node), Mop/s per kernel and stack, median over {rounds} interleaved round{} (seed 001 Table 2)",
+                    "NAS kernels over {link}, MTU {mtu}: class {CLASS}, {NPROCS} processes (one per lab node), Mop/s per kernel and stack, median over {rounds} interleaved round{} (Bounanos and Fleury 2007, Table 2)",
                     if rounds == 1 { "" } else { "s" }
                 ),
                 row_header: "kernel".into(),

@@ -1,4 +1,4 @@
-//! `linpack` (seed 003: ScaLAPACK/Linpack on 4 nodes over Fast Ethernet,
+//! `linpack` (Innocente et al. 2000: ScaLAPACK/Linpack on 4 nodes over Fast Ethernet,
 //! Gigabit and Myrinet): the real HPL (`wulf hpl`, HPC Challenge on Open
 //! MPI) at 1, 2 and 4 lab nodes over fe, ge and 10ge links, one process
 //! per node, N fixed per effort so that the node counts and links solve
@@ -11,11 +11,11 @@
 
 use super::Effort;
 
-/// The links compared, slowest first (seed 003's Fast Ethernet, then
+/// The links compared, slowest first (Innocente et al. 2000's Fast Ethernet, then
 /// Gigabit; 10ge stands in for the faster interconnect).
 pub const LINKS: [&str; 3] = ["fe", "ge", "10ge"];
 
-/// Node counts: seed 003 ran 4 nodes; 1 is the interconnect-free base.
+/// Node counts: Innocente et al. 2000 ran 4 nodes; 1 is the interconnect-free base.
 pub const NODES: [usize; 3] = [1, 2, 4];
 
 /// HPL's block size for every case.

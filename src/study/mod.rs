@@ -1,21 +1,21 @@
-//! The seeds' network studies as plans of sweeps in the link lab, and the
+//! Published network studies as plans of sweeps in the link lab, and the
 //! tables they produce. Pure: what to run ([`plan`]) and what the runs
 //! mean ([`summarize`]); running them is `wulf study`'s job
 //! (`commands::study`), which measures each case as an ordinary
 //! `wulf sweep --lab` in a lab of its own.
 //!
-//! * `mtu-buffers` (seed 000, Table 4.1; seed 002, Figs. 7-14): peak
+//! * `mtu-buffers` (Farrell and Ong 2003, Table 4.1; León Carri et al. 2004, Figs. 7-14): peak
 //!   throughput and small-message latency for MTU 1500, 3000, 4500 and
 //!   9000 crossed with socket buffers default, 64 KiB ... 1 MiB, over one
 //!   link (ge by default); plus one full sweep per MTU with default buffers
 //!   for the throughput, signature and saturation graphs. Cells are
-//!   ping-pong sweeps, as NetPIPE measured the seeds' tables: the peak
+//!   ping-pong sweeps, as NetPIPE measured the published studies' tables: the peak
 //!   includes what latency costs at each size, which is what the socket
 //!   buffer and MTU change.
-//! * `fe-vs-ge` (seed 004, Table 2): every transport that crosses a network
+//! * `fe-vs-ge` (Nguyen 2001, Table 2): every transport that crosses a network
 //!   (tcp and each MPI on its TCP path), over Fast and Gigabit Ethernet:
 //!   latency, peak and n_1/2, from one full ping-pong sweep each.
-//! * `lean-stacks` (seed 001, Table 2 and Figs. 1-2): tcp against the lean
+//! * `lean-stacks` (Bounanos and Fleury 2007, Table 2 and Figs. 1-2): tcp against the lean
 //!   stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path,
 //!   over ge and 10ge at MTU 1500 and 9000 ([`lean`]).
 
@@ -30,19 +30,38 @@ use serde::{Deserialize, Serialize};
 use crate::lab::LinkRate;
 use crate::result::Mode;
 
+/// The published studies wulf's studies reproduce, as the help, the
+/// tables and the docs cite them (authors and year), with where to find
+/// each (authors, title, venue, year).
+pub const REFERENCES: [(&str, &str); 5] = [
+    ("Bounanos and Fleury 2007", "Stylianos Bounanos and Martin Fleury, Gb Ethernet protocols for clusters: an OpenMPI, TIPC, GAMMA case study, ParCo 2007"),
+    ("Farrell and Ong 2003", "Paul A. Farrell and Hong Ong, Factors involved in the performance of computations on Beowulf clusters, Electronic Transactions on Numerical Analysis 15, 2003"),
+    ("Innocente et al. 2000", "R. Innocente, M. Corbatto and S. Cozzini, A PC cluster with high speed network interconnects, Abdus Salam ICTP and SISSA, Trieste, 2000"),
+    ("León Carri et al. 2004", "Carolina León Carri, Carlos García Garino and Guillermo Marshall, Performance de red en clusters Beowulf, Mecánica Computacional XXIII, 2004"),
+    ("Nguyen 2001", "Nguyen Hai Chau, A comparative study on performance of MPICH, LAM/MPI and PVM on a Linux cluster over Fast Ethernet, 2001"),
+];
+
 /// The studies wulf knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StudyName {
-    /// MTU x socket buffer (seed 000 Table 4.1, seed 002).
+    /// MTU x socket buffer (Farrell and Ong 2003, Table 4.1, León Carri et al. 2004).
     MtuBuffers,
-    /// Fast against Gigabit Ethernet per transport (seed 004 Table 2).
+    /// Fast against Gigabit Ethernet per transport (Nguyen 2001, Table 2).
     FeVsGe,
-    /// TCP/IP against lean stacks (seed 001 Table 2, Figs. 1-2).
+    /// TCP/IP against lean stacks (Bounanos and Fleury 2007, Table 2, Figs. 1-2).
     LeanStacks,
 }
 
 impl StudyName {
+    /// Every study of this kind (lab sweeps), for lists that must name
+    /// them all (`--help`'s test).
+    pub const ALL: [StudyName; 3] = [
+        StudyName::MtuBuffers,
+        StudyName::FeVsGe,
+        StudyName::LeanStacks,
+    ];
+
     /// The name on the command line and in files.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -55,9 +74,9 @@ impl StudyName {
     /// What the study reproduces.
     pub fn about(self) -> &'static str {
         match self {
-            StudyName::MtuBuffers => "TCP peak throughput and latency by MTU and socket buffer (seed 000 Table 4.1), with one sweep per MTU for the throughput, signature and saturation graphs (seed 002 Figs. 7-14)",
-            StudyName::FeVsGe => "latency, peak and n_1/2 of every transport that crosses a network, over Fast and Gigabit Ethernet (seed 004 Table 2)",
-            StudyName::LeanStacks => "TCP/IP against lean stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path, over ge and 10ge at MTU 1500 and 9000, every stack once per round in interleaved rounds: latency (best, median, spread), peak, n_1/2 and CPU per byte on both ends, latency as a multiple of tcp's (seed 001 Table 2, Figs. 1-2)",
+            StudyName::MtuBuffers => "TCP peak throughput and latency by MTU and socket buffer (Farrell and Ong 2003, Table 4.1), with one sweep per MTU for the throughput, signature and saturation graphs (León Carri et al. 2004, Figs. 7-14)",
+            StudyName::FeVsGe => "latency, peak and n_1/2 of every transport that crosses a network, over Fast and Gigabit Ethernet (Nguyen 2001, Table 2)",
+            StudyName::LeanStacks => "TCP/IP against lean stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path, over ge and 10ge at MTU 1500 and 9000, every stack once per round in interleaved rounds: latency (best, median, spread), peak, n_1/2 and CPU per byte on both ends, latency as a multiple of tcp's (Bounanos and Fleury 2007, Table 2, Figs. 1-2)",
         }
     }
 }

@@ -1,5 +1,5 @@
 //! What a study's sweeps mean: each case's figures (from the same
-//! [`Analysis`] the report uses) and the study's tables, in the seeds'
+//! [`Analysis`] the report uses) and the study's tables, in the published studies'
 //! forms; and those tables as terminal text and Markdown. Pure functions.
 
 use std::fmt::Write;
@@ -232,7 +232,7 @@ fn fe_vs_ge_table(cases: &[StudyCaseResult]) -> StudyTable {
 }
 
 /// PVM's route through the pvmd daemons against its direct task-to-task
-/// route (seed 004 compared them, as LAM's C2C against LAMD): both rows
+/// route (Nguyen 2001 compared them, as LAM's C2C against LAMD): both rows
 /// and the daemon's as a multiple of the direct one's. None unless both
 /// were measured.
 fn pvm_routes_table(cases: &[StudyCaseResult]) -> Option<StudyTable> {

@@ -2,7 +2,7 @@
 //! the peer uses, and what it is (driver, firmware, MTU, link speed, PCIe
 //! slot, offloads, interrupt coalescing).
 //!
-//! Seed 002 found the node deciding the result: one Gigabit NIC gave 350 to
+//! León Carri et al. 2004 found the node deciding the result: one Gigabit NIC gave 350 to
 //! 600 Mbit/s in three machines, a slow PCI bus capped it, a driver update
 //! halved latency. So the interface's description goes with every network
 //! result, and with it the root qdisc: a shaper on the interface (see
@@ -413,7 +413,7 @@ fn pcie_link(net_dir: &Path, devices_root: &Path) -> Option<PcieLink> {
 }
 
 /// A warning when the NIC's negotiated PCIe link carries less than its
-/// network link, as seed 002 found with a Gigabit NIC on a slow bus. `None`
+/// network link, as León Carri et al. 2004 found with a Gigabit NIC on a slow bus. `None`
 /// when the bus is fast enough or either figure is unknown.
 pub fn pcie_limits_link(iface: &Interface) -> Option<String> {
     let pcie = iface.pcie.as_ref()?;

@@ -417,6 +417,18 @@ pub fn registry(options: &ExtraOptions) -> Vec<Box<dyn Transport>> {
     all
 }
 
+/// Every transport wulf can name without probing the machine, as
+/// (name, description), in the registry's order: the compiled-in ones and
+/// PVM's (its library is loaded only when a channel is made). The MPIs
+/// are found at run time (`mpi:NAME`); `--help` lists them apart.
+pub fn catalogue() -> Vec<(&'static str, &'static str)> {
+    built_in()
+        .into_iter()
+        .chain(pvm::transports())
+        .map(|t| (t.name(), t.about()))
+        .collect()
+}
+
 /// The transports compiled into wulf, without looking for an MPI (no
 /// probe of the machine).
 fn built_in() -> Vec<Box<dyn Transport>> {

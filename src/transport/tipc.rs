@@ -1,5 +1,5 @@
 //! `tipc`: TIPC stream sockets (AF_TIPC, SOCK_STREAM), the cluster
-//! protocol in the Linux kernel that seed 001 measured against TCP.
+//! protocol in the Linux kernel that Bounanos and Fleury 2007 measured against TCP.
 //!
 //! TIPC addresses services by name, not by host: the peer binds a random
 //! service type and instance with cluster scope and sends them in its

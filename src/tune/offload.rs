@@ -2,7 +2,7 @@
 //! configurations to measure, the `ethtool` arguments that set and restore
 //! them, and whether the driver did what was asked.
 //!
-//! Seed 001's Fig. 1 shows checksum offload and TSO changing latency; seed
+//! Bounanos and Fleury 2007's Fig. 1 shows checksum offload and TSO changing latency; seed
 //! 002 found drivers deciding results. The factors are the interface's
 //! segmentation offloads (TSO, GSO), receive offload (GRO), checksum
 //! offload (tx, rx) and interrupt coalescing, each flipped from its state

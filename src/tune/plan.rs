@@ -25,7 +25,7 @@ pub const BUFFER_SIZES_BYTES: [u64; 6] =
     [64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 4 << 20];
 
 /// MTUs whose MSS is tried when it is below the path's own: standard
-/// Ethernet and the usual jumbo frame (seed 000 tried 1500 to 9000).
+/// Ethernet and the usual jumbo frame (Farrell and Ong 2003 tried 1500 to 9000).
 pub const STANDARD_MTUS_BYTES: [u64; 2] = [1500, 9000];
 
 /// IPv4 plus TCP header bytes without options.

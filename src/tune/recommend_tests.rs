@@ -33,7 +33,7 @@ fn topics(recs: &[Recommendation], t: Topic) -> Vec<&Recommendation> {
 fn bdp_arithmetic_by_hand() {
     // 10 Gbit/s = 1.25e9 B/s; 100 us = 1e-4 s; 1.25e9 * 1e-4 = 125000 B.
     assert!((bdp_bytes(10e9, 100_000.0) - 125_000.0).abs() < 1e-6);
-    // 1 Gbit/s over a 62 us round trip (seed 002's driver-update latency):
+    // 1 Gbit/s over a 62 us round trip (León Carri et al. 2004's driver-update latency):
     // 1.25e8 B/s * 6.2e-5 s = 7750 B.
     assert!((bdp_bytes(1e9, 62_000.0) - 7_750.0).abs() < 1e-6);
 }

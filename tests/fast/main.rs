@@ -20,6 +20,7 @@ mod confirm_stored;
 mod deb_files;
 mod fuzz_properties;
 mod fuzz_sessions;
+mod help_lists;
 mod hostile_files;
 mod hpl_report;
 mod matrix_read;

@@ -114,6 +114,24 @@ fn up_exec_status_down_leave_nothing_behind() {
     assert_eq!(run(&["lab", "down", "--name", &lab]).status.code(), Some(2));
 }
 
+/// `wulf lab rsh` takes what launchers and `--rsh` add for ssh before the
+/// host (issue 49 item 16: `-o BatchMode=yes` was taken for the host), so
+/// `--rsh "wulf lab rsh --name LAB"` can serve any launcher.
+#[test]
+fn lab_rsh_takes_ssh_options_before_the_host() {
+    let _serial = serial();
+    if !labs_possible() {
+        return;
+    }
+    let lab = name("rshopts");
+    let _g = common::lab_up(&lab, 2);
+    let said = ok(&run(&[
+        "lab", "rsh", "--name", &lab, "-x", "-nT", "-o", "BatchMode=yes", "-oConnectTimeout=5",
+        "-o", "StrictHostKeyChecking=accept-new", "-p", "22", "node2", "hostname",
+    ]));
+    assert_eq!(said.trim(), "node2");
+}
+
 #[test]
 fn two_labs_coexist() {
     let _serial = serial();

@@ -43,6 +43,7 @@ fn package_builds_installs_runs_and_removes() {
     let deb = Path::new(root).join(printed);
     lint(&deb);
     depends_cover_shlibs(&deb);
+    suggests_what_wulf_can_use(&deb);
 
     let _installed = Installed::new(&deb.display().to_string());
     let version = Command::new(INSTALLED).arg("--version").output().unwrap();
@@ -82,6 +83,7 @@ fn package_builds_installs_runs_and_removes() {
     ] {
         assert!(Path::new(f).is_file(), "{f} is not installed");
     }
+    every_result_schema_is_installed();
 
     let dir = tempdir();
     let json = file(&dir, "r.json");
@@ -336,4 +338,44 @@ fn start_the_service() {
         "no sweep against the service: {}",
         String::from_utf8_lossy(&status.stdout)
     );
+}
+
+/// The packages wulf uses where installed (MPI, PVM, HPL, the lab's
+/// tools) are all in the package's Suggests.
+fn suggests_what_wulf_can_use(deb: &Path) {
+    let out = Command::new("dpkg-deb")
+        .arg("-f")
+        .arg(deb)
+        .arg("Suggests")
+        .output()
+        .unwrap();
+    let suggests = String::from_utf8_lossy(&out.stdout);
+    let have: Vec<&str> = suggests
+        .split(',')
+        .filter_map(|d| d.split_whitespace().next())
+        .collect();
+    for package in ["openmpi-bin", "mpich", "pvm", "hpcc", "iproute2", "nftables"] {
+        assert!(have.contains(&package), "Suggests {suggests:?} lacks {package}");
+    }
+}
+
+/// Every JSON Schema in docs/schema/ is installed beside the schema docs,
+/// byte for byte.
+fn every_result_schema_is_installed() {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schema");
+    let mut count = 0;
+    for entry in std::fs::read_dir(&source).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let name = path.file_name().unwrap();
+        let installed = Path::new("/usr/share/doc/wulf/schema").join(name);
+        let want = std::fs::read(&path).unwrap();
+        let got = std::fs::read(&installed)
+            .unwrap_or_else(|e| panic!("{} is not installed: {e}", installed.display()));
+        assert_eq!(got, want, "{} differs from {}", installed.display(), path.display());
+        count += 1;
+    }
+    assert!(count >= 6, "only {count} schemas in {}", source.display());
 }

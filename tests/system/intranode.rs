@@ -391,6 +391,7 @@ fn run_measures_baselines_first_and_reuses_them_as_limits() {
         assert!(table.contains(row), "{table}");
     }
     let run_dir = crate::common::only_dir(dir.path());
+    the_last_screen_is_the_reports_answer(&table, &run_dir);
     let memcpy = json(&run_dir.join("memcpy-stream.json"));
     let cacheline = json(&run_dir.join("cacheline-pingpong.json"));
     let shm = json(&run_dir.join("shm-pingpong.json"));
@@ -418,6 +419,30 @@ fn run_measures_baselines_first_and_reuses_them_as_limits() {
             two["points"][i]["bits_per_s"]
         );
     }
+}
+
+/// `wulf run` ends with the sentences its report opens with (issue 49
+/// item 18), after the paths of the results, as text: the peak sentence
+/// the page has, word for word, without markup.
+fn the_last_screen_is_the_reports_answer(stdout: &str, run_dir: &std::path::Path) {
+    let after = stdout
+        .split("report:  ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no report path in:\n{stdout}"));
+    let answer = after.split_once('\n').map_or("", |(_, rest)| rest);
+    assert!(
+        answer.starts_with("\nThe answer (the report opens with it):\n"),
+        "the run does not end with the answer:\n{stdout}"
+    );
+    assert!(!answer.contains('<') && !answer.contains("&times;"), "markup:\n{answer}");
+    // One transport (the baselines are references): its peak, as the page says it.
+    let peak = answer
+        .split("\n  - ")
+        .find(|s| s.starts_with("Peak: "))
+        .unwrap_or_else(|| panic!("no peak sentence:\n{answer}"));
+    let figure = peak.split_whitespace().nth(1).unwrap();
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    assert!(html.contains(&format!("Peak: <b>{figure}")), "{figure} not on the page");
 }
 
 /// The fastest trial of each size of a sweep (load only ever slows a

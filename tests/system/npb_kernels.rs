@@ -144,6 +144,37 @@ fn all_runs_every_kernel_and_prints_the_kernel_table() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
+/// `wulf npb all --np 2`: SP and BT (square counts only) run at no count,
+/// and still have their row in the final table, "n/a", with a line saying
+/// why (issue 49 item 13: they were left out of the table).
+#[test]
+fn all_at_a_count_sp_and_bt_cannot_use_keeps_their_rows_saying_why() {
+    let _s = serial();
+    let args = ["npb", "all", "--class", "S", "--np", "2", "--via", "shm", "--repetitions", "1"];
+    let o = run(&args);
+    assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let table = text
+        .split("total Mop/s by kernel")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no kernel table in:\n{text}"));
+    for row in ["BT", "SP"] {
+        assert!(
+            table.lines().any(|l| l.starts_with(row) && l.contains("n/a")),
+            "{row} has no n/a row:\n{table}"
+        );
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with(&format!("n/a: {row} ran at none")) && l.contains("square")),
+            "no line says why {row} did not run:\n{table}"
+        );
+    }
+    for row in ["CG", "EP", "FT", "IS", "LU", "MG"] {
+        assert!(table.lines().any(|l| l.starts_with(row) && !l.contains("n/a")), "{table}");
+    }
+}
+
 #[test]
 fn is_class_s_and_w_verify_on_1_2_4_processes_over_shm_and_tcp() {
     let _s = serial();

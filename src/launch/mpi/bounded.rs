@@ -21,13 +21,22 @@ use crate::exec::process::{end_process_group, exit_code, KILL_GRACE};
 /// The environment variable naming rank 0's report file.
 pub const DONE_ENV: &str = "WULF_LAUNCH_REPORT";
 
-/// How long the launcher has to exit by itself after rank 0 ended (the
-/// other ranks see their coordinator gone and exit).
-const AFTER_RANK0: Duration = Duration::from_secs(10);
+/// The launch's allowance beyond `--timeout`, given twice at most: once
+/// for rank 0 to start (the launcher's connections to the nodes are
+/// bounded by the timeout already, as the remote shell's ConnectTimeout;
+/// this covers starting the launcher, its daemons and wulf itself), and
+/// once for the launcher to exit by itself after rank 0 ended (the other
+/// ranks see their coordinator gone and exit; rank 0 has saved the result
+/// by then, so ending the launcher loses nothing). They were 30 s and
+/// 10 s: a launch that never started took 35 s for a 5 s `--timeout`
+/// (issue 49 item 16).
+pub const ALLOWANCE: Duration = Duration::from_secs(5);
 
-/// Beyond the join timeout, how long rank 0 may take to start (the
-/// launcher's own connections to every node come first).
-const START_SLACK: Duration = Duration::from_secs(30);
+/// How long the launcher has to exit by itself after rank 0 ended.
+const AFTER_RANK0: Duration = ALLOWANCE;
+
+/// Beyond `--timeout`, how long rank 0 may take to start.
+const START_ALLOWANCE: Duration = ALLOWANCE;
 
 /// A fresh report path in `dir` (the working directory, shared by the
 /// nodes as the rendezvous file is).
@@ -62,7 +71,7 @@ pub fn report_outcome(outcome: &Result<()>) {
 
 /// Run `cmd` (the MPI launcher named `launcher`, whose program line sets
 /// [`DONE_ENV`] to `report_file`) to its end, bounded: killed when rank 0
-/// has not started within `join` + a slack, or when it ended and the
+/// has not started within `join` + [`START_ALLOWANCE`], or when it ended and the
 /// launcher has not within [`AFTER_RANK0`]. Interrupts are forwarded as by
 /// `run_forwarding_interrupt`. Rank 0's exit code when it reported one;
 /// otherwise the launcher's failure as a wulf error naming it.
@@ -74,7 +83,7 @@ pub fn run(launcher: &str, mut cmd: Command, report_file: &Path, join: Duration)
         .spawn()
         .with_context(|| format!("cannot start {launcher}"))?;
     let _cleanup = Remove(report_file.to_path_buf());
-    let started_by = Instant::now() + join + START_SLACK;
+    let started_by = Instant::now() + join + START_ALLOWANCE;
     let mut rank0_ended: Option<Instant> = None;
     let mut interrupted_at: Option<Instant> = None;
     let read = || std::fs::read_to_string(report_file).unwrap_or_default();
@@ -119,7 +128,7 @@ pub fn run(launcher: &str, mut cmd: Command, report_file: &Path, join: Duration)
         }
         (None, None) if said.is_empty() => Err(crate::error::peer(format!(
             "--launch {launcher}: rank 0 did not start within {}s; ended the launcher (its messages are above)",
-            (join + START_SLACK).as_secs()
+            (join + START_ALLOWANCE).as_secs()
         ))),
         (None, None) => Err(crate::error::peer(format!(
             "--launch {launcher}: rank 0 started but the launcher was ended (interrupted) before it saved a result"

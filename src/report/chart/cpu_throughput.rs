@@ -1,4 +1,4 @@
-//! Throughput per unit of CPU time against message size (seed 001, Fig. 2:
+//! Throughput per unit of CPU time against message size (Bounanos and Fleury 2007, Fig. 2:
 //! "throughput per unit of system time"): how much data a second of CPU
 //! moves. A stack that spends less CPU per byte leaves more to the
 //! application, which shows when nodes are loaded.

@@ -1,5 +1,5 @@
 //! The Linpack chart (`wulf hpl` results, `wulf study linpack`): HPL's
-//! Gflop/s against the node count, one line per link kind, as seed 003
+//! Gflop/s against the node count, one line per link kind, as Innocente et al. 2000
 //! compared Fast Ethernet, Gigabit and Myrinet. Drawn in the frame of
 //! every report chart ([`super::frame`]).
 

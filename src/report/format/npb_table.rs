@@ -1,4 +1,4 @@
-//! The tables of an NPB result, as the seeds print them (seed 000's Tables
+//! The tables of an NPB result, as published studies print them (Farrell and Ong 2003's Tables
 //! 7.1 to 7.3): one row per transport, one column per process count, for
 //! total Mop/s, Mop/s per process and speedup, then the times and
 //! verification of every run. Plain text for the terminal, and Markdown.
@@ -69,7 +69,7 @@ fn render(r: &NpbResult, markdown: bool) -> String {
         ("speedup against 1 process", |x| x.speedup, 2),
         ("median Mop/s", |x| x.median_mop_s, 1),
     ];
-    // Seed 001's three rows under each kernel: what the kernel asks of
+    // Bounanos and Fleury 2007's three rows under each kernel: what the kernel asks of
     // the transport, all ranks together, in the fastest repetition.
     let traffic: [(&str, Figure, usize); 3] = [
         ("communication MB/s", |x| x.communication().map(|c| c[0]), 1),
@@ -269,12 +269,19 @@ pub fn table_nprocs(results: &[NpbResult]) -> usize {
         .unwrap_or(1)
 }
 
-/// Seed 001's Table 1: one row per kernel, one column per transport, the
+/// Bounanos and Fleury 2007's Table 1: one row per kernel, one column per transport, the
 /// best Mop/s at the largest process count at least half the kernels ran
 /// ([`table_nprocs`]; which shows at a glance which applications a
 /// transport helps and which it does not). A kernel that did not run at
 /// that count shows "n/a" and a line under the table says so.
 pub fn kernels_table(results: &[NpbResult]) -> String {
+    kernels_table_skipping(results, &[])
+}
+
+/// [`kernels_table`] with a row of "n/a" for each kernel that ran at no
+/// count at all (`skipped`: its name and why, e.g. SP and BT given no
+/// square count), and a line under the table saying why.
+pub fn kernels_table_skipping(results: &[NpbResult], skipped: &[(String, String)]) -> String {
     let mut s = String::new();
     let np = table_nprocs(results);
     let mut vias: Vec<&str> = Vec::new();
@@ -308,6 +315,11 @@ pub fn kernels_table(results: &[NpbResult]) -> String {
         }
         row(&mut s, &cells, false);
     }
+    for (kernel, _) in skipped {
+        let mut cells = vec![format!("{:<6}", kernel.to_uppercase())];
+        cells.extend(vias.iter().map(|_| format!("{:>12}", "n/a")));
+        row(&mut s, &cells, false);
+    }
     let absent: Vec<String> = results
         .iter()
         .filter(|r| !r.runs.iter().any(|x| x.nprocs == np))
@@ -319,6 +331,9 @@ pub fn kernels_table(results: &[NpbResult]) -> String {
             "n/a: {} did not run at np={np} (a count the kernel cannot use)",
             absent.join(", ")
         );
+    }
+    for (kernel, why) in skipped {
+        let _ = writeln!(s, "n/a: {} ran at none of the counts given: {why}", kernel.to_uppercase());
     }
     s
 }

@@ -326,15 +326,120 @@ fn short_list(names: &[String]) -> String {
     }
 }
 
+/// The answer over sweep `results` labelled `names`, with their summary
+/// `rows` and `analyses` (as the page has them): the sentences of
+/// [`items`], about the transports only (the in-process baselines are
+/// references, not competitors), as HTML fragments.
+pub(super) fn transport_items(
+    results: &[SweepResult],
+    names: &[String],
+    rows: &[SummaryRow],
+    analyses: &[Analysis],
+) -> Vec<String> {
+    let (t_rows, t_analyses): (Vec<SummaryRow>, Vec<Analysis>) = rows
+        .iter()
+        .zip(analyses)
+        .filter(|(row, _)| !row.reference)
+        .map(|(row, a)| (row.clone(), a.clone()))
+        .unzip();
+    let entries: Vec<Entry> = results
+        .iter()
+        .zip(names)
+        .zip(rows)
+        .filter(|(_, row)| !row.reference)
+        .map(|((result, label), row)| Entry { label, result, row })
+        .collect();
+    items(&t_rows, &t_analyses, &entries)
+}
+
+/// The sentences a reader gets before any table, as a list.
+pub(super) fn highlights(h: &mut String, items: &[String]) {
+    if !items.is_empty() {
+        let _ = write!(
+            h,
+            "<ul class=highlights>\n<li>{}</li>\n</ul>\n",
+            items.join("</li>\n<li>")
+        );
+    }
+}
+
+/// The answer over sweep `results` as plain text, one paragraph per
+/// sentence of the report's first screen, for a terminal (`wulf run`
+/// prints it last). The same sentences as the page: [`transport_items`]
+/// with the markup taken out.
+pub fn answer_text(results: &[SweepResult]) -> Vec<String> {
+    let names = crate::report::summary::labels(results);
+    let analyses: Vec<Analysis> = results.iter().map(Analysis::of).collect();
+    let rows: Vec<SummaryRow> = results
+        .iter()
+        .zip(&analyses)
+        .zip(&names)
+        .map(|((r, a), l)| crate::report::summary::summary_row(l, r, a))
+        .collect();
+    transport_items(results, &names, &rows, &analyses)
+        .iter()
+        .map(|item| plain(item))
+        .collect()
+}
+
+/// Width the terminal answer wraps at.
+const SCREEN_WIDTH: usize = 78;
+
+/// The answer as the last screen of `wulf run`: a heading, then each
+/// sentence of [`answer_text`] as a bullet wrapped at [`SCREEN_WIDTH`]
+/// with a hanging indent. Empty when there is nothing to say.
+pub fn answer_screen(results: &[SweepResult]) -> String {
+    let items = answer_text(results);
+    if items.is_empty() {
+        return String::new();
+    }
+    let mut screen = String::from("\nThe answer (the report opens with it):\n");
+    for item in items {
+        let mut line = String::from("  -");
+        for word in item.split_whitespace() {
+            if line.len() + 1 + word.len() > SCREEN_WIDTH && line.trim() != "-" {
+                screen.push_str(&line);
+                screen.push('\n');
+                line = String::from("   ");
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        screen.push_str(&line);
+        screen.push('\n');
+    }
+    screen
+}
+
+/// An answer's HTML fragment as text: tags dropped, the entities this
+/// module and [`esc`] write turned back into characters.
+fn plain(html: &str) -> String {
+    let mut text = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            _ if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    [
+        ("&times;", "x"),
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&quot;", "\""),
+        ("&#39;", "'"),
+        ("&amp;", "&"),
+    ]
+    .iter()
+    .fold(text, |t, (entity, c)| t.replace(entity, c))
+}
+
 /// The sentences a reader gets before any table: the best latency and
 /// peak, how many anomalies were found, then which transport is fastest
 /// where, how far from the limits, and what to change.
-pub(super) fn highlights(
-    h: &mut String,
-    rows: &[SummaryRow],
-    analyses: &[Analysis],
-    entries: &[Entry],
-) {
+fn items(rows: &[SummaryRow], analyses: &[Analysis], entries: &[Entry]) -> Vec<String> {
     let mut items: Vec<String> = Vec::new();
     let by = |f: fn(&SummaryRow) -> Option<f64>| {
         let mut v: Vec<(&SummaryRow, f64)> = rows.iter().filter_map(|r| Some((r, f(r)?))).collect();
@@ -433,18 +538,38 @@ pub(super) fn highlights(
     items.extend(fastest_by_size(entries));
     items.extend(against_limits(entries));
     items.extend(to_change(entries));
-    if !items.is_empty() {
-        let _ = write!(
-            h,
-            "<ul class=highlights>\n<li>{}</li>\n</ul>\n",
-            items.join("</li>\n<li>")
-        );
-    }
+    items
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_terminal_answer_is_the_pages_without_markup_wrapped() {
+        assert_eq!(
+            plain("<b>shm</b>, 1.7&times; its floor; <code>--budget</code> &amp; A&#39;s &lt;x&gt;"),
+            "shm, 1.7x its floor; --budget & A's <x>"
+        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tcp-pingpong.json");
+        let r = crate::result::read_result(std::path::Path::new(path)).unwrap();
+        let results = [r.clone(), r];
+        let text = answer_text(&results);
+        assert!(text.iter().any(|t| t.starts_with("Lowest latency: ")), "{text:?}");
+        assert!(text.iter().all(|t| !t.contains('<')), "{text:?}");
+        let screen = answer_screen(&results);
+        assert!(screen.starts_with("\nThe answer"), "{screen}");
+        for line in screen.lines() {
+            let one_word = line.split_whitespace().count() <= 2;
+            assert!(line.len() <= SCREEN_WIDTH || one_word, "too wide: {line}");
+        }
+        // Every sentence is on the screen whole, only its spacing changed.
+        let joined = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+        for t in &text {
+            assert!(joined.contains(&t.split_whitespace().collect::<Vec<_>>().join(" ")), "{t}");
+        }
+        assert_eq!(answer_screen(&[]), "");
+    }
 
     #[test]
     fn a_lead_within_the_intervals_is_said_to_be_within_noise() {

@@ -96,7 +96,7 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
             "cpu-throughput",
             "Throughput per CPU time",
             &svg,
-            "Data moved per second of CPU time (seed 001, Fig. 2), the reciprocal of the CPU cost: \
+            "Data moved per second of CPU time (Bounanos and Fleury 2007, Fig. 2), the reciprocal of the CPU cost: \
              solid, getrusage of both ends' measuring threads; dotted, the whole machine \
              (--cost whole or soak: every CPU, softirqs and kernel threads included).",
         );

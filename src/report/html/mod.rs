@@ -29,6 +29,7 @@ pub mod page;
 pub mod study;
 mod warnings;
 
+pub use answer::{answer_screen, answer_text};
 pub use page::to_html;
 
 /// `--format html`: the report page ([`to_html`]), every kind of result.

@@ -1,6 +1,6 @@
 //! The NPB part of the HTML report: for each `wulf npb` result (one kernel
 //! and class), a section with the Mop/s and speedup charts, the tables of
-//! seed 000 (total Mop/s, Mop/s per process, speedup, parallel efficiency;
+//! Farrell and Ong 2003 (total Mop/s, Mop/s per process, speedup, parallel efficiency;
 //! one row per transport, one column per process count) and every run's
 //! time and verification; and, under "Machines and command lines", its
 //! machine and command line.

@@ -24,7 +24,7 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
-use super::answer::{highlights, Entry};
+use super::answer::{highlights, transport_items};
 use super::charts::charts_section;
 use super::details::{anomalies, esc, machines};
 use super::npb::{npb_labels, npb_machines, npb_sections};
@@ -96,22 +96,8 @@ pub fn to_html(input: &ReportInput) -> Result<String> {
         || !collectives.is_empty()
         || !hpl.is_empty();
     if !results.is_empty() || !others {
-        // Highlights and "best" figures are about transports: the in-process
-        // baselines are references, not competitors.
-        let (t_rows, t_analyses): (Vec<SummaryRow>, Vec<Analysis>) = rows
-            .iter()
-            .zip(&analyses)
-            .filter(|(row, _)| !row.reference)
-            .map(|(row, a)| (row.clone(), a.clone()))
-            .unzip();
-        let entries: Vec<Entry> = results
-            .iter()
-            .zip(&names)
-            .zip(&rows)
-            .filter(|(_, row)| !row.reference)
-            .map(|((result, label), row)| Entry { label, result, row })
-            .collect();
-        highlights(&mut h, &t_rows, &t_analyses, &entries);
+        let answer = transport_items(results, &names, &rows, &analyses);
+        highlights(&mut h, &answer);
         summary_table(&mut h, &rows);
         super::warnings::warnings(&mut h, results, &names);
         charts_section(&mut h, &series)?;

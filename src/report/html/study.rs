@@ -4,7 +4,7 @@
 //! (throughput vs size, signature, saturation): per MTU for
 //! `mtu-buffers`, per transport and link for `fe-vs-ge`; for `lean-stacks`
 //! one family per link and MTU, one line per transport, with the CPU
-//! charts (seed 001 Figs. 1-2: throughput, and throughput per unit of CPU).
+//! charts (Bounanos and Fleury 2007, Figs. 1-2: throughput, and throughput per unit of CPU).
 
 use std::fmt::Write;
 
@@ -103,7 +103,7 @@ fn section(h: &mut String, s: &LoadedStudy, id: &str) -> Result<()> {
 }
 
 /// The chart family of `curves`, one line each; `cpu`: the throughput
-/// and CPU charts (seed 001 Figs. 1-2) instead of signature and saturation.
+/// and CPU charts (Bounanos and Fleury 2007, Figs. 1-2) instead of signature and saturation.
 fn chart_grid(
     h: &mut String,
     r: &StudyResult,
@@ -142,7 +142,7 @@ fn chart_grid(
             figures.push((
                 "Throughput per CPU-second",
                 svg,
-                "Bits moved per second of CPU time of both ends (seed 001 Fig. 2).",
+                "Bits moved per second of CPU time of both ends (Bounanos and Fleury 2007, Fig. 2).",
             ));
         }
     } else {

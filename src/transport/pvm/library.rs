@@ -17,6 +17,10 @@ pub const PVM_DATA_DEFAULT: c_int = 0;
 pub const PVM_DATA_RAW: c_int = 1;
 /// `pvm_setopt` option: the routing policy.
 pub const PVM_ROUTE: c_int = 1;
+/// `pvm_setopt` option: how libpvm reports a failed call on its own
+/// (0: it does not; 1, the default: it prints `libpvm [tNNN]: call():
+/// reason` on stderr).
+pub const PVM_AUTO_ERR: c_int = 3;
 /// Routing policy: every message through the pvmd daemons.
 pub const PVM_DONT_ROUTE: c_int = 1;
 /// Routing policy: ask for a direct task-to-task TCP link.

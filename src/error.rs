@@ -9,7 +9,7 @@
 //! | 2 | invalid command line (also clap's own code) |
 //! | 3 | peer problem: unreachable, timed out, died, busy, other version |
 //! | 4 | `compare --fail-if-slower`: a regression beyond the threshold |
-//! | 130 | interrupted (Ctrl-C / SIGTERM); what was measured is saved, marked incomplete |
+//! | 130 | interrupted (Ctrl-C / SIGTERM / SIGHUP); what was measured is saved, marked incomplete; what the command started is ended (`exec::owned`) |
 
 use thiserror::Error;
 

@@ -30,6 +30,11 @@ fn main() {
         Command::Worker(a) => commands::worker::execute(a),
         Command::NpbRank(a) => commands::npb::execute_rank(a),
     };
+    if wulf::exec::interrupted() {
+        // The command stopped in order after a signal; whatever its guards
+        // missed ends with it.
+        wulf::exec::owned::end_everything(wulf::exec::owned::FORCED_GRACE);
+    }
     if let Err(e) = outcome {
         let relayed = e
             .downcast_ref::<wulf::error::WulfError>()
@@ -41,15 +46,13 @@ fn main() {
     }
 }
 
-/// First Ctrl-C / SIGTERM: ask the sweep to stop between trials and save
-/// what it has. A second one (or any, for a server) exits at once.
+/// First Ctrl-C / SIGTERM / SIGHUP: ask the command to stop between
+/// trials and save what it has; a watchdog ends what it started and exits
+/// if it has not within a few seconds. A second one (or any, for a
+/// server) ends what it started and exits at once (`exec::owned`).
 fn install_signal_handler() {
     let result = ctrlc::set_handler(|| {
-        if wulf::EXIT_ON_SIGNAL.load(Ordering::Relaxed)
-            || wulf::exec::INTERRUPTED.swap(true, Ordering::Relaxed)
-        {
-            std::process::exit(130);
-        }
+        wulf::exec::owned::signalled(wulf::EXIT_ON_SIGNAL.load(Ordering::Relaxed));
     });
     if let Err(e) = result {
         eprintln!(

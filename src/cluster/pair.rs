@@ -91,6 +91,8 @@ struct Remote {
     _stdin: Option<std::process::ChildStdin>,
     stdout: mpsc::Receiver<String>,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    /// Its group, this command's until ended here.
+    _owned: crate::exec::owned::Owned,
 }
 
 impl Remote {
@@ -115,6 +117,7 @@ impl Remote {
             // Its own group: one kill ends a remote shell and its children.
             .process_group(0);
         let mut child = cmd.spawn().context("cannot start the remote shell")?;
+        let owned = crate::exec::owned::group(child.id());
         let mut stdin = child.stdin.take();
         if let Some(stdin) = stdin.as_mut() {
             // A shell that died at once shows up in its output.
@@ -146,6 +149,7 @@ impl Remote {
             _stdin: stdin,
             stdout: rx,
             stderr,
+            _owned: owned,
         })
     }
 

@@ -245,9 +245,9 @@ fn run_launcher(argv: &[String], dir: &Path, timeout: Duration) -> Result<()> {
         output_files: Some((dir.join("launcher.out"), dir.join("launcher.err"))),
         ..Default::default()
     };
-    let mut child = crate::exec::process::Process::spawn(cmd, None, &options)
-        .with_context(|| format!("cannot start {}", argv[0]))?
-        .into_child();
+    let mut launcher = crate::exec::process::Process::spawn(cmd, None, &options)
+        .with_context(|| format!("cannot start {}", argv[0]))?;
+    let child = &mut launcher.child;
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(status) = child.try_wait()? {
@@ -271,7 +271,7 @@ fn run_launcher(argv: &[String], dir: &Path, timeout: Duration) -> Result<()> {
         };
         if let Some(e) = why {
             crate::exec::process::end_process_group(
-                &mut child,
+                child,
                 nix::sys::signal::Signal::SIGTERM,
                 crate::exec::process::KILL_GRACE,
             );

@@ -24,6 +24,9 @@
 //!   agents started that way ([`remote_shell::start_agents`]);
 //! * [`credentials`]: each node's key, handed to that node's agent alone;
 //! * [`local_peer`]: a sweep's peer on this machine;
+//! * [`owned`]: what a command started (process groups, labs, shared
+//!   memory), registered as it starts, and ended with the command however
+//!   it ends: the one place a signal's clean-up reads;
 //! * [`INTERRUPTED`]: whether the user asked to stop (Ctrl-C, SIGTERM).
 //!
 //! An agent is told where the coordinator listens and gets the run's
@@ -37,6 +40,7 @@ use anyhow::{Context, Result};
 
 pub mod credentials;
 pub mod local_peer;
+pub mod owned;
 pub mod process;
 pub mod remote_shell;
 

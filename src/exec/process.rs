@@ -76,7 +76,7 @@ pub fn end_process_group(child: &mut Child, signal: nix::sys::signal::Signal, gr
 /// Every live descendant of `pid` (children, theirs, ...), from /proc;
 /// at most a few thousand, read once. A pid reused between this read and
 /// the signal is possible only for a process that exited in between.
-fn descendants(pid: i32) -> Vec<i32> {
+pub(crate) fn descendants(pid: i32) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -103,6 +103,21 @@ fn descendants(pid: i32) -> Vec<i32> {
     }
     found.remove(0);
     found
+}
+
+/// Have the process `cmd` starts get `signal` when the thread that
+/// started it ends (in wulf, the process: commands spawn from their main
+/// thread or a thread that outlives the child): a second line of defence
+/// after [`super::owned`], for a wulf killed with SIGKILL. Its own
+/// children (an MPI launcher's daemons and ranks) are not covered.
+pub fn die_with_parent(cmd: &mut Command, signal: libc::c_int) {
+    // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, signal);
+            Ok(())
+        });
+    }
 }
 
 /// How a process is started (see the module docs).
@@ -132,6 +147,8 @@ pub struct Process {
     /// The process.
     pub child: Child,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// Its group, registered as this command's until it is ended here.
+    _owned: super::owned::Owned,
 }
 
 impl Process {
@@ -160,18 +177,15 @@ impl Process {
             cmd.stdout(create(out)?).stderr(create(err)?);
         }
         if let Some(signal) = options.parent_death_signal {
-            // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
-            unsafe {
-                cmd.pre_exec(move || {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, signal);
-                    Ok(())
-                });
-            }
+            die_with_parent(&mut cmd, signal);
         }
         let program = cmd.get_program().to_string_lossy().into_owned();
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {program}"))?;
+        // Registered before anything else can happen to it: a signal from
+        // here on finds its group (see `super::owned`).
+        let owned = super::owned::group(child.id());
         if let (Some(line), Some(mut stdin)) = (&options.stdin_line, child.stdin.take()) {
             // A dead remote shell shows up as a missing node, not here.
             let _ = writeln!(stdin, "{line}");
@@ -198,13 +212,8 @@ impl Process {
             host,
             child,
             stderr,
+            _owned: owned,
         })
-    }
-
-    /// The process alone, for a caller that waits on it its own way (an
-    /// MPI job's bounded wait).
-    pub fn into_child(self) -> Child {
-        self.child
     }
 
     /// The last line it printed on stderr, if kept ("" if none).
@@ -367,7 +376,9 @@ pub fn run_forwarding_interrupt(
 ) -> std::io::Result<std::process::ExitStatus> {
     use std::os::unix::process::CommandExt;
     use std::sync::atomic::Ordering;
+    die_with_parent(cmd, libc::SIGTERM);
     let mut child = cmd.process_group(0).spawn()?;
+    let _owned = super::owned::group(child.id());
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     let mut forwarded = false;
     loop {
@@ -414,6 +425,7 @@ pub fn run_forwarding_signals(cmd: &mut Command) -> std::io::Result<std::process
         unsafe { sigaction(s, &handler) }.map_err(std::io::Error::from)?;
     }
     let mut child = cmd.process_group(0).spawn()?;
+    let _owned = super::owned::group(child.id());
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
     let terminal = Foreground::give(group);
     let mut sent = 0;

@@ -99,6 +99,11 @@ fn build(st: &LabState) -> Result<()> {
     }
     let hosts = hosts_file(st);
     for n in &st.nodes {
+        // A signal during the build ends it here: `up` removes what was
+        // made, and nothing is added after a forced clean-up removed it.
+        if crate::exec::interrupted() {
+            return Err(crate::error::WulfError::Interrupted.into());
+        }
         build_node(st, n, &hosts).with_context(|| format!("node {}", n.name))?;
         if st.impairments.hub {
             into_hub(sw, &n.name).with_context(|| format!("node {} into the hub", n.name))?;

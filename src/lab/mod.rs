@@ -199,11 +199,17 @@ pub fn free_burst_warning(
 }
 
 /// A lab made for one command and removed when dropped: at the end of the
-/// command, on error, and after Ctrl-C (the command stops gracefully and
-/// returns). Only `kill -9` leaves it behind, to `wulf lab down --all`.
+/// command, on error, after Ctrl-C, SIGTERM or SIGHUP (the command stops
+/// gracefully and returns, or `exec::owned` removes it when it does not
+/// within a few seconds). Only `kill -9` leaves it behind, to `wulf lab
+/// down --all`.
 pub struct TempLab {
     /// The lab.
     pub state: LabState,
+    /// Its removal, registered as this command's before its first
+    /// namespace existed: a signal that ends the command at once (a second
+    /// one, or the watchdog's) removes it too (`exec::owned`).
+    _owned: crate::exec::owned::Owned,
 }
 
 impl TempLab {
@@ -216,8 +222,11 @@ impl TempLab {
         if state::load(&name).is_ok_and(|s| s.orphaned()) {
             build::remove(&name, None);
         }
+        let removal = name.clone();
+        let owned = crate::exec::owned::cleanup(move || build::remove(&removal, None));
         Ok(TempLab {
             state: build::up(&name, &spec, true)?,
+            _owned: owned,
         })
     }
 }

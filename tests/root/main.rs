@@ -39,6 +39,7 @@ mod pvm_lab;
 mod reframe_lab;
 mod resources;
 mod serve_hostile;
+mod signals;
 mod study;
 mod study_lean;
 mod sys_netns;

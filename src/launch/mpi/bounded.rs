@@ -82,6 +82,7 @@ pub fn run(launcher: &str, mut cmd: Command, report_file: &Path, join: Duration)
         .process_group(0)
         .spawn()
         .with_context(|| format!("cannot start {launcher}"))?;
+    let _owned = crate::exec::owned::group(child.id());
     let _cleanup = Remove(report_file.to_path_buf());
     let started_by = Instant::now() + join + START_ALLOWANCE;
     let mut rank0_ended: Option<Instant> = None;

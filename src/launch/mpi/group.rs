@@ -80,8 +80,8 @@ pub fn launch(plan: &Plan, np: usize, task: &RankTask) -> Result<TaskRun> {
         graceful_stop: task.stops_gracefully(),
     };
     let started = std::time::Instant::now();
-    let mut child = launch::spawn(&argv, dir.path())?;
-    let waited = launch::wait(&mut child, dir.path(), &limits, &mut |_| {});
+    let mut launcher = launch::spawn(&argv, dir.path())?;
+    let waited = launch::wait(&mut launcher.child, dir.path(), &limits, &mut |_| {});
     let shown = argv.join(" ");
     let report_path = dir.path().join(job::REPORT);
     let report: Option<Report> = report_path

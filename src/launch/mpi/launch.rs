@@ -118,7 +118,7 @@ pub fn run(
     let (argv, launcher_args) = command(plan, 2, &job_path)?;
 
     let started = Instant::now();
-    let mut child = spawn(&argv, dir.path())?;
+    let mut launcher = spawn(&argv, dir.path())?;
     let timeout = spec.channel.timeout();
     // On a slow link the fewest trials of the large sizes can outlast any
     // budget: allow four times what they must take on the wire.
@@ -133,7 +133,7 @@ pub fn run(
         run: 3 * spec.budget + Duration::from_secs(120) + 4 * wire,
         graceful_stop: true,
     };
-    let waited = wait(&mut child, dir.path(), &limits, on_point);
+    let waited = wait(&mut launcher.child, dir.path(), &limits, on_point);
     let startup_s = waited
         .ready_after
         .unwrap_or_else(|| started.elapsed())
@@ -291,7 +291,7 @@ pub(super) fn command(
 
 /// Start the launcher `argv` in its own process group, its output going to
 /// files of the job directory `dir`.
-pub(super) fn spawn(argv: &[String], dir: &Path) -> Result<Child> {
+pub(super) fn spawn(argv: &[String], dir: &Path) -> Result<crate::exec::process::Process> {
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
     // SAFETY: getuid cannot fail.
@@ -309,7 +309,6 @@ pub(super) fn spawn(argv: &[String], dir: &Path) -> Result<Child> {
         ..Default::default()
     };
     crate::exec::process::Process::spawn(cmd, None, &options)
-        .map(crate::exec::process::Process::into_child)
         .with_context(|| format!("cannot start the MPI launcher {}", argv[0]))
 }
 

@@ -302,7 +302,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_duration)]
     pub budget: Option<Duration>,
     /// Directory under which a timestamped results directory is created.
-    #[arg(long, default_value = "wulf-results", value_name = "DIR")]
+    #[arg(long, default_value = "wulf-results", value_name = "DIR", value_parser = output_dir)]
     pub out: PathBuf,
     /// Also write every transport's latency, peak, n_1/2 and noise as
     /// OpenMetrics here (atomically, for node_exporter's textfile collector).
@@ -383,7 +383,7 @@ pub struct TuneTcpArgs {
     #[arg(long)]
     pub perturb: bool,
     /// Directory under which a timestamped results directory is created.
-    #[arg(long, default_value = "wulf-results", value_name = "DIR")]
+    #[arg(long, default_value = "wulf-results", value_name = "DIR", value_parser = output_dir)]
     pub out: PathBuf,
     /// Print the summary (tune.json) on standard output; the table goes to
     /// standard error.
@@ -444,14 +444,61 @@ pub(crate) fn parse_window(s: &str) -> Result<u64, String> {
 }
 
 /// An output file argument (`--json`, `--csv`, `-o` ...): `-` is standard
-/// output, a device or FIFO is written through, a directory is refused here,
-/// before anything is measured (the writer in `result::write` says why).
+/// output, a device or FIFO is written through; what the writer would
+/// refuse (`result::write::target_of`: a directory, a symlink loop) and a
+/// path under something that is not a directory are refused here, before
+/// anything is measured (a loop and `wulf hpl --json DIR` were once
+/// refused only after the run).
 pub(crate) fn output_file(s: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(s);
-    if s != "-" && std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
-        return Err(format!("{s} is a directory: give a file name to write to"));
+    if s == "-" {
+        return Ok(path);
+    }
+    under_a_directory(s, path.parent().unwrap_or(std::path::Path::new("")))?;
+    match crate::result::target_of(&path).map_err(|e| format!("{e:#}"))? {
+        crate::result::Target::File(file) => {
+            let parent = file.parent().unwrap_or(std::path::Path::new(""));
+            under_a_directory(s, parent)?;
+        }
+        crate::result::Target::Stdout | crate::result::Target::Special(_) => {}
     }
     Ok(path)
+}
+
+/// An output directory argument (`wulf run --out DIR`): a directory, or a
+/// path that can become one (`wulf run --out FILE` once measured for 11 s,
+/// then failed with "Not a directory").
+pub(crate) fn output_dir(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    under_a_directory(s, &path)?;
+    Ok(path)
+}
+
+/// Whether `dir` is a directory or can be made one: its nearest existing
+/// ancestor (symlinks followed) is a directory. `arg` names the argument.
+fn under_a_directory(arg: &str, dir: &std::path::Path) -> Result<(), String> {
+    let mut here = dir;
+    loop {
+        let at = if here.as_os_str().is_empty() {
+            std::path::Path::new(".")
+        } else {
+            here
+        };
+        match std::fs::metadata(at) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => {
+                return Err(format!(
+                    "{arg}: {} is not a directory: nothing can be written under it",
+                    at.display()
+                ))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match here.parent() {
+                Some(up) => here = up,
+                None => return Ok(()),
+            },
+            Err(e) => return Err(format!("{arg}: cannot examine {}: {e}", at.display())),
+        }
+    }
 }
 
 pub(crate) fn parse_mpi(s: &str) -> Result<(String, PathBuf), String> {

@@ -2,7 +2,8 @@
 //! than the trials say noise can explain.
 //!
 //! Rule 1, deeper than the noise. For two points L < R at most
-//! [`DROPOUT_MAX_SPAN_RATIO`] apart in size, the baseline between them is
+//! [`DROPOUT_MAX_SPAN_RATIO`] apart in size (and [`MAX_RUN_POINTS`] points
+//! between them, which bounds the work), the baseline between them is
 //! the straight time line through their conservative ends (the upper
 //! confidence bound of each median time): between two sizes the Hockney
 //! model says time is linear in size, so on a healthy curve every point
@@ -96,6 +97,13 @@ pub const DROPOUT_MAX_SPAN_RATIO: f64 = 4.0;
 /// module notes).
 pub const SIDE_SPAN_RATIO: f64 = 2.0;
 
+/// Most points between L and R, and most points of a side in the step
+/// test: a bound on the work per pair whatever the sizes. A schedule has
+/// about a dozen points in two octaves; only a sweep of sizes packed far
+/// closer (`--sizes` of every byte) reaches it, and there a drop-out of
+/// more points than this is a level that lasts, not a dip.
+pub const MAX_RUN_POINTS: usize = 32;
+
 /// How many points before L and after R also count towards the local
 /// median width of the intervals (see the module notes).
 pub const WIDTH_REACH: usize = 6;
@@ -159,36 +167,51 @@ pub(crate) fn find_dropouts(
     let width: Vec<f64> = (0..len)
         .map(|i| (ci_high_ns[i] - ci_low_ns[i]) / median_ns[i])
         .collect();
+    // Rule 1 for the pair (l, r) with the slack `slack` before the widths.
+    let deeper = |l: usize, r: usize, slack: f64| {
+        (l + 1..r).all(|k| {
+            let base = chord(bytes[l], ci_high_ns[l], bytes[r], ci_high_ns[r], bytes[k]);
+            let s = slack.max(width[l]).max(width[k]).max(width[r]);
+            ci_low_ns[k] > (1.0 + s) * base
+        })
+    };
     for l in 0..len {
+        // Ctrl-C: the command discards what is found (see `super`).
+        if crate::exec::interrupted() {
+            break;
+        }
         for r in l + 2..len {
-            if bytes[r] > DROPOUT_MAX_SPAN_RATIO * bytes[l] {
+            if bytes[r] > DROPOUT_MAX_SPAN_RATIO * bytes[l] || r - l - 1 > MAX_RUN_POINTS {
                 break;
+            }
+            // The slack is at least `factor - 1` and the widths, whatever
+            // the local noise: a pair that is not deeper even so is not
+            // deeper at all, and its median width is never sorted (that
+            // sort, for every pair, made dense sweeps cubic).
+            if !deeper(l, r, factor - 1.0) {
+                continue;
             }
             let window = l.saturating_sub(WIDTH_REACH)..len.min(r + 1 + WIDTH_REACH);
             let noise = local_median(&width[window]);
             let slack = (factor - 1.0).max(noise);
             let line_slack = NOISE_FLOOR_REL.max(noise);
-            let deeper = (l + 1..r).all(|k| {
-                let base = chord(bytes[l], ci_high_ns[l], bytes[r], ci_high_ns[r], bytes[k]);
-                let s = slack.max(width[l]).max(width[k]).max(width[r]);
-                ci_low_ns[k] > (1.0 + s) * base
-            });
             let on_a_side_line = |side: std::ops::Range<usize>| {
                 side.len() >= 2 && {
                     let pts: Vec<usize> = side.chain(l + 1..r).collect();
                     on_one_line(&pts, bytes, median_ns, ci_low_ns, ci_high_ns, line_slack)
                 }
             };
-            // Lazily: the line fits only run for pairs that pass the first test.
-            let left_from = (0..=l)
+            let left_from = (l.saturating_sub(MAX_RUN_POINTS)..=l)
                 .find(|&i| bytes[i] * SIDE_SPAN_RATIO >= bytes[l])
                 .unwrap_or(l);
             let right_to = (r..len)
+                .take(MAX_RUN_POINTS + 1)
                 .take_while(|&i| bytes[i] <= bytes[r] * SIDE_SPAN_RATIO)
                 .last()
                 .unwrap_or(r);
-            let dip =
-                deeper && !on_a_side_line(left_from..l + 1) && !on_a_side_line(r..right_to + 1);
+            let dip = deeper(l, r, slack)
+                && !on_a_side_line(left_from..l + 1)
+                && !on_a_side_line(r..right_to + 1);
             if dip {
                 for flag in &mut marked[l + 1..r] {
                     *flag = true;
@@ -204,6 +227,7 @@ pub(crate) fn find_dropouts(
         // Throughput bounds, bytes per ns.
         let l_low = bytes[l] / ci_high_ns[l];
         (r..len)
+            .take(MAX_RUN_POINTS + 1)
             .take_while(|&j| j == r || bytes[j] <= bytes[r] * SIDE_SPAN_RATIO)
             .all(|j| bytes[j] / ci_low_ns[j] * (1.0 + s) < l_low)
     };

@@ -168,6 +168,14 @@ fn free_rss(n: &[f64], t: &[f64]) -> f64 {
     m.free_rss()
 }
 
+/// Most points whose every index the segmentation tries as a break.
+/// Above it, breaks are first sought on a grid of about this many evenly
+/// spaced indices, then each is moved to its best place within one grid
+/// step: the work is then linear in the points (a full search is
+/// quadratic, and a result of 4,096 dense sizes took seconds per fit).
+/// Every schedule wulf makes has far fewer points: its fits are exact.
+pub const MAX_EXACT_POINTS: usize = 512;
+
 /// Start indices of the BIC-best segmentation of `(n, t)` (first is 0).
 /// `floor` is F of the module notes.
 fn best_partition(n: &[f64], t: &[f64], rss_one: f64, floor: f64) -> Vec<usize> {
@@ -182,57 +190,106 @@ fn best_partition(n: &[f64], t: &[f64], rss_one: f64, floor: f64) -> Vec<usize> 
         // No split can lower the floored criterion; skip the work.
         return best.1;
     }
-    // prev[j]: least RSS covering points 0..=j with k - 1 segments.
-    let mut prev: Vec<f64> = (0..m)
-        .map(|j| {
-            if j + 1 >= MIN_SEGMENT_POINTS {
-                free_rss(&n[..=j], &t[..=j])
+    let step = m.div_ceil(MAX_EXACT_POINTS);
+    // The indices a segment may start at (and m, the end of the last).
+    let cuts: Vec<usize> = (0..m).step_by(step).chain([m]).collect();
+    // prev[c]: least RSS covering points 0..cuts[c] with k - 1 segments.
+    let mut prev: Vec<f64> = cuts
+        .iter()
+        .map(|&c| {
+            if c >= MIN_SEGMENT_POINTS {
+                free_rss(&n[..c], &t[..c])
             } else {
                 f64::INFINITY
             }
         })
         .collect();
-    // starts_of[k - 2][j]: start of the last segment in the best k-split of 0..=j.
+    // starts_of[k - 2][c]: the cut starting the last segment in the best
+    // k-split of 0..cuts[c].
     let mut starts_of: Vec<Vec<usize>> = Vec::new();
     for k in 2..=max_k {
-        let mut cur = vec![f64::INFINITY; m];
-        let mut arg = vec![0usize; m];
-        for j in (k * MIN_SEGMENT_POINTS - 1)..m {
-            // Grow the last segment leftwards from j, one point at a time.
+        let mut cur = vec![f64::INFINITY; cuts.len()];
+        let mut arg = vec![0usize; cuts.len()];
+        for (b, &end) in cuts.iter().enumerate() {
+            // Ctrl-C: the command discards the fit (see `super`).
+            if crate::exec::interrupted() {
+                break;
+            }
+            if end < k * MIN_SEGMENT_POINTS {
+                continue;
+            }
+            // Grow the last segment leftwards from end - 1, one point at a
+            // time, trying the cuts it passes.
             let mut moments = Moments::default();
-            for i in (1..=j).rev() {
+            let mut a = b;
+            for i in (1..end).rev() {
                 moments.push(n[i], t[i]);
-                if j + 1 - i < MIN_SEGMENT_POINTS {
-                    continue;
-                }
                 if i < (k - 1) * MIN_SEGMENT_POINTS {
                     break;
                 }
-                let total = prev[i - 1] + moments.free_rss();
-                if total < cur[j] {
-                    cur[j] = total;
-                    arg[j] = i;
+                while cuts[a] > i {
+                    a -= 1;
+                }
+                if cuts[a] != i || end - i < MIN_SEGMENT_POINTS {
+                    continue;
+                }
+                let total = prev[a] + moments.free_rss();
+                if total < cur[b] {
+                    cur[b] = total;
+                    arg[b] = a;
                 }
             }
         }
         starts_of.push(arg);
-        let score = bic(cur[m - 1], k);
+        let last = cuts.len() - 1;
+        let score = bic(cur[last], k);
         if score < best.0 {
-            best = (score, backtrack(&starts_of, m));
+            let starts = backtrack(&starts_of, last)
+                .iter()
+                .map(|&c| cuts[c])
+                .collect();
+            best = (score, starts);
         }
         prev = cur;
+    }
+    if step > 1 {
+        refine(n, t, &mut best.1, step);
     }
     best.1
 }
 
-/// Segment starts of the best split of 0..m into `starts_of.len() + 1` parts.
-fn backtrack(starts_of: &[Vec<usize>], m: usize) -> Vec<usize> {
+/// Move each break of `starts` (a segmentation of `(n, t)` found on a grid
+/// of `step`) to the index within one step either side that leaves the
+/// two segments beside it the least residual, each at least
+/// [`MIN_SEGMENT_POINTS`] long.
+fn refine(n: &[f64], t: &[f64], starts: &mut [usize], step: usize) {
+    for s in 1..starts.len() {
+        let from = starts[s - 1];
+        let to = starts.get(s + 1).copied().unwrap_or(n.len());
+        let lo = starts[s]
+            .saturating_sub(step - 1)
+            .max(from + MIN_SEGMENT_POINTS);
+        let hi = (starts[s] + step - 1).min(to.saturating_sub(MIN_SEGMENT_POINTS));
+        let mut best = (f64::INFINITY, starts[s]);
+        for at in lo..=hi {
+            let rss = free_rss(&n[from..at], &t[from..at]) + free_rss(&n[at..to], &t[at..to]);
+            if rss < best.0 {
+                best = (rss, at);
+            }
+        }
+        starts[s] = best.1;
+    }
+}
+
+/// The cuts starting each segment of the best split of 0..cuts[last]
+/// into `starts_of.len() + 1` parts (indices into the cuts).
+fn backtrack(starts_of: &[Vec<usize>], last: usize) -> Vec<usize> {
     let mut starts = Vec::with_capacity(starts_of.len() + 1);
-    let mut end = m - 1;
+    let mut end = last;
     for arg in starts_of.iter().rev() {
         let start = arg[end];
         starts.push(start);
-        end = start - 1;
+        end = start;
     }
     starts.push(0);
     starts.reverse();

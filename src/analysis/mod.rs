@@ -4,7 +4,13 @@
 //!
 //! Everything here is a pure function of the per-size medians and their
 //! confidence intervals (no I/O, no clock), so the report, `wulf compare`
-//! and the tests all see the same figures. [`analyse_curve`] works on plain
+//! and the tests all see the same figures. One exception: the long loops
+//! (the drop-out search, the segmentation, the bootstrap) stop early once
+//! the user asked to stop (`exec::interrupted`), and the commands that
+//! called them then discard what they return and exit as interrupted.
+//! The work is bounded: at most `result::validate::MAX_POINTS` points,
+//! drop-out windows of at most `dropout::MAX_RUN_POINTS` points, and a
+//! segmentation linear in the points above `hockney::MAX_EXACT_POINTS`. [`analyse_curve`] works on plain
 //! slices; [`Analysis::of`] feeds it a [`SweepResult`].
 //!
 //! # Rules

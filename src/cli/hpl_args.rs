@@ -34,7 +34,7 @@ pub struct HplArgs {
     #[arg(long, default_value = "30min", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Write the result as JSON.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::cli::output_file)]
     pub json: Option<PathBuf>,
     /// The MPI options and the lab.
     #[command(flatten)]

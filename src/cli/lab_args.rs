@@ -170,7 +170,7 @@ pub struct StudyArgs {
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub only: Option<Vec<String>>,
     /// Directory under which a timestamped study directory is created.
-    #[arg(long, default_value = "wulf-results", value_name = "DIR")]
+    #[arg(long, default_value = "wulf-results", value_name = "DIR", value_parser = crate::cli::output_dir)]
     pub out: std::path::PathBuf,
     /// Print the study summary (study.json) on standard output; the tables
     /// go to standard error.

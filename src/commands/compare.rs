@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use super::report::stop_if_interrupted;
 use crate::analysis::compare::{compare, CompareOptions};
 use crate::cli::CompareArgs;
 use crate::error::{usage, WulfError};
@@ -34,8 +35,11 @@ pub fn execute(args: &CompareArgs) -> Result<()> {
         if i > 0 {
             println!();
         }
-        let (a, b) = (side(&a_paths)?, side(&b_paths)?);
+        let (a, b) = (side(&a_paths), side(&b_paths));
+        stop_if_interrupted()?;
+        let (a, b) = (a?, b?);
         let c = compare(&a, &b, &opts);
+        stop_if_interrupted()?;
         let (a_name, b_name) = (name(&a, &a_paths), name(&b, &b_paths));
         print!("{}", render(&c, &a_name, &b_name, style));
         if let Some(pct) = args.fail_if_slower {

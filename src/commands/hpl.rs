@@ -22,6 +22,27 @@ use crate::result::hpl::{
 use crate::sys::{cpu_count, Host};
 use crate::transport::mpi::discover::{builtin, Flavor};
 
+/// Refuse `--n N` when its matrix, 8 N^2 bytes of doubles, exceeds
+/// `memory` (this machine's: the ranks, and a lab's nodes, all share it),
+/// before a lab or a rank starts: `--n 1000000` (8 TB) was launched, to
+/// swap or be killed hours later. Nothing is refused when the memory is
+/// unknown.
+fn refuse_beyond_memory(n: u64, memory: Option<u64>) -> Result<()> {
+    let Some(memory) = memory else {
+        return Ok(());
+    };
+    let matrix = 8 * u128::from(n) * u128::from(n);
+    if matrix <= u128::from(memory) {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "--n {n}: its matrix is {} (8 N^2 bytes), more than this machine's memory ({}); \
+         give a smaller --n, or none to have it chosen from memory",
+        crate::units::format_bytes(u64::try_from(matrix).unwrap_or(u64::MAX)),
+        crate::units::format_bytes(memory)
+    )))
+}
+
 /// Run `wulf hpl`.
 pub fn execute(args: &HplArgs) -> Result<()> {
     let r = &args.ranks;
@@ -29,6 +50,9 @@ pub fn execute(args: &HplArgs) -> Result<()> {
         .np
         .map(|n| n as usize)
         .unwrap_or(if r.lab.is_some() { 2 } else { cpu_count() });
+    if let Some(n) = args.n {
+        refuse_beyond_memory(n, crate::sys::memory_total_bytes())?;
+    }
     if let Some(lab) = &r.lab {
         let across = Across {
             nodes: np,
@@ -294,4 +318,22 @@ fn which(name: &str) -> Option<PathBuf> {
             .map(|d| d.join(name))
             .find(|p| p.is_file())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_n_whose_matrix_exceeds_memory_is_refused() {
+        let gib = 1u64 << 30;
+        // 8 x 10^12 bytes against 16 GiB: a usage error naming --n.
+        let e = refuse_beyond_memory(1_000_000, Some(16 * gib)).unwrap_err();
+        assert_eq!(crate::error::exit_code_of(&e), 2);
+        assert!(e.to_string().contains("--n 1000000"), "{e}");
+        // 40,000^2 x 8 = 12.8 GB fits in 16 GiB; no overflow at u64::MAX.
+        refuse_beyond_memory(40_000, Some(16 * gib)).unwrap();
+        assert!(refuse_beyond_memory(u64::MAX, Some(u64::MAX)).is_err());
+        refuse_beyond_memory(u64::MAX, None).unwrap();
+    }
 }

@@ -30,6 +30,7 @@ pub fn read_results(paths: &[PathBuf]) -> Result<Vec<SweepResult>> {
     paths
         .iter()
         .map(|p| {
+            stop_if_interrupted()?;
             let read = read_any_kind(p);
             match read.kind.as_deref() {
                 Some(NPB_KIND) => {
@@ -197,6 +198,18 @@ pub fn exporter_of(format: ReportFormat) -> &'static dyn Exporter {
     report::exporter(value.get_name()).expect("every --format has an exporter")
 }
 
+/// The interrupted error (exit 130) once Ctrl-C or SIGTERM came: reading
+/// and drawing save nothing, so the first signal ends them at the next
+/// check (a `wulf report` of a large file once ran to its end through
+/// SIGTERM). The readers and the analysis stop their long loops on the
+/// same flag (`exec::interrupted`), leaving figures this check discards.
+pub(crate) fn stop_if_interrupted() -> Result<()> {
+    if crate::exec::interrupted() {
+        return Err(crate::error::WulfError::Interrupted.into());
+    }
+    Ok(())
+}
+
 /// Run `wulf report`.
 pub fn execute(args: &ReportArgs) -> Result<()> {
     let format = args
@@ -206,7 +219,13 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
     let exporter = exporter_of(format);
     // Each file is read once, here; refusals by kind come before any
     // error in reading one, as when they had readers of their own.
-    let read: Vec<ReadAny> = args.results.iter().map(|p| read_any_kind(p)).collect();
+    let mut read: Vec<ReadAny> = Vec::with_capacity(args.results.len());
+    for p in &args.results {
+        stop_if_interrupted()?;
+        read.push(read_any_kind(p));
+    }
+    // A read cut short by the signal fails: say why, not what failed.
+    stop_if_interrupted()?;
     let given: Vec<GivenFile> = args
         .results
         .iter()
@@ -218,7 +237,9 @@ pub fn execute(args: &ReportArgs) -> Result<()> {
         .collect();
     exporter.admit(&given)?;
     let all = load(&args.results, read)?;
+    stop_if_interrupted()?;
     let bytes = exporter.export(&all.input())?;
+    stop_if_interrupted()?;
     let out = match (&args.output, format) {
         (Some(p), _) => p.clone(),
         (None, ReportFormat::Html) => PathBuf::from("report.html"),

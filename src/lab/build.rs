@@ -249,7 +249,8 @@ fn check_impairments(sw: &str, imp: &Impairments) -> Result<()> {
 /// Random frame loss in the bridge: nftables' bridge family, drop when a
 /// random number mod 10000 falls below the loss in hundredths of a percent.
 fn add_loss(sw: &str, percent: f64) -> Result<()> {
-    let cutoff = ((percent * 100.0).round() as u64).min(10_000).to_string();
+    let (op, cutoff) = loss_comparison(percent);
+    let cutoff = cutoff.to_string();
     system::in_netns(sw, "nft", &["add", "table", "bridge", "wulf"])?;
     system::in_netns(
         sw,
@@ -260,11 +261,22 @@ fn add_loss(sw: &str, percent: f64) -> Result<()> {
         sw,
         "nft",
         &[
-            "add", "rule", "bridge", "wulf", "loss", "numgen", "random", "mod", "10000", "<",
+            "add", "rule", "bridge", "wulf", "loss", "numgen", "random", "mod", "10000", op,
             &cutoff, "counter", "drop",
         ],
     )?;
     Ok(())
+}
+
+/// The comparison of the loss rule for `percent` (0 to 100): the random
+/// number (0 to 9999) below the loss in hundredths of a percent, or at
+/// most 9999 for 100% (nft refuses the constant 10000 as beyond the
+/// range of `mod 10000`: `--loss 100` once failed so).
+fn loss_comparison(percent: f64) -> (&'static str, u64) {
+    match ((percent * 100.0).round() as u64).min(10_000) {
+        10_000 => ("<=", 9_999),
+        cutoff => ("<", cutoff),
+    }
 }
 
 fn hosts_file(st: &LabState) -> String {

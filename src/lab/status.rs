@@ -103,14 +103,19 @@ fn loss_now(switch_netns: &str) -> Option<f64> {
     parse_loss_rule(&text)
 }
 
-/// `numgen random mod 10000 < 2000 ... drop` -> 20 (percent).
+/// `numgen random mod 10000 < 2000 ... drop` -> 20 (percent); `<= 9999`
+/// (how 100% is written) -> 100.
 fn parse_loss_rule(text: &str) -> Option<f64> {
     let line = text
         .lines()
         .find(|l| l.contains("numgen random mod 10000 <"))?;
     let after = line.split("numgen random mod 10000 <").nth(1)?;
+    let (inclusive, after) = match after.strip_prefix('=') {
+        Some(rest) => (1.0, rest),
+        None => (0.0, after),
+    };
     let n: f64 = after.split_whitespace().next()?.parse().ok()?;
-    Some(n / 100.0)
+    Some((n + inclusive) / 100.0)
 }
 
 fn link_facts(netns: &str, dev: &str) -> (Option<String>, Option<u32>) {
@@ -241,6 +246,12 @@ mod tests {
         assert_eq!(rate_text(100_000_000), "100 Mbit/s");
         assert_eq!(rate_text(2_500_000_000), "2.5 Gbit/s");
         assert_eq!(rate_text(1_000_000_000), "1 Gbit/s");
+    }
+
+    #[test]
+    fn a_total_loss_rule_is_read_back() {
+        let t = "\t\tnumgen random mod 10000 <= 9999 counter packets 0 bytes 0 drop";
+        assert_eq!(parse_loss_rule(t), Some(100.0));
     }
 
     #[test]

@@ -11,6 +11,12 @@ use crate::units::parse_bytes;
 /// Largest size of the default schedule (8 MiB).
 pub const DEFAULT_MAX_BYTES: u64 = 8 << 20;
 
+/// Most sizes one sweep measures (`--sizes` refuses more). The schedule
+/// from 1 B to 2^50 B is about 300 sizes; a result holds at most this many
+/// points, so that its analysis (some steps are quadratic in the points
+/// within a bounded window) and `wulf compare` stay quick.
+pub const MAX_SIZES: usize = 4096;
+
 /// Perturbation added and subtracted around each base size from 16 B on.
 pub const PERTURBATION_BYTES: u64 = 3;
 
@@ -80,6 +86,12 @@ pub fn parse_sizes(text: &str, perturb: bool) -> Result<Vec<u64>, String> {
     }
     v.sort_unstable();
     v.dedup();
+    if v.len() > MAX_SIZES {
+        return Err(format!(
+            "{} sizes: a sweep measures at most {MAX_SIZES}",
+            v.len()
+        ));
+    }
     Ok(v)
 }
 

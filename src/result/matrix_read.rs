@@ -157,8 +157,10 @@ fn read_streaming(path: &Path, len: u64, lean: Lean) -> Result<MatrixResult> {
     let origin = path.display().to_string();
     let file = std::fs::File::open(path).with_context(|| format!("cannot read {origin}"))?;
     // take() bounds a file that grows while it is read.
-    let reader =
-        BufReader::with_capacity(1 << 20, BoundedValues::new(file.take(MAX_MATRIX_BYTES + 1)));
+    let reader = BufReader::with_capacity(
+        1 << 20,
+        BoundedValues::new(StopOnSignal(file.take(MAX_MATRIX_BYTES + 1))),
+    );
     let mut de = serde_json::Deserializer::from_reader(reader);
     let parsed = {
         let _flag = LeanWhile::set(lean);
@@ -202,9 +204,24 @@ fn streamed_kind(path: &Path) -> Option<String> {
     // Not bounded by value: the other fields are skipped, never held
     // (serde_json reads an ignored string without keeping it), and the
     // read that follows names a value too long.
-    let reader = BufReader::with_capacity(1 << 20, file.take(MAX_MATRIX_BYTES + 1));
+    let reader = BufReader::with_capacity(1 << 20, StopOnSignal(file.take(MAX_MATRIX_BYTES + 1)));
     let k: Kind = serde_json::from_reader(reader).ok()?;
     k.kind
+}
+
+/// A reader that fails once the user asked to stop (Ctrl-C, SIGTERM):
+/// reading a large matrix through takes a minute, and the first signal
+/// must end it (the command then says it was interrupted). Not
+/// `ErrorKind::Interrupted`, which readers retry.
+struct StopOnSignal<R>(R);
+
+impl<R: Read> Read for StopOnSignal<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if crate::exec::interrupted() {
+            return Err(std::io::Error::other("interrupted"));
+        }
+        self.0.read(buf)
+    }
 }
 
 /// A reader of JSON text that fails once a single value (a string from

@@ -8,6 +8,7 @@
 //! directory, flushed, then renamed over the destination.
 
 mod any;
+pub mod bounds;
 pub mod collective;
 mod conditions;
 mod confirmation;
@@ -57,4 +58,6 @@ pub use thresholds::{
     periodic_threshold_value, threshold_entry, thresholds_value, COPIES_KEY, THRESHOLDS_KEY,
 };
 pub use wait_mode::WaitMode;
-pub use write::{write_atomically, write_atomically_with, write_json, write_result};
+pub use write::{
+    target_of, write_atomically, write_atomically_with, write_json, write_result, Target,
+};

@@ -66,7 +66,10 @@ impl Header {
 }
 
 /// The header of the document in `text`, any other field skipped.
+/// Every reader of a whole document starts here, so the text's bounds
+/// (`super::bounds`) are checked here too, before anything is decoded.
 pub(super) fn header(text: &str, origin: &str) -> Result<Header> {
+    super::bounds::check(text).map_err(|e| anyhow::anyhow!("{origin} is refused at {e}"))?;
     serde_json::from_str(text).with_context(|| format!("{origin} is not a single JSON object"))
 }
 

@@ -30,12 +30,44 @@ const MAX_MOP_S: f64 = 1e15;
 const MAX_BYTES: u64 = 1 << 50;
 /// Highest throughput accepted, bits/s (far above any memory bus).
 const MAX_BITS_PER_S: f64 = 1e18;
+/// Most operations in one trial (a trial of 10 s at 0.01 ns each is 10^12).
+const MAX_REPEATS: u64 = 1 << 40;
+/// Most trials a point records (the sweep engine keeps at most 5,000):
+/// `wulf compare` resamples every trial two thousand times.
+const MAX_TRIALS: u64 = 1 << 16;
+/// Most trials a sweep result holds in all (4,096 points of 1,024 trials;
+/// a default sweep keeps at most 124 x 5,000): `wulf compare` resamples
+/// every trial, so this bounds its work with the points'.
+pub const MAX_TRIALS_TOTAL: usize = 1 << 22;
+/// Most points a sweep result holds: every size schedule wulf makes has
+/// far fewer (1 B to 2^50 B is about 300 sizes), and the analysis, the
+/// report and `wulf compare` are sized for it (`--sizes` refuses more).
+pub const MAX_POINTS: usize = crate::message::schedule::MAX_SIZES;
+/// Most warnings a result holds (a sweep writes a handful).
+pub const MAX_WARNINGS: usize = 1000;
 
 /// Check a sweep result; the error names the first offending field.
 pub fn sweep(r: &SweepResult) -> Result<(), String> {
+    if r.points.len() > MAX_POINTS {
+        return Err(format!(
+            "points has {} entries, more than a result may hold ({MAX_POINTS} at most)",
+            r.points.len()
+        ));
+    }
+    warnings(&r.warnings)?;
+    let trials: usize = r.points.iter().map(|p| p.trials_ns.len()).sum();
+    if trials > MAX_TRIALS_TOTAL {
+        return Err(format!(
+            "points hold {trials} trials in all, more than a result may hold ({MAX_TRIALS_TOTAL} at most)"
+        ));
+    }
+    // 0 when the clock's cost was not measured; a second per read is
+    // no clock (-1e308 once passed).
+    finite_non_negative(r.timer_overhead_ns, 1e9).map_err(|e| format!("timer_overhead_ns {e}"))?;
     let mut previous: Option<u64> = None;
     for (i, p) in r.points.iter().enumerate() {
         point(p).map_err(|e| format!("points[{i}].{e}"))?;
+        trial_count(p).map_err(|e| format!("points[{i}].{e}"))?;
         if let Some(before) = previous {
             if p.bytes <= before {
                 return Err(format!(
@@ -66,9 +98,47 @@ pub fn sweep(r: &SweepResult) -> Result<(), String> {
     Ok(())
 }
 
+/// At most [`MAX_WARNINGS`] warnings (ten million empty ones once made
+/// the HTML report take 2.27 GB); their length is bounded with every
+/// other string's when the text is read (`super::bounds`).
+pub fn warnings(w: &[String]) -> Result<(), String> {
+    if w.len() > MAX_WARNINGS {
+        return Err(format!(
+            "warnings has {} entries, more than a result may hold ({MAX_WARNINGS} at most)",
+            w.len()
+        ));
+    }
+    Ok(())
+}
+
+/// A sweep point's trials: `trials` counts `trials_ns` (2^40 trials
+/// claimed over 6 samples once passed). Not for a matrix's cells, whose
+/// trials a streaming read drops.
+fn trial_count(p: &Point) -> Result<(), String> {
+    if p.trials != p.trials_ns.len() as u64 {
+        return Err(format!(
+            "trials is {}, but trials_ns holds {} trials",
+            p.trials,
+            p.trials_ns.len()
+        ));
+    }
+    Ok(())
+}
+
 fn point(p: &Point) -> Result<(), String> {
     if p.bytes == 0 || p.bytes > MAX_BYTES {
         return Err(format!("bytes is {}, outside 1 to 2^50", p.bytes));
+    }
+    for (name, v, max) in [
+        ("repeats", p.repeats, MAX_REPEATS),
+        ("trials", p.trials, MAX_TRIALS),
+        ("warmup_trials", p.warmup_trials, MAX_TRIALS),
+    ] {
+        if v > max {
+            return Err(format!(
+                "{name} is {v}, beyond any measurement ({max} at most)"
+            ));
+        }
     }
     for (name, v) in [
         ("min_ns", p.min_ns),
@@ -101,24 +171,7 @@ fn point(p: &Point) -> Result<(), String> {
         finite_non_negative(v, MAX_TIME_NS).map_err(|e| format!("{name} {e}"))?;
     }
     if let Some(l) = &p.limits {
-        for (name, v, max) in [
-            (
-                "limits.memcpy_bits_per_s",
-                l.memcpy_bits_per_s,
-                MAX_BITS_PER_S,
-            ),
-            ("limits.floor_ns", l.floor_ns, MAX_TIME_NS),
-            ("limits.c2c_bits_per_s", l.c2c_bits_per_s, MAX_BITS_PER_S),
-            (
-                "limits.c2c_two_copy_bits_per_s",
-                l.c2c_two_copy_bits_per_s,
-                MAX_BITS_PER_S,
-            ),
-        ] {
-            if let Some(v) = v {
-                finite_non_negative(v, max).map_err(|e| format!("{name} {e}"))?;
-            }
-        }
+        limits(l).map_err(|e| format!("limits.{e}"))?;
     }
     if let Some(w) = &p.cpu_whole {
         whole(w).map_err(|e| format!("cpu_whole.{e}"))?;
@@ -132,6 +185,28 @@ fn point(p: &Point) -> Result<(), String> {
         ] {
             finite_non_negative(v, MAX_TIME_NS).map_err(|e| format!("{name} {e}"))?;
         }
+    }
+    Ok(())
+}
+
+/// A point's physical limits: rates positive (a memcpy rate of 0 makes
+/// every fraction of it infinite), the floor a time like any other
+/// (`floor_ns` 1e-300 once passed).
+fn limits(l: &super::Limits) -> Result<(), String> {
+    for (name, v) in [
+        ("memcpy_bits_per_s", l.memcpy_bits_per_s),
+        ("c2c_bits_per_s", l.c2c_bits_per_s),
+        ("c2c_two_copy_bits_per_s", l.c2c_two_copy_bits_per_s),
+    ] {
+        if let Some(v) = v {
+            finite_non_negative(v, MAX_BITS_PER_S).map_err(|e| format!("{name} {e}"))?;
+            if v == 0.0 {
+                return Err(format!("{name} is 0: no machine moves nothing"));
+            }
+        }
+    }
+    if let Some(v) = l.floor_ns {
+        time(v).map_err(|e| format!("floor_ns {e}"))?;
     }
     Ok(())
 }
@@ -249,6 +324,12 @@ pub fn matrix(r: &crate::result::matrix::MatrixResult) -> Result<(), String> {
     for (i, c) in r.cells.iter().enumerate() {
         node(format!("cells[{i}].from"), c.from)?;
         node(format!("cells[{i}].to"), c.to)?;
+        if c.from == c.to {
+            return Err(format!(
+                "cells[{i}] measures node {} against itself: a cell joins two nodes",
+                c.from
+            ));
+        }
         if c.round > MAX_ROUNDS {
             return Err(format!(
                 "cells[{i}].round is {}, above {MAX_ROUNDS}",
@@ -284,6 +365,142 @@ pub fn matrix(r: &crate::result::matrix::MatrixResult) -> Result<(), String> {
     }
     for (i, c) in a.contention.iter().enumerate() {
         node(format!("analysis.contention[{i}].node"), c.node)?;
+    }
+    for (i, l) in a.lossy_links.iter().enumerate() {
+        node(format!("analysis.lossy_links[{i}].a"), l.a)?;
+        node(format!("analysis.lossy_links[{i}].b"), l.b)?;
+    }
+    warnings(&r.warnings)?;
+    matrix_pairs(a)?;
+    matrix_figures(a).map_err(|e| format!("analysis.{e}"))
+}
+
+/// The analysis's pairs join two nodes (a self-cell once passed).
+fn matrix_pairs(a: &crate::result::matrix::MatrixAnalysis) -> Result<(), String> {
+    let pairs = a
+        .outlier_cells
+        .iter()
+        .map(|o| ("outlier_cells", o.from, o.to))
+        .chain(
+            a.asymmetric_pairs
+                .iter()
+                .map(|p| ("asymmetric_pairs", p.a, p.b)),
+        )
+        .chain(a.lossy_links.iter().map(|l| ("lossy_links", l.a, l.b)));
+    let mut index = std::collections::HashMap::new();
+    for (list, x, y) in pairs {
+        let i = index.entry(list).or_insert(0usize);
+        if x == y {
+            return Err(format!(
+                "analysis.{list}[{i}] joins node {x} with itself: a pair is two nodes"
+            ));
+        }
+        *i += 1;
+    }
+    Ok(())
+}
+
+/// The analysis's figures: finite and within the bounds of a
+/// measurement (medians of -1e308 once passed); scores finite either way.
+fn matrix_figures(a: &crate::result::matrix::MatrixAnalysis) -> Result<(), String> {
+    let mut figures: Vec<(String, f64)> = Vec::new();
+    let mut add = |name: String, v: Option<f64>| figures.extend(v.map(|v| (name, v)));
+    for (name, s) in [("latency", &a.latency), ("bandwidth", &a.bandwidth)] {
+        if let Some(s) = s {
+            add(format!("{name}.median"), Some(s.median));
+            add(format!("{name}.mad"), Some(s.mad));
+        }
+    }
+    for (i, o) in a.outlier_cells.iter().enumerate() {
+        add(format!("outlier_cells[{i}].value"), Some(o.value));
+        add(format!("outlier_cells[{i}].median"), Some(o.median));
+    }
+    for (i, s) in a.slow_nodes.iter().enumerate() {
+        add(format!("slow_nodes[{i}].value"), Some(s.value));
+        add(format!("slow_nodes[{i}].median"), Some(s.median));
+        add(
+            format!("slow_nodes[{i}].share_outlying"),
+            Some(s.share_outlying),
+        );
+    }
+    for (i, p) in a.asymmetric_pairs.iter().enumerate() {
+        add(format!("asymmetric_pairs[{i}].a_to_b"), Some(p.a_to_b));
+        add(format!("asymmetric_pairs[{i}].b_to_a"), Some(p.b_to_a));
+        add(format!("asymmetric_pairs[{i}].ratio"), Some(p.ratio));
+    }
+    for (i, n) in a.node_summary.iter().enumerate() {
+        add(format!("node_summary[{i}].latency_ns"), n.latency_ns);
+        add(format!("node_summary[{i}].bits_per_s"), n.bits_per_s);
+        add(
+            format!("node_summary[{i}].sent_bits_per_s"),
+            n.sent_bits_per_s,
+        );
+        add(
+            format!("node_summary[{i}].received_bits_per_s"),
+            n.received_bits_per_s,
+        );
+    }
+    for (i, s) in a.steps.iter().enumerate() {
+        add(
+            format!("steps[{i}].aggregate_bits_per_s"),
+            Some(s.aggregate_bits_per_s),
+        );
+        add(format!("steps[{i}].min_bits_per_s"), Some(s.min_bits_per_s));
+        add(
+            format!("steps[{i}].median_bits_per_s"),
+            Some(s.median_bits_per_s),
+        );
+        add(
+            format!("steps[{i}].pingpong_rate_per_s"),
+            Some(s.pingpong_rate_per_s),
+        );
+        add(
+            format!("steps[{i}].rate_messages_per_s"),
+            s.rate_messages_per_s,
+        );
+        add(format!("steps[{i}].rate_bits_per_s"), s.rate_bits_per_s);
+        add(
+            format!("steps[{i}].alone_median_bits_per_s"),
+            s.alone_median_bits_per_s,
+        );
+    }
+    for (i, c) in a.contention.iter().enumerate() {
+        add(
+            format!("contention[{i}].loaded_bits_per_s"),
+            Some(c.loaded_bits_per_s),
+        );
+        add(
+            format!("contention[{i}].alone_bits_per_s"),
+            Some(c.alone_bits_per_s),
+        );
+        add(format!("contention[{i}].kept"), Some(c.kept));
+    }
+    for (i, l) in a.lossy_links.iter().enumerate() {
+        add(
+            format!("lossy_links[{i}].retrans_share"),
+            Some(l.retrans_share),
+        );
+        add(
+            format!("lossy_links[{i}].others_share"),
+            Some(l.others_share),
+        );
+    }
+    if let Some(h) = &a.host_bound {
+        add("host_bound.link_share".into(), Some(h.link_share));
+        add("host_bound.cpu_busy_share".into(), Some(h.cpu_busy_share));
+        add("host_bound.alone_link_share".into(), h.alone_link_share);
+    }
+    // Times and rates share one bound: the larger of the two.
+    for (name, v) in figures {
+        finite_non_negative(v, MAX_BITS_PER_S).map_err(|e| format!("{name} {e}"))?;
+    }
+    for (i, o) in a.outlier_cells.iter().enumerate() {
+        if !o.score.is_finite() {
+            return Err(format!(
+                "outlier_cells[{i}].score is {}, not a finite number",
+                o.score
+            ));
+        }
     }
     Ok(())
 }

@@ -35,8 +35,12 @@
 //! itself estimated with `df` degrees of freedom.
 
 /// How many resamples and which interval.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub struct BootstrapOptions {
+    /// Asked between resamples: true ends the bootstrap without an
+    /// interval (`wulf compare` passes its Ctrl-C flag: two thousand
+    /// resamples of millions of trials take minutes).
+    pub stop: fn() -> bool,
     /// Number of bootstrap resamples.
     pub resamples: usize,
     /// Coverage of the interval, e.g. 0.95.
@@ -48,6 +52,7 @@ pub struct BootstrapOptions {
 impl Default for BootstrapOptions {
     fn default() -> Self {
         BootstrapOptions {
+            stop: || false,
             resamples: 2000,
             confidence: crate::stats::CONFIDENCE,
             seed: 2013,
@@ -105,6 +110,9 @@ pub fn hierarchical_ratio(a: &[Run], b: &[Run], opts: &BootstrapOptions) -> Opti
     let mut scratch = Vec::with_capacity(longest);
     let mut ratios = Vec::with_capacity(opts.resamples);
     for _ in 0..opts.resamples.max(1) {
+        if (opts.stop)() {
+            return None;
+        }
         let fa = resampled_group(a, &mut rng, &mut scratch)?;
         let fb = resampled_group(b, &mut rng, &mut scratch)?;
         ratios.push(fb / fa);

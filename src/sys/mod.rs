@@ -38,6 +38,7 @@ pub use interface::{
 pub use link_limit::{tcp_goodput_limit, Framing, IpVersion, LinkLimit};
 pub use path::{recorded_same_machine, same_machine};
 pub use tcp_sysctl::TcpSysctls;
+pub(crate) use topology::memory_total_bytes;
 pub use topology::Cache;
 
 /// The memory page size (sysconf), 4096 when it cannot be read: the unit

@@ -4,6 +4,8 @@
 //! And text from a result is always escaped in the HTML report.
 
 use crate::common;
+#[path = "hostile_files/limits.rs"]
+mod limits;
 #[path = "hostile_files/outputs.rs"]
 mod outputs;
 
@@ -12,12 +14,12 @@ use std::path::{Path, PathBuf};
 use common::*;
 use serde_json::{json, Value};
 
-fn fixture() -> Value {
+pub(crate) fn fixture() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tcp-pingpong.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
     let p = file(dir, name);
     std::fs::write(&p, text).unwrap();
     p
@@ -25,7 +27,7 @@ fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
 
 /// `wulf report` and `wulf compare` on `bad` both fail cleanly, saying
 /// each of `expected` (the file, the field, the reason).
-fn refused(bad: &Path, expected: &[&str]) {
+pub(crate) fn refused(bad: &Path, expected: &[&str]) {
     let good = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tcp-pingpong.json");
     let dir = tempdir();
     let out = file(&dir, "r.html");
@@ -132,6 +134,37 @@ fn impossible_values_are_refused_with_the_field_named() {
             "version.json",
             Box::new(|v| v["schema_version"] = json!(99)),
             &["schema version 99"],
+        ),
+        // Issue 45, item 10: fields once accepted unchecked.
+        (
+            "timer.json",
+            Box::new(|v| v["timer_overhead_ns"] = json!(-1e308)),
+            &["timer_overhead_ns", "negative"],
+        ),
+        (
+            "trials.json",
+            Box::new(|v| v["points"][2]["trials"] = json!(1u64 << 40)),
+            &["points[2].trials"],
+        ),
+        (
+            "trials-count.json",
+            Box::new(|v| v["points"][2]["trials"] = json!(7)),
+            &["points[2].trials is 7, but trials_ns holds"],
+        ),
+        (
+            "repeats.json",
+            Box::new(|v| v["points"][1]["repeats"] = json!(u64::MAX)),
+            &["points[1].repeats", "beyond"],
+        ),
+        (
+            "floor.json",
+            Box::new(|v| v["points"][1]["limits"]["floor_ns"] = json!(1e-300)),
+            &["points[1].limits.floor_ns", "shorter than any measurement"],
+        ),
+        (
+            "memcpy.json",
+            Box::new(|v| v["points"][1]["limits"]["memcpy_bits_per_s"] = json!(0)),
+            &["points[1].limits.memcpy_bits_per_s is 0"],
         ),
     ];
     for (name, mutate, expected) in cases {

@@ -144,6 +144,24 @@ fn crafted_indices_and_impossible_figures_are_refused() {
             "analysis.slow_nodes",
             Box::new(|v| v["analysis"]["slow_nodes"][0]["node"] = 7.into()),
         ),
+        // Issue 45, item 10: medians of -1e308 and a cell of a node with
+        // itself once passed.
+        (
+            "analysis.latency.median is negative",
+            Box::new(|v| v["analysis"]["latency"]["median"] = (-1e308).into()),
+        ),
+        (
+            "analysis.node_summary[1].bits_per_s is negative",
+            Box::new(|v| v["analysis"]["node_summary"][1]["bits_per_s"] = (-1e308).into()),
+        ),
+        (
+            "analysis.outlier_cells[0].median",
+            Box::new(|v| v["analysis"]["outlier_cells"][0]["median"] = f64::MAX.into()),
+        ),
+        (
+            "cells[0] measures node 0 against itself",
+            Box::new(|v| v["cells"][0]["to"] = 0.into()),
+        ),
     ];
     for (want, spoil) in cases {
         let mut v = fixture_value(&fixture);

@@ -415,24 +415,11 @@ fn impairments_are_real_or_refused() {
     if !labs_possible() {
         return;
     }
-    let lab = name("loss");
-    let _g = LabGuard(lab.clone());
-    ok(&run(&["lab", "up", "--name", &lab, "--loss", "50"]));
-    let js = ok(&run(&["lab", "status", "--name", &lab, "--json"]));
-    let v: serde_json::Value = serde_json::from_str(&js).unwrap();
-    assert_eq!(v[0]["loss_percent"], 50.0);
+    let (loss, text) = ping_through_loss("loss", "50", "40");
+    assert_eq!(loss, 50.0);
     // Each echo crosses the switch twice: 75% of them are lost on average;
     // all 40 getting through has a probability of 1e-24.
-    let out = wulf(&[
-        "lab", "exec", "--name", &lab, "node1", "--", "ping", "-c", "40", "-i", "0.01", "-W", "1",
-        "-q", "node2",
-    ])
-    .output()
-    .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains(" 0% packet loss"), "{text}");
-    ok(&run(&["lab", "down", "--name", &lab]));
-    assert_gone(&lab);
 
     let lab = name("delay");
     let _g = LabGuard(lab.clone());
@@ -443,6 +430,44 @@ fn impairments_are_real_or_refused() {
         assert!(err.contains("unavailable on this kernel"), "{err}");
         assert_gone(&lab);
     }
+}
+
+/// A lab whose switch loses `loss` percent of frames: the loss `lab
+/// status` reads back and what `count` pings from node1 to node2 said;
+/// the lab is removed, and checked gone, before it returns.
+fn ping_through_loss(test: &str, loss: &str, count: &str) -> (serde_json::Value, String) {
+    let lab = name(test);
+    let _g = LabGuard(lab.clone());
+    ok(&run(&["lab", "up", "--name", &lab, "--loss", loss]));
+    let js = ok(&run(&["lab", "status", "--name", &lab, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&js).unwrap();
+    let out = wulf(&[
+        "lab", "exec", "--name", &lab, "node1", "--", "ping", "-c", count, "-i", "0.01", "-W", "1",
+        "-q", "node2",
+    ])
+    .output()
+    .unwrap();
+    ok(&run(&["lab", "down", "--name", &lab]));
+    assert_gone(&lab);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (v[0]["loss_percent"].clone(), text)
+}
+
+/// The ends of the documented range of `--loss` (0 to 100): 100 once
+/// failed with nft's "Value 10000 exceeds valid range 0-9999". A total
+/// loss is read back as 100 and lets no echo through; 0 lets all through.
+#[test]
+fn a_total_loss_and_no_loss_are_both_labs() {
+    let _serial = serial();
+    if !labs_possible() {
+        return;
+    }
+    let (loss, text) = ping_through_loss("loss100", "100", "5");
+    assert_eq!(loss, 100.0);
+    assert!(text.contains(" 100% packet loss"), "{text}");
+    let (loss, text) = ping_through_loss("loss0", "0", "5");
+    assert_eq!(loss, 0.0);
+    assert!(text.contains(" 0% packet loss"), "{text}");
 }
 
 /// SIGINT to a `--lab` command (as a batch system sends it, or Ctrl-C):

@@ -227,6 +227,16 @@ impl Default for CompareOptions {
     }
 }
 
+/// Most trials one band's bootstrap draws in all (resamples x trials):
+/// above it the resamples are fewer, at least [`MIN_RESAMPLES`]. A band of
+/// a default sweep draws far less (2,000 x 40 sizes x 5,000 trials x 2
+/// sides is 8 x 10^8); files of millions of trials once made the 2,000
+/// resamples take many minutes.
+pub const MAX_BOOTSTRAP_DRAWS: usize = 1 << 31;
+
+/// Fewest resamples of a band's bootstrap whatever its trials.
+pub const MIN_RESAMPLES: usize = 200;
+
 /// Compare B's runs against the baseline A's runs (each side one or more
 /// results, meant to be of the same transport and mode).
 pub fn compare(a: &[SweepResult], b: &[SweepResult], opts: &CompareOptions) -> Comparison {
@@ -300,8 +310,16 @@ fn common_sizes(a: &[SweepResult], b: &[SweepResult]) -> Vec<u64> {
     sizes
 }
 
+/// The point of `bytes` in `r`: a binary search, as a result's sizes
+/// ascend (the reader checks it); a linear scan per size made `wulf
+/// compare` quadratic in the points. Unsorted points (built by hand)
+/// fall back to the scan.
 fn point(r: &SweepResult, bytes: u64) -> Option<&crate::result::Point> {
-    r.points.iter().find(|p| p.bytes == bytes)
+    match r.points.binary_search_by_key(&bytes, |p| p.bytes) {
+        Ok(i) => Some(&r.points[i]),
+        Err(_) if r.points.windows(2).all(|w| w[0].bytes < w[1].bytes) => None,
+        Err(_) => r.points.iter().find(|p| p.bytes == bytes),
+    }
 }
 
 /// The runs of a side restricted to `sizes` (all present, see
@@ -340,9 +358,14 @@ impl Context<'_> {
             return None;
         }
         let (ra, rb) = (runs(self.a, sizes), runs(self.b, sizes));
+        let trials: usize = ra.iter().chain(&rb).flatten().map(|t| t.len()).sum();
         let boot = BootstrapOptions {
-            resamples: self.opts.resamples,
+            resamples: self
+                .opts
+                .resamples
+                .min((MAX_BOOTSTRAP_DRAWS / trials.max(1)).max(MIN_RESAMPLES)),
             confidence: 1.0 - self.opts.level,
+            stop: crate::exec::interrupted,
             ..BootstrapOptions::default()
         };
         let interval = hierarchical_ratio(&ra, &rb, &boot)?;

@@ -128,3 +128,52 @@ fn a_directory_is_refused_before_measuring() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(std::fs::metadata(dir.path()).unwrap().is_dir());
 }
+
+/// Every output path is checked before anything is measured (issue 45,
+/// item 6): a symlink loop (once refused after the sweep), a file where a
+/// directory of outputs is wanted (`wulf run --out FILE` once measured for
+/// 11 s, then said "Not a directory"), a path under a file, and `wulf hpl
+/// --json DIR` (once run HPL, then "is a directory"). Each is exit 2 with
+/// the path named, and nothing is written.
+#[test]
+fn every_output_path_is_checked_before_measuring() {
+    let dir = tempdir();
+    let loopa = dir.path().join("loopa");
+    std::os::unix::fs::symlink(dir.path().join("loopb"), &loopa).unwrap();
+    std::os::unix::fs::symlink(&loopa, dir.path().join("loopb")).unwrap();
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, "a file").unwrap();
+    let under = plain.join("r.json");
+    let (loopa, plain, under) = (
+        loopa.to_str().unwrap(),
+        plain.to_str().unwrap(),
+        under.to_str().unwrap(),
+    );
+    let d = dir.path().to_str().unwrap();
+    let cases: [(Vec<&str>, &str); 5] = [
+        (
+            vec!["sweep", "tcp", "--sizes", "8", "--json", loopa],
+            "loop",
+        ),
+        (
+            vec!["sweep", "tcp", "--sizes", "8", "--csv", under],
+            "not a directory",
+        ),
+        (vec!["run", "--quick", "--out", plain], "not a directory"),
+        (vec!["run", "--quick", "--out", under], "not a directory"),
+        (vec!["hpl", "--n", "64", "--json", d], "is a directory"),
+    ];
+    for (args, says) in cases {
+        let started = std::time::Instant::now();
+        let o = run(&args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(says), "{args:?}: expected {says:?} in {e}");
+        // Generous: the refusal is at parsing, a sweep takes longer.
+        assert!(
+            started.elapsed().as_secs() < 5,
+            "{args:?} measured before refusing"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(plain).unwrap(), "a file");
+}

@@ -150,18 +150,9 @@ fn all_runs_every_kernel_and_prints_the_kernel_table() {
 #[test]
 fn all_at_a_count_sp_and_bt_cannot_use_keeps_their_rows_saying_why() {
     let _s = serial();
-    let args = [
-        "npb",
-        "all",
-        "--class",
-        "S",
-        "--np",
-        "2",
-        "--via",
-        "shm",
-        "--repetitions",
-        "1",
-    ];
+    let args: Vec<&str> = "npb all --class S --np 2 --via shm --repetitions 1"
+        .split(' ')
+        .collect();
     let o = run(&args);
     assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);

@@ -167,7 +167,11 @@ fn host_position(words: &[String]) -> Option<usize> {
 /// them on a remote host (the launcher quotes for a remote shell).
 fn rsh(a: &LabRshArgs) -> Result<()> {
     let st = state::load(&a.name)?;
-    let texts: Vec<String> = a.words.iter().map(|w| w.to_string_lossy().into_owned()).collect();
+    let texts: Vec<String> = a
+        .words
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
     // ssh-style options a launcher may add (-x, -n, -T, -o OPTION, -p
     // PORT...) come first; none means anything inside a lab node.
     let at = host_position(&texts).ok_or_else(|| usage("wulf lab rsh: no host given"))?;
@@ -223,8 +227,14 @@ mod tests {
         assert_eq!(at(&["-x", "-n", "-T", "-q", "node2", "cmd"]), Some(4));
         assert_eq!(at(&["-nTx", "node2"]), Some(1));
         assert_eq!(at(&["-o", "BatchMode=yes", "node1", "cmd"]), Some(2));
-        assert_eq!(at(&["-oBatchMode=yes", "-o", "StrictHostKeyChecking=no", "node3"]), Some(3));
-        assert_eq!(at(&["-p", "22", "-l", "root", "-xq", "10.0.0.2", "cmd"]), Some(5));
+        assert_eq!(
+            at(&["-oBatchMode=yes", "-o", "StrictHostKeyChecking=no", "node3"]),
+            Some(3)
+        );
+        assert_eq!(
+            at(&["-p", "22", "-l", "root", "-xq", "10.0.0.2", "cmd"]),
+            Some(5)
+        );
         assert_eq!(at(&["-qo", "ConnectTimeout=5", "node1"]), Some(2));
         assert_eq!(at(&["--", "node1"]), Some(1));
         assert_eq!(at(&["-o", "BatchMode=yes"]), None);

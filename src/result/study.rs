@@ -47,7 +47,8 @@ super::envelope::result_document! {
         pub host: crate::sys::Host,
         /// The study (`mtu-buffers`, `fe-vs-ge`).
         pub study: String,
-        /// What it reproduces, in words (the seed's table and figures).
+        /// What it reproduces, in words (the published study's table and
+        /// figures, cited by authors and year).
         pub about: String,
         /// Budget scale: `quick`, `default` or `thorough`.
         pub effort: String,
@@ -63,9 +64,9 @@ super::envelope::result_document! {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub sweep_args: Vec<String>,
         /// `lean-stacks` in a lab (version 3): the NAS runs behind its NAS
-        /// tables (seed 001 Table 2), one kernel over every stack per run,
-        /// in interleaved rounds; absent for the other studies and against
-        /// a real peer.
+        /// tables (Bounanos and Fleury 2007, Table 2), one kernel over
+        /// every stack per run, in interleaved rounds; absent for the other
+        /// studies and against a real peer.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub nas: Vec<StudyNasCase>,
     }

@@ -126,8 +126,21 @@ fn lab_rsh_takes_ssh_options_before_the_host() {
     let lab = name("rshopts");
     let _g = common::lab_up(&lab, 2);
     let said = ok(&run(&[
-        "lab", "rsh", "--name", &lab, "-x", "-nT", "-o", "BatchMode=yes", "-oConnectTimeout=5",
-        "-o", "StrictHostKeyChecking=accept-new", "-p", "22", "node2", "hostname",
+        "lab",
+        "rsh",
+        "--name",
+        &lab,
+        "-x",
+        "-nT",
+        "-o",
+        "BatchMode=yes",
+        "-oConnectTimeout=5",
+        "-o",
+        "StrictHostKeyChecking=accept-new",
+        "-p",
+        "22",
+        "node2",
+        "hostname",
     ]));
     assert_eq!(said.trim(), "node2");
 }

@@ -354,8 +354,18 @@ fn suggests_what_wulf_can_use(deb: &Path) {
         .split(',')
         .filter_map(|d| d.split_whitespace().next())
         .collect();
-    for package in ["openmpi-bin", "mpich", "pvm", "hpcc", "iproute2", "nftables"] {
-        assert!(have.contains(&package), "Suggests {suggests:?} lacks {package}");
+    for package in [
+        "openmpi-bin",
+        "mpich",
+        "pvm",
+        "hpcc",
+        "iproute2",
+        "nftables",
+    ] {
+        assert!(
+            have.contains(&package),
+            "Suggests {suggests:?} lacks {package}"
+        );
     }
 }
 
@@ -374,7 +384,13 @@ fn every_result_schema_is_installed() {
         let want = std::fs::read(&path).unwrap();
         let got = std::fs::read(&installed)
             .unwrap_or_else(|e| panic!("{} is not installed: {e}", installed.display()));
-        assert_eq!(got, want, "{} differs from {}", installed.display(), path.display());
+        assert_eq!(
+            got,
+            want,
+            "{} differs from {}",
+            installed.display(),
+            path.display()
+        );
         count += 1;
     }
     assert!(count >= 6, "only {count} schemas in {}", source.display());

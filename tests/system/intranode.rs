@@ -434,7 +434,10 @@ fn the_last_screen_is_the_reports_answer(stdout: &str, run_dir: &std::path::Path
         answer.starts_with("\nThe answer (the report opens with it):\n"),
         "the run does not end with the answer:\n{stdout}"
     );
-    assert!(!answer.contains('<') && !answer.contains("&times;"), "markup:\n{answer}");
+    assert!(
+        !answer.contains('<') && !answer.contains("&times;"),
+        "markup:\n{answer}"
+    );
     // One transport (the baselines are references): its peak, as the page says it.
     let peak = answer
         .split("\n  - ")
@@ -442,7 +445,10 @@ fn the_last_screen_is_the_reports_answer(stdout: &str, run_dir: &std::path::Path
         .unwrap_or_else(|| panic!("no peak sentence:\n{answer}"));
     let figure = peak.split_whitespace().nth(1).unwrap();
     let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
-    assert!(html.contains(&format!("Peak: <b>{figure}")), "{figure} not on the page");
+    assert!(
+        html.contains(&format!("Peak: <b>{figure}")),
+        "{figure} not on the page"
+    );
 }
 
 /// The fastest trial of each size of a sweep (load only ever slows a

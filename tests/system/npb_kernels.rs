@@ -150,7 +150,9 @@ fn all_runs_every_kernel_and_prints_the_kernel_table() {
 #[test]
 fn all_at_a_count_sp_and_bt_cannot_use_keeps_their_rows_saying_why() {
     let _s = serial();
-    let args = ["npb", "all", "--class", "S", "--np", "2", "--via", "shm", "--repetitions", "1"];
+    let args: Vec<&str> = "npb all --class S --np 2 --via shm --repetitions 1"
+        .split(' ')
+        .collect();
     let o = run(&args);
     assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -160,7 +162,9 @@ fn all_at_a_count_sp_and_bt_cannot_use_keeps_their_rows_saying_why() {
         .unwrap_or_else(|| panic!("no kernel table in:\n{text}"));
     for row in ["BT", "SP"] {
         assert!(
-            table.lines().any(|l| l.starts_with(row) && l.contains("n/a")),
+            table
+                .lines()
+                .any(|l| l.starts_with(row) && l.contains("n/a")),
             "{row} has no n/a row:\n{table}"
         );
         assert!(
@@ -171,7 +175,12 @@ fn all_at_a_count_sp_and_bt_cannot_use_keeps_their_rows_saying_why() {
         );
     }
     for row in ["CG", "EP", "FT", "IS", "LU", "MG"] {
-        assert!(table.lines().any(|l| l.starts_with(row) && !l.contains("n/a")), "{table}");
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with(row) && !l.contains("n/a")),
+            "{table}"
+        );
     }
 }
 

@@ -333,7 +333,11 @@ pub fn kernels_table_skipping(results: &[NpbResult], skipped: &[(String, String)
         );
     }
     for (kernel, why) in skipped {
-        let _ = writeln!(s, "n/a: {} ran at none of the counts given: {why}", kernel.to_uppercase());
+        let _ = writeln!(
+            s,
+            "n/a: {} ran at none of the counts given: {why}",
+            kernel.to_uppercase()
+        );
     }
     s
 }

@@ -548,14 +548,22 @@ mod tests {
     #[test]
     fn the_terminal_answer_is_the_pages_without_markup_wrapped() {
         assert_eq!(
-            plain("<b>shm</b>, 1.7&times; its floor; <code>--budget</code> &amp; A&#39;s &lt;x&gt;"),
+            plain(
+                "<b>shm</b>, 1.7&times; its floor; <code>--budget</code> &amp; A&#39;s &lt;x&gt;"
+            ),
             "shm, 1.7x its floor; --budget & A's <x>"
         );
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tcp-pingpong.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tcp-pingpong.json"
+        );
         let r = crate::result::read_result(std::path::Path::new(path)).unwrap();
         let results = [r.clone(), r];
         let text = answer_text(&results);
-        assert!(text.iter().any(|t| t.starts_with("Lowest latency: ")), "{text:?}");
+        assert!(
+            text.iter().any(|t| t.starts_with("Lowest latency: ")),
+            "{text:?}"
+        );
         assert!(text.iter().all(|t| !t.contains('<')), "{text:?}");
         let screen = answer_screen(&results);
         assert!(screen.starts_with("\nThe answer"), "{screen}");
@@ -566,7 +574,10 @@ mod tests {
         // Every sentence is on the screen whole, only its spacing changed.
         let joined = screen.split_whitespace().collect::<Vec<_>>().join(" ");
         for t in &text {
-            assert!(joined.contains(&t.split_whitespace().collect::<Vec<_>>().join(" ")), "{t}");
+            assert!(
+                joined.contains(&t.split_whitespace().collect::<Vec<_>>().join(" ")),
+                "{t}"
+            );
         }
         assert_eq!(answer_screen(&[]), "");
     }

@@ -292,11 +292,18 @@ mod tests {
     #[test]
     fn groups_that_ignore_sigterm_are_killed() {
         let mut child = std::process::Command::new("sh")
-            .args(["-c", "trap '' TERM; sleep 60 & wait"])
+            .args(["-c", "trap '' TERM; echo ready; sleep 60 & wait"])
             .process_group(0)
+            .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         let pgid = child.id() as i32;
+        // Signalled only once the trap is set: on a loaded machine a
+        // SIGTERM sent at once can land before it, and the shell dies.
+        let mut ready = String::new();
+        let out = child.stdout.take().unwrap();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut ready).unwrap();
+        assert_eq!(ready.trim(), "ready");
         // Only the group is ended here, not the rest of this test binary's
         // children: the other tests' processes are not this one's.
         let t0 = Instant::now();

@@ -492,10 +492,16 @@ fn under_a_directory(arg: &str, dir: &std::path::Path) -> Result<(), String> {
                     at.display()
                 ))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match here.parent() {
-                Some(up) => here = up,
-                None => return Ok(()),
-            },
+            // ENOTDIR: a file above it, which the walk up names.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
+                match here.parent() {
+                    Some(up) => here = up,
+                    None => return Ok(()),
+                }
+            }
             Err(e) => return Err(format!("{arg}: cannot examine {}: {e}", at.display())),
         }
     }

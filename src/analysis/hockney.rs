@@ -242,20 +242,40 @@ fn best_partition(n: &[f64], t: &[f64], rss_one: f64, floor: f64) -> Vec<usize> 
         }
         starts_of.push(arg);
         let last = cuts.len() - 1;
-        let score = bic(cur[last], k);
+        if !cur[last].is_finite() {
+            // No k-split (or an interrupted search): nothing to judge.
+            prev = cur;
+            continue;
+        }
+        let mut starts: Vec<usize> = backtrack(&starts_of, last)
+            .iter()
+            .map(|&c| cuts[c])
+            .collect();
+        // On a grid, each k is judged by its refined breaks: a change
+        // between grid points would otherwise cost k - 1 segments more.
+        let rss = if step > 1 {
+            refine(n, t, &mut starts, step);
+            partition_rss(n, t, &starts)
+        } else {
+            cur[last]
+        };
+        let score = bic(rss, k);
         if score < best.0 {
-            let starts = backtrack(&starts_of, last)
-                .iter()
-                .map(|&c| cuts[c])
-                .collect();
             best = (score, starts);
         }
         prev = cur;
     }
-    if step > 1 {
-        refine(n, t, &mut best.1, step);
-    }
     best.1
+}
+
+/// Total residual of the free lines of the segments starting at `starts`.
+fn partition_rss(n: &[f64], t: &[f64], starts: &[usize]) -> f64 {
+    let ends = starts.iter().skip(1).copied().chain([n.len()]);
+    starts
+        .iter()
+        .zip(ends)
+        .map(|(&a, b)| free_rss(&n[a..b], &t[a..b]))
+        .sum()
 }
 
 /// Move each break of `starts` (a segmentation of `(n, t)` found on a grid
@@ -393,6 +413,29 @@ mod tests {
                 proptest::prop_assert!(s.line.alpha_ns >= 0.0 && s.line.ns_per_byte >= 0.0, "{:?}", s);
             }
         }
+    }
+
+    /// Above [`MAX_EXACT_POINTS`] breaks are sought on a grid, then
+    /// refined: a change between grid points is still found exactly.
+    #[test]
+    fn a_dense_curve_is_split_exactly_through_the_grid() {
+        let m = 4 * MAX_EXACT_POINTS;
+        let n: Vec<f64> = (1..=m).map(|b| b as f64).collect();
+        // The change is at index 1001, off the grid of step 4.
+        let t: Vec<f64> = n
+            .iter()
+            .map(|&b| {
+                if b <= 1001.0 {
+                    1000.0 + b
+                } else {
+                    9000.0 + 2.0 * b
+                }
+            })
+            .collect();
+        let segs = fit_segments(&n, &t, &vec![0.0; m], &vec![true; m]);
+        assert_eq!(segs.len(), 2, "{segs:?}");
+        assert_eq!(segs[1].first, 1001);
+        assert!((segs[1].line.alpha_ns - 9000.0).abs() < 1e-6 * 9000.0);
     }
 
     #[test]

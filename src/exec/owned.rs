@@ -291,11 +291,19 @@ mod tests {
 
     #[test]
     fn groups_that_ignore_sigterm_are_killed() {
+        use std::io::BufRead;
+        // `ready` once the trap is set and the sleep (which inherits the
+        // ignored SIGTERM) started.
         let mut child = std::process::Command::new("sh")
-            .args(["-c", "trap '' TERM; sleep 60 & wait"])
+            .args(["-c", "trap '' TERM; sleep 60 & echo ready; wait"])
+            .stdout(std::process::Stdio::piped())
             .process_group(0)
             .spawn()
             .unwrap();
+        let mut line = String::new();
+        let out = child.stdout.take().unwrap();
+        std::io::BufReader::new(out).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
         let pgid = child.id() as i32;
         // Only the group is ended here, not the rest of this test binary's
         // children: the other tests' processes are not this one's.

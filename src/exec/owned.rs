@@ -291,19 +291,20 @@ mod tests {
 
     #[test]
     fn groups_that_ignore_sigterm_are_killed() {
+        use std::io::BufRead;
+        // `ready` once the trap is set and the sleep (which inherits the
+        // ignored SIGTERM) started.
         let mut child = std::process::Command::new("sh")
-            .args(["-c", "trap '' TERM; echo ready; sleep 60 & wait"])
-            .process_group(0)
+            .args(["-c", "trap '' TERM; sleep 60 & echo ready; wait"])
             .stdout(std::process::Stdio::piped())
+            .process_group(0)
             .spawn()
             .unwrap();
-        let pgid = child.id() as i32;
-        // Signalled only once the trap is set: on a loaded machine a
-        // SIGTERM sent at once can land before it, and the shell dies.
-        let mut ready = String::new();
+        let mut line = String::new();
         let out = child.stdout.take().unwrap();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut ready).unwrap();
-        assert_eq!(ready.trim(), "ready");
+        std::io::BufReader::new(out).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        let pgid = child.id() as i32;
         // Only the group is ended here, not the rest of this test binary's
         // children: the other tests' processes are not this one's.
         let t0 = Instant::now();

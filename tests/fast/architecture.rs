@@ -267,6 +267,8 @@ const ALLOWED_STATICS: &[(&str, &str)] = &[
     ("exec/mod.rs", "INTERRUPTED"), // the stop flag (Ctrl-C handler)
     ("lib.rs", "EXIT_ON_SIGNAL"),   // how that handler ends the process
     ("exec/process.rs", "PENDING_SIGNAL"), // a signal lab exec forwards
+    ("exec/owned.rs", "REGISTRY"),  // what a command started, for its signal
+    ("exec/owned.rs", "FIRST_SIGNAL"), // when the first signal came
     ("sweep/limits.rs", "TABLE"),   // limits measured on this machine
     ("transport/cma.rs", "PROBED"), // whether this kernel allows cma
     ("transport/cma_probe.rs", "WORD"), // the probe's target word

@@ -22,23 +22,7 @@ use common::{json, serial, stderr, tempdir, wulf};
 /// Run a tcp sweep of `budget_s` over the default sizes; its wall time
 /// and result.
 fn sweep(budget_s: u64) -> (Duration, serde_json::Value) {
-    let dir = tempdir();
-    let out = dir.path().join("s.json");
-    let began = Instant::now();
-    let o = wulf(&[
-        "sweep",
-        "tcp",
-        "--budget",
-        &format!("{budget_s}s"),
-        "--quiet",
-        "--json",
-        out.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
-    let took = began.elapsed();
-    assert!(o.status.success(), "{}", stderr(&o));
-    (took, json(&out))
+    sweep_with(budget_s, &[])
 }
 
 /// The pass's record: a budget within its share of `budget_s`, a wall time

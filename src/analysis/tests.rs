@@ -380,7 +380,6 @@ fn result_of(
             ci_high_ns: c.ci_high_ns[i],
             bits_per_s: 8e9 * c.bytes[i] as f64 / c.median_ns[i],
             noisy,
-            cut: false,
             cpu_client: cpu,
             cpu_server: cpu,
             tails: None,
@@ -433,7 +432,6 @@ fn result_of(
         run_to_run: None,
         conditions: None,
         sizes_left_out: None,
-        setup_s: None,
     }
 }
 

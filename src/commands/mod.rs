@@ -7,7 +7,6 @@ pub mod compare;
 pub mod completions;
 mod conditions;
 pub mod hpl;
-pub mod hpl_budget;
 pub mod info;
 pub mod lab;
 mod loaded;

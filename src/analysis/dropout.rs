@@ -176,10 +176,6 @@ pub(crate) fn find_dropouts(
         })
     };
     for l in 0..len {
-        // Ctrl-C: the command discards what is found (see `super`).
-        if crate::exec::interrupted() {
-            break;
-        }
         for r in l + 2..len {
             if bytes[r] > DROPOUT_MAX_SPAN_RATIO * bytes[l] || r - l - 1 > MAX_RUN_POINTS {
                 break;

@@ -211,10 +211,6 @@ fn best_partition(n: &[f64], t: &[f64], rss_one: f64, floor: f64) -> Vec<usize> 
         let mut cur = vec![f64::INFINITY; cuts.len()];
         let mut arg = vec![0usize; cuts.len()];
         for (b, &end) in cuts.iter().enumerate() {
-            // Ctrl-C: the command discards the fit (see `super`).
-            if crate::exec::interrupted() {
-                break;
-            }
             if end < k * MIN_SEGMENT_POINTS {
                 continue;
             }

@@ -4,11 +4,12 @@
 //!
 //! Everything here is a pure function of the per-size medians and their
 //! confidence intervals (no I/O, no clock), so the report, `wulf compare`
-//! and the tests all see the same figures. One exception: the long loops
-//! (the drop-out search, the segmentation, the bootstrap) stop early once
-//! the user asked to stop (`exec::interrupted`), and the commands that
-//! called them then discard what they return and exit as interrupted.
-//! The work is bounded: at most `result::validate::MAX_POINTS` points,
+//! and the tests all see the same figures. The work is bounded, so that
+//! the commands can look at the stop flag between the steps (reading,
+//! analysing, drawing) and stop promptly; the one long loop, `wulf
+//! compare`'s bootstrap, looks at a stop function its caller gives
+//! ([`compare::CompareOptions::stop`]).
+//! The bounds: at most `result::validate::MAX_POINTS` points,
 //! drop-out windows of at most `dropout::MAX_RUN_POINTS` points, and a
 //! segmentation linear in the points above `hockney::MAX_EXACT_POINTS`. [`analyse_curve`] works on plain
 //! slices; [`Analysis::of`] feeds it a [`SweepResult`].

@@ -26,6 +26,7 @@ pub fn execute(args: &CompareArgs) -> Result<()> {
         level: args.level,
         noise_floor: args.noise_floor.map(|p| p / 100.0),
         margin: args.margin / 100.0,
+        stop: crate::exec::interrupted,
         ..CompareOptions::default()
     };
     let mut failures = Vec::new();

@@ -204,7 +204,7 @@ impl Comparison {
 }
 
 /// How to compare.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub struct CompareOptions {
     /// 1 - the intervals' coverage.
     pub level: f64,
@@ -214,6 +214,11 @@ pub struct CompareOptions {
     pub margin: f64,
     /// Bootstrap resamples.
     pub resamples: usize,
+    /// Whether to stop (the command's stop flag): the bootstrap looks at
+    /// it between resamples, so the first Ctrl-C ends a long compare. A
+    /// function the caller gives, so that `analysis` reads no process
+    /// state itself.
+    pub stop: fn() -> bool,
 }
 
 impl Default for CompareOptions {
@@ -223,6 +228,7 @@ impl Default for CompareOptions {
             noise_floor: None,
             margin: DEFAULT_MARGIN,
             resamples: BootstrapOptions::default().resamples,
+            stop: || false,
         }
     }
 }
@@ -365,7 +371,7 @@ impl Context<'_> {
                 .resamples
                 .min((MAX_BOOTSTRAP_DRAWS / trials.max(1)).max(MIN_RESAMPLES)),
             confidence: 1.0 - self.opts.level,
-            stop: crate::exec::interrupted,
+            stop: self.opts.stop,
             ..BootstrapOptions::default()
         };
         let interval = hierarchical_ratio(&ra, &rb, &boot)?;

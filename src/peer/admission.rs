@@ -216,7 +216,7 @@ fn choose_victim(
     let mut heaviest: Option<(usize, usize)> = None;
     for (k, e) in entries.iter().enumerate() {
         let n = count(e.source);
-        if heaviest.map_or(true, |(_, most)| n > most) {
+        if heaviest.is_none_or(|(_, most)| n > most) {
             heaviest = Some((k, n));
         }
     }

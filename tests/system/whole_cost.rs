@@ -107,6 +107,19 @@ fn half_load(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     })
 }
 
+/// A tcp sweep of one `size` with the whole cost, its result in `out`.
+fn whole_sweep(
+    out: &std::path::Path,
+    size: &str,
+    budget: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut args = vec!["sweep", "tcp", "--sizes", size, "--budget", budget];
+    args.extend_from_slice(extra);
+    args.extend(["--cost", "whole", "--json", out.to_str().unwrap()]);
+    wulf(&args)
+}
+
 #[test]
 fn a_cpu_held_at_half_rate_before_the_run_is_named() {
     let cpu = wulf::sys::cpu_count() - 1;
@@ -115,18 +128,7 @@ fn a_cpu_held_at_half_rate_before_the_run_is_named() {
     // The background is measured in the first half second of the run.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let o = wulf(&[
-        "sweep",
-        "tcp",
-        "--sizes",
-        "1Ki",
-        "--budget",
-        "0.2s",
-        "--cost",
-        "whole",
-        "--json",
-        out.to_str().unwrap(),
-    ]);
+    let o = whole_sweep(&out, "1Ki", "0.2s", &[]);
     stop.store(true, Ordering::Relaxed);
     burner.join().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -166,19 +168,7 @@ fn whole_cost_is_withheld_under_a_saturated_background() {
     std::thread::sleep(Duration::from_millis(200));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let o = wulf(&[
-        "sweep",
-        "tcp",
-        "--sizes",
-        "64Ki",
-        "--budget",
-        "0.3s",
-        "--no-pin",
-        "--cost",
-        "whole",
-        "--json",
-        out.to_str().unwrap(),
-    ]);
+    let o = whole_sweep(&out, "64Ki", "0.3s", &["--no-pin"]);
     stop.store(true, Ordering::Relaxed);
     for b in burners {
         b.join().unwrap();

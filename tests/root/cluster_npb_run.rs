@@ -279,7 +279,9 @@ fn run_across_a_small_lab_end_to_end() {
         "the report draws the collective"
     );
     let m = wulf::result::matrix::read_matrix_result(&d.join("matrix.json")).unwrap();
-    assert_eq!(m.cells.len(), 2);
+    // The rounds' cells: a suspicious one may be measured again (a
+    // re-measure, marked), as a busy machine makes likely.
+    assert_eq!(m.cells.iter().filter(|c| !c.remeasure).count(), 2);
     assert!(m.nodes.iter().all(|n| n.host.is_some()), "fingerprints");
     let sweeps: Vec<_> = std::fs::read_dir(&d)
         .unwrap()

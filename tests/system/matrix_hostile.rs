@@ -177,7 +177,9 @@ fn a_flood_of_idle_connections_neither_stops_the_matrix_nor_grows_the_coordinato
     eprintln!("coordinator at most: {threads} threads, {fds} descriptors");
     let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
     assert!(r.complete);
-    assert_eq!(r.cells.len(), 2);
+    // The rounds' cells: a suspicious one may be measured again (a
+    // re-measure, marked), as a busy machine makes likely.
+    assert_eq!(r.cells.iter().filter(|c| !c.remeasure).count(), 2);
     // 16 handshakes at most, each a thread and a few descriptors; before,
     // every connection had its own (200 connections: over 150 threads).
     assert!(threads <= 48, "{threads} threads");

@@ -47,6 +47,7 @@ mod sockopt;
 mod stream_socket;
 pub mod tcp;
 pub mod tipc;
+pub mod ucx;
 pub mod unix;
 pub mod wait;
 pub mod xdp;
@@ -414,17 +415,20 @@ pub fn registry(options: &ExtraOptions) -> Vec<Box<dyn Transport>> {
     all.extend(mpi::transports(options));
     // PVM, through its library loaded at run time where installed.
     all.extend(pvm::transports());
+    // UCX, through its library loaded at run time where installed.
+    all.extend(ucx::transports());
     all
 }
 
 /// Every transport wulf can name without probing the machine, as
 /// (name, description), in the registry's order: the compiled-in ones and
-/// PVM's (its library is loaded only when a channel is made). The MPIs
+/// PVM's and UCX's (their libraries are loaded only when a channel is made). The MPIs
 /// are found at run time (`mpi:NAME`); `--help` lists them apart.
 pub fn catalogue() -> Vec<(&'static str, &'static str)> {
     built_in()
         .into_iter()
         .chain(pvm::transports())
+        .chain(ucx::transports())
         .map(|t| (t.name(), t.about()))
         .collect()
 }

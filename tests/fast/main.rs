@@ -33,3 +33,4 @@ mod report_limits;
 mod report_scales;
 mod result_schema;
 mod sys_host;
+mod ucx_layout;

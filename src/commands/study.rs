@@ -240,10 +240,10 @@ fn transports(only: Option<&[String]>) -> Result<Vec<String>> {
 }
 
 /// The stacks of lean-stacks: `--only`'s, or tcp and the lean stacks
-/// built in (raw, xdp and tipc, whether or not they can run here: their
-/// rows say why not) and, in a
-/// lab, every MPI's TCP path found here (against a real peer an MPI needs
-/// its launcher on both machines, which `wulf serve` is not).
+/// built in (`Transport::lean_stack`: raw, xdp and tipc, whether or not
+/// they can run here: their rows say why not) and, in a lab, every MPI's
+/// TCP path found here (against a real peer an MPI needs its launcher on
+/// both machines, which `wulf serve` is not).
 fn lean_transports(only: Option<&[String]>, peer: bool) -> Vec<String> {
     if let Some(list) = only {
         return list.to_vec();

@@ -494,6 +494,18 @@ pub fn find(name: &str, options: &ExtraOptions) -> Option<Box<dyn Transport>> {
     registry(options).into_iter().find(|t| t.name() == name)
 }
 
+/// The transport called `name` with `options`, resolved once by whoever
+/// names it (a command, the sweep engine), or the usage error that lists
+/// the known ones.
+pub fn resolve(name: &str, options: &ExtraOptions) -> anyhow::Result<Box<dyn Transport>> {
+    find(name, options).ok_or_else(|| {
+        crate::error::usage(format!(
+            "unknown transport '{name}' (known: {})",
+            names(options).join(", ")
+        ))
+    })
+}
+
 /// Names of all transports with `options`, for error messages.
 pub fn names(options: &ExtraOptions) -> Vec<&'static str> {
     registry(options).iter().map(|t| t.name()).collect()

@@ -306,6 +306,18 @@ pub trait Transport: Send + Sync {
     fn availability(&self) -> Result<(), String>;
     /// Whether both ends must be on the same host.
     fn local_only(&self) -> bool;
+    /// Whether a channel takes a NIC's queue or sends raw frames (raw,
+    /// xdp): a server offers such a transport to clients on other hosts
+    /// only when started with `--allow-lean`. A security policy, so every
+    /// transport answers (no default): a new frame transport is never
+    /// offered to strangers by omission.
+    fn claims_nic(&self) -> bool;
+    /// Whether it is one of the lean stacks Linux ships beside TCP/IP (raw
+    /// frames with wulf's own protocol, AF_XDP, TIPC): what `wulf study
+    /// lean-stacks` compares with tcp. False (the default).
+    fn lean_stack(&self) -> bool {
+        false
+    }
     /// Whether the two ends must be on two hosts joined by an Ethernet
     /// link (raw frames have no loopback path): `wulf run` skips such a
     /// transport when it measures against a local peer. False (the default).
@@ -370,6 +382,14 @@ pub trait Transport: Send + Sync {
     /// places them on the run context's [`Cluster`] instead of
     /// measuring against a `wulf serve` peer. False (the default).
     fn starts_both_ends(&self) -> bool {
+        false
+    }
+
+    /// Whether this is another transport held to one of its paths (an
+    /// MPI forced onto TCP, `mpi:NAME(tcp)`): lists of one backend per
+    /// library (`wulf collective`'s default) leave it out. False (the
+    /// default).
+    fn forced_variant(&self) -> bool {
         false
     }
 
@@ -476,6 +496,18 @@ pub fn limit_kind_of(name: &str) -> Option<crate::result::LimitRole> {
 /// The transport called `name` with `options`, if wulf knows it.
 pub fn find(name: &str, options: &ExtraOptions) -> Option<Box<dyn Transport>> {
     registry(options).into_iter().find(|t| t.name() == name)
+}
+
+/// The transport called `name` with `options`, resolved once by whoever
+/// names it (a command, the sweep engine), or the usage error that lists
+/// the known ones.
+pub fn resolve(name: &str, options: &ExtraOptions) -> anyhow::Result<Box<dyn Transport>> {
+    find(name, options).ok_or_else(|| {
+        crate::error::usage(format!(
+            "unknown transport '{name}' (known: {})",
+            names(options).join(", ")
+        ))
+    })
 }
 
 /// Names of all transports with `options`, for error messages.

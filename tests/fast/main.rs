@@ -23,6 +23,7 @@ mod fuzz_sessions;
 mod help_lists;
 mod hostile_files;
 mod hpl_report;
+mod kind_names;
 mod matrix_read;
 mod npb_bench;
 mod npb_mg;

@@ -149,6 +149,11 @@ impl Transport for Ucx {
         self.local_only
     }
 
+    fn claims_nic(&self) -> bool {
+        // UCX's TCP lanes are sockets the kernel shares like any other.
+        false
+    }
+
     fn listen(&self, opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
         let worker = self.worker(opts)?;
         let address = worker.address()?;

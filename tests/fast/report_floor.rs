@@ -30,14 +30,7 @@ fn with_floor(mut r: SweepResult, floor_ns: f64) -> SweepResult {
     r
 }
 
-/// The `<figure id=ID ...>...</figure>` of `html`.
-fn figure<'a>(html: &'a str, id: &str) -> &'a str {
-    let start = html
-        .find(&format!("<figure id={id}"))
-        .unwrap_or_else(|| panic!("no figure {id}"));
-    let end = html[start..].find("</figure>").unwrap() + start;
-    &html[start..end]
-}
+use crate::report_scales::figure;
 
 /// Two sweeps whose own floors differ 25-fold (120 ns and 3 us): every
 /// figure is against the run's one floor, the least, 120 ns.

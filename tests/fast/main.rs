@@ -30,6 +30,7 @@ mod npb_mg;
 mod openmetrics;
 mod report_cold;
 mod report_exports;
+mod report_floor;
 mod report_limits;
 mod report_scales;
 mod result_schema;

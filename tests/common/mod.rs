@@ -409,5 +409,8 @@ pub fn assert_over_fe_link(r: &serde_json::Value, label: &str, mode: &str) {
         .find(|p| p["bytes"] == 65536)
         .expect("a 64 KiB point");
     let bits = big["bits_per_s"].as_f64().unwrap();
-    assert!(bits < link, "{label} {mode}: 64 KiB at {bits} bit/s, not over the fe link");
+    assert!(
+        bits < link,
+        "{label} {mode}: 64 KiB at {bits} bit/s, not over the fe link"
+    );
 }

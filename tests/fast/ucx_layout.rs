@@ -55,6 +55,10 @@ fn rust_layout() -> Vec<(&'static str, usize)> {
             UCP_OP_ATTR_FIELD_RECV_INFO as usize,
         ),
         ("UCP_OP_ATTR_FIELD_FLAGS", UCP_OP_ATTR_FIELD_FLAGS as usize),
+        (
+            "UCP_OP_ATTR_FLAG_NO_IMM_CMPL",
+            UCP_OP_ATTR_FLAG_NO_IMM_CMPL as usize,
+        ),
         ("UCP_EP_CLOSE_FLAG_FORCE", UCP_EP_CLOSE_FLAG_FORCE as usize),
         (
             "UCS_THREAD_MODE_SERIALIZED",

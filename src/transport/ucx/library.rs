@@ -42,6 +42,9 @@ pub const UCS_THREAD_MODE_SERIALIZED: c_uint = 1;
 pub const UCP_EP_PARAM_FIELD_REMOTE_ADDRESS: u64 = 1 << 0;
 /// `ucp_request_param_t` field: receive information.
 pub const UCP_OP_ATTR_FIELD_RECV_INFO: u32 = 1 << 7;
+/// `ucp_request_param_t` attribute: never complete at once (always a
+/// request to poll).
+pub const UCP_OP_ATTR_FLAG_NO_IMM_CMPL: u32 = 1 << 16;
 /// `ucp_request_param_t` field: operation flags.
 pub const UCP_OP_ATTR_FIELD_FLAGS: u32 = 1 << 4;
 /// `ucp_ep_close_nbx` flag: release the endpoint without waiting for the

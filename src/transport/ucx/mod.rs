@@ -106,7 +106,16 @@ impl Ucx {
         let mut s = serde_json::Map::new();
         s.insert("ucx_version".into(), json!(worker.api().version()));
         s.insert("ucx_tls".into(), json!(self.tls().unwrap_or("(default)")));
-        s.insert("ucx_lanes".into(), json!(worker.lanes(ep)));
+        let info = worker.describe_endpoint(ep);
+        s.insert("ucx_lanes".into(), json!(worker::lanes_of(&info)));
+        // The protocol switches of this endpoint, as the analysis's causes.
+        let thresholds = worker::thresholds_of(&info);
+        if !thresholds.is_empty() {
+            s.insert(
+                crate::result::THRESHOLDS_KEY.into(),
+                crate::result::thresholds_value(&thresholds),
+            );
+        }
         s.insert(
             "calls".into(),
             json!("ucp_tag_send_nbx; ucp_tag_recv_nbx; ucp_worker_progress until complete"),

@@ -201,8 +201,15 @@ impl Worker {
     /// Start receiving a message with exactly `tag` into `buf`; its
     /// information goes to `info` when it completes.
     pub fn recv(&mut self, buf: &mut [u8], tag: u64, info: &mut TagRecvInfo) -> Started {
+        // A length no message has: whatever fills `info` must overwrite it,
+        // so a receive can never be judged by the one before it.
+        info.length = usize::MAX;
         let mut param = RequestParam::plain();
-        param.op_attr_mask = ucp::UCP_OP_ATTR_FIELD_RECV_INFO;
+        // Never completed at once: UCX 1.13 returns NULL for a message
+        // already waiting without writing `recv_info` (seen as a stale
+        // length in NAS runs, where sizes alternate), so every receive is
+        // a request whose information `ucp_tag_recv_request_test` gives.
+        param.op_attr_mask = ucp::UCP_OP_ATTR_FIELD_RECV_INFO | ucp::UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
         param.recv_info = info;
         // SAFETY: a live worker; `buf` and `info` outlive the request.
         ucp::started(unsafe {
@@ -326,14 +333,13 @@ impl Worker {
         let _ = self.complete(started, CANCEL_GRACE, "ucp_ep_close_nbx", None);
     }
 
-    /// The lanes UCX chose for `ep` (`ucp_ep_print_info`), each as
-    /// "transport/device", in order, without repeats.
-    pub fn lanes(&self, ep: Handle) -> Vec<String> {
-        let text = print_to_string(|file| {
+    /// What `ucp_ep_print_info` says of `ep`: its lanes and the sizes at
+    /// which its tag sends change protocol.
+    pub fn describe_endpoint(&self, ep: Handle) -> String {
+        print_to_string(|file| {
             // SAFETY: a live endpoint and an open stream.
             unsafe { (self.api.ep_print_info)(ep, file) }
-        });
-        lanes_of(&text)
+        })
     }
 }
 
@@ -370,6 +376,60 @@ fn print_to_string(print: impl FnOnce(*mut libc::FILE)) -> String {
     out
 }
 
+/// What UCX calls each tag-send protocol, in words.
+fn protocol_words(name: &str) -> String {
+    let words = match name {
+        "egr/short" => "eager short (the bytes inline in one active message)",
+        "egr/bcopy" => "eager copy (through a bounce buffer)",
+        "egr/zcopy" => "eager zero-copy (sent from the user's buffer)",
+        "egr/multi/bcopy" => "eager copy in several fragments",
+        "egr/multi/zcopy" => "eager zero-copy in several fragments",
+        "rndv" => "rendezvous (a handshake, then the bytes moved by get or put)",
+        other => return format!("UCX protocol {other}"),
+    };
+    format!("{name}, {words}")
+}
+
+/// The sizes at which UCX's tag sends change protocol, from
+/// `ucp_ep_print_info`'s `tag_send:` line ("0..<egr/short>..93..<egr/bcopy>
+/// ..8256..<rndv>..(inf)"): each inner bound with what changes there.
+pub fn thresholds_of(text: &str) -> Vec<(u64, String)> {
+    let Some(line) = text
+        .lines()
+        .find(|l| l.trim_start_matches(['#', ' ']).starts_with("tag_send:"))
+    else {
+        return Vec::new();
+    };
+    let chain = line.split_once("tag_send:").map_or("", |(_, c)| c.trim());
+    let parts: Vec<&str> = chain.split("..").collect();
+    let mut out = Vec::new();
+    // parts alternate: bound, <protocol>, bound, <protocol>, ..., (inf)
+    for k in (2..parts.len().saturating_sub(1)).step_by(2) {
+        let (Ok(bytes), Some(before), Some(after)) = (
+            parts[k].parse::<u64>(),
+            parts[k - 1]
+                .strip_prefix('<')
+                .and_then(|p| p.strip_suffix('>')),
+            parts[k + 1]
+                .strip_prefix('<')
+                .and_then(|p| p.strip_suffix('>')),
+        ) else {
+            continue;
+        };
+        if bytes > 0 {
+            out.push((
+                bytes,
+                format!(
+                    "UCX tag sends switch from {} to {} at {bytes} B",
+                    protocol_words(before),
+                    protocol_words(after)
+                ),
+            ));
+        }
+    }
+    out
+}
+
 /// The "transport/device" names in `ucp_ep_print_info`'s lane lines
 /// ("#   lane[0]:  3:posix/memory.0 md[2] ..."), in order, without repeats.
 pub fn lanes_of(text: &str) -> Vec<String> {
@@ -403,5 +463,21 @@ mod tests {
 #                 lane[2]:  3:posix/memory.0 md[2]      -> md[2]/posix/sysdev[255] rma\n";
         assert_eq!(lanes_of(text), ["posix/memory", "cma/memory"]);
         assert!(lanes_of("no lanes here").is_empty());
+    }
+
+    #[test]
+    fn protocol_switches_are_read_from_the_tag_send_line() {
+        // As ucx_info -e -u t prints it (UCX 1.13, UCX_TLS=shm).
+        let text =
+            "#                tag_send: 0..<egr/short>..93..<egr/bcopy>..8256..<rndv>..(inf)\n\
+#            tag_send_nbr: 0..<egr/short>..93..<egr/bcopy>..262144..<rndv>..(inf)\n";
+        let t = thresholds_of(text);
+        assert_eq!(t.iter().map(|x| x.0).collect::<Vec<_>>(), [93, 8256]);
+        assert!(
+            t[1].1.contains("egr/bcopy") && t[1].1.contains("rndv, rendezvous"),
+            "{t:?}"
+        );
+        assert!(thresholds_of("no protocols").is_empty());
+        assert!(thresholds_of("# tag_send: 0..<egr/short>..(inf)").is_empty());
     }
 }

@@ -89,6 +89,11 @@ impl SweepClock {
         self.last = now;
     }
 
+    /// The seconds the phase `name` took, when it was recorded.
+    pub fn phase_s(&self, name: &str) -> Option<f64> {
+        self.phases.iter().find(|(n, _)| *n == name).map(|p| p.1)
+    }
+
     /// The phases recorded so far, seconds each.
     pub fn phases(&self) -> &[(&'static str, f64)] {
         &self.phases

@@ -195,6 +195,58 @@ pub fn left_out(
         least_s,
         left_s: left_ns as f64 * 1e-9,
         budget_hint_s: round_up_budget(budget_s + least_s / main_share),
+        reason: Some(LeftOutReason::Link.name().to_string()),
+    }
+}
+
+/// Why sizes were left out (`sizes_left_out.reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeftOutReason {
+    /// Planned against the link's rate before they were reached.
+    Link,
+    /// The next size's least work would have ended past the deadline.
+    LeastWork,
+    /// The deadline passed during the size before them.
+    Deadline,
+}
+
+impl LeftOutReason {
+    /// The name the result records.
+    pub fn name(self) -> &'static str {
+        match self {
+            LeftOutReason::Link => "link",
+            LeftOutReason::LeastWork => "least_work",
+            LeftOutReason::Deadline => "deadline",
+        }
+    }
+}
+
+/// The record of `sizes` left out on this machine for `reason`, the
+/// first's least work estimated at `first_least_ns` (the later ones
+/// scaled from it by their bytes), with `left_ns` to the deadline in a
+/// sweep of `budget_s`.
+pub fn left_out_here(
+    sizes: &[u64],
+    first_least_ns: f64,
+    left_ns: u64,
+    budget_s: f64,
+    reason: LeftOutReason,
+) -> SizesLeftOut {
+    let first = sizes.first().copied().unwrap_or(1).max(1) as f64;
+    let least_s = sizes
+        .iter()
+        .map(|&b| first_least_ns * (b as f64 / first).max(1.0))
+        .sum::<f64>()
+        * 1e-9;
+    SizesLeftOut {
+        sizes_bytes: sizes.to_vec(),
+        rate_bits_per_s: None,
+        rate_from: None,
+        latency_ns: 0.0,
+        least_s,
+        left_s: left_ns as f64 * 1e-9,
+        budget_hint_s: round_up_budget(budget_s + least_s / 0.9),
+        reason: Some(reason.name().to_string()),
     }
 }
 
@@ -225,10 +277,24 @@ pub fn warning(l: &SizesLeftOut, budget_s: f64, last_kept: Option<u64>) -> Strin
         || "a smaller --sizes".to_string(),
         |b| format!("--sizes up to {}", format_bytes(b)),
     );
-    let rate = match (l.rate_bits_per_s, l.rate_from.as_deref()) {
-        (Some(r), Some("link")) => format!("the link's limit ~{}", format_bits_per_s(r)),
-        (Some(r), _) => format!("the link's measured ~{}", format_bits_per_s(r)),
-        (None, _) => "the latency measured".to_string(),
+    let rate = match (
+        l.reason.as_deref(),
+        l.rate_bits_per_s,
+        l.rate_from.as_deref(),
+    ) {
+        (Some("deadline"), _, _) => {
+            return format!(
+                "{} sizes left out ({which}): the {budget_s} s budget's deadline passed during \
+                 the size before them (that size keeps its trials, marked cut); pass --budget \
+                 {:.0}s or {sizes_hint}",
+                l.sizes_bytes.len(),
+                l.budget_hint_s
+            )
+        }
+        (Some("least_work"), _, _) => "the time per operation of the sizes measured".to_string(),
+        (_, Some(r), Some("link")) => format!("the link's limit ~{}", format_bits_per_s(r)),
+        (_, Some(r), _) => format!("the link's measured ~{}", format_bits_per_s(r)),
+        (_, None, _) => "the latency measured".to_string(),
     };
     format!(
         "{} sizes left out ({which}): {rate} leaves no time for them within the {budget_s} s \

@@ -1,0 +1,312 @@
+//! The measuring part of a sweep: the integrity pass, the warm-up, every
+//! size in turn and the confirmation pass, all ended by one deadline.
+//!
+//! `--budget` is a deadline, an [`Instant`] fixed when measuring begins
+//! ([`Deadlines::of`]: the budget less what set-up and the limits spent,
+//! never less than a fifth of it), and every phase is held to it:
+//!
+//! * before each size, its least work ([`LEAST_BLOCKS`] blocks) is
+//!   estimated from what the sizes before it cost per operation (the last
+//!   point's wall time per operation, scaled by the bytes); a size whose
+//!   least work would end past the deadline is left out with the larger
+//!   ones, said in the result (`sizes_left_out`, reason `least_work`)
+//!   instead of overrunning: one 8 MiB round trip through 4 KiB socket
+//!   buffers on a busy VM takes seconds, and a point needs eight;
+//! * between trials, the policy asks `stop`: past the deadline a point
+//!   keeps the trials measured (at least [`DEADLINE_LEAST_TRIALS`]) and is
+//!   marked cut (`points[].cut`), and the sizes after it are left out
+//!   (reason `deadline`);
+//! * the confirmation pass stops at the deadline too (its points then
+//!   stand unconfirmed).
+//!
+//! The deadline is checked between trials only: the timing loops never
+//! read it.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::engine::{plan_for, SweepClock, SweepRunner, SweepSpec, TAILS_MAX_BYTES};
+use super::limits::Limits;
+use super::link_fit::{self, LeftOutReason, RateModel, LEAST_BLOCKS};
+use crate::error::WulfError;
+use crate::measure::policy::{measure_point, PointOutcome, PointPlan};
+use crate::result::{self, Point};
+
+/// Trials a point keeps when its sweep's deadline passes before them.
+pub(super) const DEADLINE_LEAST_TRIALS: usize = 3;
+
+/// Longest trial a sweep with a caller's deadline (a matrix cell) aims
+/// at, ns.
+const DEADLINE_TRIAL_NS: u64 = 2_000_000;
+
+/// What a block costs beyond its operations, ns (two control messages,
+/// 0.05-0.2 ms on a loaded 2-vCPU VM), when nothing was measured yet.
+const BLOCK_OVERHEAD_NS: f64 = 100_000.0;
+
+/// The instants a sweep's measuring ends by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    /// The points stop here (the pass keeps what is after it).
+    pub points: Instant,
+    /// The confirmation pass stops here: the end of measuring.
+    pub pass: Instant,
+}
+
+impl Deadlines {
+    /// The deadlines of a sweep that may measure for `measuring_ns` from
+    /// `now`, held to the caller's `deadline` too (a matrix cell's): the
+    /// points end when their share is spent
+    /// ([`super::confirm::main_budget_ns`]), so the pass keeps its own
+    /// for the most telling events.
+    pub fn of(now: Instant, measuring_ns: u64, deadline: Option<Instant>) -> Deadlines {
+        let own_pass = now + Duration::from_nanos(measuring_ns);
+        let own_points = now + Duration::from_nanos(super::confirm::main_budget_ns(measuring_ns));
+        let cap = |t: Instant| deadline.map_or(t, |d| d.min(t));
+        Deadlines {
+            points: cap(own_points),
+            pass: cap(own_pass),
+        }
+    }
+}
+
+/// What the last point cost, for estimating the next one's least work.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct LastCost {
+    /// Its size.
+    bytes: u64,
+    /// Its wall time per operation, ns (blocks' control messages included).
+    op_wall_ns: f64,
+}
+
+impl LastCost {
+    /// The cost of a point measured as `o`.
+    fn of(bytes: u64, o: &PointOutcome) -> LastCost {
+        let ops = (o.trials_ns.len() as u64 * o.repeats + o.warmup_trials).max(1);
+        LastCost {
+            bytes,
+            op_wall_ns: o.wall_ns as f64 / ops as f64,
+        }
+    }
+
+    /// The least wall time a point of `bytes` planned as `plan` takes, ns:
+    /// [`LEAST_BLOCKS`] blocks, each of one operation or the trial target,
+    /// whichever is longer. The time per operation is scaled by the bytes
+    /// (never down): an over-estimate for small sizes, where the latency
+    /// dominates, by at most the step between sizes.
+    fn least_ns(&self, bytes: u64, plan: &PointPlan) -> f64 {
+        let scale = (bytes as f64 / self.bytes.max(1) as f64).max(1.0);
+        let op_ns = self.op_wall_ns * scale;
+        let block_ns = op_ns.max(plan.trial_target_ns as f64) + BLOCK_OVERHEAD_NS;
+        op_ns + BLOCK_OVERHEAD_NS + (LEAST_BLOCKS - 1) as f64 * block_ns
+    }
+}
+
+/// Integrity pass, warm-up, every size in turn, then the confirmation pass.
+pub(super) fn measure_all(
+    spec: &SweepSpec,
+    clock: &mut SweepClock,
+    runner: &mut dyn SweepRunner,
+    limits: Option<&Limits>,
+    points: &mut Vec<Point>,
+    on_point: &mut dyn FnMut(&Point),
+) -> Result<Option<result::Confirmation>> {
+    // `--cost whole`: soakers around every block (a plain pass-through
+    // otherwise).
+    let mut meter = super::whole::Meter::new(runner, spec.whole.as_ref());
+    let runner = &mut meter;
+    // What the points and the pass may spend: the budget less set-up, the
+    // limits and what is kept for after (see `budget`). It is wall time
+    // from here, so statistics, control messages and tail passes all
+    // count and the sweep ends when the user was told.
+    let t0 = Instant::now();
+    let measuring_ns = clock.measuring_left_ns();
+    let deadlines = Deadlines::of(t0, measuring_ns, spec.deadline);
+    if spec.integrity {
+        for &bytes in &spec.sizes {
+            runner.integrity(bytes)?;
+        }
+    }
+    warm_up(
+        spec,
+        runner,
+        super::confirm::main_budget_ns(measuring_ns),
+        deadlines.points,
+    )?;
+    clock.mark("warmup");
+    let points_started = Instant::now();
+    // Sizes left out or a point cut still leave the pass its own share
+    // (the points stop before it): the points measured are confirmed.
+    points_loop(spec, clock, runner, limits, points, on_point, deadlines)?;
+    clock.mark("points");
+    // The pass takes what the points left of the measuring time, never
+    // more than its share, and stops at the deadline.
+    let past = || Instant::now() >= deadlines.pass;
+    let stop = || super::interrupted() || past();
+    let left_ns = measuring_ns.saturating_sub(t0.elapsed().as_nanos() as u64);
+    let pass_ns = super::confirm::pass_budget_ns(left_ns, spec.budget);
+    let r = match super::confirm::confirmation_pass(
+        spec,
+        runner,
+        points,
+        (pass_ns, points_started.elapsed().as_nanos() as u64),
+        &stop,
+    ) {
+        // Cut at the deadline: the points stand unconfirmed.
+        Err(_) if past() && !super::interrupted() => Ok(None),
+        r => r,
+    };
+    clock.mark("confirm");
+    r
+}
+
+/// Sweep-wide warm-up (dropped): brings caches, the CPU frequency, the
+/// scheduler's placement and TCP's state to steady state before the
+/// first point, whose calibration would otherwise absorb it.
+fn warm_up(
+    spec: &SweepSpec,
+    runner: &mut dyn SweepRunner,
+    main_ns: u64,
+    deadline: Instant,
+) -> Result<()> {
+    let Some(&first) = spec.sizes.first() else {
+        return Ok(());
+    };
+    let t0 = Instant::now();
+    let warmup_ns = (main_ns / 50).min(200_000_000);
+    let mut repeats = 1;
+    while (t0.elapsed().as_nanos() as u64) < warmup_ns && Instant::now() < deadline {
+        let b = runner.run(first, repeats)?;
+        // Doubling stops where one block would take the rest of the
+        // warm-up: a slow first size must not overrun it.
+        if b.timed_ns.saturating_mul(2) < warmup_ns {
+            repeats = (repeats * 2).min(1 << 16);
+        }
+    }
+    Ok(())
+}
+
+/// Every size in turn, each planned within the deadline. True when every
+/// size was measured; false when the deadline cut one or left sizes out
+/// (recorded in `clock.left_out`).
+fn points_loop(
+    spec: &SweepSpec,
+    clock: &mut SweepClock,
+    runner: &mut super::whole::Meter<'_>,
+    limits: Option<&Limits>,
+    points: &mut Vec<Point>,
+    on_point: &mut dyn FnMut(&Point),
+    deadlines: Deadlines,
+) -> Result<bool> {
+    let t0 = Instant::now();
+    let budget_ns = deadlines
+        .points
+        .saturating_duration_since(t0)
+        .as_nanos()
+        .min(u64::MAX as u128) as u64;
+    let past = || Instant::now() >= deadlines.points;
+    // The policy asks before each trial: a point cut at the deadline
+    // keeps at least DEADLINE_LEAST_TRIALS of them.
+    let asked = std::cell::Cell::new(0usize);
+    let stop = || {
+        asked.set(asked.get() + 1);
+        super::interrupted() || (asked.get() > DEADLINE_LEAST_TRIALS && past())
+    };
+    let mut max_repeats = u64::MAX;
+    let mut last: Option<LastCost> = None;
+    for (i, &bytes) in spec.sizes.iter().enumerate() {
+        if super::interrupted() {
+            return Err(WulfError::Interrupted.into());
+        }
+        let rest = &spec.sizes[i..];
+        let left_ns = budget_ns.saturating_sub(t0.elapsed().as_nanos() as u64);
+        let Some(plan) = plan_next(spec, clock, points, rest, left_ns, max_repeats, last) else {
+            return Ok(false);
+        };
+        asked.set(0);
+        let outcome = measure_point(runner, bytes, &plan, &stop)?;
+        let cut = outcome.interrupted && !super::interrupted() && past();
+        if (outcome.interrupted && !cut) || outcome.trials_ns.is_empty() {
+            return Err(WulfError::Interrupted.into());
+        }
+        max_repeats = outcome.repeats;
+        last = Some(LastCost::of(bytes, &outcome));
+        let mut point = super::engine::make_point(bytes, spec.mode, &outcome);
+        point.cut = cut;
+        if spec.tails && bytes <= TAILS_MAX_BYTES && !past() {
+            point.tails = runner.tails(bytes, point.median_ns)?;
+        }
+        point.limits = limits.and_then(|l| l.at(bytes));
+        point.cpu_whole = runner.take_point(&point, spec.mode);
+        on_point(&point);
+        points.push(point);
+        if cut || (past() && rest.len() > 1) {
+            let after = &rest[1..];
+            if !after.is_empty() {
+                let least = last.map_or(0.0, |l| l.least_ns(after[0], &plan));
+                let l = link_fit::left_out_here(
+                    after,
+                    least,
+                    0,
+                    spec.budget.as_secs_f64(),
+                    LeftOutReason::Deadline,
+                );
+                clock.left_out = Some(l);
+            }
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The plan of the next point of `rest` (the sizes still to measure)
+/// with `left_ns` to the points' deadline, or None when it and the
+/// larger sizes are left out (recorded in `clock.left_out`).
+fn plan_next(
+    spec: &SweepSpec,
+    clock: &mut SweepClock,
+    points: &[Point],
+    rest: &[u64],
+    left_ns: u64,
+    max_repeats: u64,
+    last: Option<LastCost>,
+) -> Option<PointPlan> {
+    let mut point_budget_ns = left_ns / rest.len() as u64;
+    if clock.across_link {
+        let model = RateModel::from_points(points, spec.mode, clock.link_bits_per_s);
+        let next = link_fit::next_point(&model, rest, left_ns, points.is_empty());
+        if next.keep == 0 {
+            // Not even this size's least work fits: it and the larger
+            // ones are left out, said in the result and on screen.
+            let main_share = 1.0 - super::confirm::CONFIRM_BUDGET_SHARE;
+            let budget_s = spec.budget.as_secs_f64();
+            let l = link_fit::left_out(&model, rest, left_ns, budget_s, main_share);
+            clock.left_out = Some(l);
+            return None;
+        }
+        point_budget_ns = next.budget_ns;
+    }
+    let mut plan = plan_for(point_budget_ns, spec.precision, max_repeats);
+    if spec.deadline.is_some() {
+        // A block is never cut: short ones, so that a lossy link's
+        // (repeats calibrated on a quick first message, then
+        // retransmission timeouts of 200 ms) end near the deadline.
+        plan.trial_target_ns = plan.trial_target_ns.min(DEADLINE_TRIAL_NS);
+    }
+    // On this machine the next size's least work, from what the last one
+    // cost per operation, must end by the deadline (the first size is
+    // always measured: a result without points tells nothing). Across a
+    // link the rate model above has planned it.
+    if let Some(l) = last.filter(|_| !points.is_empty() && !clock.across_link) {
+        let least_ns = l.least_ns(rest[0], &plan);
+        if least_ns > left_ns as f64 {
+            let budget_s = spec.budget.as_secs_f64();
+            let reason = LeftOutReason::LeastWork;
+            clock.left_out = Some(link_fit::left_out_here(
+                rest, least_ns, left_ns, budget_s, reason,
+            ));
+            return None;
+        }
+    }
+    Some(plan)
+}

@@ -70,6 +70,14 @@ impl Deadlines {
     }
 }
 
+/// From this size up a point's time per operation is taken as bandwidth
+/// (scaled by the bytes to estimate a larger one).
+const BANDWIDTH_BOUND_BYTES: u64 = 64 << 10;
+
+/// What a byte beyond a latency-bound size is assumed to cost, ns: 1
+/// Gbit/s, slower than any local transport's copy.
+const LEAST_RATE_NS_PER_BYTE: f64 = 8.0;
+
 /// What the last point cost, for estimating the next one's least work.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct LastCost {
@@ -91,12 +99,22 @@ impl LastCost {
 
     /// The least wall time a point of `bytes` planned as `plan` takes, ns:
     /// [`LEAST_BLOCKS`] blocks, each of one operation or the trial target,
-    /// whichever is longer. The time per operation is scaled by the bytes
-    /// (never down): an over-estimate for small sizes, where the latency
-    /// dominates, by at most the step between sizes.
+    /// whichever is longer. From a size of [`BANDWIDTH_BOUND_BYTES`] or
+    /// more the time per operation is scaled by the bytes (never down);
+    /// below it the last size's time is latency, and each further byte is
+    /// costed at [`LEAST_RATE_NS_PER_BYTE`] (scaling 16 us at 1 B by the
+    /// bytes made 64 KiB cost 1 s per operation, and left every size but
+    /// the first out of a 0.3 s sweep). An estimate that is low is caught
+    /// by the deadline between trials, and the next size's rests on it.
     fn least_ns(&self, bytes: u64, plan: &PointPlan) -> f64 {
         let scale = (bytes as f64 / self.bytes.max(1) as f64).max(1.0);
-        let op_ns = self.op_wall_ns * scale;
+        let scaled = self.op_wall_ns * scale;
+        let op_ns = if self.bytes >= BANDWIDTH_BOUND_BYTES {
+            scaled
+        } else {
+            let more = bytes.saturating_sub(self.bytes) as f64 * LEAST_RATE_NS_PER_BYTE;
+            scaled.min(self.op_wall_ns + more)
+        };
         let block_ns = op_ns.max(plan.trial_target_ns as f64) + BLOCK_OVERHEAD_NS;
         op_ns + BLOCK_OVERHEAD_NS + (LEAST_BLOCKS - 1) as f64 * block_ns
     }

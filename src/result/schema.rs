@@ -360,10 +360,12 @@ pub struct Point {
     pub bits_per_s: f64,
     /// True when the interval did not reach `options.precision` in budget.
     pub noisy: bool,
-    /// True when the sweep's deadline (`--budget`, a matrix cell's share)
-    /// passed while this point was measured: it keeps the trials measured
-    /// by then (at least three) and is marked noisy too; absent (false)
-    /// otherwise and in older files.
+    /// True when the point was stopped short: the sweep's deadline
+    /// (`--budget`, a matrix cell's share) passed while it was measured,
+    /// or it ran past three even shares of the time left, which the sizes
+    /// after it need. It keeps the trials measured by then (at least
+    /// three) and is marked noisy too; absent (false) otherwise and in
+    /// older files.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut: bool,
     /// CPU cost of the measuring end.

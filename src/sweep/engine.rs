@@ -287,6 +287,18 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         &mut points,
         on_point,
     ));
+    if !clock.tails_left_out.is_empty() {
+        let sizes: Vec<String> = clock
+            .tails_left_out
+            .iter()
+            .map(|&b| crate::units::format_bytes(b))
+            .collect();
+        warnings.push(format!(
+            "tails: no tail pass at {}: the budget's deadline had passed (a larger --budget \
+             measures them)",
+            sizes.join(", ")
+        ));
+    }
     if let (Some(l), None) = (limits.as_mut(), &error) {
         super::floor::remeasure_after_sweep(
             spec,

@@ -393,6 +393,10 @@ struct Curve {
     rates: Vec<(u64, f64)>,
     /// Sizes left unmeasured because the budget was spent.
     dropped: Vec<u64>,
+    /// They were dropped at the limits' deadline
+    /// ([`LIMITS_DEADLINE_SHARE`] of the sweep's budget), not for the
+    /// curve's own overrun.
+    at_deadline: bool,
 }
 
 impl Curve {
@@ -406,6 +410,13 @@ impl Curve {
             .iter()
             .map(|b| crate::units::format_bytes(*b))
             .collect();
+        if self.at_deadline {
+            return Some(format!(
+                "the limits' deadline ({:.0}% of the budget) passed before the {name} limit reached {}: no {name} limit there (a short --budget or a busy machine)",
+                LIMITS_DEADLINE_SHARE * 100.0,
+                sizes.join(", ")
+            ));
+        }
         Some(format!(
             "the {name} limit took more than {} (its share of the budget is {}) before {}: no {name} limit there (slow trials on a busy machine)",
             crate::units::format_ns(budget_ns.saturating_mul(OVERRUN_FACTOR).max(OVERRUN_FLOOR_NS) as f64),
@@ -429,8 +440,15 @@ fn measure_curve(
     let mut max_repeats = u64::MAX;
     curve_within(sizes, (budget_ns, deadline), |bytes, share_ns| {
         let plan = plan_for(share_ns, spec.precision, max_repeats);
-        let o = measure_point(&mut runner, bytes, &plan, &super::interrupted)?;
-        if o.interrupted || o.trials_ns.is_empty() {
+        // At the limits' deadline a size keeps the trials it has, at
+        // least three (the sizes after it are then dropped).
+        let asked = std::cell::Cell::new(0usize);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            super::interrupted() || (asked.get() > 3 && Instant::now() >= deadline)
+        };
+        let o = measure_point(&mut runner, bytes, &plan, &stop)?;
+        if (o.interrupted && super::interrupted()) || o.trials_ns.is_empty() {
             anyhow::bail!("interrupted");
         }
         max_repeats = o.repeats;
@@ -471,15 +489,17 @@ fn curve_within(
     let mut rates = Vec::with_capacity(sizes.len());
     let mut spent = 0u64;
     for (i, &bytes) in sizes.iter().enumerate() {
-        if spent
-            >= budget_ns
-                .saturating_mul(OVERRUN_FACTOR)
-                .max(OVERRUN_FLOOR_NS)
-            || Instant::now() >= deadline
+        let at_deadline = Instant::now() >= deadline;
+        if at_deadline
+            || spent
+                >= budget_ns
+                    .saturating_mul(OVERRUN_FACTOR)
+                    .max(OVERRUN_FLOOR_NS)
         {
             return Ok(Curve {
                 rates,
                 dropped: sizes[i..].to_vec(),
+                at_deadline,
             });
         }
         let left = (sizes.len() - i) as u64;
@@ -490,6 +510,7 @@ fn curve_within(
     Ok(Curve {
         rates,
         dropped: Vec::new(),
+        at_deadline: false,
     })
 }
 
@@ -589,5 +610,14 @@ mod tests {
         assert_eq!(small.dropped, [1024, 4096]);
         // Errors pass through.
         assert!(curve_within(&sizes, (B, far()), |_, _| anyhow::bail!("interrupted")).is_err());
+        // The limits' deadline passed: the sizes left go, and the warning
+        // names the deadline, not an overrun of the curve's own share.
+        let now = Instant::now();
+        let late = curve_within(&sizes, (B, now), |b, share| Ok((b as f64, share))).unwrap();
+        assert!(late.rates.is_empty() && late.at_deadline);
+        assert_eq!(late.dropped, sizes);
+        let w = late.dropped_warning("memcpy", B).unwrap();
+        assert!(w.contains("deadline (25% of the budget)"), "{w}");
+        assert!(!w.contains("took more than"), "{w}");
     }
 }

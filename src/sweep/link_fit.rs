@@ -221,23 +221,17 @@ impl LeftOutReason {
     }
 }
 
-/// The record of `sizes` left out on this machine for `reason`, the
-/// first's least work estimated at `first_least_ns` (the later ones
-/// scaled from it by their bytes), with `left_ns` to the deadline in a
-/// sweep of `budget_s`.
+/// The record of `sizes` left out on this machine for `reason`, each
+/// one's least work estimated by `least_ns` (ns), with `left_ns` to the
+/// deadline in a sweep of `budget_s`.
 pub fn left_out_here(
     sizes: &[u64],
-    first_least_ns: f64,
+    least_ns: &dyn Fn(u64) -> f64,
     left_ns: u64,
     budget_s: f64,
     reason: LeftOutReason,
 ) -> SizesLeftOut {
-    let first = sizes.first().copied().unwrap_or(1).max(1) as f64;
-    let least_s = sizes
-        .iter()
-        .map(|&b| first_least_ns * (b as f64 / first).max(1.0))
-        .sum::<f64>()
-        * 1e-9;
+    let least_s = sizes.iter().map(|&b| least_ns(b)).sum::<f64>() * 1e-9;
     SizesLeftOut {
         sizes_bytes: sizes.to_vec(),
         rate_bits_per_s: None,
@@ -285,8 +279,8 @@ pub fn warning(l: &SizesLeftOut, budget_s: f64, last_kept: Option<u64>) -> Strin
         (Some("deadline"), _, _) => {
             return format!(
                 "{} sizes left out ({which}): the {budget_s} s budget's deadline passed during \
-                 the size before them (that size keeps its trials, marked cut); pass --budget \
-                 {:.0}s or {sizes_hint}",
+                 the size before them (that size keeps its trials; marked cut when it was \
+                 stopped short); pass --budget {:.0}s or {sizes_hint}",
                 l.sizes_bytes.len(),
                 l.budget_hint_s
             )

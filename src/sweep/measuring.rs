@@ -15,7 +15,9 @@
 //! * between trials, the policy asks `stop`: past the deadline a point
 //!   keeps the trials measured (at least [`DEADLINE_LEAST_TRIALS`]) and is
 //!   marked cut (`points[].cut`), and the sizes after it are left out
-//!   (reason `deadline`);
+//!   (reason `deadline`); a point that runs past [`POINT_SHARES`] of its
+//!   even share of the time left is cut the same way, and the sizes after
+//!   it are still measured;
 //! * the confirmation pass stops at the deadline too (its points then
 //!   stand unconfirmed).
 //!
@@ -223,12 +225,15 @@ fn points_loop(
         .as_nanos()
         .min(u64::MAX as u128) as u64;
     let past = || Instant::now() >= deadlines.points;
-    // The policy asks before each trial: a point cut at the deadline
-    // keeps at least DEADLINE_LEAST_TRIALS of them.
+    // The policy asks before each trial: a point cut at the deadline, or
+    // at the end of its own share of what is left (`point_end`), keeps at
+    // least DEADLINE_LEAST_TRIALS of them.
     let asked = std::cell::Cell::new(0usize);
+    let point_end = std::cell::Cell::new(deadlines.points);
     let stop = || {
         asked.set(asked.get() + 1);
-        super::interrupted() || (asked.get() > DEADLINE_LEAST_TRIALS && past())
+        super::interrupted()
+            || (asked.get() > DEADLINE_LEAST_TRIALS && Instant::now() >= point_end.get())
     };
     let mut max_repeats = u64::MAX;
     let mut last: Option<LastCost> = None;
@@ -238,12 +243,20 @@ fn points_loop(
         }
         let rest = &spec.sizes[i..];
         let left_ns = budget_ns.saturating_sub(t0.elapsed().as_nanos() as u64);
-        let Some(plan) = plan_next(spec, clock, points, rest, left_ns, max_repeats, last) else {
+        let Some(next) = plan_next(spec, clock, points, rest, left_ns, max_repeats, last) else {
             return Ok(false);
         };
+        let plan = next.plan;
         asked.set(0);
+        point_end.set(point_end_of(
+            Instant::now(),
+            (plan.budget_ns, next.least_ns),
+            (left_ns, next.sizes_planned),
+            deadlines.points,
+        ));
         let outcome = measure_point(runner, bytes, &plan, &stop)?;
-        let cut = outcome.interrupted && !super::interrupted() && past();
+        // Stopped, not interrupted: at the deadline or at its own share.
+        let cut = outcome.interrupted && !super::interrupted();
         if (outcome.interrupted && !cut) || outcome.trials_ns.is_empty() {
             return Err(WulfError::Interrupted.into());
         }
@@ -251,30 +264,84 @@ fn points_loop(
         last = Some(LastCost::of(bytes, &outcome));
         let mut point = super::engine::make_point(bytes, spec.mode, &outcome);
         point.cut = cut;
-        if spec.tails && bytes <= TAILS_MAX_BYTES && !past() {
-            point.tails = runner.tails(bytes, point.median_ns)?;
+        if spec.tails && bytes <= TAILS_MAX_BYTES {
+            if past() {
+                // Said in the result: a pass after the deadline would
+                // overrun it.
+                clock.tails_left_out.push(bytes);
+            } else {
+                point.tails = runner.tails(bytes, point.median_ns)?;
+            }
         }
         point.limits = limits.and_then(|l| l.at(bytes));
         point.cpu_whole = runner.take_point(&point, spec.mode);
         on_point(&point);
         points.push(point);
-        if cut || (past() && rest.len() > 1) {
+        if past() && rest.len() > 1 {
             let after = &rest[1..];
             if !after.is_empty() {
-                let least = last.map_or(0.0, |l| l.least_ns(after[0], &plan));
-                let l = link_fit::left_out_here(
-                    after,
-                    least,
-                    0,
-                    spec.budget.as_secs_f64(),
-                    LeftOutReason::Deadline,
-                );
+                let budget_s = spec.budget.as_secs_f64();
+                let mut l = if clock.across_link {
+                    // The link's rate and the least work it gives them.
+                    let model = RateModel::from_points(points, spec.mode, clock.link_bits_per_s);
+                    let main_share = 1.0 - super::confirm::CONFIRM_BUDGET_SHARE;
+                    link_fit::left_out(&model, after, 0, budget_s, main_share)
+                } else {
+                    let least = |b: u64| last.map_or(0.0, |l| l.least_ns(b, &plan));
+                    link_fit::left_out_here(after, &least, 0, budget_s, LeftOutReason::Deadline)
+                };
+                l.reason = Some(LeftOutReason::Deadline.name().to_string());
                 clock.left_out = Some(l);
             }
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// How many times its planned share a point may take before it is cut
+/// (keeping [`DEADLINE_LEAST_TRIALS`] trials or more) so that the sizes
+/// after it keep theirs: the policy's own budget check comes only after
+/// its least trials, and a block sized on a quick first operation can
+/// make those take several shares (a tcp bidir 1 B point's single
+/// operation took 17 us and each of a block's 107 us: six trials took a
+/// whole 0.3 s sweep's points, and the sizes after it were left out; an
+/// xdp bidir 1 B point across a lab link took 1.3 s of a 3 s sweep).
+/// Normal points end far inside it: their trials are a 25th of their
+/// share.
+const POINT_SHARES: f64 = 3.0;
+
+/// The instant a point begun at `now` is cut at, given `own`, its planned
+/// share and its estimated least work (ns; 0 when unknown), and `left`,
+/// the time to the points' `deadline` (ns) and the sizes still to measure
+/// in it (its own included): [`POINT_SHARES`] shares, but never later
+/// than leaves each size after it half an even share of what is left
+/// (a point's least work is about a third of its share); never before
+/// its least work, and never past the deadline.
+fn point_end_of(
+    now: Instant,
+    (share_ns, least_ns): (u64, f64),
+    (left_ns, sizes_left): (u64, usize),
+    deadline: Instant,
+) -> Instant {
+    let n = sizes_left.max(1) as f64;
+    let keep_for_after = left_ns as f64 * (n + 1.0) / (2.0 * n);
+    let ns = (POINT_SHARES * share_ns as f64)
+        .min(keep_for_after)
+        .max(least_ns);
+    (now + Duration::from_nanos(ns as u64)).min(deadline)
+}
+
+/// The next point as planned.
+struct NextPlan {
+    /// Its plan.
+    plan: PointPlan,
+    /// Its estimated least work, ns (0 before the first point on this
+    /// machine).
+    least_ns: f64,
+    /// The sizes planned to fit in the time left, its own included: all
+    /// on this machine, those whose least work fits across a link.
+    sizes_planned: usize,
 }
 
 /// The plan of the next point of `rest` (the sizes still to measure)
@@ -288,8 +355,10 @@ fn plan_next(
     left_ns: u64,
     max_repeats: u64,
     last: Option<LastCost>,
-) -> Option<PointPlan> {
+) -> Option<NextPlan> {
     let mut point_budget_ns = left_ns / rest.len() as u64;
+    let mut least_ns = 0.0;
+    let mut sizes_planned = rest.len();
     if clock.across_link {
         let model = RateModel::from_points(points, spec.mode, clock.link_bits_per_s);
         let next = link_fit::next_point(&model, rest, left_ns, points.is_empty());
@@ -303,6 +372,8 @@ fn plan_next(
             return None;
         }
         point_budget_ns = next.budget_ns;
+        least_ns = model.least_ns(rest[0]);
+        sizes_planned = next.keep;
     }
     let mut plan = plan_for(point_budget_ns, spec.precision, max_repeats);
     if spec.deadline.is_some() {
@@ -316,15 +387,60 @@ fn plan_next(
     // always measured: a result without points tells nothing). Across a
     // link the rate model above has planned it.
     if let Some(l) = last.filter(|_| !points.is_empty() && !clock.across_link) {
-        let least_ns = l.least_ns(rest[0], &plan);
+        least_ns = l.least_ns(rest[0], &plan);
         if least_ns > left_ns as f64 {
             let budget_s = spec.budget.as_secs_f64();
             let reason = LeftOutReason::LeastWork;
             clock.left_out = Some(link_fit::left_out_here(
-                rest, least_ns, left_ns, budget_s, reason,
+                rest,
+                &|b| l.least_ns(b, &plan),
+                left_ns,
+                budget_s,
+                reason,
             ));
             return None;
         }
     }
-    Some(plan)
+    Some(NextPlan {
+        plan,
+        least_ns,
+        sizes_planned,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A point may take three shares, never so much that a later size
+    /// gets less than half an even share of what is left, and always its
+    /// least work; never past the deadline.
+    #[test]
+    fn a_point_is_cut_at_its_shares_of_what_is_left() {
+        let now = Instant::now();
+        let left = 1_200_000_000u64;
+        let far = now + Duration::from_secs(3600);
+        let ms = |t: Instant| t.duration_since(now).as_millis();
+        // Even shares (a sweep on this machine).
+        let at = |n: usize| {
+            let share = left / n as u64;
+            ms(point_end_of(now, (share, 0.0), (left, n), far))
+        };
+        assert_eq!(at(1), 1200);
+        // Two left: 3/4 (the other keeps half its share).
+        assert_eq!(at(2), 900);
+        // Three: 2/3; five: 3/5, both rules agree; twelve: 3 shares.
+        assert_eq!(at(3), 800);
+        assert_eq!(at(5), 720);
+        assert_eq!(at(12), 300);
+        // A planned share (a slow link's large size): three of it, or its
+        // least work when that is longer.
+        let big = point_end_of(now, (50_000_000, 0.0), (left, 12), far);
+        assert_eq!(ms(big), 150);
+        let least = point_end_of(now, (50_000_000, 400e6), (left, 12), far);
+        assert_eq!(ms(least), 400);
+        // Never past the points' deadline.
+        let near = now + Duration::from_millis(100);
+        assert_eq!(point_end_of(now, (left, 0.0), (left, 1), near), near);
+    }
 }

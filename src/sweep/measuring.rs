@@ -32,7 +32,9 @@ use super::engine::{plan_for, SweepClock, SweepRunner, SweepSpec, TAILS_MAX_BYTE
 use super::limits::Limits;
 use super::link_fit::{self, LeftOutReason, RateModel, LEAST_BLOCKS};
 use crate::error::WulfError;
-use crate::measure::policy::{measure_point, PointOutcome, PointPlan};
+use crate::measure::policy::{
+    measure_point, BlockRunner, BlockTiming, PointOutcome, PointPlan, MIN_TRIALS_ON_BUDGET,
+};
 use crate::result::{self, Point};
 
 /// Trials a point keeps when its sweep's deadline passes before them.
@@ -109,6 +111,11 @@ impl LastCost {
     /// the first out of a 0.3 s sweep). An estimate that is low is caught
     /// by the deadline between trials, and the next size's rests on it.
     fn least_ns(&self, bytes: u64, plan: &PointPlan) -> f64 {
+        self.least_ns_at(bytes, plan.trial_target_ns)
+    }
+
+    /// [`LastCost::least_ns`] with blocks of at least `trial_target_ns`.
+    fn least_ns_at(&self, bytes: u64, trial_target_ns: u64) -> f64 {
         let scale = (bytes as f64 / self.bytes.max(1) as f64).max(1.0);
         let scaled = self.op_wall_ns * scale;
         let op_ns = if self.bytes >= BANDWIDTH_BOUND_BYTES {
@@ -117,7 +124,7 @@ impl LastCost {
             let more = bytes.saturating_sub(self.bytes) as f64 * LEAST_RATE_NS_PER_BYTE;
             scaled.min(self.op_wall_ns + more)
         };
-        let block_ns = op_ns.max(plan.trial_target_ns as f64) + BLOCK_OVERHEAD_NS;
+        let block_ns = op_ns.max(trial_target_ns as f64) + BLOCK_OVERHEAD_NS;
         op_ns + BLOCK_OVERHEAD_NS + (LEAST_BLOCKS - 1) as f64 * block_ns
     }
 }
@@ -227,13 +234,27 @@ fn points_loop(
     let past = || Instant::now() >= deadlines.points;
     // The policy asks before each trial: a point cut at the deadline, or
     // at the end of its own share of what is left (`point_end`), keeps at
-    // least DEADLINE_LEAST_TRIALS of them.
+    // least DEADLINE_LEAST_TRIALS of them. On this machine a point with
+    // its least trials also ends where the time left would no longer
+    // hold the least work of the sizes after it (`reserve`).
     let asked = std::cell::Cell::new(0usize);
     let point_end = std::cell::Cell::new(deadlines.points);
+    let watched = Watched::default();
+    let reserve = Reserve {
+        watched: &watched,
+        deadline: deadlines.points,
+        after: std::cell::Cell::new(&[]),
+        trial_target_ns: std::cell::Cell::new(0),
+        stopped: std::cell::Cell::new(false),
+    };
+    // Across a link the rate model plans the sizes (`plan_next`).
+    let here = !clock.across_link;
     let stop = || {
         asked.set(asked.get() + 1);
+        let now = Instant::now();
         super::interrupted()
-            || (asked.get() > DEADLINE_LEAST_TRIALS && Instant::now() >= point_end.get())
+            || (asked.get() > DEADLINE_LEAST_TRIALS && now >= point_end.get())
+            || (asked.get() > MIN_TRIALS_ON_BUDGET && here && reserve.reached(now))
     };
     let mut max_repeats = u64::MAX;
     let mut last: Option<LastCost> = None;
@@ -248,16 +269,23 @@ fn points_loop(
         };
         let plan = next.plan;
         asked.set(0);
+        watched.begin(bytes, Instant::now());
+        reserve.after.set(&rest[1..]);
+        reserve.trial_target_ns.set(plan.trial_target_ns);
+        reserve.stopped.set(false);
         point_end.set(point_end_of(
             Instant::now(),
             (plan.budget_ns, next.least_ns),
             (left_ns, next.sizes_planned),
             deadlines.points,
         ));
-        let outcome = measure_point(runner, bytes, &plan, &stop)?;
-        // Stopped, not interrupted: at the deadline or at its own share.
-        let cut = outcome.interrupted && !super::interrupted();
-        if (outcome.interrupted && !cut) || outcome.trials_ns.is_empty() {
+        let outcome = measure_point(&mut Watch(runner, &watched), bytes, &plan, &stop)?;
+        // Stopped, not interrupted: at the deadline or at its own share
+        // (cut); with its least trials to leave the sizes after it
+        // theirs (not cut: the policy's own budget stop is the same).
+        let stopped = outcome.interrupted && !super::interrupted();
+        let cut = stopped && !reserve.stopped.get();
+        if (outcome.interrupted && !stopped) || outcome.trials_ns.is_empty() {
             return Err(WulfError::Interrupted.into());
         }
         max_repeats = outcome.repeats;
@@ -297,6 +325,81 @@ fn points_loop(
         }
     }
     Ok(true)
+}
+
+/// The last block of the point being measured, seen on its way.
+#[derive(Default)]
+struct Watched {
+    /// The point's size and when it began.
+    point: std::cell::Cell<Option<(u64, Instant)>>,
+    /// (repeats, wall ns) of its last block.
+    last: std::cell::Cell<Option<(u64, u64)>>,
+}
+
+impl Watched {
+    fn begin(&self, bytes: u64, now: Instant) {
+        self.point.set(Some((bytes, now)));
+        self.last.set(None);
+    }
+}
+
+/// A runner whose blocks are seen by a [`Watched`].
+struct Watch<'a, 'b>(&'a mut super::whole::Meter<'b>, &'a Watched);
+
+impl BlockRunner for Watch<'_, '_> {
+    fn run(&mut self, bytes: u64, repeats: u64) -> Result<BlockTiming> {
+        let b = self.0.run(bytes, repeats)?;
+        self.1.last.set(Some((repeats, b.wall_ns)));
+        Ok(b)
+    }
+}
+
+/// How much more than their estimated least work the sizes after a point
+/// are left (the estimate rests on one block).
+const RESERVE_MARGIN: f64 = 1.25;
+
+/// The time the sizes after the point being measured need: their least
+/// work, estimated from its last block's wall time per operation (scaled
+/// as [`LastCost`] scales), those that fit at all from when it began.
+struct Reserve<'a> {
+    watched: &'a Watched,
+    deadline: Instant,
+    after: std::cell::Cell<&'a [u64]>,
+    trial_target_ns: std::cell::Cell<u64>,
+    /// The point was stopped here.
+    stopped: std::cell::Cell<bool>,
+}
+
+impl Reserve<'_> {
+    /// Whether at `now` the point must end to leave the sizes after it
+    /// their least work (recorded in `stopped`).
+    fn reached(&self, now: Instant) -> bool {
+        let (Some((bytes, began)), Some((repeats, wall_ns))) =
+            (self.watched.point.get(), self.watched.last.get())
+        else {
+            return false;
+        };
+        let cost = LastCost {
+            bytes,
+            op_wall_ns: wall_ns as f64 / repeats.max(1) as f64,
+        };
+        let room = self.deadline.saturating_duration_since(began).as_nanos() as f64;
+        let mut need = 0.0;
+        for &b in self.after.get() {
+            let l = cost.least_ns_at(b, self.trial_target_ns.get());
+            if need + l > room {
+                break;
+            }
+            need += l;
+        }
+        // A margin for the estimate and the block that may still come.
+        let need = need * RESERVE_MARGIN + wall_ns as f64;
+        let reached = need > 0.0 && now + Duration::from_nanos(need as u64) >= self.deadline;
+        if reached {
+            self.stopped.set(true);
+        }
+        reached
+    }
 }
 
 /// How many times its planned share a point may take before it is cut

@@ -27,7 +27,7 @@ pub use dist_args::{CompletionsArgs, ManpagesArgs};
 pub use hpl_args::HplArgs;
 pub use lab_args::{
     LabAction, LabArgs, LabDownArgs, LabExecArgs, LabRshArgs, LabStatusArgs, LabUpArgs, StudyArg,
-    StudyArgs,
+    StudyArgs, DEFAULT_LAB,
 };
 pub use load_args::{CostArg, LoadArgs, LoadList};
 pub use nodes_args::NodesArgs;

@@ -4,6 +4,10 @@ use std::ffi::OsString;
 
 use clap::{Args, Subcommand};
 
+/// The name of a lab when `--name` is not given (a lab's name, not the
+/// `--launch lab` launcher).
+pub const DEFAULT_LAB: &str = "lab";
+
 /// `wulf lab`.
 #[derive(Debug, Clone, Args)]
 pub struct LabArgs {
@@ -34,7 +38,7 @@ pub enum LabAction {
 #[derive(Debug, Clone, Args)]
 pub struct LabUpArgs {
     /// Name of the lab (letters, digits, '-', '_').
-    #[arg(long, value_parser = lab_name, default_value = "lab")]
+    #[arg(long, value_parser = lab_name, default_value = DEFAULT_LAB)]
     pub name: String,
     /// Number of nodes.
     #[arg(long, default_value = "2")]
@@ -69,7 +73,7 @@ pub struct LabUpArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LabExecArgs {
     /// Name of the lab.
-    #[arg(long, value_parser = lab_name, default_value = "lab")]
+    #[arg(long, value_parser = lab_name, default_value = DEFAULT_LAB)]
     pub name: String,
     /// The node (node1 ...).
     pub node: String,
@@ -93,7 +97,7 @@ pub struct LabStatusArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LabDownArgs {
     /// Name of the lab.
-    #[arg(long, value_parser = lab_name, default_value = "lab", conflicts_with = "all")]
+    #[arg(long, value_parser = lab_name, default_value = DEFAULT_LAB, conflicts_with = "all")]
     pub name: String,
     /// Remove every lab, and namespaces left by labs whose state is gone.
     #[arg(long)]

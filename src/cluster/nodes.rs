@@ -12,10 +12,12 @@
 
 use std::net::IpAddr;
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 
 use super::hostlist;
+use super::launchers::Launcher;
 use crate::exec::resolve_host;
 use crate::transport::{Cluster, ClusterHost};
 
@@ -111,9 +113,13 @@ pub fn process_name(host: String, ppn: usize) -> Result<String> {
 pub struct Spread {
     /// The hosts, a node of k slots as k hosts in a row.
     pub cluster: Cluster,
-    /// How the nodes are reached, as results name it (`ssh`, `slurm`,
-    /// `local`, `lab:NAME`).
-    pub launch: String,
+    /// The launcher that placed them: what the nodes allow (do they
+    /// share this machine's CPUs? can an MPI's launcher reach them?) is
+    /// asked of it, never of its name.
+    pub launcher: Arc<dyn Launcher>,
+    /// How results name that launcher (`ssh`, `slurm`, `local`,
+    /// `lab:NAME`): a name to record and print only.
+    pub launch_name: String,
     /// The nodes and their slots, in placement order.
     pub nodes: Vec<NodeSlots>,
     /// Holds the files the remote shell needs (srun's script), if any.
@@ -121,31 +127,34 @@ pub struct Spread {
 }
 
 impl Spread {
-    /// `nodes` on the hosts of `cluster` (already one per slot), reached
-    /// as `launch` names it; `keep` holds the remote shell's files.
+    /// `nodes` on the hosts of `cluster` (already one per slot), placed
+    /// by `launcher`, which results name `launch_name`; `keep` holds the
+    /// remote shell's files.
     pub fn new(
         cluster: Cluster,
-        launch: String,
+        launcher: Arc<dyn Launcher>,
+        launch_name: String,
         nodes: Vec<NodeSlots>,
         keep: Option<tempfile::TempDir>,
     ) -> Spread {
         Spread {
             cluster,
-            launch,
+            launcher,
+            launch_name,
             nodes,
             _keep: keep,
         }
     }
 
     /// `nodes` reached through the remote shell `rsh` (empty: simulated
-    /// nodes, processes on this machine over loopback), as `launch` names
-    /// it: each node resolved, and the network this machine reaches the
-    /// first on (what MPI libraries are held to). `keep` holds the remote
-    /// shell's files. What every launcher that reaches real hosts by a
-    /// remote shell shares.
+    /// nodes, processes on this machine over loopback), placed by
+    /// `launcher` (and named as it names itself): each node resolved, and
+    /// the network this machine reaches the first on (what MPI libraries
+    /// are held to). `keep` holds the remote shell's files. What every
+    /// launcher that reaches real hosts by a remote shell shares.
     pub fn over(
         nodes: Option<Vec<NodeSlots>>,
-        launch: &str,
+        launcher: Arc<dyn Launcher>,
         rsh: Vec<String>,
         remote_wulf: Option<String>,
         keep: Option<tempfile::TempDir>,
@@ -180,7 +189,8 @@ impl Spread {
                 link_bits_per_s: None,
                 remote_wulf,
             },
-            launch.to_string(),
+            launcher.clone(),
+            launcher.name(),
             nodes,
             keep,
         ))

@@ -19,7 +19,7 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::Result;
 
-use super::npb::{available_transports, group_transports};
+use super::npb::{available, group_transports};
 use crate::cli::{CollectiveArgs, OperationArg};
 use crate::collective::{Collective, CollectiveJob};
 use crate::error::{exit_code_of, usage, with_exit_code, WulfError};
@@ -163,9 +163,10 @@ fn sizes_of(collective: Collective, given: Option<&[u64]>) -> Result<Vec<u64>> {
 /// algorithms), then shm (wulf's plain ones, over its fastest channel), or
 /// tcp when the ranks are spread over nodes (shm cannot cross them).
 fn default_backends(ctx: &RunContext) -> Vec<String> {
-    let mut via: Vec<String> = available_transports(ctx)
+    let mut via: Vec<String> = available(ctx)
         .into_iter()
-        .filter(|n| n.starts_with("mpi:") && !n.ends_with(')'))
+        .filter(|t| t.starts_both_ends() && !t.forced_variant())
+        .map(|t| t.name().to_string())
         .collect();
     via.push(if ctx.spread() { "tcp" } else { "shm" }.into());
     via
@@ -201,7 +202,9 @@ fn run_all(
             args.timeout,
             ctx.spread(),
         );
-        let mpi_backend = t.name().starts_with("mpi:");
+        // Ranks a transport starts itself are its library's job: they
+        // run the library's own collective (an MPI's), not wulf's plain one.
+        let mpi_backend = t.starts_both_ends();
         let mut run = CollectiveRun {
             via: t.name().to_string(),
             algorithm: if mpi_backend {

@@ -57,7 +57,7 @@ fn up(a: &LabUpArgs) -> Result<()> {
 }
 
 fn name_option(name: &str) -> String {
-    if name == "lab" {
+    if name == crate::cli::DEFAULT_LAB {
         String::new()
     } else {
         format!(" --name {name}")

@@ -177,11 +177,8 @@ fn check_mpi_matrix(ctx: &RunContext, args: &MatrixArgs) -> Result<()> {
             args.via
         )));
     }
-    if args
-        .launch
-        .as_deref()
-        .is_some_and(|l| !l.starts_with("lab"))
-    {
+    let launcher = ctx.launcher.as_ref();
+    if args.launch.is_some() && launcher.is_some_and(|l| !l.in_lab()) {
         return Err(usage(format!(
             "--via {}: the MPI's own launcher starts the ranks; leave out --launch",
             args.via
@@ -389,7 +386,6 @@ fn hosts(ctx: &RunContext, args: &MatrixArgs) -> Result<Vec<String>> {
 /// ran (rank 0 coordinates and prints). Returns with the job's exit code.
 fn through_mpi(ctx: &RunContext, mpi: &str, hosts: &[String], args: &MatrixArgs) -> Result<()> {
     use crate::launch::mpi::bounded;
-    let name = mpi.strip_prefix("mpi:").unwrap_or(mpi);
     let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
     // Rank 0 reports through a file in the shared working directory (as
     // the rendezvous file); `env` sets it on every node, whatever the MPI
@@ -414,7 +410,7 @@ fn through_mpi(ctx: &RunContext, mpi: &str, hosts: &[String], args: &MatrixArgs)
         .then(|| crate::exec::remote_shell::ssh(program_rsh, args.timeout));
     let (argv, env) = crate::launch::mpi::spread::launch_once_per_host(
         ctx,
-        name,
+        mpi,
         hosts,
         dir.path(),
         &program,

@@ -83,7 +83,7 @@ pub fn prepare(
     }
     let ppn = n.ppn as usize;
     let list = node_slots(n.hosts.as_deref(), n.hostfile.as_deref(), ppn).map_err(bad)?;
-    let s = launcher.place(list, ppn).map_err(bad)?;
+    let s = launcher.clone().place(list, ppn).map_err(bad)?;
     ctx.cluster = Some(s.cluster.clone());
     ctx.launcher = Some(launcher);
     Ok(Nodes::Here(Some(Box::new(s))))
@@ -92,7 +92,7 @@ pub fn prepare(
 /// What an NPB result records about the nodes.
 pub fn npb_nodes(s: &Spread) -> NpbNodes {
     NpbNodes {
-        launch: s.launch.clone(),
+        launch: s.launch_name.clone(),
         hosts: s
             .nodes
             .iter()

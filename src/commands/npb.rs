@@ -252,6 +252,14 @@ pub fn execute_rank(args: &NpbRankArgs) -> Result<()> {
 
 /// Every transport here that can link processes.
 pub fn available_transports(ctx: &RunContext) -> Vec<String> {
+    available(ctx)
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect()
+}
+
+/// The transports of [`available_transports`] themselves.
+pub fn available(ctx: &RunContext) -> Vec<Box<dyn transport::Transport>> {
     ctx.registry()
         .into_iter()
         // Ranks wulf starts share hosts, and raw frames cannot join two
@@ -259,7 +267,6 @@ pub fn available_transports(ctx: &RunContext) -> Vec<String> {
         .filter(|t| t.links_processes() && !t.needs_link() && t.availability().is_ok())
         // One that links a process to few others (PVM) only when named.
         .filter(|t| t.links_per_process().is_none())
-        .map(|t| t.name().to_string())
         .collect()
 }
 
@@ -337,10 +344,7 @@ fn run_plan_coded(
     let mut warnings = Vec::new();
     // Also in a lab and on simulated nodes: they share this machine's
     // CPUs. Real nodes have their own.
-    let shared = plan
-        .nodes
-        .as_ref()
-        .is_none_or(|n| n.launch == "local" || n.launch.starts_with("lab"));
+    let shared = plan.nodes.is_none() || ctx.launcher.as_ref().is_none_or(|l| l.shares_cpus());
     if most > cpus && shared {
         warnings.push(format!(
             "{most} processes on {cpus} CPUs: ranks share CPUs, so times above {cpus} processes \

@@ -77,7 +77,7 @@ pub fn execute(
     say(&format!(
         "{} nodes by {}: matrix, pair sweeps, multi-pair, MPI matrices, allreduce, NAS MG",
         names.len(),
-        spread.launch
+        spread.launch_name
     ));
     // 1. The matrix.
     let matrix_path = dir.join("matrix.json");
@@ -146,9 +146,9 @@ pub fn execute(
     // (which cannot reach simulated nodes).
     let mpis: Vec<String> = backends(ctx, args)
         .into_iter()
-        .filter(|n| n.starts_with("mpi:"))
+        .filter(|n| ctx.find(n).is_some_and(|t| t.starts_both_ends()))
         .collect();
-    for mpi in mpis.iter().filter(|_| spread.launch != "local") {
+    for mpi in mpis.iter().filter(|_| spread.launcher.mpi_can_reach()) {
         if stop.is_some() {
             break;
         }
@@ -289,11 +289,11 @@ fn matrix_args(
     budget: Duration,
     json: &Path,
 ) -> MatrixArgs {
-    let in_lab = spread.launch.starts_with("lab");
+    let in_lab = spread.launcher.in_lab();
     MatrixArgs {
         hosts: Some(names.join(",")),
         hostfile: None,
-        launch: Some(spread.launch.clone()),
+        launch: Some(spread.launch_name.clone()),
         lab: None,
         nodes: names.len(),
         via: "tcp".into(),

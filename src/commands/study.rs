@@ -239,26 +239,29 @@ fn transports(only: Option<&[String]>) -> Result<Vec<String>> {
     }
 }
 
-/// The stacks of lean-stacks: `--only`'s, or tcp, raw, xdp and tipc
-/// (whether or not they can run here: their rows say why not) and, in a
-/// lab, every MPI's TCP path found here (against a real peer an MPI needs
-/// its launcher on both machines, which `wulf serve` is not).
+/// The stacks of lean-stacks: `--only`'s, or tcp and the lean stacks
+/// built in (`Transport::lean_stack`: raw, xdp and tipc, whether or not
+/// they can run here: their rows say why not) and, in a lab, every MPI's
+/// TCP path found here (against a real peer an MPI needs its launcher on
+/// both machines, which `wulf serve` is not).
 fn lean_transports(only: Option<&[String]>, peer: bool) -> Vec<String> {
-    let mpis = match peer {
-        true => Vec::new(),
-        false => crate::transport::network_paths(&Default::default())
-            .into_iter()
-            .filter(|t| t.starts_with("mpi:"))
-            .collect(),
-    };
-    match only {
-        Some(list) => list.to_vec(),
-        None => study::lean::LEAN_STACKS
-            .iter()
-            .map(|s| s.to_string())
-            .chain(mpis)
-            .collect(),
+    if let Some(list) = only {
+        return list.to_vec();
     }
+    // A study takes no MPI options: its MPIs are the ones found here.
+    let options = Default::default();
+    let registry = crate::transport::registry(&options);
+    let paths = match peer {
+        true => Vec::new(),
+        false => crate::transport::network_paths(&options),
+    };
+    let lean = registry.iter().filter(|t| t.lean_stack());
+    let mpis = registry
+        .iter()
+        .filter(|t| t.starts_both_ends() && paths.iter().any(|p| p == t.name()));
+    std::iter::once(study::lean::REFERENCE_STACK.to_string())
+        .chain(lean.chain(mpis).map(|t| t.name().to_string()))
+        .collect()
 }
 
 /// Why `transport` cannot run here, if it cannot: not built into this

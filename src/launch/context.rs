@@ -57,12 +57,7 @@ impl RunContext {
     /// The transport called `name`, or a usage error that lists the known
     /// ones.
     pub fn find_or_usage(&self, name: &str) -> anyhow::Result<Box<dyn Transport>> {
-        self.find(name).ok_or_else(|| {
-            crate::error::usage(format!(
-                "unknown transport '{name}' (known: {})",
-                self.names().join(", ")
-            ))
-        })
+        transport::resolve(name, &self.transports)
     }
 
     /// The MPI transport whose ranks alone the launcher starts

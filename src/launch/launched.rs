@@ -142,7 +142,11 @@ impl Launcher for FromLauncher {
         format!("{} (tasks)", self.task.launcher)
     }
 
-    fn place(&self, _nodes: Option<Vec<NodeSlots>>, _ppn: usize) -> Result<Spread> {
+    fn place(
+        self: std::sync::Arc<Self>,
+        _nodes: Option<Vec<NodeSlots>>,
+        _ppn: usize,
+    ) -> Result<Spread> {
         // Never asked: its tasks are the nodes, placed by that launcher.
         Err(crate::error::usage(format!(
             "wulf started by {} places no nodes of its own",

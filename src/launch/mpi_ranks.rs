@@ -36,7 +36,11 @@ impl Launcher for MpiRanks {
         self.via.clone()
     }
 
-    fn place(&self, _nodes: Option<Vec<NodeSlots>>, _ppn: usize) -> Result<Spread> {
+    fn place(
+        self: std::sync::Arc<Self>,
+        _nodes: Option<Vec<NodeSlots>>,
+        _ppn: usize,
+    ) -> Result<Spread> {
         // Never asked: `--via` chooses it for the agents alone.
         Err(crate::error::usage(format!(
             "--via {}: the MPI's ranks are agents, not placed nodes",

@@ -11,7 +11,7 @@
 //! (`--secret-file`) or the environment ([`SECRET_ENV`]), never the command
 //! line, where every user of the machine could read it in `ps`.
 
-use crate::sys::random::hex;
+use crate::sys::random::{from_hex_at_most, hex};
 use std::fmt;
 use std::path::Path;
 
@@ -91,7 +91,7 @@ impl Secret {
     /// Whether `proof` is [`Secret::prove`] of the same inputs, compared in
     /// constant time. Malformed proofs are simply wrong.
     pub fn verify(&self, role: &str, own_nonce: &str, other_nonce: &str, proof: &str) -> bool {
-        let Some(bytes) = unhex(proof) else {
+        let Some(bytes) = from_hex_at_most(proof, 128) else {
             return false;
         };
         self.mac(&[role, own_nonce, other_nonce])
@@ -142,16 +142,6 @@ fn read_secret_file(path: &Path) -> Result<Secret> {
 /// A fresh random value from the kernel, hex (nonces and secrets).
 pub fn random_hex() -> std::io::Result<String> {
     Ok(hex(&crate::sys::random::random_bytes::<RANDOM_BYTES>()?))
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) || text.len() > 256 {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 #[cfg(test)]

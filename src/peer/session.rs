@@ -90,10 +90,6 @@ impl SessionPolicy {
     }
 }
 
-/// Transports that take a NIC's queue or send raw frames: a server offers
-/// them to clients on other hosts only when it says so.
-const LEAN_TRANSPORTS: [&str; 2] = ["raw", "xdp"];
-
 /// The server's slots for concurrent tests: taken after the handshake, so
 /// that a client that never finishes it never blocks anyone.
 #[derive(Debug, Clone)]
@@ -250,6 +246,9 @@ pub fn session(
     dog.handshake_done();
     let test = Test {
         policy,
+        // A server offers the built-in transports and the MPIs found by
+        // default (it takes no --mpi).
+        transport: transport::find(&setup.transport, &Default::default()),
         setup: &setup,
         local_ip,
         client_ip,
@@ -395,6 +394,8 @@ fn name(r: &Request) -> &'static str {
 /// A client's test, after the handshake.
 struct Test<'a> {
     policy: &'a SessionPolicy,
+    /// The transport the setup names, looked up once (None: unknown here).
+    transport: Option<Box<dyn transport::Transport>>,
     setup: &'a Setup,
     local_ip: IpAddr,
     client_ip: IpAddr,
@@ -437,7 +438,7 @@ impl Test<'_> {
         if setup.loads.is_some() && !policy.allow_load {
             bail!("this server does not run loads for its clients (start it with --allow-load)");
         }
-        if LEAN_TRANSPORTS.contains(&setup.transport.as_str())
+        if self.transport.as_ref().is_some_and(|t| t.claims_nic())
             && !policy.allow_lean_remote
             && !self.client_ip.is_loopback()
         {
@@ -473,15 +474,12 @@ impl Test<'_> {
     fn run(&self, ch: &mut ControlChannel) -> Result<()> {
         let setup = self.setup;
         let mut warnings = self.check()?;
-        // A server offers the built-in transports and the MPIs found by
-        // default (it takes no --mpi).
-        let transport =
-            transport::find(&setup.transport, &Default::default()).with_context(|| {
-                format!(
-                    "this server does not know the transport '{}'",
-                    setup.transport
-                )
-            })?;
+        let transport = self.transport.as_ref().with_context(|| {
+            format!(
+                "this server does not know the transport '{}'",
+                setup.transport
+            )
+        })?;
         if transport.local_only()
             && self.policy.local_transports == LocalTransports::LoopbackClients
             && !self.client_ip.is_loopback()

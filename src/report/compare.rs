@@ -43,6 +43,13 @@ pub fn notes(c: &Comparison) -> Vec<String> {
         c.sizes,
         100.0 * c.margin
     ));
+    out.push(
+        "Figures: each row's change and interval are of that figure, B's / A's - 1: for the latency a \
+         time (+ means B is slower), for the peak a rate (- means B is slower), read on both sides at the \
+         size where the two together are fastest, so swapping A and B swaps the columns. A figure is one \
+         size of a band: it has at least its band's run-to-run band, and shows no change its band does not."
+            .to_string(),
+    );
     let floors = c
         .bands
         .iter()
@@ -124,14 +131,16 @@ pub fn band_rows(c: &Comparison) -> Vec<Vec<String>> {
     rows
 }
 
-/// The figure table, header first.
+/// The figure table, header first. Each row's change and interval are of
+/// its own figure (the peak's of its rate, the inverse of the time's), so
+/// they point the same way.
 pub fn figure_rows(c: &Comparison) -> Vec<Vec<String>> {
     let mut rows = vec![vec![
         "figure".to_string(),
         "A".into(),
         "B".into(),
         "change".into(),
-        format!("time {}", interval_header(c)),
+        interval_header(c),
         "run-to-run band".into(),
         "verdict".into(),
     ]];
@@ -141,7 +150,7 @@ pub fn figure_rows(c: &Comparison) -> Vec<Vec<String>> {
             value(f, f.a),
             value(f, f.b),
             f.change.map(|c| pct(1.0 + c)).unwrap_or_else(|| "-".into()),
-            f.interval
+            f.own_interval()
                 .as_ref()
                 .map(interval)
                 .unwrap_or_else(|| "-".into()),

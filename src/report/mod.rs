@@ -7,13 +7,15 @@
 //! one by its name). Text formats live in [`format`](mod@format), the HTML
 //! page and its sections in [`html`], the SVG charts the page draws in
 //! [`chart`]. What several of them share stays here: [`summary`] (the
-//! figures of a summary row), [`conditions`] (the measurement conditions)
+//! figures of a summary row), [`floor`] (the run's one cache-line floor),
+//! [`conditions`] (the measurement conditions)
 //! and [`compare`] (the rendering of `wulf compare`).
 
 pub mod chart;
 pub mod compare;
 pub mod conditions;
 pub mod export;
+pub mod floor;
 pub mod format;
 pub mod hpl;
 pub mod html;

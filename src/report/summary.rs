@@ -149,6 +149,63 @@ pub(crate) fn warm_cache_peak(r: &SweepResult, peak_bytes: Option<u64>) -> bool 
     !r.options.nocache && same_host && fits
 }
 
+/// Why a peak above a limit of the machine can be, with the mark a table
+/// cell carries for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AboveLimit {
+    /// A warm-cache figure (see [`warm_cache_peak`]).
+    WarmCache,
+    /// A bidirectional figure counts both directions.
+    BothDirections,
+    /// Neither: the limit met a busier moment than the peak, or the cache
+    /// the ends share is unknown.
+    Unexplained,
+}
+
+impl AboveLimit {
+    /// The mark after the figure in a table cell.
+    pub fn mark(self) -> char {
+        match self {
+            AboveLimit::WarmCache => 'w',
+            AboveLimit::BothDirections => 'b',
+            AboveLimit::Unexplained => '?',
+        }
+    }
+
+    /// The reason, in words.
+    pub fn reason(self) -> &'static str {
+        match self {
+            AboveLimit::WarmCache => {
+                "a warm-cache figure, the same buffer resent within the last-level cache \
+                 (--nocache measures cold buffers)"
+            }
+            AboveLimit::BothDirections => "a bidirectional figure, both directions counted",
+            AboveLimit::Unexplained => {
+                "not explained by a warm cache the run knows of: the limit was measured at a \
+                 busier moment than the peak, or the cache the ends share is unknown"
+            }
+        }
+    }
+}
+
+/// The reason `r`'s peak exceeds memcpy's bandwidth or the core-to-core
+/// copy at its size; `None` when it exceeds neither. Every figure above a
+/// limit is printed with it, wherever it is printed (the terminal's
+/// table once read "of c2c 10.12" unlabelled).
+pub fn above_limit(r: &SweepResult) -> Option<AboveLimit> {
+    let fractions = [r.summary.peak_memcpy_fraction, r.summary.peak_c2c_fraction];
+    if !fractions.iter().any(|f| f.is_some_and(|f| f > 1.0)) {
+        return None;
+    }
+    Some(if warm_cache_peak(r, r.summary.peak_bytes) {
+        AboveLimit::WarmCache
+    } else if r.mode == crate::result::Mode::Bidir {
+        AboveLimit::BothDirections
+    } else {
+        AboveLimit::Unexplained
+    })
+}
+
 /// The machine limit `r` measures when it is an in-process baseline: as
 /// the file stores it (schema version 4), or for an older file, by the
 /// name of the baseline that wrote it (a frozen table in `result`: the

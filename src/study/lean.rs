@@ -18,8 +18,10 @@
 use super::{file_safe, StudyCase, StudyOptions};
 use crate::result::{Mode, StudyCaseResult, StudyRow, StudyTable};
 
-/// The stacks compared, by transport name, before the MPIs' TCP paths.
-pub const LEAN_STACKS: [&str; 4] = ["tcp", "raw", "xdp", "tipc"];
+/// The stack the lean ones are compared with, first in the table; the
+/// lean stacks themselves are the transports that say they are one
+/// (`Transport::lean_stack`), then the MPIs' TCP paths.
+pub const REFERENCE_STACK: &str = "tcp";
 
 /// The message size whose CPU per byte the table shows: large enough
 /// that the per-message cost is spread thin, small enough for one frame
@@ -195,7 +197,10 @@ fn table(cases: &[StudyCaseResult], link: &str, mtu: u32, whole: bool) -> StudyT
         cases
             .iter()
             .find(|c| {
-                c.link == link && c.mtu_bytes == mtu && c.transport == "tcp" && c.round == round
+                c.link == link
+                    && c.mtu_bytes == mtu
+                    && c.transport == REFERENCE_STACK
+                    && c.round == round
             })
             .and_then(|c| c.latency_ns)
     };

@@ -99,7 +99,11 @@ fn the_points_and_the_pass_keep_what_setup_left() {
     });
     let took = began.elapsed();
     assert_eq!(points.len(), 40);
-    assert!(!c.events.is_empty() && !c.points.is_empty(), "{c:?}");
+    // The pass found the curve's events; whether it could re-measure any
+    // point within its share depends on how late the sleeps woke (on a
+    // busy machine, with the unit tests in parallel, none fit: the
+    // deadline held, which is what this test checks).
+    assert!(!c.events.is_empty(), "{c:?}");
     // Sleeps overshoot on a loaded machine: a second of slack for 40
     // sizes' least work, far below the 1.6x overrun this guards against.
     let left = spec.budget - setup;

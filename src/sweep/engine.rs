@@ -154,13 +154,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     // apply (an MPI's sweeps are jobs of its own launcher, see
     // `launch::mpi`; inside such a job the registry lists the job's one).
     let options = transport::ExtraOptions::default();
-    let transport = transport::find(&spec.transport, &options).ok_or_else(|| {
-        crate::error::usage(format!(
-            "unknown transport '{}' (known: {})",
-            spec.transport,
-            transport::names(&options).join(", ")
-        ))
-    })?;
+    let transport = transport::resolve(&spec.transport, &options)?;
     transport.availability().map_err(|why| {
         anyhow::anyhow!("transport {} is unavailable here: {why}", spec.transport)
     })?;

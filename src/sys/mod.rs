@@ -18,6 +18,7 @@
 
 mod cpu;
 mod describe;
+pub mod dynlib;
 mod ethtool;
 mod host;
 pub mod interface;

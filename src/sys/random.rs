@@ -27,6 +27,17 @@ pub fn from_hex<const N: usize>(text: &str) -> Option<[u8; N]> {
     Some(bytes)
 }
 
+/// The bytes `text` spells in hex, if it is hex of at most `most` bytes.
+pub fn from_hex_at_most(text: &str, most: usize) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || text.len() > 2 * most {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,5 +49,10 @@ mod tests {
         assert_eq!(from_hex::<2>("0aff"), Some([0x0a, 0xff]));
         assert_eq!(from_hex::<2>("0af"), None);
         assert_eq!(from_hex::<2>("zzzz"), None);
+        assert_eq!(from_hex_at_most("0aff", 2), Some(vec![0x0a, 0xff]));
+        assert_eq!(from_hex_at_most("0aff00", 2), None, "too long");
+        assert_eq!(from_hex_at_most("0af", 2), None, "odd length");
+        assert_eq!(from_hex_at_most("zz", 2), None, "not hex");
+        assert_eq!(from_hex_at_most("é0", 2), None, "not ASCII");
     }
 }

@@ -199,6 +199,10 @@ macro_rules! channel_less {
             true
         }
 
+        fn claims_nic(&self) -> bool {
+            false
+        }
+
         fn listen(
             &self,
             _: &$crate::transport::ChannelOptions,

@@ -116,6 +116,10 @@ impl Transport for Cma {
         true
     }
 
+    fn claims_nic(&self) -> bool {
+        false
+    }
+
     fn listen(
         &self,
         opts: &ChannelOptions,

@@ -47,6 +47,7 @@ mod sockopt;
 mod stream_socket;
 pub mod tcp;
 pub mod tipc;
+pub mod ucx;
 pub mod unix;
 pub mod wait;
 pub mod xdp;
@@ -305,6 +306,18 @@ pub trait Transport: Send + Sync {
     fn availability(&self) -> Result<(), String>;
     /// Whether both ends must be on the same host.
     fn local_only(&self) -> bool;
+    /// Whether a channel takes a NIC's queue or sends raw frames (raw,
+    /// xdp): a server offers such a transport to clients on other hosts
+    /// only when started with `--allow-lean`. A security policy, so every
+    /// transport answers (no default): a new frame transport is never
+    /// offered to strangers by omission.
+    fn claims_nic(&self) -> bool;
+    /// Whether it is one of the lean stacks Linux ships beside TCP/IP (raw
+    /// frames with wulf's own protocol, AF_XDP, TIPC): what `wulf study
+    /// lean-stacks` compares with tcp. False (the default).
+    fn lean_stack(&self) -> bool {
+        false
+    }
     /// Whether the two ends must be on two hosts joined by an Ethernet
     /// link (raw frames have no loopback path): `wulf run` skips such a
     /// transport when it measures against a local peer. False (the default).
@@ -372,6 +385,14 @@ pub trait Transport: Send + Sync {
         false
     }
 
+    /// Whether this is another transport held to one of its paths (an
+    /// MPI forced onto TCP, `mpi:NAME(tcp)`): lists of one backend per
+    /// library (`wulf collective`'s default) leave it out. False (the
+    /// default).
+    fn forced_variant(&self) -> bool {
+        false
+    }
+
     /// Whether, spread over a [`Cluster`]'s hosts, this transport takes the
     /// same path as another one listed (an MPI's default path is held to
     /// TCP there, as its `(tcp)` variant is): `wulf run` measures that path
@@ -414,17 +435,20 @@ pub fn registry(options: &ExtraOptions) -> Vec<Box<dyn Transport>> {
     all.extend(mpi::transports(options));
     // PVM, through its library loaded at run time where installed.
     all.extend(pvm::transports());
+    // UCX, through its library loaded at run time where installed.
+    all.extend(ucx::transports());
     all
 }
 
 /// Every transport wulf can name without probing the machine, as
 /// (name, description), in the registry's order: the compiled-in ones and
-/// PVM's (its library is loaded only when a channel is made). The MPIs
+/// PVM's and UCX's (their libraries are loaded only when a channel is made). The MPIs
 /// are found at run time (`mpi:NAME`); `--help` lists them apart.
 pub fn catalogue() -> Vec<(&'static str, &'static str)> {
     built_in()
         .into_iter()
         .chain(pvm::transports())
+        .chain(ucx::transports())
         .map(|t| (t.name(), t.about()))
         .collect()
 }
@@ -472,6 +496,18 @@ pub fn limit_kind_of(name: &str) -> Option<crate::result::LimitRole> {
 /// The transport called `name` with `options`, if wulf knows it.
 pub fn find(name: &str, options: &ExtraOptions) -> Option<Box<dyn Transport>> {
     registry(options).into_iter().find(|t| t.name() == name)
+}
+
+/// The transport called `name` with `options`, resolved once by whoever
+/// names it (a command, the sweep engine), or the usage error that lists
+/// the known ones.
+pub fn resolve(name: &str, options: &ExtraOptions) -> anyhow::Result<Box<dyn Transport>> {
+    find(name, options).ok_or_else(|| {
+        crate::error::usage(format!(
+            "unknown transport '{name}' (known: {})",
+            names(options).join(", ")
+        ))
+    })
 }
 
 /// Names of all transports with `options`, for error messages.

@@ -63,6 +63,14 @@ impl Transport for Raw {
         false
     }
 
+    fn claims_nic(&self) -> bool {
+        true
+    }
+
+    fn lean_stack(&self) -> bool {
+        true
+    }
+
     fn needs_link(&self) -> bool {
         true
     }

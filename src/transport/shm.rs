@@ -135,6 +135,10 @@ impl Transport for Shm {
         true
     }
 
+    fn claims_nic(&self) -> bool {
+        false
+    }
+
     fn listen(
         &self,
         opts: &ChannelOptions,

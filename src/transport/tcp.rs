@@ -41,6 +41,10 @@ impl Transport for Tcp {
         false
     }
 
+    fn claims_nic(&self) -> bool {
+        false
+    }
+
     fn listen(&self, opts: &ChannelOptions, bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
         let addr = SocketAddr::new(bind_ip, 0);
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;

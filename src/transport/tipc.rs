@@ -105,6 +105,14 @@ impl Transport for Tipc {
         false
     }
 
+    fn claims_nic(&self) -> bool {
+        false
+    }
+
+    fn lean_stack(&self) -> bool {
+        true
+    }
+
     fn listen(&self, opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
         let socket = open_socket().map_err(|e| anyhow!(why_unavailable(&e)))?;
         let warnings = request_buffers(&socket, opts)?;

@@ -39,6 +39,10 @@ impl Transport for Unix {
         true
     }
 
+    fn claims_nic(&self) -> bool {
+        false
+    }
+
     fn listen(
         &self,
         opts: &ChannelOptions,

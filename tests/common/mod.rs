@@ -393,3 +393,41 @@ pub fn only_dir(out: &Path) -> PathBuf {
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     dirs[0].clone()
 }
+
+/// Whether libucp is installed (else skip, or fail under CI).
+pub fn have_ucx() -> bool {
+    let present = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib",
+    ]
+    .iter()
+    .any(|d| std::path::Path::new(d).join("libucp.so.0").exists());
+    if !present {
+        assert!(
+            std::env::var("WULF_REQUIRE_UCX").as_deref() != Ok("1"),
+            "UCX is not installed but WULF_REQUIRE_UCX=1: apt-get install libucx0 (scripts/install-test-deps)"
+        );
+        eprintln!("SKIPPED: UCX is not installed (apt install libucx0)");
+    }
+    present
+}
+
+/// Assert that sweep result `r` (mode `mode`) crossed a 100 Mbit/s fe lab
+/// link: its 64 KiB point is below the link's rate each way (twice that
+/// for bidir), which a path through shared memory or the root namespace
+/// would beat.
+pub fn assert_over_fe_link(r: &serde_json::Value, label: &str, mode: &str) {
+    let link = if mode == "bidir" { 200e6 } else { 100e6 };
+    let big = r["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["bytes"] == 65536)
+        .expect("a 64 KiB point");
+    let bits = big["bits_per_s"].as_f64().unwrap();
+    assert!(
+        bits < link,
+        "{label} {mode}: 64 KiB at {bits} bit/s, not over the fe link"
+    );
+}

@@ -1,14 +1,18 @@
-//! The crate's modules form layers: no module imports, directly or through
-//! others, a module that imports it back (see ARCHITECTURE.md).
+//! The crate's modules form layers: a module imports only modules on a
+//! lower line of ARCHITECTURE.md's layers table, which is this test's
+//! input (so the drawing and the code cannot drift apart), and no module
+//! imports, directly or through others, a module that imports it back.
 //!
-//! The module graph is built from the source as text, by the same rules as
-//! `module_cycles.py` (the project's shared checker): a module is a
+//! The module graph is built from the source as text: a module is a
 //! directory `src/<m>/` or a file `src/<m>.rs` (`main` and `lib` are not
 //! modules); module `a` depends on `b` when `a`'s non-test code names
-//! `crate::b` (also inside a grouped `use crate::{b::x, c::y}`). Test code
-//! is left out: files named `tests.rs` or `*_tests.rs`, everything after
-//! `#[cfg(test)] mod tests`, and comment lines. A re-export counts like any
-//! other reference, so a `pub use` that points up a layer is a dependency.
+//! `crate::b`, also as an item of a grouped import, nested or not (`use
+//! crate::{b::{x, y}, c}` names `b` and `c`; `module_cycles.py`, the
+//! project's shared checker, ends a group at its first `}` and would miss
+//! `c`). Test code is left out: files named `tests.rs` or `*_tests.rs`,
+//! everything after `#[cfg(test)] mod tests`, and comment lines. A
+//! re-export counts like any other reference, so a `pub use` that points
+//! up a layer is a dependency.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -57,7 +61,7 @@ fn module_graph(src: &Path) -> Graph {
 }
 
 /// Every `.rs` file under `dir`.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).expect("readable directory") {
         let path = entry.expect("a directory entry").path();
         if path.is_dir() {
@@ -78,7 +82,7 @@ fn non_test_code(text: &str) -> String {
 }
 
 /// Where `#[cfg(test)]`, blanks, `mod`, at least one blank, `tests` first occurs.
-fn test_module_start(text: &str) -> Option<usize> {
+pub(crate) fn test_module_start(text: &str) -> Option<usize> {
     const ATTR: &str = "#[cfg(test)]";
     let mut from = 0;
     while let Some(i) = text[from..].find(ATTR).map(|i| i + from) {
@@ -112,7 +116,8 @@ fn ident_len(s: &[u8]) -> usize {
     }
 }
 
-/// The modules named by `crate::m` and by `crate::{m::x, n::y}` in `code`.
+/// The modules named by `crate::m` and by `crate::{m::x, n::{y, z}, o}`
+/// in `code`.
 fn module_refs(code: &str) -> BTreeSet<String> {
     const CRATE: &str = "crate::";
     let bytes = code.as_bytes();
@@ -124,28 +129,145 @@ fn module_refs(code: &str) -> BTreeSet<String> {
         if n > 0 {
             out.insert(code[at..at + n].to_string());
         } else if bytes.get(at) == Some(&b'{') {
-            // A group runs to the first closing brace.
-            if let Some(len) = code[at + 1..].find('}') {
-                group_refs(&code[at + 1..at + 1 + len], &mut out);
-            }
+            group_refs(&code[at + 1..], &mut out);
         }
         from = at;
     }
     out
 }
 
-/// The modules of a grouped import's items: an identifier followed by
-/// `::`, at the group's start or after a comma, a brace or a blank.
+/// The modules of a grouped import, given the text after its opening
+/// brace: the first identifier of each of its own items (`b` of
+/// `b::{x, y}`, `c` of `c`), up to its matching closing brace; the items
+/// of nested groups are paths inside those modules, not modules.
 fn group_refs(group: &str, out: &mut BTreeSet<String>) {
     let bytes = group.as_bytes();
-    for i in 0..bytes.len() {
-        let starts =
-            i == 0 || matches!(bytes[i - 1], b',' | b'{') || (bytes[i - 1] as char).is_whitespace();
-        let n = if starts { ident_len(&bytes[i..]) } else { 0 };
-        if n > 0 && group[i + n..].starts_with("::") {
-            out.insert(group[i..i + n].to_string());
+    let (mut depth, mut item_start, mut i) = (0usize, true, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'}' if depth == 0 => return,
+            b'{' => depth += 1,
+            b'}' => depth -= 1,
+            b',' if depth == 0 => item_start = true,
+            c if depth == 0 && item_start && !c.is_ascii_whitespace() => {
+                item_start = false;
+                let n = ident_len(&bytes[i..]);
+                if n > 0 {
+                    out.insert(group[i..i + n].to_string());
+                    i += n;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+/// The layers of ARCHITECTURE.md's table (the `text` block under "##
+/// Layers"), bottom first: each line's modules, the names before the
+/// first run of three blanks (the description follows it).
+fn layers(doc: &str) -> Vec<Vec<String>> {
+    let (_, section) = doc
+        .split_once("## Layers")
+        .expect("a \"## Layers\" section");
+    let (_, block) = section.split_once("```text").expect("its ```text table");
+    let (table, _) = block.split_once("```").expect("the table's closing fence");
+    let mut out: Vec<Vec<String>> = table
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let names = l.split_once("   ").map_or(l, |(names, _)| names);
+            names.split_whitespace().map(str::to_string).collect()
+        })
+        .collect();
+    out.reverse();
+    out
+}
+
+/// What is wrong with `graph` against the `layers` table: a module the
+/// table leaves out, names twice or that is no module, and every import
+/// of a module on the importer's own line or a higher one, with its files.
+fn layer_violations(graph: &Graph, layers: &[Vec<String>]) -> Vec<String> {
+    let mut level: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut found = Vec::new();
+    for (k, line) in layers.iter().enumerate() {
+        for m in line {
+            if level.insert(m, k).is_some() {
+                found.push(format!("{m}: in the table twice"));
+            }
+            if !graph.contains_key(m) {
+                found.push(format!("{m}: in the table, but no module of src/"));
+            }
         }
     }
+    for (a, deps) in graph {
+        let Some(&la) = level.get(a.as_str()) else {
+            found.push(format!("{a}: a module the table leaves out"));
+            continue;
+        };
+        for (b, files) in deps {
+            if level.get(b.as_str()).is_some_and(|&lb| lb >= la) {
+                let files: Vec<&str> = files.iter().map(String::as_str).collect();
+                let at = if level[b.as_str()] == la {
+                    "its own"
+                } else {
+                    "a higher"
+                };
+                found.push(format!("{a} -> {b} ({at} line): {}", files.join(" ")));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_module_imports_its_own_or_a_higher_layer() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let graph = module_graph(&root.join("src"));
+    let doc = fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let table = layers(&doc);
+    assert!(table.len() > 5, "too few layers read: {table:?}");
+    let found = layer_violations(&graph, &table);
+    assert!(
+        found.is_empty(),
+        "the code and ARCHITECTURE.md's layers table disagree (a module may import only \
+         modules on lower lines): move the code, or fix the table and say why there:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_layers_table_is_read_and_checked() {
+    let doc = "# A\n## Layers\n\n```text\n top  other     what is on top; more\n \
+               mid                the middle\n base       the bottom\n```\n## Next\n```text\nx\n```";
+    let table = layers(doc);
+    assert_eq!(table, vec![vec!["base"], vec!["mid"], vec!["top", "other"]]);
+    let mut g = Graph::new();
+    for (a, b) in [
+        ("top", "mid"),
+        ("mid", "base"),
+        ("base", "mid"),
+        ("top", "other"),
+    ] {
+        let file = format!("{a}/x.rs");
+        g.entry(a.into())
+            .or_default()
+            .entry(b.into())
+            .or_default()
+            .insert(file);
+    }
+    g.entry("gone".into()).or_default();
+    assert_eq!(
+        layer_violations(&g, &table),
+        vec![
+            "other: in the table, but no module of src/",
+            "base -> mid (a higher line): base/x.rs",
+            "gone: a module the table leaves out",
+            "top -> other (its own line): top/x.rs",
+        ]
+    );
 }
 
 /// The strongly connected components of more than one module (Tarjan).
@@ -238,14 +360,18 @@ fn no_module_imports_one_that_imports_it_back() {
 }
 
 #[test]
-fn the_graph_reads_imports_as_the_checker_does() {
+fn the_graph_reads_grouped_and_nested_imports() {
     let code =
         "use crate::a::x;\n// use crate::commented::x;\nuse crate::{b::y, c::{z, w}, d::v};\n\
-                fn f() { crate::e(); crate::Upper; }\n#[cfg(test)]\nmod tests { use crate::t; }";
+                fn f() { crate::e(); crate::Upper; }\nuse crate::{f::{g::{h, i}, j}, k, Up};\n\
+                #[cfg(test)]\nmod tests { use crate::t; }";
     let refs = module_refs(&non_test_code(code));
-    // `d` follows the first closing brace of the group: the checker's
-    // grouped-import rule does not see it either.
-    let want: BTreeSet<String> = ["a", "b", "c", "e"].iter().map(|s| s.to_string()).collect();
+    // `d` and `k` follow a nested group's closing brace; `g`, `h`, `i`
+    // and `j` are inside `f`, not modules.
+    let want: BTreeSet<String> = ["a", "b", "c", "d", "e", "f", "k"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     assert_eq!(refs, want);
     let mut g = Graph::new();
     for (a, b) in [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "d")] {
@@ -280,6 +406,7 @@ const ALLOWED_STATICS: &[(&str, &str)] = &[
     ("transport/mpi/mod.rs", "WORKER"), // this process is an MPI job's rank
     ("transport/mpi/mod.rs", "ENTRIES"), // MPI installations found
     ("transport/pvm/library.rs", "API"), // libpvm3's symbols, loaded once
+    ("transport/ucx/library.rs", "API"), // libucp's symbols, loaded once
     ("transport/pvm/mod.rs", "ENROLLED"), // PVM enrolls the whole process
     ("comm/mod.rs", "REDUCE_SCRATCH"), // a reduction's scratch buffer
     // serde's Deserialize takes no context: a matrix read lean keeps its

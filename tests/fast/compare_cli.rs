@@ -20,10 +20,16 @@ fn fixture(name: &str) -> PathBuf {
 /// a clean run: no point noisy, a quiet machine (the fixture itself was
 /// measured on a busy one: single runs of it are never judged).
 fn doctored(fixture: &Path, factor: f64, out: &Path) {
+    doctored_by(fixture, &|_| factor, out)
+}
+
+/// `doctored` with a factor per size.
+fn doctored_by(fixture: &Path, factor_at: &dyn Fn(u64) -> f64, out: &Path) {
     let mut r = wulf::result::read_result(fixture).unwrap();
     r.host.load_before = [0.1; 3];
     r.host.load_after = Some([0.1; 3]);
     for p in &mut r.points {
+        let factor = factor_at(p.bytes);
         p.noisy = false;
         p.trials_ns.iter_mut().for_each(|t| *t *= factor);
         for v in [
@@ -117,9 +123,9 @@ fn unclean_single_runs_are_never_judged_clean_ones_never_differ_from_themselves(
 
 /// One run per side: a halved link (every time doubled) is shown in every
 /// band and fails a 10% gate with exit code 4; a 20% slowdown is within
-/// the band this noisy run's trials give in every size band
-/// (inconclusive) but shown at the peak, whose trials are tight; beyond a
-/// given band it is "A faster" everywhere.
+/// the band this noisy run's trials give in every size band, and so at
+/// the peak, one of their sizes (inconclusive: exit 5); beyond a given
+/// band it is "A faster" everywhere.
 #[test]
 fn single_runs_show_a_halved_link() {
     let dir = tempdir();
@@ -136,12 +142,14 @@ fn single_runs_show_a_halved_link() {
     );
     assert!(stderr(&o).contains("slower than the baseline by more than 10%"));
 
+    // The peak's trials are tight, but it is one size of a band that
+    // cannot show the change: it shows none either.
     let o = run(&["compare", a, slow, "--fail-if-slower", "10"]);
-    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
-    assert!(stderr(&o).contains("peak: 20.0% slower"), "{}", stderr(&o));
-    assert_eq!(verdicts(&stdout(&o), "A faster"), 1, "{}", stdout(&o));
-    assert_eq!(verdicts(&stdout(&o), INCONCLUSIVE), 5, "{}", stdout(&o));
-    assert!(stdout(&o).contains("+20.0%"));
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    assert!(stderr(&o).contains("peak: +20.0%"), "{}", stderr(&o));
+    assert_eq!(verdicts(&stdout(&o), "A faster"), 0, "{}", stdout(&o));
+    assert_eq!(verdicts(&stdout(&o), INCONCLUSIVE), 6, "{}", stdout(&o));
+    assert!(stdout(&o).contains("+20.0%") && stdout(&o).contains("-16.7%"));
 
     let o = run(&["compare", a, slow, "--noise-floor", "10%"]);
     assert!(o.status.success(), "no gate, no failure: {}", stderr(&o));
@@ -182,6 +190,62 @@ fn single_runs_show_a_halved_link() {
 /// between: compared at the run level, every band is "A faster" beyond the
 /// band their spread gives, in both spellings; runs 30% apart leave a 15%
 /// change inconclusive.
+/// The peak row of one figure. An A/A pair: two copies of one clean run,
+/// each 15% faster at a different one of its two fastest sizes (as two
+/// runs of one configuration differ at a size or two). The peak is read
+/// at the same size whichever file comes first (A's own peak picked the
+/// size where A happened to be fast: "A faster" there and a failed gate,
+/// and the other order another size), no row shows a change the bands do
+/// not, and a 10% gate does not fail. A halved link's peak row reads a
+/// fall in both its change and its interval (the interval was the time's,
+/// a rise, beside the rate's fall).
+#[test]
+fn the_peak_is_one_figure_whichever_file_comes_first() {
+    let dir = tempdir();
+    let fx = fixture("tcp-pingpong.json");
+    let (a, b) = (file(&dir, "a.json"), file(&dir, "b.json"));
+    doctored_by(&fx, &|s| if s == 262141 { 0.85 } else { 1.0 }, &a);
+    doctored_by(&fx, &|s| if s == 262144 { 0.85 } else { 1.0 }, &b);
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let peak_line = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("peak "))
+            .unwrap_or_else(|| panic!("no peak row: {text}"))
+            .to_string()
+    };
+    let at = |line: &str| line.rsplit_once("(at ").map(|x| x.1.to_string());
+    let ab = run(&["compare", a, b, "--fail-if-slower", "10"]);
+    let ba = run(&["compare", b, a, "--fail-if-slower", "10"]);
+    for o in [&ab, &ba] {
+        let text = stdout(o);
+        assert_ne!(o.status.code(), Some(4), "{text}{}", stderr(o));
+        assert_eq!(
+            verdicts(&text, "A faster") + verdicts(&text, "B faster"),
+            0,
+            "{text}"
+        );
+    }
+    let (p_ab, p_ba) = (peak_line(&stdout(&ab)), peak_line(&stdout(&ba)));
+    assert_eq!(at(&p_ab), at(&p_ba), "{p_ab}\n{p_ba}");
+    let cols = |line: &str| -> Vec<String> {
+        line.split("   ")
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect()
+    };
+    // Swapping the files swaps A's and B's peak.
+    let (c_ab, c_ba) = (cols(&p_ab), cols(&p_ba));
+    assert_eq!((&c_ab[1], &c_ab[2]), (&c_ba[2], &c_ba[1]), "{p_ab}\n{p_ba}");
+
+    let halved = runs(&dir, "h", &[2.0]);
+    let o = run(&["compare", a, &halved[0]]);
+    let line = peak_line(&stdout(&o));
+    let c = cols(&line);
+    assert!(c[3].starts_with("-4") || c[3].starts_with("-5"), "{line}");
+    let (low, high) = c[4].split_once(" .. ").unwrap_or_else(|| panic!("{line}"));
+    assert!(low.starts_with('-') && high.starts_with('-'), "{line}");
+}
+
 #[test]
 fn several_runs_per_side() {
     let dir = tempdir();

@@ -18,7 +18,8 @@ fn fixture(name: &str) -> SweepResult {
     .unwrap()
 }
 
-fn figure<'a>(html: &'a str, id: &str) -> &'a str {
+/// The `<figure id=ID ...>...</figure>` of `html` (also `report_floor`'s).
+pub(crate) fn figure<'a>(html: &'a str, id: &str) -> &'a str {
     let start = html
         .find(&format!("<figure id={id}"))
         .unwrap_or_else(|| panic!("no figure {id}"));

@@ -44,3 +44,4 @@ mod study;
 mod study_lean;
 mod sys_netns;
 mod tune;
+mod ucx_lab;

@@ -151,18 +151,7 @@ fn every_pvm_variant_and_mode_crosses_the_lab_link_checked_and_leaves_no_pvmd() 
             assert_eq!(p["client_node"], "node1", "{p}");
             assert_eq!(p["server_node"], "node2", "{p}");
             // Over the link: a 64 KiB point below 100 Mbit/s each way.
-            let link = if mode == "bidir" { 200e6 } else { 100e6 };
-            let big = r["points"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|p| p["bytes"] == 65536)
-                .expect("a 64 KiB point");
-            let bits = big["bits_per_s"].as_f64().unwrap();
-            assert!(
-                bits < link,
-                "{t} {mode}: 64 KiB at {bits} bit/s, not over the fe link"
-            );
+            common::assert_over_fe_link(&r, t, mode);
             assert_eq!(
                 pvmds_left(&lab),
                 Vec::<String>::new(),

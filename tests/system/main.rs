@@ -54,4 +54,5 @@ mod soaker;
 mod spin_cost;
 mod sweep_budget;
 mod sweep_local;
+mod ucx;
 mod whole_cost;

@@ -33,8 +33,11 @@
 //! # Figures
 //!
 //! Latency is tested the same way at the smallest common size, the peak at
-//! A's peak size, both sides' rates read there so that like is compared
-//! with like (each with the floor of its band); n_1/2 and the
+//! the size where both sides together are fastest (the geometric mean of
+//! their rates: the same size whichever side is A), both sides' rates read
+//! there so that like is compared with like. A tested figure is one size
+//! of a band: its run-to-run band is at least the band's, and it shows a
+//! change only where its band shows the same one; n_1/2 and the
 //! saturation point are read off many sizes (the median over a side's
 //! runs) and carry no test.
 //!
@@ -165,6 +168,28 @@ pub struct FigureDiff {
     pub floor: Option<Floor>,
     /// The verdict, or untested.
     pub verdict: Verdict,
+    /// Whether the figure is a rate (the peak): more is faster, so its
+    /// change is the inverse of the time's, as [`FigureDiff::own_interval`]
+    /// gives it.
+    pub rate: bool,
+}
+
+impl FigureDiff {
+    /// The interval of the figure itself, in the direction of `change`
+    /// (B's figure / A's): the time ratio's for a time, its inverse for a
+    /// rate, so that a row's change and interval are of the same figure.
+    pub fn own_interval(&self) -> Option<RatioInterval> {
+        let i = self.interval?;
+        Some(if self.rate {
+            RatioInterval {
+                ratio: 1.0 / i.ratio,
+                low: 1.0 / i.high,
+                high: 1.0 / i.low,
+            }
+        } else {
+            i
+        })
+    }
 }
 
 /// A comparison of B's runs against the baseline A's.
@@ -216,7 +241,7 @@ pub fn compare(a: &[SweepResult], b: &[SweepResult], opts: &CompareOptions) -> C
             .count()
     };
     let ctx = Context { a, b, opts };
-    let bands = SIZE_BANDS
+    let bands: Vec<BandDiff> = SIZE_BANDS
         .iter()
         .filter_map(|&(name, lo, hi)| {
             let sizes: Vec<u64> = common
@@ -244,13 +269,14 @@ pub fn compare(a: &[SweepResult], b: &[SweepResult], opts: &CompareOptions) -> C
                 .any(|r| point(r, s).is_some_and(|p| p.noisy))
         })
         .count();
+    let figures = ctx.figures(&common, &bands);
     Comparison {
         runs_a: a.len(),
         runs_b: b.len(),
         level: opts.level,
         sizes: common.len(),
         bands,
-        figures: ctx.figures(&common),
+        figures,
         only_in_a: count_only(a),
         only_in_b: count_only(b),
         noisy_sizes,
@@ -356,11 +382,28 @@ impl Context<'_> {
         Some((interval, floor, group(&ra)?, group(&rb)?))
     }
 
-    fn figures(&self, common: &[u64]) -> Vec<FigureDiff> {
+    /// The summary figures. A tested figure is one size of a band, so it
+    /// needs at least that band's run-to-run band (one size varies more
+    /// between runs than a band's mean over many, never less), and it
+    /// claims no change its band does not show: the A/A pair of two shm
+    /// runs read "A faster" at one size (+146%) while every band was
+    /// inconclusive.
+    fn figures(&self, common: &[u64], bands: &[BandDiff]) -> Vec<FigureDiff> {
         let mut out = Vec::new();
-        let tested = |name, bytes: Option<u64>, value: &dyn Fn(f64, u64) -> f64| {
+        let tested = |name, bytes: Option<u64>, rate: bool, value: &dyn Fn(f64, u64) -> f64| {
             let at = bytes?;
-            let (interval, floor, a_ns, b_ns) = self.test(&[at], band_of(at))?;
+            let band = bands.iter().find(|b| b.name == band_of(at));
+            let (interval, own, a_ns, b_ns) = self.test(&[at], band_of(at))?;
+            let floor = match band {
+                Some(b) if b.floor.fraction > own.fraction => b.floor,
+                _ => own,
+            };
+            let verdict = Verdict::of(&interval, &floor, self.opts.margin);
+            let shown = |v: Verdict| matches!(v, Verdict::AFaster | Verdict::BFaster);
+            let verdict = match band {
+                Some(b) if shown(verdict) && b.verdict != verdict => Verdict::Inconclusive,
+                _ => verdict,
+            };
             let (a, b) = (value(a_ns, at), value(b_ns, at));
             Some(FigureDiff {
                 name,
@@ -370,7 +413,8 @@ impl Context<'_> {
                 tested_at_bytes: Some(at),
                 interval: Some(interval),
                 floor: Some(floor),
-                verdict: Verdict::of(&interval, &floor, self.opts.margin),
+                verdict,
+                rate,
             })
         };
         let untested = |name| FigureDiff {
@@ -382,24 +426,33 @@ impl Context<'_> {
             interval: None,
             floor: None,
             verdict: Verdict::Untested,
+            rate: false,
         };
-        let latency = tested("latency", common.first().copied(), &|ns, _| ns);
+        let latency = tested("latency", common.first().copied(), false, &|ns, _| ns);
         out.push(latency.unwrap_or_else(|| untested("latency")));
         let mode = self.a.first().map(|r| r.mode);
         let rate = |ns: f64, bytes: u64| {
             let moved = mode.map_or(bytes, |m| m.bytes_per_op(bytes));
             moved as f64 * 8.0 / (ns * 1e-9)
         };
-        let peak_of = |side: &[SweepResult]| {
-            common
-                .iter()
-                .filter_map(|&s| Some((s, rate(self.mean_median(side, s)?, s))))
-                .max_by(|x, y| x.1.total_cmp(&y.1))
-        };
-        // Both sides' rates at A's peak size, where the test is: B's own
-        // peak at another size beside A's interval compared unlike things.
-        let peak =
-            tested("peak", peak_of(self.a).map(|p| p.0), &rate).unwrap_or_else(|| untested("peak"));
+        // The peak size is where both sides together are fastest (the
+        // geometric mean of their rates), the same size whichever side
+        // comes first; both sides' rates are read there, where the test
+        // is. A's own peak picked the size where A's run happened to be
+        // fastest, so an A/A pair read "A faster" there (and B's own peak
+        // at another size compared unlike things).
+        let peak_at = common
+            .iter()
+            .filter_map(|&s| {
+                let both = self.mean_median(self.a, s)? * self.mean_median(self.b, s)?;
+                Some((s, rate(both.sqrt(), s)))
+            })
+            .max_by(|x, y| x.1.total_cmp(&y.1))
+            .map(|p| p.0);
+        let peak = tested("peak", peak_at, true, &rate).unwrap_or_else(|| FigureDiff {
+            rate: true,
+            ..untested("peak")
+        });
         out.push(peak);
         let median_of = |side: &[SweepResult], f: &dyn Fn(&Analysis) -> Option<u64>| {
             let mut v: Vec<f64> = side

@@ -255,36 +255,47 @@ fn a_recorded_floor_sets_the_band_of_single_runs() {
     assert_eq!(verdicts(&c), vec![Verdict::Inconclusive; 4]);
 }
 
-/// The peak row reads both sides at A's peak size, where it is tested,
-/// even when B's own peak lies at another size.
+/// The peak row reads both sides at one size, where it is tested: where
+/// the two together are fastest, the same whichever side is A (A's own
+/// peak picked where A's run happened to be fast); its change and its
+/// interval are both of the rate.
 #[test]
-fn the_peak_compares_like_with_like() {
+fn the_peak_compares_like_with_like_in_either_order() {
     let a = fixture();
     let rate =
         |p: &crate::result::Point| a.mode.bytes_per_op(p.bytes) as f64 * 8.0 / (p.median_ns * 1e-9);
     let peak_at = (0..a.points.len())
         .max_by(|&i, &j| rate(&a.points[i]).total_cmp(&rate(&a.points[j])))
         .unwrap();
-    // B's size beside A's peak gets 10x faster: B's own peak moves there.
+    // A's size beside its peak gets 1% faster than its peak: A's own
+    // peak moves there, but not the two sides' together.
     let moved = if peak_at > 0 { peak_at - 1 } else { 1 };
-    let mut b = a.clone();
-    b.points[moved]
-        .trials_ns
-        .iter_mut()
-        .for_each(|t| *t /= 10.0);
-    b.points[moved].median_ns /= 10.0;
-    let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), &opts());
-    let peak = c.figures.iter().find(|f| f.name == "peak").unwrap();
-    assert_eq!(peak.tested_at_bytes, Some(a.points[peak_at].bytes));
+    let b = a.clone();
+    let mut fast = a.clone();
+    let p = &mut fast.points[moved];
+    let factor = rate(&a.points[peak_at]) / rate(p) * 1.01;
+    p.trials_ns.iter_mut().for_each(|t| *t /= factor);
+    p.median_ns /= factor;
+    let one = |x: &SweepResult| std::slice::from_ref(x).to_vec();
+    let ab = compare(&one(&fast), &one(&b), &opts());
+    let ba = compare(&one(&b), &one(&fast), &opts());
+    let peak = |c: &Comparison| c.figures.iter().find(|f| f.name == "peak").unwrap().clone();
+    let (p_ab, p_ba) = (peak(&ab), peak(&ba));
+    assert_eq!(p_ab.tested_at_bytes, Some(a.points[peak_at].bytes));
+    assert_eq!(p_ab.tested_at_bytes, p_ba.tested_at_bytes);
+    assert_eq!((p_ab.a, p_ab.b), (p_ba.b, p_ba.a));
+    assert!((p_ab.b.unwrap() / rate(&b.points[peak_at]) - 1.0).abs() < 1e-9);
+    assert!(p_ab.change.unwrap().abs() < 1e-9, "{p_ab:?}");
+    // A halved link: the rate falls, and so does its interval.
+    let c = compare(&one(&a), &[scaled(&a, 2.0)], &opts());
+    let p = peak(&c);
+    let own = p.own_interval().unwrap();
+    assert!((own.ratio - 1.0 - p.change.unwrap()).abs() < 1e-9, "{p:?}");
     assert!(
-        (peak.a.unwrap() / rate(&a.points[peak_at]) - 1.0).abs() < 1e-9,
-        "{peak:?}"
+        own.low <= own.ratio && own.ratio <= own.high && own.high < 1.0,
+        "{p:?}"
     );
-    assert!(
-        (peak.b.unwrap() / rate(&b.points[peak_at]) - 1.0).abs() < 1e-9,
-        "{peak:?}"
-    );
-    assert!(peak.change.unwrap().abs() < 1e-9);
+    assert!(p.interval.unwrap().low > 1.0, "the time's interval rises");
 }
 
 #[test]

@@ -60,7 +60,11 @@ impl Launcher for Lab {
         )
     }
 
-    fn place(&self, nodes: Option<Vec<NodeSlots>>, ppn: usize) -> Result<Spread> {
+    fn place(
+        self: std::sync::Arc<Self>,
+        nodes: Option<Vec<NodeSlots>>,
+        ppn: usize,
+    ) -> Result<Spread> {
         let (lab, name) = self.here()?;
         let nodes =
             nodes.unwrap_or_else(|| lab.hosts.iter().map(|h| (h.name.clone(), ppn)).collect());
@@ -87,7 +91,13 @@ impl Launcher for Lab {
             remote_wulf: self.remote_wulf.clone(),
             ..lab
         };
-        Ok(Spread::new(cluster, format!("lab:{name}"), nodes, None))
+        Ok(Spread::new(
+            cluster,
+            self,
+            format!("lab:{name}"),
+            nodes,
+            None,
+        ))
     }
 
     fn coordinator_ip(&self, hosts: &[String]) -> Result<IpAddr> {
@@ -102,5 +112,13 @@ impl Launcher for Lab {
 
     fn lab_to_enter(&self) -> Option<&str> {
         self.named.as_deref()
+    }
+
+    fn in_lab(&self) -> bool {
+        true
+    }
+
+    fn shares_cpus(&self) -> bool {
+        true
     }
 }

@@ -35,9 +35,22 @@ impl Launcher for Local {
         "local".into()
     }
 
-    fn place(&self, nodes: Option<Vec<NodeSlots>>, _ppn: usize) -> Result<Spread> {
+    fn place(
+        self: std::sync::Arc<Self>,
+        nodes: Option<Vec<NodeSlots>>,
+        _ppn: usize,
+    ) -> Result<Spread> {
         // No remote shell: each rank runs here through `sh -c`.
-        Spread::over(nodes, "local", Vec::new(), self.remote_wulf.clone(), None)
+        let wulf = self.remote_wulf.clone();
+        Spread::over(nodes, self, Vec::new(), wulf, None)
+    }
+
+    fn shares_cpus(&self) -> bool {
+        true
+    }
+
+    fn mpi_can_reach(&self) -> bool {
+        false
     }
 
     fn coordinator_ip(&self, _hosts: &[String]) -> Result<IpAddr> {

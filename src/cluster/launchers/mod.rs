@@ -57,8 +57,8 @@ pub trait Launcher: Send + Sync {
     /// The hosts that `nodes` (each with its slots) are spread over, and
     /// the remote shell that starts a process on each; None: the
     /// launcher's own nodes (a lab's, each with `ppn` slots), or the usage
-    /// error that asks for a node list.
-    fn place(&self, nodes: Option<Vec<NodeSlots>>, ppn: usize) -> Result<Spread>;
+    /// error that asks for a node list. The [`Spread`] keeps the launcher.
+    fn place(self: Arc<Self>, nodes: Option<Vec<NodeSlots>>, ppn: usize) -> Result<Spread>;
 
     /// The address a matrix's coordinator listens on, reachable from every
     /// one of `hosts`.
@@ -81,6 +81,28 @@ pub trait Launcher: Send + Sync {
     /// first node.
     fn lab_to_enter(&self) -> Option<&str> {
         None
+    }
+
+    /// Whether its nodes are the lab this process runs in (`--launch
+    /// lab`): a command it is handed to runs as in a lab node (`--in-lab`),
+    /// and an MPI's launcher reaches those nodes through the lab's remote
+    /// shell. False (the default).
+    fn in_lab(&self) -> bool {
+        false
+    }
+
+    /// Whether the processes it places share this machine's CPUs
+    /// (simulated nodes, a lab's namespaces): more ranks than CPUs then
+    /// measure the sharing. False (the default): real nodes have their own.
+    fn shares_cpus(&self) -> bool {
+        false
+    }
+
+    /// Whether an MPI's own launcher can start ranks on its nodes (not on
+    /// simulated ones, which are names on this machine). True (the
+    /// default).
+    fn mpi_can_reach(&self) -> bool {
+        true
     }
 }
 
@@ -263,13 +285,15 @@ mod tests {
     fn simulated_nodes_run_here_with_their_slots() {
         let l = parse(Some("local"), &opts("ssh", false)).unwrap();
         let s = l
+            .clone()
             .place(Some(vec![("sim1".into(), 2), ("sim2".into(), 1)]), 1)
             .unwrap();
         assert!(s.cluster.is_local());
         assert_eq!(s.cluster.host_list(3).unwrap(), "sim1:2,sim2");
         assert!(s.cluster.first(4).is_err());
-        assert_eq!(s.launch, "local");
-        assert!(l.place(None, 1).is_err(), "no node list");
+        assert_eq!(s.launch_name, "local");
+        assert!(s.launcher.shares_cpus() && !s.launcher.mpi_can_reach());
+        assert!(l.clone().place(None, 1).is_err(), "no node list");
         assert!(l.place(Some(Vec::new()), 1).is_err(), "an empty one");
     }
 
@@ -279,14 +303,14 @@ mod tests {
         let o = opts("ssh -p 2", false);
         let s = parse(Some("ssh"), &o).unwrap().place(node(), 1).unwrap();
         assert_eq!(
-            (s.launch.as_str(), &s.cluster.rsh[..3]),
+            (s.launch_name.as_str(), &s.cluster.rsh[..3]),
             ("ssh", &["ssh".to_string(), "-p".into(), "2".into()][..])
         );
         assert!(s.cluster.rsh.join(" ").contains("BatchMode=yes"));
         // An MPI's launcher reaches the nodes by --rsh's program too.
         let m = parse(Some("mpi:x"), &o).unwrap().place(node(), 1).unwrap();
         assert_eq!(
-            (m.launch.as_str(), &m.cluster.rsh[..3]),
+            (m.launch_name.as_str(), &m.cluster.rsh[..3]),
             ("mpi:x", &["ssh".to_string(), "-p".into(), "2".into()][..])
         );
         let sl = parse(Some("slurm"), &o).unwrap().place(node(), 1).unwrap();

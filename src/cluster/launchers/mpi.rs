@@ -46,14 +46,13 @@ impl Launcher for Mpi {
         self.transport.clone()
     }
 
-    fn place(&self, nodes: Option<Vec<NodeSlots>>, _ppn: usize) -> Result<Spread> {
-        Spread::over(
-            nodes,
-            &self.transport,
-            self.rsh.clone(),
-            self.remote_wulf.clone(),
-            None,
-        )
+    fn place(
+        self: std::sync::Arc<Self>,
+        nodes: Option<Vec<NodeSlots>>,
+        _ppn: usize,
+    ) -> Result<Spread> {
+        let (rsh, wulf) = (self.rsh.clone(), self.remote_wulf.clone());
+        Spread::over(nodes, self, rsh, wulf, None)
     }
 
     fn coordinator_ip(&self, hosts: &[String]) -> Result<IpAddr> {

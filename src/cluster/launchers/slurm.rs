@@ -36,19 +36,18 @@ impl Launcher for Slurm {
         "slurm".into()
     }
 
-    fn place(&self, nodes: Option<Vec<NodeSlots>>, _ppn: usize) -> Result<Spread> {
+    fn place(
+        self: std::sync::Arc<Self>,
+        nodes: Option<Vec<NodeSlots>>,
+        _ppn: usize,
+    ) -> Result<Spread> {
         let dir = tempfile::Builder::new()
             .prefix("wulf-srun-")
             .tempdir()
             .context("cannot make a directory for the srun script")?;
         let script = srun_script(dir.path())?;
-        Spread::over(
-            nodes,
-            "slurm",
-            vec![script],
-            self.remote_wulf.clone(),
-            Some(dir),
-        )
+        let wulf = self.remote_wulf.clone();
+        Spread::over(nodes, self, vec![script], wulf, Some(dir))
     }
 
     fn coordinator_ip(&self, hosts: &[String]) -> Result<IpAddr> {

@@ -11,26 +11,26 @@ use crate::transport::mpi::launchable;
 pub type EnvVar = (String, String);
 
 /// The command line (and environment) that starts `program` once on each
-/// of `hosts` with the launcher of the MPI `mpi:NAME`: how `wulf matrix
+/// of `hosts` with the launcher of the MPI transport `mpi` (`mpi:NAME`,
+/// as its launcher names it): how `wulf matrix
 /// --launch mpi:NAME` starts itself on every node. In a lab (`ctx`'s
 /// cluster), the launcher reaches the nodes through the lab's remote shell
 /// (a script written in `dir`) and keeps to its network, as for ranks;
 /// elsewhere through `rsh` (`--rsh`'s ssh with its options) when given.
 pub fn launch_once_per_host(
     ctx: &RunContext,
-    name: &str,
+    mpi: &str,
     hosts: &[String],
     dir: &std::path::Path,
     program: &[String],
     rsh: Option<&[String]>,
 ) -> anyhow::Result<(Vec<String>, Vec<EnvVar>)> {
-    let full = format!("mpi:{name}");
-    let l = launchable(&full, &ctx.transports)
-        .ok_or_else(|| crate::error::usage(format!("--launch {full}: no MPI of that name")))?;
+    let l = launchable(mpi, &ctx.transports)
+        .ok_or_else(|| crate::error::usage(format!("--launch {mpi}: no MPI of that name")))?;
     let install = l
         .install()
-        .map_err(|why| crate::error::usage(format!("--launch {full}: {why:#}")))?;
-    once_per_host(ctx, &full, install, &[], hosts, dir, program, rsh)
+        .map_err(|why| crate::error::usage(format!("--launch {mpi}: {why:#}")))?;
+    once_per_host(ctx, mpi, install, &[], hosts, dir, program, rsh)
 }
 
 /// Start one agent of a matrix per host of `hosts`, as the ranks of one

@@ -210,44 +210,44 @@ fn fraction_chart(
 }
 
 /// One-way time as a multiple of the cache-line floor (log y), for the
-/// transports whose points carry the floor; `None` when none do. Also
-/// returns how many points were withheld.
+/// transports, against the run's one floor `run_floor`
+/// ([`crate::report::floor`]); `None` without one. Also returns how many
+/// points were withheld.
 ///
-/// Each transport is divided by ONE floor, the least its points carry:
-/// an older result may hold a floor per point, each measured at its own
-/// (busy or quiet) moment, and dividing by each would bend the curve by
-/// the machine's load instead of the transport's cost. A multiple below
+/// Every transport is divided by ONE floor, the run's: a floor per point
+/// or per sweep, each measured at its own (busy or quiet) moment, would
+/// bend the curves by the machine's load instead of the transports' cost,
+/// and tell a different floor from the table's and the answer's. A multiple below
 /// 1x is impossible (no transfer beats the cache-line hand-off), so such
 /// a point is withheld rather than drawn: it says the floor was measured
 /// at a busy moment, not that the transport beat it.
-pub fn floor_multiple(series: &[Series]) -> Result<Option<(String, usize)>> {
+pub fn floor_multiple(
+    series: &[Series],
+    run_floor: Option<f64>,
+) -> Result<Option<(String, usize)>> {
     let mut withheld = 0usize;
+    let floor = run_floor.unwrap_or(f64::INFINITY);
     let curves: Vec<LimitCurve> = series
         .iter()
         .map(|s| {
-            let floor = s
-                .result
-                .points
-                .iter()
-                .filter_map(|p| p.limits?.floor_ns.filter(|f| *f > 0.0))
-                .fold(f64::INFINITY, f64::min);
-            let v: Vec<(f64, f64, bool)> = if floor.is_finite() {
-                s.result
-                    .points
-                    .iter()
-                    .filter(|p| p.bytes > 0 && p.median_ns > 0.0)
-                    .filter_map(|p| {
-                        let multiple = p.median_ns / floor;
-                        if multiple < 1.0 {
-                            withheld += 1;
-                            return None;
-                        }
-                        Some((p.bytes as f64, multiple, p.noisy))
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
+            let v: Vec<(f64, f64, bool)> =
+                if floor.is_finite() && crate::report::floor::applies(s.result) {
+                    s.result
+                        .points
+                        .iter()
+                        .filter(|p| p.bytes > 0 && p.median_ns > 0.0)
+                        .filter_map(|p| {
+                            let multiple = p.median_ns / floor;
+                            if multiple < 1.0 {
+                                withheld += 1;
+                                return None;
+                            }
+                            Some((p.bytes as f64, multiple, p.noisy))
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
             (s, v)
         })
         .filter(|(_, v)| !v.is_empty())
@@ -328,7 +328,11 @@ mod tests {
             limit_bits_per_s: None,
             limit_role: None,
         };
-        let (svg, withheld) = floor_multiple(std::slice::from_ref(&s)).unwrap().unwrap();
+        let floor = crate::report::floor::run_floor_ns([&r]);
+        assert_eq!(floor, Some(least_ns));
+        let (svg, withheld) = floor_multiple(std::slice::from_ref(&s), floor)
+            .unwrap()
+            .unwrap();
         assert_eq!(withheld, 1);
         assert!(svg.contains("<svg"));
         // Without floors there is no chart.
@@ -342,6 +346,9 @@ mod tests {
             analysis: &a,
             ..s
         };
-        assert!(floor_multiple(std::slice::from_ref(&s)).unwrap().is_none());
+        let floor = crate::report::floor::run_floor_ns([&bare]);
+        assert!(floor_multiple(std::slice::from_ref(&s), floor)
+            .unwrap()
+            .is_none());
     }
 }

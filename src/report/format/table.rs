@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use crate::report::floor;
 use crate::report::summary::physical_limit;
 use crate::result::{Mode, SweepResult};
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
@@ -71,22 +72,17 @@ pub fn summary_lines(r: &SweepResult) -> String {
             format_ns(l),
             format_bytes(first.map_or(0, |p| p.bytes))
         );
-        let floor = first.and_then(|p| p.limits?.floor_ns);
-        // Below 1 (files written before it was withheld) the floor met a
-        // busier moment: the reason instead of an impossible multiple.
-        match (r.summary.latency_floor_multiple, floor) {
-            (Some(x), Some(f)) if x >= 1.0 => {
-                let _ = write!(s, ", {x:.2}x the cache-line floor of {}", format_ns(f));
+        // One floor for the sweep, the least it measured (see
+        // `report::floor`); below it, the reason instead of a multiple.
+        if let Some(f) = floor::run_floor_ns([r]) {
+            match floor::multiple(l, f) {
+                Some(x) => {
+                    let _ = write!(s, ", {x:.2}x the cache-line floor of {}", format_ns(f));
+                }
+                None => {
+                    let _ = write!(s, ", {} of {}", floor::BELOW_REASON, format_ns(f));
+                }
             }
-            (_, Some(f)) if l < f => {
-                let _ = write!(
-                    s,
-                    ", below the cache-line floor of {} (measured at busier moments): \
-                     no multiple",
-                    format_ns(f)
-                );
-            }
-            _ => {}
         }
         s.push('\n');
     }
@@ -120,15 +116,9 @@ pub fn summary_lines(r: &SweepResult) -> String {
             );
         }
         // A peak above a limit of the machine is shown with its reason: a
-        // warm cache (shm once read 5.7x its core-to-core copy).
-        let beyond = [r.summary.peak_memcpy_fraction, r.summary.peak_c2c_fraction]
-            .iter()
-            .any(|f| f.is_some_and(|f| f > 1.0));
-        if beyond && crate::report::summary::warm_cache_peak(r, Some(at)) {
-            s.push_str(
-                "\n           above a limit: a warm-cache figure, the same buffer resent within the \
-                 last-level cache (--nocache measures cold buffers)",
-            );
+        // warm cache (shm once read 5.7x its core-to-core copy), or why not.
+        if let Some(why) = crate::report::summary::above_limit(r) {
+            let _ = write!(s, "\n           above a limit: {}", why.reason());
         }
         s.push('\n');
     }
@@ -180,19 +170,17 @@ pub fn summary_lines(r: &SweepResult) -> String {
     s
 }
 
-/// The "x floor" cell: the latency's multiple of the cache-line floor, or
-/// "below" where the latency is under the floor (the floor met busier
-/// moments, or something is wrong): never an impossible "0.83x", never a
-/// silent "-" that reads like "not measured".
-fn floor_cell(r: &SweepResult) -> String {
-    let floor = r.points.first().and_then(|p| p.limits?.floor_ns);
-    match (
-        r.summary.latency_floor_multiple,
-        r.summary.latency_ns,
-        floor,
-    ) {
-        (Some(x), _, _) if x >= 1.0 => format!("{x:.2}x"),
-        (_, Some(l), Some(f)) if l < f => "below".into(),
+/// The "x floor" cell: the latency's multiple of the run's one cache-line
+/// floor `floor_ns`, or "below" where the latency is under it (the floor
+/// met busier moments): never an impossible "0.83x", never a silent "-"
+/// that reads like "not measured", and every row against the same floor
+/// (rows against their own sweeps' floors implied floors from 166 ns to
+/// 12.8 us beside a 157 ns cache-line row).
+fn floor_cell(r: &SweepResult, floor_ns: Option<f64>) -> String {
+    match (r.summary.latency_ns, floor_ns.filter(|_| floor::applies(r))) {
+        (Some(l), Some(f)) => floor::multiple(l, f)
+            .map(|x| format!("{x:.2}x"))
+            .unwrap_or_else(|| "below".into()),
         _ => "-".into(),
     }
 }
@@ -223,6 +211,7 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
     let link_fraction = |r: &SweepResult| physical_limit(r).and_then(|l| l.peak_fraction);
     // Only tables with such a result get the column.
     let with_link = results.iter().any(|r| link_fraction(r).is_some());
+    let run_floor = floor::run_floor_ns(results);
     let _ = write!(
         s,
         "{:<w$} {:>10} {:>8} {:>14} {:>9} {:>6} {:>10} {:>9} {:>7} {:>9}",
@@ -254,19 +243,13 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
                 .latency_ns
                 .map(format_ns)
                 .unwrap_or_else(|| "-".into()),
-            floor_cell(r),
+            floor_cell(r, run_floor),
             r.summary
                 .peak_bits_per_s
                 .map(format_bits_per_s)
                 .unwrap_or_else(|| "-".into()),
-            r.summary
-                .peak_memcpy_fraction
-                .map(|f| format!("{f:.2}"))
-                .unwrap_or_else(|| "-".into()),
-            r.summary
-                .peak_c2c_fraction
-                .map(|f| format!("{f:.2}"))
-                .unwrap_or_else(|| "-".into()),
+            limit_cell(r, r.summary.peak_memcpy_fraction),
+            limit_cell(r, r.summary.peak_c2c_fraction),
             r.summary
                 .peak_bytes
                 .map(format_bytes)
@@ -282,6 +265,43 @@ pub fn comparison_table(results: &[SweepResult]) -> String {
             let _ = write!(s, " {:>7}", f.as_deref().unwrap_or("-"));
         }
         s.push('\n');
+    }
+    s.push_str(&table_notes(results, run_floor));
+    s
+}
+
+/// A peak's share of a limit, marked with the reason when above it (see
+/// [`table_notes`]).
+fn limit_cell(r: &SweepResult, fraction: Option<f64>) -> String {
+    match (fraction, crate::report::summary::above_limit(r)) {
+        (Some(f), Some(why)) if f > 1.0 => format!("{f:.2}{}", why.mark()),
+        (Some(f), _) => format!("{f:.2}"),
+        (None, _) => "-".into(),
+    }
+}
+
+/// The lines under the comparison table: the one floor every "x floor"
+/// is against, and the reason of each mark on a figure above a limit.
+fn table_notes(results: &[SweepResult], run_floor: Option<f64>) -> String {
+    let mut s = String::new();
+    if let Some(f) = run_floor {
+        let _ = writeln!(
+            s,
+            "x floor: latency against the run's cache-line floor, {} (the least it measured); \
+             below: {}",
+            format_ns(f),
+            floor::BELOW_REASON
+        );
+    }
+    let mut said = Vec::new();
+    for why in results
+        .iter()
+        .filter_map(crate::report::summary::above_limit)
+    {
+        if !said.contains(&why) {
+            said.push(why);
+            let _ = writeln!(s, "{}: above a limit: {}", why.mark(), why.reason());
+        }
     }
     s
 }
@@ -440,7 +460,7 @@ mod floor_tests {
         r.summary.latency_floor_multiple = Some(0.21);
         let text = summary_lines(&r);
         assert!(!text.contains("0.21x"), "{text}");
-        assert!(text.contains("below the cache-line floor"), "{text}");
+        assert!(text.contains("below the run's cache-line floor"), "{text}");
         assert!(!comparison_table(&[r.clone()]).contains("0.21x"));
         // At or above 1 the multiple is printed.
         r.points[0].limits.as_mut().unwrap().floor_ns = Some(latency / 3.0);

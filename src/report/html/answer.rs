@@ -194,17 +194,19 @@ pub(super) fn against_limits(entries: &[Entry]) -> Option<String> {
             )
         });
     }
-    let floor = entries
-        .iter()
-        .filter_map(|e| {
-            let first = e.result.points.first()?;
-            let floor = first.limits?.floor_ns.filter(|f| *f > 0.0)?;
-            Some((e, e.row.latency_ns? / floor, floor))
-        })
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    if let Some((e, times, floor)) = floor.filter(|f| f.1 >= 1.0) {
+    // One floor for the run, the one the table and the charts use.
+    let run_floor = crate::report::floor::run_floor_ns(entries.iter().map(|e| e.result));
+    let closest = run_floor.and_then(|floor| {
+        entries
+            .iter()
+            .filter(|e| !e.row.reference && crate::report::floor::applies(e.result))
+            .filter_map(|e| Some((e, crate::report::floor::multiple(e.row.latency_ns?, floor)?)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(e, times)| (e, times, floor))
+    });
+    if let Some((e, times, floor)) = closest {
         parts.push(format!(
-            "closest to its cache-line floor: {}, {times:.1}&times; its floor of {floor:.0} ns",
+            "closest to the run's cache-line floor of {floor:.0} ns: {}, {times:.1}&times; it",
             esc(e.label)
         ));
     }

@@ -36,7 +36,9 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
     let memcpy = all
         .iter()
         .find(|s| role(s) == Some(LimitRole::MemcpyBandwidth) && series.len() < all.len());
-    let floor_ns = cacheline_floor_ns(all, series);
+    let (run_floor, below_floor) = cacheline_floor_ns(all, series);
+    // A floor with points below it is withheld, with the reason.
+    let floor_ns = run_floor.filter(|_| below_floor.is_empty());
     if series.len() > 1 {
         h.push_str("<p class=toggles>Show: ");
         for s in series {
@@ -67,9 +69,14 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
         );
     }
     throughput_figure(h, series, memcpy)?;
-    let floor_note = match floor_ns {
-        Some(f) => format!(" Grey dashed line: the cache-line floor ({f:.0} ns), the least time any message between two processes here can take."),
-        None => String::new(),
+    let floor_note = match (run_floor, floor_ns) {
+        (_, Some(f)) => format!(" Grey dashed line: the run's cache-line floor ({f:.0} ns), the least time any message between two processes here can take."),
+        (Some(f), None) => format!(
+            " The run's cache-line floor ({f:.0} ns) is not drawn: {} measured below it, so it was \
+             measured at a busier moment.",
+            below_floor.join(", ")
+        ),
+        (None, None) => String::new(),
     };
     let latency_caption = format!(
         "One-way time of messages up to 4 KiB; error bars: the 95% confidence interval of each median \
@@ -101,7 +108,7 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
              (--cost whole or soak: every CPU, softirqs and kernel threads included).",
         );
     }
-    limit_figures(h, series, memcpy)?;
+    limit_figures(h, series, memcpy, run_floor)?;
     match sweep::efficiency(series)? {
         Some(svg) => {
             let limits: Vec<String> = series
@@ -172,7 +179,12 @@ fn throughput_figure(h: &mut String, series: &[Series], memcpy: Option<&Series>)
 /// The limit charts: memcpy's memory hierarchy, and the transports'
 /// throughput against memcpy and the core-to-core copy, and latency
 /// against the cache-line floor.
-fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> Result<()> {
+fn limit_figures(
+    h: &mut String,
+    series: &[Series],
+    memcpy: Option<&Series>,
+    run_floor: Option<f64>,
+) -> Result<()> {
     if let Some(m) = memcpy {
         figure(
             h,
@@ -210,7 +222,7 @@ fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> 
              limit; with both, their labels say nocache=true and nocache=false.",
         );
     }
-    if let Some((svg, withheld)) = limit::floor_multiple(series)? {
+    if let Some((svg, withheld)) = limit::floor_multiple(series, run_floor)? {
         let withheld = if withheld > 0 {
             format!(
                 " {withheld} point(s) below 1&times; withheld: no transfer beats the cache-line \
@@ -225,30 +237,34 @@ fn limit_figures(h: &mut String, series: &[Series], memcpy: Option<&Series>) -> 
             "Latency against the cache-line floor",
             &svg,
             &format!(
-                "One-way time as a multiple of the cache-line floor, each transport divided by the \
-                 least floor its points carry (points[].limits.floor_ns; dashed line: 1&times;, the \
-                 floor itself).{withheld}"
+                "One-way time as a multiple of the run's cache-line floor, {:.0} ns, every transport \
+                 divided by the same floor: the least the run measured (the cache-line baseline and \
+                 points[].limits.floor_ns; dashed line: 1&times;, the floor itself).{withheld}",
+                run_floor.unwrap_or(f64::NAN)
             ),
         );
     }
     Ok(())
 }
 
-/// The cache-line floor in ns: from a cache-line baseline among `all`
-/// (its 8-byte point), else from the transports' recorded limits.
-fn cacheline_floor_ns(all: &[Series], series: &[Series]) -> Option<f64> {
-    let baseline = all
+/// The run's one cache-line floor in ns ([`crate::report::floor`]) and
+/// the transports whose latency lies below it, for whom it is not drawn.
+fn cacheline_floor_ns(all: &[Series], series: &[Series]) -> (Option<f64>, Vec<String>) {
+    let Some(floor) = crate::report::floor::run_floor_ns(all.iter().map(|s| s.result)) else {
+        return (None, Vec::new());
+    };
+    let below = series
         .iter()
-        .filter(|s| s.limit_role == Some(LimitRole::CachelineFloor))
-        .flat_map(|s| s.result.points.iter())
-        .find(|p| p.bytes == crate::result::CACHELINE_FLOOR_BYTES)
-        .map(|p| p.median_ns);
-    baseline.or_else(|| {
-        series
-            .iter()
-            .flat_map(|s| s.result.points.first())
-            .find_map(|p| p.limits?.floor_ns)
-    })
+        .filter(|s| s.limit_role.is_none())
+        .filter(|s| {
+            s.result
+                .points
+                .iter()
+                .any(|p| p.bytes <= 4096 && p.median_ns < floor)
+        })
+        .map(|s| esc(s.label))
+        .collect();
+    (Some(floor), below)
 }
 
 fn figure(h: &mut String, id: &str, name: &str, svg: &str, caption: &str) {

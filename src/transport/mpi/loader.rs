@@ -2,9 +2,11 @@
 //! its entry points, checked against the ABI this wulf was built for.
 //! The library is never unloaded (dlclose under a live MPI is undefined).
 
-use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_longlong, c_void};
 use std::path::Path;
 use std::sync::OnceLock;
+
+use crate::sys::dynlib::Library;
 
 /// The adapter ABI this wulf expects (`WULF_ADAPTER_ABI` in adapter.c).
 pub const ADAPTER_ABI: i32 = 7;
@@ -69,70 +71,48 @@ pub(super) struct Api {
 /// The adapter loaded into this process, if any (never unloaded).
 static API: OnceLock<Api> = OnceLock::new();
 
-fn symbol<T: Copy>(handle: *mut c_void, name: &str) -> Result<T, String> {
-    let cname = CString::new(name).expect("symbol names have no NUL");
-    // SAFETY: handle came from dlopen; dlsym only reads the name.
-    let p = unsafe { libc::dlsym(handle, cname.as_ptr()) };
-    if p.is_null() {
-        return Err(format!("the MPI adapter has no symbol {name}"));
-    }
-    assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<*mut c_void>());
-    // SAFETY: T is a function pointer type of the symbol's C signature
-    // (adapter.c, checked by the ABI number); sizes are equal.
-    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) })
-}
-
-fn dlerror() -> String {
-    // SAFETY: dlerror returns NULL or a valid C string owned by libc.
-    let e = unsafe { libc::dlerror() };
-    if e.is_null() {
-        "unknown dlopen error".into()
-    } else {
-        // SAFETY: non-null, NUL-terminated.
-        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
-    }
-}
-
 pub(super) fn load(path: &Path) -> Result<&'static Api, String> {
     if let Some(api) = API.get() {
         return Ok(api);
     }
-    let cpath = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
-    // RTLD_GLOBAL: some MPI builds dlopen their own plug-ins, which expect
-    // libmpi's symbols in the global namespace.
-    // SAFETY: a valid C path; the library's constructors are MPI's own.
-    let handle = unsafe { libc::dlopen(cpath.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-    if handle.is_null() {
-        return Err(format!("cannot load {}: {}", path.display(), dlerror()));
-    }
-    let api = Api {
-        abi: symbol(handle, "wulf_abi")?,
-        max_window: symbol(handle, "wulf_max_window")?,
-        init: symbol(handle, "wulf_init")?,
-        finalize: symbol(handle, "wulf_finalize")?,
-        abort: symbol(handle, "wulf_abort")?,
-        library_version: symbol(handle, "wulf_library_version")?,
-        version: symbol(handle, "wulf_version")?,
-        processor_name: symbol(handle, "wulf_processor_name")?,
-        error_string: symbol(handle, "wulf_error_string")?,
-        wtime: symbol(handle, "wulf_wtime")?,
-        send: symbol(handle, "wulf_send")?,
-        recv: symbol(handle, "wulf_recv")?,
-        recv_any: symbol(handle, "wulf_recv_any")?,
-        recv_counted: symbol(handle, "wulf_recv_counted")?,
-        sendrecv: symbol(handle, "wulf_sendrecv")?,
-        exchange: symbol(handle, "wulf_exchange")?,
-        send_window: symbol(handle, "wulf_send_window")?,
-        recv_window: symbol(handle, "wulf_recv_window")?,
-        allreduce_f64: symbol(handle, "wulf_allreduce_f64")?,
-        alltoallv: symbol(handle, "wulf_alltoallv")?,
-        barrier: symbol(handle, "wulf_barrier")?,
-        bcast: symbol(handle, "wulf_bcast")?,
-        alltoall: symbol(handle, "wulf_alltoall")?,
-        irecv: symbol(handle, "wulf_irecv")?,
-        isend: symbol(handle, "wulf_isend")?,
-        wait: symbol(handle, "wulf_wait")?,
+    let name = path
+        .to_str()
+        .ok_or_else(|| format!("{} is not a UTF-8 path", path.display()))?;
+    // RTLD_GLOBAL (Library's): some MPI builds dlopen their own plug-ins,
+    // which expect libmpi's symbols in the global namespace.
+    let lib = Library::open_first(&[name], "the MPI adapter")
+        .map_err(|why| format!("cannot load {}: {why}", path.display()))?;
+    // SAFETY: each type is the adapter's function signature (adapter.c,
+    // checked by the ABI number below).
+    let api = unsafe {
+        Api {
+            abi: lib.function("wulf_abi")?,
+            max_window: lib.function("wulf_max_window")?,
+            init: lib.function("wulf_init")?,
+            finalize: lib.function("wulf_finalize")?,
+            abort: lib.function("wulf_abort")?,
+            library_version: lib.function("wulf_library_version")?,
+            version: lib.function("wulf_version")?,
+            processor_name: lib.function("wulf_processor_name")?,
+            error_string: lib.function("wulf_error_string")?,
+            wtime: lib.function("wulf_wtime")?,
+            send: lib.function("wulf_send")?,
+            recv: lib.function("wulf_recv")?,
+            recv_any: lib.function("wulf_recv_any")?,
+            recv_counted: lib.function("wulf_recv_counted")?,
+            sendrecv: lib.function("wulf_sendrecv")?,
+            exchange: lib.function("wulf_exchange")?,
+            send_window: lib.function("wulf_send_window")?,
+            recv_window: lib.function("wulf_recv_window")?,
+            allreduce_f64: lib.function("wulf_allreduce_f64")?,
+            alltoallv: lib.function("wulf_alltoallv")?,
+            barrier: lib.function("wulf_barrier")?,
+            bcast: lib.function("wulf_bcast")?,
+            alltoall: lib.function("wulf_alltoall")?,
+            irecv: lib.function("wulf_irecv")?,
+            isend: lib.function("wulf_isend")?,
+            wait: lib.function("wulf_wait")?,
+        }
     };
     // SAFETY: a plain C function of no arguments.
     let abi = unsafe { (api.abi)() };

@@ -228,8 +228,16 @@ impl Transport for MpiTransport {
         false
     }
 
+    fn claims_nic(&self) -> bool {
+        false
+    }
+
     fn starts_both_ends(&self) -> bool {
         matches!(self.side, Side::Launcher { .. })
+    }
+
+    fn forced_variant(&self) -> bool {
+        matches!(self.side, Side::Launcher { tcp: true, .. })
     }
 
     fn duplicate_across_hosts(&self) -> bool {

@@ -4,8 +4,10 @@
 //! The library is never unloaded (an enrolled task's sockets and signal
 //! handlers belong to it).
 
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, CStr};
 use std::sync::OnceLock;
+
+use crate::sys::dynlib::Library;
 
 /// What to install where PVM is missing (the runtime library is the `pvm`
 /// package's dependency libpvm3; pvm-dev only for the C probe in bench/).
@@ -67,55 +69,26 @@ static API: OnceLock<Result<Api, String>> = OnceLock::new();
 /// Library names tried in order: the runtime package's soname first.
 const NAMES: [&str; 2] = ["libpvm3.so.3", "libpvm3.so"];
 
-fn dlerror() -> String {
-    // SAFETY: dlerror returns NULL or a valid C string owned by libc.
-    let e = unsafe { libc::dlerror() };
-    if e.is_null() {
-        "unknown dlopen error".into()
-    } else {
-        // SAFETY: non-null, NUL-terminated.
-        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
-    }
-}
-
-fn symbol<T: Copy>(handle: *mut c_void, name: &str) -> Result<T, String> {
-    let cname = CString::new(name).expect("symbol names have no NUL");
-    // SAFETY: handle came from dlopen; dlsym only reads the name.
-    let p = unsafe { libc::dlsym(handle, cname.as_ptr()) };
-    if p.is_null() {
-        return Err(format!("libpvm3 has no symbol {name} (not PVM 3.4?)"));
-    }
-    assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<*mut c_void>());
-    // SAFETY: T is the function pointer type of the symbol's C signature
-    // (pvm3.h); the sizes are equal.
-    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) })
-}
-
 fn open() -> Result<Api, String> {
-    let mut why = Vec::new();
-    for name in NAMES {
-        let cname = CString::new(name).expect("no NUL");
-        // SAFETY: a valid C string; libpvm3's constructors are its own.
-        let handle = unsafe { libc::dlopen(cname.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-        if handle.is_null() {
-            why.push(dlerror());
-            continue;
-        }
-        return Ok(Api {
-            mytid: symbol(handle, "pvm_mytid")?,
-            exit: symbol(handle, "pvm_exit")?,
-            setopt: symbol(handle, "pvm_setopt")?,
-            initsend: symbol(handle, "pvm_initsend")?,
-            pkbyte: symbol(handle, "pvm_pkbyte")?,
-            upkbyte: symbol(handle, "pvm_upkbyte")?,
-            send: symbol(handle, "pvm_send")?,
-            trecv: symbol(handle, "pvm_trecv")?,
-            bufinfo: symbol(handle, "pvm_bufinfo")?,
-            addhosts: symbol(handle, "pvm_addhosts")?,
-            version: symbol(handle, "pvm_version")?,
-        });
+    let lib =
+        Library::open_first(&NAMES, "libpvm3").map_err(|why| format!("{INSTALL_HINT}: {why}"))?;
+    // SAFETY: each type below is the entry point's signature in pvm3.h
+    // (PVM 3.4).
+    unsafe {
+        Ok(Api {
+            mytid: lib.function("pvm_mytid")?,
+            exit: lib.function("pvm_exit")?,
+            setopt: lib.function("pvm_setopt")?,
+            initsend: lib.function("pvm_initsend")?,
+            pkbyte: lib.function("pvm_pkbyte")?,
+            upkbyte: lib.function("pvm_upkbyte")?,
+            send: lib.function("pvm_send")?,
+            trecv: lib.function("pvm_trecv")?,
+            bufinfo: lib.function("pvm_bufinfo")?,
+            addhosts: lib.function("pvm_addhosts")?,
+            version: lib.function("pvm_version")?,
+        })
     }
-    Err(format!("{INSTALL_HINT}: {}", why.join("; ")))
 }
 
 /// The loaded library, or the reason there is none (naming the packages).

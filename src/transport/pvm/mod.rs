@@ -287,6 +287,10 @@ impl Transport for Pvm {
         false
     }
 
+    fn claims_nic(&self) -> bool {
+        false
+    }
+
     fn links_processes(&self) -> bool {
         // A NAS group of two ranks on one host (one channel each).
         true

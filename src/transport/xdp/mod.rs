@@ -82,6 +82,14 @@ impl Transport for Xdp {
         false
     }
 
+    fn claims_nic(&self) -> bool {
+        true
+    }
+
+    fn lean_stack(&self) -> bool {
+        true
+    }
+
     fn needs_link(&self) -> bool {
         true
     }

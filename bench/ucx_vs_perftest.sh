@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# wulf's `ucx(...)` transports against UCX's own ucx_perftest on the same
+# path (issue 47): for each UCX_TLS selection, interleaved rounds of
+#   - 8 B latency: ucx_perftest tag_lat's median one-way time against
+#     `wulf sweep ucx(X) --sizes 8`'s median one-way time;
+#   - 1 MiB bandwidth: ucx_perftest tag_bw's overall bandwidth against
+#     `wulf sweep ucx(X) --mode stream --sizes 1Mi`.
+# Both ends pinned to CPUs 0 and 1 by both tools. Prints one line per round
+# and the median ratio per selection; targets (issue 47): latency ratio
+# wulf/perftest at most 1.1, bandwidth ratio at least 0.95.
+#
+# Usage: bench/ucx_vs_perftest.sh [ROUNDS] (default 3); WULF=path/to/wulf.
+set -euo pipefail
+ROUNDS=${1:-3}
+WULF=${WULF:-target/ci/wulf}
+command -v ucx_perftest >/dev/null || { echo "ucx_perftest missing: apt install ucx-utils" >&2; exit 2; }
+[ -x "$WULF" ] || { echo "$WULF missing: cargo build --profile ci" >&2; exit 2; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"; kill $(jobs -p) 2>/dev/null || true' EXIT
+PORT=13460
+
+# perftest TLS TEST SIZE COLUMN: one figure from the client's CSV line
+# (column 2: median latency in us; column 6: overall bandwidth in MB/s).
+perftest() {
+    local tls=$1 test=$2 size=$3 col=$4
+    PORT=$((PORT + 1))
+    UCX_TLS=$tls timeout 60 ucx_perftest -p "$PORT" -c 1 >/dev/null 2>&1 &
+    sleep 0.5
+    UCX_TLS=$tls timeout 60 ucx_perftest 127.0.0.1 -p "$PORT" -c 0 -t "$test" -s "$size" \
+        -n "$([ "$size" -gt 65536 ] && echo 2000 || echo 100000)" -f -v 2>/dev/null |
+        tail -1 | cut -d, -f"$col"
+    wait
+}
+
+# wulf_figure TRANSPORT MODE SIZE FIELD: the point's median_ns or bits_per_s.
+wulf_figure() {
+    local t=$1 mode=$2 size=$3 field=$4
+    "$WULF" sweep "$t" --mode "$mode" --sizes "$size" --budget 3s --no-perturb --quiet \
+        --json "$TMP/r.json" >/dev/null
+    python3 -c "import json,sys; p=json.load(open('$TMP/r.json'))['points'][0]; print(p['$field'])"
+}
+
+printf '# load %s; UCX %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(ucx_info -v | head -1)"
+printf '%-11s %5s %12s %12s %7s %14s %14s %7s\n' selection round "pt 8B us" "wulf 8B us" ratio \
+    "pt 1MiB Gb/s" "wulf 1MiB Gb/s" ratio
+for tls in tcp posix shm; do
+    lat_ratios=() bw_ratios=()
+    for r in $(seq "$ROUNDS"); do
+        pt_lat=$(perftest "$tls" tag_lat 8 2)
+        w_lat=$(wulf_figure "ucx($tls)" pingpong 8 median_ns)
+        pt_bw=$(perftest "$tls" tag_bw 1048576 6)
+        w_bw=$(wulf_figure "ucx($tls)" stream 1Mi bits_per_s)
+        read -r l b wl wb pl pb < <(python3 -c "
+pl=$pt_lat; wl=$w_lat/1000; pb=$pt_bw*8*1.048576/1000; wb=$w_bw/1e9
+print(wl/pl, wb/pb, wl, wb, pl, pb)")
+        lat_ratios+=("$l") bw_ratios+=("$b")
+        printf '%-11s %5d %12.3f %12.3f %7.2f %14.2f %14.2f %7.2f\n' "ucx($tls)" "$r" "$pl" "$wl" "$l" "$pb" "$wb" "$b"
+    done
+    python3 -c "
+import statistics as s
+l=[$(IFS=,; echo "${lat_ratios[*]}")]; b=[$(IFS=,; echo "${bw_ratios[*]}")]
+print('ucx($tls) median ratios: latency %.2f (target <= 1.1), bandwidth %.2f (target >= 0.95)' % (s.median(l), s.median(b)))"
+done
+printf '# load after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -471,12 +471,19 @@ fn minima(args: &[&str]) -> Vec<(u64, f64)> {
     // descheduled, a 4 KiB trial took 16 times its target).
     let (r, _) = sweep_ok_with(&every_size("5s"), args);
     assert_eq!(r["complete"], true, "{args:?}");
-    r["points"]
+    let points: Vec<(u64, f64)> = r["points"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| (p["bytes"].as_u64().unwrap(), p["min_ns"].as_f64().unwrap()))
-        .collect()
+        .collect();
+    // Sizes missing only where the deadline left them out, and said so.
+    let left = r["sizes_left_out"]["sizes_bytes"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let asked = args.last().unwrap().split(',').count();
+    assert_eq!(points.len() + left, asked, "{args:?}: {}", r["warnings"]);
+    points
 }
 
 #[test]
@@ -502,6 +509,14 @@ fn c2c_curve_is_sane() {
         let memcpy = minima(&["memcpy", "--sizes", sizes]);
         let one = minima(&["c2c", "--sizes", sizes]);
         let two = minima(&["c2c-2copy", "--sizes", sizes]);
+        if [&memcpy, &one, &two].iter().any(|m| m.len() < 4) {
+            // A helper descheduled long enough that the budget's deadline
+            // left a size out (said in the result): no comparison of
+            // every size this time.
+            last = "a size left out at the deadline".to_string();
+            eprintln!("c2c: {last}, again");
+            continue;
+        }
         let bad: Vec<String> = (0..one.len())
             .filter(|&i| one[i].1 < memcpy[i].1 / 1.5 || one[i].1 > two[i].1 * 1.5)
             .map(|i| {

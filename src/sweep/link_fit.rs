@@ -48,6 +48,13 @@ const BLOCK_OVERHEAD_NS: f64 = 100_000.0;
 /// its +-3 B neighbours in the default schedule).
 const RATE_POINTS: usize = 3;
 
+/// Bytes per operation below which a size's time is taken as latency
+/// only, never as a rate: its excess over the lowest median is noise, not
+/// bytes (a 1 B bidir point cut at 126 us beside 1483 B at 50 us on a
+/// loaded machine read as 212 kbit/s across a 1 Gbit/s link, and every
+/// size after them was left out as needing 163 s).
+const MIN_RATE_BYTES: u64 = 1024;
+
 /// Where the rate of a [`RateModel`] came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RateFrom {
@@ -94,6 +101,7 @@ impl RateModel {
         let recent = &points[points.len().saturating_sub(RATE_POINTS)..];
         let measured = recent
             .iter()
+            .filter(|p| mode.bytes_per_op(p.bytes) >= MIN_RATE_BYTES)
             .filter_map(|p| {
                 let transfer_ns = p.median_ns - latency_ns;
                 (transfer_ns > 0.0 && transfer_ns >= latency_ns)
@@ -354,6 +362,14 @@ mod tests {
         assert_eq!(l.rate, Some((94e6, RateFrom::Link)));
         let none = RateModel::from_points(&[], Mode::Stream, None);
         assert_eq!((none.latency_ns, none.rate), (0.0, None));
+        // A small size slowed past twice the latency (a cut 1 B point on
+        // a loaded machine) is no rate: 126 us at 1 B beside 50 us at
+        // 1483 B once read as 212 kbit/s.
+        let mut slow_small = line(&[1, 1483], 50_000.0, 1e9);
+        slow_small[0].median_ns = 126_000.0;
+        slow_small[1].median_ns = 50_000.0;
+        let m = RateModel::from_points(&slow_small, Mode::Bidir, Some(956e6));
+        assert_eq!(m.rate, Some((956e6, RateFrom::Link)));
     }
 
     /// The least work of a point: eight blocks of one operation (two legs

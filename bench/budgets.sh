@@ -2,18 +2,19 @@
 # Benchmark (not a test): does every command keep its --budget, on a quiet
 # machine and under a competing load (issue 43)? For each case below, the
 # command's wall time over its budget, the set-up it measured and printed
-# (a sweep's `setup_s`: starting the peer, the handshake; 0 where the
-# command records none) and whether wall <= 1.2 x budget + set-up. Each
+# (a sweep's `setup_s`: starting the peer, the handshake; with --lab
+# and without --quiet, the lab's set-up and removal the command prints;
+# 0 where the command states none) and whether wall <= 1.2 x budget + set-up. Each
 # case runs idle, then beside `stress-ng --cpu 2` (bounded by --timeout and
 # stopped by its own process id). The load average is printed beside each.
 # Usage: bench/budgets.sh [BIN] [CASES] [LOADS]
 #   BIN   default target/ci/wulf
-#   CASES default "tcp tcp4k pvm lab run matrix hpl study"
+#   CASES default "tcp tcp4k pvm lab run matrix hpl study tune"
 #   LOADS default "idle busy"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-target/ci/wulf}
-CASES=${2:-tcp tcp4k pvm lab run matrix hpl study}
+CASES=${2:-tcp tcp4k pvm lab run matrix hpl study tune}
 LOADS=${3:-idle busy}
 work=$(mktemp -d)
 load_pid=
@@ -28,9 +29,11 @@ case_cmd() {
     pvm)    echo "5 sweep pvm --budget 5s --quiet --json $work/r.json" ;;
     lab)    echo "10 sweep tcp --lab fe --budget 10s --quiet --json $work/r.json" ;;
     run)    echo "12.5 run --quick --no-npb --quiet --out $work/run" ;;
-    matrix) echo "20 matrix --ppn 2 --budget 20s --json $work/r.json" ;;
+    matrix) echo "20 matrix --lab ge --ppn 2 --budget 20s --json $work/r.json" ;;
     hpl)    echo "60 hpl --lab ge --np 2 --budget 60s --json $work/r.json" ;;
-    study)  echo "0 study fe-vs-ge --quick --json $work/r.json" ;;
+    # Its budget is the measuring it states first ("about N s of measuring").
+    study)  echo "0 study fe-vs-ge --quick --out $work/study" ;;
+    tune)   echo "10 tune tcp --budget 10s --quiet --out $work/tune" ;;
     *) echo "unknown case $1" >&2; exit 2 ;;
   esac
 }
@@ -53,17 +56,26 @@ for load in $LOADS; do
     "$BIN" $args >"$work/out" 2>"$work/err" || true
     e=$(date +%s.%N)
     stop_load
-    python3 - "$c" "$load" "$budget" "$s" "$e" "$work/r.json" "$la" <<'PY'
-import json, os, sys
-c, load, budget, s, e, path, la = sys.argv[1:]
+    python3 - "$c" "$load" "$budget" "$s" "$e" "$work/r.json" "$la" "$work/err" <<'PY'
+import json, os, re, sys
+c, load, budget, s, e, path, la, err = sys.argv[1:]
 wall = float(e) - float(s)
 budget = float(budget)
+text = open(err, errors="replace").read()
+if budget == 0:
+    m = re.search(r"about (\d+) s of measuring", text)
+    budget = float(m.group(1)) if m else 0.0
 setup = 0.0
 if os.path.exists(path):
     try:
         setup = json.load(open(path)).get("setup_s") or 0.0
     except Exception:
         pass
+# A command run in a temporary lab (--lab) prints the lab's set-up and
+# removal, outside its budget.
+m = re.search(r"the lab took ([\d.]+) s to set up and ([\d.]+) s to remove", text)
+if m:
+    setup += float(m.group(1)) + float(m.group(2))
 if budget > 0:
     ok = "yes" if wall <= 1.2 * budget + setup else "NO"
     x = f"{wall / budget:.2f}"

@@ -123,6 +123,7 @@ fn a_sweep_whose_peer_is_stalled_keeps_its_deadline() {
         "--json",
         out.to_str().unwrap(),
     ])
+    .stdout(std::process::Stdio::null())
     .spawn()
     .unwrap();
     let me = child.id();
@@ -154,6 +155,19 @@ fn a_sweep_whose_peer_is_stalled_keeps_its_deadline() {
     });
     let took = began.elapsed();
     let r = json(&out);
+    eprintln!(
+        "stalled peer: {took:?} of a 5 s budget, set-up {} s",
+        r["setup_s"]
+    );
     assert!(took <= deadline_of(5.0, &r), "{took:?}: {}", r["setup_s"]);
+    // The sweep's own wall time, from its start to its result (no process
+    // start or exit in it): the bound itself, 1.2 x the budget
+    // plus the set-up it recorded.
+    let wall_s = r["wall_s"].as_f64().unwrap();
+    let setup_s = r["setup_s"].as_f64().unwrap();
+    assert!(
+        wall_s <= 1.2 * 5.0 + setup_s,
+        "{wall_s} s, set-up {setup_s} s"
+    );
     assert!(!r["points"].as_array().unwrap().is_empty());
 }

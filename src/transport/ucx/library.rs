@@ -144,7 +144,7 @@ pub struct EpParams {
 
 /// `ucp_tag_recv_info_t`.
 #[repr(C)]
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 pub struct TagRecvInfo {
     /// The sender's tag.
     pub sender_tag: u64,
@@ -304,6 +304,7 @@ impl Api {
 }
 
 /// What a `*_nbx` call returned.
+#[derive(Clone, Copy)]
 pub enum Started {
     /// Completed at once.
     Done,

@@ -29,7 +29,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
-use self::library::{Handle, TagRecvInfo};
+use self::library::{Handle, Started, TagRecvInfo};
 use self::worker::Worker;
 use super::{AbortHandle, ChannelOptions, Connected, Endpoint, Listener, Transport};
 use crate::sys::random::{from_hex_at_most, hex};
@@ -38,6 +38,15 @@ use crate::sys::random::{from_hex_at_most, hex};
 const DATA_TAG: u64 = 1;
 /// The tag of the hello (the connector's address) and its answer.
 const HELLO_TAG: u64 = 2;
+/// Messages in flight at once in stream mode (as MPI's default window,
+/// and osu_bw's).
+const STREAM_WINDOW: usize = crate::transport::mpi::DEFAULT_WINDOW as usize;
+
+/// A message of the wrong length, as an error.
+fn wrong_length(got: usize, wanted: usize) -> io::Error {
+    io::Error::other(format!("received {got} bytes where {wanted} were expected"))
+}
+
 /// Set in processes that run inside a lab node (the lab's own constant,
 /// `lab::ENV_NODE`, is a layer above transports).
 const LAB_NODE_ENV: &str = "WULF_LAB_NODE";
@@ -303,10 +312,7 @@ impl UcxEndpoint {
         if self.info.length == wanted {
             Ok(())
         } else {
-            Err(io::Error::other(format!(
-                "received {} bytes where {wanted} were expected",
-                self.info.length
-            )))
+            Err(wrong_length(self.info.length, wanted))
         }
     }
 }
@@ -342,6 +348,68 @@ impl Endpoint for UcxEndpoint {
 
     fn abort_handle(&self) -> Option<AbortHandle> {
         self.worker.abort_handle()
+    }
+
+    fn stream_window(&self) -> u64 {
+        STREAM_WINDOW as u64
+    }
+
+    fn send_stream(&mut self, buf: &[u8], count: u64) -> io::Result<()> {
+        let mut left = count;
+        while left > 0 {
+            let n = left.min(STREAM_WINDOW as u64) as usize;
+            let mut sends = [Started::Done; STREAM_WINDOW];
+            for s in &mut sends[..n] {
+                *s = self.worker.send(self.ep, buf, DATA_TAG);
+            }
+            self.complete_window(&sends[..n], None)?;
+            left -= n as u64;
+        }
+        Ok(())
+    }
+
+    fn recv_stream(&mut self, buf: &mut [u8], count: u64) -> io::Result<()> {
+        let mut left = count;
+        while left > 0 {
+            let n = left.min(STREAM_WINDOW as u64) as usize;
+            let mut receives = [Started::Done; STREAM_WINDOW];
+            let mut infos = [TagRecvInfo::default(); STREAM_WINDOW];
+            // Every message of a stream carries the same bytes (one buffer
+            // sent again), so the window's receives may share one buffer.
+            for (r, info) in receives[..n].iter_mut().zip(infos.iter_mut()) {
+                *r = self.worker.recv(buf, DATA_TAG, info);
+            }
+            self.complete_window(&receives[..n], Some(&mut infos[..n]))?;
+            if let Some(bad) = infos[..n].iter().find(|i| i.length != buf.len()) {
+                return Err(wrong_length(bad.length, buf.len()));
+            }
+            left -= n as u64;
+        }
+        Ok(())
+    }
+}
+
+impl UcxEndpoint {
+    /// Complete a window of requests in order (polling progresses them
+    /// all); on an error the rest are given up on before returning.
+    fn complete_window(
+        &mut self,
+        window: &[Started],
+        mut infos: Option<&mut [TagRecvInfo]>,
+    ) -> io::Result<()> {
+        for (k, s) in window.iter().enumerate() {
+            let info = infos.as_deref_mut().map(|i| &mut i[k]);
+            let what = if info.is_some() {
+                "ucp_tag_recv_nbx"
+            } else {
+                "ucp_tag_send_nbx"
+            };
+            if let Err(e) = self.worker.complete(*s, self.timeout, what, info) {
+                self.worker.abandon(&window[k + 1..]);
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -241,7 +241,11 @@ impl Worker {
             Started::Failed(s) => return check(self.api, what, s),
             Started::Pending(r) => r,
         };
-        let deadline = Instant::now() + timeout;
+        // The clock is read only every POLLS_PER_CLOCK_READ polls (a
+        // message that completes within them costs no clock read), except
+        // when a poll may sleep (`block`): then the deadline bounds each
+        // sleep from the start.
+        let mut deadline = (self.wait == WaitMode::Block).then(|| Instant::now() + timeout);
         let info = info.map_or(std::ptr::null_mut(), |i| i as *mut TagRecvInfo);
         let mut polls = 0u32;
         loop {
@@ -262,7 +266,8 @@ impl Worker {
             }
             polls += 1;
             if polls.is_multiple_of(POLLS_PER_CLOCK_READ) {
-                let why = if Instant::now() >= deadline {
+                let now = Instant::now();
+                let why = if now >= *deadline.get_or_insert(now + timeout) {
                     format!("{what}: no completion within {timeout:?}")
                 } else if self.abort.aborted() {
                     format!("{what}: ended (the other side went away)")
@@ -280,8 +285,9 @@ impl Worker {
         }
     }
 
-    /// Nothing progressed: wait as `--wait` says.
-    fn idle(&self, deadline: Instant) {
+    /// Nothing progressed: wait as `--wait` says (`block` sleeps at most
+    /// until `deadline`, always set for it).
+    fn idle(&self, deadline: Option<Instant>) {
         match (self.wait, self.efd) {
             (WaitMode::Spin, _) => std::hint::spin_loop(),
             (WaitMode::Yield, _) => std::thread::yield_now(),
@@ -290,7 +296,9 @@ impl Worker {
                 if unsafe { (self.api.worker_arm)(self.worker) } != ucp::UCS_OK {
                     return; // UCS_ERR_BUSY: events to progress first.
                 }
-                let left = deadline.saturating_duration_since(Instant::now());
+                let left = deadline.map_or(Duration::ZERO, |d| {
+                    d.saturating_duration_since(Instant::now())
+                });
                 let ms = left.as_millis().clamp(1, 100) as c_int;
                 let mut pfd = libc::pollfd {
                     fd,
@@ -301,6 +309,17 @@ impl Worker {
                 unsafe { libc::poll(&mut pfd, 1, ms) };
             }
             (WaitMode::Block, None) => std::thread::yield_now(),
+        }
+    }
+
+    /// Give up on every pending request of `started` (after an error in a
+    /// window of them): cancelled and polled to their end for a while, so
+    /// that none writes into the caller's buffer once it has it back.
+    pub fn abandon(&mut self, started: &[Started]) {
+        for s in started {
+            if let Started::Pending(r) = *s {
+                self.give_up(r);
+            }
         }
     }
 

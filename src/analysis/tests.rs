@@ -380,6 +380,7 @@ fn result_of(
             ci_high_ns: c.ci_high_ns[i],
             bits_per_s: 8e9 * c.bytes[i] as f64 / c.median_ns[i],
             noisy,
+            cut: false,
             cpu_client: cpu,
             cpu_server: cpu,
             tails: None,
@@ -432,6 +433,7 @@ fn result_of(
         run_to_run: None,
         conditions: None,
         sizes_left_out: None,
+        setup_s: None,
     }
 }
 

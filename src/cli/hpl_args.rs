@@ -15,9 +15,10 @@ pub struct HplArgs {
     /// else one per CPU.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub np: Option<u64>,
-    /// Problem size (the order of the matrix). Default: the largest
-    /// multiple of NB whose matrix fills --memory-fraction of this
-    /// machine's memory (lab nodes share it).
+    /// Problem size (the order of the matrix). Default: chosen from
+    /// --budget (a probe run at a small N measures the rate first), at
+    /// most the largest multiple of NB whose matrix fills
+    /// --memory-fraction of this machine's memory (lab nodes share it).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub n: Option<u64>,
     /// HPL's block size.
@@ -30,6 +31,12 @@ pub struct HplArgs {
     /// (PTRANS, DGEMM, STREAM, RandomAccess, FFT, b_eff), not only HPL's.
     #[arg(long)]
     pub hpcc_all: bool,
+    /// Time the whole run may take when --n is not given: N is the
+    /// largest whose estimated time (from the probe's rate, 2/3 N^3
+    /// flops, with 25% headroom) fits what the probe left; printed before
+    /// it starts.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub budget: Duration,
     /// Longest the run may take; then it is stopped (exit 3).
     #[arg(long, default_value = "30min", value_parser = parse_duration)]
     pub timeout: Duration,

@@ -75,68 +75,31 @@ pub fn execute(args: &HplArgs) -> Result<()> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let host = Host::probe();
     let nb = args.nb as usize;
-    let (n, n_from) = match args.n {
-        Some(n) => (n as usize, "given".to_string()),
+    let (p, q) = grid(np);
+    // The remote shell's script lives as long as every run that uses it.
+    let rsh_dir = tempfile::Builder::new()
+        .prefix("wulf-hpl-")
+        .tempdir()
+        .context("cannot make a directory for HPCC's files")?;
+    let argv = launcher_argv(&ctx, (&mpi.launcher, &hpcc), np, &r.mpi_arg, rsh_dir.path())?;
+    let job = Job {
+        argv: &argv,
+        nb,
+        grid: (p, q),
+        np,
+        spread: ctx.cluster.is_some(),
+        timeout: args.timeout,
+    };
+    let (n, n_from, text) = match args.n {
+        Some(n) => (n as usize, "given".to_string(), job.run(n as usize)?),
         None => {
             let memory = host.memory_total_bytes.ok_or_else(|| {
                 usage("this machine's memory is unknown (/proc/meminfo): give --n")
             })?;
-            (
-                n_for_memory(memory, args.memory_fraction, nb),
-                format!("{:.0}% of memory", args.memory_fraction * 100.0),
-            )
+            let max_n = n_for_memory(memory, args.memory_fraction, nb);
+            choose_and_run(&job, args, max_n, started)?
         }
     };
-    let (p, q) = grid(np);
-    let dir = tempfile::Builder::new()
-        .prefix("wulf-hpl-")
-        .tempdir()
-        .context("cannot make a directory for HPCC's files")?;
-    std::fs::write(dir.path().join("hpccinf.txt"), hpcc_input(n, nb, p, q))?;
-
-    let mut argv: Vec<String> = vec![
-        mpi.launcher.display().to_string(),
-        "-np".into(),
-        np.to_string(),
-    ];
-    argv.extend(Flavor::OpenMpi.base_args().iter().map(|s| s.to_string()));
-    if let Some(c) = &ctx.cluster {
-        let agent = c.rsh_script(dir.path())?;
-        let spread = Flavor::OpenMpi
-            .cluster_args(&c.host_list(np)?, &agent, &c.subnet, &c.interface)
-            .context("Open MPI's cluster arguments")?;
-        argv.extend(spread);
-        if np > cpu_count() {
-            argv.extend(
-                Flavor::OpenMpi
-                    .oversubscribed_args()
-                    .iter()
-                    .map(|s| s.to_string()),
-            );
-        }
-    }
-    for a in &r.mpi_arg {
-        argv.extend(a.split_whitespace().map(str::to_string));
-    }
-    argv.push(hpcc.display().to_string());
-    eprintln!(
-        "wulf: HPL N={n} NB={nb} P x Q = {p} x {q} on {np} processes{}",
-        if ctx.cluster.is_some() {
-            ", one per node"
-        } else {
-            ""
-        }
-    );
-    run_launcher(&argv, dir.path(), args.timeout)?;
-
-    let out_path = dir.path().join("hpccoutf.txt");
-    let text = std::fs::read_to_string(&out_path).with_context(|| {
-        format!(
-            "HPCC wrote no output ({}); its launcher said: {}",
-            out_path.display(),
-            tail(dir.path())
-        )
-    })?;
     let summary = parse_hpcc_summary(&text);
     let figure = |key: &str| -> Result<f64> {
         summary
@@ -185,6 +148,121 @@ pub fn execute(args: &HplArgs) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// One HPCC job: its launcher's command line and HPL's settings but N.
+struct Job<'a> {
+    argv: &'a [String],
+    nb: usize,
+    grid: (usize, usize),
+    np: usize,
+    spread: bool,
+    timeout: Duration,
+}
+
+impl Job<'_> {
+    /// Run HPCC at order `n` in a fresh directory; its output file's text.
+    fn run(&self, n: usize) -> Result<String> {
+        let (p, q) = self.grid;
+        let dir = tempfile::Builder::new()
+            .prefix("wulf-hpl-")
+            .tempdir()
+            .context("cannot make a directory for HPCC's files")?;
+        std::fs::write(dir.path().join("hpccinf.txt"), hpcc_input(n, self.nb, p, q))?;
+        eprintln!(
+            "wulf: HPL N={n} NB={} P x Q = {p} x {q} on {} processes{}",
+            self.nb,
+            self.np,
+            if self.spread { ", one per node" } else { "" }
+        );
+        run_launcher(self.argv, dir.path(), self.timeout)?;
+        let out_path = dir.path().join("hpccoutf.txt");
+        std::fs::read_to_string(&out_path).with_context(|| {
+            format!(
+                "HPCC wrote no output ({}); its launcher said: {}",
+                out_path.display(),
+                tail(dir.path())
+            )
+        })
+    }
+}
+
+/// `--n` not given: a probe at a small N measures the rate, then the
+/// largest N whose estimated time fits what the probe left of `--budget`
+/// (and `max_n`, the memory's) runs; the probe's result stands when no
+/// larger N fits. Returns N, how it was chosen and HPCC's output.
+fn choose_and_run(
+    job: &Job<'_>,
+    args: &HplArgs,
+    max_n: usize,
+    started: Instant,
+) -> Result<(usize, String, String)> {
+    use super::hpl_budget::{estimated_wall_s, n_for_budget, probe_n, Probe, HEADROOM};
+    let n0 = probe_n(job.nb).min(max_n);
+    let probe_started = Instant::now();
+    let probe_text = job.run(n0)?;
+    let wall_s = probe_started.elapsed().as_secs_f64();
+    let gflops = parse_hpcc_summary(&probe_text)
+        .get("HPL_Tflops")
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|t| t * 1e3)
+        .filter(|g| *g > 0.0)
+        .context("HPCC's summary of the probe run has no HPL rate: HPL did not complete")?;
+    let probe = Probe {
+        n: n0,
+        gflops,
+        wall_s,
+    };
+    let budget_s = args.budget.as_secs_f64();
+    let left_s = budget_s - started.elapsed().as_secs_f64();
+    let Some(n) = n_for_budget(&probe, left_s, job.nb, max_n) else {
+        eprintln!(
+            "wulf: HPL at N={n0} ran {gflops:.3} Gflop/s in {wall_s:.1} s; no larger N fits the \
+             {left_s:.1} s left of --budget {budget_s:.0}s: the probe's result stands"
+        );
+        let from = format!("budget {budget_s:.0} s: the probe (no larger N fits)");
+        return Ok((n0, from, probe_text));
+    };
+    let estimate_s = estimated_wall_s(&probe, n);
+    eprintln!(
+        "wulf: HPL at N={n0} ran {gflops:.3} Gflop/s in {wall_s:.1} s (probe); N={n} is estimated \
+         at {estimate_s:.1} s (x{HEADROOM} headroom) of the {left_s:.1} s left of --budget {budget_s:.0}s"
+    );
+    let from = format!("budget {budget_s:.0} s: {gflops:.3} Gflop/s measured at N={n0}");
+    Ok((n, from, job.run(n)?))
+}
+
+/// The launcher's command line that starts `np` HPCC processes (spread
+/// over the cluster's nodes when there is one).
+fn launcher_argv(
+    ctx: &RunContext,
+    (launcher, hpcc): (&Path, &Path),
+    np: usize,
+    mpi_args: &[String],
+    rsh_dir: &Path,
+) -> Result<Vec<String>> {
+    let mut argv: Vec<String> = vec![launcher.display().to_string(), "-np".into(), np.to_string()];
+    argv.extend(Flavor::OpenMpi.base_args().iter().map(|s| s.to_string()));
+    if let Some(c) = &ctx.cluster {
+        let agent = c.rsh_script(rsh_dir)?;
+        let spread = Flavor::OpenMpi
+            .cluster_args(&c.host_list(np)?, &agent, &c.subnet, &c.interface)
+            .context("Open MPI's cluster arguments")?;
+        argv.extend(spread);
+        if np > cpu_count() {
+            argv.extend(
+                Flavor::OpenMpi
+                    .oversubscribed_args()
+                    .iter()
+                    .map(|s| s.to_string()),
+            );
+        }
+    }
+    for a in mpi_args {
+        argv.extend(a.split_whitespace().map(str::to_string));
+    }
+    argv.push(hpcc.display().to_string());
+    Ok(argv)
 }
 
 /// One line of the result for the terminal.

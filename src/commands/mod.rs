@@ -7,6 +7,7 @@ pub mod compare;
 pub mod completions;
 mod conditions;
 pub mod hpl;
+pub mod hpl_budget;
 pub mod info;
 pub mod lab;
 mod loaded;

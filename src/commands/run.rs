@@ -111,9 +111,21 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     let measured: Vec<&'static str> = chosen.iter().map(|t| t.name()).collect();
     let reps = args.repeat.max(1);
     'reps: for rep in 1..=reps {
+        // The budget is a deadline for each repetition: a transport that
+        // overran its share (set-up, a busy machine) shortens the shares
+        // of those after it, never below a fifth of their own.
+        let rep_deadline = std::time::Instant::now() + budget;
+        let mut weights_left = weights;
         for t in &chosen {
             let name = t.name();
-            let share = budget.mul_f64(t.run_budget_fraction() / weights.max(1e-9));
+            let w = t.run_budget_fraction();
+            let left = rep_deadline.saturating_duration_since(std::time::Instant::now());
+            let own = budget.mul_f64(w / weights.max(1e-9));
+            let share = left
+                .mul_f64(w / weights_left.max(1e-9))
+                .min(own)
+                .max(own / 5);
+            weights_left -= w;
             // In a lab, transports that start both ends place them on the
             // nodes; the others measure against the server in node2.
             let peer = args.peer.clone().filter(|_| !t.starts_both_ends());

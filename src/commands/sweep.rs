@@ -71,6 +71,14 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
         std::io::stdout().flush()?;
     }
     save(args, &outcome.result)?;
+    if let (Some(setup_s), false) = (outcome.result.setup_s, args.measure.quiet) {
+        // The set-up allowance a budget is kept against (issue 43).
+        eprintln!(
+            "wulf: set-up {setup_s:.2} s (peer start, handshake); the sweep took {:.2} s of a {:.2} s budget",
+            outcome.result.wall_s,
+            spec.budget.as_secs_f64()
+        );
+    }
     match outcome.error {
         None => Ok(()),
         Some(e) => {

@@ -1,6 +1,7 @@
 //! The sizes a sweep left out because its `--budget` could not hold them
 //! (a slow link: an 8 MiB round trip over 100 Mbit/s takes 1.4 s, and a
-//! point needs eight of them), and the estimate that decided it.
+//! point needs eight of them; long trials on this machine; the deadline),
+//! and the estimate that decided it.
 
 use serde::{Deserialize, Serialize};
 
@@ -33,4 +34,12 @@ pub struct SizesLeftOut {
     pub left_s: f64,
     /// A `--budget` at which they would get their least work, s.
     pub budget_hint_s: f64,
+    /// Why they were left out: `link` (planned against the link's rate
+    /// before they were reached), `least_work` (the next size's least
+    /// work, estimated from the time per operation of the sizes measured,
+    /// would have ended after the deadline) or `deadline` (the deadline
+    /// passed during the size before them). Absent in older files, which
+    /// only left sizes out across a link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }

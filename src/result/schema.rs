@@ -96,10 +96,18 @@ super::envelope::result_document! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub conditions: Option<super::Conditions>,
         /// The largest sizes of the schedule left unmeasured because the
-        /// budget could not give them their least work (a slow link); absent
-        /// when every size was measured.
+        /// budget could not give them their least work (a slow link, long
+        /// trials, a busy machine) or its deadline passed; absent when every
+        /// size was measured.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub sizes_left_out: Option<super::SizesLeftOut>,
+        /// Wall time before the budget's measuring began, s: starting the
+        /// peer (a local `wulf serve`, a pvmd), the handshake and the data
+        /// channel. A sweep ends within its budget or, when set-up took
+        /// most of it, within set-up and a fifth of the budget; absent in
+        /// older files and in-process baselines.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub setup_s: Option<f64>,
     }
 }
 
@@ -352,6 +360,14 @@ pub struct Point {
     pub bits_per_s: f64,
     /// True when the interval did not reach `options.precision` in budget.
     pub noisy: bool,
+    /// True when the point was stopped short: the sweep's deadline
+    /// (`--budget`, a matrix cell's share) passed while it was measured,
+    /// or it ran past three even shares of the time left, which the sizes
+    /// after it need. It keeps the trials measured by then (at least
+    /// three) and is marked noisy too; absent (false) otherwise and in
+    /// older files.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
     /// CPU cost of the measuring end.
     pub cpu_client: CpuCost,
     /// CPU cost of the peer.

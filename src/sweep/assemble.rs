@@ -42,6 +42,8 @@ pub struct Finish<'a> {
     pub confirmation: Option<result::Confirmation>,
     /// The sizes the budget could not hold (see [`super::link_fit`]).
     pub left_out: Option<result::SizesLeftOut>,
+    /// Wall time before measuring began, s (peer start, handshake).
+    pub setup_s: Option<f64>,
 }
 
 /// Build the result document of a sweep (shared by peers and baselines).
@@ -123,6 +125,7 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         run_to_run: None,
         conditions: None,
         sizes_left_out: f.left_out,
+        setup_s: f.setup_s,
     }
 }
 

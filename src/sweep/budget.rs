@@ -41,6 +41,9 @@ pub struct SweepClock {
     pub link_bits_per_s: Option<f64>,
     /// The sizes the budget could not hold, when the points left some out.
     pub left_out: Option<crate::result::SizesLeftOut>,
+    /// Sizes measured after the deadline passed whose tail pass
+    /// (`--tails`) was left out.
+    pub tails_left_out: Vec<u64>,
 }
 
 impl SweepClock {
@@ -55,6 +58,7 @@ impl SweepClock {
             across_link: false,
             link_bits_per_s: None,
             left_out: None,
+            tails_left_out: Vec::new(),
         }
     }
 
@@ -87,6 +91,11 @@ impl SweepClock {
         self.phases
             .push((name, now.duration_since(self.last).as_secs_f64()));
         self.last = now;
+    }
+
+    /// The seconds the phase `name` took, when it was recorded.
+    pub fn phase_s(&self, name: &str) -> Option<f64> {
+        self.phases.iter().find(|(n, _)| *n == name).map(|p| p.1)
     }
 
     /// The phases recorded so far, seconds each.

@@ -99,3 +99,54 @@ fn a_deadline_already_past_still_keeps_three_trials_of_the_first_size() {
     assert_eq!(points.len(), 1, "the later sizes are left out");
     assert_eq!(points[0].trials, 3);
 }
+
+/// Blocks whose operations cost `op` per 64 KiB (a copy-bound transport):
+/// never steady, so a point runs until its budget.
+struct Copies {
+    op_per_64k: Duration,
+}
+
+impl BlockRunner for Copies {
+    fn run(&mut self, bytes: u64, repeats: u64) -> Result<BlockTiming> {
+        let op = self.op_per_64k.mul_f64((bytes as f64 / 65536.0).max(1.0));
+        let took = op * repeats as u32;
+        std::thread::sleep(took);
+        Ok(BlockTiming {
+            op_ns: op.as_nanos() as f64 * (1.0 + 0.5 * fastrand::f64()),
+            timed_ns: took.as_nanos() as u64,
+            wall_ns: took.as_nanos() as u64,
+            ..Default::default()
+        })
+    }
+}
+
+impl SweepRunner for Copies {
+    fn integrity(&mut self, _: u64) -> Result<()> {
+        Ok(())
+    }
+    fn tails(&mut self, _: u64, _: f64) -> Result<Option<crate::result::Tails>> {
+        Ok(None)
+    }
+}
+
+/// A small size before a large one (1 MiB then 4 MiB through 4 KiB
+/// socket buffers): an even share left the large size too little for its
+/// least work, and it was left out (a 10 s sweep at load 5). Now the
+/// small one ends once it has its least trials and the large one's least
+/// work would no longer fit after it, and both are measured, neither cut.
+#[test]
+fn a_point_leaves_the_larger_sizes_after_it_their_least_work() {
+    // 1 MiB at 16 ms per operation, 8 MiB at 128 ms: eight blocks of the
+    // larger take about 1 s, more than half of a 2 s budget's points.
+    let mut r = Copies {
+        op_per_64k: Duration::from_millis(1),
+    };
+    let mut s = SweepSpec::for_tests("tcp", vec![1 << 20, 8 << 20]);
+    s.budget = Duration::from_secs(2);
+    let mut points = Vec::new();
+    let mut clock = SweepClock::new(Instant::now(), s.budget);
+    measure_all(&s, &mut clock, &mut r, None, &mut points, &mut |_| {}).unwrap();
+    let sizes: Vec<u64> = points.iter().map(|p| p.bytes).collect();
+    assert_eq!(sizes, [1 << 20, 8 << 20], "left out: {:?}", clock.left_out);
+    assert!(points.iter().all(|p| !p.cut && p.trials >= 6), "{points:?}");
+}

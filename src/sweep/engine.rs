@@ -22,22 +22,18 @@ use serde::{Deserialize, Serialize};
 
 pub(super) use super::assemble::{assemble, Finish, Start};
 pub(super) use super::budget::SweepClock;
-use super::limits::{self, Limits};
-use super::link_fit::{self, RateModel};
+use super::limits;
 use super::peer_runner::Runner;
 pub(super) use super::pin::Pinned;
 pub use super::point::make_point;
-use crate::error::WulfError;
 use crate::exec::local_peer::LocalPeer;
 use crate::measure::loops::Pools;
-use crate::measure::policy::{measure_point, BlockRunner, PointPlan};
+use crate::measure::policy::{BlockRunner, PointPlan};
 use crate::measure::timer::clock_read_cost_ns;
 use crate::peer::client::{resolve, PeerSession};
 use crate::peer::protocol::{BlockKind, Setup};
 use crate::peer::DEFAULT_PORT;
-use crate::result::{
-    self, Definitions, LinkEfficiency, Mode, Placement, Point, SweepResult, Tails,
-};
+use crate::result::{Definitions, LinkEfficiency, Mode, Placement, Point, SweepResult, Tails};
 use crate::sys::{same_machine, Host, IpVersion};
 use crate::transport::baseline::BaselineSetup;
 use crate::transport::{self, ChannelOptions};
@@ -285,6 +281,18 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         &mut points,
         on_point,
     ));
+    if !clock.tails_left_out.is_empty() {
+        let sizes: Vec<String> = clock
+            .tails_left_out
+            .iter()
+            .map(|&b| crate::units::format_bytes(b))
+            .collect();
+        warnings.push(format!(
+            "tails: no tail pass at {}: the budget's deadline had passed (a larger --budget \
+             measures them)",
+            sizes.join(", ")
+        ));
+    }
     if let (Some(l), None) = (limits.as_mut(), &error) {
         super::floor::remeasure_after_sweep(
             spec,
@@ -377,6 +385,7 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             error: error.as_ref(),
             confirmation,
             left_out: clock.left_out.take(),
+            setup_s: clock.phase_s("setup"),
         },
     );
     if spec.peer.is_some() {
@@ -412,133 +421,7 @@ pub fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> Point
     }
 }
 
-/// Trials a point keeps when its sweep's deadline passes before them.
-const DEADLINE_LEAST_TRIALS: usize = 3;
-
-/// Longest trial a sweep with a deadline aims at, ns.
-const DEADLINE_TRIAL_NS: u64 = 2_000_000;
-
-/// Integrity pass, warm-up, every size in turn, then the confirmation pass.
-pub(super) fn measure_all(
-    spec: &SweepSpec,
-    clock: &mut SweepClock,
-    runner: &mut dyn SweepRunner,
-    limits: Option<&Limits>,
-    points: &mut Vec<Point>,
-    on_point: &mut dyn FnMut(&Point),
-) -> Result<Option<result::Confirmation>> {
-    // `--cost whole`: soakers around every block (a plain pass-through
-    // otherwise).
-    let mut meter = super::whole::Meter::new(runner, spec.whole.as_ref());
-    let runner = &mut meter;
-    if spec.integrity {
-        for &bytes in &spec.sizes {
-            runner.integrity(bytes)?;
-        }
-    }
-    // What the points and the pass may spend: the budget less setup, the
-    // limits and what is kept for after (see `budget`). It is wall time
-    // from here, so statistics, control messages and tail passes all
-    // count and the sweep ends when the user was told.
-    let t0 = Instant::now();
-    let measuring_ns = clock.measuring_left_ns();
-    let budget_ns = super::confirm::main_budget_ns(measuring_ns);
-    // Sweep-wide warm-up (dropped): brings caches, the CPU frequency, the
-    // scheduler's placement and TCP's state to steady state before the
-    // first point, whose calibration would otherwise absorb it.
-    let warmup_ns = (budget_ns / 50).min(200_000_000);
-    if let Some(&first) = spec.sizes.first() {
-        let mut repeats = 1;
-        while (t0.elapsed().as_nanos() as u64) < warmup_ns
-            && spec.deadline.is_none_or(|d| Instant::now() < d)
-        {
-            runner.run(first, repeats)?;
-            repeats = (repeats * 2).min(1 << 16);
-        }
-    }
-    clock.mark("warmup");
-    let points_started = Instant::now();
-    let mut max_repeats = u64::MAX;
-    let past = || spec.deadline.is_some_and(|d| Instant::now() >= d);
-    // The policy asks before each trial: a point cut at the deadline
-    // keeps at least DEADLINE_LEAST_TRIALS of them.
-    let asked = std::cell::Cell::new(0usize);
-    let stop = || {
-        asked.set(asked.get() + 1);
-        super::interrupted() || (asked.get() > DEADLINE_LEAST_TRIALS && past())
-    };
-    for (i, &bytes) in spec.sizes.iter().enumerate() {
-        if super::interrupted() {
-            return Err(WulfError::Interrupted.into());
-        }
-        if past() && !points.is_empty() {
-            return Ok(None);
-        }
-        asked.set(0);
-        let left_ns = budget_ns.saturating_sub(t0.elapsed().as_nanos() as u64);
-        let rest = &spec.sizes[i..];
-        let mut point_budget_ns = left_ns / rest.len() as u64;
-        if clock.across_link {
-            let model = RateModel::from_points(points, spec.mode, clock.link_bits_per_s);
-            let next = link_fit::next_point(&model, rest, left_ns, points.is_empty());
-            if next.keep == 0 {
-                // Not even this size's least work fits: it and the larger
-                // ones are left out, said in the result and on screen.
-                let main_share = 1.0 - super::confirm::CONFIRM_BUDGET_SHARE;
-                let budget_s = spec.budget.as_secs_f64();
-                let l = link_fit::left_out(&model, rest, left_ns, budget_s, main_share);
-                clock.left_out = Some(l);
-                break;
-            }
-            point_budget_ns = next.budget_ns;
-        }
-        let mut plan = plan_for(point_budget_ns, spec.precision, max_repeats);
-        if spec.deadline.is_some() {
-            // A block is never cut: short ones, so that a lossy link's
-            // (repeats calibrated on a quick first message, then
-            // retransmission timeouts of 200 ms) end near the deadline.
-            plan.trial_target_ns = plan.trial_target_ns.min(DEADLINE_TRIAL_NS);
-        }
-        let outcome = measure_point(runner, bytes, &plan, &stop)?;
-        let cut = outcome.interrupted && !super::interrupted() && past();
-        if cut && outcome.trials_ns.is_empty() {
-            return Ok(None);
-        }
-        if (outcome.interrupted && !cut) || outcome.trials_ns.is_empty() {
-            return Err(WulfError::Interrupted.into());
-        }
-        max_repeats = outcome.repeats;
-        let mut point = make_point(bytes, spec.mode, &outcome);
-        if spec.tails && bytes <= TAILS_MAX_BYTES {
-            point.tails = runner.tails(bytes, point.median_ns)?;
-        }
-        point.limits = limits.and_then(|l| l.at(bytes));
-        point.cpu_whole = runner.take_point(&point, spec.mode);
-        on_point(&point);
-        points.push(point);
-        if cut {
-            return Ok(None);
-        }
-    }
-    clock.mark("points");
-    // The pass takes what the points left of the measuring time, never
-    // more than its share.
-    let left_ns = measuring_ns.saturating_sub(t0.elapsed().as_nanos() as u64);
-    let pass_ns = super::confirm::pass_budget_ns(left_ns, spec.budget);
-    let r = match super::confirm::confirmation_pass(
-        spec,
-        runner,
-        points,
-        (pass_ns, points_started.elapsed().as_nanos() as u64),
-        &stop,
-    ) {
-        // Cut at the deadline: the points stand unconfirmed.
-        Err(_) if past() && !super::interrupted() => Ok(None),
-        r => r,
-    };
-    clock.mark("confirm");
-    r
-}
+pub(super) use super::measuring::measure_all;
 
 /// A point with `bytes` and a constant trial time, for tests elsewhere.
 #[cfg(test)]

@@ -142,6 +142,7 @@ pub(super) fn run_baseline(
             error: error.as_ref(),
             confirmation,
             left_out: clock.left_out.take(),
+            setup_s: None,
         },
     );
     result.summary.plateaus = plateaus;

@@ -48,6 +48,13 @@ const BLOCK_OVERHEAD_NS: f64 = 100_000.0;
 /// its +-3 B neighbours in the default schedule).
 const RATE_POINTS: usize = 3;
 
+/// Bytes per operation below which a size's time is taken as latency
+/// only, never as a rate: its excess over the lowest median is noise, not
+/// bytes (a 1 B bidir point cut at 126 us beside 1483 B at 50 us on a
+/// loaded machine read as 212 kbit/s across a 1 Gbit/s link, and every
+/// size after them was left out as needing 163 s).
+const MIN_RATE_BYTES: u64 = 1024;
+
 /// Where the rate of a [`RateModel`] came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RateFrom {
@@ -94,6 +101,7 @@ impl RateModel {
         let recent = &points[points.len().saturating_sub(RATE_POINTS)..];
         let measured = recent
             .iter()
+            .filter(|p| mode.bytes_per_op(p.bytes) >= MIN_RATE_BYTES)
             .filter_map(|p| {
                 let transfer_ns = p.median_ns - latency_ns;
                 (transfer_ns > 0.0 && transfer_ns >= latency_ns)
@@ -195,6 +203,52 @@ pub fn left_out(
         least_s,
         left_s: left_ns as f64 * 1e-9,
         budget_hint_s: round_up_budget(budget_s + least_s / main_share),
+        reason: Some(LeftOutReason::Link.name().to_string()),
+    }
+}
+
+/// Why sizes were left out (`sizes_left_out.reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeftOutReason {
+    /// Planned against the link's rate before they were reached.
+    Link,
+    /// The next size's least work would have ended past the deadline.
+    LeastWork,
+    /// The deadline passed during the size before them.
+    Deadline,
+}
+
+impl LeftOutReason {
+    /// The name the result records.
+    pub fn name(self) -> &'static str {
+        match self {
+            LeftOutReason::Link => "link",
+            LeftOutReason::LeastWork => "least_work",
+            LeftOutReason::Deadline => "deadline",
+        }
+    }
+}
+
+/// The record of `sizes` left out on this machine for `reason`, each
+/// one's least work estimated by `least_ns` (ns), with `left_ns` to the
+/// deadline in a sweep of `budget_s`.
+pub fn left_out_here(
+    sizes: &[u64],
+    least_ns: &dyn Fn(u64) -> f64,
+    left_ns: u64,
+    budget_s: f64,
+    reason: LeftOutReason,
+) -> SizesLeftOut {
+    let least_s = sizes.iter().map(|&b| least_ns(b)).sum::<f64>() * 1e-9;
+    SizesLeftOut {
+        sizes_bytes: sizes.to_vec(),
+        rate_bits_per_s: None,
+        rate_from: None,
+        latency_ns: 0.0,
+        least_s,
+        left_s: left_ns as f64 * 1e-9,
+        budget_hint_s: round_up_budget(budget_s + least_s / 0.9),
+        reason: Some(reason.name().to_string()),
     }
 }
 
@@ -225,10 +279,24 @@ pub fn warning(l: &SizesLeftOut, budget_s: f64, last_kept: Option<u64>) -> Strin
         || "a smaller --sizes".to_string(),
         |b| format!("--sizes up to {}", format_bytes(b)),
     );
-    let rate = match (l.rate_bits_per_s, l.rate_from.as_deref()) {
-        (Some(r), Some("link")) => format!("the link's limit ~{}", format_bits_per_s(r)),
-        (Some(r), _) => format!("the link's measured ~{}", format_bits_per_s(r)),
-        (None, _) => "the latency measured".to_string(),
+    let rate = match (
+        l.reason.as_deref(),
+        l.rate_bits_per_s,
+        l.rate_from.as_deref(),
+    ) {
+        (Some("deadline"), _, _) => {
+            return format!(
+                "{} sizes left out ({which}): the {budget_s} s budget's deadline passed during \
+                 the size before them (that size keeps its trials; marked cut when it was \
+                 stopped short); pass --budget {:.0}s or {sizes_hint}",
+                l.sizes_bytes.len(),
+                l.budget_hint_s
+            )
+        }
+        (Some("least_work"), _, _) => "the time per operation of the sizes measured".to_string(),
+        (_, Some(r), Some("link")) => format!("the link's limit ~{}", format_bits_per_s(r)),
+        (_, Some(r), _) => format!("the link's measured ~{}", format_bits_per_s(r)),
+        (_, None, _) => "the latency measured".to_string(),
     };
     format!(
         "{} sizes left out ({which}): {rate} leaves no time for them within the {budget_s} s \
@@ -294,6 +362,14 @@ mod tests {
         assert_eq!(l.rate, Some((94e6, RateFrom::Link)));
         let none = RateModel::from_points(&[], Mode::Stream, None);
         assert_eq!((none.latency_ns, none.rate), (0.0, None));
+        // A small size slowed past twice the latency (a cut 1 B point on
+        // a loaded machine) is no rate: 126 us at 1 B beside 50 us at
+        // 1483 B once read as 212 kbit/s.
+        let mut slow_small = line(&[1, 1483], 50_000.0, 1e9);
+        slow_small[0].median_ns = 126_000.0;
+        slow_small[1].median_ns = 50_000.0;
+        let m = RateModel::from_points(&slow_small, Mode::Bidir, Some(956e6));
+        assert_eq!(m.rate, Some((956e6, RateFrom::Link)));
     }
 
     /// The least work of a point: eight blocks of one operation (two legs

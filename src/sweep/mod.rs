@@ -17,7 +17,9 @@
 //! * [`budget`]: the sweep's clock: `--budget` is the whole sweep's wall
 //!   time, each phase timed against it;
 //! * [`link_fit`]: each point's share planned from what the sizes to come
-//!   cost at the link's rate, the largest left out when they cannot fit.
+//!   cost at the link's rate, the largest left out when they cannot fit;
+//! * [`measuring`]: the points and the pass held to one deadline, each
+//!   size's least work estimated before it is measured.
 
 mod assemble;
 pub mod budget;
@@ -32,6 +34,7 @@ pub mod floor;
 pub mod in_process;
 pub mod limits;
 pub mod link_fit;
+pub mod measuring;
 mod peer_runner;
 mod pin;
 pub mod point;

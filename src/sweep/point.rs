@@ -37,6 +37,7 @@ pub fn make_point(bytes: u64, mode: Mode, o: &PointOutcome) -> Point {
         ci_high_ns: s.ci_high,
         bits_per_s: mode.bytes_per_op(bytes) as f64 * 8.0 / (s.median * 1e-9),
         noisy: o.noisy,
+        cut: false,
         cpu_client: cost(o.client_cpu_ns),
         cpu_server: cost(o.server_cpu_ns),
         tails: None,

@@ -369,6 +369,27 @@ fn sizes_left_out_is_optional_and_strict() {
     let mut bad = v.clone();
     bad["sizes_left_out"]["surprise"] = 1.into();
     assert!(parse(&bad).is_err());
+    // The reason, a cut point and the set-up time (issue 43) read and
+    // round-trip; a misspelt one is refused.
+    let mut why = v.clone();
+    why["sizes_left_out"]["reason"] = "deadline".into();
+    why["setup_s"] = 0.25.into();
+    why["points"][0]["cut"] = true.into();
+    let r = parse(&why).unwrap();
+    assert_eq!(
+        r.sizes_left_out.as_ref().unwrap().reason.as_deref(),
+        Some("deadline")
+    );
+    assert_eq!(r.setup_s, Some(0.25));
+    assert!(r.points[0].cut);
+    write_result(&out, &r).unwrap();
+    assert_eq!(read_result(&out).unwrap(), r);
+    let mut bad = why.clone();
+    bad["points"][0]["cutt"] = true.into();
+    assert!(parse(&bad).is_err());
+    let mut bad = why;
+    bad["set_up_s"] = 1.0.into();
+    assert!(parse(&bad).is_err());
     let mut bad = v;
     bad["sizes_left_out"]
         .as_object_mut()

@@ -61,8 +61,21 @@ fn an_fe_sweep_of_the_default_sizes_keeps_its_budget() {
     assert_eq!(left_sizes.last(), Some(&((8 << 20) + 3)));
     let last_measured = points.last().unwrap()["bytes"].as_u64().unwrap();
     assert!(last_measured < left_sizes[0], "{last_measured}");
-    // Every size measured has the policy's least trials: none short.
-    assert!(points.iter().all(|p| p["trials"].as_u64().unwrap() >= 6));
+    // Every size measured has the policy's least trials: none short, but
+    // for the last when the deadline passed during it (the budget is a
+    // deadline, issue 43: on a loaded machine the link's plan can be
+    // short), which keeps at least three and says it was cut.
+    let (last, before) = points.split_last().unwrap();
+    assert!(before.iter().all(|p| p["trials"].as_u64().unwrap() >= 6));
+    let least = if last["cut"] == true { 3 } else { 6 };
+    assert!(last["trials"].as_u64().unwrap() >= least, "{last}");
+    if last["cut"] == true {
+        assert_eq!(left["reason"], "deadline", "{left}");
+        assert_eq!(last["noisy"], true, "{last}");
+    } else {
+        let reason = left["reason"].as_str().unwrap();
+        assert!(["link", "deadline"].contains(&reason), "{left}");
+    }
     // The rate is the link's (~94.9 Mbit/s goodput of a 100 Mbit/s link).
     let rate = left["rate_bits_per_s"].as_f64().unwrap();
     assert!((60e6..=100e6).contains(&rate), "{rate}");

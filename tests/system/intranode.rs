@@ -26,12 +26,18 @@ fn intranode() -> Vec<&'static str> {
 }
 
 fn sweep_ok(args: &[&str]) -> (serde_json::Value, String) {
+    sweep_ok_with(QUICK, args)
+}
+
+/// A sweep with the options `quick` (QUICK, or room for every size: see
+/// `EVERY_SIZE`); its result and what it printed.
+fn sweep_ok_with(quick: &[&str], args: &[&str]) -> (serde_json::Value, String) {
     let dir = tempdir();
     let out = file(&dir, "r.json");
     let mut all = vec!["sweep"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--json", out.to_str().unwrap()]);
-    all.extend_from_slice(QUICK);
+    all.extend_from_slice(quick);
     let o = run(&all);
     assert!(o.status.success(), "wulf {all:?} failed: {}", stderr(&o));
     wulf::result::read_result(&out).expect("result parses with the typed schema");
@@ -58,16 +64,19 @@ fn every_mode_with_integrity() {
     let sizes = "1,56,57,4093,32768,32771,1048579";
     for t in intranode() {
         for mode in ["pingpong", "stream", "bidir"] {
-            let (r, _) = sweep_ok(&[
-                t,
-                "--mode",
-                mode,
-                "--integrity",
-                "--sizes",
-                sizes,
-                "--offset",
-                "3",
-            ]);
+            let (r, _) = sweep_ok_with(
+                &every_size("5s"),
+                &[
+                    t,
+                    "--mode",
+                    mode,
+                    "--integrity",
+                    "--sizes",
+                    sizes,
+                    "--offset",
+                    "3",
+                ],
+            );
             assert_eq!(r["complete"], true, "{t} {mode}");
             assert_eq!(r["options"]["integrity"], true);
             assert_eq!(r["points"].as_array().unwrap().len(), 7);
@@ -92,7 +101,9 @@ fn single_copy_switch_with_integrity() {
     let list: Vec<String> = sizes.iter().map(u64::to_string).collect();
     let list = list.join(",");
     for mode in ["pingpong", "stream", "bidir"] {
-        let (r, _) = sweep_ok(&["shm", "--mode", mode, "--integrity", "--sizes", &list]);
+        let args = ["shm", "--mode", mode, "--integrity", "--sizes", &list];
+        // Nine sizes of spinning ends: a 5 s sweep kept six at load 5.
+        let (r, _) = sweep_ok_with(&every_size("10s"), &args);
         assert_eq!(r["complete"], true, "{mode}");
         let s = &r["options"]["transport"];
         assert_eq!(s["single_copy_min_bytes"], t);
@@ -367,8 +378,10 @@ fn run_measures_baselines_first_and_reuses_them_as_limits() {
         "run",
         "--only",
         "cacheline,memcpy,c2c,c2c-2copy,shm",
+        // Both sizes of every baseline, whose figures the shm points
+        // carry: the budget is a deadline shared by five sweeps (issue 43).
         "--budget",
-        "1s",
+        "3s",
         "--sizes",
         "8,65536",
         "--quiet",
@@ -454,14 +467,23 @@ fn the_last_screen_is_the_reports_answer(stdout: &str, run_dir: &std::path::Path
 /// The fastest trial of each size of a sweep (load only ever slows a
 /// trial down, so minima compare the capabilities of a busy machine).
 fn minima(args: &[&str]) -> Vec<(u64, f64)> {
-    let (r, _) = sweep_ok(args);
+    // Four sizes each: a 2 s c2c sweep kept two at load 5 (its helper
+    // descheduled, a 4 KiB trial took 16 times its target).
+    let (r, _) = sweep_ok_with(&every_size("5s"), args);
     assert_eq!(r["complete"], true, "{args:?}");
-    r["points"]
+    let points: Vec<(u64, f64)> = r["points"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| (p["bytes"].as_u64().unwrap(), p["min_ns"].as_f64().unwrap()))
-        .collect()
+        .collect();
+    // Sizes missing only where the deadline left them out, and said so.
+    let left = r["sizes_left_out"]["sizes_bytes"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let asked = args.last().unwrap().split(',').count();
+    assert_eq!(points.len() + left, asked, "{args:?}: {}", r["warnings"]);
+    points
 }
 
 #[test]
@@ -487,6 +509,14 @@ fn c2c_curve_is_sane() {
         let memcpy = minima(&["memcpy", "--sizes", sizes]);
         let one = minima(&["c2c", "--sizes", sizes]);
         let two = minima(&["c2c-2copy", "--sizes", sizes]);
+        if [&memcpy, &one, &two].iter().any(|m| m.len() < 4) {
+            // A helper descheduled long enough that the budget's deadline
+            // left a size out (said in the result): no comparison of
+            // every size this time.
+            last = "a size left out at the deadline".to_string();
+            eprintln!("c2c: {last}, again");
+            continue;
+        }
         let bad: Vec<String> = (0..one.len())
             .filter(|&i| one[i].1 < memcpy[i].1 / 1.5 || one[i].1 > two[i].1 * 1.5)
             .map(|i| {
@@ -507,7 +537,8 @@ fn c2c_curve_is_sane() {
 
 #[test]
 fn memcpy_curve_is_sane() {
-    let (r, out) = sweep_ok(&["memcpy", "--sizes", "64,4Ki,8Ki,256Ki,8Mi,64Mi,96Mi"]);
+    let sizes = "64,4Ki,8Ki,256Ki,8Mi,64Mi,96Mi";
+    let (r, out) = sweep_ok_with(&every_size("5s"), &["memcpy", "--sizes", sizes]);
     assert_eq!(r["mode"], "stream");
     assert_eq!(r["complete"], true);
     assert!(r["definitions"]["time"]
@@ -554,7 +585,7 @@ fn memcpy_curve_is_sane() {
         );
         assert!(out.contains("plateau  L1"), "{out}");
     }
-    let (nc, _) = sweep_ok(&["memcpy", "--nocache", "--sizes", "4Ki,1Mi"]);
+    let (nc, _) = sweep_ok_with(EVERY_SIZE, &["memcpy", "--nocache", "--sizes", "4Ki,1Mi"]);
     assert_eq!(nc["options"]["nocache"], true);
     assert!(nc["points"][1]["median_ns"].as_f64() >= nc["points"][0]["median_ns"].as_f64());
 }
@@ -566,7 +597,7 @@ fn cacheline_curve_is_sane() {
     // one-line size is asked, in up to three runs.
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let (r, out) = sweep_ok(&["cacheline", "--sizes", "1,8,64,512,4Ki"]);
+        let (r, out) = sweep_ok_with(EVERY_SIZE, &["cacheline", "--sizes", "1,8,64,512,4Ki"]);
         assert_eq!(r["mode"], "pingpong");
         assert_eq!(r["complete"], true);
         assert_eq!(r["placement"]["server_cpu"], 1);
@@ -585,7 +616,7 @@ fn cacheline_curve_is_sane() {
         "one cache line never beat 64 in 3 runs: {seen:?}"
     );
     // The default schedule stays within a few KiB.
-    let (d, _) = sweep_ok(&["cacheline", "--no-perturb"]);
+    let (d, _) = sweep_ok_with(EVERY_SIZE, &["cacheline", "--no-perturb"]);
     let sizes: Vec<u64> = medians(&d).iter().map(|p| p.0).collect();
     assert_eq!(sizes.first(), Some(&1));
     assert!(

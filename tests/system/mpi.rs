@@ -16,10 +16,16 @@ use common::serial;
 
 /// Run `wulf sweep TRANSPORT` with quick options; the result as JSON.
 fn sweep_json(transport: &str, extra: &[&str]) -> serde_json::Value {
+    sweep_json_with(transport, QUICK, extra)
+}
+
+/// Run `wulf sweep TRANSPORT` with the options `quick` (QUICK, or room
+/// for every size: see `EVERY_SIZE`); the result as JSON.
+fn sweep_json_with(transport: &str, quick: &[&str], extra: &[&str]) -> serde_json::Value {
     let dir = tempdir();
     let out = file(&dir, "r.json");
     let mut args = vec!["sweep", transport, "--json", out.to_str().unwrap()];
-    args.extend_from_slice(QUICK);
+    args.extend_from_slice(quick);
     args.extend_from_slice(extra);
     let o = run(&args);
     assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
@@ -74,8 +80,11 @@ fn both_libraries_in_every_mode_with_integrity() {
     for lib in libraries() {
         let transport = format!("mpi:{lib}");
         for mode in ["pingpong", "stream", "bidir"] {
-            let r = sweep_json(
+            // Busy-polling ranks on a loaded machine: room for the four
+            // sizes a point each is asked of.
+            let r = sweep_json_with(
                 &transport,
+                &every_size("3s"),
                 &[
                     "--mode",
                     mode,

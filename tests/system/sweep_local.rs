@@ -4,10 +4,16 @@ use crate::common;
 use common::*;
 
 fn sweep_json(transport: &str, extra: &[&str]) -> serde_json::Value {
+    sweep_json_with(transport, QUICK, extra)
+}
+
+/// A sweep with the options `quick` (QUICK, or room for every size: see
+/// `EVERY_SIZE`) and `extra`; its result.
+fn sweep_json_with(transport: &str, quick: &[&str], extra: &[&str]) -> serde_json::Value {
     let dir = tempdir();
     let out = file(&dir, "r.json");
     let mut args = vec!["sweep", transport, "--json", out.to_str().unwrap()];
-    args.extend_from_slice(QUICK);
+    args.extend_from_slice(quick);
     args.extend_from_slice(extra);
     let o = run(&args);
     assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
@@ -20,7 +26,11 @@ fn sweep_json(transport: &str, extra: &[&str]) -> serde_json::Value {
 fn every_transport_and_mode_produces_a_complete_result() {
     for transport in ["tcp", "unix"] {
         for mode in ["pingpong", "stream", "bidir"] {
-            let r = sweep_json(transport, &["--mode", mode, "--sizes", "1,1Ki,64Ki"]);
+            let r = sweep_json_with(
+                transport,
+                EVERY_SIZE,
+                &["--mode", mode, "--sizes", "1,1Ki,64Ki"],
+            );
             assert_eq!(r["complete"], true);
             assert_eq!(r["transport"], transport);
             assert_eq!(r["mode"], mode);
@@ -119,8 +129,12 @@ fn integrity_pass_in_every_mode() {
 fn bidir_works_far_above_the_socket_buffers() {
     // 4 KiB requested buffers (the kernel grants its minimum) and 4 MiB
     // messages: both ends sending at once must not deadlock.
-    let r = sweep_json(
+    // A 4 MiB exchange through 4 KiB buffers takes 0.25 s on a loaded
+    // machine, and a point needs eight: a 5 s sweep left 4 MiB out (and
+    // said so) at load 5.
+    let r = sweep_json_with(
         "tcp",
+        &every_size("10s"),
         &[
             "--mode",
             "bidir",
@@ -166,7 +180,7 @@ fn tails_report_percentiles_and_timer_cost() {
     // fails all three.
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let r = sweep_json("unix", &["--tails", "--sizes", "1,128Ki"]);
+        let r = sweep_json_with("unix", EVERY_SIZE, &["--tails", "--sizes", "1,128Ki"]);
         let pts = r["points"].as_array().unwrap();
         let t = &pts[0]["tails"];
         // Full tails, or a pass cut at its time cap on a busy machine and
@@ -208,7 +222,7 @@ fn csv_and_json_to_stdout() {
         "--csv",
         csv.to_str().unwrap(),
     ];
-    args.extend_from_slice(QUICK);
+    args.extend_from_slice(EVERY_SIZE);
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is only JSON");

@@ -246,9 +246,8 @@ fn a_rank_killed_mid_run_is_named_and_the_rest_is_saved() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    // Two children found may be short-lived ones started before the
-    // ranks (on a busy machine they live long enough to be seen): a child
-    // gone before the kill is passed over and the ranks looked for again.
+    // A rank that ended before the kill (its backend finished) is passed
+    // over and the ranks looked for again.
     let started = std::time::Instant::now();
     let ranks = loop {
         let ranks = wait_for_ranks(&child, 2);
@@ -266,15 +265,15 @@ fn a_rank_killed_mid_run_is_named_and_the_rest_is_saved() {
     let r = read_collective_result(&out).unwrap();
     assert!(!r.complete);
     assert!(r.incomplete_reason.is_some());
-    let shm = &r.runs[0];
-    let why = shm
-        .error
-        .as_deref()
-        .expect("the killed backend has an error");
+    // The rank killed is the shm backend's, or on a busy machine where
+    // shm ended first (its ranks then gone: ESRCH above) the tcp one's:
+    // exactly one backend names the dead rank, the other keeps its points.
+    let (killed, kept): (Vec<_>, Vec<_>) = r.runs.iter().partition(|run| run.error.is_some());
+    assert_eq!(killed.len(), 1, "one backend lost a rank: {:?}", r.runs);
+    let why = killed[0].error.as_deref().unwrap();
     assert!(why.contains("rank"), "{why}");
-    let tcp = &r.runs[1];
-    assert!(tcp.error.is_none(), "{:?}", tcp.error);
-    assert_eq!(tcp.points.len(), 2);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].points.len(), 2);
     for pid in ranks {
         assert!(gone(pid), "rank process {pid} survived");
     }

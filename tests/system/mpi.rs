@@ -14,25 +14,6 @@ use common::*;
 // other, so the tests of this file run one at a time.
 use common::serial;
 
-/// Run `wulf sweep TRANSPORT` with quick options; the result as JSON.
-fn sweep_json(transport: &str, extra: &[&str]) -> serde_json::Value {
-    sweep_json_with(transport, QUICK, extra)
-}
-
-/// Run `wulf sweep TRANSPORT` with the options `quick` (QUICK, or room
-/// for every size: see `EVERY_SIZE`); the result as JSON.
-fn sweep_json_with(transport: &str, quick: &[&str], extra: &[&str]) -> serde_json::Value {
-    let dir = tempdir();
-    let out = file(&dir, "r.json");
-    let mut args = vec!["sweep", transport, "--json", out.to_str().unwrap()];
-    args.extend_from_slice(quick);
-    args.extend_from_slice(extra);
-    let o = run(&args);
-    assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
-    wulf::result::read_result(&out).expect("result parses with the typed schema");
-    json(&out)
-}
-
 fn strings(v: &serde_json::Value) -> Vec<String> {
     v.as_array()
         .unwrap()
@@ -82,10 +63,12 @@ fn both_libraries_in_every_mode_with_integrity() {
         for mode in ["pingpong", "stream", "bidir"] {
             // Busy-polling ranks on a loaded machine: room for the four
             // sizes a point each is asked of.
-            let r = sweep_json_with(
-                &transport,
-                &every_size("3s"),
+            let r = sweep_every_size(
                 &[
+                    "sweep",
+                    &transport,
+                    "--timeout",
+                    "5s",
                     "--mode",
                     mode,
                     "--integrity",
@@ -95,6 +78,7 @@ fn both_libraries_in_every_mode_with_integrity() {
                     "3",
                     "--nocache",
                 ],
+                3.0,
             );
             assert_eq!(r["complete"], true, "{transport} {mode}");
             assert_eq!(r["transport"], transport.as_str());

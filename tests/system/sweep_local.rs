@@ -3,33 +3,22 @@
 use crate::common;
 use common::*;
 
-fn sweep_json(transport: &str, extra: &[&str]) -> serde_json::Value {
-    sweep_json_with(transport, QUICK, extra)
-}
-
-/// A sweep with the options `quick` (QUICK, or room for every size: see
-/// `EVERY_SIZE`) and `extra`; its result.
-fn sweep_json_with(transport: &str, quick: &[&str], extra: &[&str]) -> serde_json::Value {
-    let dir = tempdir();
-    let out = file(&dir, "r.json");
-    let mut args = vec!["sweep", transport, "--json", out.to_str().unwrap()];
-    args.extend_from_slice(quick);
-    args.extend_from_slice(extra);
-    let o = run(&args);
-    assert!(o.status.success(), "wulf {args:?} failed: {}", stderr(&o));
-    // The typed reader accepts it too (schema version, no unknown fields).
-    wulf::result::read_result(&out).expect("result parses with the typed schema");
-    json(&out)
-}
-
 #[test]
 fn every_transport_and_mode_produces_a_complete_result() {
     for transport in ["tcp", "unix"] {
         for mode in ["pingpong", "stream", "bidir"] {
-            let r = sweep_json_with(
-                transport,
-                EVERY_SIZE,
-                &["--mode", mode, "--sizes", "1,1Ki,64Ki"],
+            let r = sweep_every_size(
+                &[
+                    "sweep",
+                    transport,
+                    "--timeout",
+                    "5s",
+                    "--mode",
+                    mode,
+                    "--sizes",
+                    "1,1Ki,64Ki",
+                ],
+                2.0,
             );
             assert_eq!(r["complete"], true);
             assert_eq!(r["transport"], transport);
@@ -132,10 +121,12 @@ fn bidir_works_far_above_the_socket_buffers() {
     // A 4 MiB exchange through 4 KiB buffers takes 0.25 s on a loaded
     // machine, and a point needs eight: a 5 s sweep left 4 MiB out (and
     // said so) at load 5.
-    let r = sweep_json_with(
-        "tcp",
-        &every_size("10s"),
+    let r = sweep_every_size(
         &[
+            "sweep",
+            "tcp",
+            "--timeout",
+            "5s",
             "--mode",
             "bidir",
             "--sizes",
@@ -146,6 +137,7 @@ fn bidir_works_far_above_the_socket_buffers() {
             "4Ki",
             "--integrity",
         ],
+        10.0,
     );
     let granted = r["options"]["transport"]["sndbuf_granted_bytes"]
         .as_u64()
@@ -180,7 +172,18 @@ fn tails_report_percentiles_and_timer_cost() {
     // fails all three.
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let r = sweep_json_with("unix", EVERY_SIZE, &["--tails", "--sizes", "1,128Ki"]);
+        let r = sweep_every_size(
+            &[
+                "sweep",
+                "unix",
+                "--timeout",
+                "5s",
+                "--tails",
+                "--sizes",
+                "1,128Ki",
+            ],
+            2.0,
+        );
         let pts = r["points"].as_array().unwrap();
         let t = &pts[0]["tails"];
         // Full tails, or a pass cut at its time cap on a busy machine and

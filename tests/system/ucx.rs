@@ -23,7 +23,6 @@ fn every_ucx_selection_sweeps_every_mode_checked_over_the_lanes_it_allows() {
         return;
     }
     let _serial = common::serial();
-    let dir = common::tempdir();
     // (transport, the transports its lanes may use)
     for (t, allowed) in [
         ("ucx(tcp)", &["tcp"][..]),
@@ -32,28 +31,23 @@ fn every_ucx_selection_sweeps_every_mode_checked_over_the_lanes_it_allows() {
         ("ucx", &["posix", "sysv", "cma", "tcp", "self"][..]),
     ] {
         for mode in ["pingpong", "stream", "bidir"] {
-            let json = common::file(&dir, "r.json");
-            let out = common::run(&[
-                "sweep",
-                t,
-                "--mode",
-                mode,
-                "--sizes",
-                "1,4Ki,1Mi",
-                "--integrity",
-                "--no-perturb",
-                // A point at each size: the budget is a deadline (issue
-                // 43), and 1 s left 1 MiB out of a bidir sweep at load 4.
-                "--budget",
-                "3s",
-                "--timeout",
-                "10s",
-                "--quiet",
-                "--json",
-                json.to_str().unwrap(),
-            ]);
-            assert!(out.status.success(), "{t} {mode}: {}", common::stderr(&out));
-            let r = common::json(&json);
+            // A point at each size: the budget is a deadline (issue 43),
+            // and 1 s left 1 MiB out of a bidir sweep at load 4.
+            let r = common::sweep_every_size(
+                &[
+                    "sweep",
+                    t,
+                    "--mode",
+                    mode,
+                    "--sizes",
+                    "1,4Ki,1Mi",
+                    "--integrity",
+                    "--no-perturb",
+                    "--timeout",
+                    "10s",
+                ],
+                3.0,
+            );
             assert_eq!(r["transport"], t);
             assert_eq!(r["options"]["integrity"], true);
             let points = r["points"].as_array().unwrap();

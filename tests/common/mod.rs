@@ -83,40 +83,72 @@ pub fn sweep_json(transport: &str, extra: &[&str]) -> serde_json::Value {
     json(&out)
 }
 
+/// Whether a sweep result says sizes were left out (the budget is a
+/// deadline, issue 43: a loaded machine leaves the largest out).
+pub fn left_sizes_out(r: &serde_json::Value) -> bool {
+    r.get("sizes_left_out").is_some_and(|v| !v.is_null())
+}
+
+/// `args` with the value after `--budget` (`3s`, `400ms`) times `factor`.
+fn scale_budget(args: &[&str], factor: f64) -> Vec<String> {
+    let mut out: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    if let Some(i) = args.iter().position(|a| *a == "--budget") {
+        let v = args[i + 1];
+        let ms: f64 = match v.strip_suffix("ms") {
+            Some(ms) => ms.parse().unwrap(),
+            None => v.strip_suffix('s').unwrap().parse::<f64>().unwrap() * 1e3,
+        };
+        out[i + 1] = format!("{}ms", (ms * factor).round());
+    }
+    out
+}
+
+/// Room for every size a test asks for: `attempt` runs a command with
+/// `args` and says whether the deadline left sizes out (with its own
+/// result); it is run again with 2.5x the `--budget` while it does, three
+/// runs at most. The budget is a deadline (issue 43): on a loaded machine
+/// it leaves the largest sizes out and says so; a quiet machine runs once
+/// (its points converge early). A size missing for any other reason, or
+/// still left out after the third run, fails in the caller's checks.
+pub fn with_room<T>(args: &[&str], mut attempt: impl FnMut(&[&str]) -> (T, bool)) -> T {
+    let mut factor = 1.0;
+    for run in 1..=3 {
+        let scaled = scale_budget(args, factor);
+        let refs: Vec<&str> = scaled.iter().map(String::as_str).collect();
+        let (result, short) = attempt(&refs);
+        if !short || run == 3 {
+            return result;
+        }
+        eprintln!("run {run}: the deadline left sizes out of {refs:?}; again with more room");
+        factor *= 2.5;
+    }
+    unreachable!("the third run returns")
+}
+
 /// A sweep that must measure every size it asks for: `args` (the
 /// subcommand, transport and options, without `--budget`, `--json` or
-/// `--quiet`) run with `budget_s` of budget. The budget is a deadline
-/// (issue 43): on a loaded machine it leaves the largest sizes out and
-/// says so in `sizes_left_out`; the sweep is then run again with 2.5x the
-/// budget, three runs at most (a quiet machine runs once: its points
-/// converge early). A size missing for any other reason, or still left
-/// out after the third run, fails in the caller's checks. The result is
-/// read with the typed reader too (schema version, no unknown fields).
+/// `--quiet`) with `budget_s` of budget, given [`with_room`]. The result
+/// is read with the typed reader too (schema version, no unknown fields).
 pub fn sweep_every_size(args: &[&str], budget_s: f64) -> serde_json::Value {
     let dir = tempdir();
     let out = file(&dir, "r.json");
-    let mut budget = budget_s;
-    let mut r = serde_json::Value::Null;
-    for attempt in 0..3 {
-        let budget_arg = format!("{budget}s");
-        let mut full: Vec<&str> = args.to_vec();
-        full.extend(["--budget", &budget_arg, "--quiet", "--json"]);
-        full.push(out.to_str().unwrap());
-        let o = run(&full);
+    let budget = format!("{budget_s}s");
+    let mut full: Vec<&str> = args.to_vec();
+    full.extend([
+        "--budget",
+        &budget,
+        "--quiet",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    with_room(&full, |full| {
+        let o = run(full);
         assert!(o.status.success(), "wulf {full:?} failed: {}", stderr(&o));
         wulf::result::read_result(&out).expect("result parses with the typed schema");
-        r = json(&out);
-        if r.get("sizes_left_out").is_none_or(|v| v.is_null()) {
-            return r;
-        }
-        eprintln!(
-            "run {}: the {budget} s deadline left {} out; again with more room",
-            attempt + 1,
-            r["sizes_left_out"]["sizes_bytes"]
-        );
-        budget *= 2.5;
-    }
-    r
+        let r = json(&out);
+        let short = left_sizes_out(&r);
+        (r, short)
+    })
 }
 
 /// A `wulf serve` on 127.0.0.1 with an ephemeral port, killed on drop.

@@ -69,12 +69,13 @@ fn an_fe_sweep_of_the_default_sizes_keeps_its_budget() {
     assert!(before.iter().all(|p| p["trials"].as_u64().unwrap() >= 6));
     let least = if last["cut"] == true { 3 } else { 6 };
     assert!(last["trials"].as_u64().unwrap() >= least, "{last}");
+    // The sizes after it are left out by the link's plan or by the
+    // deadline; a loaded machine's plan can leave them out and then the
+    // deadline cut the last size measured (reason `link`, last cut).
+    let reason = left["reason"].as_str().unwrap();
+    assert!(["link", "deadline"].contains(&reason), "{left}");
     if last["cut"] == true {
-        assert_eq!(left["reason"], "deadline", "{left}");
         assert_eq!(last["noisy"], true, "{last}");
-    } else {
-        let reason = left["reason"].as_str().unwrap();
-        assert!(["link", "deadline"].contains(&reason), "{left}");
     }
     // The rate is the link's (~94.9 Mbit/s goodput of a 100 Mbit/s link).
     let rate = left["rate_bits_per_s"].as_f64().unwrap();

@@ -133,7 +133,7 @@ fn mpi_sweeps_cross_the_lab_link() {
     }
     for lib in libraries() {
         let transport = format!("mpi:{lib}(tcp)");
-        let (out, lab) = LabRun::start(&[
+        let args = [
             "sweep",
             &transport,
             "--lab",
@@ -145,9 +145,13 @@ fn mpi_sweeps_cross_the_lab_link() {
             "--integrity",
             "--json",
             "-",
-        ])
-        .finish();
-        let r = json_of(&out);
+        ];
+        let (r, lab) = common::with_room(&args, |args| {
+            let (out, lab) = LabRun::start(args).finish();
+            let r = json_of(&out);
+            let short = common::left_sizes_out(&r);
+            ((r, lab), short)
+        });
         assert_eq!(r["transport"], transport.as_str());
         assert_eq!(r["complete"], true);
         check_placement(&r, &lab, 100_000_000);
@@ -254,8 +258,7 @@ fn run_measures_what_crosses_the_lab() {
     if !common::labs_possible() || !have("openmpi") {
         return;
     }
-    let dir = common::tempdir();
-    let (out, lab) = LabRun::start(&[
+    let args = [
         "run",
         "--lab",
         "fe",
@@ -267,9 +270,20 @@ fn run_measures_what_crosses_the_lab() {
         "2s",
         "--quiet",
         "--out",
-        dir.path().to_str().unwrap(),
-    ])
-    .finish();
+    ];
+    let (out, lab, dir) = common::with_room(&args, |args| {
+        let dir = common::tempdir();
+        let mut args = args.to_vec();
+        args.push(dir.path().to_str().unwrap());
+        let (out, lab) = LabRun::start(&args).finish();
+        let short = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .flat_map(|run| std::fs::read_dir(run.path()).unwrap().flatten())
+            .filter(|f| f.file_name().to_string_lossy().ends_with("pingpong.json"))
+            .any(|f| common::left_sizes_out(&common::json(&f.path())));
+        ((out, lab, dir), short)
+    });
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("cannot cross from node to node): shm"),

@@ -120,7 +120,11 @@ fn tune_tcp_on_loopback_writes_results_summary_and_recommendations() {
         let r = wulf::result::read_result(&path).expect("an ordinary result file");
         assert!(r.complete, "{}", c.file);
         assert_eq!(r.transport, "tcp");
-        assert_eq!(r.points.len(), 4);
+        // Every size, or the largest left out by the configuration's
+        // deadline on a loaded machine (said in the result, issue 43).
+        let left = r.sizes_left_out.as_ref().map_or(0, |l| l.sizes_bytes.len());
+        assert!(!r.points.is_empty(), "{}", c.file);
+        assert_eq!(r.points.len() + left, 4, "{}", c.file);
         let t = &r.options.transport;
         assert_eq!(t["nodelay"], serde_json::json!(c.config.nodelay));
         assert_eq!(
@@ -354,11 +358,21 @@ fn offload_toggles_on_veth_are_applied_measured_and_restored() {
             setting.state(&applied.features),
             setting.state(&rec.before.features)
         );
-        // Measured: an ordinary result with latency, peak and whole cost.
+        // Measured: an ordinary result with latency, peak and whole cost;
+        // the cost withheld, with its reason, when other work left the
+        // machine no idle CPU to measure it against (issue 44).
         assert!(c.latency_ns.is_some() && c.peak_bits_per_s.is_some());
-        assert!(c.whole_ns_per_byte.is_some_and(f64::is_finite), "{c:?}");
         let r = wulf::result::read_result(&session_dir(&out).join(&c.file)).unwrap();
         assert!(r.points.iter().all(|p| p.cpu_whole.is_some()));
+        let withheld = r
+            .points
+            .iter()
+            .filter_map(|p| p.cpu_whole.as_ref())
+            .all(|w| w.withheld.is_some());
+        assert!(
+            c.whole_ns_per_byte.is_some_and(f64::is_finite) || withheld,
+            "{c:?}"
+        );
     }
     // veth has no interrupt coalescing: not changeable, with the answer.
     let co = s.skipped.iter().find(|k| k.label == "coalesce").unwrap();

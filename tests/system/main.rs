@@ -25,6 +25,7 @@ mod load_perturb;
 mod load_soak_calibration;
 mod load_whole;
 mod matrix;
+mod matrix_agents_hostile;
 mod matrix_budget;
 mod matrix_hostile;
 mod matrix_launch;

@@ -281,7 +281,12 @@ pub fn refusals_are_clear(transport: &str) {
 /// `wulf serve --announce` in `node` of lab `lab`, once listening: the
 /// server (the caller kills it, or the lab's removal does) and its port.
 pub fn serve_in(lab: &str, node: &str) -> (Child, String) {
-    let mut server = wulf(&[
+    serve_in_with(lab, node, &["--allow-lean"])
+}
+
+/// A `wulf serve --announce` with `flags` in `node` of `lab`, and its port.
+pub fn serve_in_with(lab: &str, node: &str, flags: &[&str]) -> (Child, String) {
+    let mut args = vec![
         "lab",
         "exec",
         "--name",
@@ -291,12 +296,13 @@ pub fn serve_in(lab: &str, node: &str) -> (Child, String) {
         wulf_bin(),
         "serve",
         "--announce",
-        "--allow-lean",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    ];
+    args.extend_from_slice(flags);
+    let mut server = wulf(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
     BufReader::new(server.stdout.take().unwrap())
         .read_line(&mut line)

@@ -16,7 +16,8 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::lean::{
-    frame_sweep, serial, serve_in, signal_once_busy, sweep_from_node1, sweep_in_node1, text,
+    frame_sweep, serial, serve_in, serve_in_with, signal_once_busy, sweep_from_node1,
+    sweep_in_node1, text,
 };
 use common::{labs_possible, wulf, wulf_bin};
 use nix::sys::signal::Signal;
@@ -116,6 +117,33 @@ fn a_killed_xdp_client_frees_the_server_at_once() {
         return;
     }
     killed_client_frees_the_server("xdp");
+}
+
+/// A server started without `--allow-lean` refuses raw and xdp to a
+/// client on another host (node1 of a lab: remote as far as it can tell)
+/// with the flag named, and still serves it tcp (issue 45 item 11).
+#[test]
+fn frame_transports_are_refused_to_remote_clients_without_allow_lean() {
+    let _s = serial();
+    if !labs_possible() {
+        return;
+    }
+    let lab = format!("nolean{}", std::process::id());
+    let _g = common::lab_up(&lab, 2);
+    let (mut server, port) = serve_in_with(&lab, "node2", &[]);
+    for transport in ["raw", "xdp"] {
+        let out = sweep_from_node1(&lab, transport, &port);
+        assert_eq!(out.status.code(), Some(3), "{transport}: {}", text(&out));
+        assert!(
+            text(&out).contains("only with --allow-lean"),
+            "{transport}: {}",
+            text(&out)
+        );
+    }
+    let out = sweep_from_node1(&lab, "tcp", &port);
+    assert!(out.status.success(), "tcp: {}", text(&out));
+    let _ = server.kill();
+    let _ = server.wait();
 }
 
 #[test]

@@ -220,6 +220,11 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
             let _ = writeln!(s, "{f}");
         }
     }
+    // What the run could not keep (the budget's deadline, steps cut short,
+    // re-measures skipped): said on screen as in the result.
+    for w in &r.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
     s
 }
 

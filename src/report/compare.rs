@@ -85,9 +85,10 @@ pub fn notes(c: &Comparison) -> Vec<String> {
                  Rerun on a quiet machine, or give several runs per side (`wulf run --repeat 3`)."
                 .into(),
             FloorSource::LinkBound { share } => format!(
-                "Band \"link-bound\": one run per side, every point of both at {share:.2} or more of its \
-                 shaped link's goodput limit (0.9 or more counts): a run cannot go faster than its link, so a \
-                 whole run's shift is at most 1 / {share:.2} - 1."
+                "Band \"link-bound\": one run per side, both at {share:.2} or more of their shaped link's \
+                 goodput limit over the sizes compared (the geometric mean of the points' shares; 0.9 or more \
+                 counts, no point above 1.02): a run cannot go faster than its link, so a whole run's shift is \
+                 at most 1 / {share:.2} - 1."
             ),
             FloorSource::FarBeyond { log_spread } => format!(
                 "Band \"far beyond the noise\": one run per side with no run-to-run band (unclean runs), but at \

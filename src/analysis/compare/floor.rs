@@ -86,10 +86,11 @@ pub enum FloorSource {
         log_sd: f64,
     },
     /// One run per side, both at [`super::single::LINK_BOUND_SHARE`] or
-    /// more of a shaped link's goodput at every size: the link bounds a
-    /// whole run's shift ([`super::single`]).
+    /// more of a shaped link's goodput over the sizes compared (geometric
+    /// mean): the link bounds a whole run's shift ([`super::single`]).
     LinkBound {
-        /// The least share of its link's limit of any point compared.
+        /// The lesser of the two runs' geometric mean shares of their
+        /// link's limit.
         share: f64,
     },
     /// One run per side with an unknown band, but a change far beyond the

@@ -8,9 +8,10 @@
 //!   link's goodput (the result records the link, `link`, and its
 //!   shaper) cannot go faster than the link: its time at each size lies
 //!   between the link's own time and that over its share. When both runs
-//!   are link-bound at every size of a band, a run-to-run shift beyond
-//!   `1 / share` is not physically open to them, so the band is
-//!   `1 / (least share) - 1` ([`FloorSource::LinkBound`]). A halved lab
+//!   are link-bound over a band (the geometric mean of their points'
+//!   shares at least 0.9, none above 1.02), a run-to-run shift of the
+//!   band's figure beyond `1 / share` is not physically open to them, so
+//!   the band is `1 / (least share) - 1` ([`FloorSource::LinkBound`]). A halved lab
 //!   link (200 against 100 Mbit/s, +95%) is then shown however noisy the
 //!   points, and an A/A pair on one link stays within the band.
 //! * **Far beyond the points' own noise.** A change is shown
@@ -81,18 +82,25 @@ impl Context<'_> {
             .unwrap_or(floor)
     }
 
-    /// The link's bound on both runs over `sizes`, when every point of
-    /// both is link-bound.
+    /// The link's bound on both runs over `sizes`, when both are
+    /// link-bound there: each run's band figure (the geometric mean of its
+    /// sizes' times) is at least the link's own (the geometric mean of
+    /// the link's times) and over it by the geometric mean of 1 / share,
+    /// so a run is link-bound when the geometric mean of its shares is at
+    /// least [`LINK_BOUND_SHARE`], no point above [`LINK_OVER_SHARE`].
     fn link_floor(&self, sizes: &[u64]) -> Option<Floor> {
         let mut least = f64::INFINITY;
         for r in self.a.iter().chain(self.b) {
+            let mut log_sum = 0.0;
             for &s in sizes {
-                let share = link_share(r, s)?;
-                if !(LINK_BOUND_SHARE..=LINK_OVER_SHARE).contains(&share) {
-                    return None;
-                }
-                least = least.min(share);
+                let share = link_share(r, s).filter(|x| *x > 0.0 && *x <= LINK_OVER_SHARE)?;
+                log_sum += share.ln();
             }
+            let mean_share = (log_sum / sizes.len().max(1) as f64).exp();
+            if sizes.is_empty() || mean_share < LINK_BOUND_SHARE {
+                return None;
+            }
+            least = least.min(mean_share);
         }
         least.is_finite().then(|| Floor {
             fraction: (1.0 / least.min(1.0) - 1.0).max(MIN_FLOOR_FRACTION),

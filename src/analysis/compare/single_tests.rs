@@ -129,6 +129,28 @@ fn link_bound_single_runs_are_judged_by_the_link() {
     let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&a), &opts());
     assert!(c.regressions(10.0).is_empty());
     assert!(c.undecided(10.0).is_empty(), "{:?}", c.undecided(10.0));
+    // One point at 0.85 of the link among many at 0.95 leaves the band's
+    // figure link-bound (the geometric mean of the shares); one above
+    // 1.02 (a token bucket's burst) is no bound at all.
+    let with_share = |r: &SweepResult, share: f64| {
+        let mut r = r.clone();
+        let limit = r.link.as_ref().unwrap().limit_bits_per_s;
+        let last = r.points.len() - 1;
+        r.points[last].bits_per_s = share * limit;
+        r
+    };
+    let c = compare(&[with_share(&a, 0.85)], &[with_share(&b, 0.85)], &opts());
+    let top = c.bands.last().unwrap();
+    assert!(
+        matches!(top.floor.source, FloorSource::LinkBound { .. }),
+        "{top:?}"
+    );
+    let c = compare(&[with_share(&a, 1.1)], &[with_share(&b, 1.1)], &opts());
+    let top = c.bands.last().unwrap();
+    assert!(
+        !matches!(top.floor.source, FloorSource::LinkBound { .. }),
+        "{top:?}"
+    );
     let slow = on_link(&noisy_fixture(), 0.5);
     let c = compare(std::slice::from_ref(&slow), &[scaled(&slow, 2.0)], &opts());
     assert!(!sources(&c)

@@ -167,9 +167,15 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     if a.peer.is_none() {
         warnings.extend(study::noise::framing_note(&results));
     }
-    if name == StudyName::LeanStacks {
-        warnings.extend(study::lean::round_warnings(&results));
+    let ratios = match name {
+        StudyName::FeVsGe => study::fe_ge::ratios(&shown),
+        StudyName::LeanStacks => study::lean::ratios(&shown),
+        StudyName::MtuBuffers => Vec::new(),
+    };
+    if name != StudyName::MtuBuffers {
+        warnings.extend(study::lean::round_warnings(name.as_str(), &results));
     }
+    warnings.extend(study::rounds::ratio_warnings(name.as_str(), &ratios));
     host.load_after = crate::sys::load_average();
     let summary = StudyResult {
         kind: STUDY_KIND.into(),
@@ -189,6 +195,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         warnings,
         sweep_args,
         nas,
+        ratios,
     };
     write_json(&dir.join("study.json"), &summary)?;
     let text = tables::text(&summary.tables);

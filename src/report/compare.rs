@@ -84,6 +84,20 @@ pub fn notes(c: &Comparison) -> Vec<String> {
                  there (A/A pairs of such runs differed 3-fold with tight trials), so no verdict can be given. \
                  Rerun on a quiet machine, or give several runs per side (`wulf run --repeat 3`)."
                 .into(),
+            FloorSource::LinkBound { share } => format!(
+                "Band \"link-bound\": one run per side, both at {share:.2} or more of their shaped link's \
+                 goodput limit over the sizes compared (the geometric mean of the points' shares; 0.9 or more \
+                 counts, no point above 1.02): a run cannot go faster than its link, so a whole run's shift is \
+                 at most 1 / {share:.2} - 1."
+            ),
+            FloorSource::FarBeyond { log_spread } => format!(
+                "Band \"far beyond the noise\": one run per side with no run-to-run band (unclean runs), but at \
+                 least 3/4 of the band's sizes have both runs' 95% intervals apart in the change's direction: a \
+                 change is shown when its interval lies beyond 2 x the larger within-run spread (ln(q90/q10) of \
+                 the trials, here {:.0}%) and 2 x the runs' drift; never for runs made on a busy machine, and \
+                 \"no change\" is never claimed from it.",
+                100.0 * log_spread.exp_m1()
+            ),
             FloorSource::Minimum => "Band \"minimum\": 3%, below which the trials' intervals cannot \
                  separate two medians."
                 .into(),

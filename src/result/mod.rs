@@ -51,8 +51,8 @@ pub use read::{
 pub use run_to_run::{BandSpread, RunToRun};
 pub use schema::*;
 pub use study::{
-    is_study_result, read_study_result, StudyCaseResult, StudyNasCase, StudyNasStack, StudyResult,
-    StudyRow, StudyTable, STUDY_KIND, STUDY_SCHEMA_VERSION,
+    is_study_result, read_study_result, StudyCaseResult, StudyNasCase, StudyNasStack, StudyRatio,
+    StudyResult, StudyRow, StudyTable, STUDY_KIND, STUDY_SCHEMA_VERSION,
 };
 pub use thresholds::{
     periodic_threshold_value, threshold_entry, thresholds_value, COPIES_KEY, THRESHOLDS_KEY,

@@ -21,7 +21,13 @@ use serde::{Deserialize, Serialize};
 /// 3: `lean-stacks` measures every stack in interleaved rounds (the cases'
 /// `round`; rounds after the first have role `round`), its tables show the
 /// best and the median over the rounds and their spread.
-pub const STUDY_SCHEMA_VERSION: u32 = 3;
+///
+/// 4: `fe-vs-ge` measures every case in interleaved rounds too (its cases'
+/// `round`), and the studies that compare cases carry their `ratios`,
+/// taken within each round, with their range over the rounds and the
+/// side they name faster (none where the range reaches 1). Versions 1-3
+/// are still read (no `ratios` there).
+pub const STUDY_SCHEMA_VERSION: u32 = 4;
 
 /// The value of [`StudyResult::kind`].
 pub const STUDY_KIND: &str = "study";
@@ -69,7 +75,47 @@ super::envelope::result_document! {
         /// studies and against a real peer.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub nas: Vec<StudyNasCase>,
+        /// The ratios between cases the study compares, each taken within
+        /// each round and summarised over the rounds (version 4): `fe-vs-ge`
+        /// each transport's GE over FE, each against tcp and PVM's daemon
+        /// route against its direct one; `lean-stacks` each stack's
+        /// latency against tcp's. Empty for the other studies.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub ratios: Vec<StudyRatio>,
     }
+}
+
+/// A ratio between two cases of a study (version 4), taken within each
+/// round (both measured under the same conditions), over the rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StudyRatio {
+    /// The figure: `latency` (a time: below 1 the numerator is faster) or
+    /// `peak` (a rate: above 1 the numerator is faster).
+    pub figure: String,
+    /// Where: the link (`fe`), `ge/fe` for a link against another, or a
+    /// lean-stacks group (`ge, MTU 1500`).
+    pub link: String,
+    /// The case above the line (a transport, or the link of `ge/fe`).
+    pub numerator: String,
+    /// The case below it.
+    pub denominator: String,
+    /// The ratio in each round both ran in, in round order.
+    pub per_round: Vec<f64>,
+    /// Their median.
+    pub median: f64,
+    /// The lowest round's ratio.
+    pub low: f64,
+    /// The highest round's ratio.
+    pub high: f64,
+    /// The chance that `low..high` holds the median ratio, 1 - 2 / 2^n
+    /// over n rounds (0.75 for 3, 0.94 for 5; 0 for one round).
+    pub coverage: f64,
+    /// The side that takes less time, only where every round agrees (the
+    /// range lies on one side of 1) and two rounds or more ran; absent:
+    /// no winner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faster: Option<String>,
 }
 
 /// One NAS run of a study: one kernel over each stack in turn, its ranks
@@ -180,8 +226,9 @@ pub struct StudyCaseResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_whole_ns_per_byte: Option<f64>,
     /// Which round of an interleaved study the case was measured in
-    /// (`lean-stacks`: every stack once per round; version 3); absent where
-    /// the study measures each case once.
+    /// (`lean-stacks`: every stack once per round, version 3; `fe-vs-ge`:
+    /// every transport over both links once per round, version 4); absent
+    /// where the study measures each case once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<u32>,
     /// Sizes whose points did not reach their precision within the budget
@@ -246,7 +293,7 @@ pub(super) fn study_from(
         |v: std::ops::RangeInclusive<u32>| super::read::versioned_from(h, text, origin, "study", v);
     match at(STUDY_SCHEMA_VERSION..=STUDY_SCHEMA_VERSION) {
         Ok(r) => Ok(r),
-        // Versions 1 and 2 lack only optional fields: read them as they are.
+        // Versions 1 to 3 lack only optional fields: read them as they are.
         Err(e) => at(1..=STUDY_SCHEMA_VERSION - 1).map_err(|_| e),
     }
 }

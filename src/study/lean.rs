@@ -31,22 +31,8 @@ pub const CPU_BYTES: u64 = 64 << 10;
 /// Prefix of a case's error when its transport could not run at all.
 pub const UNAVAILABLE: &str = "unavailable: ";
 
-/// Rounds of an `effort`'s study: every stack is measured once per
-/// round, rounds one after another (ABAB...), so that what drifts over the
-/// study (other work, the lab's first packets, frequency) hits every stack
-/// alike and the spread over the rounds shows the noise (Bounanos and Fleury 2007 took the
-/// best of five).
-pub fn rounds(effort: super::Effort) -> u32 {
-    match effort {
-        super::Effort::Thorough => 5,
-        _ => 3,
-    }
-}
-
-/// Latency spread over the rounds (max - min over the median) above which
-/// a row is named in the warnings: ratios between stacks smaller than it
-/// are not findings.
-pub const SPREAD_WARN: f64 = 0.10;
+use super::rounds::{median, role, ROUND_BUDGET_SHARE};
+pub use super::rounds::{rounds, SPREAD_WARN};
 
 /// One ping-pong curve per transport, link, MTU and round: links and MTUs
 /// outermost (the tables are per link and MTU), then the rounds, each
@@ -81,7 +67,7 @@ pub fn plan(o: &StudyOptions, sizes: &str, budget_s: f64) -> Vec<StudyCase> {
                 };
                 v.push(StudyCase {
                     label: format!("{stem}-r{round}"),
-                    role: if round == 1 { "curve" } else { "round" },
+                    role: role(round),
                     transport: t.clone(),
                     link: link.clone(),
                     mtu_bytes: *mtu,
@@ -89,7 +75,7 @@ pub fn plan(o: &StudyOptions, sizes: &str, budget_s: f64) -> Vec<StudyCase> {
                     mode: Mode::Pingpong,
                     // NetPIPE's schedule: powers of two, so CPU_BYTES too.
                     sizes: sizes.into(),
-                    budget_s: budget_s * 2.0 / 3.0,
+                    budget_s: budget_s * ROUND_BUDGET_SHARE,
                     sweep_args: o.sweep_args.clone(),
                     peer: o.peer.clone(),
                     round: Some(round),
@@ -135,15 +121,6 @@ fn transports<'a>(cases: &'a [StudyCaseResult], link: &str, mtu: u32) -> Vec<&'a
     v
 }
 
-/// The median of `v` (None when empty).
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(crate::stats::quantile_sorted(&v, 0.5))
-}
-
 /// One stack's cases over the rounds, and those that ran.
 struct Rounds<'a> {
     all: Vec<&'a StudyCaseResult>,
@@ -166,14 +143,36 @@ impl Rounds<'_> {
 
     /// (max - min) / median of the latencies, with two rounds or more.
     fn latency_spread(&self) -> Option<f64> {
-        let l = self.values(|c| c.latency_ns);
-        let lo = l.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = l.iter().copied().fold(0.0, f64::max);
-        let n = l.len();
-        median(l)
-            .filter(|m| n >= 2 && *m > 0.0)
-            .map(|m| (hi - lo) / m)
+        super::rounds::spread(&self.values(|c| c.latency_ns))
     }
+}
+
+/// Each stack's latency against tcp's over the same link and MTU, taken
+/// within each round ([`super::rounds::ratio`]).
+pub fn ratios(cases: &[StudyCaseResult]) -> Vec<crate::result::StudyRatio> {
+    let mut v = Vec::new();
+    for (link, mtu) in groups(cases) {
+        let group = match mtu {
+            0 => link.to_string(),
+            m => format!("{link}, MTU {m}"),
+        };
+        let at = |c: &StudyCaseResult| c.link == link && c.mtu_bytes == mtu;
+        for t in transports(cases, link, mtu)
+            .into_iter()
+            .filter(|t| *t != REFERENCE_STACK)
+        {
+            v.extend(super::rounds::ratio(
+                cases,
+                super::rounds::LATENCY,
+                &group,
+                (t, &|c| at(c) && c.transport == t),
+                (REFERENCE_STACK, &|c| {
+                    at(c) && c.transport == REFERENCE_STACK
+                }),
+            ));
+        }
+    }
+    v
 }
 
 fn table(cases: &[StudyCaseResult], link: &str, mtu: u32, whole: bool) -> StudyTable {
@@ -275,9 +274,10 @@ fn row_label(r: &Rounds) -> String {
     }
 }
 
-/// The study's warnings about its rounds: every row whose latency moved
-/// more than [`SPREAD_WARN`] between rounds, with its best and median.
-pub fn round_warnings(cases: &[StudyCaseResult]) -> Vec<String> {
+/// The warnings of `study` about its rounds: every transport whose
+/// latency moved more than [`SPREAD_WARN`] between rounds over a link and
+/// MTU, with its best and median (lean-stacks and fe-vs-ge).
+pub fn round_warnings(study: &str, cases: &[StudyCaseResult]) -> Vec<String> {
     let mut w = Vec::new();
     for (link, mtu) in groups(cases) {
         for t in transports(cases, link, mtu) {
@@ -289,7 +289,7 @@ pub fn round_warnings(cases: &[StudyCaseResult]) -> Vec<String> {
             let n = lat.len();
             let best = lat.iter().copied().fold(f64::INFINITY, f64::min);
             w.push(format!(
-                "lean-stacks: {t} over {link}{}: latency moved {:.0}% between its {n} rounds \
+                "{study}: {t} over {link}{}: latency moved {:.0}% between its {n} rounds \
                  (best {:.2} us, median {:.2} us): differences between stacks smaller than that \
                  are noise, not findings",
                 match mtu {
@@ -489,7 +489,7 @@ mod tests {
         assert_eq!(t.rows[2].label, "xdp (failed in 1 of 3 rounds)");
         assert_eq!(t.rows[2].cells[0], Some(2.0));
         // Only raw moved more than the warning's spread.
-        let w = round_warnings(&cases);
+        let w = round_warnings("lean-stacks", &cases);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
             w[0].contains("raw over ge, MTU 1500: latency moved 31%"),

@@ -14,15 +14,19 @@
 //!   buffer and MTU change.
 //! * `fe-vs-ge` (Nguyen 2001, Table 2): every transport that crosses a network
 //!   (tcp and each MPI on its TCP path), over Fast and Gigabit Ethernet:
-//!   latency, peak and n_1/2, from one full ping-pong sweep each.
+//!   latency, peak and n_1/2, from full ping-pong sweeps in interleaved
+//!   rounds, and the ratios between them taken within each round
+//!   ([`fe_ge`], [`rounds`]).
 //! * `lean-stacks` (Bounanos and Fleury 2007, Table 2 and Figs. 1-2): tcp against the lean
 //!   stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path,
 //!   over ge and 10ge at MTU 1500 and 9000 ([`lean`]).
 
+pub mod fe_ge;
 pub mod lean;
 pub mod lean_nas;
 pub mod linpack;
 pub mod noise;
+pub mod rounds;
 pub mod tables;
 
 use serde::{Deserialize, Serialize};
@@ -75,7 +79,7 @@ impl StudyName {
     pub fn about(self) -> &'static str {
         match self {
             StudyName::MtuBuffers => "TCP peak throughput and latency by MTU and socket buffer (Farrell and Ong 2003, Table 4.1), with one sweep per MTU for the throughput, signature and saturation graphs (León Carri et al. 2004, Figs. 7-14)",
-            StudyName::FeVsGe => "latency, peak and n_1/2 of every transport that crosses a network, over Fast and Gigabit Ethernet (Nguyen 2001, Table 2)",
+            StudyName::FeVsGe => "latency, peak and n_1/2 of every transport that crosses a network, over Fast and Gigabit Ethernet, every transport over both links once per round in interleaved rounds: medians over the rounds, and the ratios (GE over FE, against tcp, PVM's daemon route against its direct one) taken within each round with their range (Nguyen 2001, Table 2)",
             StudyName::LeanStacks => "TCP/IP against lean stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path, over ge and 10ge at MTU 1500 and 9000, every stack once per round in interleaved rounds: latency (best, median, spread), peak, n_1/2 and CPU per byte on both ends, latency as a multiple of tcp's (Bounanos and Fleury 2007, Table 2, Figs. 1-2)",
         }
     }
@@ -241,28 +245,7 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
             }
             v
         }
-        StudyName::FeVsGe => {
-            let mut v = Vec::new();
-            for t in &o.transports {
-                for link in ["fe", "ge"] {
-                    v.push(StudyCase {
-                        label: format!("{}-{link}", file_safe(t)),
-                        role: "curve",
-                        transport: t.clone(),
-                        link: LinkRate::parse(link).expect("fe and ge parse"),
-                        mtu_bytes: 1500,
-                        socket_buffer_bytes: None,
-                        mode: Mode::Pingpong,
-                        sizes: curve_sizes.into(),
-                        budget_s: 10.0 * s,
-                        sweep_args: o.sweep_args.clone(),
-                        peer: None,
-                        round: None,
-                    });
-                }
-            }
-            v
-        }
+        StudyName::FeVsGe => fe_ge::plan(o, curve_sizes, 10.0 * s),
         StudyName::LeanStacks => lean::plan(o, curve_sizes, 6.0 * s),
     }
 }
@@ -316,10 +299,18 @@ mod tests {
     }
 
     #[test]
-    fn fe_vs_ge_runs_each_transport_on_both_links() {
+    fn fe_vs_ge_runs_each_transport_on_both_links_in_each_round() {
         let p = plan(StudyName::FeVsGe, &opts(Effort::Quick));
-        assert_eq!(p.len(), 4);
-        assert_eq!(p[2].label, "mpi-openmpi-tcp-fe");
+        assert_eq!(p.len(), 4 * 3);
+        assert_eq!(p[2].label, "mpi-openmpi-tcp-fe-r1");
         assert_eq!(p[3].link.bits_per_s, 1_000_000_000);
+        assert_eq!((p[4].label.as_str(), p[4].role), ("tcp-fe-r2", "round"));
+        assert_eq!(p[11].round, Some(3));
+        let labels: std::collections::HashSet<_> = p.iter().map(|c| &c.label).collect();
+        assert_eq!(labels.len(), p.len(), "labels are unique");
+        assert_eq!(
+            plan(StudyName::FeVsGe, &opts(Effort::Thorough)).len(),
+            4 * 5
+        );
     }
 }

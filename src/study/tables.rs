@@ -117,9 +117,7 @@ pub fn case_result(
 pub fn tables(name: StudyName, cases: &[StudyCaseResult]) -> Vec<StudyTable> {
     match name {
         StudyName::MtuBuffers => mtu_buffer_tables(cases),
-        StudyName::FeVsGe => std::iter::once(fe_vs_ge_table(cases))
-            .chain(pvm_routes_table(cases))
-            .collect(),
+        StudyName::FeVsGe => super::fe_ge::tables(cases),
         StudyName::LeanStacks => super::lean::tables(cases),
     }
 }
@@ -176,158 +174,17 @@ fn mtu_buffer_tables(cases: &[StudyCaseResult]) -> Vec<StudyTable> {
     ]
 }
 
-fn fe_vs_ge_table(cases: &[StudyCaseResult]) -> StudyTable {
-    let mut transports: Vec<&str> = Vec::new();
-    for c in cases {
-        if !transports.contains(&c.transport.as_str()) {
-            transports.push(&c.transport);
-        }
-    }
-    let get = |t: &str, link: &str| cases.iter().find(|c| c.transport == t && c.link == link);
-    let rows = transports
-        .iter()
-        .map(|t| {
-            let (fe, ge) = (get(t, "fe"), get(t, "ge"));
-            let lat = |c: Option<&StudyCaseResult>| c.and_then(|c| c.latency_ns).map(|n| n / 1e3);
-            let peak =
-                |c: Option<&StudyCaseResult>| c.and_then(|c| c.peak_bits_per_s).map(|b| b / 1e6);
-            let half =
-                |c: Option<&StudyCaseResult>| c.and_then(|c| c.n_half_bytes).map(|b| b as f64);
-            let noisy = |c: Option<&StudyCaseResult>,
-                         at: &dyn Fn(&StudyCaseResult) -> Option<u64>| {
-                c.is_some_and(|c| noisy_at(c, at(c)))
-            };
-            let (l, p, h): Field = (&latency_bytes, &|c| c.peak_bytes, &|c| c.n_half_bytes);
-            StudyRow {
-                label: t.to_string(),
-                cells: vec![lat(fe), lat(ge), peak(fe), peak(ge), half(fe), half(ge)],
-                noisy: vec![
-                    noisy(fe, l),
-                    noisy(ge, l),
-                    noisy(fe, p),
-                    noisy(ge, p),
-                    noisy(fe, h),
-                    noisy(ge, h),
-                ],
-            }
-        })
-        .collect();
-    StudyTable {
-        title: "Latency, peak and n_1/2 over Fast and Gigabit Ethernet (MTU 1500, ping-pong; peak from sizes of 16 times the emulated link's free burst, 48448 B, on)".into(),
-        row_header: "transport".into(),
-        columns: [
-            "latency FE, us",
-            "latency GE, us",
-            "peak FE, Mbit/s",
-            "peak GE, Mbit/s",
-            "n_1/2 FE, B",
-            "n_1/2 GE, B",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        rows,
-        decimals: 1,
-    }
-}
-
-/// PVM's route through the pvmd daemons against its direct task-to-task
-/// route (Nguyen 2001 compared them, as LAM's C2C against LAMD): both rows
-/// and the daemon's as a multiple of the direct one's. None unless both
-/// were measured.
-fn pvm_routes_table(cases: &[StudyCaseResult]) -> Option<StudyTable> {
-    let (direct, daemon) = ("pvm", "pvm(daemon)");
-    let has = |t: &str| cases.iter().any(|c| c.transport == t);
-    if !has(direct) || !has(daemon) {
-        return None;
-    }
-    let get = |t: &str, link: &str| cases.iter().find(|c| c.transport == t && c.link == link);
-    let lat = |c: &StudyCaseResult| c.latency_ns.map(|n| n / 1e3);
-    let peak = |c: &StudyCaseResult| c.peak_bits_per_s.map(|b| b / 1e6);
-    let figures = |t: &str| {
-        vec![
-            get(t, "fe").and_then(lat),
-            get(t, "ge").and_then(lat),
-            get(t, "fe").and_then(peak),
-            get(t, "ge").and_then(peak),
-        ]
-    };
-    let (d, r) = (figures(direct), figures(daemon));
-    // Each figure's point noisy or not (issue 35 item 7); a ratio is as
-    // noisy as either of its two.
-    let noise = |t: &str| -> Vec<bool> {
-        let at = |link: &str, bytes: &dyn Fn(&StudyCaseResult) -> Option<u64>| {
-            get(t, link).is_some_and(|c| noisy_at(c, bytes(c)))
-        };
-        let peak_at = |c: &StudyCaseResult| c.peak_bytes;
-        vec![
-            at("fe", &latency_bytes),
-            at("ge", &latency_bytes),
-            at("fe", &peak_at),
-            at("ge", &peak_at),
-        ]
-    };
-    let (dn, rn) = (noise(direct), noise(daemon));
-    let ratio_noisy: Vec<bool> = dn.iter().zip(&rn).map(|(a, b)| *a || *b).collect();
-    let ratio = d
-        .iter()
-        .zip(&r)
-        .map(|(d, r)| match (d, r) {
-            (Some(d), Some(r)) if *d > 0.0 => Some(r / d),
-            _ => None,
-        })
-        .collect();
-    Some(StudyTable {
-        title: "PVM through the pvmd daemons (PvmDontRoute) against its direct route (PvmRouteDirect), raw data, ping-pong".into(),
-        row_header: "route".into(),
-        columns: [
-            "latency FE, us",
-            "latency GE, us",
-            "peak FE, Mbit/s",
-            "peak GE, Mbit/s",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        rows: vec![
-            StudyRow {
-                label: direct.into(),
-                cells: d,
-                noisy: dn,
-            },
-            StudyRow {
-                label: daemon.into(),
-                cells: r,
-                noisy: rn,
-            },
-            StudyRow {
-                label: "daemon / direct".into(),
-                cells: ratio,
-                noisy: ratio_noisy,
-            },
-        ],
-        decimals: 2,
-    })
-}
-
-/// The sizes behind a row's three kinds of figure: latency, peak, n_1/2.
-type Field<'a> = (
-    &'a dyn Fn(&StudyCaseResult) -> Option<u64>,
-    &'a dyn Fn(&StudyCaseResult) -> Option<u64>,
-    &'a dyn Fn(&StudyCaseResult) -> Option<u64>,
-);
-
 /// Stands for the latency figure's point (the smallest size) where a
 /// figure's size is asked for.
-const LATENCY_POINT: u64 = u64::MAX;
+pub(super) const LATENCY_POINT: u64 = u64::MAX;
 
 /// The latency figure's point ([`LATENCY_POINT`]), none where it failed.
-fn latency_bytes(c: &StudyCaseResult) -> Option<u64> {
+pub(super) fn latency_bytes(c: &StudyCaseResult) -> Option<u64> {
     c.latency_ns.map(|_| LATENCY_POINT)
 }
 
 /// Whether the point of `c` at `bytes` (the one behind a figure) is noisy.
-fn noisy_at(c: &StudyCaseResult, bytes: Option<u64>) -> bool {
+pub(super) fn noisy_at(c: &StudyCaseResult, bytes: Option<u64>) -> bool {
     match bytes {
         Some(LATENCY_POINT) => c.latency_noisy,
         Some(b) => c.noisy_bytes.contains(&b),
@@ -415,11 +272,12 @@ pub fn markdown(tables: &[StudyTable]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::result::Mode;
 
-    fn case(
+    /// A case of transport `t` over `link` with peak `peak` and 30 us latency.
+    pub(in crate::study) fn case(
         t: &str,
         link: &str,
         mtu: u32,
@@ -455,6 +313,20 @@ mod tests {
         }
     }
 
+    /// `t` over `link` in round `round` with latency `us` and peak `mbit`.
+    pub(in crate::study) fn in_round(
+        t: &str,
+        link: &str,
+        round: u32,
+        us: f64,
+        mbit: f64,
+    ) -> StudyCaseResult {
+        let mut c = case(t, link, 1500, None, "curve", mbit * 1e6);
+        c.round = Some(round);
+        c.latency_ns = Some(us * 1e3);
+        c
+    }
+
     #[test]
     fn mtu_buffer_grid_puts_each_case_in_its_cell() {
         let cases = vec![
@@ -479,36 +351,5 @@ mod tests {
             "{txt}"
         );
         assert!(markdown(&t).contains("| socket buffer | MTU 1500 |"));
-    }
-
-    #[test]
-    fn fe_vs_ge_has_one_row_per_transport() {
-        let cases = vec![
-            case("tcp", "fe", 1500, None, "curve", 90e6),
-            case("tcp", "ge", 1500, None, "curve", 900e6),
-            case("mpi:mpich(tcp)", "fe", 1500, None, "curve", 80e6),
-        ];
-        let all = tables(StudyName::FeVsGe, &cases);
-        assert_eq!(all.len(), 1, "no PVM, no PVM route table");
-        let t = &all[0];
-        assert_eq!(t.rows.len(), 2);
-        assert_eq!(t.rows[0].cells[2], Some(90.0));
-        assert_eq!(t.rows[0].cells[3], Some(900.0));
-        assert_eq!(t.rows[1].cells[3], None);
-    }
-
-    #[test]
-    fn pvm_daemon_route_is_set_against_the_direct_one() {
-        let cases = vec![
-            case("pvm", "fe", 1500, None, "curve", 80e6),
-            case("pvm(daemon)", "fe", 1500, None, "curve", 20e6),
-            case("pvm", "ge", 1500, None, "curve", 400e6),
-        ];
-        let all = tables(StudyName::FeVsGe, &cases);
-        assert_eq!(all.len(), 2);
-        let t = &all[1];
-        assert_eq!(t.rows[2].label, "daemon / direct");
-        assert_eq!(t.rows[2].cells[2], Some(0.25));
-        assert_eq!(t.rows[2].cells[3], None, "no daemon row over ge");
     }
 }

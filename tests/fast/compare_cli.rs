@@ -436,3 +436,45 @@ fn bad_inputs_are_clear_errors() {
         stderr(&o)
     );
 }
+
+/// `fixture` scaled by `factor`, with every size's trials within +-1% of
+/// its median and its interval +-0.5%, and every point marked noisy (so
+/// single runs of it have no run-to-run band), written to `out`.
+fn tight_noisy(fixture: &Path, factor: f64, out: &Path) {
+    doctored(fixture, factor, out);
+    let mut r = wulf::result::read_result(out).unwrap();
+    for p in &mut r.points {
+        let m = p.median_ns;
+        for (k, t) in p.trials_ns.iter_mut().enumerate() {
+            *t = m * (1.0 + 0.01 * ((k % 3) as f64 - 1.0));
+        }
+        (p.ci_low_ns, p.ci_high_ns) = (m * 0.995, m * 1.005);
+        p.noisy = true;
+    }
+    wulf::result::write_result(out, &r).unwrap();
+}
+
+/// One run per side without a run-to-run band (most points noisy), the
+/// two 2x apart at every size with tight intervals: the change is far
+/// beyond the points' own noise, so it is shown in every band and a 10%
+/// gate fails with exit code 4 (issue 44); the same run against itself
+/// claims no change and leaves the gate undecided (exit 5).
+#[test]
+fn single_runs_far_apart_are_judged_without_a_band() {
+    let dir = tempdir();
+    let fx = fixture("tcp-pingpong.json");
+    let (a, b) = (file(&dir, "a.json"), file(&dir, "b.json"));
+    tight_noisy(&fx, 1.0, &a);
+    tight_noisy(&fx, 2.0, &b);
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let o = run(&["compare", a, b, "--fail-if-slower", "10"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert_eq!(verdicts(&text, "A faster"), 6, "{text}");
+    assert!(text.contains("Band \"far beyond the noise\""), "{text}");
+    let o = run(&["compare", a, a, "--fail-if-slower", "10"]);
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert_eq!(verdicts(&text, "A faster") + verdicts(&text, "B faster"), 0);
+    assert_eq!(verdicts(&text, SAME), 0, "{text}");
+}

@@ -146,7 +146,28 @@ fn fe_vs_ge_quick_runs_end_to_end() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let dir = study_dir(out.path());
     let s = read_study_result(&dir.join("study.json")).unwrap();
-    assert_eq!(s.cases.len(), 2);
+    // Both links in each of 3 interleaved rounds (issue 44).
+    assert_eq!(s.cases.len(), 2 * 3);
+    let rounds: Vec<Option<u32>> = s.cases.iter().map(|c| c.round).collect();
+    assert_eq!(rounds, [1, 1, 2, 2, 3, 3].map(Some));
+    assert_eq!(s.schema_version, wulf::result::STUDY_SCHEMA_VERSION);
+    // The ratios, GE over FE of tcp's latency and (where the budget
+    // reached the peak's sizes) its peak, taken within each round, with
+    // their range; a winner only where every round agrees.
+    assert!(
+        s.ratios.iter().any(|r| r.figure == "latency"),
+        "{:?}",
+        s.ratios
+    );
+    for r in &s.ratios {
+        assert!(["latency", "peak"].contains(&r.figure.as_str()), "{r:?}");
+        assert_eq!(r.link, "ge/fe");
+        assert!(r.per_round.len() >= 2, "{r:?}");
+        assert!(r.low <= r.median && r.median <= r.high, "{r:?}");
+        let spans_one = r.low <= 1.0 && r.high >= 1.0;
+        assert_eq!(r.faster.is_none(), spans_one, "{r:?}");
+    }
+    assert!(s.tables.iter().any(|t| t.row_header == "ratio"));
     let t = &s.tables[0];
     assert_eq!(t.rows[0].label, "tcp");
     let cells = &t.rows[0].cells;

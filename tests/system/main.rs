@@ -16,6 +16,7 @@ mod python;
 
 mod c2c_cold;
 mod collective;
+mod compare_runs;
 mod hpl;
 mod intranode;
 mod lean_tipc;

@@ -85,6 +85,21 @@ pub enum FloorSource {
         /// Standard deviation of ln(B/A) of one run against one.
         log_sd: f64,
     },
+    /// One run per side, both at [`super::single::LINK_BOUND_SHARE`] or
+    /// more of a shaped link's goodput over the sizes compared (geometric
+    /// mean): the link bounds a whole run's shift ([`super::single`]).
+    LinkBound {
+        /// The lesser of the two runs' geometric mean shares of their
+        /// link's limit.
+        share: f64,
+    },
+    /// One run per side with an unknown band, but a change far beyond the
+    /// points' own noise ([`super::single`]): it shows a change, never its
+    /// absence.
+    FarBeyond {
+        /// The larger within-run spread, ln(q90 / q10) of the trials.
+        log_spread: f64,
+    },
     /// The least floor, [`MIN_FLOOR_FRACTION`].
     Minimum,
     /// Unknown: single runs on a busy machine or with most points noisy
@@ -101,6 +116,8 @@ impl FloorSource {
             FloorSource::Recorded { .. } => "recorded",
             FloorSource::Trials { .. } => "trials",
             FloorSource::Drift { .. } => "drift",
+            FloorSource::LinkBound { .. } => "link-bound",
+            FloorSource::FarBeyond { .. } => "far beyond the noise",
             FloorSource::Minimum => "minimum",
             FloorSource::Unclean => "unclean runs",
         }
@@ -137,6 +154,14 @@ impl Floor {
             100.0 * (1.0 / (1.0 + self.fraction) - 1.0),
             100.0 * self.fraction
         )
+    }
+
+    /// Whether the floor can show the absence of a change ("no change"),
+    /// and bounds a slowdown the gate must exclude: not where it only
+    /// tells a change far beyond the noise (the run-to-run band is still
+    /// unknown there).
+    pub fn judges_sameness(&self) -> bool {
+        !matches!(self.source, FloorSource::FarBeyond { .. })
     }
 
     /// The floor in log space: ln(1 + fraction).

@@ -4,7 +4,7 @@ use crate::result::{BandSpread, RunToRun};
 use crate::stats::hier_bootstrap::t_975;
 
 /// The fixture as a clean run: no point noisy, a quiet machine.
-fn fixture() -> SweepResult {
+pub(super) fn fixture() -> SweepResult {
     let mut r = noisy_fixture();
     r.points.iter_mut().for_each(|p| p.noisy = false);
     r.host.load_before = [0.1; 3];
@@ -14,7 +14,7 @@ fn fixture() -> SweepResult {
 
 /// The fixture as it was measured: 62 of its 93 sizes noisy, the load
 /// (2.7) above the machine's 2 CPUs.
-fn noisy_fixture() -> SweepResult {
+pub(super) fn noisy_fixture() -> SweepResult {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/tcp-pingpong.json"
@@ -23,24 +23,35 @@ fn noisy_fixture() -> SweepResult {
 }
 
 /// The result with every time multiplied by `factor`.
-fn scaled(r: &SweepResult, factor: f64) -> SweepResult {
+pub(super) fn scaled(r: &SweepResult, factor: f64) -> SweepResult {
     let mut r = r.clone();
     for p in &mut r.points {
         p.trials_ns.iter_mut().for_each(|t| *t *= factor);
-        p.median_ns *= factor;
+        for t in [
+            &mut p.median_ns,
+            &mut p.min_ns,
+            &mut p.mean_ns,
+            &mut p.stddev_ns,
+            &mut p.p90_ns,
+            &mut p.p99_ns,
+            &mut p.ci_low_ns,
+            &mut p.ci_high_ns,
+        ] {
+            *t *= factor;
+        }
         p.bits_per_s /= factor;
     }
     r
 }
 
-fn opts() -> CompareOptions {
+pub(super) fn opts() -> CompareOptions {
     CompareOptions {
         resamples: 500,
         ..CompareOptions::default()
     }
 }
 
-fn verdicts(c: &Comparison) -> Vec<Verdict> {
+pub(super) fn verdicts(c: &Comparison) -> Vec<Verdict> {
     c.bands.iter().map(|b| b.verdict).collect()
 }
 
@@ -70,7 +81,7 @@ fn recorded(r: &SweepResult, f: f64) -> SweepResult {
 
 /// The result with each size's trials spread apart: alternately times
 /// `low` and `high`, the median kept.
-fn spread_trials(r: &SweepResult, low: f64, high: f64) -> SweepResult {
+pub(super) fn spread_trials(r: &SweepResult, low: f64, high: f64) -> SweepResult {
     let mut r = r.clone();
     for p in &mut r.points {
         for (k, t) in p.trials_ns.iter_mut().enumerate() {

@@ -255,7 +255,7 @@ fn report_renders_in_a_real_browser() {
             "memcpy-fraction",
             [
                 "message size [bytes, log scale]",
-                "throughput / memcpy at that size [%]",
+                "throughput / memcpy at that size [%, log scale]",
             ],
         ),
         (
@@ -267,7 +267,7 @@ fn report_renders_in_a_real_browser() {
         ),
         (
             "npb1-mops",
-            ["processes [log2 scale]", "total rate [Mop/s]"],
+            ["processes [log2 scale]", "total rate [Mop/s, log2 scale]"],
         ),
         (
             "npb1-speedup",

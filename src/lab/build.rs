@@ -22,8 +22,11 @@
 //! redirected to an `ifb` device (`hub0` in the switch namespace) whose
 //! htb has the link's rate, and from there the frame goes on into the
 //! bridge. One budget for all nodes and both directions is the shared
-//! half-duplex medium of Nguyen 2001's 10/100 hub; its collisions and
-//! back-off are not emulated (frames wait in the shaper's queue instead).
+//! half-duplex medium of Nguyen 2001's 10/100 hub, and all it models: the
+//! shaper's leaf is one bounded FIFO, so the sharing is not fair per flow
+//! (two pairs split 0.41/0.59 to 0.85/0.15 over 6 s), a full queue drops,
+//! and collisions and back-off are not emulated (frames wait in the queue
+//! instead). docs/guide/lab.md says so to the user.
 
 use std::net::Ipv4Addr;
 

@@ -45,6 +45,32 @@ pub struct SummaryRow {
     pub warm_cache: bool,
 }
 
+/// The share of the time at the largest size above which the per-message
+/// latency makes that size latency-bound: the message gets less than 80%
+/// of the bandwidth it leads to, and larger sizes would show more. The
+/// saturation point's threshold (docs/methodology.md), so the two agree.
+pub const LATENCY_BOUND_SHARE: f64 = 0.2;
+
+/// The per-message latency's share of the time at the largest size
+/// measured, with that size: the smallest size's median (alpha, what every
+/// message pays) over the largest size's. The advice to measure larger
+/// sizes rests on it, not on whether a saturation point was found: that
+/// rule's chords trip on noisy points, and a tcp sweep whose 8 MiB
+/// messages took 14 ms against a 46 us alpha (a 0.3% share) was once told
+/// its largest sizes were "still latency-bound" (issue 49). `None` without
+/// two sizes with positive times.
+pub fn latency_share_at_largest(r: &SweepResult) -> Option<(u64, f64)> {
+    let timed = || r.points.iter().filter(|p| p.median_ns > 0.0);
+    let smallest = timed().min_by_key(|p| p.bytes)?;
+    let largest = timed().max_by_key(|p| p.bytes)?;
+    (largest.bytes > smallest.bytes).then(|| {
+        (
+            largest.bytes,
+            (smallest.median_ns / largest.median_ns).min(1.0),
+        )
+    })
+}
+
 /// A physical limit a result carries, for the efficiency chart and column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PhysicalLimit {

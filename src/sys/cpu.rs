@@ -2,11 +2,27 @@
 
 use std::time::Duration;
 
-/// Number of CPUs this process may run on.
+/// Number of CPUs this process may run on (its affinity mask: an MPI rank
+/// bound to one core counts 1 on a machine of many). For what the machine
+/// has, see [`online_cpu_count`].
 pub fn cpu_count() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
+}
+
+/// Number of CPUs the machine has online, whatever this process is bound
+/// to (sysconf `_SC_NPROCESSORS_ONLN`, which reads
+/// /sys/devices/system/cpu/online): the fingerprint describes the machine,
+/// and a rank that `mpirun` bound to one core once recorded a 2-CPU machine
+/// as 1 CPU (issue 49). Falls back to [`cpu_count`] when unreadable.
+pub fn online_cpu_count() -> usize {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
+        .ok()
+        .flatten()
+        .filter(|&n| n > 0)
+        .map(|n| n as usize)
+        .unwrap_or_else(cpu_count)
 }
 
 /// Pin the calling thread to `cpu`.

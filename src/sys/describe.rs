@@ -11,6 +11,10 @@ use crate::units::format_bytes;
 
 const UNKNOWN: &str = "unknown";
 
+/// How the binding line of [`Host::describe_text`] starts (a report keeps
+/// it out of the machine's block: it belongs to one result's process).
+pub const BOUND_KEY: &str = "bound ";
+
 fn opt<T: ToString>(v: &Option<T>) -> String {
     v.as_ref()
         .map(|x| x.to_string())
@@ -59,6 +63,14 @@ impl Host {
             let _ = write!(topo, ": {s} socket(s), {c} core(s), {t} thread(s) per core");
         }
         line("cpus", topo);
+        // The binding is the process's, not the machine's: said apart, and
+        // only when it leaves CPUs out (an MPI rank bound to one core).
+        if let Some(bound) = self.bound_cpus.filter(|&b| b < self.cpus) {
+            line(
+                BOUND_KEY.trim_end(),
+                format!("this process may run on {bound} of the {} CPUs", self.cpus),
+            );
+        }
         let caches = match &self.caches {
             Some(cs) => cs
                 .iter()

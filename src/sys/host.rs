@@ -18,7 +18,8 @@ pub struct Host {
     pub hostname: String,
     /// CPU model name from /proc/cpuinfo, if readable.
     pub cpu_model: Option<String>,
-    /// Logical CPUs online.
+    /// Logical CPUs online on the machine (not the probing process's
+    /// binding: see `bound_cpus`).
     pub cpus: usize,
     /// Kernel release (`uname -r`).
     pub kernel: String,
@@ -68,6 +69,12 @@ pub struct Host {
     /// no route. See [`super::path`].
     #[serde(default)]
     pub path_crosses_interface: Option<bool>,
+    /// The CPUs the probing process was allowed to run on (its affinity
+    /// mask), recorded apart from the machine's `cpus`: an MPI rank bound to
+    /// one core reads 1 here and the machine's count in `cpus`. `None` in
+    /// files written before it was recorded (their `cpus` was this count).
+    #[serde(default)]
+    pub bound_cpus: Option<usize>,
 }
 
 impl Host {
@@ -82,7 +89,7 @@ impl Host {
                 .and_then(|h| h.into_string().ok())
                 .unwrap_or_else(|| "unknown".into()),
             cpu_model: cpu_model(),
-            cpus: super::cpu_count(),
+            cpus: super::online_cpu_count(),
             kernel: uname
                 .map(|u| u.release().to_string_lossy().into_owned())
                 .unwrap_or_else(|| "unknown".into()),
@@ -100,6 +107,7 @@ impl Host {
             interfaces: Vec::new(),
             boot_id: boot_id(),
             path_crosses_interface: None,
+            bound_cpus: Some(super::cpu_count()),
         }
     }
 
@@ -197,6 +205,23 @@ mod tests {
         assert_eq!(id.len(), 36, "{id}");
         assert_eq!(Host::probe().boot_id.as_deref(), Some(id.as_str()));
         assert_eq!(h.path_crosses_interface, None);
+        let bound = h.bound_cpus.expect("affinity mask");
+        assert!(bound >= 1 && bound <= h.cpus, "{bound} of {}", h.cpus);
+    }
+
+    /// The fingerprint counts the machine's CPUs, not the binding: a thread
+    /// pinned to one CPU (as `mpirun` binds a rank) still records every
+    /// online CPU, and its binding apart.
+    #[test]
+    fn a_bound_process_records_the_machine_and_its_binding_apart() {
+        let online = crate::sys::online_cpu_count();
+        let h = std::thread::spawn(|| {
+            crate::sys::pin_current_thread(0).expect("pin to CPU 0");
+            Host::probe()
+        })
+        .join()
+        .unwrap();
+        assert_eq!((h.cpus, h.bound_cpus), (online, Some(1)));
     }
 
     #[test]
@@ -212,7 +237,9 @@ mod tests {
         let m = v.as_object_mut().unwrap();
         m.remove("boot_id");
         m.remove("path_crosses_interface");
+        m.remove("bound_cpus");
         let h: Host = serde_json::from_value(v).unwrap();
         assert_eq!((h.boot_id, h.path_crosses_interface), (None, None));
+        assert_eq!(h.bound_cpus, None);
     }
 }

@@ -30,7 +30,8 @@ pub mod random;
 mod tcp_sysctl;
 mod topology;
 
-pub use cpu::{cpu_count, pin_current_thread, thread_cpu_time, CpuTime};
+pub use cpu::{cpu_count, online_cpu_count, pin_current_thread, thread_cpu_time, CpuTime};
+pub use describe::BOUND_KEY;
 pub use host::{last_level_cache_bytes, load_average, Host};
 pub use interface::{
     describe_interface, interface_for_peer, pcie_limits_link, route_for_peer, Coalesce, Interface,

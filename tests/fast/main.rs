@@ -32,6 +32,7 @@ mod report_cold;
 mod report_exports;
 mod report_floor;
 mod report_limits;
+mod report_matrix;
 mod report_scales;
 mod result_schema;
 mod sys_host;

@@ -104,10 +104,11 @@ fn baselines_are_limits_not_competitors() {
     // The intra-node transport against memcpy and against the floor; tcp
     // carries no limits and is not drawn there.
     let f = figure(&html, "memcpy-fraction").expect("memcpy fraction chart");
-    assert!(f.contains("throughput / memcpy at that size [%]"));
+    // Log axes: the shares span orders of magnitude (issue 49).
+    assert!(f.contains("throughput / memcpy at that size [%, log scale]"));
     assert!(f.contains("unix pingpong") && !f.contains("tcp pingpong"));
     let c = figure(&html, "c2c-fraction").expect("c2c efficiency chart");
-    assert!(c.contains("throughput / core-to-core single copy [%]"));
+    assert!(c.contains("throughput / core-to-core single copy [%, log scale]"));
     assert!(c.contains("unix pingpong") && !c.contains("tcp pingpong"));
     let l = figure(&html, "floor-multiple").expect("floor multiple chart");
     assert!(l.contains("cache-line floor"));

@@ -255,7 +255,7 @@ fn report_renders_in_a_real_browser() {
             "memcpy-fraction",
             [
                 "message size [bytes, log scale]",
-                "throughput / memcpy at that size [%]",
+                "throughput / memcpy at that size [%, log scale]",
             ],
         ),
         (
@@ -267,7 +267,7 @@ fn report_renders_in_a_real_browser() {
         ),
         (
             "npb1-mops",
-            ["processes [log2 scale]", "total rate [Mop/s]"],
+            ["processes [log2 scale]", "total rate [Mop/s, log2 scale]"],
         ),
         (
             "npb1-speedup",
@@ -438,6 +438,12 @@ fn matrix_report_renders_in_a_real_browser() {
         "slow node not named"
     );
     assert!(dom.contains("interfaces[0].shaped_rate_bits_per_s"));
+    // The four lab nodes share one kernel: one machine block, which names
+    // them, and the matrix's own entry (issue 49: the section was empty).
+    let machines = &dom[dom.find("<section id=\"machines\"").expect("machines")..];
+    assert_eq!(machines.matches("<b>Machine M").count(), 1, "one machine");
+    assert!(machines.contains("nodes of link matrix 1: node1, node2, node3, node4"));
+    assert!(machines.contains("<b>Link matrix 1</b>"));
     let maps: Vec<&str> = dom.split("<figure class=\"heatmap\"").skip(1).collect();
     assert_eq!(maps.len(), 2, "latency and bandwidth heatmaps");
     for m in &maps {

@@ -314,8 +314,22 @@ pub(super) fn size_tick(v: f64) -> String {
 }
 
 /// Tick label of a plain number, with no more digits than it needs.
+///
+/// From 10,000 on with an SI prefix (`10k`, `1M`, `2.5G`): "1000000" on a
+/// log axis of Mop/s or of percentages was cut at the chart's left edge at
+/// 800 and 1300 px alike (issue 49); no label is wider than five
+/// characters up to 1e12.
 pub(super) fn num(v: f64) -> String {
     let a = v.abs();
+    if a >= 1e4 {
+        let (scale, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+            .into_iter()
+            .find(|(s, _)| a >= *s)
+            .unwrap_or((1e3, "k"));
+        if a < 1e15 {
+            return format!("{}{prefix}", num(v / scale));
+        }
+    }
     if a == 0.0 {
         "0".into()
     } else if a >= 100.0 {
@@ -345,6 +359,11 @@ mod tests {
         assert_eq!(num(2.5), "2.5");
         assert_eq!(num(0.01), "0.01");
         assert_eq!(num(1000.0), "1000");
+        assert_eq!(num(10_000.0), "10k");
+        assert_eq!(num(1e6), "1M");
+        assert_eq!(num(2.5e9), "2.5G");
+        assert_eq!(num(-1e6), "-1M");
+        assert!(num(1e300).starts_with("1000"), "{}", num(1e300));
         assert_eq!(num(0.0001), "0.0001");
         assert_eq!(num(0.25), "0.25");
     }

@@ -154,7 +154,7 @@ pub fn memcpy_fraction(series: &[Series]) -> Result<Option<String>> {
     fraction_chart(
         series,
         |p| p.limits?.memcpy_bits_per_s,
-        "throughput / memcpy at that size [%]",
+        "throughput / memcpy at that size",
     )
 }
 
@@ -164,7 +164,7 @@ pub fn c2c_fraction(series: &[Series]) -> Result<Option<String>> {
     fraction_chart(
         series,
         |p| p.limits?.c2c_bits_per_s,
-        "throughput / core-to-core single copy [%]",
+        "throughput / core-to-core single copy",
     )
 }
 
@@ -183,25 +183,33 @@ fn fraction_chart(
     if curves.is_empty() {
         return Ok(None);
     }
-    // The axis fits the curves (transports often reach a tenth of memcpy,
-    // which a 0-100% axis would flatten); the 100% line shows when reached.
-    let max = curves
-        .iter()
-        .flat_map(|(_, v)| v.iter().map(|p| 100.0 * p.1))
-        .fold(5.0, f64::max);
+    // Logarithmic: the shares span orders of magnitude (a tenth of memcpy
+    // at small sizes, 66,000% of a warm-cache c2c limit at some), which a
+    // linear axis flattened to a line at 0 (issue 49); the 100% line shows
+    // when reached.
+    let vals = || {
+        curves
+            .iter()
+            .flat_map(|(_, v)| v.iter().map(|p| 100.0 * p.1))
+    };
+    let lo = vals().fold(f64::MAX, f64::min);
+    let hi = vals().fold(f64::MIN, f64::max);
     let x = size_axis(series, u64::MAX);
-    let y = Axis::linear(label, 0.0, max, num);
+    let y = Axis::log(&format!("{label} [%, log scale]"), lo, hi, 10.0, num);
     let svg = frame(&x, &y, |c| {
-        if y.hi >= 100.0 {
+        if y.hi >= 100.0 && y.lo <= 100.0 {
             c.draw_series(DashedLineSeries::new(
-                [(x.t(x.lo), 100.0), (x.t(x.hi), 100.0)],
+                [(x.t(x.lo), y.t(100.0)), (x.t(x.hi), y.t(100.0))],
                 8,
                 5,
                 BLACK.mix(0.6).stroke_width(1),
             ))?;
         }
         for (s, v) in &curves {
-            let pts: Vec<_> = v.iter().map(|p| (x.t(p.0), 100.0 * p.1, p.2)).collect();
+            let pts: Vec<_> = v
+                .iter()
+                .map(|p| (x.t(p.0), y.t(100.0 * p.1), p.2))
+                .collect();
             line_with_dots(c, &pts, s.rgb(), s.label)?;
         }
         Ok(())

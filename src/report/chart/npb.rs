@@ -8,7 +8,7 @@ use plotters::prelude::*;
 
 use super::frame::{frame, num, Axis, Ctx};
 use super::sweep::color_rgb;
-use crate::result::{NpbResult, NpbRun};
+use crate::result::{NpbResult, NpbRun, SweepResult};
 
 /// Transports in the order first run: the order of the legend, of the
 /// table rows and of the colours, so a transport keeps its colour across a
@@ -21,6 +21,45 @@ pub fn transports(r: &NpbResult) -> Vec<&str> {
         }
     }
     vias
+}
+
+/// The colour of each transport in a report: a transport the sweep part
+/// drew keeps its colour there (that of its first sweep), one it did not
+/// takes the next free colour. The NPB section once numbered its own
+/// transports from the first colour, so tcp was blue above and orange
+/// below (issue 49).
+#[derive(Debug, Clone, Default)]
+pub struct Colours {
+    by_name: Vec<(String, usize)>,
+}
+
+impl Colours {
+    /// The colours of a report of `sweeps` (series `i` drawn in colour
+    /// `i`) and `npb`.
+    pub fn new(sweeps: &[SweepResult], npb: &[NpbResult]) -> Colours {
+        let mut by_name: Vec<(String, usize)> = Vec::new();
+        for (i, s) in sweeps.iter().enumerate() {
+            if !by_name.iter().any(|(n, _)| *n == s.transport) {
+                by_name.push((s.transport.clone(), i));
+            }
+        }
+        let mut next = sweeps.len();
+        for via in npb.iter().flat_map(transports) {
+            if !by_name.iter().any(|(n, _)| n == via) {
+                by_name.push((via.to_string(), next));
+                next += 1;
+            }
+        }
+        Colours { by_name }
+    }
+
+    /// The colour index of transport `via` (0 for one never seen).
+    pub fn of(&self, via: &str) -> usize {
+        self.by_name
+            .iter()
+            .find(|(n, _)| n == via)
+            .map_or(0, |(_, i)| *i)
+    }
 }
 
 /// The distinct process counts, ascending.
@@ -94,15 +133,20 @@ pub(super) fn draw_line(
 /// Failed runs as crosses in the transport's colour at `y` (the bottom of
 /// the chart): a failure has no figure, but leaving it out would read as
 /// "not run".
-fn mark_failures(c: &mut Ctx<'_>, r: &NpbResult, x: &Axis, y: f64) -> Result<()> {
+fn mark_failures(
+    c: &mut Ctx<'_>,
+    r: &NpbResult,
+    x: &Axis,
+    y: f64,
+    colours: &Colours,
+) -> Result<()> {
     if !has_failures(r) {
         return Ok(());
     }
-    let vias = transports(r);
     // The legend entry is grey: the crosses themselves take the colour of
     // their transport.
     c.draw_series(r.runs.iter().filter(|x| x.error.is_some()).map(|run| {
-        let k = vias.iter().position(|v| *v == run.via).unwrap_or(0);
+        let k = colours.of(&run.via);
         Cross::new((x.t(run.nprocs as f64), y), 6, rgb(k).stroke_width(2))
     }))?
     .label("failed run")
@@ -116,25 +160,30 @@ pub fn has_failures(r: &NpbResult) -> bool {
 }
 
 /// Total Mop/s (best repetition) against the process count, one line per
-/// transport; linear rate axis from zero, so drops read at their true size.
-pub fn mops_vs_processes(r: &NpbResult) -> Result<String> {
+/// transport, log-log: the rates of one kernel span an order of magnitude
+/// and more (18x between np=2 over tcp and np=8 over shm), which a linear
+/// axis from zero crushed into its floor (issue 49); on log axes a drop
+/// reads as the same distance at any rate.
+pub fn mops_vs_processes(r: &NpbResult, colours: &Colours) -> Result<String> {
     let x = process_axis(r);
-    let max = r
-        .runs
-        .iter()
-        .filter_map(|x| x.best_mop_s)
-        .filter(|v| v.is_finite())
-        .fold(0.0, f64::max);
-    let y = Axis::linear("total rate [Mop/s]", 0.0, max, num);
+    let rates = || {
+        r.runs
+            .iter()
+            .filter_map(|x| x.best_mop_s)
+            .filter(|v| v.is_finite() && *v > 0.0)
+    };
+    let lo = rates().fold(f64::MAX, f64::min);
+    let hi = rates().fold(f64::MIN, f64::max);
+    let y = Axis::log("total rate [Mop/s, log2 scale]", lo, hi, 2.0, num);
     frame(&x, &y, |c| {
-        for (k, via) in transports(r).iter().enumerate() {
+        for via in transports(r) {
             let pts = line_of(r, via, |x| x.best_mop_s)
                 .into_iter()
-                .map(|(n, v)| (x.t(n), v))
+                .map(|(n, v)| (x.t(n), y.t(v)))
                 .collect();
-            draw_line(c, pts, rgb(k), via)?;
+            draw_line(c, pts, rgb(colours.of(via)), via)?;
         }
-        mark_failures(c, r, &x, y.lo)
+        mark_failures(c, r, &x, y.t(y.lo), colours)
     })
 }
 
@@ -142,7 +191,7 @@ pub fn mops_vs_processes(r: &NpbResult) -> Result<String> {
 /// processes) as a dashed line: on log-log axes it is the diagonal, and
 /// distance below it is the loss factor. `None` when no run has a speedup
 /// (no one-process run to compare with).
-pub fn speedup_vs_processes(r: &NpbResult) -> Result<Option<String>> {
+pub fn speedup_vs_processes(r: &NpbResult, colours: &Colours) -> Result<Option<String>> {
     let speedups: Vec<f64> = r
         .runs
         .iter()
@@ -183,14 +232,14 @@ pub fn speedup_vs_processes(r: &NpbResult) -> Result<Option<String>> {
                 + PathElement::new(vec![(0, 0), (8, 0)], ideal)
                 + PathElement::new(vec![(13, 0), (22, 0)], ideal)
         });
-        for (k, via) in transports(r).iter().enumerate() {
+        for via in transports(r) {
             let pts = line_of(r, via, |x| x.speedup)
                 .into_iter()
                 .map(|(n, v)| (x.t(n), y.t(v)))
                 .collect();
-            draw_line(c, pts, rgb(k), via)?;
+            draw_line(c, pts, rgb(colours.of(via)), via)?;
         }
-        mark_failures(c, r, &x, y.t(y.lo))
+        mark_failures(c, r, &x, y.t(y.lo), colours)
     })?;
     Ok(Some(svg))
 }
@@ -198,6 +247,24 @@ pub fn speedup_vs_processes(r: &NpbResult) -> Result<Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transport_keeps_its_sweep_colour_in_the_npb_section() {
+        let sweep = |t: &str| {
+            let path = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/tcp-pingpong.json"
+            );
+            let mut r = crate::result::read_result(std::path::Path::new(path)).unwrap();
+            r.transport = t.into();
+            r
+        };
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/npb-mg-S.json");
+        let npb: NpbResult = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        // The fixture runs shm first, then tcp; the sweeps drew unix, tcp.
+        let c = Colours::new(&[sweep("unix"), sweep("tcp"), sweep("tcp")], &[npb]);
+        assert_eq!((c.of("unix"), c.of("tcp"), c.of("shm")), (0, 1, 3));
+    }
 
     #[test]
     fn ratio_ticks_read_as_fractions() {

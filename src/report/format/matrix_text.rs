@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use crate::result::matrix::Pattern;
-use crate::result::matrix::{intra_node, CellFigures, LossyLink, MatrixResult};
+use crate::result::matrix::{intra_node, CellFigures, HostBound, LossyLink, MatrixResult};
 use crate::units::format_bytes;
 
 /// Most nodes whose full matrices are printed.
@@ -106,29 +106,7 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
         .map(|l| lossy_link_line(l, &name))
         .collect();
     if let Some(h) = &a.host_bound {
-        findings.push(format!(
-            "host-bound: cells reach {:.2} of their links' goodput while the hosts' CPUs are {:.0}% busy: \
-             the hosts limit this matrix; {}",
-            h.link_share,
-            100.0 * h.cpu_busy_share,
-            if h.alone_cells > 0 {
-                let alone = h.alone_link_share.unwrap_or(1.0);
-                format!(
-                    "the nodes are judged from {} cells measured alone{}",
-                    h.alone_cells,
-                    if alone < crate::analysis::matrix_host::HOST_BOUND_LINK_SHARE {
-                        format!(
-                            ", which reach {alone:.2} of their links: the host limits even one pair, \
-                             and a link slower by less than that is out of sight"
-                        )
-                    } else {
-                        String::new()
-                    }
-                )
-            } else {
-                "no cell could be measured alone, so no node is judged".to_string()
-            }
-        ));
+        findings.push(host_bound_line(h));
     }
     for sn in &a.slow_nodes {
         findings.push(format!(
@@ -226,6 +204,36 @@ pub fn to_text(r: &MatrixResult, cells: &[CellFigures]) -> String {
         let _ = writeln!(s, "warning: {w}");
     }
     s
+}
+
+/// The host-bound verdict as one line (the terminal's and the HTML's
+/// findings say it in the same words): the rounds reached only part of
+/// their links while the hosts' CPUs were busy, and what the nodes were
+/// judged from instead.
+pub fn host_bound_line(h: &HostBound) -> String {
+    let judged = if h.alone_cells > 0 {
+        let alone = h.alone_link_share.unwrap_or(1.0);
+        format!(
+            "the nodes are judged from {} cells measured alone{}",
+            h.alone_cells,
+            if alone < crate::analysis::matrix_host::HOST_BOUND_LINK_SHARE {
+                format!(
+                    ", which reach {alone:.2} of their links: the host limits even one pair, \
+                     and a link slower by less than that is out of sight"
+                )
+            } else {
+                String::new()
+            }
+        )
+    } else {
+        "no cell could be measured alone, so no node is judged".to_string()
+    };
+    format!(
+        "host-bound: cells reach {:.2} of their links' goodput while the hosts' CPUs are {:.0}% busy: \
+         the hosts limit this matrix; {judged}",
+        h.link_share,
+        100.0 * h.cpu_busy_share,
+    )
 }
 
 /// A lossy link as one line: the cause named with its figure

@@ -11,7 +11,9 @@
 use std::fmt::Write;
 
 use crate::analysis::Analysis;
-use crate::report::summary::{size_or_dash, SummaryRow};
+use crate::report::summary::{
+    latency_share_at_largest, size_or_dash, SummaryRow, LATENCY_BOUND_SHARE,
+};
 use crate::result::SweepResult;
 use crate::units::{format_bits_per_s, format_bytes, format_ns};
 
@@ -286,15 +288,24 @@ pub(super) fn to_change(entries: &[Entry]) -> Option<String> {
              points are noisy{busy})"
         ));
     }
-    let unsaturated: Vec<String> = entries
+    let latency_bound: Vec<String> = entries
         .iter()
-        .filter(|e| e.row.saturation_bytes.is_none() && e.row.points > 0)
-        .map(|e| esc(e.label))
+        .filter_map(|e| {
+            let (bytes, share) = latency_share_at_largest(e.result)?;
+            (share > LATENCY_BOUND_SHARE).then(|| {
+                format!(
+                    "{} (latency {:.0}% of the time at {})",
+                    esc(e.label),
+                    100.0 * share,
+                    format_bytes(bytes)
+                )
+            })
+        })
         .collect();
-    if !unsaturated.is_empty() {
+    if !latency_bound.is_empty() {
         todo.push(format!(
             "measure larger sizes for {}: the largest are still latency-bound",
-            short_list(&unsaturated)
+            short_list(&latency_bound)
         ));
     }
     let far: Vec<String> = entries

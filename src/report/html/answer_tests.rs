@@ -152,3 +152,52 @@ fn warm_cache_peaks_are_marked_against_the_limits() {
     assert!(text.contains("(shm --nocache)"), "{text}");
     assert!(!text.contains("warm cache"), "{text}");
 }
+
+/// The advice to measure larger sizes rests on the latency's share of the
+/// time at the largest size (issue 49's tcp sweep: 8 MiB in 14 ms against
+/// alpha 46 us, a 0.3% share, was told it was "still latency-bound").
+#[test]
+fn larger_sizes_are_advised_from_the_latency_share_at_the_largest() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/tcp-pingpong.json"
+    );
+    let base = crate::result::read_result(std::path::Path::new(path)).unwrap();
+    // alpha 46 us at the smallest size, `largest_ns` at 8 MiB.
+    let sweep = |largest_ns: f64| {
+        let mut r = base.clone();
+        r.points.truncate(2);
+        r.points[0].bytes = 1;
+        r.points[0].median_ns = 46e3;
+        r.points[1].bytes = 8 << 20;
+        r.points[1].median_ns = largest_ns;
+        r
+    };
+    let advice = |r: &SweepResult| {
+        let a = Analysis::of(r);
+        let row = crate::report::summary::summary_row("tcp", r, &a);
+        to_change(&[Entry {
+            label: "tcp",
+            result: r,
+            row: &row,
+        }])
+        .unwrap_or_default()
+    };
+    let saturated = sweep(14e6);
+    assert_eq!(
+        crate::report::summary::latency_share_at_largest(&saturated).map(|(b, s)| (b, s < 0.004)),
+        Some((8 << 20, true))
+    );
+    assert!(
+        !advice(&saturated).contains("larger sizes"),
+        "{}",
+        advice(&saturated)
+    );
+    // 46 us of 100 us at the largest: latency-bound, said with its share.
+    let short = sweep(100e3);
+    let text = advice(&short);
+    assert!(
+        text.contains("measure larger sizes for tcp (latency 46% of the time at 8 MiB)"),
+        "{text}"
+    );
+}

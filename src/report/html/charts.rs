@@ -64,7 +64,7 @@ pub(super) fn charts_section(h: &mut String, all: &[Series]) -> Result<()> {
     if !unsaturated.is_empty() {
         let _ = write!(
             saturation_caption,
-            " Not reached (the largest sizes are still latency-bound) by: {}.",
+            " No saturation point found in the sizes measured for: {}.",
             unsaturated.join(", ")
         );
     }
@@ -203,8 +203,8 @@ fn limit_figures(
             "Throughput against memcpy",
             &svg,
             "Each intra-node transport's throughput as a share of memcpy's at the same size \
-             (points[].limits.memcpy_bits_per_s; the axis fits the curves, a dashed line marks 100% when \
-             reached). Bidirectional results count both directions and can exceed it.",
+             (points[].limits.memcpy_bits_per_s; log scale: the shares span orders of magnitude; a dashed \
+             line marks 100% when reached). Bidirectional results count both directions and can exceed it.",
         );
     }
     if let Some(svg) = limit::c2c_fraction(series)? {
@@ -216,7 +216,7 @@ fn limit_figures(
             "Each intra-node transport's throughput as a share of the core-to-core single copy at the \
              same size (points[].limits.c2c_bits_per_s: one of the two CPUs copying out a message the \
              other has just written, one flag per hand-off; the c2c baseline). No transfer between two \
-             processes on these CPUs can beat it by copying; a dashed line marks 100% when reached. \
+             processes on these CPUs can beat it by copying; log scale; a dashed line marks 100% when reached. \
              A --nocache result (cold buffers, what an application's fresh data sees) is against the \
              cold limit (c2c --nocache: lines in neither core's cache), a warm one against the warm \
              limit; with both, their labels say nocache=true and nocache=false.",

@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use super::machines::{machine_label, run_lines, Book};
 use crate::report::chart::sweep::Series;
 use crate::report::summary::link_where;
 use crate::result::SweepResult;
@@ -239,76 +240,38 @@ fn interval(ci: Option<(f64, f64)>, fmt: fn(f64) -> String) -> String {
         .unwrap_or_default()
 }
 
-/// Each sweep result's entry under "Machines and command lines" (the
-/// section itself is opened by the caller, which adds the NPB results'
-/// too). Each distinct machine is described once, first, with the results
-/// measured on it: a run of a dozen results on one machine once described
-/// it a dozen times. Each result's command line, placement and options
-/// follow, folded.
-pub(super) fn machines<'a>(h: &mut String, results: &[SweepResult], names: &'a [String]) {
-    // (description, role, the results that name it), in first-seen order.
-    let mut seen: Vec<(String, &str, Vec<&str>)> = Vec::new();
-    let mut note = |text: String, role: &'static str, name: &'a str| -> usize {
-        match seen.iter().position(|(t, _, _)| *t == text) {
-            Some(i) => {
-                seen[i].2.push(name);
-                i
-            }
-            None => {
-                seen.push((text, role, vec![name]));
-                seen.len() - 1
-            }
-        }
-    };
-    let mut which: Vec<(usize, Option<usize>)> = Vec::new();
+/// Note each sweep's machines in `book`: its measuring end, and its peer
+/// unless that is the same machine (same kernel, loopback path; files from
+/// before boot ids were recorded can only be judged by host name). Returns
+/// each result's "M1" or "M1 to M2".
+pub(super) fn note_sweeps(
+    book: &mut Book,
+    results: &[SweepResult],
+    names: &[String],
+) -> Vec<String> {
+    let mut on = Vec::new();
     for (r, name) in results.iter().zip(names) {
-        let a = note(machine_text(&r.host), "measuring end (A)", name);
-        // The peer's machine is shown unless it is this one (same kernel,
-        // loopback path); files from before boot ids were recorded can
-        // only be judged by host name.
+        let a = book.note(&r.host, "measuring end (A)", name);
         let b = r.peer_host.as_ref().and_then(|peer| {
             let same =
                 recorded_same_machine(&r.host, peer).unwrap_or(peer.hostname == r.host.hostname);
-            (r.options.peer.is_some() || !same).then(|| note(machine_text(peer), "peer (B)", name))
+            (r.options.peer.is_some() || !same).then(|| book.note(peer, "peer (B)", name))
         });
-        which.push((a, b));
+        on.push(machine_label(a, b));
     }
-    // The first machine in full; the others by what differs from it (a
-    // lab's nodes differ in a host name and an interface or two).
-    let first: Vec<&str> = seen
-        .first()
-        .map(|m| m.0.lines().collect())
-        .unwrap_or_default();
-    for (i, (text, role, who)) in seen.iter().enumerate() {
-        let whose = if who.len() == results.len() && results.len() > 1 {
-            format!("every result's {role}")
-        } else {
-            let mut uniq: Vec<&str> = who.clone();
-            uniq.dedup();
-            format!("{role} of {}", esc(&uniq.join(", ")))
-        };
-        let (class, shown) = if i == 0 {
-            ("machine", text.clone())
-        } else {
-            let differs: Vec<&str> = text.lines().filter(|l| !first.contains(l)).collect();
-            (
-                "machine-diff",
-                format!("as M1, except:\n{}", differs.join("\n")),
-            )
-        };
-        let _ = writeln!(
-            h,
-            "<details{}><summary><b>Machine M{}</b> &middot; {whose}</summary><pre class={class}>{}</pre></details>",
-            if i == 0 { " open" } else { "" },
-            i + 1,
-            esc(&shown)
-        );
-    }
-    for ((r, name), (a, b)) in results.iter().zip(names).zip(which) {
-        let on = match b {
-            Some(b) => format!("M{} to M{}", a + 1, b + 1),
-            None => format!("M{}", a + 1),
-        };
+    on
+}
+
+/// Each sweep result's entry under "Machines and command lines", after the
+/// machines themselves ([`Book::write`]): its command line, placement and
+/// options, folded. `on` is what [`note_sweeps`] returned.
+pub(super) fn sweep_details(
+    h: &mut String,
+    results: &[SweepResult],
+    names: &[String],
+    on: &[String],
+) {
+    for ((r, name), on) in results.iter().zip(names).zip(on) {
         let _ = writeln!(
             h,
             "<details><summary><b>{}</b> &middot; {} ({on}) &middot; started {} &middot; {:.1} s</summary>",
@@ -350,32 +313,12 @@ pub(super) fn machines<'a>(h: &mut String, results: &[SweepResult], names: &'a [
                 esc(&l.limit.formula)
             );
         }
-        if let Some(load) = load_line(&r.host) {
-            let _ = writeln!(h, "<p><b>Load</b> (A): {}</p>", esc(load.trim()));
+        if let Some(run) = run_lines(&r.host) {
+            let _ = writeln!(h, "<p><b>Run</b> (A): {}</p>", esc(&run));
         }
         h.push_str("</details>\n");
     }
 }
-
-/// A machine's description without what changes from run to run (the
-/// load line), so that the results of one machine share one block.
-fn machine_text(host: &crate::sys::Host) -> String {
-    host.describe_text()
-        .lines()
-        .filter(|l| !l.starts_with(LOAD_KEY))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The load line of a machine's description, without its key.
-fn load_line(host: &crate::sys::Host) -> Option<String> {
-    host.describe_text()
-        .lines()
-        .find_map(|l| l.strip_prefix(LOAD_KEY).map(str::to_string))
-}
-
-/// How the load line of [`crate::sys::Host::describe_text`] starts.
-const LOAD_KEY: &str = "load ";
 
 /// Transport settings as `key value, ...` (the peer's under "peer"), so
 /// the line can wrap.
@@ -451,21 +394,27 @@ mod tests {
             "/tests/fixtures/tcp-pingpong.json"
         );
         let mut r = crate::result::read_result(std::path::Path::new(path)).unwrap();
+        // (the result's machines, the machines block).
         let shown = |r: &SweepResult| {
+            let mut book = Book::default();
+            let on = note_sweeps(&mut book, std::slice::from_ref(r), &["x".to_string()]);
             let mut h = String::new();
-            machines(&mut h, std::slice::from_ref(r), &["x".to_string()]);
-            // The result's line names the peer's machine beside its own.
-            h.contains("(M1 to M")
+            book.write(&mut h, 1);
+            (on[0].clone(), h.contains("peer (B)"))
         };
         // The fixture: a local peer, no boot ids (judged by host name).
-        assert!(!shown(&r));
+        assert_eq!(shown(&r), ("M1".into(), false));
         r.host.boot_id = Some("boot-a".into());
         r.peer_host.as_mut().unwrap().boot_id = Some("boot-a".into());
         r.host.path_crosses_interface = Some(false);
-        assert!(!shown(&r));
-        // Same name and kernel, but across an interface: another namespace.
+        assert_eq!(shown(&r), ("M1".into(), false));
+        // Same name and kernel, but across an interface: another namespace
+        // of the same machine, its view listed under M1.
         r.host.path_crosses_interface = Some(true);
-        assert!(shown(&r));
+        assert_eq!(shown(&r), ("M1".into(), true));
+        // Another kernel: another machine.
+        r.peer_host.as_mut().unwrap().boot_id = Some("boot-b".into());
+        assert_eq!(shown(&r), ("M1 to M2".into(), true));
     }
 
     #[test]

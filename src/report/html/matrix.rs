@@ -139,6 +139,13 @@ fn findings(h: &mut String, m: &MatrixResult) {
             esc(line.trim_start_matches("lossy link: "))
         ));
     }
+    if let Some(hb) = &a.host_bound {
+        let line = crate::report::format::matrix_text::host_bound_line(hb);
+        items.push(format!(
+            "<b>Host-bound</b>: {}",
+            esc(line.trim_start_matches("host-bound: "))
+        ));
+    }
     for s in &a.slow_nodes {
         let k = metric(&s.metric);
         items.push(format!(
@@ -233,7 +240,12 @@ fn heatmap(h: &mut String, m: &MatrixFigures, metric: Metric, median: f64, title
             );
         }
     }
-    for c in &m.figures {
+    // The rounds' cells: the analysis judged them. A re-measure (the same
+    // pair again, alone) once was drawn over its round's cell, a grey "not
+    // measured" square hiding a measured 18.4 us (issue 49): it is said in
+    // the round cell's tooltip instead.
+    let again: Vec<&CellFigures> = m.figures.iter().filter(|c| c.is_remeasure()).collect();
+    for c in rounds_cells(m) {
         let (x, y) = (label + c.to * cell, label + c.from * cell);
         // Two processes of one host (`--ppn`): no link, no colour of one.
         let intra = crate::result::matrix::intra_node(&m.nodes, c.from, c.to);
@@ -269,6 +281,16 @@ fn heatmap(h: &mut String, m: &MatrixFigures, metric: Metric, median: f64, title
         if c.cut() {
             tip.push_str(" (cut at its deadline: the trials measured by then)");
         }
+        if let Some(r) = again.iter().find(|r| (r.from, r.to) == (c.from, c.to)) {
+            let v = metric.value(r).map(|v| metric.show(v));
+            let _ = write!(
+                tip,
+                "; measured again alone: {}",
+                v.as_deref()
+                    .or(r.error.as_deref())
+                    .unwrap_or("not measured")
+            );
+        }
         let _ = writeln!(
             h,
             "<rect x={x} y={y} width={cell} height={cell} fill='{fill}' stroke='#fff' stroke-width=0.5><title>{}</title></rect>",
@@ -286,7 +308,7 @@ fn heatmap(h: &mut String, m: &MatrixFigures, metric: Metric, median: f64, title
 fn raster_heatmap(h: &mut String, m: &MatrixFigures, metric: Metric, median: f64, title: &str) {
     let n = m.nodes.len();
     let mut rgb = vec![0xffu8; n * n * 3];
-    for c in m.figures.iter().filter(|c| c.from < n && c.to < n) {
+    for c in rounds_cells(m).filter(|c| c.from < n && c.to < n) {
         let at = 3 * (c.from * n + c.to);
         let px = match metric.value(c) {
             Some(v) => color_rgb(metric.badness(v, median)),
@@ -341,8 +363,14 @@ fn color_rgb(badness: f64) -> [u8; 3] {
     [r as u8, g as u8, b as u8]
 }
 
+/// The cells of the rounds (or steps), without the re-measures: one per
+/// directed pair, what the analysis judged and the maps draw.
+fn rounds_cells(m: &MatrixFigures) -> impl Iterator<Item = &CellFigures> {
+    m.figures.iter().filter(|c| !c.is_remeasure())
+}
+
 fn histogram(h: &mut String, m: &MatrixFigures, metric: Metric, title: &str) {
-    let values: Vec<f64> = m.figures.iter().filter_map(|c| metric.value(c)).collect();
+    let values: Vec<f64> = rounds_cells(m).filter_map(|c| metric.value(c)).collect();
     let desc = match metric {
         Metric::Latency => "latency per cell",
         Metric::Bandwidth => "bandwidth per cell",

@@ -21,6 +21,7 @@ pub mod collective;
 pub mod compare;
 mod details;
 mod hpl;
+mod machines;
 pub mod matrix;
 mod matrix_figures;
 pub mod npb;

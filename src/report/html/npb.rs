@@ -10,8 +10,9 @@ use std::fmt::Write;
 use anyhow::Result;
 
 use super::details::{esc, shell_line};
+use super::machines::{machine_label, run_lines, Book};
 use crate::report::chart::npb::{
-    has_failures, mops_vs_processes, process_counts, speedup_vs_processes, transports,
+    has_failures, mops_vs_processes, process_counts, speedup_vs_processes, transports, Colours,
 };
 use crate::report::chart::sweep::color_hex;
 use crate::result::{NpbResult, NpbRun};
@@ -61,15 +62,21 @@ fn superscripts(text: &str) -> String {
     out
 }
 
-/// One section per NPB result.
-pub(super) fn npb_sections(h: &mut String, results: &[NpbResult], names: &[String]) -> Result<()> {
+/// One section per NPB result, each transport in its colour of the whole
+/// report (`colours`).
+pub(super) fn npb_sections(
+    h: &mut String,
+    results: &[NpbResult],
+    names: &[String],
+    colours: &Colours,
+) -> Result<()> {
     for (i, (r, name)) in results.iter().zip(names).enumerate() {
-        section(h, r, name, &format!("npb{}", i + 1))?;
+        section(h, r, name, &format!("npb{}", i + 1), colours)?;
     }
     Ok(())
 }
 
-fn section(h: &mut String, r: &NpbResult, name: &str, id: &str) -> Result<()> {
+fn section(h: &mut String, r: &NpbResult, name: &str, id: &str, colours: &Colours) -> Result<()> {
     let grid = match crate::report::format::npb_table::problem(r) {
         p if p.is_empty() => p,
         p => format!("{}; ", superscripts(&esc(&p))),
@@ -106,9 +113,9 @@ fn section(h: &mut String, r: &NpbResult, name: &str, id: &str) -> Result<()> {
         "<figure id={id}-mops><h3>Total Mop/s vs processes</h3>\n{}\n<figcaption>Rate of the best \
          verified repetition of each run, all processes together (NPB's Mop/s: the kernel's \
          operation count over the timed section), one line per transport.{failed}</figcaption></figure>\n",
-        mops_vs_processes(r)?.trim()
+        mops_vs_processes(r, colours)?.trim()
     );
-    match speedup_vs_processes(r)? {
+    match speedup_vs_processes(r, colours)? {
         Some(svg) => {
             let _ = write!(
                 h,
@@ -145,7 +152,7 @@ fn section(h: &mut String, r: &NpbResult, name: &str, id: &str) -> Result<()> {
         ),
     ];
     for (title, tip, figure, decimals) in tables {
-        table(h, r, title, tip, figure, decimals);
+        table(h, r, (title, tip), figure, decimals, colours);
     }
     h.push_str("</div>\n");
     runs_list(h, r);
@@ -192,21 +199,71 @@ fn highlights(h: &mut String, r: &NpbResult) {
                 .unwrap_or_default()
         ));
     }
+    let (about_runs, others) = run_warnings(r);
     items.extend(
-        r.warnings
+        others
             .iter()
-            .cloned()
-            .chain(super::npb_verdict::one_process_warning(r))
-            .map(|w| format!("<li class=w>{}</li>", esc(&w))),
+            .map(|w| format!("<li class=w>{}</li>", esc(w))),
     );
     if !items.is_empty() {
         let _ = write!(h, "<ul class=highlights>\n{}\n</ul>\n", items.join("\n"));
+    }
+    warning_groups(h, &about_runs);
+}
+
+/// The result's warnings, split: those about one run ("KERNEL VIA np=N:
+/// ...", as (run, the rest)) and the others, whole.
+fn run_warnings(r: &NpbResult) -> (Vec<(String, String)>, Vec<String>) {
+    let runs: Vec<String> = r
+        .runs
+        .iter()
+        .map(|x| format!("{} {} np={}", r.kernel, x.via, x.nprocs))
+        .collect();
+    let (mut about, mut others) = (Vec::new(), Vec::new());
+    for w in r
+        .warnings
+        .iter()
+        .cloned()
+        .chain(super::npb_verdict::one_process_warning(r))
+    {
+        let run = runs.iter().find_map(|run| {
+            let rest = w.strip_prefix(run.as_str())?.strip_prefix(": ")?;
+            Some((run.clone(), rest.to_string()))
+        });
+        match run {
+            Some(pair) => about.push(pair),
+            None => others.push(w),
+        }
+    }
+    (about, others)
+}
+
+/// The warnings about single runs grouped by kind as the sweep part's
+/// are: a run of every kernel over four transports once printed 64 lines
+/// ("mg tcp np=1: other work kept 1.72 CPUs busy ..."), 4,500 px at 800 px
+/// wide; now one line per kind, the runs named, the texts folded.
+fn warning_groups(h: &mut String, about_runs: &[(String, String)]) {
+    let mut groups = super::warnings::Groups::default();
+    for (run, text) in about_runs {
+        groups.add(run, text);
+    }
+    let mut items = String::new();
+    groups.write(&mut items, "run");
+    if !items.is_empty() {
+        let _ = write!(h, "<ul class=warn>\n{items}</ul>\n");
     }
 }
 
 /// One table: a row per transport (its colour as in the charts), a column
 /// per process count; a failed run says so, with its error as a tooltip.
-fn table(h: &mut String, r: &NpbResult, title: &str, tip: &str, figure: Figure, decimals: usize) {
+fn table(
+    h: &mut String,
+    r: &NpbResult,
+    (title, tip): (&str, &str),
+    figure: Figure,
+    decimals: usize,
+    colours: &Colours,
+) {
     let nps = process_counts(r);
     let _ = write!(
         h,
@@ -217,15 +274,15 @@ fn table(h: &mut String, r: &NpbResult, title: &str, tip: &str, figure: Figure, 
         let _ = write!(h, "<th class=num>np={n}</th>");
     }
     h.push_str("</tr></thead><tbody>\n");
-    for (k, via) in transports(r).iter().enumerate() {
+    for via in transports(r) {
         let _ = write!(
             h,
             "<tr><td class=nw><span class=swatch style=\"background:{}\"></span>{}</td>",
-            color_hex(k),
+            color_hex(colours.of(via)),
             esc(via)
         );
         for &np in &nps {
-            let cell = match r.runs.iter().find(|x| x.via == *via && x.nprocs == np) {
+            let cell = match r.runs.iter().find(|x| x.via == via && x.nprocs == np) {
                 None => String::new(),
                 Some(x) if x.error.is_some() => format!(
                     "<span class=bad title=\"{}\">failed</span>",
@@ -298,12 +355,22 @@ fn runs_list(h: &mut String, r: &NpbResult) {
     h.push_str("</tbody></table></details>\n");
 }
 
-/// Each result's machine and command line, in the same form as a sweep's.
-pub(super) fn npb_machines(h: &mut String, results: &[NpbResult], names: &[String]) {
-    for (r, name) in results.iter().zip(names) {
+/// Note each NPB result's machine in `book`; returns each one's "M1".
+pub(super) fn note_npb(book: &mut Book, results: &[NpbResult], names: &[String]) -> Vec<String> {
+    results
+        .iter()
+        .zip(names)
+        .map(|(r, name)| machine_label(book.note(&r.host, "NAS run", name), None))
+        .collect()
+}
+
+/// Each result's command line and machine, in the same form as a sweep's
+/// (the machine itself is described once, above, by [`Book::write`]).
+pub(super) fn npb_machines(h: &mut String, results: &[NpbResult], names: &[String], on: &[String]) {
+    for ((r, name), on) in results.iter().zip(names).zip(on) {
         let _ = writeln!(
             h,
-            "<details open><summary><b>{}</b> &middot; {} &middot; started {} &middot; {:.1} s</summary>",
+            "<details><summary><b>{}</b> &middot; {} ({on}) &middot; started {} &middot; {:.1} s</summary>",
             esc(name),
             esc(&r.host.hostname),
             esc(&r.started_at),
@@ -314,10 +381,50 @@ pub(super) fn npb_machines(h: &mut String, results: &[NpbResult], names: &[Strin
             "<p><b>Command line</b></p><pre class=cmd>{}</pre>",
             esc(&shell_line(&r.command_line))
         );
-        let _ = writeln!(
-            h,
-            "<p><b>Machine</b></p><pre>{}</pre>\n</details>",
-            esc(r.host.describe_text().trim_end())
+        if let Some(run) = run_lines(&r.host) {
+            let _ = writeln!(h, "<p><b>Run</b>: {}</p>", esc(&run));
+        }
+        h.push_str("</details>\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Warnings about each run of a result group by kind, filed under the
+    /// run they name: twelve "other work kept" warnings make one line.
+    #[test]
+    fn warnings_about_runs_are_grouped_by_kind() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/npb-mg-S.json");
+        let mut r: NpbResult =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let runs: Vec<String> = r
+            .runs
+            .iter()
+            .map(|x| format!("mg {} np={}", x.via, x.nprocs))
+            .collect();
+        for (i, run) in runs.iter().cycle().take(12).enumerate() {
+            // As commands::npb_foreign::warning words it.
+            r.warnings.push(format!(
+                "{run}: other work kept {:.2} CPUs busy during the run (from /proc/stat, less \
+                 wulf's own processes): the machine was not quiet",
+                1.0 + i as f64 / 10.0
+            ));
+        }
+        let mut h = String::new();
+        highlights(&mut h, &r);
+        // The load's warnings: one line; the oversubscription warning,
+        // about no one run, as it was.
+        assert_eq!(h.matches("<li><details>").count(), 1, "{h}");
+        assert!(h.contains("<li class=w>4 processes on 2 CPUs"), "{h}");
+        assert!(
+            h.contains("&middot; 6 runs: mg shm np=1, mg shm np=2, mg shm np=4 and 3 more"),
+            "{h}"
+        );
+        assert!(
+            h.contains("<li><b>mg tcp np=4</b>: other work kept 2.10 CPUs busy"),
+            "{h}"
         );
     }
 }

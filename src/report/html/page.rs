@@ -26,8 +26,9 @@ use anyhow::Result;
 
 use super::answer::{highlights, transport_items};
 use super::charts::charts_section;
-use super::details::{anomalies, esc, machines};
-use super::npb::{npb_labels, npb_machines, npb_sections};
+use super::details::{anomalies, esc, note_sweeps, sweep_details};
+use super::machines::{matrix_details, note_matrices, Book};
+use super::npb::{note_npb, npb_labels, npb_machines, npb_sections};
 use super::study::study_sections;
 use crate::analysis::Analysis;
 use crate::report::chart::sweep::{color_hex, Series};
@@ -103,14 +104,22 @@ pub fn to_html(input: &ReportInput) -> Result<String> {
         charts_section(&mut h, &series)?;
         anomalies(&mut h, &series);
     }
-    npb_sections(&mut h, npb, &npb_names)?;
+    let colours = crate::report::chart::npb::Colours::new(results, npb);
+    npb_sections(&mut h, npb, &npb_names, &colours)?;
     super::collective::collective_sections(&mut h, collectives)?;
     super::hpl::hpl_section(&mut h, hpl)?;
     study_sections(&mut h, studies)?;
     super::matrix::matrix_sections(&mut h, matrices);
     h.push_str("<section id=machines><h2>Machines and command lines</h2>\n");
-    machines(&mut h, results, &names);
-    npb_machines(&mut h, npb, &npb_names);
+    // Every machine once, whichever results ran on it, then each result.
+    let mut book = Book::default();
+    let sweeps_on = note_sweeps(&mut book, results, &names);
+    let npb_on = note_npb(&mut book, npb, &npb_names);
+    let matrices_on = note_matrices(&mut book, matrices);
+    book.write(&mut h, results.len() + npb.len() + matrices.len());
+    sweep_details(&mut h, results, &names, &sweeps_on);
+    npb_machines(&mut h, npb, &npb_names, &npb_on);
+    matrix_details(&mut h, matrices, &matrices_on);
     h.push_str("</section>\n");
     h.push_str(FOOT);
     Ok(h)
@@ -269,7 +278,7 @@ fn summary_table(h: &mut String, rows: &[SummaryRow]) {
     h.push_str("</tbody></table>\n</div>\n");
     h.push_str(
         "<p class=note>Figures from the medians of the kept trials; rates in SI units (1 Mbit/s = 10<sup>6</sup> bit/s). \
-         \"not reached\": the largest sizes measured are still latency-bound. \
+         \"not reached\": no saturation point was found in the sizes measured (whether larger sizes would show more, the answer says from the latency's share of the time at the largest). \
          Rules: see docs/methodology.md, \"Analysis rules\".</p>\n</section>\n",
     );
 }

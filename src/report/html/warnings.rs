@@ -52,20 +52,65 @@ fn kind_of(w: &str) -> (String, String) {
     (key, title)
 }
 
+/// Warnings grouped by kind, in first-seen order.
+#[derive(Default)]
+pub(super) struct Groups {
+    kinds: Vec<Kind>,
+}
+
+impl Groups {
+    /// Add `text`, a warning about `name`, to its kind ([`kind_of`]).
+    pub(super) fn add(&mut self, name: &str, text: &str) {
+        let (key, title) = kind_of(text);
+        self.add_to(key, title, name, text.to_string());
+    }
+
+    /// Add `text` to the kind `key` (titled `title` if it is new).
+    fn add_to(&mut self, key: String, title: String, name: &str, text: String) {
+        match self.kinds.iter_mut().find(|k| k.key == key) {
+            Some(k) => k.items.push((name.to_string(), text)),
+            None => self.kinds.push(Kind {
+                key,
+                title,
+                items: vec![(name.to_string(), text)],
+            }),
+        }
+    }
+
+    /// One `<li>` per kind: its title, how many `noun`s it concerns (the
+    /// first three named), and every text folded under it.
+    pub(super) fn write(&self, items: &mut String, noun: &str) {
+        for k in &self.kinds {
+            let mut who: Vec<&str> = Vec::new();
+            for (name, _) in &k.items {
+                if !who.contains(&name.as_str()) {
+                    who.push(name);
+                }
+            }
+            let shown: Vec<String> = who.iter().take(3).map(|n| esc(n)).collect();
+            let more = match who.len() {
+                0..=3 => String::new(),
+                n => format!(" and {} more", n - 3),
+            };
+            let _ = writeln!(
+                items,
+                "<li><details><summary><b>{}</b> &middot; {} {noun}{}: {}{more}</summary><ul>",
+                k.title,
+                who.len(),
+                if who.len() == 1 { "" } else { "s" },
+                shown.join(", ")
+            );
+            for (name, text) in &k.items {
+                let _ = writeln!(items, "<li><b>{}</b>: {}</li>", esc(name), esc(text));
+            }
+            items.push_str("</ul></details></li>\n");
+        }
+    }
+}
+
 /// The warnings section of `results` (labelled by `names`), if any.
 pub(super) fn warnings(h: &mut String, results: &[SweepResult], names: &[String]) {
-    let mut kinds: Vec<Kind> = Vec::new();
-    let mut add = |key: String, title: String, name: &str, text: String| match kinds
-        .iter_mut()
-        .find(|k| k.key == key)
-    {
-        Some(k) => k.items.push((name.to_string(), text)),
-        None => kinds.push(Kind {
-            key,
-            title,
-            items: vec![(name.to_string(), text)],
-        }),
-    };
+    let mut groups = Groups::default();
     let mut noisy: Vec<(&str, u64, usize)> = Vec::new();
     for (r, name) in results.iter().zip(names) {
         if !r.complete {
@@ -74,7 +119,7 @@ pub(super) fn warnings(h: &mut String, results: &[SweepResult], names: &[String]
                 .as_deref()
                 .map(|w| format!(" ({w})"))
                 .unwrap_or_default();
-            add(
+            groups.add_to(
                 "incomplete".into(),
                 "incomplete run".into(),
                 name,
@@ -87,38 +132,13 @@ pub(super) fn warnings(h: &mut String, results: &[SweepResult], names: &[String]
             if w.contains(NOISY_MARK) {
                 noisy.push((name, r.summary.noisy_points, r.points.len()));
             } else {
-                let (key, title) = kind_of(w);
-                add(key, title, name, w.clone());
+                groups.add(name, w);
             }
         }
     }
     let mut items = String::new();
     noisy_line(&mut items, &mut noisy);
-    for k in &kinds {
-        let mut who: Vec<String> = Vec::new();
-        for (name, _) in &k.items {
-            if !who.contains(name) {
-                who.push(name.clone());
-            }
-        }
-        let shown: Vec<String> = who.iter().take(3).map(|n| esc(n)).collect();
-        let more = match who.len() {
-            0..=3 => String::new(),
-            n => format!(" and {} more", n - 3),
-        };
-        let _ = writeln!(
-            items,
-            "<li><details><summary><b>{}</b> &middot; {} result{}: {}{more}</summary><ul>",
-            k.title,
-            who.len(),
-            if who.len() == 1 { "" } else { "s" },
-            shown.join(", ")
-        );
-        for (name, text) in &k.items {
-            let _ = writeln!(items, "<li><b>{}</b>: {}</li>", esc(name), esc(text));
-        }
-        items.push_str("</ul></details></li>\n");
-    }
+    groups.write(&mut items, "result");
     if !items.is_empty() {
         let _ = write!(
             h,

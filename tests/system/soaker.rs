@@ -86,7 +86,10 @@ fn calibration_is_repeatable(soaker: &Soaker) -> Option<Calibration> {
         }
         previous = next;
     }
-    panic!("three calibrations in a row disagreed: {}", failures.join("; then "));
+    panic!(
+        "three calibrations in a row disagreed: {}",
+        failures.join("; then ")
+    );
 }
 
 #[test]

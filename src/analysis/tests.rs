@@ -386,6 +386,8 @@ fn result_of(
             tails: None,
             limits: None,
             cpu_whole: None,
+            clean_share: None,
+            disturbed_trials: Vec::new(),
         })
         .collect();
     SweepResult {
@@ -434,6 +436,7 @@ fn result_of(
         conditions: None,
         sizes_left_out: None,
         setup_s: None,
+        wake_up: None,
     }
 }
 

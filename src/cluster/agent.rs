@@ -546,6 +546,8 @@ fn cell_spec(
         whole: None,
         peer_loads: Vec::new(),
         deadline: None,
+        loaded: false,
+        wake_probe: false,
     }
 }
 

@@ -56,6 +56,7 @@ pub fn measure_sweep(
                 } else {
                     Vec::new()
                 },
+                loaded: !loads.is_empty(),
                 ..spec.clone()
             };
             // With the soakers: what they change, measured first, under

@@ -171,6 +171,8 @@ pub fn sweep_spec(
         whole: None,
         peer_loads: Vec::new(),
         deadline: None,
+        loaded: false,
+        wake_probe: false,
     })
 }
 

@@ -131,6 +131,8 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             let peer = args.peer.clone().filter(|_| !t.starts_both_ends());
             let mut spec = super::sweep_spec(&ctx, &measure, name, t.default_mode(), share, peer)?;
             spec.whole = whole.as_ref().and_then(|w| w.whole.clone());
+            // A blocking sweep's smallest size probed with spinning ends.
+            spec.wake_probe = true;
             let pb = super::progress_bar(spec.sizes.len() as u64, measure.quiet, name);
             let outcome = run_sweep(&ctx, &spec, &mut |p| {
                 pb.set_message(format_bytes(p.bytes));

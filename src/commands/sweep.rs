@@ -37,7 +37,7 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
         return super::lab_relay(code);
     }
     super::spread_in_lab(&mut ctx, args.in_lab)?;
-    let spec = super::sweep_spec(
+    let mut spec = super::sweep_spec(
         &ctx,
         &args.measure,
         &args.transport,
@@ -47,6 +47,8 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
         args.budget,
         args.peer.clone(),
     )?;
+    // A blocking sweep's smallest size probed with spinning ends (issue 44).
+    spec.wake_probe = true;
     // Calibrated before any peer starts (the machine must be idle).
     let mut prepared = super::conditions::Prepared::from_args(&args.conditions)?;
     prepared.load_peer = args.load_peer;

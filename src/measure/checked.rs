@@ -24,7 +24,7 @@ use std::io;
 use super::loops::{BlockMeasure, Pools, CLIENT_TO_SERVER, SERVER_TO_CLIENT};
 use crate::message::pattern::pattern_byte;
 use crate::result::Mode;
-use crate::sys::thread_cpu_time;
+use crate::sys::{run_delay_since, thread_cpu_time, thread_run_delay_ns};
 use crate::transport::Endpoint;
 
 /// Leading bytes of a message that carry its operation number.
@@ -119,6 +119,7 @@ pub fn client_timed(
 ) -> io::Result<(BlockMeasure, Option<io::Error>)> {
     let Pools { tx, rx, checked } = pools;
     let mut mismatch = None;
+    let delay0 = thread_run_delay_ns();
     let cpu0 = thread_cpu_time();
     let t0 = std::time::Instant::now();
     for op in 0..repeats {
@@ -147,7 +148,13 @@ pub fn client_timed(
     }
     let elapsed_ns = t0.elapsed().as_nanos() as u64;
     let cpu = thread_cpu_time().since(cpu0);
-    Ok((BlockMeasure { elapsed_ns, cpu }, mismatch))
+    let run_delay_ns = run_delay_since(delay0);
+    let m = BlockMeasure {
+        elapsed_ns,
+        cpu,
+        run_delay_ns,
+    };
+    Ok((m, mismatch))
 }
 
 /// The peer's timed part of a checked block (its stream go, if any, was

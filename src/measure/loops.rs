@@ -4,7 +4,9 @@
 //! with one untimed "primer" operation, so the measuring side's clock starts
 //! only once the peer is known to be in its loop (the control message that
 //! announced the block is not inside the timed interval). CPU time is read
-//! with getrusage(RUSAGE_THREAD) just outside the timed interval.
+//! with getrusage(RUSAGE_THREAD) just outside the timed interval, and so is
+//! the thread's run delay (`sys::thread_run_delay_ns`: one pread of a file
+//! the thread opened once), which tells a block its end was preempted.
 //!
 //! In stream mode each call hands the endpoint up to its
 //! `stream_window()` messages from one buffer (MPI keeps that many
@@ -24,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::message::buffers::BufferPool;
 use crate::message::pattern::{check, fill};
 use crate::result::Mode;
-use crate::sys::{thread_cpu_time, CpuTime};
+use crate::sys::{run_delay_since, thread_cpu_time, thread_run_delay_ns, CpuTime};
 use crate::transport::Endpoint;
 
 /// What a block does.
@@ -91,6 +93,9 @@ pub struct BlockMeasure {
     pub elapsed_ns: u64,
     /// CPU time of this thread during the timed part.
     pub cpu: CpuTime,
+    /// How long this thread waited for a CPU during the timed part, ns
+    /// (schedstat's run delay; None where the kernel does not keep it).
+    pub run_delay_ns: Option<u64>,
 }
 
 /// Direction tags for the integrity pattern.
@@ -124,6 +129,7 @@ pub fn client_block(
     }
     let Pools { tx, rx, .. } = pools;
     let mut mismatch: Option<io::Error> = None;
+    let delay0 = thread_run_delay_ns();
     let cpu0 = thread_cpu_time();
     let t0 = Instant::now();
     match (kind, mode) {
@@ -181,13 +187,18 @@ pub fn client_block(
     }
     let elapsed_ns = t0.elapsed().as_nanos() as u64;
     let cpu = thread_cpu_time().since(cpu0);
+    let run_delay_ns = run_delay_since(delay0);
     // Untimed: the last sends of a channel that does not wait for its
     // acknowledgements are settled before the ends turn to the control
     // connection (where neither would answer a resend).
     ep.flush()?;
     match mismatch {
         Some(e) => Err(e),
-        None => Ok(BlockMeasure { elapsed_ns, cpu }),
+        None => Ok(BlockMeasure {
+            elapsed_ns,
+            cpu,
+            run_delay_ns,
+        }),
     }
 }
 
@@ -217,6 +228,7 @@ pub fn server_block(
         Mode::Bidir => ep.exchange(tx.next_buf(), rx.next_buf())?,
     }
     let mut mismatch: Option<io::Error> = None;
+    let delay0 = thread_run_delay_ns();
     let cpu0 = thread_cpu_time();
     let t0 = Instant::now();
     if mode == Mode::Stream {
@@ -277,13 +289,18 @@ pub fn server_block(
     }
     let elapsed_ns = t0.elapsed().as_nanos() as u64;
     let cpu = thread_cpu_time().since(cpu0);
+    let run_delay_ns = run_delay_since(delay0);
     // Untimed: the last sends of a channel that does not wait for its
     // acknowledgements are settled before the ends turn to the control
     // connection (where neither would answer a resend).
     ep.flush()?;
     match mismatch {
         Some(e) => Err(e),
-        None => Ok(BlockMeasure { elapsed_ns, cpu }),
+        None => Ok(BlockMeasure {
+            elapsed_ns,
+            cpu,
+            run_delay_ns,
+        }),
     }
 }
 

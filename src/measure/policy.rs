@@ -18,6 +18,18 @@
 //!    `max_trials`. A point stopped before its interval was
 //!    narrow enough is marked **noisy**.
 //!
+//! 4. **Clean blocks**: a block whose ends waited for a CPU (their run
+//!    delay, see [`crate::sys::thread_run_delay_ns`]) for
+//!    [`DISTURBED_SHARE`] of its timed part or more is *disturbed*: it
+//!    measured the machine's other work as much as the transport. It is
+//!    kept, flagged, and the point's convergence and headline figures come
+//!    from the clean blocks, so a point with disturbed blocks goes on
+//!    measuring (up to [`REMEASURE_SHARES`] times its budget) until its
+//!    clean ones converge. With fewer than [`MIN_CLEAN_TRIALS`] clean
+//!    blocks the figures come from every block and the point is marked
+//!    noisy; under a load the user asked for ([`PointPlan::loaded`]) every
+//!    block is the headline.
+//!
 //! The engine hands each point its least work and an even part of what the
 //! sizes to come leave of the remaining budget (`sweep::link_fit`), so time
 //! a small size saves by converging quickly goes to the larger sizes.
@@ -30,6 +42,34 @@ use crate::stats::Summary;
 /// whose order statistics give a real 95% interval of the median, and the
 /// drop-out analysis needs real intervals to avoid false alarms.
 pub const MIN_TRIALS_ON_BUDGET: usize = 6;
+
+/// The share of a block's timed part its ends may wait for a CPU,
+/// together, before the block counts as disturbed. 5%: a block at 5%
+/// run delay is slower by 5% at most, inside the default precision's
+/// reach, while one preemption by a neighbour (a scheduler slice, 1 to
+/// 4 ms) in a block of the default 50 us to 50 ms is 2% to 8,000%.
+pub const DISTURBED_SHARE: f64 = 0.05;
+
+/// Fewest clean trials a point's headline figures come from; with fewer
+/// they come from every trial and the point is marked noisy.
+pub const MIN_CLEAN_TRIALS: usize = 3;
+
+/// How many times its budget a point with disturbed blocks may spend
+/// re-measuring until it has [`MIN_TRIALS_ON_BUDGET`] clean trials (the
+/// sweep's deadline still cuts it).
+pub const REMEASURE_SHARES: u64 = 2;
+
+/// Trials after which a point whose every block so far was disturbed
+/// shortens its blocks: a block longer than the neighbours' time slices
+/// (1-4 ms) is never clean on a CPU they share.
+pub const SHORTEN_AFTER_TRIALS: usize = 3;
+
+/// The shortest block a point shortens to, ns: the default's shortest
+/// trial target, long against the clock's cost (tens of ns).
+pub const SHORTEST_BLOCK_NS: u64 = 50_000;
+
+/// How many times shorter each shortening makes the blocks.
+const SHORTEN_FACTOR: u64 = 4;
 
 /// How one point is to be measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -47,6 +87,9 @@ pub struct PointPlan {
     pub trial_target_ns: u64,
     /// Largest repeat count allowed (the previous size's count).
     pub max_repeats: u64,
+    /// Measured under a load the user asked for (`--load`): every block,
+    /// disturbed or not, is the headline.
+    pub loaded: bool,
 }
 
 /// One block as the runner measured it.
@@ -63,6 +106,22 @@ pub struct BlockTiming {
     pub client_cpu_ns: (u64, u64),
     /// Peer CPU (user, sys) ns during the timed part.
     pub server_cpu_ns: (u64, u64),
+    /// How long the measuring end waited for a CPU during the timed
+    /// part, ns (None: not known).
+    pub client_run_delay_ns: Option<u64>,
+    /// How long the peer waited for a CPU during the timed part, ns
+    /// (None: not known, counted as none).
+    pub server_run_delay_ns: Option<u64>,
+}
+
+impl BlockTiming {
+    /// Whether the block's ends waited for a CPU for [`DISTURBED_SHARE`]
+    /// of its timed part or more; None when the measuring end's wait is
+    /// not known.
+    pub fn disturbed(&self) -> Option<bool> {
+        let delay = self.client_run_delay_ns? + self.server_run_delay_ns.unwrap_or(0);
+        Some(delay as f64 >= DISTURBED_SHARE * self.timed_ns.max(1) as f64)
+    }
 }
 
 /// Something that can run a block of `repeats` operations of `bytes`.
@@ -72,7 +131,7 @@ pub trait BlockRunner {
 }
 
 /// The outcome of measuring one point.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct PointOutcome {
     /// Kept per-operation times, in order.
     pub trials_ns: Vec<f64>,
@@ -84,12 +143,74 @@ pub struct PointOutcome {
     pub noisy: bool,
     /// Stopped early because the user interrupted.
     pub interrupted: bool,
-    /// Summed measuring side CPU (user, sys) ns over kept trials.
+    /// Summed measuring side CPU (user, sys) ns over the headline's
+    /// trials ([`PointOutcome::headline_ns`]).
     pub client_cpu_ns: (u64, u64),
-    /// Summed peer CPU (user, sys) ns over kept trials.
+    /// Summed peer CPU (user, sys) ns over the headline's trials.
     pub server_cpu_ns: (u64, u64),
     /// Wall time spent on the point, ns.
     pub wall_ns: u64,
+    /// Per kept trial, whether its block was disturbed.
+    pub disturbed: Vec<bool>,
+    /// Whether every kept block's run delay was known (false: `disturbed`
+    /// is all false and says nothing).
+    pub delay_known: bool,
+    /// Whether the headline figures are from the clean trials alone.
+    pub headline_clean: bool,
+}
+
+impl PointOutcome {
+    /// The trials the point's figures come from: the clean ones, or every
+    /// one (under a load, or with too few clean ones).
+    pub fn headline_ns(&self) -> Vec<f64> {
+        if !self.headline_clean {
+            return self.trials_ns.clone();
+        }
+        self.trials_ns
+            .iter()
+            .zip(&self.disturbed)
+            .filter(|(_, &d)| !d)
+            .map(|(&t, _)| t)
+            .collect()
+    }
+
+    /// The share of kept trials whose blocks were clean, when known.
+    pub fn clean_share(&self) -> Option<f64> {
+        let n = self.trials_ns.len();
+        (self.delay_known && n > 0).then(|| {
+            let clean = self.disturbed.iter().filter(|&&d| !d).count();
+            clean as f64 / n as f64
+        })
+    }
+}
+
+/// A point's trials before its blocks were shortened.
+struct Shortened {
+    trials_ns: Vec<f64>,
+    repeats: u64,
+    sums: CpuSums,
+}
+
+/// CPU times summed over blocks: every one and the clean ones.
+#[derive(Default)]
+struct CpuSums {
+    all: [(u64, u64); 2],
+    clean: [(u64, u64); 2],
+}
+
+impl CpuSums {
+    fn add(&mut self, t: &BlockTiming, clean: bool) {
+        let add = |s: &mut [(u64, u64); 2]| {
+            s[0].0 += t.client_cpu_ns.0;
+            s[0].1 += t.client_cpu_ns.1;
+            s[1].0 += t.server_cpu_ns.0;
+            s[1].1 += t.server_cpu_ns.1;
+        };
+        add(&mut self.all);
+        if clean {
+            add(&mut self.clean);
+        }
+    }
 }
 
 /// Measure one point according to `plan`. `stop` is polled between blocks.
@@ -113,7 +234,12 @@ pub fn measure_point(
     let second = runner.run(bytes, r1)?;
     spent_ns += second.wall_ns;
     let r2 = repeats_for(plan.trial_target_ns, second.timed_ns, r1);
-    let repeats = r1.max(r2).min(cap);
+    let mut repeats = r1.max(r2).min(cap);
+    // The calibration's time per operation (the faster estimate): what
+    // a shortened block is sized on, since a disturbed block's is not.
+    let op_est_ns = (first.timed_ns as f64)
+        .min(second.timed_ns as f64 / r1 as f64)
+        .max(1.0);
     let warmup_trials = 2;
 
     let mut out = PointOutcome {
@@ -125,38 +251,124 @@ pub fn measure_point(
         client_cpu_ns: (0, 0),
         server_cpu_ns: (0, 0),
         wall_ns: 0,
+        disturbed: Vec::with_capacity(min_trials * 4),
+        delay_known: true,
+        headline_clean: false,
     };
+    // The clean trials, which converge and make the headline (every
+    // trial under a load or where the run delay is not known).
+    let mut clean: Vec<f64> = Vec::with_capacity(min_trials * 4);
+    let mut sums = CpuSums::default();
+    // The disturbed blocks of the last shortening.
+    let mut set_aside: Option<Shortened> = None;
     let mut next_check = min_trials;
     loop {
         if stop() {
             out.interrupted = true;
+            if let (true, Some(b)) = (out.trials_ns.is_empty(), set_aside.take()) {
+                // Stopped right after shortening: the disturbed blocks
+                // are all it has (no figure from them is clean).
+                out.warmup_trials -= b.trials_ns.len() as u64;
+                out.disturbed = vec![true; b.trials_ns.len()];
+                out.trials_ns = b.trials_ns;
+                out.repeats = b.repeats;
+                sums = b.sums;
+            }
             break;
         }
         let t = runner.run(bytes, repeats)?;
         spent_ns += t.wall_ns;
+        let disturbed = t.disturbed();
+        out.delay_known &= disturbed.is_some();
+        let disturbed = disturbed.unwrap_or(false);
         out.trials_ns.push(t.op_ns);
-        out.client_cpu_ns.0 += t.client_cpu_ns.0;
-        out.client_cpu_ns.1 += t.client_cpu_ns.1;
-        out.server_cpu_ns.0 += t.server_cpu_ns.0;
-        out.server_cpu_ns.1 += t.server_cpu_ns.1;
-        let n = out.trials_ns.len();
+        out.disturbed.push(disturbed);
+        sums.add(&t, !disturbed);
+        if !disturbed {
+            clean.push(t.op_ns);
+        }
+        if let Some(r) = shorter_blocks(plan, &out, op_est_ns) {
+            // Its blocks so far count as warm-up: the point starts again
+            // with blocks that fit between the neighbours' slices. They
+            // are kept aside in case it is stopped before any new one.
+            out.warmup_trials += out.trials_ns.len() as u64;
+            let before = Shortened {
+                trials_ns: std::mem::take(&mut out.trials_ns),
+                repeats: out.repeats,
+                sums: std::mem::take(&mut sums),
+            };
+            set_aside = Some(before);
+            out.disturbed.clear();
+            clean.clear();
+            next_check = min_trials;
+            out.repeats = r;
+            repeats = r;
+            continue;
+        }
+        let judged = judged_trials(plan, &out, &clean);
+        let n = judged.len();
         // Checking sorts the trials; do it at every trial early on, then
         // whenever the count has grown by a tenth, so a point with
         // thousands of trials does not spend its budget on statistics.
         if n >= min_trials && n >= next_check {
             next_check = n + (n / 10).max(1);
-            if converged(&out.trials_ns, plan.precision) {
+            if converged(judged, plan.precision) {
                 out.noisy = false;
                 break;
             }
         }
-        if n >= plan.max_trials || (n >= MIN_TRIALS_ON_BUDGET && spent_ns >= plan.budget_ns) {
-            out.noisy = !converged(&out.trials_ns, plan.precision);
+        let all = out.trials_ns.len();
+        // Disturbed blocks are measured again while the point's extra
+        // shares last: its budget ends it once it has enough clean ones.
+        let budget_spent = spent_ns >= plan.budget_ns
+            && (n >= MIN_TRIALS_ON_BUDGET
+                || spent_ns >= plan.budget_ns.saturating_mul(REMEASURE_SHARES));
+        if all >= plan.max_trials || (all >= MIN_TRIALS_ON_BUDGET && budget_spent) {
+            out.noisy = !converged(judged, plan.precision);
             break;
         }
     }
     out.wall_ns = spent_ns;
+    let clean_enough = clean.len() >= MIN_CLEAN_TRIALS;
+    out.headline_clean = !plan.loaded && out.delay_known && clean_enough;
+    if !plan.loaded && out.delay_known && !clean_enough {
+        // Said in the result: every figure is from disturbed blocks.
+        out.noisy = true;
+    }
+    let s = if out.headline_clean {
+        &sums.clean
+    } else {
+        &sums.all
+    };
+    (out.client_cpu_ns, out.server_cpu_ns) = (s[0], s[1]);
     Ok(out)
+}
+
+/// The shorter repeat count a point measured so far as `out` starts
+/// again with, if any: when its first [`SHORTEN_AFTER_TRIALS`] blocks were
+/// all disturbed (not under a load asked for), a [`SHORTEN_FACTOR`]th,
+/// never shorter than [`SHORTEST_BLOCK_NS`] at the calibration's
+/// `op_ns` per operation.
+fn shorter_blocks(plan: &PointPlan, out: &PointOutcome, op_ns: f64) -> Option<u64> {
+    let all_disturbed = out.trials_ns.len() == SHORTEN_AFTER_TRIALS
+        && out.delay_known
+        && out.disturbed.iter().all(|&d| d);
+    if plan.loaded || !all_disturbed {
+        return None;
+    }
+    let least = (SHORTEST_BLOCK_NS as f64 / op_ns).ceil() as u64;
+    let r = (out.repeats / SHORTEN_FACTOR).max(least).max(1);
+    (r < out.repeats).then_some(r)
+}
+
+/// The trials a point converges on: the clean ones, or every one under a
+/// load or where the run delay is not known.
+fn judged_trials<'a>(plan: &PointPlan, out: &'a PointOutcome, clean: &'a [f64]) -> &'a [f64] {
+    if plan.loaded || !out.delay_known {
+        &out.trials_ns
+    } else {
+        clean
+    }
 }
 
 /// Whether the median's 95% interval of `trials` is within `precision`.
@@ -185,6 +397,19 @@ mod tests {
         op_ns: f64,
         noise: Box<dyn FnMut(usize) -> f64>,
         calls: Vec<u64>,
+        /// The run delay of block i as a share of its timed part.
+        delay_share: Box<dyn Fn(usize) -> Option<f64>>,
+    }
+
+    impl Mock {
+        fn new(op_ns: f64, noise: impl FnMut(usize) -> f64 + 'static) -> Mock {
+            Mock {
+                op_ns,
+                noise: Box::new(noise),
+                calls: vec![],
+                delay_share: Box::new(|_| Some(0.0)),
+            }
+        }
     }
 
     impl BlockRunner for Mock {
@@ -199,6 +424,8 @@ mod tests {
                 wall_ns: timed + 1000,
                 client_cpu_ns: (10, 5),
                 server_cpu_ns: (20, 7),
+                client_run_delay_ns: (self.delay_share)(i).map(|d| (d * timed as f64) as u64),
+                server_run_delay_ns: None,
             })
         }
     }
@@ -211,6 +438,7 @@ mod tests {
             max_trials: 1000,
             trial_target_ns: 1_000_000,
             max_repeats: u64::MAX,
+            loaded: false,
         }
     }
 
@@ -220,11 +448,7 @@ mod tests {
 
     #[test]
     fn quiet_transport_converges_at_min_trials() {
-        let mut m = Mock {
-            op_ns: 1000.0,
-            noise: Box::new(|_| 0.0),
-            calls: vec![],
-        };
+        let mut m = Mock::new(1000.0, |_| 0.0);
         let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
         assert_eq!(o.trials_ns.len(), 10);
         assert_eq!(o.repeats, 1000, "1 ms target / 1 us per op");
@@ -237,11 +461,7 @@ mod tests {
 
     #[test]
     fn noisy_transport_is_stopped_by_budget_and_flagged() {
-        let mut m = Mock {
-            op_ns: 1000.0,
-            noise: Box::new(|i| if i % 2 == 0 { 0.5 } else { -0.4 }),
-            calls: vec![],
-        };
+        let mut m = Mock::new(1000.0, |i| if i % 2 == 0 { 0.5 } else { -0.4 });
         let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
         assert!(o.noisy);
         assert!(o.wall_ns >= plan().budget_ns);
@@ -255,11 +475,7 @@ mod tests {
 
     #[test]
     fn repeats_never_exceed_the_cap() {
-        let mut m = Mock {
-            op_ns: 10.0,
-            noise: Box::new(|_| 0.0),
-            calls: vec![],
-        };
+        let mut m = Mock::new(10.0, |_| 0.0);
         let p = PointPlan {
             max_repeats: 37,
             ..plan()
@@ -271,11 +487,7 @@ mod tests {
 
     #[test]
     fn slow_operations_use_one_repeat() {
-        let mut m = Mock {
-            op_ns: 5e6,
-            noise: Box::new(|_| 0.0),
-            calls: vec![],
-        };
+        let mut m = Mock::new(5e6, |_| 0.0);
         let o = measure_point(&mut m, 8 << 20, &plan(), &never).unwrap();
         assert_eq!(o.repeats, 1);
         assert!(!o.noisy);
@@ -283,14 +495,160 @@ mod tests {
 
     #[test]
     fn interruption_stops_between_trials() {
-        let mut m = Mock {
-            op_ns: 1000.0,
-            noise: Box::new(|_| 0.0),
-            calls: vec![],
-        };
+        let mut m = Mock::new(1000.0, |_| 0.0);
         let o = measure_point(&mut m, 8, &plan(), &|| true).unwrap();
         assert!(o.interrupted);
         assert!(o.trials_ns.is_empty());
+    }
+
+    /// Every third block preempted for half its length: 2 ms blocks
+    /// where the clean ones take 1 ms.
+    fn preempted() -> Mock {
+        let mut m = Mock::new(1000.0, |i| if i % 3 == 2 { 1.0 } else { 0.0 });
+        m.delay_share = Box::new(|i| Some(if i % 3 == 2 { 0.5 } else { 0.0 }));
+        m
+    }
+
+    #[test]
+    fn disturbed_blocks_are_kept_flagged_and_left_out_of_the_headline() {
+        let mut m = preempted();
+        let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
+        assert!(!o.noisy, "the clean blocks converge");
+        assert!(o.headline_clean);
+        let clean = o.headline_ns();
+        assert!(clean.len() >= 10, "{}", clean.len());
+        assert!(clean.iter().all(|&t| t == 1000.0));
+        // The disturbed ones stay, flagged.
+        assert_eq!(o.trials_ns.len(), o.disturbed.len());
+        let flagged: Vec<f64> = (0..o.trials_ns.len())
+            .filter(|&i| o.disturbed[i])
+            .map(|i| o.trials_ns[i])
+            .collect();
+        assert!(!flagged.is_empty() && flagged.iter().all(|&t| t == 2000.0));
+        let share = o.clean_share().unwrap();
+        assert!((0.5..1.0).contains(&share), "{share}");
+        // The CPU sums are the clean blocks'.
+        assert_eq!(
+            o.client_cpu_ns,
+            (10 * clean.len() as u64, 5 * clean.len() as u64)
+        );
+    }
+
+    #[test]
+    fn under_a_load_asked_for_every_block_is_the_headline() {
+        let mut m = preempted();
+        let p = PointPlan {
+            loaded: true,
+            ..plan()
+        };
+        let o = measure_point(&mut m, 8, &p, &never).unwrap();
+        assert!(!o.headline_clean);
+        assert_eq!(o.headline_ns(), o.trials_ns);
+        assert!(o.clean_share().unwrap() < 1.0);
+    }
+
+    #[test]
+    fn a_point_with_every_block_disturbed_is_marked_and_bounded() {
+        let mut m = Mock::new(1000.0, |_| 0.0);
+        m.delay_share = Box::new(|_| Some(0.2));
+        let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
+        assert!(o.noisy && !o.headline_clean);
+        assert_eq!(o.clean_share(), Some(0.0));
+        assert_eq!(o.headline_ns().len(), o.trials_ns.len());
+        // Its blocks were shortened to the shortest, and re-measuring
+        // stopped at its trial cap or its extra shares of the budget.
+        assert_eq!(o.repeats, 50);
+        let most = plan().budget_ns * REMEASURE_SHARES + 2_000_000;
+        let capped = o.trials_ns.len() == plan().max_trials;
+        assert!(capped || o.wall_ns >= plan().budget_ns, "{}", o.wall_ns);
+        assert!(o.wall_ns <= most, "{}", o.wall_ns);
+    }
+
+    /// A neighbour's slice every 2 ms: a block of 2 ms or more is always
+    /// disturbed, shorter ones mostly not.
+    #[test]
+    fn blocks_longer_than_the_neighbours_slices_are_shortened() {
+        struct Sliced {
+            calls: Vec<u64>,
+        }
+        impl BlockRunner for Sliced {
+            fn run(&mut self, _bytes: u64, repeats: u64) -> Result<BlockTiming> {
+                self.calls.push(repeats);
+                let timed = 1000 * repeats;
+                let hit = timed >= 2_000_000 || self.calls.len().is_multiple_of(5);
+                Ok(BlockTiming {
+                    op_ns: if hit { 1500.0 } else { 1000.0 },
+                    timed_ns: timed,
+                    wall_ns: timed,
+                    client_run_delay_ns: Some(if hit { timed / 3 } else { 0 }),
+                    ..BlockTiming::default()
+                })
+            }
+        }
+        let p = PointPlan {
+            trial_target_ns: 10_000_000,
+            ..plan()
+        };
+        let mut m = Sliced { calls: vec![] };
+        let o = measure_point(&mut m, 8, &p, &never).unwrap();
+        // 10,000 operations of 10 ms, then 2,500, then 625 (0.6 ms).
+        assert_eq!(o.repeats, 625);
+        assert_eq!(o.warmup_trials, 2 + 2 * SHORTEN_AFTER_TRIALS as u64);
+        assert!(o.headline_clean && !o.noisy);
+        assert!(o.headline_ns().iter().all(|&t| t == 1000.0));
+        // Stopped right after a shortening, it keeps the disturbed blocks.
+        let asked = std::cell::Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            asked.get() > SHORTEN_AFTER_TRIALS
+        };
+        let o = measure_point(&mut Sliced { calls: vec![] }, 8, &p, &stop).unwrap();
+        assert!(o.interrupted && o.noisy && !o.headline_clean);
+        assert_eq!(
+            (o.trials_ns.len(), o.repeats, o.warmup_trials),
+            (3, 10_000, 2)
+        );
+        assert_eq!(o.clean_share(), Some(0.0));
+        // Never shorter than the shortest block.
+        let seen = PointOutcome {
+            trials_ns: vec![1.0; 3],
+            repeats: 60,
+            disturbed: vec![true; 3],
+            delay_known: true,
+            ..PointOutcome::default()
+        };
+        assert_eq!(shorter_blocks(&p, &seen, 1000.0), Some(50));
+        // Sized on the calibration, not on a disturbed block's time.
+        assert_eq!(shorter_blocks(&p, &seen, 100.0), None);
+        let at_least = PointOutcome {
+            repeats: 50,
+            ..seen.clone()
+        };
+        assert_eq!(shorter_blocks(&p, &at_least, 1000.0), None);
+    }
+
+    #[test]
+    fn an_unknown_run_delay_judges_every_block() {
+        let mut m = Mock::new(1000.0, |_| 0.0);
+        m.delay_share = Box::new(|_| None);
+        let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
+        assert!(!o.noisy && !o.headline_clean && !o.delay_known);
+        assert_eq!(o.clean_share(), None);
+    }
+
+    #[test]
+    fn the_share_that_disturbs_a_block() {
+        let b = |client, server| BlockTiming {
+            timed_ns: 1_000_000,
+            client_run_delay_ns: client,
+            server_run_delay_ns: server,
+            ..BlockTiming::default()
+        };
+        assert_eq!(b(None, Some(900_000)).disturbed(), None);
+        assert_eq!(b(Some(49_000), None).disturbed(), Some(false));
+        assert_eq!(b(Some(50_000), None).disturbed(), Some(true));
+        // Both ends' waits add up.
+        assert_eq!(b(Some(30_000), Some(30_000)).disturbed(), Some(true));
     }
 
     #[test]

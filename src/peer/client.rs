@@ -42,6 +42,9 @@ pub struct PeerBlock {
     pub sys_ns: u64,
     /// Peer's own timing of the block, ns.
     pub elapsed_ns: u64,
+    /// How long the peer's thread waited for a CPU in the block, ns
+    /// (None: its kernel does not keep it).
+    pub run_delay_ns: Option<u64>,
 }
 
 /// Resolve `HOST[:PORT]` (IPv6 literals in brackets) to a socket address.
@@ -145,10 +148,12 @@ impl PeerSession {
                 user_ns,
                 sys_ns,
                 elapsed_ns,
+                run_delay_ns,
             } => Ok(PeerBlock {
                 user_ns,
                 sys_ns,
                 elapsed_ns,
+                run_delay_ns,
             }),
             Reply::Error { message } => Err(anyhow::anyhow!("peer: {message}")),
             other => Err(unexpected(self.addr, other)),

@@ -30,7 +30,9 @@ use crate::transport::ChannelOptions;
 /// (`--load-peer`), all used only when the client asks for a load.
 /// 5: `Auth.sink`, `Reply::Sink` and `Reply::SinkDone` (`--load network`
 /// with `--peer`: a sink session instead of a test).
-pub const PROTOCOL_VERSION: u32 = 5;
+/// 6: `Reply::Done.run_delay_ns` (the server's end of a block was kept
+/// off its CPU so long: the sweep's clean blocks).
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Longest control line accepted, in bytes (the server's replies carry a
 /// whole machine fingerprint).
@@ -182,6 +184,11 @@ pub enum Reply {
         sys_ns: u64,
         /// Server-side time of the timed part (streaming receiver), ns.
         elapsed_ns: u64,
+        /// How long the server's thread waited for a CPU during the timed
+        /// part, ns (schedstat's run delay; absent where its kernel does
+        /// not keep it). Protocol version 6.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_delay_ns: Option<u64>,
     },
     /// The background load stopped: what each load achieved on the server.
     Loads {

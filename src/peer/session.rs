@@ -584,6 +584,7 @@ impl Test<'_> {
                         user_ns: m.cpu.user.as_nanos() as u64,
                         sys_ns: m.cpu.system.as_nanos() as u64,
                         elapsed_ns: m.elapsed_ns,
+                        run_delay_ns: m.run_delay_ns,
                     })?;
                 }
                 Request::StopLoads => {

@@ -27,6 +27,7 @@ mod schema;
 mod thresholds;
 pub mod validate;
 mod wait_mode;
+mod wake_up;
 mod write;
 
 pub use any::{parse_any, read_any, read_any_kind, AnyResult, ReadAny, KINDS};
@@ -58,6 +59,7 @@ pub use thresholds::{
     periodic_threshold_value, threshold_entry, thresholds_value, COPIES_KEY, THRESHOLDS_KEY,
 };
 pub use wait_mode::WaitMode;
+pub use wake_up::WakeUp;
 pub use write::{
     target_of, write_atomically, write_atomically_with, write_json, write_result, Target,
 };

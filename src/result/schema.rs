@@ -13,8 +13,11 @@ use serde::{Deserialize, Serialize};
 /// `summary.peak_c2c_fraction`); older files read without them. Version 4
 /// added `kind` (`"sweep"`, so every result names its kind) and
 /// `limit_role` (what an in-process baseline measures, so a report needs
-/// no transport table); older files read without them.
-pub const SCHEMA_VERSION: u32 = 4;
+/// no transport table); older files read without them. Version 5 added
+/// `points[].clean_share` and `points[].disturbed_trials` (the blocks an
+/// end was kept off its CPU in, left out of the headline figures); older
+/// files read without them.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The value of [`SweepResult::kind`]. Files older than version 4 have no
 /// `kind`: a document without one is a sweep result.
@@ -108,6 +111,12 @@ super::envelope::result_document! {
         /// older files and in-process baselines.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub setup_s: Option<f64>,
+        /// The smallest size with the sweep's blocking waits beside the
+        /// same size with spinning ends (schema version 5): whether the
+        /// waits measured a CPU's wake-up. Absent where the sweep's ends
+        /// spin, the probe did not run, and in older files.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub wake_up: Option<super::WakeUp>,
     }
 }
 
@@ -383,6 +392,20 @@ pub struct Point {
     /// cyclesoak's method; schema version 2); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_whole: Option<crate::load::whole::WholeCpu>,
+    /// The share of kept trials whose blocks were clean: neither end
+    /// waited for a CPU (schedstat's run delay) for 5% of the block's
+    /// timed part or more (schema version 5). The headline figures
+    /// (median, interval, throughput, CPU cost) are the clean trials'
+    /// when at least three are clean and no load was asked for; otherwise
+    /// every trial's. Absent where the run delay could not be read, and
+    /// in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_share: Option<f64>,
+    /// Indices in `trials_ns` of the disturbed trials (schema version 5):
+    /// kept in the file, left out of the headline figures (see
+    /// `clean_share`). Empty (absent) when every block was clean.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed_trials: Vec<u32>,
 }
 
 /// Physical limits of the machine at one message size.

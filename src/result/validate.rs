@@ -176,6 +176,7 @@ fn point(p: &Point) -> Result<(), String> {
     if let Some(w) = &p.cpu_whole {
         whole(w).map_err(|e| format!("cpu_whole.{e}"))?;
     }
+    clean_blocks(p)?;
     if let Some(t) = &p.tails {
         for (name, v) in [
             ("tails.p50_ns", t.p50_ns),
@@ -185,6 +186,29 @@ fn point(p: &Point) -> Result<(), String> {
         ] {
             finite_non_negative(v, MAX_TIME_NS).map_err(|e| format!("{name} {e}"))?;
         }
+    }
+    Ok(())
+}
+
+/// A point's clean blocks: the share a fraction, the disturbed trials
+/// indices into `trials_ns`, ascending, each once (a streaming matrix read
+/// drops the trials and keeps the indices: those are checked against
+/// `trials`).
+fn clean_blocks(p: &Point) -> Result<(), String> {
+    if let Some(s) = p.clean_share {
+        if !(0.0..=1.0).contains(&s) {
+            return Err(format!("clean_share is {s}, outside 0 to 1"));
+        }
+    }
+    let mut last: Option<u32> = None;
+    for &i in &p.disturbed_trials {
+        if u64::from(i) >= p.trials || last.is_some_and(|l| i <= l) {
+            return Err(format!(
+                "disturbed_trials holds {i}: not an ascending index of the point's {} trials",
+                p.trials
+            ));
+        }
+        last = Some(i);
     }
     Ok(())
 }

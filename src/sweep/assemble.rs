@@ -82,6 +82,7 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         }
     }
     warnings.extend(whole_below_own(&f.points, spec.peer.is_some()));
+    warnings.extend(disturbed_warning(&f.points, spec.loaded));
     let peak_min_bytes = super::burst::peak_min_bytes(super::burst::free_burst_bytes(&f.placement));
     let (summary, burst_warning) = super::burst::summary(&f.points, peak_min_bytes);
     warnings.extend(burst_warning);
@@ -126,6 +127,7 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
         conditions: None,
         sizes_left_out: f.left_out,
         setup_s: f.setup_s,
+        wake_up: None,
     }
 }
 
@@ -163,4 +165,52 @@ fn whole_below_own(points: &[result::Point], remote_peer: bool) -> Option<String
             low.join(", ")
         )
     })
+}
+
+/// What the disturbed blocks did to the points (see
+/// [`crate::measure::policy::DISTURBED_SHARE`]): which figures are the
+/// clean blocks', and which had too few clean ones to be anything but the
+/// machine's other work. None when every block was clean or the run delay
+/// was not known.
+fn disturbed_warning(points: &[Point], loaded: bool) -> Option<String> {
+    use crate::measure::policy::{DISTURBED_SHARE, MIN_CLEAN_TRIALS};
+    let disturbed: Vec<&Point> = points
+        .iter()
+        .filter(|p| !p.disturbed_trials.is_empty())
+        .collect();
+    if disturbed.is_empty() {
+        return None;
+    }
+    let blocks: usize = disturbed.iter().map(|p| p.disturbed_trials.len()).sum();
+    let of: u64 = points.iter().map(|p| p.trials).sum();
+    let share = DISTURBED_SHARE * 100.0;
+    let head = format!(
+        "in {blocks} of {of} blocks (at {} of {} points) an end waited for a CPU for {share:.0}% \
+         of the block or more (its run delay): other work on the machine took its CPU",
+        disturbed.len(),
+        points.len()
+    );
+    if loaded {
+        return Some(format!(
+            "{head}; under the load asked for, every block is the headline (points[].clean_share)"
+        ));
+    }
+    let few: Vec<String> = disturbed
+        .iter()
+        .filter(|p| (p.trials as usize - p.disturbed_trials.len()) < MIN_CLEAN_TRIALS)
+        .map(|p| crate::units::format_bytes(p.bytes))
+        .collect();
+    let mut w = format!(
+        "{head}; those blocks stay in trials_ns, and each point's figures are from its clean \
+         blocks (points[].clean_share)"
+    );
+    if !few.is_empty() {
+        w.push_str(&format!(
+            "; at {} fewer than {MIN_CLEAN_TRIALS} blocks were clean, so their figures are every \
+             block's and measure the other work as much as the transport (marked noisy): a \
+             quieter machine, other --cpus or --no-pin helps",
+            few.join(", ")
+        ));
+    }
+    Some(w)
 }

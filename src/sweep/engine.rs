@@ -101,6 +101,15 @@ pub struct SweepSpec {
     /// deadline.
     #[serde(skip)]
     pub deadline: Option<Instant>,
+    /// Measured under a load the user asked for (`--load`, `--load-peer`):
+    /// the loaded figure, every block, stays the headline (see
+    /// [`crate::measure::policy`]'s clean blocks).
+    #[serde(default)]
+    pub loaded: bool,
+    /// Probe a blocking sweep's smallest size with spinning ends after it
+    /// (`wulf sweep`, `wulf run`: see [`super::wake`]).
+    #[serde(default)]
+    pub wake_probe: bool,
 }
 
 impl SweepSpec {
@@ -128,6 +137,8 @@ impl SweepSpec {
             whole: None,
             peer_loads: Vec::new(),
             deadline: None,
+            loaded: false,
+            wake_probe: false,
         }
     }
 }
@@ -243,6 +254,11 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         clock.reserve_after(super::floor::remeasure_budget_ns(spec));
     }
     clock.reserve_after(super::budget::CLOSE_RESERVE_NS);
+    // A blocking sweep keeps the time of its spinning probe (issue 44).
+    let probe_ns = super::wake::probe_ns(spec).filter(|_| super::wake::blocks(&conn.settings));
+    if let Some(ns) = probe_ns {
+        clock.reserve_after(ns);
+    }
     // Timestamps are on a connection only when both ends enable them.
     let timestamps = [&host, &session.host]
         .iter()
@@ -362,6 +378,13 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
         }
     }
     clock.mark("close");
+    let wake_up = match (probe_ns, &error, points.first()) {
+        (Some(ns), None, Some(p)) => {
+            super::wake::run_probe(spec, ns, (p.bytes, p.median_ns), &mut warnings)
+        }
+        _ => None,
+    };
+    clock.mark("wake_probe");
     let mut definitions = Definitions::for_mode(spec.mode);
     if limits.is_some() {
         definitions.efficiency = Some(Definitions::efficiency_text());
@@ -385,9 +408,13 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
             error: error.as_ref(),
             confirmation,
             left_out: clock.left_out.take(),
-            setup_s: clock.phase_s("setup"),
+            // The probe's set-up (its peer's start) is set-up too.
+            setup_s: clock
+                .phase_s("setup")
+                .map(|s| s + wake_up.map_or(0.0, |w| w.1)),
         },
     );
+    result.wake_up = wake_up.map(|w| w.0);
     if spec.peer.is_some() {
         result.options.authenticated = Some(authenticated);
     }
@@ -418,6 +445,7 @@ pub fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> Point
         max_trials: 5000,
         trial_target_ns: (point_budget_ns / 25).clamp(50_000, 50_000_000),
         max_repeats,
+        loaded: false,
     }
 }
 

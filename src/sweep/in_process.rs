@@ -44,10 +44,14 @@ impl<'a> BaselineRunner<'a> {
 impl BlockRunner for BaselineRunner<'_> {
     fn run(&mut self, bytes: u64, repeats: u64) -> Result<BlockTiming> {
         let wall0 = Instant::now();
+        // The measuring thread's wait for a CPU around the whole block (the
+        // baseline times inside it; its helper thread's is not known).
+        let delay0 = crate::sys::thread_run_delay_ns();
         let b = self
             .bench
             .block(bytes, repeats)
             .with_context(|| format!("baseline failed at {bytes} bytes"))?;
+        let client_run_delay_ns = crate::sys::run_delay_since(delay0);
         let timed_ns = (b.elapsed_ns as f64 - self.overhead_ns).max(1.0);
         let per_op = timed_ns / repeats as f64;
         Ok(BlockTiming {
@@ -65,6 +69,8 @@ impl BlockRunner for BaselineRunner<'_> {
                 b.helper_cpu.user.as_nanos() as u64,
                 b.helper_cpu.system.as_nanos() as u64,
             ),
+            client_run_delay_ns,
+            server_run_delay_ns: None,
         })
     }
 }

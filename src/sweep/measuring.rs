@@ -479,6 +479,7 @@ fn plan_next(
         sizes_planned = next.keep;
     }
     let mut plan = plan_for(point_budget_ns, spec.precision, max_repeats);
+    plan.loaded = spec.loaded;
     if spec.deadline.is_some() {
         // A block is never cut: short ones, so that a lossy link's
         // (repeats calibrated on a quick first message, then

@@ -19,7 +19,9 @@
 //! * [`link_fit`]: each point's share planned from what the sizes to come
 //!   cost at the link's rate, the largest left out when they cannot fit;
 //! * [`measuring`]: the points and the pass held to one deadline, each
-//!   size's least work estimated before it is measured.
+//!   size's least work estimated before it is measured;
+//! * [`wake`]: whether a blocking sweep's waits measured a CPU's wake-up
+//!   (its smallest size probed with spinning ends after it).
 
 mod assemble;
 pub mod budget;
@@ -39,6 +41,7 @@ mod peer_runner;
 mod pin;
 pub mod point;
 pub mod tails;
+pub mod wake;
 mod whole;
 
 /// The stop flag (see [`crate::exec::INTERRUPTED`]), where the engine

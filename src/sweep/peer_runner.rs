@@ -122,6 +122,8 @@ impl BlockRunner for Runner<'_> {
                 mine.cpu.system.as_nanos() as u64,
             ),
             server_cpu_ns: (theirs.user_ns, theirs.sys_ns),
+            client_run_delay_ns: mine.run_delay_ns,
+            server_run_delay_ns: theirs.run_delay_ns,
         })
     }
 }

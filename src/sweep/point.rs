@@ -1,5 +1,6 @@
 //! A sweep's point built from the measuring policy's outcome: the
-//! figures of its trials, throughput and CPU costs (beside the engine, so
+//! figures of its headline trials (the clean ones, see
+//! [`crate::measure::policy`]), throughput and CPU costs (beside the engine, so
 //! that engine.rs stays under 600 lines).
 
 use crate::measure::policy::PointOutcome;
@@ -8,8 +9,10 @@ use crate::stats::Summary;
 
 /// Build a result point from the policy's outcome.
 pub fn make_point(bytes: u64, mode: Mode, o: &PointOutcome) -> Point {
-    let s = Summary::of(&o.trials_ns).expect("a point has at least one trial");
-    let ops = o.trials_ns.len() as u64 * o.repeats;
+    // The headline: the clean trials (or every one, see the policy).
+    let headline = o.headline_ns();
+    let s = Summary::of(&headline).expect("a point has at least one trial");
+    let ops = headline.len() as u64 * o.repeats;
     // Payload crossing the channel and messages per operation.
     let (bytes_per_op, msgs_per_op) = match mode {
         Mode::Pingpong | Mode::Bidir => (2 * bytes, 2),
@@ -43,6 +46,10 @@ pub fn make_point(bytes: u64, mode: Mode, o: &PointOutcome) -> Point {
         tails: None,
         limits: None,
         cpu_whole: None,
+        clean_share: o.clean_share(),
+        disturbed_trials: (0..o.disturbed.len() as u32)
+            .filter(|&i| o.disturbed[i as usize])
+            .collect(),
     }
 }
 
@@ -58,6 +65,9 @@ pub fn test_point(bytes: u64, median_ns: f64) -> Point {
         client_cpu_ns: (0, 0),
         server_cpu_ns: (0, 0),
         wall_ns: 0,
+        disturbed: vec![false; 10],
+        delay_known: true,
+        headline_clean: true,
     };
     make_point(bytes, Mode::Pingpong, &o)
 }

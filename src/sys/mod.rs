@@ -14,7 +14,8 @@
 //! * [`qdisc`]: the interface's root queueing discipline and shaping rate;
 //! * [`path`]: whether a peer is this machine (same kernel, loopback path);
 //! * [`link_limit`]: the theoretical TCP goodput of a link;
-//! * [`net_counters`]: TCP retransmissions and interface drops.
+//! * [`net_counters`]: TCP retransmissions and interface drops;
+//! * [`thread_run_delay_ns`]: how long this thread waited for a CPU.
 
 mod cpu;
 mod describe;
@@ -27,6 +28,7 @@ pub mod net_counters;
 pub mod path;
 pub mod qdisc;
 pub mod random;
+mod schedstat;
 mod tcp_sysctl;
 mod topology;
 
@@ -39,6 +41,7 @@ pub use interface::{
 };
 pub use link_limit::{tcp_goodput_limit, Framing, IpVersion, LinkLimit};
 pub use path::{recorded_same_machine, same_machine};
+pub use schedstat::{run_delay_since, thread_run_delay_ns};
 pub use tcp_sysctl::TcpSysctls;
 pub(crate) use topology::memory_total_bytes;
 pub use topology::Cache;

@@ -34,6 +34,7 @@ mod report_floor;
 mod report_limits;
 mod report_matrix;
 mod report_scales;
+mod result_clean;
 mod result_schema;
 mod sys_host;
 mod ucx_layout;

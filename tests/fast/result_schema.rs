@@ -155,7 +155,7 @@ fn other_schema_versions_are_refused_with_a_message() {
     let p = dir.path().join("future.json");
     std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
     let e = read_result(&p).unwrap_err().to_string();
-    assert!(e.contains("99") && e.contains("versions 1 to 4"), "{e}");
+    assert!(e.contains("99") && e.contains("versions 1 to 5"), "{e}");
     std::fs::write(&p, b"{\"not\": \"wulf\"}").unwrap();
     assert!(read_result(&p)
         .unwrap_err()

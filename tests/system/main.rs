@@ -15,6 +15,7 @@ mod common;
 mod python;
 
 mod c2c_cold;
+mod clean_blocks;
 mod collective;
 mod compare_runs;
 mod hpl;

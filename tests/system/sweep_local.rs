@@ -43,7 +43,10 @@ fn every_transport_and_mode_produces_a_complete_result() {
                 assert!(p["min_ns"].as_f64().unwrap() <= med);
                 assert!(p["p99_ns"].as_f64().unwrap() >= med);
                 assert!(p["bits_per_s"].as_f64().unwrap() > 0.0);
-                assert_eq!(p["warmup_trials"], 2);
+                // Calibration's two, and three more per shortening of a
+                // point whose first blocks were all disturbed (issue 44).
+                let warm = p["warmup_trials"].as_u64().unwrap();
+                assert!(warm >= 2 && (warm - 2).is_multiple_of(3), "{p}");
                 assert!(p["cpu_client"]["ns_per_byte"].as_f64().unwrap() >= 0.0);
             }
             assert_eq!(r["summary"]["latency_ns"], pts[0]["median_ns"]);

@@ -23,7 +23,7 @@ use crate::peer::auth::Secret;
 use crate::peer::server::{serve_on, LocalTransports, ServeOptions, SessionPolicy};
 use crate::result::matrix::CellNet;
 use crate::result::Mode;
-use crate::sweep::engine::{run_sweep, SweepSpec};
+use crate::sweep::engine::SweepSpec;
 use crate::sys::net_counters::NetCounters;
 use crate::transport::{ChannelOptions, WaitMode};
 
@@ -452,7 +452,7 @@ fn measure(
         let begun = Instant::now();
         let deadline = begun + share.mul_f64(DEADLINE_BUDGETS) + overruns.allowance();
         spec.deadline = Some(deadline);
-        let outcome = run_sweep(&spec, &mut |_| {})?;
+        let outcome = super::deadline::sweep_past_the_door(&spec, deadline)?;
         overruns.push(begun.elapsed().saturating_sub(share));
         if let Some(e) = outcome.error {
             return Err(e);

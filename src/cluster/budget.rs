@@ -28,13 +28,6 @@ pub const REMEASURE_SHARE: f64 = 0.2;
 /// says so.
 pub const CELL_FLOOR: Duration = Duration::from_millis(30);
 
-/// The deadline of the rounds, as a multiple of the whole budget: a slot
-/// that would end past it even at [`CELL_FLOOR`] (the overhead seen so far
-/// on top) is not begun, and its cells are left out (issue 43: the budget
-/// is a deadline; 1.2 x it is the most a command may take, and the rest
-/// is for ending the agents and the analysis).
-pub const DEADLINE_OVER: f64 = 1.15;
-
 /// The bookkeeping of one matrix's budget.
 #[derive(Debug, Clone)]
 pub struct Keeper {
@@ -46,8 +39,6 @@ pub struct Keeper {
     /// budget it was given), and how many calls they came from.
     overhead_sum: Duration,
     overhead_calls: u32,
-    /// Slots given so far.
-    begun: usize,
     /// A slot's even share of the rounds, fixed at the first slot.
     nominal: Option<Duration>,
     /// Slots that got less than half their even share (the overhead ate
@@ -71,7 +62,6 @@ impl Keeper {
             rounds,
             overhead_sum: Duration::ZERO,
             overhead_calls: 0,
-            begun: 0,
             nominal: None,
             squeezed: 0,
             floored: 0,
@@ -90,7 +80,6 @@ impl Keeper {
     /// `slots_left` slots to go (this one included), each made of `calls`
     /// measuring calls (1, or 1 + its cells when they also stream alone).
     pub fn slot(&mut self, elapsed: Duration, slots_left: usize, calls: u32) -> Duration {
-        self.begun += 1;
         let left = self.rounds.saturating_sub(elapsed);
         let even = left / slots_left.max(1) as u32;
         let budget = even.saturating_sub(self.overhead() * calls.max(1));
@@ -105,21 +94,6 @@ impl Keeper {
             return CELL_FLOOR;
         }
         budget
-    }
-
-    /// How many slots were given so far.
-    pub fn slots_begun(&self) -> usize {
-        self.begun
-    }
-
-    /// Whether a slot of `calls` measuring calls, begun `elapsed` after the
-    /// rounds began, would end past the deadline ([`DEADLINE_OVER`] x the
-    /// budget) even at [`CELL_FLOOR`], given the overhead seen so far.
-    /// Never before an overhead is known: the first slot always runs.
-    pub fn past_deadline(&self, elapsed: Duration, calls: u32) -> bool {
-        self.overhead_calls > 0
-            && elapsed + self.overhead() * calls.max(1) + CELL_FLOOR
-                > self.total.mul_f64(DEADLINE_OVER)
     }
 
     /// A slot of `calls` measuring calls given `given` in all took `took`.
@@ -273,31 +247,6 @@ mod tests {
         assert!(k.floored > 0 && k.squeezed > 0, "{k:?}");
         assert_eq!(count, 0, "no re-measure fits once the budget is spent");
         assert!(t > ms(1200));
-    }
-
-    #[test]
-    fn slots_past_the_deadline_are_not_begun() {
-        let ms = Duration::from_millis;
-        // The budget_too_short case above, with the deadline kept: 30
-        // slots of 100 ms overhead in 1 s. The slots begun end by the
-        // deadline plus one slot's overhead; the rest are left out.
-        let total = ms(1000);
-        let mut k = Keeper::new(total, true);
-        let mut t = Duration::ZERO;
-        let mut begun = 0;
-        for i in 0..30 {
-            if k.past_deadline(t, 1) {
-                break;
-            }
-            let b = k.slot(t, 30 - i, 1);
-            k.record(b, b + ms(100), 1);
-            t += b + ms(100);
-            begun += 1;
-        }
-        assert!(begun > 0 && begun < 30, "{begun}");
-        assert!(t <= total.mul_f64(DEADLINE_OVER) + ms(100), "{t:?}");
-        // Before any overhead is known, the first slot always runs.
-        assert!(!Keeper::new(ms(1), true).past_deadline(ms(5), 1));
     }
 
     #[test]

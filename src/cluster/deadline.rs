@@ -1,8 +1,9 @@
 //! How long a matrix cell's parts may take before they are cut at
 //! their deadline (issue 35 item 5): their budget share and what setting
-//! a sweep up costs this agent, learnt from its last sweeps.
+//! a sweep up costs this agent, learnt from its last sweeps; a sweep
+//! refused at the other agent's door tried again within its deadline.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What this agent's last sweeps took beyond their budgets (the last
 /// [`OVERRUNS_KEPT`]), kept by its order loop from cell to cell.
@@ -36,6 +37,37 @@ impl Overruns {
         sorted.sort();
         let median = sorted[sorted.len() / 2];
         (median.mul_f64(1.5) + Duration::from_millis(200)).min(Duration::from_secs(3))
+    }
+}
+
+/// Attempts of a cell's sweep refused at the other agent's door.
+const DOOR_ATTEMPTS: u32 = 4;
+
+/// `spec`'s sweep, tried again (after 50, 100, 150 ms) while the other
+/// agent's server refuses it at the door before anything was measured:
+/// strangers holding its handshake places (a flood of idle connections)
+/// once failed a cell, where a moment later it gets in. Never past
+/// `deadline`.
+pub(super) fn sweep_past_the_door(
+    spec: &crate::sweep::engine::SweepSpec,
+    deadline: Instant,
+) -> anyhow::Result<crate::sweep::engine::SweepOutcome> {
+    use crate::peer::client::refused_at_the_door;
+    let mut attempt = 1;
+    loop {
+        let outcome = crate::sweep::engine::run_sweep(spec, &mut |_| {});
+        let refused = match &outcome {
+            Err(e) => refused_at_the_door(e),
+            Ok(o) => {
+                o.result.points.is_empty() && o.error.as_ref().is_some_and(refused_at_the_door)
+            }
+        };
+        let pause = Duration::from_millis(50) * attempt;
+        if !refused || attempt >= DOOR_ATTEMPTS || Instant::now() + pause >= deadline {
+            return outcome;
+        }
+        std::thread::sleep(pause);
+        attempt += 1;
     }
 }
 

@@ -29,8 +29,6 @@ pub(super) struct Rounds {
     pub write_error: Option<String>,
     /// What the budget could not keep, for the result's warnings.
     pub warnings: Vec<String>,
-    /// Steps were left out at the deadline (no re-measures follow).
-    pub deadline_passed: bool,
 }
 
 /// Run the `steps` steps of the plan among `n` nodes (none when fewer
@@ -56,7 +54,6 @@ pub(super) fn run(
         interrupted: false,
         write_error: None,
         warnings: Vec::new(),
-        deadline_passed: false,
     };
     let order = if steps == 0 {
         Vec::new()
@@ -93,12 +90,6 @@ pub(super) fn run(
                 ..CellParts::default()
             };
             let calls = 1 + if plan.alone { group.len() as u32 } else { 0 };
-            if keeper.past_deadline(started.elapsed(), calls) {
-                out.warnings
-                    .push(left_out_warning(plan.budget, &keeper, slots_left, started));
-                out.deadline_passed = true;
-                break 'steps;
-            }
             let slot = keeper.slot(started.elapsed(), slots_left, calls);
             slots_left = slots_left.saturating_sub(1);
             // With the pairs alone after the step, each half of the slot.
@@ -146,7 +137,7 @@ pub(super) fn run(
             on_round(if pairs { done_steps / 2 } else { done_steps }, rounds);
         }
     }
-    if pairs && !out.interrupted && !out.deadline_passed && out.write_error.is_none() && steps > 0 {
+    if pairs && !out.interrupted && out.write_error.is_none() && steps > 0 {
         let cell = given_sum.checked_div(given_count).unwrap_or_default();
         let again = super::remeasure::remeasure(
             plan,
@@ -171,30 +162,6 @@ pub(super) fn run(
     out.warnings
         .extend(budget_warnings(plan.budget, started.elapsed(), &keeper));
     out
-}
-
-/// What the result says when the deadline left `slots_left` slots out:
-/// how many, why, and a budget that would hold them (the time so far
-/// scaled to every slot).
-fn left_out_warning(
-    budget: Duration,
-    keeper: &Keeper,
-    slots_left: usize,
-    started: Instant,
-) -> String {
-    let took = started.elapsed().as_secs_f64();
-    let done = keeper.slots_begun().max(1);
-    let would = took * (done + slots_left) as f64 / done as f64;
-    format!(
-        "the --budget deadline ({:.1} s, {:.2} x) left {slots_left} of {} steps unmeasured (their \
-         cells are missing): each sweep cost about {:.2} s beyond its budget on this machine; \
-         --budget {:.0}s would hold them",
-        budget.as_secs_f64(),
-        super::budget::DEADLINE_OVER,
-        done + slots_left,
-        keeper.overhead().as_secs_f64(),
-        would.ceil()
-    )
 }
 
 /// What the result says when the budget could not be kept, or was kept

@@ -221,6 +221,23 @@ pub fn greet(
     Ok((ch, authenticated))
 }
 
+/// What a refusal at the door says (see [`greeting`]): the server ended
+/// this connection's handshake (to admit another, or a penalty) or closed
+/// it before greeting.
+const REFUSED_AT_THE_DOOR: [&str; 2] = [
+    "refused this connection",
+    "closed the connection before greeting",
+];
+
+/// Whether `e` is a server's refusal at the door: its handshake places
+/// were full (a flood of idle connections holds them), and a client that
+/// tries again a moment later gets in, as `wulf serve`'s admission keeps
+/// a place for a client that authenticates.
+pub fn refused_at_the_door(e: &anyhow::Error) -> bool {
+    let text = format!("{e:#}");
+    REFUSED_AT_THE_DOOR.iter().any(|words| text.contains(words))
+}
+
 /// The server's Hello; a server that ends the connection instead (a
 /// handshake ended to admit another, or refused) is quoted, not shown as
 /// an undecodable message.

@@ -92,7 +92,9 @@ pub fn left_sizes_out(r: &serde_json::Value) -> bool {
 /// Whether a matrix result says its deadline left steps out (the budget
 /// is a deadline, issue 43: a loaded machine leaves the last steps out).
 pub fn left_steps_out(r: &wulf::result::matrix::MatrixResult) -> bool {
-    r.warnings.iter().any(|w| w.starts_with("the --budget deadline"))
+    r.warnings
+        .iter()
+        .any(|w| w.starts_with("the --budget deadline"))
 }
 
 /// `args` with the value after `--budget` (`3s`, `400ms`) times `factor`.

@@ -1,0 +1,274 @@
+//! Tests of the parent module.
+
+use super::*;
+
+/// A transport whose operation takes a fixed time plus a scripted noise.
+struct Mock {
+    op_ns: f64,
+    noise: Box<dyn FnMut(usize) -> f64>,
+    calls: Vec<u64>,
+    /// The run delay of block i as a share of its timed part.
+    delay_share: Box<dyn Fn(usize) -> Option<f64>>,
+}
+
+impl Mock {
+    fn new(op_ns: f64, noise: impl FnMut(usize) -> f64 + 'static) -> Mock {
+        Mock {
+            op_ns,
+            noise: Box::new(noise),
+            calls: vec![],
+            delay_share: Box::new(|_| Some(0.0)),
+        }
+    }
+}
+
+impl BlockRunner for Mock {
+    fn run(&mut self, _bytes: u64, repeats: u64) -> Result<BlockTiming> {
+        let i = self.calls.len();
+        self.calls.push(repeats);
+        let op = self.op_ns * (1.0 + (self.noise)(i));
+        let timed = (op * repeats as f64) as u64;
+        Ok(BlockTiming {
+            op_ns: op,
+            timed_ns: timed,
+            wall_ns: timed + 1000,
+            client_cpu_ns: (10, 5),
+            server_cpu_ns: (20, 7),
+            client_run_delay_ns: (self.delay_share)(i).map(|d| (d * timed as f64) as u64),
+            server_run_delay_ns: None,
+        })
+    }
+}
+
+fn plan() -> PointPlan {
+    PointPlan {
+        budget_ns: 100_000_000,
+        precision: 0.02,
+        min_trials: 10,
+        max_trials: 1000,
+        trial_target_ns: 1_000_000,
+        max_repeats: u64::MAX,
+        loaded: false,
+    }
+}
+
+fn never() -> bool {
+    false
+}
+
+#[test]
+fn quiet_transport_converges_at_min_trials() {
+    let mut m = Mock::new(1000.0, |_| 0.0);
+    let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
+    assert_eq!(o.trials_ns.len(), 10);
+    assert_eq!(o.repeats, 1000, "1 ms target / 1 us per op");
+    assert_eq!(o.warmup_trials, 2);
+    assert_eq!(m.calls[0], 1);
+    assert!(!o.noisy && !o.interrupted);
+    assert_eq!(o.client_cpu_ns, (100, 50));
+    assert_eq!(o.server_cpu_ns, (200, 70));
+}
+
+#[test]
+fn noisy_transport_is_stopped_by_budget_and_flagged() {
+    let mut m = Mock::new(1000.0, |i| if i % 2 == 0 { 0.5 } else { -0.4 });
+    let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
+    assert!(o.noisy);
+    assert!(o.wall_ns >= plan().budget_ns);
+    // each trial ~1 ms: the 100 ms budget allows about 100 of them
+    assert!(
+        (50..=120).contains(&o.trials_ns.len()),
+        "{}",
+        o.trials_ns.len()
+    );
+}
+
+#[test]
+fn repeats_never_exceed_the_cap() {
+    let mut m = Mock::new(10.0, |_| 0.0);
+    let p = PointPlan {
+        max_repeats: 37,
+        ..plan()
+    };
+    let o = measure_point(&mut m, 8, &p, &never).unwrap();
+    assert_eq!(o.repeats, 37);
+    assert!(m.calls.iter().all(|&r| r <= 37));
+}
+
+#[test]
+fn slow_operations_use_one_repeat() {
+    let mut m = Mock::new(5e6, |_| 0.0);
+    let o = measure_point(&mut m, 8 << 20, &plan(), &never).unwrap();
+    assert_eq!(o.repeats, 1);
+    assert!(!o.noisy);
+}
+
+#[test]
+fn interruption_stops_between_trials() {
+    let mut m = Mock::new(1000.0, |_| 0.0);
+    let o = measure_point(&mut m, 8, &plan(), &|| true).unwrap();
+    assert!(o.interrupted);
+    assert!(o.trials_ns.is_empty());
+}
+
+/// Every third block preempted for half its length: 2 ms blocks
+/// where the clean ones take 1 ms.
+fn preempted() -> Mock {
+    let mut m = Mock::new(1000.0, |i| if i % 3 == 2 { 1.0 } else { 0.0 });
+    m.delay_share = Box::new(|i| Some(if i % 3 == 2 { 0.5 } else { 0.0 }));
+    m
+}
+
+#[test]
+fn disturbed_blocks_are_kept_flagged_and_left_out_of_the_headline() {
+    let mut m = preempted();
+    let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
+    assert!(!o.noisy, "the clean blocks converge");
+    assert!(o.headline_clean);
+    let clean = o.headline_ns();
+    assert!(clean.len() >= 10, "{}", clean.len());
+    assert!(clean.iter().all(|&t| t == 1000.0));
+    // The disturbed ones stay, flagged.
+    assert_eq!(o.trials_ns.len(), o.disturbed.len());
+    let flagged: Vec<f64> = (0..o.trials_ns.len())
+        .filter(|&i| o.disturbed[i])
+        .map(|i| o.trials_ns[i])
+        .collect();
+    assert!(!flagged.is_empty() && flagged.iter().all(|&t| t == 2000.0));
+    let share = o.clean_share().unwrap();
+    assert!((0.5..1.0).contains(&share), "{share}");
+    // The CPU sums are the clean blocks'.
+    assert_eq!(
+        o.client_cpu_ns,
+        (10 * clean.len() as u64, 5 * clean.len() as u64)
+    );
+}
+
+#[test]
+fn under_a_load_asked_for_every_block_is_the_headline() {
+    let mut m = preempted();
+    let p = PointPlan {
+        loaded: true,
+        ..plan()
+    };
+    let o = measure_point(&mut m, 8, &p, &never).unwrap();
+    assert!(!o.headline_clean);
+    assert_eq!(o.headline_ns(), o.trials_ns);
+    assert!(o.clean_share().unwrap() < 1.0);
+}
+
+#[test]
+fn a_point_with_every_block_disturbed_is_marked_and_bounded() {
+    let mut m = Mock::new(1000.0, |_| 0.0);
+    m.delay_share = Box::new(|_| Some(0.2));
+    let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
+    assert!(o.noisy && !o.headline_clean);
+    assert_eq!(o.clean_share(), Some(0.0));
+    assert_eq!(o.headline_ns().len(), o.trials_ns.len());
+    // Its blocks were shortened to the shortest, and re-measuring
+    // stopped at its trial cap or its extra shares of the budget.
+    assert_eq!(o.repeats, 50);
+    let most = plan().budget_ns * REMEASURE_SHARES + 2_000_000;
+    let capped = o.trials_ns.len() == plan().max_trials;
+    assert!(capped || o.wall_ns >= plan().budget_ns, "{}", o.wall_ns);
+    assert!(o.wall_ns <= most, "{}", o.wall_ns);
+}
+
+/// A neighbour's slice every 2 ms: a block of 2 ms or more is always
+/// disturbed, shorter ones mostly not.
+#[test]
+fn blocks_longer_than_the_neighbours_slices_are_shortened() {
+    struct Sliced {
+        calls: Vec<u64>,
+    }
+    impl BlockRunner for Sliced {
+        fn run(&mut self, _bytes: u64, repeats: u64) -> Result<BlockTiming> {
+            self.calls.push(repeats);
+            let timed = 1000 * repeats;
+            let hit = timed >= 2_000_000 || self.calls.len().is_multiple_of(5);
+            Ok(BlockTiming {
+                op_ns: if hit { 1500.0 } else { 1000.0 },
+                timed_ns: timed,
+                wall_ns: timed,
+                client_run_delay_ns: Some(if hit { timed / 3 } else { 0 }),
+                ..BlockTiming::default()
+            })
+        }
+    }
+    let p = PointPlan {
+        trial_target_ns: 10_000_000,
+        ..plan()
+    };
+    let mut m = Sliced { calls: vec![] };
+    let o = measure_point(&mut m, 8, &p, &never).unwrap();
+    // 10,000 operations of 10 ms, then 2,500, then 625 (0.6 ms).
+    assert_eq!(o.repeats, 625);
+    assert_eq!(o.warmup_trials, 2 + 2 * SHORTEN_AFTER_TRIALS as u64);
+    assert!(o.headline_clean && !o.noisy);
+    assert!(o.headline_ns().iter().all(|&t| t == 1000.0));
+    // Stopped right after a shortening, it keeps the disturbed blocks.
+    let asked = std::cell::Cell::new(0);
+    let stop = || {
+        asked.set(asked.get() + 1);
+        asked.get() > SHORTEN_AFTER_TRIALS
+    };
+    let o = measure_point(&mut Sliced { calls: vec![] }, 8, &p, &stop).unwrap();
+    assert!(o.interrupted && o.noisy && !o.headline_clean);
+    assert_eq!(
+        (o.trials_ns.len(), o.repeats, o.warmup_trials),
+        (3, 10_000, 2)
+    );
+    assert_eq!(o.clean_share(), Some(0.0));
+    // Never shorter than the shortest block.
+    let seen = PointOutcome {
+        trials_ns: vec![1.0; 3],
+        repeats: 60,
+        disturbed: vec![true; 3],
+        delay_known: true,
+        ..PointOutcome::default()
+    };
+    assert_eq!(shorter_blocks(&p, &seen, 1000.0), Some(50));
+    // Sized on the calibration, not on a disturbed block's time.
+    assert_eq!(shorter_blocks(&p, &seen, 100.0), None);
+    let at_least = PointOutcome {
+        repeats: 50,
+        ..seen.clone()
+    };
+    assert_eq!(shorter_blocks(&p, &at_least, 1000.0), None);
+}
+
+#[test]
+fn an_unknown_run_delay_judges_every_block() {
+    let mut m = Mock::new(1000.0, |_| 0.0);
+    m.delay_share = Box::new(|_| None);
+    let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
+    assert!(!o.noisy && !o.headline_clean && !o.delay_known);
+    assert_eq!(o.clean_share(), None);
+}
+
+#[test]
+fn the_share_that_disturbs_a_block() {
+    let b = |client, server| BlockTiming {
+        timed_ns: 1_000_000,
+        client_run_delay_ns: client,
+        server_run_delay_ns: server,
+        ..BlockTiming::default()
+    };
+    assert_eq!(b(None, Some(900_000)).disturbed(), None);
+    assert_eq!(b(Some(49_000), None).disturbed(), Some(false));
+    assert_eq!(b(Some(50_000), None).disturbed(), Some(true));
+    // Both ends' waits add up.
+    assert_eq!(b(Some(30_000), Some(30_000)).disturbed(), Some(true));
+}
+
+#[test]
+fn runner_errors_propagate() {
+    struct Failing;
+    impl BlockRunner for Failing {
+        fn run(&mut self, _: u64, _: u64) -> Result<BlockTiming> {
+            anyhow::bail!("peer died")
+        }
+    }
+    let e = measure_point(&mut Failing, 8, &plan(), &never).unwrap_err();
+    assert!(e.to_string().contains("peer died"));
+}

@@ -89,14 +89,6 @@ pub fn left_sizes_out(r: &serde_json::Value) -> bool {
     r.get("sizes_left_out").is_some_and(|v| !v.is_null())
 }
 
-/// Whether a matrix result says its deadline left steps out (the budget
-/// is a deadline, issue 43: a loaded machine leaves the last steps out).
-pub fn left_steps_out(r: &wulf::result::matrix::MatrixResult) -> bool {
-    r.warnings
-        .iter()
-        .any(|w| w.starts_with("the --budget deadline"))
-}
-
 /// `args` with the value after `--budget` (`3s`, `400ms`) times `factor`.
 fn scale_budget(args: &[&str], factor: f64) -> Vec<String> {
     let mut out: Vec<String> = args.iter().map(|a| a.to_string()).collect();

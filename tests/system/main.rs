@@ -14,6 +14,7 @@ mod common;
 #[path = "../support/python.rs"]
 mod python;
 
+mod baselines;
 mod c2c_cold;
 mod clean_blocks;
 mod collective;

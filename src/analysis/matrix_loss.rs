@@ -4,8 +4,11 @@
 //!
 //! # Rules
 //!
-//! * A pair's share is its two cells' retransmitted segments over their
-//!   sent segments, together (one direction may carry most of the data).
+//! * A pair's share is its two cells' lost segments over their sent
+//!   segments, together (one direction may carry most of the data). A lost
+//!   segment is one retransmitted and not reported by the receiver as a
+//!   duplicate (D-SACK): a busy host's late ACKs set off retransmissions
+//!   of segments that arrived, and those are not the link's.
 //! * **Lossy link**: its share is at least [`LOSSY_SHARE`], it retransmitted
 //!   at least [`LOSSY_MIN_RETRANS`] segments (a handful of retransmissions
 //!   in a short cell is a share of nothing), and it is at least
@@ -22,9 +25,9 @@ use super::matrix::MIN_RELATIVE;
 use crate::result::matrix::{CellFigures, LossyLink, MatrixAnalysis};
 use crate::stats::robust::median_mad;
 
-/// Least share of segments retransmitted that makes a link lossy.
+/// Least share of segments lost that makes a link lossy.
 pub const LOSSY_SHARE: f64 = 0.005;
-/// Least segments retransmitted over a link's cells to name it.
+/// Least segments lost over a link's cells to name it.
 pub const LOSSY_MIN_RETRANS: u64 = 20;
 /// How many times the other links' worst share a lossy link's must be.
 pub const LOSSY_OTHERS_RATIO: f64 = 5.0;
@@ -34,15 +37,20 @@ pub const LOSSY_OTHERS_RATIO: f64 = 5.0;
 struct PairCount {
     out: u64,
     retrans: u64,
+    spurious: u64,
     drops: u64,
 }
 
 impl PairCount {
+    fn lost(&self) -> u64 {
+        self.retrans.saturating_sub(self.spurious)
+    }
+
     fn share(&self) -> f64 {
         if self.out == 0 {
             0.0
         } else {
-            self.retrans as f64 / self.out as f64
+            self.lost() as f64 / self.out as f64
         }
     }
 }
@@ -57,11 +65,12 @@ pub fn lossy_links(n: usize, cells: &[CellFigures]) -> Vec<LossyLink> {
             .or_default();
         p.out = p.out.saturating_add(net.out_segs);
         p.retrans = p.retrans.saturating_add(net.retrans_segs);
+        p.spurious = p.spurious.saturating_add(net.dsack_segs.min(net.retrans_segs));
         p.drops = p.drops.saturating_add(net.interface_drops);
     }
     let mut found: Vec<LossyLink> = pairs
         .iter()
-        .filter(|(_, p)| p.share() >= LOSSY_SHARE && p.retrans >= LOSSY_MIN_RETRANS)
+        .filter(|(_, p)| p.share() >= LOSSY_SHARE && p.lost() >= LOSSY_MIN_RETRANS)
         .filter_map(|(&(a, b), p)| {
             let others = pairs
                 .iter()
@@ -75,6 +84,7 @@ pub fn lossy_links(n: usize, cells: &[CellFigures]) -> Vec<LossyLink> {
                 b,
                 retrans_share: p.share(),
                 retrans_segs: p.retrans,
+                spurious_segs: p.spurious,
                 out_segs: p.out,
                 interface_drops: p.drops,
                 others_share: others,

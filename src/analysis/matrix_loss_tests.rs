@@ -7,6 +7,17 @@ use crate::sweep::engine::test_point;
 /// A cell of `bits_per_s` whose sender retransmitted `retrans` of 10,000
 /// segments.
 fn cell(from: usize, to: usize, bits_per_s: f64, retrans: u64) -> CellFigures {
+    cell_with_dsacks(from, to, bits_per_s, retrans, 0)
+}
+
+/// [`cell`] with `dsacks` of its retransmissions reported as duplicates.
+fn cell_with_dsacks(
+    from: usize,
+    to: usize,
+    bits_per_s: f64,
+    retrans: u64,
+    dsacks: u64,
+) -> CellFigures {
     let bytes = 1u64 << 22;
     CellFigures::from(&MatrixCell {
         from,
@@ -21,6 +32,7 @@ fn cell(from: usize, to: usize, bits_per_s: f64, retrans: u64) -> CellFigures {
         net: Some(CellNet {
             out_segs: 10_000,
             retrans_segs: retrans,
+            dsack_segs: dsacks,
             interface_drops: 0,
             cpu_busy_share: None,
         }),
@@ -51,6 +63,26 @@ fn one_lossy_link_is_named_with_its_share() {
     assert_eq!((l.a, l.b, l.retrans_segs, l.out_segs), (2, 5, 400, 20_000));
     assert!((l.retrans_share - 0.02).abs() < 1e-12);
     assert!(l.others_share < 0.001);
+}
+
+#[test]
+fn retransmissions_the_receiver_had_received_are_not_losses() {
+    // A busy host: 0.9% retransmitted on (0, 2), every one D-SACKed.
+    let mut cells = matrix(4, &[(1, 3)]);
+    for c in cells.iter_mut().filter(|c| (c.from.min(c.to), c.from.max(c.to)) == (0, 2)) {
+        *c = cell_with_dsacks(c.from, c.to, 95e6, 90, 90);
+    }
+    let found = lossy_links(4, &cells);
+    let named: Vec<(usize, usize)> = found.iter().map(|l| (l.a, l.b)).collect();
+    assert_eq!(named, [(1, 3)], "{found:?}");
+    // A lossy link's own spurious ones are counted apart from its share.
+    let mut cells = matrix(4, &[]);
+    for c in cells.iter_mut().filter(|c| (c.from.min(c.to), c.from.max(c.to)) == (1, 3)) {
+        *c = cell_with_dsacks(c.from, c.to, 30e6, 300, 100);
+    }
+    let l = &lossy_links(4, &cells)[0];
+    assert_eq!((l.retrans_segs, l.spurious_segs), (600, 200));
+    assert!((l.retrans_share - 0.02).abs() < 1e-12, "{l:?}");
 }
 
 #[test]

@@ -192,6 +192,7 @@ fn net_of(d: NetCounters) -> CellNet {
     CellNet {
         out_segs: d.out_segs,
         retrans_segs: d.retrans_segs,
+        dsack_segs: d.dsack_segs,
         interface_drops: d.interface_drops,
         cpu_busy_share: None,
     }

@@ -19,14 +19,17 @@ use super::Point;
 use crate::sys::Host;
 
 /// Version of the matrix schema.
-pub const MATRIX_SCHEMA_VERSION: u32 = 4;
+pub const MATRIX_SCHEMA_VERSION: u32 = 5;
 /// Oldest matrix schema this wulf reads (version 2 added optional fields:
 /// `cells[].rate`, `cells[].alone_bandwidth`, `analysis.contention` and
 /// three optional figures of `analysis.steps[]`; version 3 the optional
 /// `cells[].net`, `cells[].remeasure`, `analysis.lossy_links` and
 /// `analysis.unconfirmed`, then `budget_s` and `seed`; version 4 the
 /// optional `nodes[].machine`, `cells[].intra_node`, `cells[].cut` and
-/// `analysis.node_summary[].sent_bits_per_s` / `received_bits_per_s`).
+/// `analysis.node_summary[].sent_bits_per_s` / `received_bits_per_s`;
+/// version 5 the optional `cells[].net.dsack_segs` and
+/// `analysis.lossy_links[].spurious_segs`, and `retrans_share` counts
+/// only the retransmissions not reported as duplicates).
 pub const MATRIX_OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// The value of [`MatrixResult::kind`].
@@ -223,6 +226,11 @@ pub struct CellNet {
     pub out_segs: u64,
     /// TCP segments retransmitted.
     pub retrans_segs: u64,
+    /// Retransmitted segments the receiver reported as received twice
+    /// (D-SACK): spurious retransmissions after a late ACK (a preempted
+    /// receiver on a busy host), not losses.
+    #[serde(default)]
+    pub dsack_segs: u64,
     /// Drops and errors of the node's interfaces (loopback excluded).
     #[serde(default)]
     pub interface_drops: u64,
@@ -234,9 +242,15 @@ pub struct CellNet {
 }
 
 impl CellNet {
-    /// The share of segments retransmitted (0 to 1), when any were sent.
-    pub fn retrans_share(&self) -> Option<f64> {
-        (self.out_segs > 0).then(|| self.retrans_segs as f64 / self.out_segs as f64)
+    /// Segments retransmitted and not reported as duplicates: the
+    /// losses.
+    pub fn lost_segs(&self) -> u64 {
+        self.retrans_segs.saturating_sub(self.dsack_segs)
+    }
+
+    /// The share of segments lost (0 to 1), when any were sent.
+    pub fn lost_share(&self) -> Option<f64> {
+        (self.out_segs > 0).then(|| self.lost_segs() as f64 / self.out_segs as f64)
     }
 }
 
@@ -326,11 +340,15 @@ pub struct LossyLink {
     pub a: usize,
     /// The other node index.
     pub b: usize,
-    /// Segments retransmitted over segments sent, both directions' cells
-    /// together.
+    /// Segments lost (retransmitted and not reported as duplicates) over
+    /// segments sent, both directions' cells together.
     pub retrans_share: f64,
     /// Segments retransmitted, both directions.
     pub retrans_segs: u64,
+    /// Of those, the segments the receivers reported as duplicates
+    /// (D-SACK): spurious, left out of the share (version 5).
+    #[serde(default)]
+    pub spurious_segs: u64,
     /// Segments sent, both directions.
     pub out_segs: u64,
     /// The interfaces' drops and errors the two ends counted over the

@@ -1,6 +1,12 @@
 //! The kernel's counters that name a lossy path: TCP segments sent and
-//! retransmitted (/proc/net/snmp) and the interfaces' drops and errors
-//! (/sys/class/net/*/statistics). Both are per network namespace, so on a
+//! retransmitted (/proc/net/snmp), the retransmissions the receivers
+//! reported as duplicates (D-SACK, /proc/net/netstat), and the interfaces'
+//! drops and errors (/sys/class/net/*/statistics).
+//!
+//! A retransmission is not always a loss: on a busy host a preempted
+//! receiver ACKs late, the sender's tail-loss probe or RTO fires, and the
+//! receiver gets the segment twice and says so with a D-SACK. Those are
+//! counted apart so that a loaded machine is not read as a lossy link. Both are per network namespace, so on a
 //! lab node they count that node's traffic alone; a matrix reads them
 //! before and after each cell and keeps the difference.
 
@@ -11,6 +17,10 @@ pub struct NetCounters {
     pub out_segs: u64,
     /// TCP segments retransmitted (`RetransSegs`).
     pub retrans_segs: u64,
+    /// Segments the receivers reported as received twice
+    /// (`TCPDSACKRecvSegs`, or `TCPDSACKRecv` on kernels before 5.10):
+    /// spurious retransmissions, not losses.
+    pub dsack_segs: u64,
     /// Drops and errors of every interface but loopback, both ways.
     pub interface_drops: u64,
 }
@@ -21,9 +31,11 @@ impl NetCounters {
     pub fn read() -> Option<NetCounters> {
         let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
         let (out_segs, retrans_segs) = parse_snmp_tcp(&snmp)?;
+        let netstat = std::fs::read_to_string("/proc/net/netstat").unwrap_or_default();
         Some(NetCounters {
             out_segs,
             retrans_segs,
+            dsack_segs: parse_dsack_segs(&netstat).unwrap_or(0),
             interface_drops: interface_drops(),
         })
     }
@@ -34,6 +46,7 @@ impl NetCounters {
         NetCounters {
             out_segs: after.out_segs.saturating_sub(self.out_segs),
             retrans_segs: after.retrans_segs.saturating_sub(self.retrans_segs),
+            dsack_segs: after.dsack_segs.saturating_sub(self.dsack_segs),
             interface_drops: after.interface_drops.saturating_sub(self.interface_drops),
         }
     }
@@ -50,6 +63,20 @@ pub fn parse_snmp_tcp(text: &str) -> Option<(u64, u64)> {
         values.get(i)?.parse().ok()
     };
     Some((get("OutSegs")?, get("RetransSegs")?))
+}
+
+/// The D-SACKed segments of the `TcpExt:` lines: `TCPDSACKRecvSegs`
+/// where the kernel counts segments, else `TCPDSACKRecv` (D-SACK blocks,
+/// one per spurious retransmission in the common case).
+pub fn parse_dsack_segs(text: &str) -> Option<u64> {
+    let mut ext = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let names: Vec<&str> = ext.next()?.split_whitespace().collect();
+    let values: Vec<&str> = ext.next()?.split_whitespace().collect();
+    let get = |name: &str| -> Option<u64> {
+        let i = names.iter().position(|n| *n == name)?;
+        values.get(i)?.parse().ok()
+    };
+    get("TCPDSACKRecvSegs").or_else(|| get("TCPDSACKRecv"))
 }
 
 /// Sum of rx/tx drops and errors over every interface but `lo`.
@@ -89,11 +116,13 @@ mod tests {
         let before = NetCounters {
             out_segs: 10,
             retrans_segs: 5,
+            dsack_segs: 1,
             interface_drops: 3,
         };
         let after = NetCounters {
             out_segs: 110,
             retrans_segs: 7,
+            dsack_segs: 4,
             interface_drops: 1,
         };
         assert_eq!(
@@ -101,8 +130,24 @@ mod tests {
             NetCounters {
                 out_segs: 100,
                 retrans_segs: 2,
+                dsack_segs: 3,
                 interface_drops: 0
             }
         );
+    }
+
+    #[test]
+    fn dsacks_are_read_in_segments_where_the_kernel_counts_them() {
+        let new = "TcpExt: SyncookiesSent TCPDSACKRecv TCPDSACKRecvSegs\nTcpExt: 0 7 9\n\
+                   IpExt: InNoRoutes\nIpExt: 0\n";
+        assert_eq!(parse_dsack_segs(new), Some(9));
+        let old = "TcpExt: SyncookiesSent TCPDSACKRecv\nTcpExt: 0 7\n";
+        assert_eq!(parse_dsack_segs(old), Some(7));
+        assert_eq!(parse_dsack_segs("IpExt: X\nIpExt: 1\n"), None);
+        // This machine's own file is read.
+        let here = std::fs::read_to_string("/proc/net/netstat").unwrap_or_default();
+        if here.contains("TCPDSACKRecv") {
+            assert!(parse_dsack_segs(&here).is_some());
+        }
     }
 }

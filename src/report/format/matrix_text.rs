@@ -237,20 +237,25 @@ pub fn host_bound_line(h: &HostBound) -> String {
 }
 
 /// A lossy link as one line: the cause named with its figure
-/// (`lossy link: node3 <-> node6: 2.1% of segments retransmitted ...`).
+/// (`lossy link: node3 <-> node6: 2.1% of segments lost ...`).
 pub fn lossy_link_line<'a>(l: &LossyLink, name: &dyn Fn(usize) -> &'a str) -> String {
     let drops = if l.interface_drops > 0 {
         format!(", {} interface drops or errors", l.interface_drops)
     } else {
         String::new()
     };
+    let spurious = if l.spurious_segs > 0 {
+        format!(", {} more retransmitted that had arrived", l.spurious_segs)
+    } else {
+        String::new()
+    };
     format!(
-        "lossy link: {} <-> {}: {:.1}% of segments retransmitted ({} of {}{drops}; \
+        "lossy link: {} <-> {}: {:.1}% of segments lost ({} of {}{spurious}{drops}; \
          the other links of both nodes at most {:.2}%)",
         name(l.a),
         name(l.b),
         100.0 * l.retrans_share,
-        l.retrans_segs,
+        l.retrans_segs.saturating_sub(l.spurious_segs),
         l.out_segs,
         100.0 * l.others_share
     )

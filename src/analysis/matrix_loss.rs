@@ -65,7 +65,9 @@ pub fn lossy_links(n: usize, cells: &[CellFigures]) -> Vec<LossyLink> {
             .or_default();
         p.out = p.out.saturating_add(net.out_segs);
         p.retrans = p.retrans.saturating_add(net.retrans_segs);
-        p.spurious = p.spurious.saturating_add(net.dsack_segs.min(net.retrans_segs));
+        p.spurious = p
+            .spurious
+            .saturating_add(net.dsack_segs.min(net.retrans_segs));
         p.drops = p.drops.saturating_add(net.interface_drops);
     }
     let mut found: Vec<LossyLink> = pairs

@@ -69,7 +69,10 @@ fn one_lossy_link_is_named_with_its_share() {
 fn retransmissions_the_receiver_had_received_are_not_losses() {
     // A busy host: 0.9% retransmitted on (0, 2), every one D-SACKed.
     let mut cells = matrix(4, &[(1, 3)]);
-    for c in cells.iter_mut().filter(|c| (c.from.min(c.to), c.from.max(c.to)) == (0, 2)) {
+    for c in cells
+        .iter_mut()
+        .filter(|c| (c.from.min(c.to), c.from.max(c.to)) == (0, 2))
+    {
         *c = cell_with_dsacks(c.from, c.to, 95e6, 90, 90);
     }
     let found = lossy_links(4, &cells);
@@ -77,7 +80,10 @@ fn retransmissions_the_receiver_had_received_are_not_losses() {
     assert_eq!(named, [(1, 3)], "{found:?}");
     // A lossy link's own spurious ones are counted apart from its share.
     let mut cells = matrix(4, &[]);
-    for c in cells.iter_mut().filter(|c| (c.from.min(c.to), c.from.max(c.to)) == (1, 3)) {
+    for c in cells
+        .iter_mut()
+        .filter(|c| (c.from.min(c.to), c.from.max(c.to)) == (1, 3))
+    {
         *c = cell_with_dsacks(c.from, c.to, 30e6, 300, 100);
     }
     let l = &lossy_links(4, &cells)[0];

@@ -55,28 +55,26 @@ impl NetCounters {
 /// `OutSegs` and `RetransSegs` of the `Tcp:` lines (a header line of
 /// names, then one of values).
 pub fn parse_snmp_tcp(text: &str) -> Option<(u64, u64)> {
-    let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
-    let names: Vec<&str> = tcp.next()?.split_whitespace().collect();
-    let values: Vec<&str> = tcp.next()?.split_whitespace().collect();
-    let get = |name: &str| -> Option<u64> {
-        let i = names.iter().position(|n| *n == name)?;
-        values.get(i)?.parse().ok()
-    };
+    let get = |name: &str| counter(text, "Tcp:", name);
     Some((get("OutSegs")?, get("RetransSegs")?))
+}
+
+/// The counter `name` of the `prefix` lines of /proc/net/snmp or netstat:
+/// the first such line names the counters, the second holds their values.
+fn counter(text: &str, prefix: &str, name: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with(prefix));
+    let names = lines.next()?.split_whitespace();
+    let values = lines.next()?.split_whitespace();
+    let i = names.clone().position(|n| n == name)?;
+    values.clone().nth(i)?.parse().ok()
 }
 
 /// The D-SACKed segments of the `TcpExt:` lines: `TCPDSACKRecvSegs`
 /// where the kernel counts segments, else `TCPDSACKRecv` (D-SACK blocks,
 /// one per spurious retransmission in the common case).
 pub fn parse_dsack_segs(text: &str) -> Option<u64> {
-    let mut ext = text.lines().filter(|l| l.starts_with("TcpExt:"));
-    let names: Vec<&str> = ext.next()?.split_whitespace().collect();
-    let values: Vec<&str> = ext.next()?.split_whitespace().collect();
-    let get = |name: &str| -> Option<u64> {
-        let i = names.iter().position(|n| *n == name)?;
-        values.get(i)?.parse().ok()
-    };
-    get("TCPDSACKRecvSegs").or_else(|| get("TCPDSACKRecv"))
+    counter(text, "TcpExt:", "TCPDSACKRecvSegs")
+        .or_else(|| counter(text, "TcpExt:", "TCPDSACKRecv"))
 }
 
 /// Sum of rx/tx drops and errors over every interface but `lo`.

@@ -53,9 +53,12 @@ pub fn every_mode_at_mtu_1500(transport: &str) -> Vec<serde_json::Value> {
     let sizes = "1,1483,1484,1485,4Ki,256Ki";
     let mut all = Vec::new();
     for (mode, wait) in [
-        ("pingpong", "block"),
+        // Spinning ends in ping-pong only: bidirectional spinning is four
+        // spinning threads on a 2-vCPU CI machine, and crawled there (2 of
+        // 6 sizes measured in 18.75 s, under load).
+        ("pingpong", "spin"),
         ("stream", "block"),
-        ("bidir", "spin"),
+        ("bidir", "block"),
     ] {
         let args = [
             "--mode",

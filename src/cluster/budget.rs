@@ -96,6 +96,24 @@ impl Keeper {
         budget
     }
 
+    /// The least the rounds can take, `elapsed` after they began with
+    /// `slots_left` slots of `calls` measuring calls to go: each slot at
+    /// least [`CELL_FLOOR`] plus the overhead seen per call (a cell's
+    /// sweeps cannot do less than their fewest trials), or its even share
+    /// when that is more.
+    pub fn least_rounds(&self, elapsed: Duration, slots_left: usize, calls: u32) -> Duration {
+        let left = self.rounds.saturating_sub(elapsed);
+        let even = left / slots_left.max(1) as u32;
+        let least_slot = CELL_FLOOR + self.overhead() * calls.max(1);
+        elapsed + even.max(least_slot) * slots_left as u32
+    }
+
+    /// Whether rounds that take [`Self::least_rounds`] overrun the whole
+    /// budget by more than the 1.2 x a budget allows.
+    pub fn will_overrun(&self, least_rounds: Duration) -> bool {
+        least_rounds > self.total.mul_f64(1.2)
+    }
+
     /// A slot of `calls` measuring calls given `given` in all took `took`.
     pub fn record(&mut self, given: Duration, took: Duration, calls: u32) {
         self.overhead_sum += took.saturating_sub(given);
@@ -247,6 +265,25 @@ mod tests {
         assert!(k.floored > 0 && k.squeezed > 0, "{k:?}");
         assert_eq!(count, 0, "no re-measure fits once the budget is spent");
         assert!(t > ms(1200));
+    }
+
+    #[test]
+    fn an_overrun_is_foreseen_from_the_first_slot() {
+        let ms = Duration::from_millis;
+        // The busy matrix of issue 43: 14 steps in 20 s, the first taking
+        // 1.8 s beyond its 1.1 s share: 13 more of at least 1.83 s.
+        let mut k = Keeper::new(ms(20_000), true);
+        let first = k.slot(ms(0), 14, 1);
+        k.record(first, first + ms(1800), 1);
+        let least = k.least_rounds(first + ms(1800), 13, 1);
+        assert!(k.will_overrun(least), "{least:?}");
+        assert!(least >= first + ms(1800 + 13 * 1830), "{least:?}");
+        // A quiet one: 100 ms beyond; 14 slots fit.
+        let mut k = Keeper::new(ms(20_000), true);
+        let first = k.slot(ms(0), 14, 1);
+        k.record(first, first + ms(100), 1);
+        let least = k.least_rounds(first + ms(100), 13, 1);
+        assert!(!k.will_overrun(least), "{least:?}");
     }
 
     #[test]

@@ -100,14 +100,14 @@ pub(super) struct Member {
 /// Start the agents with `launcher`, run the matrix, end the agents.
 /// Every cell is appended to `cell_file` as it arrives (started once the
 /// nodes are known, with `started_at`); a cell file that cannot be written
-/// stops the matrix. `on_round` hears of each finished round (done, of
-/// how many).
+/// stops the matrix. `on_progress` hears of each finished round and of an
+/// overrun the first cells foresee.
 pub fn run(
     plan: &MatrixPlan,
     launcher: &dyn Launcher,
     cell_file: &mut CellFile,
     started_at: &str,
-    on_round: &mut dyn FnMut(usize, usize),
+    on_progress: &mut dyn FnMut(super::rounds::Progress),
 ) -> Result<Gathered> {
     // Several processes per host (`--ppn`) are named `HOST/K`: the
     // launchers and addresses go by the hosts.
@@ -155,7 +155,7 @@ pub fn run(
         cell_file,
         &mut members,
         &mut nodes,
-        on_round,
+        on_progress,
     );
     trouble |= measured.trouble;
     let (cells, interrupted, write_error, measured_warnings) = (

@@ -41,6 +41,6 @@ pub mod pair;
 pub mod protocol;
 pub mod refusal;
 mod remeasure;
-mod rounds;
+pub mod rounds;
 pub mod schedule;
 pub mod sources;

@@ -32,7 +32,7 @@ pub(super) struct Rounds {
 }
 
 /// Run the `steps` steps of the plan among `n` nodes (none when fewer
-/// than two joined), every cell to `cell_file`; `on_round` hears of each
+/// than two joined), every cell to `cell_file`; `on_progress` hears of each
 /// finished round (done, of `rounds`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run(
@@ -43,7 +43,7 @@ pub(super) fn run(
     cell_file: &mut CellFile,
     members: &mut [Member],
     nodes: &mut [MatrixNode],
-    on_round: &mut dyn FnMut(usize, usize),
+    on_progress: &mut dyn FnMut(Progress),
 ) -> Rounds {
     let started = Instant::now();
     let pairs = plan.pattern == Pattern::Pairs;
@@ -69,6 +69,8 @@ pub(super) fn run(
     let (mut given_sum, mut given_count) = (Duration::ZERO, 0u32);
     let mut done_steps = 0;
     let mut ring_kept = false;
+    // Said once, as soon as the first slots show it.
+    let mut overrun_said = false;
     'steps: for &st in &order {
         let mut directed = schedule::step(plan.pattern, n, st);
         let round = schedule::round_of(plan.pattern, st);
@@ -104,6 +106,15 @@ pub(super) fn run(
                     measure_alone(plan, budget, round, &mut measured.cells, members, nodes);
             }
             keeper.record(slot, began.elapsed(), calls);
+            if !overrun_said {
+                let least = keeper.least_rounds(started.elapsed(), slots_left, calls);
+                if keeper.will_overrun(least) {
+                    overrun_said = true;
+                    let line = overrun_line(plan, least, keeper.overhead());
+                    on_progress(Progress::WillOverrun(line.clone()));
+                    out.warnings.push(line);
+                }
+            }
             out.trouble |= measured.lost;
             let before = out.cells.len();
             for cell in measured.cells {
@@ -134,7 +145,10 @@ pub(super) fn run(
         }
         done_steps += 1;
         if !pairs || done_steps % 2 == 0 {
-            on_round(if pairs { done_steps / 2 } else { done_steps }, rounds);
+            on_progress(Progress::Round {
+                done: if pairs { done_steps / 2 } else { done_steps },
+                of: rounds,
+            });
         }
     }
     if pairs && !out.interrupted && out.write_error.is_none() && steps > 0 {
@@ -162,6 +176,36 @@ pub(super) fn run(
     out.warnings
         .extend(budget_warnings(plan.budget, started.elapsed(), &keeper));
     out
+}
+
+/// What a matrix tells its user while it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// A round ended: `done` of `of`.
+    Round {
+        /// Rounds done.
+        done: usize,
+        /// Rounds in all.
+        of: usize,
+    },
+    /// The first slots show that the rounds cannot keep `--budget`: the
+    /// line says how long they will take and what would keep it.
+    WillOverrun(String),
+}
+
+/// The early warning of a matrix whose cells' least work does not fit
+/// its budget: said as soon as it shows, not after the overrun.
+fn overrun_line(plan: &MatrixPlan, least: Duration, overhead: Duration) -> String {
+    format!(
+        "at this machine's speed the rounds need at least {:.0} s, more than 1.2 x --budget \
+         {:.0} s: each cell's sweep takes {:.2} s beyond its share (set-up and its fewest \
+         trials of the {} stream); a larger --budget, a smaller --bandwidth-size or fewer \
+         nodes would keep it",
+        least.as_secs_f64(),
+        plan.budget.as_secs_f64(),
+        overhead.as_secs_f64(),
+        crate::units::format_bytes(plan.bandwidth_bytes),
+    )
 }
 
 /// What the result says when the budget could not be kept, or was kept

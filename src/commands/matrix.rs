@@ -11,6 +11,7 @@ use crate::cli::{AgentArgs, MatrixArgs, PatternArg};
 use crate::cluster::agent::{self, AgentOptions};
 use crate::cluster::cells::{cells_path, CellFile};
 use crate::cluster::coordinator::{self, MatrixPlan};
+use crate::cluster::rounds::Progress;
 use crate::cluster::hostlist;
 use crate::cluster::launchers::{self, Launcher};
 use crate::error::{usage, WulfError};
@@ -242,7 +243,10 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
         launcher,
         &mut cell_file,
         &started_at,
-        &mut |done, _| pb.set_position(done as u64),
+        &mut |progress| match progress {
+            Progress::Round { done, .. } => pb.set_position(done as u64),
+            Progress::WillOverrun(line) => pb.println(format!("warning: {line}")),
+        },
     );
     pb.finish_and_clear();
     let g = g?;

@@ -197,8 +197,8 @@ pub enum Progress {
 /// its budget: said as soon as it shows, not after the overrun.
 fn overrun_line(plan: &MatrixPlan, least: Duration, overhead: Duration) -> String {
     format!(
-        "at this machine's speed the rounds need at least {:.0} s, more than 1.2 x --budget \
-         {:.0} s: each cell's sweep takes {:.2} s beyond its share (set-up and its fewest \
+        "at this machine's speed the rounds need about {:.1} s, more than 1.2 x --budget \
+         {:.1} s: each cell's sweep takes {:.2} s beyond its share (set-up and its fewest \
          trials of the {} stream); a larger --budget, a smaller --bandwidth-size or fewer \
          nodes would keep it",
         least.as_secs_f64(),

@@ -114,3 +114,35 @@ fn the_budget_is_kept_and_the_seeds_order_recorded() {
             .collect();
     assert_eq!(rounds, expected, "cells' rounds {steps:?}");
 }
+
+/// A budget no cell's fewest trials can keep (100 ms for 6 steps of 4 MiB
+/// streams) is said while the matrix runs, on the terminal, as soon as the
+/// first step shows it, and the result keeps the line (issue 43).
+#[test]
+fn an_overrun_the_first_step_foresees_is_said_at_once() {
+    let dir = tempdir();
+    let json = dir.path().join("m.json");
+    let hosts = format!("short{}x[1-4]", std::process::id());
+    let out = wulf(&[
+        "matrix",
+        "--launch",
+        "local",
+        "--hosts",
+        &hosts,
+        "--budget",
+        "100ms",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    let r = wulf::result::matrix::read_matrix_result(&json).unwrap();
+    let early = "at this machine's speed the rounds need about";
+    let said = r.warnings.iter().find(|w| w.starts_with(early));
+    let said = said.unwrap_or_else(|| panic!("no early warning: {:?}", r.warnings));
+    assert!(said.contains("--budget 0.1 s") && said.contains("4 MiB"), "{said}");
+    // Printed while it ran, before the result's own lines.
+    let at = text.find(early).unwrap_or_else(|| panic!("{text}"));
+    assert!(text[..at].contains("wulf matrix: 4 nodes"), "{text}");
+}

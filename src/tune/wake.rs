@@ -160,7 +160,7 @@ pub fn wake_advice(runs: &[ConfigRun], cs: &[Comparison]) -> Vec<Recommendation>
         );
         if c.blocked_ns > c.spinning_ns {
             format!(
-                "{took}: a wake-up cost {:.1} us.",
+                "{took}: waking a blocked end (its CPU, where it had halted) cost {:.1} us.",
                 (c.blocked_ns - c.spinning_ns) / 1e3
             )
         } else {
@@ -180,7 +180,8 @@ pub fn wake_advice(runs: &[ConfigRun], cs: &[Comparison]) -> Vec<Recommendation>
                     .collect::<Vec<_>>()
             };
             let (better, worse) = (small(Verdict::Better), small(Verdict::Worse));
-            let verdict = if !better.is_empty() && worse.is_empty() {
+            let helped = !better.is_empty() && worse.is_empty();
+            let verdict = if helped {
                 format!(
                     "{label} made small messages faster beyond the noise ({}): {} where latency \
                      matters.",
@@ -203,7 +204,12 @@ pub fn wake_advice(runs: &[ConfigRun], cs: &[Comparison]) -> Vec<Recommendation>
                 topic: Topic::WakeUp,
                 host: None,
                 advice,
-                commands: r.site_commands(),
+                // How to set it site-wide, only where it helped.
+                commands: if helped {
+                    r.site_commands()
+                } else {
+                    Vec::new()
+                },
             }
         })
         .collect()

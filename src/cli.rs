@@ -418,6 +418,15 @@ pub struct TuneTcpArgs {
     /// (also on error and Ctrl-C). Needs root and the ethtool program.
     #[arg(long)]
     pub offloads: bool,
+    /// Also measure what a halted CPU's wake-up costs a small message and
+    /// the remedies against it, one at a time: spinning ends, the kernel's
+    /// busy polling (net.core.busy_read and busy_poll at 50 us) and no
+    /// deep idle states (/dev/cpu_dma_latency held at 0); the machine's
+    /// settings are put back after each (also on error and Ctrl-C). The
+    /// last two need root and are skipped, with the reason, where they
+    /// cannot be set.
+    #[arg(long)]
+    pub wake_up: bool,
 }
 
 fn parse_precision(s: &str) -> Result<f64, String> {

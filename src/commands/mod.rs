@@ -27,6 +27,7 @@ pub mod study;
 mod study_linpack;
 pub mod sweep;
 pub mod tune;
+mod tune_wake;
 pub mod worker;
 
 use std::io::IsTerminal;

@@ -225,6 +225,17 @@ fn measure(
             },
             _ => None,
         };
+        let mut wake = match config.wake.map(super::tune_wake::WakeGuard::apply) {
+            Some(Err(answer)) => {
+                m.skipped.push(Skipped {
+                    label: config.label.clone(),
+                    reason: format!("not changeable: {answer}"),
+                });
+                continue;
+            }
+            Some(Ok(g)) => g,
+            None => None,
+        };
         let began = Instant::now();
         spec.channel = config.apply(&base.channel);
         let pb = super::progress_bar(spec.sizes.len() as u64, a.quiet, &config.label);
@@ -234,6 +245,10 @@ fn measure(
         });
         pb.finish_and_clear();
         extra.push(began.elapsed().saturating_sub(spec.budget));
+        for e in wake.as_mut().map(|g| g.restore()).unwrap_or_default() {
+            m.warnings
+                .push(format!("after {}: could not restore: {e}", config.label));
+        }
         if applied.is_some() {
             if let Some(Err(e)) = guard.as_deref_mut().map(OffloadGuard::restore) {
                 m.warnings
@@ -314,7 +329,12 @@ fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
     };
     base.whole = offloads.as_ref().map(|o| o.whole.clone());
     let offload_configs = offloads.as_ref().map(|o| o.configs.clone());
-    let configs = plan(&mss, offload_configs.as_deref().unwrap_or_default());
+    let mut configs = plan(&mss, offload_configs.as_deref().unwrap_or_default());
+    if a.wake_up {
+        // Before the baseline's repeat, which bounds the drift over them too.
+        let repeat = configs.len() - 1;
+        configs.splice(repeat..repeat, crate::tune::wake::wake_configs());
+    }
     let dir = session_dir(&a.out);
     let guard = offloads.as_mut().map(|o| &mut o.guard);
     let mut m = measure(a, &base, &configs, &dir, started, guard)?;

@@ -17,6 +17,8 @@
 //! * [`sysctl`]: clamped buffer requests and the bandwidth-delay product
 //!   turned into sysctls to raise;
 //! * [`recommend`]: the bandwidth-delay product and every recommendation;
+//! * [`wake`]: `--wake-up`, the remedies against a halted CPU's wake-up
+//!   on every message and their advice;
 //! * [`summary`]: `tune.json`; [`text`]: what the terminal shows.
 //!
 //! Everything here is pure: no sockets, files or clocks, so the logic is
@@ -30,6 +32,7 @@ pub mod recommend;
 pub mod summary;
 pub mod sysctl;
 pub mod text;
+pub mod wake;
 
 pub use plan::{Factor, TuneConfig};
 pub use summary::{ConfigRun, TuneSummary, TUNE_SCHEMA_VERSION};

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::result::WaitMode;
 use crate::transport::ChannelOptions;
 use crate::units::format_bytes;
 
@@ -48,6 +49,9 @@ pub enum Factor {
     /// An offload or interrupt-coalescing setting of the interface
     /// (`--offloads`, see `tune::offload`).
     Offload,
+    /// A remedy against a halted CPU's wake-up on every message
+    /// (`--wake-up`, see `tune::wake`).
+    WakeUp,
 }
 
 /// One configuration of the data channel.
@@ -68,6 +72,10 @@ pub struct TuneConfig {
     /// The interface setting changed (`--offloads`); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offload: Option<super::offload::OffloadChange>,
+    /// The wake-up remedy applied (`--wake-up`, tune schema 3); absent:
+    /// none, the ends' receives block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake: Option<super::wake::WakeRemedy>,
 }
 
 impl TuneConfig {
@@ -80,6 +88,7 @@ impl TuneConfig {
             nodelay: true,
             mss_bytes: None,
             offload: None,
+            wake: None,
         }
     }
 
@@ -92,13 +101,18 @@ impl TuneConfig {
         }
     }
 
-    /// `base` with this configuration's buffers, Nagle and MSS applied.
+    /// `base` with this configuration's buffers, Nagle and MSS applied,
+    /// and its ends spinning for the `wake: spin` remedy (the others are
+    /// the machine's settings, made by the command).
     pub fn apply(&self, base: &ChannelOptions) -> ChannelOptions {
+        let spin = self.wake == Some(super::wake::WakeRemedy::Spin);
         ChannelOptions {
             sndbuf_bytes: self.buffer_bytes,
             rcvbuf_bytes: self.buffer_bytes,
             nodelay: self.nodelay,
             mss_bytes: self.mss_bytes,
+            busy_poll: base.busy_poll || spin,
+            wait: if spin { WaitMode::Spin } else { base.wait },
             ..base.clone()
         }
     }

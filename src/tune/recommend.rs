@@ -104,6 +104,9 @@ pub enum Topic {
     Mss,
     /// RFC 1323 window scaling and timestamps.
     Rfc1323,
+    /// A halted CPU's wake-up on every message, and its remedies
+    /// (`--wake-up`).
+    WakeUp,
 }
 
 /// One piece of advice.
@@ -432,6 +435,7 @@ pub fn recommend(
     out.extend(buffer_advice(runs, comparisons));
     out.extend(nagle_advice(runs, comparisons));
     out.extend(mss_advice(runs, comparisons));
+    out.extend(super::wake::wake_advice(runs, comparisons));
     out.extend(
         hosts
             .iter()

@@ -20,7 +20,10 @@ use crate::result::{Mode, SweepResult};
 /// 2: `--offloads` (the `offload` factor and configuration field,
 /// `offloads`, `applied`) and the whole CPU cost per byte of every
 /// configuration; version 1 files read unchanged.
-pub const TUNE_SCHEMA_VERSION: u32 = 2;
+///
+/// 3: `--wake-up` (the `wake_up` factor and topic, the configuration's
+/// `wake`); versions 1 and 2 read unchanged.
+pub const TUNE_SCHEMA_VERSION: u32 = 3;
 
 /// The whole of `tune.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

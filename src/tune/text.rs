@@ -225,6 +225,7 @@ fn recommendations(s: &TuneSummary, out: &mut String) {
             Topic::Nagle => "nagle",
             Topic::Mss => "mss",
             Topic::Rfc1323 => "rfc 1323",
+            Topic::WakeUp => "wake-up",
         };
         let on = r
             .host

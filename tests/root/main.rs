@@ -44,4 +44,5 @@ mod study;
 mod study_lean;
 mod sys_netns;
 mod tune;
+mod tune_wake;
 mod ucx_lab;

@@ -59,4 +59,5 @@ mod spin_cost;
 mod sweep_budget;
 mod sweep_local;
 mod ucx;
+mod wake_up;
 mod whole_cost;

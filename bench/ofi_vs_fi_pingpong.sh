@@ -31,7 +31,7 @@ fi_pp() {
     timeout 120 taskset -c 1 fi_pingpong -p "$prov" -e rdm -m tagged -B "$PORT" -S "$size" -I "$iters" >/dev/null 2>&1 &
     sleep 0.5
     timeout 120 taskset -c 0 fi_pingpong -p "$prov" -e rdm -m tagged -P "$PORT" -S "$size" -I "$iters" 127.0.0.1 2>/dev/null |
-        awk '$1 ~ /^[0-9]+$/ { print $7 }' | tail -1
+        awk '$1 ~ /^[0-9]+[kmg]?$/ { print $7 }' | tail -1
     wait
 }
 

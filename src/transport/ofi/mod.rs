@@ -17,6 +17,7 @@
 //! endpoint type, protocol, fabric and domain libfabric chose are recorded,
 //! so a result says which path it took, not which one was asked for.
 
+mod info;
 pub mod library;
 mod rdm;
 

@@ -14,6 +14,7 @@ use std::io;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+use super::info::{hints, Chosen};
 use super::library::{self as fi, Api, Context2, CqEntry};
 use crate::result::WaitMode;
 use crate::transport::{AbortHandle, AbortPair};
@@ -32,25 +33,6 @@ const CANCEL_GRACE: Duration = Duration::from_secs(1);
 const LONGEST_SLEEP_MS: u128 = 100;
 /// An expected length that any receive has (the hello's).
 const ANY_LENGTH: usize = usize::MAX;
-
-/// What libfabric chose for an endpoint, as a result records it.
-#[derive(Debug, Clone)]
-pub struct Chosen {
-    /// The provider, layered ones joined by ';' ("tcp;ofi_rxm").
-    pub provider: String,
-    /// The fabric's name (a subnet, "shm").
-    pub fabric: String,
-    /// The domain's name (an interface, "shm").
-    pub domain: String,
-    /// "FI_EP_RDM".
-    pub endpoint_type: String,
-    /// The wire protocol ("FI_PROTO_RXM").
-    pub protocol: String,
-    /// The largest message the endpoint takes, in bytes.
-    pub max_msg_bytes: usize,
-    /// The largest message `fi_inject` would take, in bytes.
-    pub inject_bytes: usize,
-}
 
 /// Counts of completions read since the last [`RdmEndpoint::wait`].
 #[derive(Default)]
@@ -100,27 +82,6 @@ fn check(api: &Api, what: &str, ret: isize) -> io::Result<()> {
     } else {
         Err(io::Error::other(format!("{what}: {}", api.describe(ret))))
     }
-}
-
-/// The hints: tagged messages on an RDM endpoint of `provider`, a context
-/// per operation supplied, no memory registration.
-fn hints(api: &Api, provider: &str) -> io::Result<*mut fi::Info> {
-    // SAFETY: fi_allocinfo is fi_dupinfo(NULL): every attribute allocated.
-    let hints = unsafe { (api.dupinfo)(std::ptr::null()) };
-    if hints.is_null() {
-        return Err(io::Error::other("fi_allocinfo failed"));
-    }
-    let name = CString::new(provider).map_err(io::Error::other)?;
-    // SAFETY: the attributes fi_allocinfo made; the provider's name is
-    // strdup'ed, as fi_freeinfo frees it.
-    unsafe {
-        (*hints).caps = fi::FI_TAGGED;
-        (*hints).mode = fi::FI_CONTEXT | fi::FI_CONTEXT2;
-        (*(*hints).ep_attr).ep_type = fi::FI_EP_RDM;
-        (*(*hints).domain_attr).mr_mode = 0;
-        (*(*hints).fabric_attr).prov_name = libc::strdup(name.as_ptr());
-    }
-    Ok(hints)
 }
 
 impl RdmEndpoint {
@@ -266,19 +227,7 @@ impl RdmEndpoint {
     /// What libfabric chose.
     pub fn chosen(&self) -> Chosen {
         // SAFETY: the info fi_getinfo returned, alive until drop.
-        unsafe {
-            let info = &*self.info;
-            let ep = &*info.ep_attr;
-            Chosen {
-                provider: fi::text((*info.fabric_attr).prov_name),
-                fabric: fi::text((*info.fabric_attr).name),
-                domain: fi::text((*info.domain_attr).name),
-                endpoint_type: self.api.enum_name(ep.ep_type as u32, fi::FI_TYPE_EP_TYPE),
-                protocol: self.api.enum_name(ep.protocol, fi::FI_TYPE_PROTOCOL),
-                max_msg_bytes: ep.max_msg_size,
-                inject_bytes: (*info.tx_attr).inject_size,
-            }
-        }
+        unsafe { Chosen::of(self.api, &*self.info) }
     }
 
     /// Whether a wait sleeps in `fi_cq_sread` (`--wait block` where the

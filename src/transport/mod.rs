@@ -36,6 +36,7 @@ pub mod frames;
 mod iface;
 pub mod memcpy;
 pub mod mpi;
+pub mod ofi;
 pub mod pvm;
 pub mod raw;
 pub mod shm;
@@ -203,6 +204,26 @@ impl AbortPair {
     pub fn aborted(&self) -> bool {
         let mut byte = [0u8; 1];
         matches!(io::Read::read(&mut &self.watch_end, &mut byte), Ok(0))
+    }
+
+    /// Why a polled wait for `what` must stop now, if it must: `deadline`
+    /// (set to now + `timeout` on the first look) has passed, or the
+    /// handle was used. Read the clock, so called every so many polls.
+    pub fn stop_reason(
+        &self,
+        deadline: &mut Option<std::time::Instant>,
+        timeout: Duration,
+        what: &str,
+    ) -> Option<io::Error> {
+        let now = std::time::Instant::now();
+        let why = if now >= *deadline.get_or_insert(now + timeout) {
+            format!("{what}: no completion within {timeout:?}")
+        } else if self.aborted() {
+            format!("{what}: ended (the other side went away)")
+        } else {
+            return None;
+        };
+        Some(io::Error::new(io::ErrorKind::TimedOut, why))
     }
 }
 
@@ -437,18 +458,21 @@ pub fn registry(options: &ExtraOptions) -> Vec<Box<dyn Transport>> {
     all.extend(pvm::transports());
     // UCX, through its library loaded at run time where installed.
     all.extend(ucx::transports());
+    // libfabric, likewise.
+    all.extend(ofi::transports());
     all
 }
 
 /// Every transport wulf can name without probing the machine, as
 /// (name, description), in the registry's order: the compiled-in ones and
-/// PVM's and UCX's (their libraries are loaded only when a channel is made). The MPIs
+/// PVM's, UCX's and libfabric's (their libraries are loaded only when a channel is made). The MPIs
 /// are found at run time (`mpi:NAME`); `--help` lists them apart.
 pub fn catalogue() -> Vec<(&'static str, &'static str)> {
     built_in()
         .into_iter()
         .chain(pvm::transports())
         .chain(ucx::transports())
+        .chain(ofi::transports())
         .map(|t| (t.name(), t.about()))
         .collect()
 }

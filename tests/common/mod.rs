@@ -3,8 +3,14 @@
 #![allow(dead_code)]
 
 pub mod lean;
+pub mod libraries;
 pub mod slurm;
 pub mod ssh;
+
+// Each tier's binary uses some of them (fast the layout check, the
+// others the presence checks).
+#[allow(unused_imports)]
+pub use libraries::{assert_c_layout, have_ofi, have_ucx};
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -486,25 +492,6 @@ pub fn only_dir(out: &Path) -> PathBuf {
     dirs[0].clone()
 }
 
-/// Whether libucp is installed (else skip, or fail under CI).
-pub fn have_ucx() -> bool {
-    let present = [
-        "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu",
-        "/usr/lib",
-    ]
-    .iter()
-    .any(|d| std::path::Path::new(d).join("libucp.so.0").exists());
-    if !present {
-        assert!(
-            std::env::var("WULF_REQUIRE_UCX").as_deref() != Ok("1"),
-            "UCX is not installed but WULF_REQUIRE_UCX=1: apt-get install libucx0 (scripts/install-test-deps)"
-        );
-        eprintln!("SKIPPED: UCX is not installed (apt install libucx0)");
-    }
-    present
-}
-
 /// Assert that sweep result `r` (mode `mode`) crossed a 100 Mbit/s fe lab
 /// link: its 64 KiB point is below the link's rate each way (twice that
 /// for bidir), which a path through shared memory or the root namespace
@@ -522,4 +509,34 @@ pub fn assert_over_fe_link(r: &serde_json::Value, label: &str, mode: &str) {
         bits < link,
         "{label} {mode}: 64 KiB at {bits} bit/s, not over the fe link"
     );
+}
+
+/// A short 8 B `wulf sweep TRANSPORT` with `env` set to `value`, expected
+/// to fail promptly, without a panic; its standard error.
+pub fn sweep_failing_with_env(transport: &str, env: &str, value: &str) -> String {
+    let dir = tempdir();
+    let json = file(&dir, "r.json");
+    let out = wulf(&[
+        "sweep",
+        transport,
+        "--sizes",
+        "8",
+        "--budget",
+        "300ms",
+        "--timeout",
+        "5s",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .env(env, value)
+    .output()
+    .unwrap();
+    assert!(
+        !out.status.success(),
+        "{transport} with {env}={value} succeeded"
+    );
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    err
 }

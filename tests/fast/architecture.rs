@@ -408,6 +408,7 @@ const ALLOWED_STATICS: &[(&str, &str)] = &[
     ("transport/mpi/mod.rs", "ENTRIES"), // MPI installations found
     ("transport/pvm/library.rs", "API"), // libpvm3's symbols, loaded once
     ("transport/ucx/library.rs", "API"), // libucp's symbols, loaded once
+    ("transport/ofi/library.rs", "API"), // libfabric's symbols, loaded once
     ("transport/pvm/mod.rs", "ENROLLED"), // PVM enrolls the whole process
     ("comm/mod.rs", "REDUCE_SCRATCH"), // a reduction's scratch buffer
     // serde's Deserialize takes no context: a matrix read lean keeps its

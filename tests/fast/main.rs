@@ -27,6 +27,7 @@ mod kind_names;
 mod matrix_read;
 mod npb_bench;
 mod npb_mg;
+mod ofi_layout;
 mod openmetrics;
 mod report_cold;
 mod report_exports;

@@ -83,37 +83,7 @@ fn structures_match_the_installed_header() {
         eprintln!("SKIPPED: no ucp.h (apt install libucx-dev)");
         return;
     }
-    let layout = rust_layout();
-    let prints: String = layout
-        .iter()
-        .map(|(c, _)| format!("  printf(\"%zu\\n\", (size_t)({c}));\n"))
-        .collect();
-    let program = format!(
-        "#include <stdio.h>\n#include <stddef.h>\n#include <ucp/api/ucp.h>\nint main(void) {{\n{prints}  return 0;\n}}\n"
-    );
-    let dir = crate::common::tempdir();
-    let (src, exe) = (dir.path().join("l.c"), dir.path().join("l"));
-    std::fs::write(&src, program).unwrap();
-    let cc = std::process::Command::new("cc")
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("cc runs");
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
-    let out = std::process::Command::new(&exe).output().unwrap();
-    let c_values: Vec<usize> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    for ((what, rust), c) in layout.iter().zip(&c_values) {
-        assert_eq!(rust, c, "{what}: Rust {rust}, C {c}");
-    }
-    assert_eq!(c_values.len(), layout.len());
+    crate::common::assert_c_layout("#include <ucp/api/ucp.h>\n", &rust_layout());
 }
 
 #[test]

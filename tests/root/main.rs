@@ -34,6 +34,7 @@ mod matrix_ppn;
 mod matrix_slurm;
 mod npb_traffic;
 mod offloads_site;
+mod ofi_lab;
 mod package_deb;
 mod pvm_lab;
 mod reframe_lab;

@@ -49,6 +49,7 @@ mod npb_mpi;
 mod npb_small_bench;
 mod npb_small_failed;
 mod npb_sp;
+mod ofi;
 mod peer_faults;
 mod pvm;
 mod reframe;

@@ -266,17 +266,9 @@ impl Worker {
             }
             polls += 1;
             if polls.is_multiple_of(POLLS_PER_CLOCK_READ) {
-                let now = Instant::now();
-                let why = if now >= *deadline.get_or_insert(now + timeout) {
-                    format!("{what}: no completion within {timeout:?}")
-                } else if self.abort.aborted() {
-                    format!("{what}: ended (the other side went away)")
-                } else {
-                    String::new()
-                };
-                if !why.is_empty() {
+                if let Some(e) = self.abort.stop_reason(&mut deadline, timeout, what) {
                     self.give_up(request);
-                    return Err(io::Error::new(io::ErrorKind::TimedOut, why));
+                    return Err(e);
                 }
             }
             if progressed == 0 {

@@ -114,10 +114,34 @@ pub fn diagonal(u: &[f64; NV], tmp1: f64, c: &Coeffs) -> Mat5 {
     d
 }
 
-/// Solves `d x = v` in place by Gaussian elimination without pivoting (the
-/// diagonal blocks are diagonally dominant), as NPB does.
+/// Solves `d x = v` in place for a diagonal block `d` of [`diagonal`]:
+/// Gaussian elimination without pivoting, as NPB's `blts` and `buts` do,
+/// less its products with the block's structural zeros. Only the density
+/// row and column 4 couple the variables (row 0 and rows 1-3 hold their
+/// diagonal and, for rows 1-3, column 0; rows 1-3 never meet each other):
+/// a product with a zero subtracts an exact zero, so the result is that of
+/// the full elimination bit for bit, in about a quarter of its operations
+/// and with rows 1-3 off the chain of the sweep's recurrence.
 #[inline(always)]
-pub fn solve(mut d: Mat5, v: &mut [f64; NV]) {
+pub fn solve(d: &Mat5, v: &mut [f64; NV]) {
+    let inv = 1.0 / d[0][0];
+    for row in 1..NV {
+        let f = inv * d[row][0];
+        v[row] -= v[0] * f;
+    }
+    for col in 1..4 {
+        let f = (1.0 / d[col][col]) * d[4][col];
+        v[4] -= v[col] * f;
+    }
+    v[4] /= d[4][4];
+    for row in (0..4).rev() {
+        v[row] /= d[row][row];
+    }
+}
+
+/// The full elimination [`solve`] stands for, kept to check it.
+#[cfg(test)]
+fn solve_dense(mut d: Mat5, v: &mut [f64; NV]) {
     for col in 0..NV - 1 {
         let inv = 1.0 / d[col][col];
         for row in col + 1..NV {
@@ -211,9 +235,19 @@ mod tests {
         for m in 0..NV {
             v[m] = (0..NV).map(|l| d[m][l] * x[l]).sum();
         }
-        solve(d, &mut v);
+        let mut dense = v;
+        solve(&d, &mut v);
         for m in 0..NV {
             assert!((v[m] - x[m]).abs() < 1e-12, "{m}: {} vs {}", v[m], x[m]);
+        }
+        // Skipping the structural zeros changes no bit.
+        solve_dense(d, &mut dense);
+        assert_eq!(v, dense);
+        for (r, row) in d.iter().enumerate() {
+            for (c, e) in row.iter().enumerate() {
+                let coupled = r == c || c == 0 || r == 4;
+                assert!(coupled || *e == 0.0, "d[{r}][{c}] = {e}");
+            }
         }
     }
 }

@@ -229,7 +229,7 @@ impl<'a> Solver<'a> {
                     }
                     x[m] -= OMEGA * s;
                 }
-                solve(diagonal(&at5(u, p), inv[q], c), &mut x);
+                solve(&diagonal(&at5(u, p), inv[q], c), &mut x);
                 v[p..p + NV].copy_from_slice(&x);
             }
         }
@@ -258,7 +258,7 @@ impl<'a> Solver<'a> {
                     }
                     t[m] += OMEGA * s;
                 }
-                solve(diagonal(&at5(u, p), inv[q], c), &mut t);
+                solve(&diagonal(&at5(u, p), inv[q], c), &mut t);
                 for m in 0..NV {
                     v[p + m] -= t[m];
                 }

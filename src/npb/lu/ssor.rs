@@ -9,7 +9,7 @@ use super::exchange::{self, Buffers, Sweep};
 use super::grid::{exact, initial_field, Block, Coeffs, ProcGrid, NV};
 use super::jacobian::{diagonal, neighbour, solve, sub_product};
 use super::params::{LuParams, OMEGA};
-use super::rhs::{add_operator, line_scratch, LineScratch};
+use super::rhs::{add_operator, inverse_density, line_scratch, LineScratch};
 use crate::comm::Communicator;
 
 /// One rank's part of an LU run.
@@ -27,6 +27,9 @@ pub struct Solver<'a> {
     pub rsd: Vec<f64>,
     /// The forcing term that makes the exact solution steady (`frct`).
     frct: Vec<f64>,
+    /// `1 / rho` at every point of `u` (of the exact solution while the
+    /// forcing term is computed).
+    inv_rho: Vec<f64>,
     flux: LineScratch,
     bufs: Buffers,
 }
@@ -52,6 +55,7 @@ impl<'a> Solver<'a> {
             u: vec![0.0; len],
             rsd: vec![0.0; len],
             frct: vec![0.0; len],
+            inv_rho: vec![0.0; len / NV],
             flux: line_scratch(&block),
             bufs: Buffers::new(&block),
             grid,
@@ -80,7 +84,9 @@ impl<'a> Solver<'a> {
             }
         }
         self.frct.fill(0.0);
-        add_operator(b, &self.coeffs, &self.rsd, &mut self.frct, &mut self.flux);
+        inverse_density(&self.rsd, &mut self.inv_rho);
+        let state = (&self.rsd[..], &self.inv_rho[..]);
+        add_operator(b, &self.coeffs, state, &mut self.frct, &mut self.flux);
     }
 
     /// The communicator the solver runs over.
@@ -106,7 +112,9 @@ impl<'a> Solver<'a> {
             }
         }
         exchange::ghosts(self.comm, b, &mut self.u, &mut self.bufs)?;
-        add_operator(b, &self.coeffs, &self.u, &mut self.rsd, &mut self.flux);
+        inverse_density(&self.u, &mut self.inv_rho);
+        let state = (&self.u[..], &self.inv_rho[..]);
+        add_operator(b, &self.coeffs, state, &mut self.rsd, &mut self.flux);
         Ok(())
     }
 
@@ -203,13 +211,14 @@ impl<'a> Solver<'a> {
         let b = &self.block;
         let c = &self.coeffs;
         let [sx, sy, sz] = b.strides();
-        let (u, v) = (&self.u, &mut self.rsd);
+        let (u, v, inv) = (&self.u, &mut self.rsd, &self.inv_rho);
         for j in b.jst..=b.jend {
             for i in b.ist..=b.iend {
                 let p = b.at(i, j, k);
-                let az = neighbour::<2>(&at5(u, p - sz), -1.0, c);
-                let by = neighbour::<1>(&at5(u, p - sy), -1.0, c);
-                let cx = neighbour::<0>(&at5(u, p - sx), -1.0, c);
+                let q = p / NV;
+                let az = neighbour::<2>(&at5(u, p - sz), inv[q - sz / NV], -1.0, c);
+                let by = neighbour::<1>(&at5(u, p - sy), inv[q - sy / NV], -1.0, c);
+                let cx = neighbour::<0>(&at5(u, p - sx), inv[q - 1], -1.0, c);
                 let mut x = at5(v, p);
                 sub_product(&mut x, OMEGA, &az, &v[p - sz..p - sz + NV]);
                 let (vy, vx) = (at5(v, p - sy), at5(v, p - sx));
@@ -220,7 +229,7 @@ impl<'a> Solver<'a> {
                     }
                     x[m] -= OMEGA * s;
                 }
-                solve(diagonal(&at5(u, p), c), &mut x);
+                solve(&diagonal(&at5(u, p), inv[q], c), &mut x);
                 v[p..p + NV].copy_from_slice(&x);
             }
         }
@@ -231,13 +240,14 @@ impl<'a> Solver<'a> {
         let b = &self.block;
         let c = &self.coeffs;
         let [sx, sy, sz] = b.strides();
-        let (u, v) = (&self.u, &mut self.rsd);
+        let (u, v, inv) = (&self.u, &mut self.rsd, &self.inv_rho);
         for j in (b.jst..=b.jend).rev() {
             for i in (b.ist..=b.iend).rev() {
                 let p = b.at(i, j, k);
-                let cz = neighbour::<2>(&at5(u, p + sz), 1.0, c);
-                let by = neighbour::<1>(&at5(u, p + sy), 1.0, c);
-                let ax = neighbour::<0>(&at5(u, p + sx), 1.0, c);
+                let q = p / NV;
+                let cz = neighbour::<2>(&at5(u, p + sz), inv[q + sz / NV], 1.0, c);
+                let by = neighbour::<1>(&at5(u, p + sy), inv[q + sy / NV], 1.0, c);
+                let ax = neighbour::<0>(&at5(u, p + sx), inv[q + 1], 1.0, c);
                 let mut t = [0.0; NV];
                 sub_product(&mut t, -OMEGA, &cz, &v[p + sz..p + sz + NV]);
                 let (vy, vx) = (at5(v, p + sy), at5(v, p + sx));
@@ -248,7 +258,7 @@ impl<'a> Solver<'a> {
                     }
                     t[m] += OMEGA * s;
                 }
-                solve(diagonal(&at5(u, p), c), &mut t);
+                solve(&diagonal(&at5(u, p), inv[q], c), &mut t);
                 for m in 0..NV {
                     v[p + m] -= t[m];
                 }

@@ -16,10 +16,7 @@
 //!    included) reaches its share of the budget, once at least six trials
 //!    are kept (the fewest that give a real 95% interval), or at
 //!    `max_trials`. A point stopped before its interval was
-//!    narrow enough is marked **noisy**; narrow enough is `precision`, or
-//!    what the point's budget can reach on a quiet machine where that is
-//!    looser (few operations fit: [`crate::stats::reach`]), so that the
-//!    verdict says the machine was noisy, not that the budget was short.
+//!    narrow enough is marked **noisy**.
 //!
 //! 4. **Clean blocks**: a block whose ends waited for a CPU (their run
 //!    delay, see [`crate::sys::thread_run_delay_ns`]) for
@@ -39,7 +36,6 @@
 
 use anyhow::Result;
 
-use crate::stats::reach::precision_within_budget;
 use crate::stats::Summary;
 
 /// Trials kept even when the point's budget runs out: six is the fewest
@@ -245,9 +241,6 @@ pub fn measure_point(
         .min(second.timed_ns as f64 / r1 as f64)
         .max(1.0);
     let warmup_trials = 2;
-    // Out of time, a point is held to what its budget could reach on a
-    // quiet machine where that is looser than the precision asked for.
-    let held_to = precision_within_budget(plan.precision, plan.budget_ns as f64, op_est_ns);
 
     let mut out = PointOutcome {
         trials_ns: Vec::with_capacity(min_trials * 4),
@@ -331,15 +324,9 @@ pub fn measure_point(
             && (n >= MIN_TRIALS_ON_BUDGET
                 || spent_ns >= plan.budget_ns.saturating_mul(REMEASURE_SHARES));
         if all >= plan.max_trials || (all >= MIN_TRIALS_ON_BUDGET && budget_spent) {
-            out.noisy = !converged(judged, held_to);
+            out.noisy = !converged(judged, plan.precision);
             break;
         }
-    }
-    if out.interrupted {
-        // Stopped by the caller between trials (the sweep's deadline, or
-        // the time the sizes after it need): judged on the trials it has,
-        // as at its own budget, not left noisy unjudged.
-        out.noisy = !converged(judged_trials(plan, &out, &clean), held_to);
     }
     out.wall_ns = spent_ns;
     let clean_enough = clean.len() >= MIN_CLEAN_TRIALS;

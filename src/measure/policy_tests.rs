@@ -83,56 +83,6 @@ fn noisy_transport_is_stopped_by_budget_and_flagged() {
     );
 }
 
-/// Operations that alternate 5% either side of 1 ms: their median's
-/// interval stays near +-5%, never within the 2% asked for.
-fn five_percent_either_side(op_ns: f64) -> Mock {
-    Mock::new(op_ns, |i| if i % 2 == 0 { 0.05 } else { -0.05 })
-}
-
-#[test]
-fn a_budget_of_few_operations_is_held_to_what_it_can_reach() {
-    // 20 ms of 1 ms operations: 20 of them reach 2.456 * 0.25 / sqrt(20)
-    // = 13.7%, so +-5% is as quiet as such a budget gets.
-    let mut m = five_percent_either_side(1e6);
-    let p = PointPlan {
-        budget_ns: 20_000_000,
-        ..plan()
-    };
-    let o = measure_point(&mut m, 1 << 20, &p, &never).unwrap();
-    let s = Summary::of(&o.trials_ns).unwrap();
-    assert!(s.relative_ci_halfwidth() > 0.02, "{s:?}");
-    assert!(!o.noisy, "{s:?}");
-}
-
-#[test]
-fn a_budget_of_many_operations_is_held_to_the_precision_asked_for() {
-    // The same spread over 100 ms of 1 us operations: 100,000 of them
-    // reach 0.19%, so +-5% is noise the machine added.
-    let mut m = five_percent_either_side(1000.0);
-    let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
-    assert!(o.noisy);
-}
-
-#[test]
-fn a_point_stopped_by_the_sweep_is_judged_on_the_trials_it_has() {
-    // The sweep's reserve stops it after eight trials (asked before each
-    // block, calibration included): a quiet point is not noisy for that.
-    let asked = std::cell::Cell::new(0);
-    let after_eight = || {
-        asked.set(asked.get() + 1);
-        asked.get() > 8
-    };
-    let mut m = Mock::new(1000.0, |i| 0.001 * (i % 3) as f64);
-    let o = measure_point(&mut m, 8, &plan(), &after_eight).unwrap();
-    assert!(o.interrupted && o.trials_ns.len() == 8, "{o:?}");
-    assert!(!o.noisy, "{o:?}");
-    // The same stop with the trials 40% apart: noisy.
-    asked.set(0);
-    let mut m = Mock::new(1000.0, |i| if i % 2 == 0 { 0.2 } else { -0.2 });
-    let o = measure_point(&mut m, 8, &plan(), &after_eight).unwrap();
-    assert!(o.noisy, "{o:?}");
-}
-
 #[test]
 fn repeats_never_exceed_the_cap() {
     let mut m = Mock::new(10.0, |_| 0.0);

@@ -383,12 +383,13 @@ pub fn grouped_warnings(
     let mut out = Vec::new();
     let mut noisy: Vec<(&str, u64, usize)> = Vec::new();
     for (r, name) in results.iter().zip(names) {
-        for w in &r.warnings {
-            if w.contains(NOISY_MARK) {
-                noisy.push((name, r.summary.noisy_points, r.points.len()));
-            } else {
-                out.push((Some(name.clone()), w.clone()));
-            }
+        // One entry a sweep, however many of its warnings carry the mark
+        // (`wulf run` once listed "memcpy 106/106, memcpy 106/106").
+        if r.warnings.iter().any(|w| w.contains(NOISY_MARK)) {
+            noisy.push((name, r.summary.noisy_points, r.points.len()));
+        }
+        for w in r.warnings.iter().filter(|w| !w.contains(NOISY_MARK)) {
+            out.push((Some(name.clone()), w.clone()));
         }
     }
     let share = |n: u64, of: usize| n as f64 / of.max(1) as f64;
@@ -473,6 +474,22 @@ mod tests {
             labels(&[a, d]),
             ["tcp pingpong offset=0", "tcp pingpong offset=64"]
         );
+    }
+
+    #[test]
+    fn a_sweep_with_two_noisy_warnings_is_listed_once() {
+        let mut r = fixture();
+        r.warnings = vec![
+            "3 of 9 points did not reach +-2.0% within the budget (marked noisy)".into(),
+            "in 4 of 9 blocks an end waited for a CPU (marked noisy): other work".into(),
+            "something else".into(),
+        ];
+        let names = ["memcpy".to_string(), "tcp".to_string()];
+        let out = grouped_warnings(&[r.clone(), r], &names);
+        let noisy = &out[0].1;
+        assert_eq!(noisy.matches("memcpy").count(), 1, "{noisy}");
+        assert_eq!(noisy.matches("tcp").count(), 1, "{noisy}");
+        assert_eq!(out.len(), 3, "{out:?}");
     }
 
     #[test]

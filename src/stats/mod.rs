@@ -18,9 +18,6 @@
 //! * two groups of repeated runs are compared with a hierarchical bootstrap
 //!   over runs, then trials (Kalibera & Jones, ISMM 2013;
 //!   [`hier_bootstrap`]), whose interval includes the run-to-run variation;
-//! * the precision a point's budget can reach on a quiet machine, which
-//!   its noise verdict holds it to when the one asked for is out of reach
-//!   ([`reach`]);
 //! * two conditions measured in interleaved pairs are compared with a
 //!   t-interval over the pairs' log ratios ([`paired`]).
 
@@ -28,7 +25,6 @@ pub mod hier_bootstrap;
 mod median_ci;
 pub mod paired;
 pub mod rank_test;
-pub mod reach;
 pub mod robust;
 pub mod student_t;
 

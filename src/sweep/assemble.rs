@@ -63,9 +63,8 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
     let noisy = f.points.iter().filter(|p| p.noisy).count();
     if noisy > 0 {
         warnings.push(format!(
-            "{noisy} of {} points did not reach +-{:.1}% (or what their budget can reach on a \
-             quiet machine) within the budget (marked noisy); a larger --budget or a quieter \
-             machine helps",
+            "{noisy} of {} points did not reach +-{:.1}% within the budget (marked noisy); \
+             a larger --budget or a quieter machine helps",
             f.points.len(),
             spec.precision * 100.0
         ));

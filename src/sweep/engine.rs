@@ -435,14 +435,6 @@ pub(super) trait SweepRunner: BlockRunner {
     fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Option<Tails>>;
 }
 
-/// Blocks a point's budget is cut into, at most (each at least 50 us):
-/// the median's 95% interval over n blocks spans about the central
-/// 2/sqrt(n) of them (42% at 22, 29% at 48), so more, shorter blocks
-/// leave a block slowed by an interrupt or a VM's exit outside it; fewer
-/// would waste less on each block's hand-off (control messages, 10-100 us
-/// on a peer), which is why not more.
-const BLOCKS_PER_POINT: u64 = 50;
-
 /// The plan of one point, given its share of the budget (`wulf
 /// collective` plans its points the same way).
 pub fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> PointPlan {
@@ -451,7 +443,7 @@ pub fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> Point
         precision,
         min_trials: 10,
         max_trials: 5000,
-        trial_target_ns: (point_budget_ns / BLOCKS_PER_POINT).clamp(50_000, 50_000_000),
+        trial_target_ns: (point_budget_ns / 25).clamp(50_000, 50_000_000),
         max_repeats,
         loaded: false,
     }

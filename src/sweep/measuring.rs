@@ -292,9 +292,6 @@ fn points_loop(
         last = Some(LastCost::of(bytes, &outcome));
         let mut point = super::engine::make_point(bytes, spec.mode, &outcome);
         point.cut = cut;
-        // A cut point is noisy whatever its trials say: it was stopped
-        // short of its share (its interval is of the few it had).
-        point.noisy |= cut;
         if spec.tails && bytes <= TAILS_MAX_BYTES {
             if past() {
                 // Said in the result: a pass after the deadline would

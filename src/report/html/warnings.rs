@@ -128,12 +128,12 @@ pub(super) fn warnings(h: &mut String, results: &[SweepResult], names: &[String]
                 ),
             );
         }
-        for w in &r.warnings {
-            if w.contains(NOISY_MARK) {
-                noisy.push((name, r.summary.noisy_points, r.points.len()));
-            } else {
-                groups.add(name, w);
-            }
+        // One entry a sweep, however many of its warnings carry the mark.
+        if r.warnings.iter().any(|w| w.contains(NOISY_MARK)) {
+            noisy.push((name, r.summary.noisy_points, r.points.len()));
+        }
+        for w in r.warnings.iter().filter(|w| !w.contains(NOISY_MARK)) {
+            groups.add(name, w);
         }
     }
     let mut items = String::new();

@@ -147,7 +147,10 @@ mod tests {
         for i in 0..=n {
             let exact = choose / 2f64.powi(n as i32);
             let t = terms.next_term();
-            assert!((t - exact).abs() <= 1e-12 * exact.max(1e-300), "i={i}: {t} vs {exact}");
+            assert!(
+                (t - exact).abs() <= 1e-12 * exact.max(1e-300),
+                "i={i}: {t} vs {exact}"
+            );
             choose = choose * (n - i) as f64 / (i + 1) as f64;
         }
         assert_eq!(terms.next_term(), 0.0);

@@ -141,7 +141,10 @@ fn an_overrun_the_first_step_foresees_is_said_at_once() {
     let early = "at this machine's speed the rounds need about";
     let said = r.warnings.iter().find(|w| w.starts_with(early));
     let said = said.unwrap_or_else(|| panic!("no early warning: {:?}", r.warnings));
-    assert!(said.contains("--budget 0.1 s") && said.contains("4 MiB"), "{said}");
+    assert!(
+        said.contains("--budget 0.1 s") && said.contains("4 MiB"),
+        "{said}"
+    );
     // Printed while it ran, before the result's own lines.
     let at = text.find(early).unwrap_or_else(|| panic!("{text}"));
     assert!(text[..at].contains("wulf matrix: 4 nodes"), "{text}");

@@ -101,6 +101,10 @@ pub fn notes(c: &Comparison) -> Vec<String> {
             FloorSource::Minimum => "Band \"minimum\": 3%, below which the trials' intervals cannot \
                  separate two medians."
                 .into(),
+            FloorSource::OneRun => "Band \"one run\": 15%, the least of one run against one with no \
+                 recorded floor: a whole run's shift (its CPU placement) that its trials and drift cannot \
+                 see reached +9.8% in an A/A pair of shm runs."
+                .into(),
         });
     }
     if c.only_in_a + c.only_in_b > 0 {

@@ -35,7 +35,11 @@
 //!   the band's re-measured sizes ([`super::drift`]): the one view a
 //!   single run gives of a shift common to a whole run (A/A shm runs on a
 //!   quiet machine differed by +7.3% in a band whose trials' term was
-//!   +-6.8%).
+//!   +-6.8%);
+//! * with one run per side and no recorded floor, at least 15%
+//!   ([`ONE_RUN_FLOOR_FRACTION`]): a whole run's shift that neither term
+//!   above sees (an A/A shm pair moved +9.8% at 8 B with a 3% band and
+//!   was called a change).
 //!
 //! A single run per side made on a busy machine (a one-minute load
 //! average at or above its CPU count, before or after the run) or with
@@ -52,6 +56,15 @@ use crate::stats::hier_bootstrap::noise_bound;
 
 /// The least floor, as a fraction.
 pub const MIN_FLOOR_FRACTION: f64 = 0.03;
+
+/// The least floor of one run against one with no recorded floor: what a
+/// whole run's shift (its CPU placement, page layout) reaches on the
+/// machine it was written for, which neither the trials nor the drift can
+/// see. A/A pairs of shm runs on a quiet 2-vCPU VM differed by +7.3% and
+/// +9.8% at 8 B with trials' terms of 3-7%, and the second was called a
+/// change; 15% keeps such pairs from claiming one while a halved link
+/// (+100%) or 4 KiB socket buffers (+5,000%) still show.
+pub const ONE_RUN_FLOOR_FRACTION: f64 = 0.15;
 
 /// Standard deviations of one run's figure difference that the trials'
 /// term spans (about a 95% band).
@@ -102,6 +115,9 @@ pub enum FloorSource {
     },
     /// The least floor, [`MIN_FLOOR_FRACTION`].
     Minimum,
+    /// The least floor of one run against one, [`ONE_RUN_FLOOR_FRACTION`]:
+    /// a whole run's shift neither its trials nor its drift can see.
+    OneRun,
     /// Unknown: single runs on a busy machine or with most points noisy
     /// (see the module notes); the fraction is infinite.
     Unclean,
@@ -119,6 +135,7 @@ impl FloorSource {
             FloorSource::LinkBound { .. } => "link-bound",
             FloorSource::FarBeyond { .. } => "far beyond the noise",
             FloorSource::Minimum => "minimum",
+            FloorSource::OneRun => "one run",
             FloorSource::Unclean => "unclean runs",
         }
     }
@@ -224,6 +241,9 @@ pub fn floor(inputs: &FloorInputs<'_>, n_a: usize, n_b: usize) -> Floor {
     }
     if let (false, None, Some(log_sd)) = (several, inputs.recorded, inputs.drift) {
         terms.push((TRIALS_SPAN * log_sd, FloorSource::Drift { log_sd }));
+    }
+    if !several && inputs.recorded.is_none() {
+        terms.push((ONE_RUN_FLOOR_FRACTION.ln_1p(), FloorSource::OneRun));
     }
     let (log_floor, source) =
         terms

@@ -16,8 +16,11 @@
 //!    holds more than one;
 //! 4. else the oldest of all.
 //!
-//! And a newcomer from a penalized source, while half the places or more
-//! are taken, is refused outright (told why) and ends no one. With every
+//! Rules 2-4 pass over the places of *known* sources (whose handshake
+//! succeeded lately, [`super::penalty::KNOWN_FOR`]) while any stranger
+//! holds one. And a newcomer from a penalized source that is not known,
+//! while half the places or more are taken, is refused outright (told
+//! why) and ends no one. With every
 //! address holding one place, rule 3 once chose the *newest* entry (the
 //! last of equal maxima): the client just admitted, so 40 idle attackers
 //! from 40 addresses kept 0 of 8 sweeps out. Now their reconnections are
@@ -127,9 +130,21 @@ impl Pending {
             .is_some_and(|p| lock(p).penalized(source, now))
     }
 
+    fn known(&self, source: IpAddr, now: Instant) -> bool {
+        self.penalties
+            .as_ref()
+            .is_some_and(|p| lock(p).known(source, now))
+    }
+
     fn strike(&self, source: IpAddr) {
         if let Some(p) = &self.penalties {
             lock(p).strike(source, Instant::now());
+        }
+    }
+
+    fn vouch(&self, source: IpAddr) {
+        if let Some(p) = &self.penalties {
+            lock(p).vouch(source, Instant::now());
         }
     }
 
@@ -149,7 +164,8 @@ impl Pending {
         let (max, per_source) = pending.limits();
         let mut entries = lock(&pending.entries);
         let penalized = |s: IpAddr| pending.penalized(s, now);
-        if penalized(source) && entries.len() >= max.div_ceil(2) {
+        let known = |s: IpAddr| pending.known(s, now);
+        if penalized(source) && !known(source) && entries.len() >= max.div_ceil(2) {
             drop(entries);
             tell_and_close(stream, &pending.refusal_line(REFUSED_PENALIZED));
             if log {
@@ -158,7 +174,7 @@ impl Pending {
             return None;
         }
         let handle = stream.try_clone().ok()?;
-        let victim = choose_victim(&entries, source, max, per_source, &penalized);
+        let victim = choose_victim(&entries, source, (max, per_source), &penalized, &known);
         if let Some(k) = victim.and_then(|k| entries.remove(k)) {
             pending.strike(k.source);
             tell_and_close(&k.handle, &pending.refusal_line(ENDED_FOR_A_NEWER));
@@ -185,7 +201,9 @@ impl Pending {
         let source = entries[k].source;
         entries.remove(k);
         drop(entries);
-        if !authenticated {
+        if authenticated {
+            self.vouch(source);
+        } else {
             self.strike(source);
         }
     }
@@ -196,9 +214,9 @@ impl Pending {
 fn choose_victim(
     entries: &VecDeque<Entry>,
     source: IpAddr,
-    max: usize,
-    per_source: usize,
+    (max, per_source): (usize, usize),
     penalized: &dyn Fn(IpAddr) -> bool,
+    known: &dyn Fn(IpAddr) -> bool,
 ) -> Option<usize> {
     let count = |s: IpAddr| entries.iter().filter(|e| e.source == s).count();
     if count(source) >= per_source {
@@ -207,14 +225,20 @@ fn choose_victim(
     if entries.len() < max {
         return None;
     }
-    if let Some(k) = entries.iter().position(|e| penalized(e.source)) {
+    // Known sources' places are ended only when no stranger holds one.
+    let any_stranger = entries.iter().any(|e| !known(e.source));
+    let endable = |e: &Entry| !any_stranger || !known(e.source);
+    if let Some(k) = entries
+        .iter()
+        .position(|e| endable(e) && penalized(e.source))
+    {
         return Some(k);
     }
     // The oldest entry of the source holding the most places; among
     // equals the first found, which is the oldest (never the newest: that
     // is the client just admitted).
     let mut heaviest: Option<(usize, usize)> = None;
-    for (k, e) in entries.iter().enumerate() {
+    for (k, e) in entries.iter().enumerate().filter(|(_, e)| endable(e)) {
         let n = count(e.source);
         if heaviest.is_none_or(|(_, most)| n > most) {
             heaviest = Some((k, n));
@@ -333,6 +357,39 @@ mod tests {
         let held_id = held.0.as_ref().unwrap().1;
         assert!(!lock(&p.entries).iter().any(|e| e.id == held_id));
         assert_eq!(lock(&p.entries).len(), MAX_PENDING);
+    }
+
+    /// A known client (one of its handshakes succeeded) preempted in its
+    /// next handshake while strangers keep arriving: they end one another,
+    /// not it (issue 45; a CI run ended a matrix agent's third sweep so).
+    #[test]
+    fn strangers_end_one_another_before_a_known_clients_handshake() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = Arc::new(Pending::for_server());
+        let client = ip(1);
+        let (s, _c) = pair(&l);
+        Pending::admit(&p, &s, client, false)
+            .unwrap()
+            .authenticated();
+        // Its next handshake is the oldest of a full table of strangers.
+        let (s, c) = pair(&l);
+        let held = Pending::admit(&p, &s, client, false).unwrap();
+        let held_id = held.0.as_ref().unwrap().1;
+        let mut keep = Vec::new();
+        for k in 100..(100 + 3 * MAX_PENDING as u32) {
+            let (s, c) = pair(&l);
+            if let Some(a) = Pending::admit(&p, &s, ip(k), false) {
+                keep.push((a, s, c));
+            }
+        }
+        let entries = lock(&p.entries);
+        assert!(
+            entries.iter().any(|e| e.id == held_id),
+            "the client was ended"
+        );
+        assert_eq!(entries.len(), MAX_PENDING);
+        drop(entries);
+        drop((held, s, c, keep));
     }
 
     #[test]

@@ -158,9 +158,10 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub no_perturb: bool,
     /// Stop each point when the median's 95% confidence interval is within
-    /// this fraction of the median.
-    #[arg(long, default_value = "0.02", value_parser = parse_precision)]
-    pub precision: f64,
+    /// this fraction of the median [default: 0.02 for `wulf sweep` and
+    /// `wulf run --thorough`, 0.05 for the rest of `wulf run`]
+    #[arg(long, value_parser = parse_precision)]
+    pub precision: Option<f64>,
     /// Bound of every blocking operation (connect, each send and receive).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,

@@ -134,7 +134,9 @@ pub fn sweep_spec(
         mode,
         sizes,
         budget,
-        precision: m.precision,
+        precision: m
+            .precision
+            .unwrap_or(crate::measure::policy::SWEEP_PRECISION),
         nocache: m.nocache,
         offset_bytes: m.offset,
         integrity: m.integrity.is_some(),

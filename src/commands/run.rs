@@ -61,6 +61,10 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     }
     let mut measure = args.measure.clone();
     measure.tails |= args.thorough;
+    measure.precision = Some(measure.precision.unwrap_or(match args.thorough {
+        true => crate::measure::policy::SWEEP_PRECISION,
+        false => crate::measure::policy::OVERVIEW_PRECISION,
+    }));
     // --thorough: the whole CPU cost too (the kernel's accounting, its
     // background measured here, before any peer starts, while the machine
     // is as idle as it gets).

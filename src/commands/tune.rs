@@ -56,7 +56,7 @@ fn measure_args(a: &TuneTcpArgs) -> MeasureArgs {
     MeasureArgs {
         sizes: a.sizes.clone(),
         no_perturb: !a.perturb,
-        precision: a.precision,
+        precision: Some(a.precision),
         timeout: a.timeout,
         tails: false,
         sndbuf: None,

@@ -250,7 +250,10 @@ pub fn run_sweep(spec: &SweepSpec, on_point: &mut dyn FnMut(&Point)) -> Result<S
     clock.mark("limits");
     // The floor measured again after the pass and the close come out of
     // the budget too (see `budget`).
-    if limits.as_ref().is_some_and(|l| l.floor_ns.is_some()) {
+    if limits
+        .as_ref()
+        .is_some_and(|l| l.floor_ns.is_some() && l.floor_measured_here)
+    {
         clock.reserve_after(super::floor::remeasure_budget_ns(spec));
     }
     clock.reserve_after(super::budget::CLOSE_RESERVE_NS);

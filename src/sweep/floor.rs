@@ -92,7 +92,8 @@ pub(super) fn remeasure_budget_ns(spec: &SweepSpec) -> u64 {
 /// Measure the floor between `cpus` again after the sweep, keep the lowest
 /// measurement, and give it to `limits` and every point (this thread must
 /// still be pinned to the first CPU). Without a floor there is nothing to
-/// re-measure; a failure leaves the first floor and says so.
+/// re-measure, nor after a floor this sweep took from the table; a failure
+/// leaves the first floor and says so.
 pub fn remeasure_after_sweep(
     spec: &SweepSpec,
     cpus: FloorKey,
@@ -100,7 +101,7 @@ pub fn remeasure_after_sweep(
     points: &mut [Point],
     warnings: &mut Vec<String>,
 ) {
-    if limits.floor_ns.is_none() || points.is_empty() {
+    if limits.floor_ns.is_none() || !limits.floor_measured_here || points.is_empty() {
         return;
     }
     match measure_floor(spec, cpus, remeasure_budget_ns(spec)) {

@@ -12,12 +12,18 @@
 //! small share of its budget ([`MEMCPY_BUDGET_SHARE`],
 //! [`FLOOR_BUDGET_SHARE`], [`C2C_BUDGET_SHARE`]). Limits are keyed by
 //! everything that changes them: buffer mode (`--nocache`), `--offset`, and
-//! the CPUs. The core-to-core limits of a `--nocache` sweep are the cold
+//! the CPUs. A size the table lacks between two it holds at most
+//! [`BRACKET_RATIO`] apart (NetPIPE's perturbed sizes, 3 bytes either side
+//! of the baselines' 2^k and 1.5 x 2^k) takes the log-log interpolation of
+//! the two: limit curves are smooth there, and measuring each perturbed
+//! size again took 25-35% of every transport's budget in `wulf run`, which
+//! left its points too little time to reach their precision (issue 44).
+//! The core-to-core limits of a `--nocache` sweep are the cold
 //! ones (`c2c --nocache`: messages copied out of and into buffers rotated
 //! past the last-level cache), so its "of c2c" efficiency is against the
 //! cold limit; a warm sweep's is against the warm one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -41,6 +47,9 @@ pub const FLOOR_BUDGET_SHARE: f64 = 0.02;
 /// Share of a sweep's budget spent measuring each missing core-to-core
 /// limit (single copy, two-copy hand-off).
 pub const C2C_BUDGET_SHARE: f64 = 0.05;
+/// Widest ratio of the two measured sizes a missing size's limit is
+/// interpolated between (adjacent baseline sizes are 1.33-1.5 apart).
+pub const BRACKET_RATIO: u64 = 2;
 /// Bounds of the floor's budget.
 pub(super) const FLOOR_BUDGET_NS: (u64, u64) = (20_000_000, 200_000_000);
 
@@ -65,6 +74,13 @@ struct Table {
     floor: HashMap<FloorKey, f64>,
     c2c: HashMap<(C2cKey, u64), f64>,
     c2c_two_copy: HashMap<(C2cKey, u64), f64>,
+    /// Sizes a baseline or an earlier sweep already tried to measure,
+    /// measured or dropped at its budget: not tried again. `wulf run`'s
+    /// transports each spent 25% of their budgets (their limits' deadline)
+    /// re-measuring the core-to-core sizes the baselines' budget had not
+    /// reached, and reached them no better (issue 44).
+    tried_memcpy: HashSet<(CopyKey, u64)>,
+    tried_c2c: HashSet<(LimitKind, C2cKey, u64)>,
 }
 
 impl Table {
@@ -76,6 +92,37 @@ impl Table {
             LimitKind::MemcpyBandwidth | LimitKind::CachelineFloor => None,
         }
     }
+}
+
+/// The value of `curve` for `key` at `bytes`: measured there, or
+/// interpolated in log-log between the nearest measured sizes either side
+/// when they are at most [`BRACKET_RATIO`] apart.
+fn value_at<K: Eq + std::hash::Hash + Copy>(
+    curve: &HashMap<(K, u64), f64>,
+    key: K,
+    bytes: u64,
+) -> Option<f64> {
+    if let Some(v) = curve.get(&(key, bytes)) {
+        return Some(*v);
+    }
+    let (mut below, mut above): (Option<(u64, f64)>, Option<(u64, f64)>) = (None, None);
+    for (&(k, b), &v) in curve {
+        if k != key {
+            continue;
+        }
+        if b < bytes && below.is_none_or(|(lo, _)| b > lo) {
+            below = Some((b, v));
+        }
+        if b > bytes && above.is_none_or(|(hi, _)| b < hi) {
+            above = Some((b, v));
+        }
+    }
+    let ((lo, v_lo), (hi, v_hi)) = (below?, above?);
+    if hi > lo.saturating_mul(BRACKET_RATIO) || v_lo <= 0.0 || v_hi <= 0.0 {
+        return None;
+    }
+    let t = ((bytes as f64).ln() - (lo as f64).ln()) / ((hi as f64).ln() - (lo as f64).ln());
+    Some((v_lo.ln() + t * (v_hi.ln() - v_lo.ln())).exp())
 }
 
 fn table() -> &'static Mutex<Table> {
@@ -94,6 +141,11 @@ pub struct Limits {
     pub c2c_bits_per_s: HashMap<u64, f64>,
     /// Core-to-core serial two-copy hand-off rate by size, bits/s.
     pub c2c_two_copy_bits_per_s: HashMap<u64, f64>,
+    /// The floor was measured for this sweep (none was known): it is
+    /// measured again after the sweep, and the lower kept. A floor from
+    /// the table (`wulf run`'s cacheline baseline, or an earlier sweep's)
+    /// is not: its own sweep took the fastest of many blocks.
+    pub floor_measured_here: bool,
 }
 
 impl Limits {
@@ -172,6 +224,7 @@ pub fn remember(kind: LimitKind, spec: &SweepSpec, cpus: FloorKey, points: &[Poi
             for p in points {
                 t.memcpy.insert((key, p.bytes), p.bits_per_s);
             }
+            t.tried_memcpy.extend(spec.sizes.iter().map(|&b| (key, b)));
         }
         LimitKind::CachelineFloor => {
             if spec.channel.wait == floor_wait(cpus) {
@@ -192,6 +245,8 @@ pub fn remember(kind: LimitKind, spec: &SweepSpec, cpus: FloorKey, points: &[Poi
                         curve.insert((key, p.bytes), p.bits_per_s);
                     }
                 }
+                t.tried_c2c
+                    .extend(spec.sizes.iter().map(|&b| (kind, key, b)));
             }
         }
     }
@@ -250,7 +305,8 @@ fn gather(
             .sizes
             .iter()
             .copied()
-            .filter(|b| !t.memcpy.contains_key(&(key, *b)))
+            .filter(|b| value_at(&t.memcpy, key, *b).is_none())
+            .filter(|b| !t.tried_memcpy.contains(&(key, *b)))
             .collect();
         (missing, t.floor.get(&cpus).copied())
     };
@@ -270,6 +326,7 @@ fn gather(
         for (b, r) in curve.rates {
             t.memcpy.insert((key, b), r);
         }
+        t.tried_memcpy.extend(missing.iter().map(|&b| (key, b)));
     }
     if floor.is_none() {
         let budget_ns = ((spec.budget.as_nanos() as f64 * FLOOR_BUDGET_SHARE) as u64)
@@ -301,7 +358,7 @@ fn gather(
         let curve = t.curve(kind).map(|c| &*c);
         spec.sizes
             .iter()
-            .filter_map(|b| curve?.get(&(c2c_key, *b)).map(|r| (*b, *r)))
+            .filter_map(|b| value_at(curve?, c2c_key, *b).map(|r| (*b, r)))
             .collect()
     };
     let c2c_bits_per_s = by_size(LimitKind::C2cSingleCopy);
@@ -310,9 +367,10 @@ fn gather(
         memcpy_bits_per_s: spec
             .sizes
             .iter()
-            .filter_map(|b| t.memcpy.get(&(key, *b)).map(|r| (*b, *r)))
+            .filter_map(|b| value_at(&t.memcpy, key, *b).map(|r| (*b, r)))
             .collect(),
         floor_ns: t.floor.get(&cpus).copied(),
+        floor_measured_here: floor.is_none(),
         c2c_bits_per_s,
         c2c_two_copy_bits_per_s,
     })
@@ -330,11 +388,13 @@ fn gather_c2c(
     let key = (spec.nocache, spec.offset_bytes, cpus);
     let missing: Vec<u64> = {
         let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+        let tried = t.tried_c2c.clone();
         let curve = t.curve(kind).map(|c| &*c);
         spec.sizes
             .iter()
             .copied()
-            .filter(|b| curve.is_some_and(|c| !c.contains_key(&(key, *b))))
+            .filter(|b| curve.is_some_and(|c| value_at(c, key, *b).is_none()))
+            .filter(|b| !tried.contains(&(kind, key, *b)))
             .collect()
     };
     let Some(max) = missing.iter().copied().max() else {
@@ -363,6 +423,7 @@ fn gather_c2c(
             curve.insert((key, b), r);
         }
     }
+    t.tried_c2c.extend(missing.iter().map(|&b| (kind, key, b)));
     Ok(warning)
 }
 

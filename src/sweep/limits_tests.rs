@@ -104,3 +104,28 @@ fn a_slow_size_costs_the_rest_their_limit() {
     assert!(w.contains("deadline (25% of the budget)"), "{w}");
     assert!(!w.contains("took more than"), "{w}");
 }
+
+/// A perturbed size between two measured ones takes their log-log
+/// interpolation; one outside, or between two more than
+/// [`BRACKET_RATIO`] apart, has no value (it is measured).
+#[test]
+fn a_size_between_two_measured_ones_is_interpolated_in_log_log() {
+    let mut curve: HashMap<(u8, u64), f64> = HashMap::new();
+    curve.insert((0, 32), 1e9);
+    curve.insert((0, 48), 4e9);
+    curve.insert((0, 1024), 8e9);
+    curve.insert((1, 40), 7e9);
+    assert_eq!(value_at(&curve, 0, 32), Some(1e9));
+    // Between 32 and 48 B, on the straight line in log-log.
+    let t = (40f64.ln() - 32f64.ln()) / (48f64.ln() - 32f64.ln());
+    let want = (1e9f64.ln() + t * (4e9f64.ln() - 1e9f64.ln())).exp();
+    let got = value_at(&curve, 0, 40).unwrap();
+    assert!((got / want - 1.0).abs() < 1e-12, "{got} {want}");
+    assert!(got > 1e9 && got < 4e9);
+    // Another key's 40 B is not this key's.
+    assert_eq!(value_at(&curve, 1, 40), Some(7e9));
+    // 48 .. 1024 is too wide a bracket; beyond the ends there is none.
+    assert_eq!(value_at(&curve, 0, 100), None);
+    assert_eq!(value_at(&curve, 0, 29), None);
+    assert_eq!(value_at(&curve, 0, 2048), None);
+}

@@ -63,7 +63,7 @@ pub struct BaselineBlock {
 }
 
 /// Which physical limit a baseline's points are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LimitKind {
     /// Copy bandwidth in one process at each size (`bits_per_s`).
     MemcpyBandwidth,

@@ -15,7 +15,8 @@
 #            hexadecimal constant as X'...', which gfortran 10 and later
 #            reject (both generators give the same numbers).
 #   CLASS    NPB classes (default: W A).
-#   KERNELS  (default "lu sp ft bt cg").
+#   KERNELS  (default every kernel: "lu sp ft bt cg mg is ep"; IS and EP
+#            are C in NPB, built with CFLAGS -O3).
 #   REPS     pairs per kernel and class (default 5): NPB, then wulf, in
 #            turn, so that drift in the machine's load hits both alike.
 #   WULF     the wulf binary (default: target/release/wulf, the profile
@@ -35,7 +36,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${NPB_OMP:?set NPB_OMP to the NPB3.4-OMP directory of NPB 3.4}"
 REPS=${REPS:-5}
-read -r -a KERNEL_LIST <<<"${KERNELS:-lu sp ft bt cg}"
+read -r -a KERNEL_LIST <<<"${KERNELS:-lu sp ft bt cg mg is ep}"
 CLASSES=("$@")
 [ ${#CLASSES[@]} -eq 0 ] && CLASSES=(W A)
 WULF=${WULF:-${CARGO_TARGET_DIR:-$PWD/target}/release/wulf}
@@ -58,6 +59,11 @@ if [ "${KEEP_BUILD:-0}" != 1 ] || [ ! -d "$BUILD/src/bin" ]; then
     sed -e 's/^FFLAGS.*/FFLAGS	= -O3/' -e 's/^CFLAGS.*/CFLAGS	= -O3/' -e 's/^RAND.*/RAND   = randdp/' \
         "$BUILD/src/config/make.def.template" >"$BUILD/src/config/make.def"
     mkdir -p "$BUILD/src/bin"
+    # Objects and binaries a build of the tree left are built again with
+    # this make.def; NPB_TIMER_FLAG's file (timer.flag) turns on NPB's
+    # per-routine timers, which cost it time inside the timed section: a
+    # tree used for profiling may hold one.
+    find "$BUILD/src" \( -name '*.o' -o -name '*.mod' -o -name '*.x' -o -name timer.flag \) -delete
 fi
 
 build_npb() {

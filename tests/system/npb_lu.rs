@@ -43,8 +43,10 @@ fn lu(nps: &str, vias: &str) -> NpbResult {
 /// class S (12 points a side, 50 steps): per step one two-plane ghost
 /// exchange each way across every interface (10 ny nz values, NPB's
 /// `exchange_3`), and in each of the two sweeps one row of 5 values per
-/// interior edge point per inner plane (`exchange_1`); then the final
-/// residual norm, an all-reduce of 5 values (one message per rank).
+/// interior edge point per inner plane (`exchange_1`); then the last
+/// step's correction norm and the final residual norm, two all-reduces of
+/// 5 values (one message per rank each; NPB's `l2norm` of `delunm` and of
+/// `rsdnm`).
 fn npb_traffic(xdim: u64, ydim: u64) -> (u64, u64) {
     let (n, steps, np) = (12u64, 50u64, xdim * ydim);
     let interfaces = (xdim - 1) + (ydim - 1);
@@ -52,8 +54,8 @@ fn npb_traffic(xdim: u64, ydim: u64) -> (u64, u64) {
     let links = (xdim - 1) * ydim + (ydim - 1) * xdim;
     let messages_per_step = links * (2 + 2 * (n - 2));
     (
-        steps * bytes_per_step + np * 5 * 8,
-        steps * messages_per_step + np,
+        steps * bytes_per_step + 2 * np * 5 * 8,
+        steps * messages_per_step + 2 * np,
     )
 }
 

@@ -25,7 +25,7 @@ pub const BACKWARD_CARRY: usize = 10;
 
 /// Which system each variable belongs to: 1-3 to the first, 4 to the
 /// second (`lhsp`), 5 to the third (`lhsm`).
-const SYSTEM_OF: [usize; NV] = [0, 0, 0, 1, 2];
+pub(super) const SYSTEM_OF: [usize; NV] = [0, 0, 0, 1, 2];
 
 /// Scratch of one line part, reused from line to line: 15 coefficients
 /// (three systems of 5 diagonals) and the 5 right-hand sides per row,
@@ -33,7 +33,7 @@ const SYSTEM_OF: [usize; NV] = [0, 0, 0, 1, 2];
 /// normalised upper diagonals `(d, e)` of the three systems per row.
 #[derive(Debug, Default)]
 pub struct Scratch {
-    rows: Vec<[f64; 15]>,
+    pub(super) rows: Vec<[f64; 15]>,
     /// The rows of every line of a cell, built ahead ([`prepare`]).
     built: Vec<[f64; 15]>,
     rhs: Vec<[f64; NV]>,
@@ -80,7 +80,7 @@ pub fn line_starts(cell: &Cell, d: usize, starts: &mut Vec<usize>) {
 /// `first` (NPB's `lhsx`/`lhsy`/`lhsz`): identity rows on the grid's
 /// faces, inside the implicit viscous and convective operator with the
 /// fourth-difference dissipation, `lhsp`/`lhsm` adding the speed of sound.
-fn build_rows(k: &Consts, cell: &Cell, d: usize, first: usize, sc: &mut Scratch) {
+pub(super) fn build_rows(k: &Consts, cell: &Cell, d: usize, first: usize, sc: &mut Scratch) {
     let len = cell.size[d];
     let s = cell.stride(d) as isize;
     sc.rows.resize(len, [0.0; 15]);

@@ -15,6 +15,7 @@ use super::adi::{
     FORWARD_CARRY,
 };
 use super::cells::{Cell, Layout, GHOST, NV};
+use super::lanes::{solve_cell, LaneScratch};
 use super::pipeline::{self, Carries, Pipe};
 use super::rhs::Consts;
 use crate::comm::Communicator;
@@ -25,6 +26,7 @@ pub struct Buffers {
     send: Vec<f64>,
     recv: Vec<f64>,
     scratch: Scratch,
+    lanes: LaneScratch,
     pipe: Pipe,
 }
 
@@ -133,6 +135,13 @@ pub fn sweep(
     d: usize,
     bufs: &mut Buffers,
 ) -> Result<()> {
+    if layout.p == 1 {
+        // One rank: no stage hands anything on, so lines go in pairs.
+        for cell in cells.iter_mut() {
+            solve_cell(k, cell, d, &mut bufs.scratch, &mut bufs.lanes);
+        }
+        return Ok(());
+    }
     let carries = Carries {
         forward: FORWARD_CARRY,
         backward: BACKWARD_CARRY,

@@ -25,6 +25,7 @@
 pub(crate) mod adi;
 pub(crate) mod cells;
 mod exchange;
+mod lanes;
 pub mod params;
 pub(crate) mod pipeline;
 pub(crate) mod rhs;

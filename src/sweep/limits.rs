@@ -105,7 +105,9 @@ fn value_at<K: Eq + std::hash::Hash + Copy>(
     if let Some(v) = curve.get(&(key, bytes)) {
         return Some(*v);
     }
-    let (mut below, mut above): (Option<(u64, f64)>, Option<(u64, f64)>) = (None, None);
+    // The nearest measured (size, value) below and above `bytes`.
+    let mut below: Option<(u64, f64)> = None;
+    let mut above: Option<(u64, f64)> = None;
     for (&(k, b), &v) in curve {
         if k != key {
             continue;

@@ -534,11 +534,15 @@ pub fn api() -> Result<&'static Api, String> {
 }
 
 /// A C string libfabric owns, as Rust text ("" for NULL).
-pub fn text(p: *const c_char) -> String {
+///
+/// # Safety
+/// `p` is NULL or a NUL-terminated string that lives through the call
+/// (what libfabric's names and messages are).
+pub unsafe fn text(p: *const c_char) -> String {
     if p.is_null() {
         return String::new();
     }
-    // SAFETY: non-null and NUL-terminated, owned by libfabric.
+    // SAFETY: non-null and NUL-terminated (the caller's promise).
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
@@ -562,7 +566,8 @@ impl Api {
         // SAFETY: returns a static C string for any number.
         format!(
             "{} (libfabric error {code})",
-            text(unsafe { (self.strerror)(code) })
+            // SAFETY: fi_strerror returns a static NUL-terminated message.
+            unsafe { text((self.strerror)(code)) }
         )
     }
 
@@ -578,6 +583,7 @@ impl Api {
                 kind,
             )
         };
-        text(p).trim().to_string()
+        // SAFETY: NULL or libfabric's NUL-terminated text.
+        unsafe { text(p) }.trim().to_string()
     }
 }

@@ -498,16 +498,17 @@ impl RdmEndpoint {
             return io::Error::other(format!("fi_cq_readerr: {}", self.api.describe(ret)));
         }
         let mut buf = [0 as std::ffi::c_char; 128];
-        // SAFETY: the provider's words for its own error, into `buf`.
-        let provider = fi::text(unsafe {
-            ((*(*self.cq).ops).strerror)(
+        // SAFETY: the provider's words for its own error, into `buf`,
+        // returned as NULL or a NUL-terminated string.
+        let provider = unsafe {
+            fi::text(((*(*self.cq).ops).strerror)(
                 self.cq,
                 e.prov_errno,
                 e.err_data,
                 buf.as_mut_ptr(),
                 buf.len(),
-            )
-        });
+            ))
+        };
         let op = if e.flags & fi::FI_RECV != 0 {
             "a receive"
         } else {

@@ -26,7 +26,6 @@
 //! [`super::limits`]); across a network interface, the link's limit is
 //! recorded instead (see [`crate::result::LinkEfficiency`]).
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
@@ -39,16 +38,15 @@ use super::pin::Pinned;
 pub use super::point::make_point;
 use super::progress::Reporter;
 pub use super::runner::plan_for;
+use super::setup::{connect, link_of, max_bytes, prepare, Ends, Prepared};
 pub use super::spec::{SweepOutcome, SweepSpec};
 use crate::exec::local_peer::LocalPeer;
 use crate::load::LoadRecord;
 use crate::measure::loops::Pools;
-use crate::measure::timer::clock_read_cost_ns;
-use crate::peer::client::{resolve, PeerSession};
-use crate::peer::protocol::{BlockKind, Setup};
-use crate::peer::DEFAULT_PORT;
+use crate::peer::client::PeerSession;
+use crate::peer::protocol::BlockKind;
 use crate::result::{Confirmation, Definitions, LinkEfficiency, Placement, Point, WakeUp};
-use crate::sys::{same_machine, Host, IpVersion};
+use crate::sys::Host;
 use crate::transport::baseline::BaselineSetup;
 use crate::transport::{self, Connected, Transport};
 
@@ -123,149 +121,6 @@ fn baseline_setup(spec: &SweepSpec, host: &Host) -> BaselineSetup {
         wait: spec.channel.wait,
         timeout: spec.channel.timeout(),
     }
-}
-
-/// The largest size of `spec` (1 when it has none).
-fn max_bytes(spec: &SweepSpec) -> u64 {
-    spec.sizes.iter().copied().max().unwrap_or(1)
-}
-
-/// Both ends of a sweep, connected: the set-up stage's product.
-struct Ends {
-    /// The peer this sweep started, if it started one.
-    local: Option<LocalPeer>,
-    /// The peer's control address.
-    addr: SocketAddr,
-    /// The control session with the peer.
-    session: PeerSession,
-    /// The data channel.
-    conn: Connected,
-    /// The buffers messages are sent from and received into.
-    pools: Pools,
-    /// This thread, pinned for the sweep.
-    pinned: Pinned,
-    /// The cost of reading the clock, ns.
-    timer_overhead_ns: f64,
-}
-
-/// Start or reach the peer, open the session and the data channel, pin
-/// this thread and measure the clock's cost. `host` learns the interface
-/// that leads to the peer.
-fn connect(spec: &SweepSpec, transport: &dyn Transport, host: &mut Host) -> Result<Ends> {
-    let timeout = spec.channel.timeout();
-    let (local, addr) = match &spec.peer {
-        None => {
-            let lp = LocalPeer::start(spec.channel.ipv6, timeout)?;
-            let addr = lp.addr;
-            (Some(lp), addr)
-        }
-        Some(p) => (None, resolve(p, DEFAULT_PORT, spec.channel.ipv6)?),
-    };
-    let setup = Setup {
-        transport: spec.transport.clone(),
-        channel: spec.channel.clone(),
-        max_bytes: max_bytes(spec),
-        nocache: spec.nocache,
-        offset_bytes: spec.offset_bytes,
-        cpu: spec.cpus.1,
-        // `--load-peer`: the peer runs the same loads during the test.
-        loads: (!spec.peer_loads.is_empty()).then(|| crate::load::spec_text(&spec.peer_loads)),
-    };
-    *host = host.clone().with_interface_for_peer(addr.ip());
-    let (session, mut conn) =
-        PeerSession::open(addr, transport, &setup, timeout, spec.peer_secret.as_ref())?;
-    let pinned = Pinned::new(spec.cpus.0);
-    let timer_overhead_ns = clock_read_cost_ns();
-    let pools = Pools::new(
-        conn.endpoint.as_mut(),
-        max_bytes(spec),
-        spec.offset_bytes,
-        spec.nocache,
-        host.llc_bytes,
-    )?;
-    Ok(Ends {
-        local,
-        addr,
-        session,
-        conn,
-        pools,
-        pinned,
-        timer_overhead_ns,
-    })
-}
-
-/// What the set-up stage knows before the first point.
-struct Prepared {
-    /// Warnings so far (the channel's, the peer's, the limits').
-    warnings: Vec<String>,
-    /// The physical limits the points are measured against.
-    limits: Option<Limits>,
-    /// The wake-up probe's time, kept from the budget (a blocking sweep).
-    probe_ns: Option<u64>,
-    /// Whether both ends' TCP timestamps are on (the link's overhead).
-    timestamps: bool,
-}
-
-/// The limits, what the budget keeps for after the points, and the rate
-/// of the link the points' shares are planned against.
-fn prepare(spec: &SweepSpec, ends: &Ends, host: &Host, clock: &mut SweepClock) -> Prepared {
-    let session = &ends.session;
-    let mut warnings = ends.conn.warnings.clone();
-    warnings.extend(session.warnings.iter().map(|w| format!("peer: {w}")));
-    // Memory limits only mean something when both ends share this machine
-    // and no network interface lies between them; host names do not tell
-    // (two namespaces share one). A local peer is ours by construction.
-    let on_this_machine = spec.peer.is_none() || same_machine(host, &session.host, ends.addr.ip());
-    let limits = if on_this_machine && spec.limits {
-        let (llc, cpu) = (host.llc_bytes, ends.pinned.cpu);
-        limits::for_sweep(spec, llc, cpu, session.cpu, &mut warnings)
-    } else {
-        None
-    };
-    clock.mark("limits");
-    // The floor measured again after the pass and the close come out of
-    // the budget too (see `budget`).
-    if limits.as_ref().is_some_and(|l| l.floor_ns.is_some()) {
-        clock.reserve_after(super::floor::remeasure_budget_ns(spec));
-    }
-    clock.reserve_after(super::budget::CLOSE_RESERVE_NS);
-    // A blocking sweep keeps the time of its spinning probe (issue 44).
-    let probe_ns = super::wake::probe_ns(spec).filter(|_| super::wake::blocks(&ends.conn.settings));
-    if let Some(ns) = probe_ns {
-        clock.reserve_after(ns);
-    }
-    // Timestamps are on a connection only when both ends enable them.
-    let timestamps = [host, &session.host]
-        .iter()
-        .all(|h| h.tcp_sysctls.timestamps_enabled().unwrap_or(true));
-    // Across a link the points' shares are planned against its rate (see
-    // `link_fit`): a slow link's largest sizes may not fit the budget.
-    clock.across_link = !on_this_machine;
-    clock.link_bits_per_s = link_of(spec, host, ends, timestamps, None).map(|l| l.limit_bits_per_s);
-    Prepared {
-        warnings,
-        limits,
-        probe_ns,
-        timestamps,
-    }
-}
-
-/// The slower of the two ends' links (a shaper on either counts).
-fn link_of(
-    spec: &SweepSpec,
-    host: &Host,
-    ends: &Ends,
-    timestamps: bool,
-    peak_bits_per_s: Option<f64>,
-) -> Option<LinkEfficiency> {
-    LinkEfficiency::for_path(
-        host.interfaces.first(),
-        ends.session.host.interfaces.first(),
-        spec.mode,
-        IpVersion::of(ends.addr.ip()),
-        timestamps,
-        peak_bits_per_s,
-    )
 }
 
 /// What the measuring stage measured.

@@ -50,6 +50,7 @@ mod pin;
 pub mod point;
 pub mod progress;
 mod runner;
+mod setup;
 pub mod spec;
 pub mod tails;
 pub mod wake;

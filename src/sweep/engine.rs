@@ -210,7 +210,7 @@ struct Held {
 /// ran and over which link, the peer's goodbye and the wake-up probe.
 fn close(
     spec: &SweepSpec,
-    mut ends: Ends,
+    ends: Ends,
     start: &Start,
     prepared: Prepared,
     mut measured: Measured,
@@ -232,7 +232,7 @@ fn close(
         &mut warnings,
         clock,
     );
-    let settings = settings_of(&mut ends, start.started, &mut warnings);
+    let settings = settings_of(&ends, start.started, &mut warnings);
     let (placement, link) = where_it_ran(
         spec,
         &start.host,

@@ -58,7 +58,7 @@ pub(super) fn sweep_past_the_door(
     use crate::peer::client::refused_at_the_door;
     let mut attempt = 1;
     loop {
-        let outcome = crate::sweep::engine::run_sweep(spec, &mut |_| {});
+        let outcome = crate::sweep::engine::run_sweep(spec, &mut crate::sweep::progress::Quiet);
         let refused = match &outcome {
             Err(e) => refused_at_the_door(e),
             Ok(o) => {

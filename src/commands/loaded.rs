@@ -19,7 +19,7 @@ use crate::peer::DEFAULT_PORT;
 use crate::report::conditions::{npb_pair_table, sweep_pair_table, whole_table};
 use crate::result::{write_result, NpbResult, SweepResult};
 use crate::sweep::engine::{SweepOutcome, SweepSpec};
-use crate::units::format_bytes;
+use crate::sweep::progress::Quiet;
 
 /// Run one sweep under `loads`, its conditions recorded as `role`.
 pub fn measure_sweep(
@@ -34,7 +34,7 @@ pub fn measure_sweep(
         Some(r) => format!("{} {r}", spec.transport),
         None => spec.transport.clone(),
     };
-    let pb = super::progress_bar(spec.sizes.len() as u64, quiet, &label);
+    let mut bar = super::SizesBar::new(spec, quiet, &label);
     let ends: Vec<usize> = [spec.cpus.0, spec.cpus.1].into_iter().flatten().collect();
     let placement = crate::load::Placement::avoiding(&ends);
     let target = match spec.peer {
@@ -64,14 +64,11 @@ pub fn measure_sweep(
             let probe = whole
                 .filter(|w| w.soak.is_some())
                 .map(|_| soak_probe(ctx, &spec));
-            let out = run_sweep(ctx, &spec, &mut |p| {
-                pb.set_message(format_bytes(p.bytes));
-                pb.inc(1);
-            });
+            let out = run_sweep(ctx, &spec, &mut bar);
             (probe, out)
         },
     )?;
-    pb.finish_and_clear();
+    bar.finish();
     let (probe, outcome) = outcome;
     let mut outcome = outcome?;
     let perturbation = match probe {
@@ -125,8 +122,8 @@ fn soak_probe(ctx: &RunContext, spec: &SweepSpec) -> Result<perturb::SoakPerturb
         spec.sizes.iter().map(|&b| (b, Vec::new())).collect();
     let cpu = |p: &crate::result::Point| p.cpu_client.ns_per_byte + p.cpu_server.ns_per_byte;
     for _ in 0..perturb::PAIRS {
-        let a = run_sweep(ctx, &plain, &mut |_| {})?;
-        let b = run_sweep(ctx, &probe, &mut |_| {})?;
+        let a = run_sweep(ctx, &plain, &mut Quiet)?;
+        let b = run_sweep(ctx, &probe, &mut Quiet)?;
         if let Some(e) = a.error.or(b.error) {
             return Err(e);
         }

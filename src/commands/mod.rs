@@ -40,6 +40,7 @@ use crate::launch::RunContext;
 use crate::message::schedule;
 use crate::result::Mode;
 use crate::sweep::engine::SweepSpec;
+use crate::sweep::progress::Reporter;
 use crate::transport::{ChannelOptions, ExtraOptions, WaitMode};
 
 impl From<ModeArg> for Mode {
@@ -194,6 +195,30 @@ pub fn progress_bar(len: u64, quiet: bool, label: &str) -> ProgressBar {
     );
     pb.set_prefix(label.to_string());
     pb
+}
+
+/// The terminal bar of a sweep's sizes: a [`Reporter`] that moves on a
+/// size per point and names the last one measured (hidden as
+/// [`progress_bar`]'s is).
+pub struct SizesBar(ProgressBar);
+
+impl SizesBar {
+    /// A bar over the sizes of `spec`, labelled `label`.
+    pub fn new(spec: &SweepSpec, quiet: bool, label: &str) -> SizesBar {
+        SizesBar(progress_bar(spec.sizes.len() as u64, quiet, label))
+    }
+
+    /// Clear the bar (before anything else is printed).
+    pub fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl Reporter for SizesBar {
+    fn point(&mut self, point: &crate::result::Point) {
+        self.0.set_message(crate::units::format_bytes(point.bytes));
+        self.0.inc(1);
+    }
 }
 
 /// Exit with the code of a command run in a lab node, printing nothing more

@@ -14,7 +14,6 @@ use crate::launch::RunContext;
 use crate::npb::{Class, Kernel};
 use crate::report;
 use crate::result::{write_atomically, write_json, write_result, NpbResult, SweepResult};
-use crate::units::format_bytes;
 
 /// Total sweep budget of a default run, shared among the transports found
 /// (MPI start-up and the NAS kernel come on top): about a minute in all.
@@ -137,12 +136,9 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             spec.whole = whole.as_ref().and_then(|w| w.whole.clone());
             // A blocking sweep's smallest size probed with spinning ends.
             spec.wake_probe = true;
-            let pb = super::progress_bar(spec.sizes.len() as u64, measure.quiet, name);
-            let outcome = run_sweep(&ctx, &spec, &mut |p| {
-                pb.set_message(format_bytes(p.bytes));
-                pb.inc(1);
-            });
-            pb.finish_and_clear();
+            let mut bar = super::SizesBar::new(&spec, measure.quiet, name);
+            let outcome = run_sweep(&ctx, &spec, &mut bar);
+            bar.finish();
             match outcome {
                 Err(e) => {
                     eprintln!("wulf: {name} failed: {e:#}");

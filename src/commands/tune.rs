@@ -31,7 +31,6 @@ use crate::tune::plan::{mss_candidates, next_config, overhead, plan, Next};
 use crate::tune::summary::Skipped;
 use crate::tune::TUNE_SCHEMA_VERSION;
 use crate::tune::{analyse, text, ConfigRun, HostSysctls, TuneConfig, TuneSummary};
-use crate::units::format_bytes;
 
 /// The transport `wulf tune tcp` sweeps.
 const TRANSPORT: &str = "tcp";
@@ -238,12 +237,9 @@ fn measure(
         };
         let began = Instant::now();
         spec.channel = config.apply(&base.channel);
-        let pb = super::progress_bar(spec.sizes.len() as u64, a.quiet, &config.label);
-        let outcome = run_sweep(&spec, &mut |p| {
-            pb.set_message(format_bytes(p.bytes));
-            pb.inc(1);
-        });
-        pb.finish_and_clear();
+        let mut bar = super::SizesBar::new(&spec, a.quiet, &config.label);
+        let outcome = run_sweep(&spec, &mut bar);
+        bar.finish();
         extra.push(began.elapsed().saturating_sub(spec.budget));
         for e in wake.as_mut().map(|g| g.restore()).unwrap_or_default() {
             m.warnings

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::engine::SweepSpec;
+use super::spec::SweepSpec;
 use crate::result::{self, Definitions, LinkEfficiency, Placement, Point, SweepResult};
 use crate::sys::Host;
 

@@ -7,8 +7,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::budget::SweepClock;
 use super::confirm::{pick_events, CONFIRM_BUDGET_SHARE};
-use super::engine::{measure_all, SweepClock, SweepRunner, SweepSpec};
+use super::measuring::measure_all;
+use super::progress::Quiet;
+use super::runner::SweepRunner;
+use super::spec::SweepSpec;
 use crate::analysis::confirm::{Event, EventKind};
 use crate::measure::policy::{BlockRunner, BlockTiming};
 
@@ -86,7 +90,7 @@ fn the_points_and_the_pass_keep_what_setup_left() {
         &mut curve(),
         None,
         &mut points,
-        &mut |_| {},
+        &mut Quiet,
     )
     .unwrap()
     .unwrap_or_else(|| {
@@ -170,7 +174,7 @@ fn a_slow_link_leaves_the_largest_sizes_out_and_keeps_the_budget() {
         &mut slow_link(),
         None,
         &mut points,
-        &mut |_| {},
+        &mut Quiet,
     )
     .unwrap();
     let took = began.elapsed();
@@ -206,7 +210,7 @@ fn a_slow_link_leaves_the_largest_sizes_out_and_keeps_the_budget() {
         &mut slow_link(),
         None,
         &mut points,
-        &mut |_| {},
+        &mut Quiet,
     )
     .unwrap();
     let took = began.elapsed();

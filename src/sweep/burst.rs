@@ -88,7 +88,7 @@ pub fn summary(points: &[Point], min_bytes: u64) -> (Summary, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::engine::test_point;
+    use crate::sweep::point::test_point;
 
     #[test]
     fn the_bound_is_where_the_burst_adds_five_percent() {

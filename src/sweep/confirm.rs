@@ -42,7 +42,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::engine::{SweepRunner, SweepSpec};
+use super::runner::SweepRunner;
+use super::spec::SweepSpec;
 use crate::analysis::confirm::edges;
 use crate::analysis::{analyse_curve, confirm, CauseHints};
 use crate::error::WulfError;

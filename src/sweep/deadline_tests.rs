@@ -5,7 +5,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::engine::{measure_all, SweepClock, SweepRunner, SweepSpec};
+use super::budget::SweepClock;
+use super::measuring::measure_all;
+use super::progress::{Collect, Quiet};
+use super::runner::SweepRunner;
+use super::spec::SweepSpec;
 use crate::measure::policy::{BlockRunner, BlockTiming};
 
 /// Blocks that take `block` of wall time each, never steady enough to
@@ -58,13 +62,14 @@ fn a_sweep_stops_at_its_deadline_and_keeps_its_trials() {
     let began = Instant::now();
     let mut points = Vec::new();
     let s = spec(began + Duration::from_millis(300));
+    let mut told = Collect::default();
     let out = measure_all(
         &s,
         &mut SweepClock::new(Instant::now(), s.budget),
         &mut r,
         None,
         &mut points,
-        &mut |_| {},
+        &mut told,
     );
     assert!(out.is_ok(), "cut, not failed: {out:?}");
     // A 60 s budget, ended at 0.3 s (plus a block or so).
@@ -77,6 +82,10 @@ fn a_sweep_stops_at_its_deadline_and_keeps_its_trials() {
     let last = points.last().unwrap();
     assert!(last.noisy, "a point cut before converging is noisy");
     assert!(points.iter().all(|p| p.trials >= 3), "{points:?}");
+    // The reporter heard of every point kept, the cut one too, in order.
+    let heard: Vec<u64> = told.0.iter().map(|p| p.bytes).collect();
+    let kept: Vec<u64> = points.iter().map(|p| p.bytes).collect();
+    assert_eq!(heard, kept);
 }
 
 #[test]
@@ -93,7 +102,7 @@ fn a_deadline_already_past_still_keeps_three_trials_of_the_first_size() {
         &mut r,
         None,
         &mut points,
-        &mut |_| {}
+        &mut Quiet
     )
     .is_ok());
     assert_eq!(points.len(), 1, "the later sizes are left out");
@@ -145,7 +154,7 @@ fn a_point_leaves_the_larger_sizes_after_it_their_least_work() {
     s.budget = Duration::from_secs(2);
     let mut points = Vec::new();
     let mut clock = SweepClock::new(Instant::now(), s.budget);
-    measure_all(&s, &mut clock, &mut r, None, &mut points, &mut |_| {}).unwrap();
+    measure_all(&s, &mut clock, &mut r, None, &mut points, &mut Quiet).unwrap();
     let sizes: Vec<u64> = points.iter().map(|p| p.bytes).collect();
     assert_eq!(sizes, [1 << 20, 8 << 20], "left out: {:?}", clock.left_out);
     assert!(points.iter().all(|p| !p.cut && p.trials >= 6), "{points:?}");

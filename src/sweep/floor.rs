@@ -20,9 +20,10 @@
 
 use anyhow::Result;
 
-use super::engine::{plan_for, SweepSpec};
 use super::in_process::BaselineRunner;
 use super::limits::{keep_lowest_floor, setup, FloorKey, Limits};
+use super::runner::plan_for;
+use super::spec::SweepSpec;
 use crate::measure::policy::measure_point;
 use crate::result::{Mode, Point};
 use crate::transport::cacheline::{CachelineBench, FLOOR_BYTES};
@@ -63,7 +64,7 @@ pub(super) fn measure_floor(spec: &SweepSpec, cpus: FloorKey, budget_ns: u64) ->
     if o.trials_ns.is_empty() {
         anyhow::bail!("interrupted");
     }
-    Ok(floor_of(&super::engine::make_point(
+    Ok(floor_of(&super::point::make_point(
         FLOOR_BYTES,
         Mode::Pingpong,
         &o,
@@ -152,7 +153,7 @@ mod tests {
         let mut points: Vec<Point> = [8, 64]
             .iter()
             .map(|&b| {
-                let mut p = crate::sweep::engine::test_point(b, 5_000.0);
+                let mut p = crate::sweep::point::test_point(b, 5_000.0);
                 p.limits = Some(PointLimits {
                     floor_ns: Some(702_000.0),
                     ..Default::default()
@@ -181,7 +182,7 @@ mod tests {
     /// raise it.
     #[test]
     fn the_floor_is_the_fastest_trial() {
-        let mut p = crate::sweep::engine::test_point(FLOOR_BYTES, 213.0);
+        let mut p = crate::sweep::point::test_point(FLOOR_BYTES, 213.0);
         p.min_ns = 145.0;
         assert_eq!(floor_of(&p), 145.0);
         p.min_ns = 0.0;

@@ -13,13 +13,17 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::engine::{
-    assemble, measure_all, Finish, Pinned, Start, SweepClock, SweepOutcome, SweepRunner, SweepSpec,
-};
+use super::assemble::{assemble, Finish, Start};
+use super::budget::SweepClock;
 use super::limits;
+use super::measuring::measure_all;
+use super::pin::Pinned;
+use super::progress::Reporter;
+use super::runner::SweepRunner;
+use super::spec::{SweepOutcome, SweepSpec};
 use crate::measure::policy::{BlockRunner, BlockTiming};
 use crate::measure::timer::clock_read_cost_ns;
-use crate::result::{Definitions, Mode, Placement, Point, Tails};
+use crate::result::{Definitions, Mode, Placement, Tails};
 use crate::transport::baseline::Baseline;
 
 /// Times blocks of a baseline: the [`BlockRunner`] of in-process sweeps.
@@ -93,7 +97,7 @@ pub(super) fn run_baseline(
     mut bench: Box<dyn Baseline>,
     start: Start,
     mut clock: SweepClock,
-    on_point: &mut dyn FnMut(&Point),
+    progress: &mut dyn Reporter,
 ) -> Result<SweepOutcome> {
     if spec.peer.is_some() {
         return Err(crate::error::usage(format!(
@@ -118,7 +122,7 @@ pub(super) fn run_baseline(
         &mut runner,
         None,
         &mut points,
-        on_point,
+        progress,
     ));
 
     let helper_cpu = bench.helper_cpu();

@@ -29,9 +29,10 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::engine::{plan_for, SweepSpec};
 use super::floor::{floor_wait, measure_floor};
 use super::in_process::BaselineRunner;
+use super::runner::plan_for;
+use super::spec::SweepSpec;
 use crate::measure::policy::measure_point;
 use crate::result::{Limits as PointLimits, Mode, Point};
 use crate::transport::baseline::{Baseline, BaselineSetup, LimitKind};
@@ -515,7 +516,7 @@ fn measure_curve(
             anyhow::bail!("interrupted");
         }
         max_repeats = o.repeats;
-        let p = super::engine::make_point(bytes, mode, &o);
+        let p = super::point::make_point(bytes, mode, &o);
         Ok((p.bits_per_s, o.wall_ns))
     })
 }

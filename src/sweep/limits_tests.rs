@@ -27,7 +27,7 @@ fn limits_at_a_size() {
 #[test]
 fn slow_modes_are_named() {
     let point = |bytes: u64, ns: f64| {
-        let mut p = crate::sweep::engine::test_point(bytes, ns);
+        let mut p = crate::sweep::point::test_point(bytes, ns);
         // A two-copy hand-off of 1 ns per 8 bits.
         p.limits = Some(PointLimits {
             c2c_two_copy_bits_per_s: Some(8e9),

@@ -312,7 +312,7 @@ pub fn warning(l: &SizesLeftOut, budget_s: f64, last_kept: Option<u64>) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::engine::test_point;
+    use crate::sweep::point::test_point;
 
     /// A ping-pong curve of `latency_ns` plus `bytes` at `rate` (bit/s).
     fn line(sizes: &[u64], latency_ns: f64, rate: f64) -> Vec<Point> {

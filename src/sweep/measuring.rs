@@ -28,9 +28,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::engine::{plan_for, SweepClock, SweepRunner, SweepSpec, TAILS_MAX_BYTES};
+use super::budget::SweepClock;
 use super::limits::Limits;
 use super::link_fit::{self, LeftOutReason, RateModel, LEAST_BLOCKS};
+use super::progress::Reporter;
+use super::runner::{plan_for, SweepRunner};
+use super::spec::SweepSpec;
+use super::tails::MAX_BYTES as TAILS_MAX_BYTES;
 use crate::error::WulfError;
 use crate::measure::policy::{
     measure_point, BlockRunner, BlockTiming, PointOutcome, PointPlan, MIN_TRIALS_ON_BUDGET,
@@ -136,7 +140,7 @@ pub(super) fn measure_all(
     runner: &mut dyn SweepRunner,
     limits: Option<&Limits>,
     points: &mut Vec<Point>,
-    on_point: &mut dyn FnMut(&Point),
+    progress: &mut dyn Reporter,
 ) -> Result<Option<result::Confirmation>> {
     // `--cost whole`: soakers around every block (a plain pass-through
     // otherwise).
@@ -164,7 +168,7 @@ pub(super) fn measure_all(
     let points_started = Instant::now();
     // Sizes left out or a point cut still leave the pass its own share
     // (the points stop before it): the points measured are confirmed.
-    points_loop(spec, clock, runner, limits, points, on_point, deadlines)?;
+    points_loop(spec, clock, runner, limits, points, progress, deadlines)?;
     clock.mark("points");
     // The pass takes what the points left of the measuring time, never
     // more than its share, and stops at the deadline.
@@ -222,7 +226,7 @@ fn points_loop(
     runner: &mut super::whole::Meter<'_>,
     limits: Option<&Limits>,
     points: &mut Vec<Point>,
-    on_point: &mut dyn FnMut(&Point),
+    progress: &mut dyn Reporter,
     deadlines: Deadlines,
 ) -> Result<bool> {
     let t0 = Instant::now();
@@ -290,7 +294,7 @@ fn points_loop(
         }
         max_repeats = outcome.repeats;
         last = Some(LastCost::of(bytes, &outcome));
-        let mut point = super::engine::make_point(bytes, spec.mode, &outcome);
+        let mut point = super::point::make_point(bytes, spec.mode, &outcome);
         point.cut = cut;
         if spec.tails && bytes <= TAILS_MAX_BYTES {
             if past() {
@@ -303,7 +307,7 @@ fn points_loop(
         }
         point.limits = limits.and_then(|l| l.at(bytes));
         point.cpu_whole = runner.take_point(&point, spec.mode);
-        on_point(&point);
+        progress.point(&point);
         points.push(point);
         if past() && rest.len() > 1 {
             let after = &rest[1..];

@@ -4,7 +4,15 @@
 //! [`crate::measure`]'s loops and repetition policy; this module drives
 //! them over a whole schedule and assembles the result:
 //!
-//! * [`engine`]: drives a whole sweep against a peer and assembles the result;
+//! * [`spec`]: what defines a sweep ([`spec::SweepSpec`]) and what it
+//!   comes back with; it imports nothing else of `sweep`, so every stage
+//!   reads it without depending on the engine;
+//! * [`engine`]: drives a whole sweep against a peer, in stages (set-up,
+//!   measuring with its confirmation pass, close, assembling) that pass
+//!   their products forward;
+//! * [`progress`]: the [`progress::Reporter`] a sweep tells of each point
+//!   as it is measured (quiet, JSON lines; the terminal bar is the
+//!   commands');
 //! * [`in_process`]: the same for the in-process baselines (no peer);
 //! * [`confirm`]: the confirmation pass that measures the sizes around
 //!   each candidate drop-out and switch-over again before the result is
@@ -40,6 +48,10 @@ pub mod measuring;
 mod peer_runner;
 mod pin;
 pub mod point;
+pub mod progress;
+mod runner;
+mod setup;
+pub mod spec;
 pub mod tails;
 pub mod wake;
 mod whole;

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::engine::SweepRunner;
+use super::runner::SweepRunner;
 use crate::error::peer;
 use crate::measure::loops::{client_block, Pools};
 use crate::measure::policy::{BlockRunner, BlockTiming};

@@ -13,7 +13,10 @@
 
 use std::time::Duration;
 
-use super::engine::SweepSpec;
+use anyhow::Result;
+
+use super::progress::{Quiet, Reporter};
+use super::spec::{SweepOutcome, SweepSpec};
 use crate::result::{WaitMode, WakeUp};
 
 /// How many times the spinning figure the blocked one must be to have
@@ -107,17 +110,19 @@ pub fn warning(w: &WakeUp) -> Option<String> {
 }
 
 /// Run the probe of `spec` (`probe_ns` long) after its sweep, whose
-/// smallest size read `blocked` (bytes, ns): the record, and the probe's
-/// own set-up, s. A probe that fails or measures nothing leaves a warning
-/// in `warnings` and no record.
+/// smallest size read `blocked` (bytes, ns), as a sweep of its own by
+/// `sweep` (the engine's `run_sweep`, handed in: the probe is a stage
+/// after the sweep, not a caller of the engine): the record, and the
+/// probe's own set-up, s. A probe that fails or measures nothing leaves a
+/// warning in `warnings` and no record.
 pub fn run_probe(
     spec: &SweepSpec,
-    probe_ns: u64,
-    blocked: (u64, f64),
+    (probe_ns, blocked): (u64, (u64, f64)),
+    sweep: fn(&SweepSpec, &mut dyn Reporter) -> Result<SweepOutcome>,
     warnings: &mut Vec<String>,
 ) -> Option<(WakeUp, f64)> {
     let probe = probe_spec(spec, probe_ns);
-    let out = super::engine::run_sweep(&probe, &mut |_| {});
+    let out = sweep(&probe, &mut Quiet);
     let spinning = match &out {
         Ok(o) if o.error.is_none() => o.result.points.first().map(|p| p.median_ns),
         _ => None,

@@ -10,7 +10,7 @@
 
 use anyhow::Result;
 
-use super::engine::SweepRunner;
+use super::runner::SweepRunner;
 use crate::load::whole::{Counters, Reading, WholeCpu, WholeSetup, Window};
 use crate::measure::policy::{BlockRunner, BlockTiming};
 use crate::result::{Mode, Point, Tails};

@@ -34,6 +34,7 @@ use super::worker::{empty_report, report_failure, watchdog};
 use crate::comm::MpiComm;
 use crate::error::{exit_code_of, usage};
 use crate::npb::{RankTask, TaskRun};
+use crate::sweep::progress::Quiet;
 use crate::transport::mpi::ffi::Mpi;
 
 /// Least time allowed for the ranks to start, whatever the job's timeout.
@@ -81,7 +82,7 @@ pub fn launch(plan: &Plan, np: usize, task: &RankTask) -> Result<TaskRun> {
     };
     let started = std::time::Instant::now();
     let mut launcher = launch::spawn(&argv, dir.path())?;
-    let waited = launch::wait(&mut launcher.child, dir.path(), &limits, &mut |_| {});
+    let waited = launch::wait(&mut launcher.child, dir.path(), &limits, &mut Quiet);
     let shown = argv.join(" ");
     let report_path = dir.path().join(job::REPORT);
     let report: Option<Report> = report_path

@@ -25,6 +25,7 @@ use crate::error::{peer, usage, WulfError};
 use crate::launch::RunContext;
 use crate::result::{MpiInfo, Point};
 use crate::sweep::engine::{SweepOutcome, SweepSpec};
+use crate::sweep::progress::Reporter;
 use crate::transport::mpi::build::Adapter;
 use crate::transport::mpi::discover::MpiInstall;
 use crate::transport::mpi::{Launchable, EXE_VAR};
@@ -85,11 +86,7 @@ impl<'a> Plan<'a> {
 }
 
 /// Run the sweep `spec` as an MPI job; see the module documentation.
-pub fn run(
-    plan: &Plan,
-    spec: &SweepSpec,
-    on_point: &mut dyn FnMut(&Point),
-) -> Result<SweepOutcome> {
+pub fn run(plan: &Plan, spec: &SweepSpec, progress: &mut dyn Reporter) -> Result<SweepOutcome> {
     if spec.peer.is_some() {
         return Err(usage(format!(
             "{} takes no --peer: the MPI launcher places both ranks (between lab nodes use --lab; or give it hosts with --mpi-arg, e.g. --mpi-arg '--host a,b')",
@@ -133,7 +130,7 @@ pub fn run(
         run: 3 * spec.budget + Duration::from_secs(120) + 4 * wire,
         graceful_stop: true,
     };
-    let waited = wait(&mut launcher.child, dir.path(), &limits, on_point);
+    let waited = wait(&mut launcher.child, dir.path(), &limits, progress);
     let startup_s = waited
         .ready_after
         .unwrap_or_else(|| started.elapsed())
@@ -361,21 +358,21 @@ impl Waited {
 }
 
 /// Watch the job until its launcher exits or a limit is missed (then kill
-/// it), passing measured points to `on_point` as they appear.
+/// it), telling `progress` of the measured points as they appear.
 pub(super) fn wait(
     child: &mut Child,
     dir: &Path,
     limits: &Limits,
-    on_point: &mut dyn FnMut(&Point),
+    progress: &mut dyn Reporter,
 ) -> Waited {
     let (startup_limit, stale_limit, run_limit) = (limits.startup, limits.stale, limits.run);
     let t0 = Instant::now();
-    let mut progress = Tail::new(dir.join(job::PROGRESS));
+    let mut points = Tail::new(dir.join(job::PROGRESS));
     let (mut ready_at, mut report_at, mut stop_at) = (None, None, None);
     let mut beat = (String::new(), t0);
     let mut killed = None;
     loop {
-        progress.poll(on_point);
+        points.poll(progress);
         if exited(child) {
             break;
         }
@@ -434,7 +431,7 @@ pub(super) fn wait(
     // SAFETY: killpg only sends a signal.
     unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
     let status = child.wait().ok();
-    progress.poll(on_point);
+    points.poll(progress);
     Waited {
         status,
         killed,
@@ -545,7 +542,7 @@ impl Tail {
         }
     }
 
-    fn poll(&mut self, on_point: &mut dyn FnMut(&Point)) {
+    fn poll(&mut self, progress: &mut dyn Reporter) {
         let Ok(mut f) = std::fs::File::open(&self.path) else {
             return;
         };
@@ -560,7 +557,7 @@ impl Tail {
         while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = self.partial.drain(..=end).collect();
             if let Ok(p) = serde_json::from_slice::<Point>(&line) {
-                on_point(&p);
+                progress.point(&p);
             }
         }
     }

@@ -25,8 +25,8 @@ use anyhow::Result;
 
 use super::RunContext;
 use crate::npb::{RankTask, TaskRun};
-use crate::result::Point;
 use crate::sweep::engine::{SweepOutcome, SweepSpec};
+use crate::sweep::progress::Reporter;
 
 pub use worker::run as run_worker;
 
@@ -36,10 +36,10 @@ pub use worker::run as run_worker;
 pub fn launch_sweep(
     ctx: &RunContext,
     spec: &SweepSpec,
-    on_point: &mut dyn FnMut(&Point),
+    progress: &mut dyn Reporter,
 ) -> Option<Result<SweepOutcome>> {
     let l = crate::transport::mpi::launchable(&spec.transport, &ctx.transports)?;
-    Some(launch::Plan::of(&l, ctx).and_then(|plan| launch::run(&plan, spec, on_point)))
+    Some(launch::Plan::of(&l, ctx).and_then(|plan| launch::run(&plan, spec, progress)))
 }
 
 /// Run `task` on `np` ranks as a job of the launcher of the MPI transport
@@ -59,10 +59,10 @@ pub fn launch_group(
 pub fn run_sweep(
     ctx: &RunContext,
     spec: &SweepSpec,
-    on_point: &mut dyn FnMut(&Point),
+    progress: &mut dyn Reporter,
 ) -> Result<SweepOutcome> {
-    match launch_sweep(ctx, spec, on_point) {
+    match launch_sweep(ctx, spec, progress) {
         Some(outcome) => outcome,
-        None => crate::sweep::engine::run_sweep(spec, on_point),
+        None => crate::sweep::engine::run_sweep(spec, progress),
     }
 }

@@ -13,7 +13,6 @@
 //! Rank 0's watchdog also writes the heartbeat and turns the `stop` file
 //! into the same graceful stop as Ctrl-C.
 
-use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -26,6 +25,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use super::job::{self, AgentJob, Job, JobKind, Report};
 use crate::error::exit_code_of;
 use crate::sweep::engine::run_sweep;
+use crate::sweep::progress::JsonLines;
 use crate::transport::mpi::ffi::{call_progress, Mpi};
 use crate::transport::mpi::{park, serve_in_job, unpark};
 
@@ -158,14 +158,10 @@ fn rank0(mpi: Mpi, job: &Job, names: Vec<String>, same_host: bool) -> Result<()>
     });
     let mut report = empty_report(&mpi, names);
     std::fs::write(job.dir.join(job::READY), b"ready\n")?;
-    let mut progress = std::fs::File::create(job.dir.join(job::PROGRESS))?;
+    // One line per point, which the launching side follows (`launch::wait`).
+    let mut progress = JsonLines(std::fs::File::create(job.dir.join(job::PROGRESS))?);
     park(mpi);
-    let outcome = run_sweep(&spec, &mut |p| {
-        // Between points, never inside a timing loop.
-        if let Ok(line) = serde_json::to_string(p) {
-            let _ = writeln!(progress, "{line}");
-        }
-    });
+    let outcome = run_sweep(&spec, &mut progress);
     let mpi = unpark().context("the MPI channel was not released")?;
     match outcome {
         Ok(o) => {

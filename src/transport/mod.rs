@@ -414,6 +414,15 @@ pub trait Transport: Send + Sync {
         false
     }
 
+    /// Whether `wulf run` and `wulf npb` measure it when not told which
+    /// transports to measure (`--only`, `--via`). False for a row held to
+    /// one layer beneath another library (an MPI over UCX or libfabric,
+    /// `mpi:openmpi(ucx-tcp)`): `wulf study layers` measures those, and
+    /// a list names them. True (the default).
+    fn measured_by_default(&self) -> bool {
+        true
+    }
+
     /// Whether, spread over a [`Cluster`]'s hosts, this transport takes the
     /// same path as another one listed (an MPI's default path is held to
     /// TCP there, as its `(tcp)` variant is): `wulf run` measures that path

@@ -131,6 +131,11 @@ pub enum StudyArg {
     /// CPU per byte on both ends (as Bounanos and Fleury
     /// 2007, Table 2 and Figs. 1-2).
     LeanStacks,
+    /// The same message through sockets or shared memory, UCX, libfabric
+    /// and each MPI over them, on the loopback, in shared memory and over
+    /// a lab link (--link): latency, peak and CPU per byte, each layer's
+    /// overhead over the one beneath it.
+    Layers,
     /// The real HPL (`wulf hpl`) at 1, 2 and 4 lab nodes over fe, ge and
     /// 10ge: Gflop/s per link and node count (as Innocente et al. 2000).
     Linpack,

@@ -414,6 +414,14 @@ pub trait Transport: Send + Sync {
         false
     }
 
+    /// Where it sits on `path` of `wulf study layers` (the same message
+    /// through sockets or shared memory, UCX, libfabric and each MPI over
+    /// them): at the bottom, or over the transport it is compared with;
+    /// None (the default): not in the study on that path.
+    fn layering(&self, _path: LayersPath) -> Option<Layering> {
+        None
+    }
+
     /// Whether `wulf run` and `wulf npb` measure it when not told which
     /// transports to measure (`--only`, `--via`). False for a row held to
     /// one layer beneath another library (an MPI over UCX or libfabric,
@@ -430,6 +438,37 @@ pub trait Transport: Send + Sync {
     fn duplicate_across_hosts(&self) -> bool {
         false
     }
+}
+
+/// A path of `wulf study layers`: what carries the bytes at the bottom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayersPath {
+    /// TCP over the loopback, both ends on this host.
+    Loopback,
+    /// Shared memory, both ends on this host.
+    SharedMemory,
+    /// TCP over a link between two lab nodes.
+    Link,
+}
+
+impl LayersPath {
+    /// Its name in tables and labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            LayersPath::Loopback => "loopback",
+            LayersPath::SharedMemory => "shm",
+            LayersPath::Link => "link",
+        }
+    }
+}
+
+/// Where a transport sits on a path of `wulf study layers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layering {
+    /// The bottom: the kernel's sockets or plain shared memory.
+    Bottom,
+    /// Over the transport of this name (its overhead is over that one).
+    Over(&'static str),
 }
 
 /// Options that only some transports use (the command line's `--mpi`,

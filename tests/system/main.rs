@@ -36,6 +36,7 @@ mod matrix_partial;
 mod matrix_ranks;
 mod mpi;
 mod mpi_ffi;
+mod mpi_layers;
 mod npb_adi;
 mod npb_all_counts;
 mod npb_bt;

@@ -38,6 +38,17 @@ impl Flavor {
         }
     }
 
+    /// The transport beneath its default path on one host, in `wulf study
+    /// layers`: Open MPI's ob1 over its shared-memory BTL is shared memory
+    /// as `shm` is; MPICH's ch4:ucx default is UCX's own choice, which its
+    /// `ucx-shm` variant holds to shared memory.
+    pub fn default_beneath(self) -> Option<&'static str> {
+        match self {
+            Flavor::OpenMpi => Some("shm"),
+            Flavor::Mpich | Flavor::Other => None,
+        }
+    }
+
     /// With a variant's arguments, when every rank runs on this host: TCP
     /// over the loopback (Open MPI excludes it by default, and finds no
     /// interface at all in a loopback-only network namespace).

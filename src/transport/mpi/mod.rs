@@ -261,6 +261,23 @@ impl Transport for MpiTransport {
         self.variant().is_some()
     }
 
+    fn layering(&self, path: super::LayersPath) -> Option<super::Layering> {
+        let Side::Launcher { entry, .. } = &self.side else {
+            return None;
+        };
+        let (beneath, on_shm) = match self.variant() {
+            Some(v) => v.beneath,
+            None => (entry.install.as_ref().ok()?.flavor.default_beneath()?, true),
+        };
+        let here = match path {
+            super::LayersPath::SharedMemory => on_shm,
+            super::LayersPath::Loopback => !on_shm,
+            // Across lab nodes only the TCP variants keep their path.
+            super::LayersPath::Link => self.variant().is_some_and(|v| v.layer == Layer::Tcp),
+        };
+        here.then_some(super::Layering::Over(beneath))
+    }
+
     fn measured_by_default(&self) -> bool {
         // A path beneath another library is a layers-study row: one job
         // more per row and kernel in every `wulf run`, named when wanted.

@@ -50,6 +50,9 @@ pub struct Variant {
     pub report_args: &'static [&'static str],
     /// The layer beneath the MPI.
     pub layer: Layer,
+    /// The transport beneath it in `wulf study layers` (the same layer
+    /// measured alone), and whether that is on shared memory.
+    pub beneath: (&'static str, bool),
 }
 
 /// Open MPI's UCX PML on any device, with UCX_TLS = `tls`.
@@ -118,6 +121,7 @@ pub const VARIANTS: &[Variant] = &[
         args: &["--mca", "btl", "self,tcp"],
         report_args: &[],
         layer: Layer::Tcp,
+        beneath: ("tcp", false),
     },
     Variant {
         name: "ucx-tcp",
@@ -126,6 +130,7 @@ pub const VARIANTS: &[Variant] = &[
         args: ompi_ucx!("tcp,self"),
         report_args: OMPI_UCX_REPORT,
         layer: Layer::Ucx(&["tcp"]),
+        beneath: ("ucx(tcp)", false),
     },
     Variant {
         name: "ucx-shm",
@@ -134,6 +139,7 @@ pub const VARIANTS: &[Variant] = &[
         args: ompi_ucx!("shm,self"),
         report_args: OMPI_UCX_REPORT,
         layer: Layer::Ucx(UCX_SHM),
+        beneath: ("ucx(shm)", true),
     },
     Variant {
         name: "ofi-tcp",
@@ -142,6 +148,7 @@ pub const VARIANTS: &[Variant] = &[
         args: ompi_ofi!("tcp"),
         report_args: OMPI_OFI_REPORT,
         layer: Layer::Ofi("tcp"),
+        beneath: ("ofi(tcp)", false),
     },
     Variant {
         name: "ofi-shm",
@@ -150,6 +157,7 @@ pub const VARIANTS: &[Variant] = &[
         args: ompi_ofi!("shm"),
         report_args: OMPI_OFI_REPORT,
         layer: Layer::Ofi("shm"),
+        beneath: ("ofi(shm)", true),
     },
     Variant {
         name: "tcp",
@@ -158,6 +166,7 @@ pub const VARIANTS: &[Variant] = &[
         args: &["-genv", "UCX_TLS", "tcp,self"],
         report_args: &[],
         layer: Layer::Tcp,
+        beneath: ("ucx(tcp)", false),
     },
     Variant {
         name: "ucx-shm",
@@ -166,6 +175,7 @@ pub const VARIANTS: &[Variant] = &[
         args: &["-genv", "UCX_TLS", "shm,self"],
         report_args: MPICH_UCX_REPORT,
         layer: Layer::Ucx(UCX_SHM),
+        beneath: ("ucx(shm)", true),
     },
 ];
 
@@ -228,8 +238,14 @@ pub fn refusal(output: &str) -> Option<String> {
         .collect();
     let mut unique: Vec<&str> = Vec::new();
     for l in lines {
-        // Each rank says it; once is enough.
+        // Each rank says it; once is enough. Without the rank's prefix
+        // and the source location (`../mtl_ofi_component.c:756: `).
         let text = l.split("] ").last().unwrap_or(l);
+        let text = match text.split_once(": ") {
+            Some((file, rest)) if file.contains(".c:") => rest,
+            _ => text,
+        };
+        let text = text.trim_end_matches(['.', ';']);
         if !unique.contains(&text) {
             unique.push(text);
         }

@@ -58,6 +58,7 @@ mod report_browser;
 mod report_browser_full;
 mod soaker;
 mod spin_cost;
+mod study_layers;
 mod sweep_budget;
 mod sweep_local;
 mod ucx;

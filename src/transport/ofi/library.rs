@@ -534,7 +534,7 @@ pub fn api() -> Result<&'static Api, String> {
 }
 
 /// A C string libfabric owns, as Rust text ("" for NULL).
-pub fn text(p: *const c_char) -> String {
+pub(super) fn text(p: *const c_char) -> String {
     if p.is_null() {
         return String::new();
     }

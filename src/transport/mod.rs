@@ -594,7 +594,10 @@ pub fn names(options: &ExtraOptions) -> Vec<&'static str> {
 pub fn network_paths(options: &ExtraOptions) -> Vec<String> {
     let all: Vec<Box<dyn Transport>> = registry(options)
         .into_iter()
-        .filter(|t| !t.local_only() && t.availability().is_ok())
+        // A row that repeats another across hosts (an MPI's layer rows,
+        // held to ob1 over TCP there) is left out before it is probed.
+        .filter(|t| !t.local_only() && !t.duplicate_across_hosts())
+        .filter(|t| t.availability().is_ok())
         .collect();
     let names: Vec<&str> = all.iter().map(|t| t.name()).collect();
     names

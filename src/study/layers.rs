@@ -1,4 +1,4 @@
-//! `layers` (issue 47; after the seeds' MPI against the layer beneath
+//! `layers` (issue 47; after the old comparisons of MPI with the layer beneath
 //! it: MVICH over M-VIA against MPICH over TCP, GAMMA and TIPC under Open
 //! MPI): the same message through the kernel's sockets or plain shared
 //! memory, through UCX and libfabric over them, and through each MPI over

@@ -131,6 +131,11 @@ pub enum StudyArg {
     /// CPU per byte on both ends (as Bounanos and Fleury
     /// 2007, Table 2 and Figs. 1-2).
     LeanStacks,
+    /// The same message through sockets or shared memory, UCX, libfabric
+    /// and each MPI over them, on the loopback, in shared memory and over
+    /// a lab link (--link): latency, peak and CPU per byte, each layer's
+    /// overhead over the one beneath it.
+    Layers,
     /// The real HPL (`wulf hpl`) at 1, 2 and 4 lab nodes over fe, ge and
     /// 10ge: Gflop/s per link and node count (as Innocente et al. 2000).
     Linpack,
@@ -144,7 +149,8 @@ pub struct StudyArgs {
     #[arg(value_enum)]
     pub name: StudyArg,
     /// The link of mtu-buffers (default ge) or the only link of
-    /// lean-stacks (default ge and 10ge): fe, ge, 10ge or a rate (600mbit).
+    /// lean-stacks (default ge and 10ge): fe, ge, 10ge or a rate (600mbit);
+    /// layers: a lab link measured besides the loopback and shared memory.
     #[arg(long)]
     pub link: Option<String>,
     /// lean-stacks: only these MTUs (comma-separated; default 1500,9000).
@@ -170,7 +176,7 @@ pub struct StudyArgs {
     /// Four times the default budgets.
     #[arg(long)]
     pub thorough: bool,
-    /// fe-vs-ge, lean-stacks: only these transports (comma-separated).
+    /// fe-vs-ge, lean-stacks, layers: only these transports (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub only: Option<Vec<String>>,
     /// Directory under which a timestamped study directory is created.

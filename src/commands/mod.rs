@@ -24,6 +24,7 @@ mod run_cluster_summary;
 mod run_repeat;
 pub mod serve;
 pub mod study;
+mod study_layers;
 mod study_linpack;
 pub mod sweep;
 pub mod tune;

@@ -263,8 +263,9 @@ pub fn available(ctx: &RunContext) -> Vec<Box<dyn transport::Transport>> {
     ctx.registry()
         .into_iter()
         // Ranks wulf starts share hosts, and raw frames cannot join two
-        // processes of one host.
-        .filter(|t| t.links_processes() && !t.needs_link() && t.availability().is_ok())
+        // processes of one host; layer rows only when named.
+        .filter(|t| t.links_processes() && !t.needs_link() && t.measured_by_default())
+        .filter(|t| t.availability().is_ok())
         // One that links a process to few others (PVM) only when named.
         .filter(|t| t.links_per_process().is_none())
         .collect()

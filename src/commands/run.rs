@@ -87,6 +87,10 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         {
             continue;
         }
+        // A layer's row (an MPI over UCX) only when named.
+        if args.only.is_none() && !t.measured_by_default() {
+            continue;
+        }
         // Between lab nodes only what crosses the network is measured,
         // each path once.
         if ctx.spread() && t.local_only() {

@@ -30,9 +30,12 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         StudyArg::MtuBuffers => StudyName::MtuBuffers,
         StudyArg::FeVsGe => StudyName::FeVsGe,
         StudyArg::LeanStacks => StudyName::LeanStacks,
+        StudyArg::Layers => StudyName::Layers,
         StudyArg::Linpack => return super::study_linpack::execute(a),
     };
     match (&a.peer, name) {
+        // Over the loopback and shared memory the layers need no lab.
+        (None, StudyName::Layers) if a.link.is_none() => {}
         (None, _) => crate::lab::check_can_build()?,
         (Some(_), StudyName::LeanStacks) => {}
         (Some(_), _) => {
@@ -68,10 +71,17 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     } else {
         Effort::Default
     };
+    let layers = match name {
+        StudyName::Layers => {
+            super::study_layers::groups(a.link.as_ref().map(|_| &link), a.only.as_deref())?
+        }
+        _ => Vec::new(),
+    };
     let transports = match name {
         StudyName::MtuBuffers => vec!["tcp".to_string()],
         StudyName::FeVsGe => transports(a.only.as_deref())?,
         StudyName::LeanStacks => lean_transports(a.only.as_deref(), a.peer.is_some()),
+        StudyName::Layers => Vec::new(),
     };
     let opts = StudyOptions {
         link,
@@ -81,6 +91,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         mtus_bytes,
         sweep_args: sweep_args.clone(),
         peer: a.peer.clone(),
+        layers,
     };
     let cases = study::plan(name, &opts);
     let started = Instant::now();
@@ -101,6 +112,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         cases.len(),
         match &a.peer {
             Some(p) => format!("against the peer {p}"),
+            None if cases.iter().all(|c| c.local) => "on this machine".to_string(),
             None => "in a temporary lab".to_string(),
         },
         budget,
@@ -125,11 +137,15 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         };
         let line = match &result.error {
             None => format!(
-                "latency {}, peak {} at {} ({:.2} of the link)",
+                "latency {}, peak {} at {}{}",
                 result.latency_ns.map_or("-".into(), format_ns),
                 result.peak_bits_per_s.map_or("-".into(), format_bits_per_s),
                 result.peak_bytes.map_or("-".into(), format_bytes),
-                result.peak_fraction.unwrap_or(f64::NAN)
+                // No link on this machine: no fraction of one.
+                result
+                    .peak_fraction
+                    .filter(|f| f.is_finite())
+                    .map_or(String::new(), |f| format!(" ({f:.2} of the link)"))
             ),
             Some(e) => format!("failed: {e}"),
         };
@@ -170,6 +186,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     let ratios = match name {
         StudyName::FeVsGe => study::fe_ge::ratios(&shown),
         StudyName::LeanStacks => study::lean::ratios(&shown),
+        StudyName::Layers => study::layers::ratios(&shown),
         StudyName::MtuBuffers => Vec::new(),
     };
     if name != StudyName::MtuBuffers {
@@ -287,25 +304,21 @@ fn unavailable(transport: &str) -> Option<String> {
 fn run_case(c: &StudyCase, json: &Path) -> Result<SweepResult> {
     let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
     let log = json.with_extension("log");
-    let (place, at) = match &c.peer {
-        Some(p) => ("--peer", p.clone()),
-        None => ("--lab", c.lab_spec()),
+    let place = match (&c.peer, c.local) {
+        (Some(p), _) => vec!["--peer".to_string(), p.clone()],
+        (None, true) => Vec::new(),
+        (None, false) => vec!["--lab".to_string(), c.lab_spec()],
     };
     let mut cmd = Command::new(exe);
-    cmd.args([
-        "sweep",
-        &c.transport,
-        place,
-        &at,
-        "--mode",
-        &c.mode.to_string(),
-    ])
-    .args(["--sizes", &c.sizes, "--no-perturb", "--quiet"])
-    .arg("--budget")
-    .arg(format!("{}ms", (c.budget_s * 1000.0).round() as u64))
-    .arg("--json")
-    .arg(json)
-    .args(&c.sweep_args);
+    cmd.args(["sweep", &c.transport])
+        .args(&place)
+        .args(["--mode", &c.mode.to_string()])
+        .args(["--sizes", &c.sizes, "--no-perturb", "--quiet"])
+        .arg("--budget")
+        .arg(format!("{}ms", (c.budget_s * 1000.0).round() as u64))
+        .arg("--json")
+        .arg(json)
+        .args(&c.sweep_args);
     if let Some(b) = c.socket_buffer_bytes {
         cmd.args(["--sndbuf", &b.to_string(), "--rcvbuf", &b.to_string()]);
     }

@@ -14,9 +14,17 @@ pub struct MpiInfo {
     /// The family wulf recognised: `Open MPI`, `MPICH` or `unknown`.
     pub flavor: String,
     /// A preset on top of the library's default path: `tcp` for the
-    /// variant forced onto TCP (`mpi:NAME(tcp)`).
+    /// variant forced onto TCP (`mpi:NAME(tcp)`), `ucx-tcp`, `ucx-shm`,
+    /// `ofi-tcp`, `ofi-shm` for one layer beneath it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
+    /// The path beneath the MPI as the library itself reported it, for a
+    /// variant held to one layer (`pml:ucx tag(tcp/lo)`, `pml:cm mtl:ofi
+    /// tcp;ofi_rxm`, `ch4:ucx tag(sysv/memory cma/memory)`): Open MPI's
+    /// PML selection, the provider its ofi MTL opened, UCX's endpoint
+    /// lanes (`UCX_LOG_LEVEL=info`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_path: Option<String>,
     /// MPI_Get_library_version as rank 0 reported it.
     pub library_version: String,
     /// MPI_Get_version: the version of the MPI standard implemented.

@@ -231,6 +231,12 @@ pub struct StudyCaseResult {
     /// where the study measures each case once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<u32>,
+    /// The transport beneath this one (`layers`: `ucx(tcp)` over `tcp`,
+    /// `mpi:openmpi(ucx-tcp)` over `ucx(tcp)`), whose figures in the same
+    /// round its overhead is taken over; absent at the bottom and in the
+    /// other studies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<String>,
     /// Sizes whose points did not reach their precision within the budget
     /// (marked noisy in the sweep): a table's figure from one of them is
     /// marked noisy (absent in results before this field).

@@ -45,6 +45,8 @@ pub fn plan(o: &StudyOptions, sizes: &str, budget_s: f64) -> Vec<StudyCase> {
                     sweep_args: o.sweep_args.clone(),
                     peer: None,
                     round: Some(round),
+                    local: false,
+                    over: None,
                 });
             }
         }

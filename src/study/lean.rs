@@ -79,6 +79,8 @@ pub fn plan(o: &StudyOptions, sizes: &str, budget_s: f64) -> Vec<StudyCase> {
                     sweep_args: o.sweep_args.clone(),
                     peer: o.peer.clone(),
                     round: Some(round),
+                    local: false,
+                    over: None,
                 });
             }
         }
@@ -323,6 +325,7 @@ mod tests {
             mtus_bytes: vec![1500, 9000],
             sweep_args: vec!["--load".into(), "cpu:1".into()],
             peer: None,
+            layers: Vec::new(),
         }
     }
 
@@ -401,6 +404,7 @@ mod tests {
             cpu_server_ns_per_byte: ok.then_some(0.25),
             cpu_whole_ns_per_byte: None,
             round: None,
+            over: None,
             noisy_bytes: Vec::new(),
             latency_noisy: false,
         }

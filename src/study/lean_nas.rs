@@ -241,6 +241,7 @@ mod tests {
             mtus_bytes: vec![1500, 9000],
             sweep_args,
             peer: None,
+            layers: Vec::new(),
         }
     }
 

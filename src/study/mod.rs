@@ -20,8 +20,13 @@
 //! * `lean-stacks` (Bounanos and Fleury 2007, Table 2 and Figs. 1-2): tcp against the lean
 //!   stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path,
 //!   over ge and 10ge at MTU 1500 and 9000 ([`lean`]).
+//! * `layers` (issue 47): the same message through sockets or shared
+//!   memory, UCX, libfabric and each MPI over them, on the loopback, in
+//!   shared memory and over a lab link: each layer's overhead over the
+//!   one beneath it ([`layers`]).
 
 pub mod fe_ge;
+pub mod layers;
 pub mod lean;
 pub mod lean_nas;
 pub mod linpack;
@@ -55,15 +60,18 @@ pub enum StudyName {
     FeVsGe,
     /// TCP/IP against lean stacks (Bounanos and Fleury 2007, Table 2, Figs. 1-2).
     LeanStacks,
+    /// The layers under MPI: sockets, UCX, libfabric, MPI over them (issue 47).
+    Layers,
 }
 
 impl StudyName {
     /// Every study of this kind (lab sweeps), for lists that must name
     /// them all (`--help`'s test).
-    pub const ALL: [StudyName; 3] = [
+    pub const ALL: [StudyName; 4] = [
         StudyName::MtuBuffers,
         StudyName::FeVsGe,
         StudyName::LeanStacks,
+        StudyName::Layers,
     ];
 
     /// The name on the command line and in files.
@@ -72,6 +80,7 @@ impl StudyName {
             StudyName::MtuBuffers => "mtu-buffers",
             StudyName::FeVsGe => "fe-vs-ge",
             StudyName::LeanStacks => "lean-stacks",
+            StudyName::Layers => "layers",
         }
     }
 
@@ -80,6 +89,7 @@ impl StudyName {
         match self {
             StudyName::MtuBuffers => "TCP peak throughput and latency by MTU and socket buffer (Farrell and Ong 2003, Table 4.1), with one sweep per MTU for the throughput, signature and saturation graphs (León Carri et al. 2004, Figs. 7-14)",
             StudyName::FeVsGe => "latency, peak and n_1/2 of every transport that crosses a network, over Fast and Gigabit Ethernet, every transport over both links once per round in interleaved rounds: medians over the rounds, and the ratios (GE over FE, against tcp, PVM's daemon route against its direct one) taken within each round with their range (Nguyen 2001, Table 2)",
+            StudyName::Layers => "the same message through the kernel's sockets or plain shared memory, UCX and libfabric over them, and each MPI over those (Open MPI's ob1, pml ucx and cm with mtl ofi, MPICH's ch4:ucx), on the loopback, in shared memory and over a lab link (--link), every row once per round in interleaved rounds: latency, peak and CPU per byte side by side, each layer's overhead over the one beneath it (latency added, latency and peak ratios with their lowest and highest round)",
             StudyName::LeanStacks => "TCP/IP against lean stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path, over ge and 10ge at MTU 1500 and 9000, every stack once per round in interleaved rounds: latency (best, median, spread), peak, n_1/2 and CPU per byte on both ends, latency as a multiple of tcp's (Bounanos and Fleury 2007, Table 2, Figs. 1-2)",
         }
     }
@@ -159,6 +169,12 @@ pub struct StudyCase {
     /// stack once per round, rounds one after another); None where a study
     /// measures each case once.
     pub round: Option<u32>,
+    /// Measured on this machine alone, with neither a lab nor a peer
+    /// (`layers` over the loopback and shared memory).
+    pub local: bool,
+    /// The transport beneath this one (`layers`), whose case of the same
+    /// round its overhead is taken over.
+    pub over: Option<String>,
 }
 
 impl StudyCase {
@@ -186,6 +202,8 @@ pub struct StudyOptions {
     pub sweep_args: Vec<String>,
     /// `lean-stacks` against a real peer instead of lab links.
     pub peer: Option<String>,
+    /// The paths of `layers` and their rows.
+    pub layers: Vec<layers::LayersGroup>,
 }
 
 /// `64 KiB` style label of a socket buffer.
@@ -224,6 +242,8 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                         sweep_args: o.sweep_args.clone(),
                         peer: None,
                         round: None,
+                        local: false,
+                        over: None,
                     });
                 }
             }
@@ -241,12 +261,15 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                     sweep_args: o.sweep_args.clone(),
                     peer: None,
                     round: None,
+                    local: false,
+                    over: None,
                 });
             }
             v
         }
         StudyName::FeVsGe => fe_ge::plan(o, curve_sizes, 10.0 * s),
         StudyName::LeanStacks => lean::plan(o, curve_sizes, 6.0 * s),
+        StudyName::Layers => layers::plan(o, curve_sizes, 6.0 * s),
     }
 }
 
@@ -275,6 +298,7 @@ mod tests {
             mtus_bytes: vec![1500, 9000],
             sweep_args: Vec::new(),
             peer: None,
+            layers: Vec::new(),
         }
     }
 

@@ -26,6 +26,7 @@ pub fn case_result(
     // A real peer's path has no lab shaper: every size counts.
     let free = match case.peer {
         Some(_) => 0,
+        None if case.local => 0,
         None => {
             crate::lab::shaper::ShaperParams::for_link(case.link.bits_per_s, case.mtu_bytes)
                 .free_burst_bytes
@@ -54,6 +55,7 @@ pub fn case_result(
         cpu_server_ns_per_byte: None,
         cpu_whole_ns_per_byte: None,
         round: case.round,
+        over: case.over.clone(),
         noisy_bytes: Vec::new(),
         latency_noisy: false,
     };
@@ -119,6 +121,7 @@ pub fn tables(name: StudyName, cases: &[StudyCaseResult]) -> Vec<StudyTable> {
         StudyName::MtuBuffers => mtu_buffer_tables(cases),
         StudyName::FeVsGe => super::fe_ge::tables(cases),
         StudyName::LeanStacks => super::lean::tables(cases),
+        StudyName::Layers => super::layers::tables(cases),
     }
 }
 
@@ -308,6 +311,7 @@ pub(super) mod tests {
             cpu_server_ns_per_byte: None,
             cpu_whole_ns_per_byte: None,
             round: None,
+            over: None,
             noisy_bytes: Vec::new(),
             latency_noisy: false,
         }

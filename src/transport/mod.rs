@@ -414,6 +414,23 @@ pub trait Transport: Send + Sync {
         false
     }
 
+    /// Where it sits on `path` of `wulf study layers` (the same message
+    /// through sockets or shared memory, UCX, libfabric and each MPI over
+    /// them): at the bottom, or over the transport it is compared with;
+    /// None (the default): not in the study on that path.
+    fn layering(&self, _path: LayersPath) -> Option<Layering> {
+        None
+    }
+
+    /// Whether `wulf run` and `wulf npb` measure it when not told which
+    /// transports to measure (`--only`, `--via`). False for a row held to
+    /// one layer beneath another library (an MPI over UCX or libfabric,
+    /// `mpi:openmpi(ucx-tcp)`): `wulf study layers` measures those, and
+    /// a list names them. True (the default).
+    fn measured_by_default(&self) -> bool {
+        true
+    }
+
     /// Whether, spread over a [`Cluster`]'s hosts, this transport takes the
     /// same path as another one listed (an MPI's default path is held to
     /// TCP there, as its `(tcp)` variant is): `wulf run` measures that path
@@ -421,6 +438,37 @@ pub trait Transport: Send + Sync {
     fn duplicate_across_hosts(&self) -> bool {
         false
     }
+}
+
+/// A path of `wulf study layers`: what carries the bytes at the bottom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayersPath {
+    /// TCP over the loopback, both ends on this host.
+    Loopback,
+    /// Shared memory, both ends on this host.
+    SharedMemory,
+    /// TCP over a link between two lab nodes.
+    Link,
+}
+
+impl LayersPath {
+    /// Its name in tables and labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            LayersPath::Loopback => "loopback",
+            LayersPath::SharedMemory => "shm",
+            LayersPath::Link => "link",
+        }
+    }
+}
+
+/// Where a transport sits on a path of `wulf study layers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layering {
+    /// The bottom: the kernel's sockets or plain shared memory.
+    Bottom,
+    /// Over the transport of this name (its overhead is over that one).
+    Over(&'static str),
 }
 
 /// Options that only some transports use (the command line's `--mpi`,
@@ -546,7 +594,10 @@ pub fn names(options: &ExtraOptions) -> Vec<&'static str> {
 pub fn network_paths(options: &ExtraOptions) -> Vec<String> {
     let all: Vec<Box<dyn Transport>> = registry(options)
         .into_iter()
-        .filter(|t| !t.local_only() && t.availability().is_ok())
+        // A row that repeats another across hosts (an MPI's layer rows,
+        // held to ob1 over TCP there) is left out before it is probed.
+        .filter(|t| !t.local_only() && !t.duplicate_across_hosts())
+        .filter(|t| t.availability().is_ok())
         .collect();
     let names: Vec<&str> = all.iter().map(|t| t.name()).collect();
     names

@@ -121,6 +121,10 @@ impl Transport for Shm {
         "shm"
     }
 
+    fn layering(&self, path: super::LayersPath) -> Option<super::Layering> {
+        (path == super::LayersPath::SharedMemory).then_some(super::Layering::Bottom)
+    }
+
     fn about(&self) -> &'static str {
         "shared memory, copy-in/copy-out through pipelined rings (same host only)"
     }

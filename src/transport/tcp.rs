@@ -27,6 +27,10 @@ impl Transport for Tcp {
         "tcp"
     }
 
+    fn layering(&self, path: super::LayersPath) -> Option<super::Layering> {
+        (path != super::LayersPath::SharedMemory).then_some(super::Layering::Bottom)
+    }
+
     fn about(&self) -> &'static str {
         "TCP stream sockets (IPv4, or IPv6 with --ipv6)"
     }

@@ -28,6 +28,7 @@ use crate::sweep::engine::{SweepOutcome, SweepSpec};
 use crate::sweep::progress::Reporter;
 use crate::transport::mpi::build::Adapter;
 use crate::transport::mpi::discover::MpiInstall;
+use crate::transport::mpi::variants::Variant;
 use crate::transport::mpi::{Launchable, EXE_VAR};
 use crate::transport::{Cluster, ExtraOptions};
 
@@ -58,8 +59,10 @@ pub struct Plan<'a> {
     pub install: &'a MpiInstall,
     /// Its compiled adapter.
     pub adapter: &'a Adapter,
-    /// `tcp` for the TCP-forced variant.
+    /// The variant's name (`tcp`, `ucx-shm`...), None for the default path.
     pub variant: Option<&'static str>,
+    /// The variant, whose path the job's output is checked against.
+    pub path: Option<&'static Variant>,
     /// The variant's launcher arguments.
     pub variant_args: &'a [&'static str],
     /// Command-line options.
@@ -72,15 +75,21 @@ impl<'a> Plan<'a> {
     /// The plan of the MPI transport `l` in `ctx`: its adapter built, or
     /// why it cannot be.
     pub fn of(l: &'a Launchable, ctx: &RunContext) -> Result<Plan<'a>> {
+        // Simulated hosts (`--launch local`) are all this machine.
+        let cluster = ctx.cluster.clone().filter(|c| !c.is_local());
+        if cluster.is_none() {
+            // A path the library refuses here is refused before the job.
+            l.probed()?;
+        }
         Ok(Plan {
             name: l.name(),
             install: l.install()?,
             adapter: l.adapter()?,
             variant: l.variant(),
+            path: l.path_variant(),
             variant_args: l.variant_args()?,
             options: ctx.transports.clone(),
-            // Simulated hosts (`--launch local`) are all this machine.
-            cluster: ctx.cluster.clone().filter(|c| !c.is_local()),
+            cluster,
         })
     }
 }
@@ -154,7 +163,12 @@ pub fn run(plan: &Plan, spec: &SweepSpec, progress: &mut dyn Reporter) -> Result
                         &mpi.protocol_limits,
                         plan.variant == Some("tcp"),
                     );
-                    result.mpi = Some(mpi);
+                    let (reported, warning) = reported_path(plan, dir.path());
+                    result.warnings.extend(warning);
+                    result.mpi = Some(MpiInfo {
+                        reported_path: reported,
+                        ..mpi
+                    });
                     if let Some(why) = &waited.killed {
                         result
                             .warnings
@@ -175,6 +189,23 @@ pub fn run(plan: &Plan, spec: &SweepSpec, progress: &mut dyn Reporter) -> Result
             }
         }
         None => Err(waited.no_result(&shown, dir.path())),
+    }
+}
+
+/// The path the library reported in the job's output (in `dir`), checked
+/// against the variant of `plan` (see [`Variant::check`]), and a warning
+/// when it is not the one asked for or was not reported. Nothing for the
+/// default path and the TCP variants, whose ranks record theirs.
+fn reported_path(plan: &Plan, dir: &Path) -> (Option<String>, Option<String>) {
+    let Some(variant) = plan.path.filter(|_| plan.cluster.is_none()) else {
+        return (None, None);
+    };
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    let output = format!("{}\n{}", read("launcher.out"), read("launcher.err"));
+    match variant.check(&output) {
+        None => (None, None),
+        Some(Ok(path)) => (Some(path), None),
+        Some(Err(why)) => (None, Some(format!("the path was not confirmed: {why}"))),
     }
 }
 
@@ -252,6 +283,10 @@ pub(super) fn command(
     launcher_args.extend(plan.options.mpi_launcher_args.iter().cloned());
     if plan.cluster.is_none() {
         launcher_args.extend(plan.variant_args.iter().map(|s| s.to_string()));
+        // The library's own report of the path it takes (read back by
+        // `reported_path`).
+        let report = plan.path.map_or(&[][..], |v| v.report_args);
+        launcher_args.extend(report.iter().map(|s| s.to_string()));
         // Every rank is on this host, so TCP between them goes through the
         // loopback whatever address it picks; Open MPI leaves the loopback
         // out by default and dies in MPI_Init where it is the only
@@ -500,6 +535,7 @@ pub(super) fn mpi_info(
         implementation: plan.install.name.clone(),
         flavor: plan.install.flavor.name().into(),
         variant: plan.variant.map(str::to_string),
+        reported_path: None,
         library_version: report.library_version.clone(),
         standard_version: report.standard_version.clone(),
         thread_level: report.thread_level.clone(),

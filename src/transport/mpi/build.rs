@@ -19,6 +19,11 @@ use super::discover::{run_with_timeout, show, MpiInstall};
 /// The adapter's source, compiled at run time.
 pub const ADAPTER_SOURCE: &str = include_str!("adapter.c");
 
+/// The probe's source: two ranks exchange one byte, so that a library
+/// that sets up its path lazily has set it up (and reported it) before
+/// exiting ([`super::probe`]).
+pub const PROBE_SOURCE: &str = include_str!("probe.c");
+
 /// Longest wait for one compilation.
 const COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -65,6 +70,43 @@ pub struct Adapter {
 /// The compiled adapter for `install`, building it if the cache has none.
 /// Errors say what failed and what to install.
 pub fn adapter_library(install: &MpiInstall) -> Result<Adapter, String> {
+    let (dir, shown) = prepared_cache(install)?;
+    let lib = cached(install, &dir, &shown, ADAPTER, "so")?;
+    Ok(Adapter {
+        library: lib,
+        show: shown,
+    })
+}
+
+/// The compiled probe program for `install` ([`PROBE_SOURCE`]), building
+/// it if the cache has none.
+pub fn probe_program(install: &MpiInstall) -> Result<PathBuf, String> {
+    let (dir, shown) = prepared_cache(install)?;
+    cached(install, &dir, &shown, PROBE, "bin")
+}
+
+/// What one cached build compiles: its source, its name and the
+/// wrapper's flags.
+struct Source {
+    text: &'static str,
+    stem: &'static str,
+    flags: &'static [&'static str],
+}
+
+const ADAPTER: Source = Source {
+    text: ADAPTER_SOURCE,
+    stem: "adapter",
+    flags: &["-shared", "-fPIC", "-O2"],
+};
+const PROBE: Source = Source {
+    text: PROBE_SOURCE,
+    stem: "probe",
+    flags: &["-O2"],
+};
+
+/// The cache directory, made private, and what the wrapper's `-show`
+/// printed.
+fn prepared_cache(install: &MpiInstall) -> Result<(PathBuf, String), String> {
     let shown = show(&install.wrapper).map_err(|e| {
         format!(
             "{e}; is the MPI development package installed (apt-get install {})?",
@@ -93,20 +135,25 @@ pub fn adapter_library(install: &MpiInstall) -> Result<Adapter, String> {
         dir = fallback;
     }
     private(&dir)?;
+    Ok((dir, shown))
+}
+
+/// The build of `source` in `dir`, named by the MPI's identity and the
+/// source text, compiled when missing.
+fn cached(
+    install: &MpiInstall,
+    dir: &Path,
+    shown: &str,
+    source: Source,
+    ext: &str,
+) -> Result<PathBuf, String> {
     let wrapper = install.wrapper.display().to_string();
-    let key = fnv1a64(&[
-        wrapper.as_bytes(),
-        shown.as_bytes(),
-        ADAPTER_SOURCE.as_bytes(),
-    ]);
-    let lib = dir.join(format!("adapter-{key:016x}.so"));
-    if !lib.is_file() {
-        compile(install, &dir, &lib, &shown)?;
+    let key = fnv1a64(&[wrapper.as_bytes(), shown.as_bytes(), source.text.as_bytes()]);
+    let out = dir.join(format!("{}-{key:016x}.{ext}", source.stem));
+    if !out.is_file() {
+        compile(install, dir, &out, shown, &source)?;
     }
-    Ok(Adapter {
-        library: lib,
-        show: shown,
-    })
+    Ok(out)
 }
 
 /// wulf loads libraries from the cache, so nobody else may write there: a
@@ -134,25 +181,30 @@ fn private(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn compile(install: &MpiInstall, dir: &Path, lib: &Path, shown: &str) -> Result<(), String> {
+fn compile(
+    install: &MpiInstall,
+    dir: &Path,
+    lib: &Path,
+    shown: &str,
+    source: &Source,
+) -> Result<(), String> {
     let work = tempfile::Builder::new()
         .prefix("build-")
         .tempdir_in(dir)
         .map_err(|e| format!("cannot create a build directory in {}: {e}", dir.display()))?;
-    let src = work.path().join("wulf_mpi_adapter.c");
-    std::fs::write(&src, ADAPTER_SOURCE)
+    let src = work.path().join(format!("wulf_mpi_{}.c", source.stem));
+    std::fs::write(&src, source.text)
         .map_err(|e| format!("cannot write {}: {e}", src.display()))?;
-    let out = work.path().join("adapter.so");
+    let out = work.path().join(source.stem);
     let mut cmd = Command::new(&install.wrapper);
-    cmd.args(["-shared", "-fPIC", "-O2", "-o"])
-        .arg(&out)
-        .arg(&src);
+    cmd.args(source.flags).arg("-o").arg(&out).arg(&src);
     let result = run_with_timeout(&mut cmd, COMPILE_TIMEOUT)?;
     if !result.status.success() {
         let text = String::from_utf8_lossy(&result.stderr);
         let tail: Vec<&str> = text.lines().rev().take(12).collect();
         return Err(format!(
-            "cannot compile wulf's MPI adapter with {} ({}): {}; is the MPI development package installed (apt-get install {})?",
+            "cannot compile wulf's MPI {} with {} ({}): {}; is the MPI development package installed (apt-get install {})?",
+            source.stem,
             install.wrapper.display(),
             result.status,
             tail.into_iter().rev().collect::<Vec<_>>().join("\n"),

@@ -38,16 +38,18 @@ impl Flavor {
         }
     }
 
-    /// Launcher options that force the data path onto TCP, if known.
-    pub fn tcp_args(self) -> Option<&'static [&'static str]> {
+    /// The transport beneath its default path on one host, in `wulf study
+    /// layers`: Open MPI's ob1 over its shared-memory BTL is shared memory
+    /// as `shm` is; MPICH's ch4:ucx default is UCX's own choice, which its
+    /// `ucx-shm` variant holds to shared memory.
+    pub fn default_beneath(self) -> Option<&'static str> {
         match self {
-            Flavor::OpenMpi => Some(&["--mca", "btl", "self,tcp"]),
-            Flavor::Mpich => Some(&["-genv", "UCX_TLS", "tcp,self"]),
-            Flavor::Other => None,
+            Flavor::OpenMpi => Some("shm"),
+            Flavor::Mpich | Flavor::Other => None,
         }
     }
 
-    /// With [`Flavor::tcp_args`], when every rank runs on this host: TCP
+    /// With a variant's arguments, when every rank runs on this host: TCP
     /// over the loopback (Open MPI excludes it by default, and finds no
     /// interface at all in a loopback-only network namespace).
     pub fn local_tcp_args(self) -> &'static [&'static str] {
@@ -378,6 +380,11 @@ pub fn run_with_timeout(
                 std::thread::sleep(Duration::from_millis(10))
             }
             Ok(None) => {
+                // A command started in its own group (an MPI launcher and
+                // its ranks) goes with all of it: the group's id is the
+                // child's pid, so no other group is touched.
+                // SAFETY: kill has no memory effects.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(

@@ -17,9 +17,13 @@
 //!
 //! Transports listed: `mpi:openmpi` and `mpi:mpich` (always, so a missing
 //! one explains itself), `mpi:NAME` for each `--mpi NAME=PATH`, and for each
-//! MPI found a `mpi:NAME(tcp)` variant forced onto TCP (Open MPI
-//! `--mca btl self,tcp`, MPICH `-genv UCX_TLS tcp,self`), so `wulf run`
-//! shows shared memory and TCP side by side.
+//! MPI found its variants held to one path ([`variants`]): `mpi:NAME(tcp)`
+//! forced onto TCP (Open MPI `--mca btl self,tcp`, MPICH `-genv UCX_TLS
+//! tcp,self`), so `wulf run` shows shared memory and TCP side by side, and
+//! the layers beneath the MPI (`mpi:openmpi(ucx-tcp)`, `(ucx-shm)`,
+//! `(ofi-tcp)`, `(ofi-shm)`, `mpi:mpich(ucx-shm)`), each checked against
+//! the library's own report ([`probe`]) and measured when named (`wulf
+//! sweep`, `--only`, `wulf study layers`).
 //!
 //! Given a [`super::Cluster`] (`--lab`), the launchers place one rank per
 //! host through the cluster's remote shell and every variant is held to
@@ -32,7 +36,9 @@ mod endpoint;
 pub mod ffi;
 mod loader;
 pub mod path;
+pub mod probe;
 pub mod protocol;
+pub mod variants;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -41,6 +47,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use anyhow::Result;
 
 use self::discover::{Flavor, MpiInstall};
+use self::variants::{Layer, Variant};
 use super::{ChannelOptions, Connected, ExtraOptions, Listener, Transport};
 
 pub use endpoint::{park, unpark};
@@ -54,9 +61,6 @@ pub const EXE_VAR: &str = "WULF_EXE";
 /// Default `--window`: osu_bw's window of non-blocking sends.
 pub const DEFAULT_WINDOW: u64 = 64;
 
-/// Name of the TCP-forced variant, as in `mpi:openmpi(tcp)`.
-const TCP_VARIANT: &str = "tcp";
-
 /// Set inside an MPI worker: the one transport this process serves.
 static WORKER: OnceLock<(&'static str, u64)> = OnceLock::new();
 
@@ -67,10 +71,13 @@ static ENTRIES: Mutex<Vec<Arc<Entry>>> = Mutex::new(Vec::new());
 struct Entry {
     /// `mpi:NAME`.
     name: &'static str,
-    /// `mpi:NAME(tcp)`, made once with the entry: the registry is listed
-    /// per request (a server's every session), and must not leak a name
-    /// each time.
-    tcp_name: &'static str,
+    /// Its variants (none for a library not found or of no known
+    /// family) and their names (`mpi:NAME(tcp)`), made once with the
+    /// entry: the registry is listed per request (a server's every
+    /// session), and must not leak a name each time.
+    variants: Vec<(&'static Variant, &'static str)>,
+    /// Each variant's probe ([`probe::probe`]), run on first use.
+    probes: Vec<OnceLock<Result<String, String>>>,
     /// Where it came from: a built-in flavor or a user path.
     origin: Origin,
     /// The installation, or why there is none.
@@ -115,8 +122,15 @@ fn entries(cfg: &ExtraOptions) -> Vec<Arc<Entry>> {
                 Origin::Builtin(f) => discover::builtin(*f),
                 Origin::User(p) => discover::user(&name, p),
             };
+            let variants: Vec<(&'static Variant, &'static str)> = match &install {
+                Ok(i) => variants::of(i.flavor)
+                    .map(|v| (v, leak(format!("{full}({})", v.name))))
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
             let e = Arc::new(Entry {
-                tcp_name: leak(format!("{full}({TCP_VARIANT})")),
+                probes: variants.iter().map(|_| OnceLock::new()).collect(),
+                variants,
                 name: leak(full),
                 origin,
                 install,
@@ -138,26 +152,19 @@ pub(super) fn transports(cfg: &ExtraOptions) -> Vec<Box<dyn Transport>> {
     }
     let mut out: Vec<Box<dyn Transport>> = Vec::new();
     for entry in entries(cfg) {
-        // A TCP variant only for a library found and known how to force.
-        let has_tcp = entry
-            .install
-            .as_ref()
-            .is_ok_and(|i| i.flavor.tcp_args().is_some());
         out.push(Box::new(MpiTransport {
             name: entry.name,
             side: Side::Launcher {
                 entry: Arc::clone(&entry),
-                tcp: false,
-                has_tcp,
+                variant: None,
             },
         }));
-        if has_tcp {
+        for (i, &(_, name)) in entry.variants.iter().enumerate() {
             out.push(Box::new(MpiTransport {
-                name: entry.tcp_name,
+                name,
                 side: Side::Launcher {
-                    entry,
-                    tcp: true,
-                    has_tcp,
+                    entry: Arc::clone(&entry),
+                    variant: Some(i),
                 },
             }));
         }
@@ -173,12 +180,11 @@ struct MpiTransport {
 }
 
 enum Side {
-    /// The user's `wulf sweep` / `wulf run`: launches the job. `tcp`: this
-    /// is the TCP variant; `has_tcp`: the library has one.
+    /// The user's `wulf sweep` / `wulf run`: launches the job. `variant`:
+    /// which of the entry's variants this is, None for the default path.
     Launcher {
         entry: Arc<Entry>,
-        tcp: bool,
-        has_tcp: bool,
+        variant: Option<usize>,
     },
     /// A rank of the job.
     Worker { window: u64 },
@@ -192,6 +198,17 @@ impl MpiTransport {
             .get_or_init(|| build::adapter_library(install))
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The variant this transport is, if it is one.
+    fn variant(&self) -> Option<&'static Variant> {
+        match &self.side {
+            Side::Launcher {
+                entry,
+                variant: Some(i),
+            } => entry.variants.get(*i).map(|v| v.0),
+            _ => None,
+        }
     }
 
     fn not_in_a_job(&self) -> anyhow::Error {
@@ -209,18 +226,22 @@ impl Transport for MpiTransport {
     }
 
     fn about(&self) -> &'static str {
-        match &self.side {
-            Side::Launcher { tcp: true, .. } => {
-                "MPI point-to-point forced onto TCP, ranks started by the MPI's own launcher"
-            }
-            _ => "MPI point-to-point on the library's default path, ranks started by its own launcher",
+        match self.variant() {
+            Some(v) => v.about,
+            None => "MPI point-to-point on the library's default path, ranks started by its own launcher",
         }
     }
 
     fn availability(&self) -> Result<(), String> {
         match &self.side {
             Side::Worker { .. } => Ok(()),
-            Side::Launcher { entry, .. } => Self::adapter(entry).map(|_| ()),
+            Side::Launcher { entry, variant } => {
+                Self::adapter(entry)?;
+                match variant {
+                    Some(i) => entry.probe(*i).map(|_| ()),
+                    None => Ok(()),
+                }
+            }
         }
     }
 
@@ -237,20 +258,43 @@ impl Transport for MpiTransport {
     }
 
     fn forced_variant(&self) -> bool {
-        matches!(self.side, Side::Launcher { tcp: true, .. })
+        self.variant().is_some()
+    }
+
+    fn layering(&self, path: super::LayersPath) -> Option<super::Layering> {
+        let Side::Launcher { entry, .. } = &self.side else {
+            return None;
+        };
+        let (beneath, on_shm) = match self.variant() {
+            Some(v) => v.beneath,
+            None => (entry.install.as_ref().ok()?.flavor.default_beneath()?, true),
+        };
+        let here = match path {
+            super::LayersPath::SharedMemory => on_shm,
+            super::LayersPath::Loopback => !on_shm,
+            // Across lab nodes only the TCP variants keep their path.
+            super::LayersPath::Link => self.variant().is_some_and(|v| v.layer == Layer::Tcp),
+        };
+        here.then_some(super::Layering::Over(beneath))
+    }
+
+    fn measured_by_default(&self) -> bool {
+        // A path beneath another library is a layers-study row: one job
+        // more per row and kernel in every `wulf run`, named when wanted.
+        self.variant().is_none_or(|v| v.layer == Layer::Tcp)
     }
 
     fn duplicate_across_hosts(&self) -> bool {
         // Across hosts every variant is held to TCP (see the module
-        // documentation): the default one repeats the TCP variant.
-        matches!(
-            self.side,
-            Side::Launcher {
-                tcp: false,
-                has_tcp: true,
-                ..
-            }
-        )
+        // documentation): the default one repeats the TCP variant, and
+        // the cluster's arguments hold a layer's variant to ob1 over TCP.
+        match &self.side {
+            Side::Launcher { entry, variant } => match self.variant() {
+                Some(v) => v.layer != Layer::Tcp,
+                None => variant.is_none() && entry.has_tcp(),
+            },
+            Side::Worker { .. } => false,
+        }
     }
 
     fn listen(&self, _opts: &ChannelOptions, _bind_ip: IpAddr) -> Result<Box<dyn Listener>> {
@@ -280,22 +324,41 @@ pub fn serve_in_job(name: &str, window: u64) {
     let _ = WORKER.set((leak(name.to_string()), window));
 }
 
+impl Entry {
+    /// Whether the library has a TCP-forced variant.
+    fn has_tcp(&self) -> bool {
+        self.variants.iter().any(|(v, _)| v.layer == Layer::Tcp)
+    }
+
+    /// The path variant `i` takes here, as its probe found (see
+    /// [`probe`]), probed once per process.
+    fn probe(&self, i: usize) -> Result<String, String> {
+        let (variant, _) = self.variants.get(i).ok_or("no such variant")?;
+        let install = self.install.as_ref().map_err(Clone::clone)?;
+        self.probes[i]
+            .get_or_init(|| match variant.layer {
+                // The ranks record the TCP variant's path themselves.
+                Layer::Tcp => Ok(String::new()),
+                _ => probe::probe(install, variant),
+            })
+            .clone()
+    }
+}
+
 /// An MPI transport as the launcher that starts its jobs sees it: the
-/// installation, its adapter and whether it is the TCP-forced variant.
+/// installation, its adapter and which variant it is.
 pub struct Launchable {
     entry: Arc<Entry>,
-    /// This is the `(tcp)` variant.
-    pub tcp: bool,
+    /// The entry's variant, None for the library's default path.
+    variant: Option<usize>,
 }
 
 impl Launchable {
     /// The transport's name (`mpi:openmpi`, `mpi:mpich(tcp)`...).
     pub fn name(&self) -> &'static str {
-        if self.tcp {
-            self.entry.tcp_name
-        } else {
-            self.entry.name
-        }
+        self.variant
+            .and_then(|i| self.entry.variants.get(i))
+            .map_or(self.entry.name, |v| v.1)
     }
 
     /// The installation, or why it cannot be used.
@@ -311,18 +374,41 @@ impl Launchable {
         MpiTransport::adapter(&self.entry).map_err(anyhow::Error::msg)
     }
 
-    /// The variant's launcher arguments (TCP forced), or none.
+    /// The variant's launcher arguments, or none.
     pub fn variant_args(&self) -> Result<&'static [&'static str]> {
-        Ok(if self.tcp {
-            self.install()?.flavor.tcp_args().unwrap_or(&[])
-        } else {
-            &[]
-        })
+        self.install()?;
+        Ok(self.path_variant().map_or(&[], |v| v.args))
     }
 
-    /// The variant's name (`tcp`), or None.
+    /// The variant's name (`tcp`, `ucx-shm`), or None.
     pub fn variant(&self) -> Option<&'static str> {
-        self.tcp.then_some(TCP_VARIANT)
+        self.path_variant().map(|v| v.name)
+    }
+
+    /// The variant, or None for the library's default path.
+    pub fn path_variant(&self) -> Option<&'static Variant> {
+        self.variant
+            .and_then(|i| self.entry.variants.get(i))
+            .map(|v| v.0)
+    }
+
+    /// Whether the library takes the variant's path on this host, asked
+    /// of it once per process ([`probe`]); the error says why not.
+    pub fn probed(&self) -> Result<()> {
+        match self.variant {
+            Some(i) => self
+                .entry
+                .probe(i)
+                .map(|_| ())
+                .map_err(|why| anyhow::anyhow!("{} is unavailable here: {why}", self.name())),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether this is the variant forced onto TCP by the MPI's own
+    /// transport (its TCP limits then apply).
+    pub fn is_tcp(&self) -> bool {
+        self.path_variant().is_some_and(|v| v.layer == Layer::Tcp)
     }
 }
 
@@ -334,12 +420,17 @@ pub fn launchable(name: &str, cfg: &ExtraOptions) -> Option<Launchable> {
         return None;
     }
     entries(cfg).into_iter().find_map(|entry| {
-        let tcp = entry.tcp_name == name
-            && entry
-                .install
-                .as_ref()
-                .is_ok_and(|i| i.flavor.tcp_args().is_some());
-        (entry.name == name || tcp).then_some(Launchable { entry, tcp })
+        if entry.name == name {
+            return Some(Launchable {
+                entry,
+                variant: None,
+            });
+        }
+        let i = entry.variants.iter().position(|(_, n)| *n == name)?;
+        Some(Launchable {
+            entry,
+            variant: Some(i),
+        })
     })
 }
 

@@ -52,6 +52,8 @@ pub struct Ofi {
     /// Whether its endpoints are reached by IP address (bound to the
     /// address the channel is made on); shared memory's are not.
     over_ip: bool,
+    /// The transport beneath it in `wulf study layers`, if it is there.
+    over: Option<&'static str>,
 }
 
 impl Ofi {
@@ -61,6 +63,7 @@ impl Ofi {
         about: "libfabric tagged messages over its tcp provider (FI_EP_RDM via ofi_rxm)",
         provider: "tcp",
         over_ip: true,
+        over: Some("tcp"),
     };
     /// The udp provider (RDM over ofi_rxd).
     pub const UDP: Ofi = Ofi {
@@ -68,6 +71,7 @@ impl Ofi {
         about: "libfabric tagged messages over its udp provider (FI_EP_RDM via ofi_rxd)",
         provider: "udp",
         over_ip: true,
+        over: None,
     };
     /// The shm provider.
     pub const SHM: Ofi = Ofi {
@@ -75,6 +79,7 @@ impl Ofi {
         about: "libfabric tagged messages over its shm provider (shared memory, one host)",
         provider: "shm",
         over_ip: false,
+        over: Some("shm"),
     };
 
     /// An endpoint of this provider, on `ip` where it is reached by IP.
@@ -143,6 +148,11 @@ impl Transport for Ofi {
 
     fn local_only(&self) -> bool {
         !self.over_ip
+    }
+
+    fn layering(&self, path: super::LayersPath) -> Option<super::Layering> {
+        let here = (path == super::LayersPath::SharedMemory) != self.over_ip;
+        self.over.filter(|_| here).map(super::Layering::Over)
     }
 
     fn claims_nic(&self) -> bool {

@@ -64,6 +64,8 @@ pub struct Ucx {
     tls: Option<&'static str>,
     /// Whether the selection works only between processes of one host.
     local_only: bool,
+    /// The transport beneath it in `wulf study layers`, if it is there.
+    over: Option<&'static str>,
 }
 
 impl Ucx {
@@ -73,6 +75,7 @@ impl Ucx {
         about: "UCX tag matching (UCP), the transports UCX selects itself",
         tls: None,
         local_only: false,
+        over: None,
     };
     /// TCP only.
     pub const TCP: Ucx = Ucx {
@@ -80,6 +83,7 @@ impl Ucx {
         about: "UCX tag matching over TCP sockets (UCX_TLS=tcp)",
         tls: Some("tcp"),
         local_only: false,
+        over: Some("tcp"),
     };
     /// Shared memory, with cma's single copy.
     pub const SHM: Ucx = Ucx {
@@ -87,6 +91,7 @@ impl Ucx {
         about: "UCX tag matching over shared memory, cma for large messages (UCX_TLS=shm)",
         tls: Some("shm"),
         local_only: true,
+        over: Some("shm"),
     };
     /// Posix shared memory alone.
     pub const POSIX: Ucx = Ucx {
@@ -94,6 +99,7 @@ impl Ucx {
         about: "UCX tag matching over posix shared memory alone, copy in and out (UCX_TLS=posix)",
         tls: Some("posix"),
         local_only: true,
+        over: None,
     };
 
     /// The `UCX_TLS` this end sets, if any. UCX's own choice inside a lab
@@ -165,6 +171,11 @@ impl Transport for Ucx {
 
     fn local_only(&self) -> bool {
         self.local_only
+    }
+
+    fn layering(&self, path: super::LayersPath) -> Option<super::Layering> {
+        let here = (path == super::LayersPath::SharedMemory) == self.local_only;
+        self.over.filter(|_| here).map(super::Layering::Over)
     }
 
     fn claims_nic(&self) -> bool {

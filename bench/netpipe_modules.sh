@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# wulf's `mpi:*` rows against NetPIPE's own MPI modules on the same path
+# (issue 47, item 5): NPopenmpi (netpipe-openmpi) against mpi:openmpi and
+# NPmpich2 (netpipe-mpich2) against mpi:mpich, both ranks on this host with
+# each library's default path, in interleaved rounds of
+#   - 8 B latency: NetPIPE's time (np.out column 3, one way: half a round
+#     trip) against `wulf sweep mpi:X --sizes 8`'s median one-way time;
+#   - 1 MiB peak: NetPIPE's Mbps at 1 MiB against `wulf sweep mpi:X
+#     --sizes 1Mi`'s bits_per_s (both ping-pong).
+# NetPIPE with no perturbation (-p 0) at one size per run (-l N -u N).
+# Prints one line per round and the median ratio per library, with the
+# lowest and highest round; targets (issue 47): latency ratio wulf/NetPIPE
+# at most 1.1, peak ratio at least 0.95.
+# NPpvm (netpipe-pvm) against `pvm` is not here yet: NPpvm spawns its
+# second end through pvm_spawn, which did not start it from a private pvmd
+# (PVM_TMP, `ep=`) in the time given.
+#
+# Usage: bench/netpipe_modules.sh [ROUNDS] (default 3); WULF=path/to/wulf.
+set -euo pipefail
+ROUNDS=${1:-3}
+WULF=${WULF:-target/ci/wulf}
+[ -x "$WULF" ] || { echo "$WULF missing: cargo build --profile ci" >&2; exit 2; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# np LIB SIZE: NetPIPE's "Mbps seconds" at SIZE through LIB's module.
+np() {
+    local lib=$1 size=$2
+    case $lib in
+        openmpi) launcher=(mpirun.openmpi --oversubscribe -np 2) exe=NPopenmpi ;;
+        mpich) launcher=(mpiexec.mpich -np 2) exe=NPmpich2 ;;
+    esac
+    rm -f "$TMP/np.out"
+    (cd "$TMP" && timeout 120 "${launcher[@]}" "$exe" -l "$size" -u "$size" -p 0 -o np.out >/dev/null 2>&1)
+    awk '{ print $2, $3 }' "$TMP/np.out" | tail -1
+}
+
+# wulf_figure TRANSPORT SIZE FIELD: the point's median_ns or bits_per_s.
+wulf_figure() {
+    local t=$1 size=$2 field=$3
+    "$WULF" sweep "$t" --sizes "$size" --budget 3s --no-perturb --quiet \
+        --json "$TMP/r.json" >/dev/null
+    python3 -c "import json; p=json.load(open('$TMP/r.json'))['points'][0]; print(p['$field'])"
+}
+
+printf '# load %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-12s %5s %12s %12s %7s %14s %14s %7s\n' row round "NP 8B us" "wulf 8B us" ratio \
+    "NP 1MiB Mb/s" "wulf 1MiB Mb/s" ratio
+for lib in openmpi mpich; do
+    command -v "$([ $lib = openmpi ] && echo NPopenmpi || echo NPmpich2)" >/dev/null ||
+        { echo "NetPIPE's $lib module missing: apt install netpipe-openmpi netpipe-mpich2" >&2; exit 2; }
+    lat_ratios=() bw_ratios=()
+    for r in $(seq "$ROUNDS"); do
+        read -r _ np_s < <(np "$lib" 8)
+        w_lat=$(wulf_figure "mpi:$lib" 8 median_ns)
+        read -r np_mbps _ < <(np "$lib" 1048576)
+        w_bw=$(wulf_figure "mpi:$lib" 1Mi bits_per_s)
+        read -r l b wl wb pl pb < <(python3 -c "
+pl=$np_s*1e6; wl=$w_lat/1000; pb=$np_mbps; wb=$w_bw/1e6
+print(wl/pl, wb/pb, wl, wb, pl, pb)")
+        lat_ratios+=("$l") bw_ratios+=("$b")
+        printf '%-12s %5d %12.3f %12.3f %7.2f %14.1f %14.1f %7.2f\n' "mpi:$lib" "$r" "$pl" "$wl" "$l" "$pb" "$wb" "$b"
+    done
+    python3 -c "
+import statistics as s
+l=[$(IFS=,; echo "${lat_ratios[*]}")]; b=[$(IFS=,; echo "${bw_ratios[*]}")]
+print('mpi:$lib median ratios: latency %.2f [%.2f, %.2f] (target <= 1.1), peak %.2f [%.2f, %.2f] (target >= 0.95)' % (s.median(l), min(l), max(l), s.median(b), min(b), max(b)))"
+done
+printf '# load after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -288,6 +288,15 @@ pub fn measure_point(
                 out.trials_ns = b.trials_ns;
                 out.repeats = b.repeats;
                 sums = b.sums;
+            } else {
+                // Stopped (its share of the sweep's deadline, or ended
+                // with its least trials to leave the sizes after it
+                // theirs): judged like a point its own budget ended. It
+                // was marked noisy whatever its interval, and on the idle
+                // VM most of `wulf run`'s points end so: six trials within
+                // +-0.7%, "noisy" (issue 44).
+                let judged = judged_trials(plan, &out, &clean);
+                out.noisy = !converged(judged, plan.precision);
             }
             break;
         }

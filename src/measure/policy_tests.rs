@@ -272,3 +272,30 @@ fn runner_errors_propagate() {
     let e = measure_point(&mut Failing, 8, &plan(), &never).unwrap_err();
     assert!(e.to_string().contains("peer died"));
 }
+
+/// A point stopped from outside (its share of the sweep's deadline, or
+/// ended with its least trials) is judged by its interval like one its
+/// own budget ended: six tight trials are not noisy, three are, and six
+/// spread ones are (issue 44: on the idle VM most of `wulf run`'s points
+/// ended so and were all marked noisy).
+#[test]
+fn a_stopped_point_is_noisy_only_when_its_interval_is() {
+    let stop_after = |n: usize| {
+        let asked = std::cell::Cell::new(0usize);
+        move || {
+            asked.set(asked.get() + 1);
+            asked.get() > n
+        }
+    };
+    let mut quiet = Mock::new(1000.0, |i| (i % 3) as f64 * 0.001);
+    let o = measure_point(&mut quiet, 8, &plan(), &stop_after(6)).unwrap();
+    assert!(o.interrupted);
+    assert_eq!(o.trials_ns.len(), 6);
+    assert!(!o.noisy, "six trials within 0.2%");
+    let mut quiet = Mock::new(1000.0, |_| 0.0);
+    let o = measure_point(&mut quiet, 8, &plan(), &stop_after(3)).unwrap();
+    assert!(o.interrupted && o.noisy, "three trials give no interval");
+    let mut spread = Mock::new(1000.0, |i| (i % 4) as f64 * 0.2);
+    let o = measure_point(&mut spread, 8, &plan(), &stop_after(6)).unwrap();
+    assert!(o.interrupted && o.noisy, "six trials 60% apart");
+}

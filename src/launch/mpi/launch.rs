@@ -12,7 +12,6 @@
 //! NPB group jobs ([`super::group`]) use the same command line (with their
 //! own `-np`), spawn, wait and kill, with limits of their own ([`Limits`]).
 
-use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -20,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+pub(super) use super::info::mpi_info;
+pub use super::info::{steering_env, STEERING_PREFIXES};
 use super::job::{self, Job, JobKind, Report};
 use crate::error::{peer, usage, WulfError};
 use crate::launch::RunContext;
@@ -31,20 +32,6 @@ use crate::transport::mpi::discover::MpiInstall;
 use crate::transport::mpi::variants::Variant;
 use crate::transport::mpi::{Launchable, EXE_VAR};
 use crate::transport::{Cluster, ExtraOptions};
-
-/// Prefixes of environment variables that steer MPI libraries, recorded.
-pub const STEERING_PREFIXES: &[&str] = &[
-    "OMPI_MCA_",
-    "PMIX_MCA_",
-    "PRTE_MCA_",
-    "UCX_",
-    "MPICH_",
-    "MPIR_CVAR_",
-    "I_MPI_",
-    "FI_",
-    "HYDRA_",
-    "MV2_",
-];
 
 /// Time a job may take to exit after its report.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
@@ -520,46 +507,6 @@ pub(super) fn output_tail(dir: &Path) -> String {
     }
     let start = lines.len().saturating_sub(15);
     format!("; its output ends:\n  {}", lines[start..].join("\n  "))
-}
-
-/// The `mpi` block of a result: the library `plan` ran, as rank 0's
-/// `report` describes it, the launcher line, and what steered it.
-pub(super) fn mpi_info(
-    plan: &Plan,
-    report: &Report,
-    argv: &[String],
-    launcher_args: &[String],
-    startup_s: f64,
-) -> MpiInfo {
-    MpiInfo {
-        implementation: plan.install.name.clone(),
-        flavor: plan.install.flavor.name().into(),
-        variant: plan.variant.map(str::to_string),
-        reported_path: None,
-        library_version: report.library_version.clone(),
-        standard_version: report.standard_version.clone(),
-        thread_level: report.thread_level.clone(),
-        compiler_wrapper: plan.install.wrapper.display().to_string(),
-        compiler_show: plan.adapter.show.clone(),
-        launcher_command: argv.to_vec(),
-        launcher_args: launcher_args.to_vec(),
-        env: steering_env(),
-        window: plan.options.window,
-        processors: report.processors.clone(),
-        startup_s,
-        protocol_limits: crate::transport::mpi::protocol::protocol_limits(
-            plan.install,
-            launcher_args,
-        ),
-    }
-}
-
-/// The environment variables that steer MPI libraries, as the launcher got them.
-pub fn steering_env() -> BTreeMap<String, String> {
-    std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .filter(|(k, _)| STEERING_PREFIXES.iter().any(|p| k.starts_with(p)))
-        .collect()
 }
 
 /// Follows `progress.jsonl` as rank 0 appends to it.

@@ -16,6 +16,7 @@
 
 pub mod bounded;
 pub mod group;
+mod info;
 pub mod job;
 pub mod launch;
 pub mod spread;

@@ -521,7 +521,7 @@ fn cell_spec(
         mode,
         sizes: vec![bytes],
         budget: Duration::from_secs_f64(budget_ms.max(1.0) / 1e3),
-        precision: 0.02,
+        precision: crate::measure::policy::SWEEP_PRECISION,
         nocache: false,
         offset_bytes: 0,
         integrity: false,

@@ -93,7 +93,7 @@ impl SweepSpec {
             mode: Mode::Pingpong,
             sizes,
             budget: Duration::from_secs(1),
-            precision: 0.02,
+            precision: crate::measure::policy::SWEEP_PRECISION,
             nocache: false,
             offset_bytes: 0,
             integrity: false,

@@ -208,7 +208,7 @@ fn join(opts: &AgentOptions, deadline: Instant) -> Result<(ControlChannel, TcpLi
     // Serve on the address the coordinator reached us from: the node's
     // address on the cluster network.
     let here = stream.local_addr()?.ip();
-    let listener = TcpListener::bind(SocketAddr::new(here, 0))
+    let listener = crate::sys::control_mark::bind(SocketAddr::new(here, 0))
         .with_context(|| format!("cannot listen on {here}"))?;
     let serve_address = listener.local_addr()?;
     let mut ch = ControlChannel::new(stream)?;
@@ -375,7 +375,7 @@ fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream> {
     };
     let mut last = None;
     for a in addrs {
-        match TcpStream::connect_timeout(a, each) {
+        match crate::sys::control_mark::connect(*a, each) {
             Ok(s) => return Ok(s),
             Err(e) => last = Some(format!("{a}: {e}")),
         }

@@ -15,7 +15,7 @@
 //! as soon as it is read; the coordinator keeps only its figures
 //! ([`CellFigures`], 128 bytes) for the analysis and the terminal.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -112,7 +112,7 @@ pub fn run(
     // Several processes per host (`--ppn`) are named `HOST/K`: the
     // launchers and addresses go by the hosts.
     let ip = launcher.coordinator_ip(&super::nodes::machines(&plan.hosts))?;
-    let listener = TcpListener::bind(SocketAddr::new(ip, 0))
+    let listener = crate::sys::control_mark::bind(SocketAddr::new(ip, 0))
         .with_context(|| format!("cannot listen for agents on {ip}"))?;
     let addr = listener.local_addr()?;
     let keys = Keys {

@@ -251,6 +251,12 @@ fn check_impairments(sw: &str, imp: &Impairments) -> Result<()> {
 
 /// Random frame loss in the bridge: nftables' bridge family, drop when a
 /// random number mod 10000 falls below the loss in hundredths of a percent.
+/// wulf's own control connections (DSCP CS6,
+/// [`crate::sys::control_mark`]) pass first: the loss is for the measured
+/// traffic, and TCP's multi-second resend timeouts on a lost control
+/// segment outlasted a peer's `--timeout`. So does address resolution
+/// (ARP, IPv6 neighbour discovery): three lost requests in a row left a
+/// connection "no route to host" before its first byte.
 fn add_loss(sw: &str, percent: f64) -> Result<()> {
     let (op, cutoff) = loss_comparison(percent);
     let cutoff = cutoff.to_string();
@@ -260,6 +266,16 @@ fn add_loss(sw: &str, percent: f64) -> Result<()> {
         "nft",
         &["add chain bridge wulf loss { type filter hook forward priority 0 ; }"],
     )?;
+    let dscp = crate::sys::control_mark::CONTROL_DSCP;
+    for passes in [
+        format!("ip dscp {dscp}"),
+        format!("ip6 dscp {dscp}"),
+        "ether type arp".to_string(),
+        "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert }".to_string(),
+    ] {
+        let rule = format!("add rule bridge wulf loss {passes} accept");
+        system::in_netns(sw, "nft", &[rule.as_str()])?;
+    }
     system::in_netns(
         sw,
         "nft",

@@ -1,7 +1,7 @@
 //! The measuring side's view of a peer: handshake, set-up, and one request
 //! per block.
 
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -196,7 +196,7 @@ pub fn greet(
     secret: Option<&Secret>,
     sink: Option<SinkAsk>,
 ) -> Result<(ControlChannel, bool)> {
-    let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
+    let stream = crate::sys::control_mark::connect(addr, timeout).map_err(|e| {
         peer(format!(
             "cannot reach the peer at {addr} within {}: {e} (is `wulf serve` running there?)",
             humantime::format_duration(timeout)
@@ -365,6 +365,7 @@ pub fn pool_setup_allowance(setup: &Setup) -> Duration {
 mod tests {
     use super::*;
     use crate::transport::ChannelOptions;
+    use std::net::TcpStream;
 
     fn setup(max_bytes: u64, nocache: bool) -> Setup {
         Setup {

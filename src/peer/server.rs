@@ -61,7 +61,7 @@ pub struct ServeOptions {
 /// Bind the control port of a server, with a clear error for a port in use.
 pub fn bind(bind: IpAddr, port: u16) -> Result<TcpListener> {
     let addr = SocketAddr::new(bind, port);
-    TcpListener::bind(addr).map_err(|e| {
+    crate::sys::control_mark::bind(addr).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AddrInUse {
             crate::error::usage(format!(
                 "port {port} on {bind} is in use (another wulf serve?); choose another with --port"

@@ -287,7 +287,11 @@ fn tell(
 fn explain(e: anyhow::Error, fired: Option<Fired>, policy: &SessionPolicy) -> anyhow::Error {
     match fired {
         None => e,
-        Some(Fired::ClientGone) => anyhow::anyhow!("the client went away"),
+        // What the session was doing stays in the message: a client that
+        // gave up on a block the server was still in says where it stood.
+        Some(Fired::ClientGone) => {
+            anyhow::anyhow!("the client went away (the session then: {e:#})")
+        }
         Some(Fired::HandshakeDeadline) => anyhow::anyhow!(
             "the client did not finish its handshake within {}",
             humantime::format_duration(policy.handshake_limit)

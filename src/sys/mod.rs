@@ -17,6 +17,7 @@
 //! * [`net_counters`]: TCP retransmissions and interface drops;
 //! * [`thread_run_delay_ns`]: how long this thread waited for a CPU.
 
+pub mod control_mark;
 mod cpu;
 mod describe;
 pub mod dynlib;

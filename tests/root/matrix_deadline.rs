@@ -17,6 +17,9 @@ fn lose_from(lab: &str, node: &str, from: &str, per_10000: u32) {
     let rules = [
         "add table inet wulfdeadline".to_string(),
         "add chain inet wulfdeadline lossy { type filter hook input priority 0 ; }".to_string(),
+        // wulf's control connections pass, as through the lab's own loss
+        // (DSCP CS6: wulf::sys::control_mark).
+        "add rule inet wulfdeadline lossy ip dscp 48 accept".to_string(),
         format!(
             "add rule inet wulfdeadline lossy ip saddr {src} numgen random mod 10000 < {per_10000} drop"
         ),

@@ -426,6 +426,9 @@ fn a_lossy_link_is_named_as_a_link_with_its_retransmissions() {
     };
     nft(&["add table bridge wulftest"]);
     nft(&["add chain bridge wulftest lossy { type filter hook forward priority 0 ; }"]);
+    // wulf's control connections pass, as through the lab's own loss
+    // (DSCP CS6: wulf::sys::control_mark).
+    nft(&["add rule bridge wulftest lossy ip dscp 48 accept"]);
     for (from, to) in [(&a, &b), (&b, &a)] {
         let rule = format!(
             "add rule bridge wulftest lossy ip saddr {from} ip daddr {to} \

@@ -112,7 +112,7 @@ impl Group {
     /// Start `np` ranks, on the hosts of `cluster` if given, reporting to a
     /// coordinator listening on `here`.
     fn start(np: usize, cluster: Option<&Cluster>, here: IpAddr) -> Result<Group> {
-        let listener = TcpListener::bind(SocketAddr::new(here, 0))
+        let listener = crate::sys::control_mark::bind(SocketAddr::new(here, 0))
             .context("cannot open the coordinator's control port")?;
         let addr = listener.local_addr()?;
         let exe = match cluster.and_then(|c| c.remote_wulf.clone()) {

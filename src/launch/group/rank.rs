@@ -1,7 +1,7 @@
 //! One rank started by the coordinator (`wulf npb-rank`, hidden): link up
 //! with the other ranks through the chosen transport, run the job, report.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -22,7 +22,7 @@ pub fn run(control: SocketAddr, rank: usize) -> Result<()> {
     // SAFETY: prctl with these arguments only sets a process attribute.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     crate::EXIT_ON_SIGNAL.store(true, std::sync::atomic::Ordering::Relaxed);
-    let stream = TcpStream::connect_timeout(&control, SETUP_TIMEOUT)
+    let stream = crate::sys::control_mark::connect(control, SETUP_TIMEOUT)
         .with_context(|| format!("rank {rank}: cannot reach the coordinator at {control}"))?;
     stream.set_read_timeout(Some(SETUP_TIMEOUT))?;
     stream.set_write_timeout(Some(SETUP_TIMEOUT))?;

@@ -199,7 +199,7 @@ fn rank1(mpi: Mpi, job: &Job, same_host: bool, timeout: Duration) -> Result<()> 
     } else {
         Ipv4Addr::UNSPECIFIED.into()
     };
-    let listener = TcpListener::bind(SocketAddr::new(bind, 0));
+    let listener = crate::sys::control_mark::bind(SocketAddr::new(bind, 0));
     let port = listener
         .as_ref()
         .ok()

@@ -13,14 +13,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 
-use super::offloads::{
-    check_privileges, coalesce_answer, ethtool_version, read_state, restore_leftover, OffloadGuard,
-};
 use crate::cli::{MeasureArgs, TuneArgs, TuneTarget, TuneTcpArgs};
 use crate::error::WulfError;
 use crate::load::kernel::{KernelBaseline, BASELINE_SPAN};
 use crate::peer::client::resolve;
 use crate::peer::DEFAULT_PORT;
+use crate::plan::offloads::{
+    check_privileges, coalesce_answer, ethtool_version, read_state, restore_leftover, OffloadGuard,
+};
 use crate::report;
 use crate::result::{write_atomically, write_result, Mode, SweepResult};
 use crate::sweep::engine::{run_sweep, SweepSpec};
@@ -43,7 +43,9 @@ pub fn execute(args: &TuneArgs) -> Result<()> {
     match &args.target {
         TuneTarget::Tcp(a) => match &a.lab {
             // Against `wulf serve` in node2, serving every configuration.
-            Some(lab) => super::lab_relay(crate::lab::between::run_against_peer_node(lab, false)?),
+            Some(lab) => {
+                crate::plan::lab_relay(crate::lab::between::run_against_peer_node(lab, false)?)
+            }
             None => tune_tcp(a),
         },
     }
@@ -224,7 +226,7 @@ fn measure(
             },
             _ => None,
         };
-        let mut wake = match config.wake.map(super::tune_wake::WakeGuard::apply) {
+        let mut wake = match config.wake.map(crate::plan::tune_wake::WakeGuard::apply) {
             Some(Err(answer)) => {
                 m.skipped.push(Skipped {
                     label: config.label.clone(),
@@ -237,7 +239,7 @@ fn measure(
         };
         let began = Instant::now();
         spec.channel = config.apply(&base.channel);
-        let mut bar = super::SizesBar::new(&spec, a.quiet, &config.label);
+        let mut bar = crate::plan::SizesBar::new(&spec, a.quiet, &config.label);
         let outcome = run_sweep(&spec, &mut bar);
         bar.finish();
         extra.push(began.elapsed().saturating_sub(spec.budget));
@@ -309,7 +311,7 @@ fn tune_tcp(a: &TuneTcpArgs) -> Result<()> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     // Tuning measures tcp alone: no MPI options, no cluster.
     let ctx = crate::launch::RunContext::default();
-    let mut base = super::sweep_spec(
+    let mut base = crate::plan::sweep_spec(
         &ctx,
         &measure_args(a),
         TRANSPORT,

@@ -40,6 +40,7 @@ pub mod run_cluster_summary;
 pub mod run_repeat;
 pub mod study_layers;
 pub mod study_linpack;
+pub mod tune_tcp;
 pub mod tune_wake;
 
 use std::io::IsTerminal;

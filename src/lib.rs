@@ -36,7 +36,10 @@
 //!   jobs, wulf started by a launcher;
 //! * [`cli`]: argument parsing only;
 //! * [`report`]: exporters, pure functions from results to bytes;
-//! * [`commands`]: one file per subcommand, gluing the above together.
+//! * [`plan`]: what a run does (a run, a cluster run, a loaded pair, a
+//!   NAS or collective plan), one file per plan, below the commands;
+//! * [`commands`]: one file per subcommand: arguments in, a plan called,
+//!   results out.
 
 pub mod analysis;
 pub mod cli;
@@ -54,6 +57,7 @@ pub mod measure;
 pub mod message;
 pub mod npb;
 pub mod peer;
+pub mod plan;
 pub mod report;
 pub mod result;
 pub mod stats;

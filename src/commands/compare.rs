@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::report::stop_if_interrupted;
 use crate::analysis::compare::{compare, CompareOptions};
 use crate::cli::CompareArgs;
 use crate::error::{usage, WulfError};
+use crate::plan::results::{read_results, stop_if_interrupted};
 use crate::report::compare::{render, Style};
 use crate::report::html::compare::{to_html, Section};
 use crate::report::summary::labels;
@@ -104,7 +104,7 @@ fn pairs(args: &CompareArgs) -> Result<Vec<(Vec<PathBuf>, Vec<PathBuf>)>> {
 
 /// Read one side's runs; several must be of one transport and mode.
 fn side(paths: &[PathBuf]) -> Result<Vec<SweepResult>> {
-    let runs = super::report::read_results(paths)?;
+    let runs = read_results(paths)?;
     if let Some(first) = runs.first() {
         for (r, p) in runs.iter().zip(paths).skip(1) {
             if (r.transport.as_str(), r.mode) != (first.transport.as_str(), first.mode) {

@@ -59,10 +59,10 @@ pub fn execute(args: &HplArgs) -> Result<()> {
             serve: None,
             spread: true,
         };
-        return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
+        return crate::plan::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
     }
     let mut ctx = RunContext::default();
-    super::spread_in_lab(&mut ctx, r.in_lab)?;
+    crate::plan::spread_in_lab(&mut ctx, r.in_lab)?;
     let hpcc = which("hpcc").ok_or_else(|| {
         usage("wulf hpl runs HPC Challenge's HPL, which is not installed: apt-get install hpcc")
     })?;
@@ -197,7 +197,7 @@ fn choose_and_run(
     max_n: usize,
     started: Instant,
 ) -> Result<(usize, String, String)> {
-    use super::hpl_budget::{estimated_wall_s, n_for_budget, probe_n, Probe, HEADROOM};
+    use crate::plan::hpl_budget::{estimated_wall_s, n_for_budget, probe_n, Probe, HEADROOM};
     let n0 = probe_n(job.nb).min(max_n);
     let probe_started = Instant::now();
     let probe_text = job.run(n0)?;

@@ -14,6 +14,7 @@ use anyhow::Result;
 use clap::ValueEnum;
 
 use crate::cli::{ReportArgs, ReportFormat};
+use crate::plan::results::stop_if_interrupted;
 use crate::report;
 use crate::report::{Exporter, GivenFile, LoadedStudy, ReportInput};
 use crate::result::collective::{CollectiveResult, COLLECTIVE_KIND};
@@ -21,44 +22,8 @@ use crate::result::hpl::{HplResult, HPL_KIND};
 use crate::result::matrix::{MatrixFigures, MATRIX_KIND};
 use crate::result::{
     read_any_kind, read_result, write_atomically, AnyResult, NpbResult, ReadAny, SweepResult,
-    NPB_KIND, STUDY_KIND, SWEEP_KIND,
+    STUDY_KIND,
 };
-
-/// Read every result file, failing on the first that is unreadable or not a
-/// result of this schema (the error names the file).
-pub fn read_results(paths: &[PathBuf]) -> Result<Vec<SweepResult>> {
-    paths
-        .iter()
-        .map(|p| {
-            stop_if_interrupted()?;
-            let read = read_any_kind(p);
-            match read.kind.as_deref() {
-                Some(NPB_KIND) => {
-                    return Err(crate::error::usage(format!(
-                        "{} is an NPB result: this command takes sweep results \
-                         (`wulf report` draws NPB results)",
-                        p.display()
-                    )))
-                }
-                Some(kind) if kind != SWEEP_KIND => {
-                    anyhow::bail!(
-                        "{} is a wulf {kind:?} result, not a sweep result",
-                        p.display()
-                    )
-                }
-                _ => {}
-            }
-            match read.result? {
-                AnyResult::Sweep(r) => Ok(*r),
-                other => anyhow::bail!(
-                    "{} is a wulf {:?} result, not a sweep result",
-                    p.display(),
-                    other.kind()
-                ),
-            }
-        })
-        .collect()
-}
 
 /// Read every result file, sweep or NPB (told apart by the NPB file's
 /// `kind`), keeping the order within each kind.
@@ -196,18 +161,6 @@ pub fn exporter_of(format: ReportFormat) -> &'static dyn Exporter {
         .to_possible_value()
         .expect("every --format is listed (none is skipped)");
     report::exporter(value.get_name()).expect("every --format has an exporter")
-}
-
-/// The interrupted error (exit 130) once Ctrl-C or SIGTERM came: reading
-/// and drawing save nothing, so the first signal ends them at the next
-/// check (a `wulf report` of a large file once ran to its end through
-/// SIGTERM). The readers and the analysis stop their long loops on the
-/// same flag (`exec::interrupted`), leaving figures this check discards.
-pub(crate) fn stop_if_interrupted() -> Result<()> {
-    if crate::exec::interrupted() {
-        return Err(crate::error::WulfError::Interrupted.into());
-    }
-    Ok(())
 }
 
 /// Run `wulf report`.

@@ -21,7 +21,7 @@ pub const DEFAULT_BUDGET: Duration = Duration::from_secs(50);
 
 /// Run `wulf run`.
 pub fn execute(args: &RunArgs) -> Result<()> {
-    let mut ctx = super::context_for(&args.measure);
+    let mut ctx = crate::plan::context_for(&args.measure);
     if let Some(lab) = &args.lab {
         // In node1: tcp against a `wulf serve` in node2; MPI ranks and NAS
         // MG ranks one per node.
@@ -30,9 +30,9 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             serve: Some(false),
             spread: true,
         };
-        return super::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
+        return crate::plan::lab_relay(crate::lab::between::run_in_node1(lab, across)?);
     }
-    super::spread_in_lab(&mut ctx, args.in_lab)?;
+    crate::plan::spread_in_lab(&mut ctx, args.in_lab)?;
     let budget = args.budget.unwrap_or(if args.quick {
         DEFAULT_BUDGET / 4
     } else if args.thorough {
@@ -41,22 +41,22 @@ pub fn execute(args: &RunArgs) -> Result<()> {
         DEFAULT_BUDGET
     });
     // Started on every node by srun or mpirun: rank 0 runs the job.
-    let Some(nodes) = super::run_cluster::node_options(args)? else {
+    let Some(nodes) = crate::plan::run_cluster::node_options(args)? else {
         return Ok(());
     };
-    match super::nodes::prepare(
+    match crate::plan::nodes::prepare(
         &mut ctx,
         &nodes,
         args.only.as_deref(),
         args.in_lab,
         args.measure.timeout,
     )? {
-        super::nodes::Nodes::Relayed(code) => return super::lab_relay(code),
-        super::nodes::Nodes::Here(Some(spread)) => {
+        crate::plan::nodes::Nodes::Relayed(code) => return crate::plan::lab_relay(code),
+        crate::plan::nodes::Nodes::Here(Some(spread)) => {
             let dir = results_dir(&args.out);
-            return super::run_cluster::execute(&ctx, args, &spread, budget, &dir);
+            return crate::plan::run_cluster::execute(&ctx, args, &spread, budget, &dir);
         }
-        super::nodes::Nodes::Here(None) => {}
+        crate::plan::nodes::Nodes::Here(None) => {}
     }
     let mut measure = args.measure.clone();
     measure.tails |= args.thorough;
@@ -68,7 +68,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
     // background measured here, before any peer starts, while the machine
     // is as idle as it gets).
     let whole = match args.thorough {
-        true => Some(super::conditions::Prepared::whole_cost()?),
+        true => Some(crate::plan::conditions::Prepared::whole_cost()?),
         false => None,
     };
     let dir = results_dir(&args.out);
@@ -109,7 +109,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             Err(why) => eprintln!("wulf: skipping {name}: {why}"),
         }
     }
-    if let Some(note) = super::local_only_note(&local) {
+    if let Some(note) = crate::plan::local_only_note(&local) {
         eprintln!("{note}");
     }
     // The total budget is shared in proportion to each transport's weight
@@ -136,11 +136,12 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             // In a lab, transports that start both ends place them on the
             // nodes; the others measure against the server in node2.
             let peer = args.peer.clone().filter(|_| !t.starts_both_ends());
-            let mut spec = super::sweep_spec(&ctx, &measure, name, t.default_mode(), share, peer)?;
+            let mut spec =
+                crate::plan::sweep_spec(&ctx, &measure, name, t.default_mode(), share, peer)?;
             spec.whole = whole.as_ref().and_then(|w| w.whole.clone());
             // A blocking sweep's smallest size probed with spinning ends.
             spec.wake_probe = true;
-            let mut bar = super::SizesBar::new(&spec, measure.quiet, name);
+            let mut bar = crate::plan::SizesBar::new(&spec, measure.quiet, name);
             let outcome = run_sweep(&ctx, &spec, &mut bar);
             bar.finish();
             match outcome {
@@ -155,7 +156,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
                         result.conditions = Some(c);
                         result.warnings.extend(warning);
                     }
-                    let path = dir.join(super::run_repeat::file_name(&mut result, rep, reps));
+                    let path = dir.join(crate::plan::run_repeat::file_name(&mut result, rep, reps));
                     write_result(&path, &result)?;
                     results.push(result);
                     if let Some(e) = o.error {
@@ -173,7 +174,7 @@ pub fn execute(args: &RunArgs) -> Result<()> {
             }
         }
     }
-    let results = super::run_repeat::record_spreads(&dir, results, reps)?;
+    let results = crate::plan::run_repeat::record_spreads(&dir, results, reps)?;
     // The applications' view: the NAS kernels over the same transports.
     let mut npb_results = Vec::new();
     if stop.is_none() && !args.no_npb {
@@ -283,15 +284,15 @@ fn run_npb(
     dir: &std::path::Path,
     measured: &[&'static str],
     kernel: Kernel,
-    whole: Option<&super::conditions::Prepared>,
+    whole: Option<&crate::plan::conditions::Prepared>,
 ) -> Result<(NpbResult, Option<anyhow::Error>)> {
-    let via: Vec<String> = super::npb::available_transports(ctx)
+    let via: Vec<String> = crate::plan::npb::available_transports(ctx)
         .into_iter()
         .filter(|n| args.only.as_ref().is_none_or(|o| o.iter().any(|x| x == n)))
         // In a lab, the paths the sweeps measured (left-out ones noted).
         .filter(|n| !ctx.spread() || measured.iter().any(|m| m == n))
         .collect();
-    let plan = super::npb::NpbPlan {
+    let plan = crate::plan::npb::NpbPlan {
         kernel,
         class: if args.thorough { Class::W } else { Class::S },
         nprocs: vec![1, 2],
@@ -303,7 +304,7 @@ fn run_npb(
         nodes: None,
         whole: whole.and_then(|w| w.whole.clone()),
     };
-    let (mut result, stop) = super::npb::run_plan(ctx, &plan)?;
+    let (mut result, stop) = crate::plan::npb::run_plan(ctx, &plan)?;
     if let Some(w) = whole {
         let (c, warning) = w.conditions(None, Vec::new(), None);
         result.conditions = Some(c);

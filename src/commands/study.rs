@@ -31,7 +31,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         StudyArg::FeVsGe => StudyName::FeVsGe,
         StudyArg::LeanStacks => StudyName::LeanStacks,
         StudyArg::Layers => StudyName::Layers,
-        StudyArg::Linpack => return super::study_linpack::execute(a),
+        StudyArg::Linpack => return crate::plan::study_linpack::execute(a),
     };
     match (&a.peer, name) {
         // Over the loopback and shared memory the layers need no lab.
@@ -73,7 +73,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     };
     let layers = match name {
         StudyName::Layers => {
-            super::study_layers::groups(a.link.as_ref().map(|_| &link), a.only.as_deref())?
+            crate::plan::study_layers::groups(a.link.as_ref().map(|_| &link), a.only.as_deref())?
         }
         _ => Vec::new(),
     };

@@ -13,7 +13,7 @@ use crate::result::{write_atomically, write_result, SweepResult};
 
 /// Run `wulf sweep`.
 pub fn execute(args: &SweepArgs) -> Result<()> {
-    let mut ctx = super::context_for(&args.measure);
+    let mut ctx = crate::plan::context_for(&args.measure);
     if let Some(lab) = &args.lab {
         let t = ctx.find_or_usage(&args.transport)?;
         if t.local_only() {
@@ -34,28 +34,28 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
         } else {
             crate::lab::between::run_against_peer_node(lab, true)?
         };
-        return super::lab_relay(code);
+        return crate::plan::lab_relay(code);
     }
-    super::spread_in_lab(&mut ctx, args.in_lab)?;
-    let mut spec = super::sweep_spec(
+    crate::plan::spread_in_lab(&mut ctx, args.in_lab)?;
+    let mut spec = crate::plan::sweep_spec(
         &ctx,
         &args.measure,
         &args.transport,
         args.mode
             .map(Into::into)
-            .unwrap_or_else(|| super::default_mode(&ctx, &args.transport)),
+            .unwrap_or_else(|| crate::plan::default_mode(&ctx, &args.transport)),
         args.budget,
         args.peer.clone(),
     )?;
     // A blocking sweep's smallest size probed with spinning ends (issue 44).
     spec.wake_probe = true;
     // Calibrated before any peer starts (the machine must be idle).
-    let mut prepared = super::conditions::Prepared::from_args(&args.conditions)?;
+    let mut prepared = crate::plan::conditions::Prepared::from_args(&args.conditions)?;
     prepared.load_peer = args.load_peer;
     if prepared.both {
-        return super::loaded::sweep(&ctx, args, &spec, &prepared);
+        return crate::plan::loaded::sweep(&ctx, args, &spec, &prepared);
     }
-    let outcome = super::loaded::measure_sweep(
+    let outcome = crate::plan::loaded::measure_sweep(
         &ctx,
         &spec,
         &prepared,
@@ -64,7 +64,7 @@ pub fn execute(args: &SweepArgs) -> Result<()> {
         args.measure.quiet,
     )?;
     let mut table = report::format::table::sweep_table(&outcome.result);
-    table.push_str(&super::loaded::conditions_text(&outcome.result));
+    table.push_str(&crate::plan::loaded::conditions_text(&outcome.result));
     let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout {
         eprint!("{table}");

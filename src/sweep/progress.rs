@@ -6,7 +6,7 @@
 //! soakers' pairs), [`JsonLines`] (one JSON object per point: an MPI job's
 //! rank 0 writes them to the job's progress file, which the launching side
 //! follows), and the terminal bar of the commands
-//! (`commands::SizesBar`, indicatif). Tests collect the points
+//! (`plan::SizesBar`, indicatif). Tests collect the points
 //! ([`Collect`]).
 //!
 //! A reporter is called between points, never inside a timing loop, so

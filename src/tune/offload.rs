@@ -10,7 +10,7 @@
 //! other factor of `tune`). Whatever the interface is set to when `tune`
 //! starts is what it is restored to.
 //!
-//! Everything here is pure: the command (`commands::offloads`) runs
+//! Everything here is pure: `wulf tune`'s plan (`plan::offloads`) runs
 //! `ethtool` and reads the state back with the ethtool ioctl.
 
 use serde::{Deserialize, Serialize};

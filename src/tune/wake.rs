@@ -20,7 +20,7 @@
 //!   sweep ends, whatever ends the process).
 //!
 //! Everything here is pure: the configurations, the settings they make
-//! and the advice. `commands::tune_wake` makes and undoes the settings.
+//! and the advice. `plan::tune_wake` makes and undoes the settings.
 
 use serde::{Deserialize, Serialize};
 

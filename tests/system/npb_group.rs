@@ -111,7 +111,7 @@ fn class_s_verified_on_1_2_4_processes_over_shm_and_tcp() {
 #[test]
 fn class_s_over_every_other_transport_that_links_processes() {
     let dir = tempdir();
-    let vias: Vec<String> = wulf::commands::npb::available_transports(&Default::default())
+    let vias: Vec<String> = wulf::plan::npb::available_transports(&Default::default())
         .into_iter()
         .filter(|v| !v.starts_with("mpi:") && v != "shm" && v != "tcp")
         .collect();

@@ -405,7 +405,7 @@ mod tests {
             .map(|x| format!("mg {} np={}", x.via, x.nprocs))
             .collect();
         for (i, run) in runs.iter().cycle().take(12).enumerate() {
-            // As commands::npb_foreign::warning words it.
+            // As plan::npb_foreign::warning words it.
             r.warnings.push(format!(
                 "{run}: other work kept {:.2} CPUs busy during the run (from /proc/stat, less \
                  wulf's own processes): the machine was not quiet",

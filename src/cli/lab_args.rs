@@ -63,8 +63,9 @@ pub struct LabUpArgs {
     pub jitter: Option<String>,
     /// What joins the nodes: a switch (each port its own link, full
     /// duplex) or a hub (Nguyen 2001's shared medium: every node's frames,
-    /// both directions, share one budget of the link rate; collisions
-    /// are not emulated).
+    /// both directions, share one budget of the link rate, fairly between
+    /// the sending nodes; collisions and back-off are not emulated, so a
+    /// real hub's loss under load is not shown).
     #[arg(long, value_name = "MEDIUM", default_value = "switch", value_parser = ["switch", "hub"])]
     pub medium: String,
 }

@@ -22,11 +22,10 @@
 //! redirected to an `ifb` device (`hub0` in the switch namespace) whose
 //! htb has the link's rate, and from there the frame goes on into the
 //! bridge. One budget for all nodes and both directions is the shared
-//! half-duplex medium of Nguyen 2001's 10/100 hub, and all it models: the
-//! shaper's leaf is one bounded FIFO, so the sharing is not fair per flow
-//! (two pairs split 0.41/0.59 to 0.85/0.15 over 6 s), a full queue drops,
-//! and collisions and back-off are not emulated (frames wait in the queue
-//! instead). docs/guide/lab.md says so to the user.
+//! half-duplex medium of Nguyen 2001's 10/100 hub, shared fairly between
+//! the sending nodes (a class per node, [`super::hub`]); a full queue
+//! drops, and collisions and back-off are not emulated (frames wait in
+//! their node's queue instead). docs/guide/lab.md says so to the user.
 
 use std::net::Ipv4Addr;
 
@@ -189,8 +188,9 @@ fn install_shaper(netns: &str, dev: &str, s: &ShaperParams, imp: &Impairments) -
 /// The hub's device in the switch namespace.
 const HUB_DEV: &str = "hub0";
 
-/// The hub's one shaper: an ifb device with the slowest node's link rate
-/// (a hub runs every port at one speed) and the largest MTU.
+/// The hub's shaper: an ifb device at the slowest node's link rate (a
+/// hub runs every port at one speed) and the largest MTU, shared fairly
+/// between the nodes ([`super::hub`]).
 fn build_hub(st: &LabState) -> Result<()> {
     let sw = st.switch_netns.as_str();
     let rate = st
@@ -209,7 +209,8 @@ fn build_hub(st: &LabState) -> Result<()> {
         .context("a hub needs the ifb device (CONFIG_IFB)")?;
     ip_in(sw, &["link", "set", HUB_DEV, "mtu", &mtu.to_string(), "up"])?;
     let shaper = ShaperParams::for_link(rate, mtu);
-    for c in shaper.tc_commands(HUB_DEV) {
+    let addresses: Vec<Ipv4Addr> = st.nodes.iter().map(|n| n.address).collect();
+    for c in super::hub::tc_commands(&shaper, HUB_DEV, &addresses) {
         let args: Vec<&str> = c.iter().map(String::as_str).collect();
         tc_in(sw, &args)?;
     }

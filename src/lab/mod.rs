@@ -19,6 +19,7 @@
 
 pub mod between;
 pub mod build;
+pub mod hub;
 pub mod shaper;
 pub mod spec;
 pub mod state;

@@ -47,8 +47,21 @@ pub fn plan(o: &StudyOptions, sizes: &str, budget_s: f64) -> Vec<StudyCase> {
                     round: Some(round),
                     local: false,
                     over: None,
+                    hub: false,
                 });
             }
+        }
+        // Nguyen 2001's hub beside its switch: the reference transport
+        // over fe through a hub, in the same round.
+        let switch = v
+            .iter()
+            .rev()
+            .find(|c| c.transport == REFERENCE && c.link.name == super::hub::HUB_LINK);
+        if let Some(hub) = switch
+            .filter(|c| c.round == Some(round))
+            .map(super::hub::case)
+        {
+            v.push(hub);
         }
     }
     v
@@ -101,6 +114,7 @@ pub fn tables(cases: &[StudyCaseResult]) -> Vec<StudyTable> {
         &ratios(cases),
     ));
     v.extend(pvm_routes_table(cases));
+    v.extend(super::hub::table(cases));
     v
 }
 
@@ -201,6 +215,7 @@ pub fn ratios(cases: &[StudyCaseResult]) -> Vec<StudyRatio> {
             }
         }
     }
+    v.extend(super::hub::ratios(cases));
     v
 }
 

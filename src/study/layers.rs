@@ -62,6 +62,7 @@ pub fn plan(o: &StudyOptions, sizes: &str, budget_s: f64) -> Vec<StudyCase> {
                     round: Some(round),
                     local: g.local,
                     over: over.clone(),
+                    hub: false,
                 });
             }
         }

@@ -81,6 +81,7 @@ pub fn plan(o: &StudyOptions, sizes: &str, budget_s: f64) -> Vec<StudyCase> {
                     round: Some(round),
                     local: false,
                     over: None,
+                    hub: false,
                 });
             }
         }

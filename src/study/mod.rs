@@ -26,6 +26,7 @@
 //!   one beneath it ([`layers`]).
 
 pub mod fe_ge;
+pub mod hub;
 pub mod layers;
 pub mod lean;
 pub mod lean_nas;
@@ -175,12 +176,25 @@ pub struct StudyCase {
     /// The transport beneath this one (`layers`), whose case of the same
     /// round its overhead is taken over.
     pub over: Option<String>,
+    /// Its lab's nodes joined by a hub instead of a switch (`fe-vs-ge`'s
+    /// hub row, [`hub`]).
+    pub hub: bool,
 }
 
 impl StudyCase {
     /// The `--lab` spec of its lab.
     pub fn lab_spec(&self) -> String {
-        format!("{},mtu={}", self.link.name, self.mtu_bytes)
+        format!("{},mtu={}", self.link_name(), self.mtu_bytes)
+    }
+
+    /// Its link as the study's cases name it: `fe`, or `fe,hub` through a
+    /// hub.
+    pub fn link_name(&self) -> String {
+        if self.hub {
+            hub::link_name(&self.link.name)
+        } else {
+            self.link.name.clone()
+        }
     }
 }
 
@@ -244,6 +258,7 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                         round: None,
                         local: false,
                         over: None,
+                        hub: false,
                     });
                 }
             }
@@ -263,6 +278,7 @@ pub fn plan(name: StudyName, o: &StudyOptions) -> Vec<StudyCase> {
                     round: None,
                     local: false,
                     over: None,
+                    hub: false,
                 });
             }
             v
@@ -325,16 +341,24 @@ mod tests {
     #[test]
     fn fe_vs_ge_runs_each_transport_on_both_links_in_each_round() {
         let p = plan(StudyName::FeVsGe, &opts(Effort::Quick));
-        assert_eq!(p.len(), 4 * 3);
+        // Per round: two transports over two links, and tcp over fe
+        // through a hub (Nguyen 2001's hub row).
+        assert_eq!(p.len(), 5 * 3);
         assert_eq!(p[2].label, "mpi-openmpi-tcp-fe-r1");
         assert_eq!(p[3].link.bits_per_s, 1_000_000_000);
-        assert_eq!((p[4].label.as_str(), p[4].role), ("tcp-fe-r2", "round"));
-        assert_eq!(p[11].round, Some(3));
+        assert_eq!(
+            (p[4].label.as_str(), p[4].round),
+            ("tcp-fe-hub-r1", Some(1))
+        );
+        assert_eq!(p[4].lab_spec(), "fe,hub,mtu=1500");
+        assert_eq!(p.iter().filter(|c| c.hub).count(), 3);
+        assert_eq!((p[5].label.as_str(), p[5].role), ("tcp-fe-r2", "round"));
+        assert_eq!(p[14].round, Some(3));
         let labels: std::collections::HashSet<_> = p.iter().map(|c| &c.label).collect();
         assert_eq!(labels.len(), p.len(), "labels are unique");
         assert_eq!(
             plan(StudyName::FeVsGe, &opts(Effort::Thorough)).len(),
-            4 * 5
+            5 * 5
         );
     }
 }

@@ -36,7 +36,7 @@ pub fn case_result(
         label: case.label.clone(),
         role: case.role.to_string(),
         transport: case.transport.clone(),
-        link: case.link.name.clone(),
+        link: case.link_name(),
         link_bits_per_s: case.link.bits_per_s,
         mtu_bytes: case.mtu_bytes,
         socket_buffer_bytes: case.socket_buffer_bytes,

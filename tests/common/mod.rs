@@ -4,6 +4,7 @@
 
 pub mod lean;
 pub mod libraries;
+pub mod report_fixtures;
 pub mod slurm;
 pub mod ssh;
 
@@ -11,6 +12,8 @@ pub mod ssh;
 // others the presence checks).
 #[allow(unused_imports)]
 pub use libraries::{assert_c_layout, have_ofi, have_ucx};
+#[allow(unused_imports)]
+pub use report_fixtures::matrix_with_remeasures;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -15,6 +15,7 @@ mod python;
 
 mod architecture;
 mod cli_misc;
+mod cma_page_steps;
 mod compare_cli;
 mod confirm_stored;
 mod deb_files;

@@ -146,10 +146,13 @@ fn fe_vs_ge_quick_runs_end_to_end() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let dir = study_dir(out.path());
     let s = read_study_result(&dir.join("study.json")).unwrap();
-    // Both links in each of 3 interleaved rounds (issue 44).
-    assert_eq!(s.cases.len(), 2 * 3);
+    // Both links and tcp over fe through a hub in each of 3 interleaved
+    // rounds (issues 44, 49).
+    assert_eq!(s.cases.len(), 3 * 3);
     let rounds: Vec<Option<u32>> = s.cases.iter().map(|c| c.round).collect();
-    assert_eq!(rounds, [1, 1, 2, 2, 3, 3].map(Some));
+    assert_eq!(rounds, [1, 1, 1, 2, 2, 2, 3, 3, 3].map(Some));
+    let links: Vec<&str> = s.cases.iter().take(3).map(|c| c.link.as_str()).collect();
+    assert_eq!(links, ["fe", "ge", "fe,hub"]);
     assert_eq!(s.schema_version, wulf::result::STUDY_SCHEMA_VERSION);
     // The ratios, GE over FE of tcp's latency and (where the budget
     // reached the peak's sizes) its peak, taken within each round, with
@@ -161,13 +164,30 @@ fn fe_vs_ge_quick_runs_end_to_end() {
     );
     for r in &s.ratios {
         assert!(["latency", "peak"].contains(&r.figure.as_str()), "{r:?}");
-        assert_eq!(r.link, "ge/fe");
+        assert!(["ge/fe", "hub/switch"].contains(&r.link.as_str()), "{r:?}");
         assert!(r.per_round.len() >= 2, "{r:?}");
         assert!(r.low <= r.median && r.median <= r.high, "{r:?}");
         let spans_one = r.low <= 1.0 && r.high >= 1.0;
         assert_eq!(r.faster.is_none(), spans_one, "{r:?}");
     }
     assert!(s.tables.iter().any(|t| t.row_header == "ratio"));
+    // The hub against the switch, beside Nguyen 2001's figures.
+    let hub = s
+        .tables
+        .iter()
+        .find(|t| t.row_header == "medium")
+        .expect("hub table");
+    let labels: Vec<&str> = hub.rows.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "switch",
+            "hub",
+            "hub / switch, here",
+            "hub / switch, Nguyen 2001"
+        ]
+    );
+    assert_eq!(hub.rows[3].cells, vec![Some(1.15), Some(0.90)]);
     let t = &s.tables[0];
     assert_eq!(t.rows[0].label, "tcp");
     let cells = &t.rows[0].cells;

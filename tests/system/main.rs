@@ -56,6 +56,7 @@ mod pvm;
 mod reframe;
 mod report_browser;
 mod report_browser_full;
+mod report_browser_items;
 mod soaker;
 mod spin_cost;
 mod study_layers;

@@ -137,7 +137,7 @@ fn dozen(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The `name=value` findings of the page's check script.
-fn checks(dom: &str) -> Vec<(String, String)> {
+pub(crate) fn checks(dom: &str) -> Vec<(String, String)> {
     let at = dom.find("data-checks=\"").unwrap_or_else(|| {
         panic!(
             "the check script did not run: {}",
@@ -152,14 +152,14 @@ fn checks(dom: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn get<'a>(c: &'a [(String, String)], key: &str) -> &'a str {
+pub(crate) fn get<'a>(c: &'a [(String, String)], key: &str) -> &'a str {
     c.iter()
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.as_str())
         .unwrap_or_else(|| panic!("no {key} in {c:?}"))
 }
 
-fn number(c: &[(String, String)], key: &str) -> i64 {
+pub(crate) fn number(c: &[(String, String)], key: &str) -> i64 {
     get(c, key).parse().unwrap()
 }
 

@@ -122,10 +122,24 @@ run_npb() {
 
 # Why KERNEL's counts differ from NPB-MPI's where wulf differs on purpose,
 # printed beside "differ" (nothing for a kernel meant to be equal, so an
-# unexplained difference shows bare).
+# unexplained difference shows bare). Arguments: KERNEL CLASS NP and
+# wulf's and NPB's bytes.
 why() {
     case $1 in
-    bt) echo "NPB pads each solve's buffers to its largest cell (MAX_CELL_DIM^2 lines, 30 values forward, 5 back); wulf sends the lines a cell holds" ;;
+    bt)
+        # NPB's BT sends each solve stage's buffer sized for its largest
+        # cell, MAX_CELL_DIM^2 lines (MAX_CELL_DIM = n / sqrt(np) + 1 in
+        # every direction of every cell: (sqrt(np) MAX_CELL_DIM)^2 lines
+        # a plane), where wulf sends the (n - 2)^2 interior lines; each
+        # line is 30 values forward and 5 back, 840 B over the three axes.
+        local n steps q cell padded
+        case $2 in S) n=12 steps=60 ;; W) n=24 steps=200 ;; A) n=64 steps=200 ;; B) n=102 steps=200 ;; *) n=0 ;; esac
+        q=$(awk -v p="$3" 'BEGIN {print int(sqrt(p) + 0.5)}')
+        cell=$((n / q + 1))
+        padded=$(($4 + 840 * ((q * cell) ** 2 - (n - 2) ** 2) * (q - 1) * steps))
+        local verdict=differ
+        [ "$padded" = "$5" ] && verdict=equal
+        echo "NPB pads each solve's buffers to its largest cell (MAX_CELL_DIM^2 lines of 35 values); wulf's bytes with that padding: $padded, $verdict" ;;
     mg) echo "on levels too coarse for 2 points a rank and axis wulf replicates the grid (one allgather a V-cycle); NPB idles ranks there and sends single points (comm3, comm3_ex)" ;;
     ep) echo "wulf sends each sum with its sum of absolute values (NPB 3.4.2's verification values; 3.4's are the signed sums): 16 B where NPB sends 8" ;;
     esac
@@ -153,7 +167,7 @@ for kernel in "${KERNEL_LIST[@]}"; do
             wulf=$(run_wulf "$kernel" "$class" "$np")
             read -r pm pb ar re bc aa av ag ba nm nb <<<"$npb"
             read -r wm wb <<<"$wulf"
-            verdict="differ: $(why "$kernel")"
+            verdict="differ: $(why "$kernel" "$class" "$np" "$wb" "$nb")"
             [ "$nm" = "$wm" ] && [ "$nb" = "$wb" ] && verdict=equal
             printf '%-3s %-2s %2s | %9s %12s | %5s %5s %5s %5s %5s %5s %5s | %9s %12s | %9s %12s | %s\n' \
                 "${kernel^^}" "$class" "$np" "$pm" "$pb" "$ar" "$re" "$bc" "$aa" "$av" "$ag" "$ba" "$nm" "$nb" "$wm" "$wb" "$verdict"

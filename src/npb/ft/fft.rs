@@ -255,10 +255,8 @@ fn radix4(
             (&mut yr[o..o + BLOCK]).try_into().unwrap(),
             (&mut yi[o..o + BLOCK]).try_into().unwrap(),
         );
-        for k in 0..BLOCK {
-            re[k] = y[2 * j][k];
-            im[k] = y[2 * j + 1][k];
-        }
+        *re = y[2 * j];
+        *im = y[2 * j + 1];
     }
 }
 

@@ -6,10 +6,12 @@
 //! ranking then:
 //!
 //! 1. counts the rank's keys per bucket;
-//! 2. sums the bucket counts over all ranks, and gives each rank a
-//!    contiguous run of buckets holding about `N / P` keys (the same split
-//!    on every rank, from the same sums), and groups its keys by the rank
-//!    they go to (see `ranking` for why not bucket by bucket, as NPB);
+//! 2. sums the bucket counts over all ranks (one all-reduce of 4-byte
+//!    integers that also carries the test keys' values, as NPB's), gives
+//!    each rank a contiguous run of buckets holding about `N / P` keys
+//!    (the same split on every rank, from the same sums), and groups its
+//!    keys by the rank they go to (see `ranking` for why not bucket by
+//!    bucket, as NPB);
 //! 3. exchanges the counts, then the keys, with one all-to-all each, as
 //!    4-byte integers (NPB's MPI_INT: half the bytes of an `f64`);
 //! 4. counts the received keys per value: with the keys of all lower

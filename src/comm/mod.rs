@@ -270,12 +270,10 @@ pub trait Communicator {
 }
 
 thread_local! {
-    /// Rank 0's buffer for incoming contributions of [`reduce_via_root`]:
+    /// Rank 0's buffer for incoming contributions of [`reduce_via_root`] (and, as integers, of `reduce_i32_via_root`):
     /// grown once and reused, so a reduction in a timed loop allocates
     /// nothing after the first.
     static REDUCE_SCRATCH: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// The same for [`reduce_i32_via_root`].
-    static REDUCE_SCRATCH_I32: std::cell::RefCell<Vec<i32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Default reduction: rank 0 combines the contributions in rank order, so
@@ -325,11 +323,14 @@ where
         comm.send_bytes(0, bytemuck::cast_slice(values))?;
         return comm.recv_bytes(0, bytemuck::cast_slice_mut(values));
     }
-    REDUCE_SCRATCH_I32.with(|scratch| -> Result<()> {
-        let mut incoming = scratch.borrow_mut();
-        incoming.resize(values.len(), 0);
+    // The doubles' scratch buffer, half as many of them, holds the
+    // integers (no second process-wide buffer).
+    REDUCE_SCRATCH.with(|scratch| -> Result<()> {
+        let mut doubles = scratch.borrow_mut();
+        doubles.resize(values.len().div_ceil(2), 0.0);
+        let incoming: &mut [i32] = &mut bytemuck::cast_slice_mut(&mut doubles[..])[..values.len()];
         for peer in 1..size {
-            comm.recv_bytes(peer, bytemuck::cast_slice_mut(&mut incoming[..]))?;
+            comm.recv_bytes(peer, bytemuck::cast_slice_mut(incoming))?;
             for (acc, x) in values.iter_mut().zip(incoming.iter()) {
                 // Wraps as MPI's sums of MPI_INT do; stopping here would
                 // leave the other ranks waiting for the result.

@@ -135,6 +135,13 @@ impl Communicator for Counted<'_> {
         self.inner.allreduce_max_f64(values)
     }
 
+    fn allreduce_sum_i32(&self, values: &mut [i32]) -> Result<()> {
+        if self.size() > 1 {
+            self.count(std::mem::size_of_val(values));
+        }
+        self.inner.allreduce_sum_i32(values)
+    }
+
     fn allgather_f64(&self, mine: &[f64], all: &mut [f64]) -> Result<()> {
         if self.size() > 1 {
             self.count(std::mem::size_of_val(mine));

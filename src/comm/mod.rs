@@ -171,6 +171,14 @@ pub trait Communicator {
         reduce_via_root(self, values, f64::max)
     }
 
+    /// Element-wise sum of 4-byte integers over all ranks (IS's bucket
+    /// sizes, which NPB reduces as MPI_INT: half the bytes of doubles),
+    /// left in `values` on every rank (a sum past `i32::MAX` wraps, as
+    /// MPI's does: callers keep their sums in range).
+    fn allreduce_sum_i32(&self, values: &mut [i32]) -> Result<()> {
+        reduce_i32_via_root(self, values)
+    }
+
     /// Concatenates every rank's `mine` (all of one length) in rank order
     /// into `all`, whose length must be `size() * mine.len()`, on every rank.
     fn allgather_f64(&self, mine: &[f64], all: &mut [f64]) -> Result<()> {
@@ -262,7 +270,7 @@ pub trait Communicator {
 }
 
 thread_local! {
-    /// Rank 0's buffer for incoming contributions of [`reduce_via_root`]:
+    /// Rank 0's buffer for incoming contributions of [`reduce_via_root`] (and, as integers, of `reduce_i32_via_root`):
     /// grown once and reused, so a reduction in a timed loop allocates
     /// nothing after the first.
     static REDUCE_SCRATCH: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -299,6 +307,42 @@ where
         comm.send(0, values)?;
         comm.recv(0, values)
     }
+}
+
+/// [`reduce_via_root`] of 4-byte integers, summed: rank 0 adds the
+/// contributions in rank order and sends the sums back.
+fn reduce_i32_via_root<C>(comm: &C, values: &mut [i32]) -> Result<()>
+where
+    C: Communicator + ?Sized,
+{
+    let size = comm.size();
+    if size == 1 {
+        return Ok(());
+    }
+    if comm.rank() != 0 {
+        comm.send_bytes(0, bytemuck::cast_slice(values))?;
+        return comm.recv_bytes(0, bytemuck::cast_slice_mut(values));
+    }
+    // The doubles' scratch buffer, half as many of them, holds the
+    // integers (no second process-wide buffer).
+    REDUCE_SCRATCH.with(|scratch| -> Result<()> {
+        let mut doubles = scratch.borrow_mut();
+        doubles.resize(values.len().div_ceil(2), 0.0);
+        let incoming: &mut [i32] = &mut bytemuck::cast_slice_mut(&mut doubles[..])[..values.len()];
+        for peer in 1..size {
+            comm.recv_bytes(peer, bytemuck::cast_slice_mut(incoming))?;
+            for (acc, x) in values.iter_mut().zip(incoming.iter()) {
+                // Wraps as MPI's sums of MPI_INT do; stopping here would
+                // leave the other ranks waiting for the result.
+                *acc = acc.wrapping_add(*x);
+            }
+        }
+        Ok(())
+    })?;
+    for peer in 1..size {
+        comm.send_bytes(peer, bytemuck::cast_slice(values))?;
+    }
+    Ok(())
 }
 
 /// Checks that `counts` has one entry per rank and covers `len` values.

@@ -331,6 +331,12 @@ impl Communicator for MpiComm {
             .map_err(|e| self.failed(e))
     }
 
+    fn allreduce_sum_i32(&self, values: &mut [i32]) -> Result<()> {
+        self.mpi
+            .allreduce_sum_i32(values)
+            .map_err(|e| self.failed(e))
+    }
+
     fn alltoallv_f64(
         &self,
         send: &[f64],

@@ -220,6 +220,18 @@ mod tests {
     }
 
     #[test]
+    fn integer_sums_agree_on_every_rank() {
+        let sums = ThreadComm::run(3, |comm| {
+            let r = comm.rank() as i32;
+            let mut v = [r, 1, -r];
+            comm.allreduce_sum_i32(&mut v)?;
+            Ok(v)
+        })
+        .unwrap();
+        assert_eq!(sums, vec![[3, 3, -3]; 3]);
+    }
+
+    #[test]
     fn alltoallv_delivers_every_block_in_rank_order() {
         // Rank r sends j + 1 copies of 10 r + j to rank j, itself included.
         let got = ThreadComm::run(3, |comm| {

@@ -9,7 +9,8 @@
 //! rank the `nz/np * ny/np * nx` points they share, so the ranks together
 //! send `16 N (np - 1) / np` bytes per transpose. A time step is one
 //! transpose (the inverse transform); the forward transform before the
-//! steps is one more.
+//! steps is one more. On one rank both layouts are the plane layout: no
+//! transpose, and the z transform reads its lines across the planes.
 
 use anyhow::{ensure, Result};
 use bytemuck::{cast_slice, cast_slice_mut};
@@ -133,6 +134,21 @@ impl<'c> Solver<'c> {
         for (z, t) in self.axis_factors[2].iter_mut().enumerate() {
             *t = factor(z, nz);
         }
+        if self.whole() {
+            // The plane layout, x fastest: the spectrum never leaves it.
+            let mut at = 0;
+            for z in 0..nz {
+                let fz = self.axis_factors[2][z];
+                for y in 0..ny {
+                    let fy = factor(y, ny);
+                    for &fx in &self.axis_factors[0] {
+                        self.twiddle[at] = fx * fy * fz;
+                        at += 1;
+                    }
+                }
+            }
+            return;
+        }
         let y0 = self.comm.rank() * self.slabs.rows;
         let mut at = 0;
         for yl in 0..self.slabs.rows {
@@ -162,10 +178,19 @@ impl<'c> Solver<'c> {
     /// (column layout).
     pub fn forward(&mut self) -> Result<()> {
         self.xy_transforms(Direction::Forward);
-        self.planes_to_columns()?;
-        let nz = self.params.dims[2];
-        let lines = self.slabs.rows * self.params.dims[0];
-        self.fft[2].lines(&mut self.spectrum, lines, |l| l * nz, 1, Direction::Forward);
+        if self.whole() {
+            // The transformed planes become the spectrum; the old
+            // spectrum's buffer is the next initial condition's.
+            std::mem::swap(&mut self.planes, &mut self.spectrum);
+        } else {
+            self.planes_to_columns()?;
+        }
+        z_transforms(
+            &mut self.fft[2],
+            &mut self.spectrum,
+            &self.slabs,
+            Direction::Forward,
+        );
         Ok(())
     }
 
@@ -186,10 +211,22 @@ impl<'c> Solver<'c> {
 
     /// The inverse 3-D transform of the work array into the plane layout.
     pub fn inverse(&mut self) -> Result<()> {
-        let nz = self.params.dims[2];
-        let lines = self.slabs.rows * self.params.dims[0];
-        self.fft[2].lines(&mut self.work, lines, |l| l * nz, 1, Direction::Inverse);
-        self.columns_to_planes()?;
+        z_transforms(
+            &mut self.fft[2],
+            &mut self.work,
+            &self.slabs,
+            Direction::Inverse,
+        );
+        if self.whole() {
+            // The work array is the solution's planes; the planes' old
+            // buffer is the next step's work array.
+            std::mem::swap(&mut self.work, &mut self.planes);
+            if self.corrupt {
+                self.planes[0][0] += 1.0;
+            }
+        } else {
+            self.columns_to_planes()?;
+        }
         self.xy_transforms(Direction::Inverse);
         Ok(())
     }
@@ -215,6 +252,14 @@ impl<'c> Solver<'c> {
         Ok(sum)
     }
 
+    /// Whether this rank holds the whole grid: then the column layout
+    /// is the plane layout itself and no transpose runs (two whole-grid
+    /// copies with a scattered side each step, most of the gap to NPB's
+    /// serial build, which transforms z in place too).
+    fn whole(&self) -> bool {
+        self.slabs.np == 1
+    }
+
     /// The x then y transforms (forward) or y then x (inverse is the same
     /// order reversed; the axes commute, so either order is exact).
     fn xy_transforms(&mut self, dir: Direction) {
@@ -236,18 +281,6 @@ impl<'c> Solver<'c> {
         let [nx, ny, nz] = self.params.dims;
         let (p, zs, ys) = (self.slabs.np, self.slabs.planes, self.slabs.rows);
         let block = zs * ys * nx;
-        if p == 1 {
-            // One rank: the transpose is local, without the message buffers.
-            for z in 0..nz {
-                for y in 0..ny {
-                    let row = (z * ny + y) * nx;
-                    for (x, v) in self.planes[row..row + nx].iter().enumerate() {
-                        self.spectrum[(y * nx + x) * nz + z] = *v;
-                    }
-                }
-            }
-            return Ok(());
-        }
         // Block for rank d: its rows, ordered [y][x][z] as it stores them.
         for d in 0..p {
             let out = &mut self.send[d * block..(d + 1) * block];
@@ -277,20 +310,6 @@ impl<'c> Solver<'c> {
         let [nx, ny, nz] = self.params.dims;
         let (p, zs, ys) = (self.slabs.np, self.slabs.planes, self.slabs.rows);
         let block = zs * ys * nx;
-        if p == 1 {
-            for z in 0..nz {
-                for y in 0..ny {
-                    let row = (z * ny + y) * nx;
-                    for (x, v) in self.planes[row..row + nx].iter_mut().enumerate() {
-                        *v = self.work[(y * nx + x) * nz + z];
-                    }
-                }
-            }
-            if self.corrupt {
-                self.planes[0][0] += 1.0;
-            }
-            return Ok(());
-        }
         // Block for rank d: its planes, ordered [z][y][x] as it stores them.
         for d in 0..p {
             let out = &mut self.send[d * block..(d + 1) * block];
@@ -319,6 +338,19 @@ impl<'c> Solver<'c> {
             }
         }
         Ok(())
+    }
+}
+
+/// The z transforms of the column layout of `slabs` in `data`: lines of
+/// adjacent points on several ranks, or, on one rank (the plane layout),
+/// lines across the planes, `nx * ny` points apart, whose neighbours in x
+/// lie next to each other (so a block's gather reads runs).
+fn z_transforms(fft: &mut Fft, data: &mut [Complex], slabs: &Slabs, dir: Direction) {
+    let [nx, ny, nz] = slabs.dims;
+    if slabs.np == 1 {
+        fft.lines(data, nx * ny, |l| l, nx * ny, dir);
+    } else {
+        fft.lines(data, slabs.rows * nx, |l| l * nz, 1, dir);
     }
 }
 

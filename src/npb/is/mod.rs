@@ -6,10 +6,12 @@
 //! ranking then:
 //!
 //! 1. counts the rank's keys per bucket;
-//! 2. sums the bucket counts over all ranks, and gives each rank a
-//!    contiguous run of buckets holding about `N / P` keys (the same split
-//!    on every rank, from the same sums), and groups its keys by the rank
-//!    they go to (see `ranking` for why not bucket by bucket, as NPB);
+//! 2. sums the bucket counts over all ranks (one all-reduce of 4-byte
+//!    integers that also carries the test keys' values, as NPB's), gives
+//!    each rank a contiguous run of buckets holding about `N / P` keys
+//!    (the same split on every rank, from the same sums), and groups its
+//!    keys by the rank they go to (see `ranking` for why not bucket by
+//!    bucket, as NPB);
 //! 3. exchanges the counts, then the keys, with one all-to-all each, as
 //!    4-byte integers (NPB's MPI_INT: half the bytes of an `f64`);
 //! 4. counts the received keys per value: with the keys of all lower
@@ -60,18 +62,7 @@ pub fn run_is(class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
     let mut keys = vec![0u32; end - first];
     generate_keys(&params, first, &mut keys);
 
-    // Every rank needs the generated values at the test indices; they are
-    // read once here, as only keys 1..=20 ever change.
-    let mut test_values = [0.0; TEST_KEYS];
-    for (value, &index) in test_values.iter_mut().zip(&params.test_index) {
-        if (first..end).contains(&index) {
-            *value = keys[index - first] as f64;
-        }
-    }
-    comm.allreduce_sum_f64(&mut test_values)?;
-    let generated = test_values.map(|v| v as u32);
-
-    let mut ranker = Ranker::new(&params, comm, keys.len());
+    let mut ranker = Ranker::new(&params, comm, first, keys.len());
     // Untimed: one ranking first, as NPB does; it also sizes the buffers.
     ranker.rank(&keys, comm)?;
 
@@ -84,6 +75,9 @@ pub fn run_is(class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
             }
         }
         ranker.rank(&keys, comm)?;
+        // The test keys' values come with the bucket sizes, as NPB's do
+        // (they never change: only keys 1..=20 do).
+        let generated = ranker.test_values();
         for (i, (&index, &value)) in params.test_index.iter().zip(&generated).enumerate() {
             let k = params.key_at(index, value, it) as usize;
             // NPB checks a test key only in this range; out of it, the check
@@ -96,9 +90,10 @@ pub fn run_is(class: Class, comm: &dyn Communicator) -> Result<NpbOutcome> {
             }
         }
     }
+    let elapsed = timer.stop(comm)?;
+    // After the timed section, as NPB sums its partial verifications.
     let mut tally = [passed as f64];
     comm.allreduce_sum_f64(&mut tally)?;
-    let elapsed = timer.stop(comm)?;
 
     let in_order = ranker.full_verification(&keys, comm)?;
     let checks = vec![
@@ -136,6 +131,37 @@ mod tests {
         let mut x = SEED_MG;
         let sum: f64 = (0..4).map(|_| randlc(&mut x, MULTIPLIER)).sum();
         assert_eq!(all[0], (512.0 * sum) as u32);
+    }
+
+    #[test]
+    fn each_ranking_sends_npbs_three_collectives() {
+        // Per rank and iteration, as NPB-MPI: one all-reduce of the
+        // bucket sizes and the five test keys (4-byte integers), one
+        // all-to-all of counts (4 bytes to each other rank), one of keys
+        // (to each other rank with keys for it); the partial
+        // verifications are summed after the timed section.
+        let p = IsParams::of(Class::S);
+        for np in [2, 4] {
+            let outs = crate::comm::ThreadComm::run(np, |c| {
+                run_is(Class::S, &crate::comm::Counted::new(c))
+            })
+            .unwrap();
+            let per_iteration = (1 + 2 * (np - 1)) as u64;
+            let fixed = (4 * (p.buckets() + TEST_KEYS) + 4 * (np - 1)) as u64;
+            for out in outs {
+                assert!(out.verified);
+                let (messages, bytes) = (out.sent_messages.unwrap(), out.sent_bytes.unwrap());
+                assert_eq!(
+                    messages,
+                    np as u64 * ITERATIONS as u64 * per_iteration,
+                    "np {np}"
+                );
+                // Keys are 4 bytes each: what is left after the fixed
+                // parts is whole keys.
+                let keys = bytes - np as u64 * ITERATIONS as u64 * fixed;
+                assert!(keys > 0 && keys.is_multiple_of(4), "np {np}: {bytes}");
+            }
+        }
     }
 
     #[test]

@@ -34,7 +34,7 @@
 use anyhow::Result;
 use bytemuck::cast_slice;
 
-use super::params::IsParams;
+use super::params::{IsParams, TEST_KEYS};
 use crate::comm::Communicator;
 
 /// The most buckets of any class (NPB's `NUM_BUCKETS`, 2^10 from class W
@@ -127,8 +127,12 @@ pub struct Ranker {
     rank: usize,
     /// This rank's keys per bucket (the first `buckets` entries).
     bucket_counts: Box<Buckets>,
-    /// Every rank's keys per bucket, summed (exact in f64: at most 2^27).
-    bucket_totals: Vec<f64>,
+    /// Every rank's keys per bucket, summed, then the values of NPB's test
+    /// keys (each from the rank that holds it): one all-reduce of 4-byte
+    /// integers, as NPB's (at most 2^27 keys, values below 2^31).
+    bucket_totals: Vec<i32>,
+    /// Where each test key lies among this rank's keys, if it does.
+    test_at: [Option<usize>; TEST_KEYS],
     /// Where the next key of each bucket goes in `send` (more than two
     /// ranks).
     bucket_at: Box<Buckets>,
@@ -157,8 +161,14 @@ pub struct Ranker {
 }
 
 impl Ranker {
-    /// Buffers for ranking `local_keys` keys on this rank of `comm`.
-    pub fn new(params: &IsParams, comm: &dyn Communicator, local_keys: usize) -> Ranker {
+    /// Buffers for ranking `local_keys` keys, the first of them key
+    /// `first` of the whole sequence, on this rank of `comm`.
+    pub fn new(
+        params: &IsParams,
+        comm: &dyn Communicator,
+        first: usize,
+        local_keys: usize,
+    ) -> Ranker {
         let (size, buckets) = (comm.size(), params.buckets());
         assert!(buckets <= MAX_BUCKETS, "IS: {buckets} buckets");
         assert!(
@@ -170,7 +180,10 @@ impl Ranker {
             keys_total: params.keys(),
             rank: comm.rank(),
             bucket_counts: Box::new([0; MAX_BUCKETS]),
-            bucket_totals: vec![0.0; buckets],
+            bucket_totals: vec![0; buckets + TEST_KEYS],
+            test_at: params
+                .test_index
+                .map(|i| i.checked_sub(first).filter(|&at| at < local_keys)),
             bucket_at: Box::new([0; MAX_BUCKETS]),
             send: vec![0; if size > 1 { local_keys } else { 0 }],
             split: vec![0; size + 1],
@@ -189,16 +202,17 @@ impl Ranker {
 
     /// Ranks `keys` (this rank's share) together with the other ranks.
     pub fn rank(&mut self, keys: &[u32], comm: &dyn Communicator) -> Result<()> {
-        let buckets = self.bucket_totals.len();
+        let buckets = self.bucket_totals.len() - TEST_KEYS;
         count_buckets(keys, self.shift, &mut self.bucket_counts);
-        for (total, &n) in self
-            .bucket_totals
-            .iter_mut()
-            .zip(&self.bucket_counts[..buckets])
-        {
-            *total = f64::from(n);
+        let (totals, tests) = self.bucket_totals.split_at_mut(buckets);
+        for (total, &n) in totals.iter_mut().zip(&self.bucket_counts[..buckets]) {
+            // Below 2^27 (checked in `new`).
+            *total = n as i32;
         }
-        comm.allreduce_sum_f64(&mut self.bucket_totals)?;
+        for (value, at) in tests.iter_mut().zip(self.test_at) {
+            *value = at.map_or(0, |at| keys[at] as i32);
+        }
+        comm.allreduce_sum_i32(&mut self.bucket_totals)?;
         self.split_buckets();
 
         for j in 0..self.send_counts.len() {
@@ -270,18 +284,18 @@ impl Ranker {
     /// the last rank takes whatever is left (as NPB splits them).
     fn split_buckets(&mut self) {
         let size = self.split.len() - 1;
-        let per_rank = (self.keys_total / size) as f64;
+        let per_rank = self.keys_total / size;
+        let buckets = self.bucket_totals.len() - TEST_KEYS;
         let mut j = 0;
-        let mut sum = 0.0;
+        let mut sum = 0;
         self.split[0] = 0;
-        for (b, &n) in self.bucket_totals.iter().enumerate() {
-            sum += n;
-            if j + 1 < size && sum >= (j + 1) as f64 * per_rank {
+        for (b, &n) in self.bucket_totals[..buckets].iter().enumerate() {
+            sum += n as usize;
+            if j + 1 < size && sum >= (j + 1) * per_rank {
                 j += 1;
                 self.split[j] = b + 1;
             }
         }
-        let buckets = self.bucket_totals.len();
         for s in &mut self.split[j + 1..] {
             *s = buckets;
         }
@@ -304,7 +318,15 @@ impl Ranker {
         running_sum(counts);
         self.lesser = self.bucket_totals[..self.split[self.rank]]
             .iter()
-            .sum::<f64>() as usize;
+            .map(|&n| n as usize)
+            .sum();
+    }
+
+    /// The values of NPB's test keys, as the last ranking's reduction
+    /// carried them to every rank.
+    pub fn test_values(&self) -> [u32; TEST_KEYS] {
+        let tests = &self.bucket_totals[self.bucket_totals.len() - TEST_KEYS..];
+        std::array::from_fn(|i| tests[i] as u32)
     }
 
     /// The global count of keys below `k` (NPB's rank of a test key of
@@ -451,7 +473,7 @@ mod tests {
         let checked = |comm: &dyn Communicator| -> Result<usize> {
             let (first, end) = keys_of(params.keys(), comm.size(), comm.rank());
             let keys = &all[first..end];
-            let mut ranker = Ranker::new(&params, comm, keys.len());
+            let mut ranker = Ranker::new(&params, comm, first, keys.len());
             let mut seen = 0;
             for _ in 0..2 {
                 ranker.rank(keys, comm)?;

@@ -310,6 +310,15 @@ int wulf_allreduce_f64(double *data, long long n, int op)
     return MPI_Allreduce(MPI_IN_PLACE, data, (int)n, MPI_DOUBLE, o, MPI_COMM_WORLD);
 }
 
+/* In-place sum of ints over all ranks (IS's bucket sizes, which NPB
+ * reduces as MPI_INT). */
+int wulf_allreduce_i32(int *data, long long n)
+{
+    if (n > INT_MAX)
+        return WULF_E_TOO_LONG;
+    return MPI_Allreduce(MPI_IN_PLACE, data, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+}
+
 /* MPI_Alltoallv of doubles (type 0) or ints (type 1, IS's keys, as NPB
  * sends them): counts and displacements in values, one entry per rank (the
  * caller checks that every block lies inside its buffer). */

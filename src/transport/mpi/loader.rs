@@ -51,6 +51,7 @@ pub(super) struct Api {
     pub(super) recv_window:
         unsafe extern "C" fn(*mut c_void, c_longlong, c_longlong, c_int, c_int, c_int) -> c_int,
     pub(super) allreduce_f64: unsafe extern "C" fn(*mut f64, c_longlong, c_int) -> c_int,
+    pub(super) allreduce_i32: unsafe extern "C" fn(*mut c_int, c_longlong) -> c_int,
     pub(super) alltoallv: unsafe extern "C" fn(
         *const c_void,
         *const c_int,
@@ -105,6 +106,7 @@ pub(super) fn load(path: &Path) -> Result<&'static Api, String> {
             send_window: lib.function("wulf_send_window")?,
             recv_window: lib.function("wulf_recv_window")?,
             allreduce_f64: lib.function("wulf_allreduce_f64")?,
+            allreduce_i32: lib.function("wulf_allreduce_i32")?,
             alltoallv: lib.function("wulf_alltoallv")?,
             barrier: lib.function("wulf_barrier")?,
             bcast: lib.function("wulf_bcast")?,

@@ -58,6 +58,16 @@ impl Mpi {
         self.check(rc, "MPI_Allreduce")
     }
 
+    /// In-place MPI_Allreduce (MPI_SUM) of 4-byte integers over all ranks.
+    pub fn allreduce_sum_i32(&self, data: &mut [i32]) -> io::Result<()> {
+        bump();
+        // SAFETY: data is valid for its length during the call; i32 is
+        // C's int on every target MPI runs on.
+        let rc = unsafe { (self.api.allreduce_i32)(data.as_mut_ptr(), data.len() as c_longlong) };
+        bump();
+        self.check(rc, "MPI_Allreduce")
+    }
+
     /// MPI_Alltoallv of `T` (MPI_DOUBLE or MPI_INT) over all ranks. `layout` holds four lists
     /// of one entry per rank, one after another: send counts, send
     /// displacements, receive counts, receive displacements (in values).

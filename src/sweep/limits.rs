@@ -469,24 +469,35 @@ impl Curve {
         if self.dropped.is_empty() {
             return None;
         }
-        let sizes: Vec<String> = self
-            .dropped
-            .iter()
-            .map(|b| crate::units::format_bytes(*b))
-            .collect();
+        let sizes = sizes_named(&self.dropped);
         if self.at_deadline {
             return Some(format!(
-                "the limits' deadline ({:.0}% of the budget) passed before the {name} limit reached {}: no {name} limit there (a short --budget or a busy machine)",
+                "the limits' deadline ({:.0}% of the budget) passed before the {name} limit reached {sizes}: no {name} limit there (a short --budget or a busy machine)",
                 LIMITS_DEADLINE_SHARE * 100.0,
-                sizes.join(", ")
             ));
         }
         Some(format!(
-            "the {name} limit took more than {} (its share of the budget is {}) before {}: no {name} limit there (slow trials on a busy machine)",
+            "the {name} limit took more than {} (its share of the budget is {}) before {sizes}: no {name} limit there (slow trials on a busy machine)",
             crate::units::format_ns(budget_ns.saturating_mul(OVERRUN_FACTOR).max(OVERRUN_FLOOR_NS) as f64),
             crate::units::format_ns(budget_ns as f64),
-            sizes.join(", ")
         ))
+    }
+}
+
+/// Most sizes a warning names one by one; more read as a count and a range
+/// (a quiet machine's `wulf run --quick` once listed all 124 sizes, twice,
+/// in each MPI row's warning).
+const SIZES_NAMED: usize = 6;
+
+/// `sizes` (ascending) as a warning names them: each, or how many and
+/// their range.
+fn sizes_named(sizes: &[u64]) -> String {
+    let text = |b: &u64| crate::units::format_bytes(*b);
+    match sizes {
+        [first, .., last] if sizes.len() > SIZES_NAMED => {
+            format!("{} sizes ({}..{})", sizes.len(), text(first), text(last))
+        }
+        _ => sizes.iter().map(text).collect::<Vec<_>>().join(", "),
     }
 }
 

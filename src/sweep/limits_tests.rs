@@ -129,3 +129,10 @@ fn a_size_between_two_measured_ones_is_interpolated_in_log_log() {
     assert_eq!(value_at(&curve, 0, 29), None);
     assert_eq!(value_at(&curve, 0, 2048), None);
 }
+
+#[test]
+fn a_long_list_of_sizes_reads_as_a_count_and_a_range() {
+    assert_eq!(sizes_named(&[1, 2, 3]), "1 B, 2 B, 3 B");
+    let many: Vec<u64> = (1..=124).collect();
+    assert_eq!(sizes_named(&many), "124 sizes (1 B..124 B)");
+}

@@ -283,15 +283,11 @@ fn tell(
     e
 }
 
-/// The error to report when the watchdog ended the session.
+/// The error to report when the watchdog ended the session (the client gone: and where it was).
 fn explain(e: anyhow::Error, fired: Option<Fired>, policy: &SessionPolicy) -> anyhow::Error {
     match fired {
         None => e,
-        // What the session was doing stays in the message: a client that
-        // gave up on a block the server was still in says where it stood.
-        Some(Fired::ClientGone) => {
-            anyhow::anyhow!("the client went away (the session then: {e:#})")
-        }
+        Some(Fired::ClientGone) => anyhow::anyhow!("the client went away (then: {e:#})"),
         Some(Fired::HandshakeDeadline) => anyhow::anyhow!(
             "the client did not finish its handshake within {}",
             humantime::format_duration(policy.handshake_limit)

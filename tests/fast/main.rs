@@ -14,6 +14,7 @@ mod common;
 mod python;
 
 mod architecture;
+mod architecture_commands;
 mod cli_misc;
 mod cma_page_steps;
 mod compare_cli;

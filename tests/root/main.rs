@@ -22,6 +22,7 @@ mod lab_hpl;
 mod lab_hub;
 mod lab_load;
 mod lab_load_nas;
+mod lab_loss;
 mod lab_mpi;
 mod lean_integrity;
 mod lean_raw;

@@ -163,14 +163,22 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
             }
         }
     }
-    // NAS rows over each stack (Bounanos and Fleury 2007, Table 2), after the sweeps.
-    let nas = match name {
-        StudyName::LeanStacks if !interrupted => {
-            let (nas, stop) = run_nas(&opts, &dir);
-            interrupted = stop;
-            nas
-        }
-        _ => Vec::new(),
+    // NAS rows over each stack, after the sweeps: lean-stacks' (Bounanos and
+    // Fleury 2007, Table 2) and the layers' (every row of a path).
+    let (nas_plan, nas_source) = match name {
+        StudyName::LeanStacks => (
+            study::nas_rows::plan_lean(&opts),
+            Some("Bounanos and Fleury 2007, Table 2"),
+        ),
+        StudyName::Layers => (study::nas_rows::plan_layers(&opts), None),
+        _ => (Vec::new(), None),
+    };
+    let nas = if interrupted {
+        Vec::new()
+    } else {
+        let (nas, stop) = run_nas(&nas_plan, &dir);
+        interrupted = stop;
+        nas
     };
     // Noise and figures beyond a link's limit, in the tables and the
     // warnings (issue 35 item 7).
@@ -178,7 +186,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     let (shown, withheld) = study::noise::withhold(&results);
     let mut study_tables = tables::tables(name, &shown);
     study::noise::annotate(&mut study_tables, noise, withheld);
-    study_tables.extend(study::lean_nas::tables(&nas));
+    study_tables.extend(study::nas_rows::tables(&nas, nas_source));
     let mut warnings = study::noise::warnings(noise, &results);
     if a.peer.is_none() {
         warnings.extend(study::noise::framing_note(&results));
@@ -349,24 +357,26 @@ fn last_error(log: &Path) -> String {
         .to_string()
 }
 
-/// `lean-stacks`' NAS runs ([`study::lean_nas`]) over the stacks that can
-/// run here, each in a temporary lab of its own; and whether Ctrl-C
-/// stopped them.
-fn run_nas(o: &StudyOptions, dir: &Path) -> (Vec<crate::result::StudyNasCase>, bool) {
-    let vias: Vec<String> = o
-        .transports
-        .iter()
-        .filter(|t| unavailable(t).is_none())
-        .cloned()
-        .collect();
-    let plan = study::lean_nas::plan(o);
+/// A study's NAS runs ([`study::nas_rows`]) over the stacks that can run
+/// here, each across a temporary lab of its own or on this machine; and
+/// whether Ctrl-C stopped them.
+fn run_nas(
+    plan: &[study::nas_rows::NasCase],
+    dir: &Path,
+) -> (Vec<crate::result::StudyNasCase>, bool) {
     let mut out = Vec::new();
-    if vias.is_empty() {
-        return (out, false);
-    }
     for (i, c) in plan.iter().enumerate() {
         if crate::sweep::INTERRUPTED.load(Ordering::Relaxed) {
             return (out, true);
+        }
+        let vias: Vec<String> = c
+            .vias
+            .iter()
+            .filter(|t| unavailable(t).is_none())
+            .cloned()
+            .collect();
+        if vias.is_empty() {
+            continue;
         }
         let file = format!("{}.json", c.label);
         let outcome = run_nas_case(c, &vias, &dir.join(&file));
@@ -378,8 +388,8 @@ fn run_nas(o: &StudyOptions, dir: &Path) -> (Vec<crate::result::StudyNasCase>, b
             }
         }
         let r = match &outcome {
-            Ok(r) => study::lean_nas::case_result(c, &vias, Ok((r, file))),
-            Err(e) => study::lean_nas::case_result(c, &vias, Err(format!("{e:#}"))),
+            Ok(r) => study::nas_rows::case_result(c, &vias, Ok((r, file))),
+            Err(e) => study::nas_rows::case_result(c, &vias, Err(format!("{e:#}"))),
         };
         let line: Vec<String> = r
             .stacks
@@ -401,21 +411,24 @@ fn run_nas(o: &StudyOptions, dir: &Path) -> (Vec<crate::result::StudyNasCase>, b
     (out, false)
 }
 
-/// One NAS run: `wulf npb` in a temporary lab, its result read back (a
+/// One NAS run: `wulf npb` in a temporary lab or on this machine, its result read back (a
 /// run whose stacks partly failed still writes its file: read that).
 fn run_nas_case(
-    c: &study::lean_nas::NasCase,
+    c: &study::nas_rows::NasCase,
     vias: &[String],
     json: &Path,
 ) -> Result<crate::result::NpbResult> {
     let exe = std::env::current_exe().context("cannot find wulf's own executable")?;
     let log = json.with_extension("log");
     let mut cmd = Command::new(exe);
-    cmd.args(["npb", c.kernel, "--class", study::lean_nas::CLASS, "--np"])
-        .arg(study::lean_nas::NPROCS.to_string())
-        .args(["--via", &vias.join(","), "--lab", &c.lab_spec()])
+    cmd.args(["npb", c.kernel, "--class", study::nas_rows::CLASS, "--np"])
+        .arg(study::nas_rows::NPROCS.to_string())
+        .args(["--via", &vias.join(",")])
         .args(["--repetitions", "1", "--json"])
         .arg(json);
+    if let Some(lab) = c.lab_spec() {
+        cmd.args(["--lab", &lab]);
+    }
     if let Some(load) = &c.load {
         cmd.args(["--load", load]);
     }

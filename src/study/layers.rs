@@ -36,7 +36,7 @@ pub struct LayersGroup {
 const LABEL_REASON_CHARS: usize = 100;
 
 /// MTU of the lab link's nodes (Ethernet's).
-const LINK_MTU_BYTES: u32 = 1500;
+pub const LINK_MTU_BYTES: u32 = 1500;
 
 /// Every row of every group once per round, rounds one after another
 /// within a group; each sweep gets [`ROUND_BUDGET_SHARE`] of `budget_s`.

@@ -29,8 +29,8 @@ pub mod fe_ge;
 pub mod hub;
 pub mod layers;
 pub mod lean;
-pub mod lean_nas;
 pub mod linpack;
+pub mod nas_rows;
 pub mod noise;
 pub mod rounds;
 pub mod tables;
@@ -90,7 +90,7 @@ impl StudyName {
         match self {
             StudyName::MtuBuffers => "TCP peak throughput and latency by MTU and socket buffer (Farrell and Ong 2003, Table 4.1), with one sweep per MTU for the throughput, signature and saturation graphs (León Carri et al. 2004, Figs. 7-14)",
             StudyName::FeVsGe => "latency, peak and n_1/2 of every transport that crosses a network, over Fast and Gigabit Ethernet, every transport over both links once per round in interleaved rounds: medians over the rounds, and the ratios (GE over FE, against tcp, PVM's daemon route against its direct one) taken within each round with their range (Nguyen 2001, Table 2)",
-            StudyName::Layers => "the same message through the kernel's sockets or plain shared memory, UCX and libfabric over them, and each MPI over those (Open MPI's ob1, pml ucx and cm with mtl ofi, MPICH's ch4:ucx), on the loopback, in shared memory and over a lab link (--link), every row once per round in interleaved rounds: latency, peak and CPU per byte side by side, each layer's overhead over the one beneath it (latency added, latency and peak ratios with their lowest and highest round)",
+            StudyName::Layers => "the same message through the kernel's sockets or plain shared memory, UCX and libfabric over them, and each MPI over those (Open MPI's ob1, pml ucx and cm with mtl ofi, MPICH's ch4:ucx), on the loopback, in shared memory and over a lab link (--link), every row once per round in interleaved rounds: latency, peak and CPU per byte side by side, each layer's overhead over the one beneath it (latency added, latency and peak ratios with their lowest and highest round); then NAS kernels (class S, 2 processes) over every row of each path, Mop/s side by side",
             StudyName::LeanStacks => "TCP/IP against lean stacks (raw Ethernet frames, AF_XDP, TIPC) and each MPI's TCP path, over ge and 10ge at MTU 1500 and 9000, every stack once per round in interleaved rounds: latency (best, median, spread), peak, n_1/2 and CPU per byte on both ends, latency as a multiple of tcp's (Bounanos and Fleury 2007, Table 2, Figs. 1-2)",
         }
     }

@@ -1,6 +1,7 @@
 //! `wulf study layers` on this machine (issue 47, item 4), with a short
 //! budget: tcp, UCX over it and Open MPI over UCX on the loopback, every
-//! row once per round, each with its overhead over the row beneath it.
+//! row once per round, each with its overhead over the row beneath it, then
+//! NAS CG over the same rows.
 //! Figures are checked for presence and consistency, never for speed.
 
 use crate::common;
@@ -85,4 +86,41 @@ fn layers_on_the_loopback_with_each_overhead_over_the_row_beneath() {
     }
     let text = stderr(&o);
     assert!(text.contains("Layers over loopback"), "{text}");
+    // NAS CG over every row of the path, once per round, side by side.
+    let nas = s["nas"].as_array().unwrap();
+    let labels: Vec<&str> = nas.iter().map(|c| c["label"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        [
+            "nas-cg-loopback-r1",
+            "nas-cg-loopback-r2",
+            "nas-cg-loopback-r3"
+        ]
+    );
+    for c in nas {
+        assert!(c["error"].is_null(), "{c}");
+        let vias: Vec<&str> = c["stacks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["via"].as_str().unwrap())
+            .collect();
+        assert_eq!(vias, ["tcp", "ucx(tcp)", "mpi:openmpi(ucx-tcp)"], "{c}");
+        for x in c["stacks"].as_array().unwrap() {
+            assert!(x["mop_s"].as_f64().unwrap() > 0.0, "{c}");
+        }
+    }
+    let table = s["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["title"]
+                .as_str()
+                .unwrap()
+                .starts_with("NAS kernels on loopback")
+        })
+        .unwrap_or_else(|| panic!("no NAS table in {}", s["tables"]));
+    assert_eq!(table["rows"][0]["label"], "cg");
+    assert_eq!(table["columns"].as_array().unwrap().len(), 4, "{table}");
 }

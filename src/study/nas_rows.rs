@@ -1,21 +1,30 @@
-//! `lean-stacks`' NAS rows (Bounanos and Fleury 2007, Table 2: Mop/s of each NAS kernel
-//! over each stack, loaded and unloaded). The NAS ranks run one per lab
-//! node, over tcp and the lean stacks (raw frames and AF_XDP carry a
-//! process group between lab nodes as they carry a sweep) and each MPI's
-//! TCP path: one `wulf npb KERNEL --lab LINK --via STACKS` per kernel and
-//! round, every stack in turn within it, rounds one after another (and,
-//! with the study's `--load`, an unloaded and a loaded run in each round),
-//! so a drift of the machine hits every stack alike and the spread over
-//! the rounds shows the noise. Pure: the plan and the tables.
+//! A study's NAS rows: Mop/s of NAS kernels over each stack of the study,
+//! beside its sweeps.
+//!
+//! * `lean-stacks` (Bounanos and Fleury 2007, Table 2: Mop/s of each NAS
+//!   kernel over each stack, loaded and unloaded): the ranks run one per
+//!   lab node, over tcp and the lean stacks (raw frames and AF_XDP carry a
+//!   process group between lab nodes as they carry a sweep) and each MPI's
+//!   TCP path ([`plan_lean`]).
+//! * `layers` (issue 47): on each path of the study (the loopback and
+//!   shared memory on this machine, a lab link between two nodes), the same
+//!   kernel through every row of that path: sockets or plain shared memory,
+//!   UCX and libfabric over them, each MPI over those ([`plan_layers`]).
+//!
+//! One `wulf npb KERNEL --via STACKS` per kernel, path and round, every
+//! stack in turn within it, rounds one after another (and, with
+//! `lean-stacks`' `--load`, an unloaded and a loaded run in each round), so
+//! a drift of the machine hits every stack alike and the spread over the
+//! rounds shows the noise. Pure: the plans and the tables.
 
 use super::{Effort, StudyOptions};
 use crate::lab::LinkRate;
 use crate::result::{NpbResult, StudyNasCase, StudyNasStack, StudyRow, StudyTable};
 
 /// The class every NAS row runs: the published studies' clusters ran class A and B
-/// for minutes; class S over two lab nodes takes seconds per stack.
+/// for minutes; class S over two processes takes seconds per stack.
 pub const CLASS: &str = "S";
-/// Processes, one per lab node.
+/// Processes: one per lab node across a link, two on this machine.
 pub const NPROCS: usize = 2;
 
 /// The kernels of an effort: CG (irregular, latency-bound) always; the
@@ -34,27 +43,30 @@ pub struct NasCase {
     pub label: String,
     /// Kernel.
     pub kernel: &'static str,
-    /// The lab link.
+    /// The lab link, or the path on this machine (`loopback`, `shm`; rate 0).
     pub link: LinkRate,
-    /// MTU of the nodes.
+    /// MTU of the lab's nodes; 0 on this machine.
     pub mtu_bytes: u32,
     /// Round, from 1.
     pub round: u32,
     /// The `--load` it runs under (the study's), or None: unloaded.
     pub load: Option<String>,
+    /// The stacks linking the processes, in order (those unavailable here
+    /// are left out when it runs).
+    pub vias: Vec<String>,
 }
 
 impl NasCase {
-    /// The `--lab` spec of its lab.
-    pub fn lab_spec(&self) -> String {
-        format!("{},mtu={}", self.link.name, self.mtu_bytes)
+    /// The `--lab` spec of its lab; None on this machine.
+    pub fn lab_spec(&self) -> Option<String> {
+        (self.mtu_bytes != 0).then(|| format!("{},mtu={}", self.link.name, self.mtu_bytes))
     }
 }
 
-/// The NAS runs of a lab study: per link at its first MTU, per round, per
+/// `lean-stacks`' NAS runs: per link at its first MTU, per round, per
 /// kernel, unloaded (and loaded, when the study has a `--load`). None
 /// against a real peer: NAS ranks need nodes wulf starts.
-pub fn plan(o: &StudyOptions) -> Vec<NasCase> {
+pub fn plan_lean(o: &StudyOptions) -> Vec<NasCase> {
     if o.peer.is_some() {
         return Vec::new();
     }
@@ -87,8 +99,36 @@ pub fn plan(o: &StudyOptions) -> Vec<NasCase> {
                         mtu_bytes: mtu,
                         round,
                         load: load.clone(),
+                        vias: o.transports.clone(),
                     });
                 }
+            }
+        }
+    }
+    v
+}
+
+/// `layers`' NAS runs: per path (as the study's groups), per round, per
+/// kernel, every row of the path in one run.
+pub fn plan_layers(o: &StudyOptions) -> Vec<NasCase> {
+    let mut v = Vec::new();
+    for g in &o.layers {
+        let mtu = if g.local {
+            0
+        } else {
+            super::layers::LINK_MTU_BYTES
+        };
+        for round in 1..=super::rounds::rounds(o.effort) {
+            for &kernel in kernels(o.effort) {
+                v.push(NasCase {
+                    label: format!("nas-{kernel}-{}-r{round}", g.link.name),
+                    kernel,
+                    link: g.link.clone(),
+                    mtu_bytes: mtu,
+                    round,
+                    load: None,
+                    vias: g.rows.iter().map(|(t, _)| t.clone()).collect(),
+                });
             }
         }
     }
@@ -137,10 +177,11 @@ pub fn case_result(
     }
 }
 
-/// One table per link: a row per kernel (and per kernel loaded), a column
-/// per stack with its median Mop/s over the rounds, and the widest
-/// stack's spread over the rounds ((max - min) / median, %).
-pub fn tables(cases: &[StudyNasCase]) -> Vec<StudyTable> {
+/// One table per link or path: a row per kernel (and per kernel loaded), a
+/// column per stack with its median Mop/s over the rounds, and the widest
+/// stack's spread over the rounds ((max - min) / median, %); `source`, the
+/// published table it stands for, ends the title.
+pub fn tables(cases: &[StudyNasCase], source: Option<&str>) -> Vec<StudyTable> {
     let mut links: Vec<(&str, u32)> = Vec::new();
     for c in cases {
         if !links.contains(&(c.link.as_str(), c.mtu_bytes)) {
@@ -206,10 +247,7 @@ pub fn tables(cases: &[StudyNasCase]) -> Vec<StudyTable> {
                 })
                 .collect();
             StudyTable {
-                title: format!(
-                    "NAS kernels over {link}, MTU {mtu}: class {CLASS}, {NPROCS} processes (one per lab node), Mop/s per kernel and stack, median over {rounds} interleaved round{} (Bounanos and Fleury 2007, Table 2)",
-                    if rounds == 1 { "" } else { "s" }
-                ),
+                title: title(link, mtu, rounds, source),
                 row_header: "kernel".into(),
                 columns,
                 rows,
@@ -217,6 +255,21 @@ pub fn tables(cases: &[StudyNasCase]) -> Vec<StudyTable> {
             }
         })
         .collect()
+}
+
+/// A table's title: where the processes ran, what the cells are, and the
+/// published table it stands for.
+fn title(link: &str, mtu_bytes: u32, rounds: u32, source: Option<&str>) -> String {
+    let place = if mtu_bytes == 0 {
+        format!("on {link} (this machine): class {CLASS}, {NPROCS} processes")
+    } else {
+        format!(
+            "over {link}, MTU {mtu_bytes}: class {CLASS}, {NPROCS} processes (one per lab node)"
+        )
+    };
+    let plural = if rounds == 1 { "" } else { "s" };
+    let source = source.map_or(String::new(), |s| format!(" ({s})"));
+    format!("NAS kernels {place}, Mop/s per kernel and stack, median over {rounds} interleaved round{plural}{source}")
 }
 
 fn median(v: &[f64]) -> Option<f64> {
@@ -231,6 +284,7 @@ fn median(v: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::study::layers::LayersGroup;
 
     fn opts(effort: Effort, sweep_args: Vec<String>) -> StudyOptions {
         StudyOptions {
@@ -247,7 +301,7 @@ mod tests {
 
     #[test]
     fn each_round_runs_every_kernel_unloaded_then_loaded() {
-        let p = plan(&opts(Effort::Quick, Vec::new()));
+        let p = plan_lean(&opts(Effort::Quick, Vec::new()));
         let labels: Vec<&str> = p.iter().map(|c| c.label.as_str()).collect();
         assert_eq!(
             labels,
@@ -257,8 +311,9 @@ mod tests {
                 "nas-cg-ge-mtu1500-r3"
             ]
         );
-        assert_eq!(p[0].lab_spec(), "ge,mtu=1500");
-        let loaded = plan(&opts(
+        assert_eq!(p[0].lab_spec().as_deref(), Some("ge,mtu=1500"));
+        assert_eq!(p[0].vias, ["tcp", "raw"]);
+        let loaded = plan_lean(&opts(
             Effort::Default,
             vec![
                 "--cost".into(),
@@ -276,7 +331,71 @@ mod tests {
             peer: Some("h:1".into()),
             ..opts(Effort::Quick, Vec::new())
         };
-        assert!(plan(&peer).is_empty());
+        assert!(plan_lean(&peer).is_empty());
+    }
+
+    #[test]
+    fn layers_runs_every_row_of_a_path_together_on_this_machine_and_across_the_link() {
+        let here = |name: &str| LinkRate {
+            name: name.into(),
+            bits_per_s: 0,
+        };
+        let o = StudyOptions {
+            layers: vec![
+                LayersGroup {
+                    link: here("loopback"),
+                    local: true,
+                    rows: vec![
+                        ("tcp".into(), None),
+                        ("ucx(tcp)".into(), Some("tcp".into())),
+                    ],
+                },
+                LayersGroup {
+                    link: LinkRate::parse("ge").unwrap(),
+                    local: false,
+                    rows: vec![("tcp".into(), None)],
+                },
+            ],
+            ..opts(Effort::Quick, Vec::new())
+        };
+        let p = plan_layers(&o);
+        let labels: Vec<&str> = p.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "nas-cg-loopback-r1",
+                "nas-cg-loopback-r2",
+                "nas-cg-loopback-r3",
+                "nas-cg-ge-r1",
+                "nas-cg-ge-r2",
+                "nas-cg-ge-r3"
+            ]
+        );
+        assert_eq!(p[0].vias, ["tcp", "ucx(tcp)"]);
+        assert_eq!(p[0].lab_spec(), None, "the loopback needs no lab");
+        assert_eq!(p[3].lab_spec().as_deref(), Some("ge,mtu=1500"));
+        assert!(p.iter().all(|c| c.load.is_none()));
+    }
+
+    #[test]
+    fn a_table_says_where_its_processes_ran() {
+        let mut on_loopback = run("cg", 1, false, &[("tcp", Some(100.0))]);
+        on_loopback.link = "loopback".into();
+        on_loopback.mtu_bytes = 0;
+        let t = tables(&[on_loopback], None);
+        assert!(
+            t[0].title
+                .starts_with("NAS kernels on loopback (this machine): class S, 2 processes,"),
+            "{}",
+            t[0].title
+        );
+        assert!(!t[0].title.contains("lab node") && !t[0].title.ends_with(')'));
+        let t = tables(
+            &[run("cg", 1, false, &[("tcp", Some(1.0))])],
+            Some("X, Table 2"),
+        );
+        assert!(t[0].title.contains("over ge, MTU 1500"), "{}", t[0].title);
+        assert!(t[0].title.ends_with("round (X, Table 2)"), "{}", t[0].title);
     }
 
     fn run(kernel: &str, round: u32, loaded: bool, mops: &[(&str, Option<f64>)]) -> StudyNasCase {
@@ -321,7 +440,7 @@ mod tests {
             run("cg", 2, true, &[("tcp", Some(60.0)), ("raw", None)]),
             run("cg", 3, false, &[("tcp", Some(90.0)), ("raw", Some(125.0))]),
         ];
-        let t = tables(&cases);
+        let t = tables(&cases, Some("Bounanos and Fleury 2007, Table 2"));
         assert_eq!(t.len(), 1);
         assert!(
             t[0].title.contains("median over 3 interleaved rounds"),

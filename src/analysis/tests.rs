@@ -417,6 +417,7 @@ fn result_of(
             tails: false,
             peer: None,
             authenticated: None,
+            wait: None,
             transport,
         },
         placement: Placement {

@@ -97,6 +97,11 @@ pub fn group_placement(nodes: usize) -> Option<LabPlacement> {
     })
 }
 
+/// Whether this process runs in a lab node (its environment names one).
+pub fn in_node() -> bool {
+    std::env::var_os(ENV_NODE).is_some()
+}
+
 /// The lab and node this process runs in, from the environment.
 fn here() -> Option<(LabState, String)> {
     let name = std::env::var(ENV_LAB).ok()?;

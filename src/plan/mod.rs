@@ -164,13 +164,10 @@ pub fn sweep_spec(
             mss_bytes: None,
             ipv6: m.ipv6,
             timeout_ms: m.timeout.as_millis() as u64,
-            // Spinning with fewer than two CPUs would cost a time slice per
-            // hand-off.
-            wait: m.wait.map(WaitMode::from).unwrap_or(if ncpu >= 2 {
-                WaitMode::Spin
-            } else {
-                WaitMode::Yield
-            }),
+            wait: m
+                .wait
+                .map(WaitMode::from)
+                .unwrap_or_else(|| default_wait(ncpu, crate::lab::in_node())),
             // Sockets keep the classic blocking receive (NetPIPE's) unless
             // spinning is asked for by name.
             busy_poll: m.wait == Some(WaitArg::Spin),
@@ -255,6 +252,26 @@ pub fn spread_in_lab(ctx: &mut RunContext, in_lab: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How a sweep's ends wait when `--wait` is not given, on a machine of
+/// `ncpu` CPUs, in a lab node or not.
+///
+/// Spinning, where each end has a CPU: the floor of a hand-off, and no
+/// halted CPU's wake-up in the figure. Yielding (polling, and giving the
+/// CPU up between polls) with fewer than two CPUs, where a spinning end
+/// would cost a time slice per hand-off; and in a lab node, where every
+/// message crosses veth pairs and the link's shaper, kernel work (softirq,
+/// often in `ksoftirqd`) that runs on the same CPUs as the ends: a
+/// spinning end keeps it off its CPU until the scheduler's tick, and 1 B
+/// across a ge lab link read 4.0-8.0 ms spinning against 6-15 us yielding
+/// (raw, ucx(tcp), ofi(tcp), load 10-15; docs/validation.md).
+pub fn default_wait(ncpu: usize, in_lab_node: bool) -> WaitMode {
+    if ncpu >= 2 && !in_lab_node {
+        WaitMode::Spin
+    } else {
+        WaitMode::Yield
+    }
+}
+
 /// The data channels of a group of `np` ranks wulf starts itself (`wulf
 /// npb`, `wulf collective`): `wait` if given, else spin while there is a
 /// CPU per rank and the ranks are not `spread` over hosts, else block.
@@ -297,4 +314,18 @@ pub fn local_only_note(skipped: &[&str]) -> Option<String> {
             skipped.join(", ")
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ends_spin_with_a_cpu_each_and_yield_on_one_cpu_or_in_a_lab_node() {
+        assert_eq!(default_wait(2, false), WaitMode::Spin);
+        assert_eq!(default_wait(16, false), WaitMode::Spin);
+        assert_eq!(default_wait(1, false), WaitMode::Yield);
+        // A lab's veth pairs and shaper run on the ends' CPUs.
+        assert_eq!(default_wait(16, true), WaitMode::Yield);
+    }
 }

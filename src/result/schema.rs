@@ -278,6 +278,12 @@ pub struct Options {
     /// local peer and in files from before authentication existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authenticated: Option<bool>,
+    /// How wulf's ends waited for each other (`--wait`, or its default:
+    /// spin, or yield on a single CPU and in a lab node). MPI libraries
+    /// poll as they always do. Absent in files from before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<super::WaitMode>,
     /// Transport-specific settings: requested and granted socket buffers,
     /// TCP_NODELAY, address family, socket path...
     pub transport: serde_json::Map<String, serde_json::Value>,

@@ -113,6 +113,7 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
             tails: spec.tails,
             peer: spec.peer.clone(),
             authenticated: None,
+            wait: Some(spec.channel.wait),
             transport: f.transport_settings,
         },
         placement: f.placement,

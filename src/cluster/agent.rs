@@ -516,39 +516,23 @@ fn cell_spec(
     budget_ms: f64,
     timeout_ms: u64,
 ) -> SweepSpec {
+    let channel = ChannelOptions {
+        sndbuf_bytes: None,
+        rcvbuf_bytes: None,
+        nodelay: true,
+        mss_bytes: None,
+        ipv6: peer.starts_with('['),
+        timeout_ms,
+        // Agents share nodes' CPUs with the system; nothing is pinned.
+        wait: WaitMode::Block,
+        busy_poll: false,
+        iface: None,
+    };
+    let budget = Duration::from_secs_f64(budget_ms.max(1.0) / 1e3);
     SweepSpec {
-        transport: via.to_string(),
-        mode,
-        sizes: vec![bytes],
-        budget: Duration::from_secs_f64(budget_ms.max(1.0) / 1e3),
-        precision: crate::measure::policy::SWEEP_PRECISION,
-        nocache: false,
-        offset_bytes: 0,
-        integrity: false,
-        integrity_all: false,
-        tails: false,
         limits: false,
-        channel: ChannelOptions {
-            sndbuf_bytes: None,
-            rcvbuf_bytes: None,
-            nodelay: true,
-            mss_bytes: None,
-            ipv6: peer.starts_with('['),
-            timeout_ms,
-            // Agents share nodes' CPUs with the system; nothing is pinned.
-            wait: WaitMode::Block,
-            busy_poll: false,
-            iface: None,
-        },
-        cpus: (None, None),
         peer: Some(peer.to_string()),
-        peer_secret: None,
-        command_line: std::env::args().collect(),
-        whole: None,
-        peer_loads: Vec::new(),
-        deadline: None,
-        loaded: false,
-        wake_probe: false,
+        ..SweepSpec::new(via, mode, vec![bytes], budget, channel)
     }
 }
 

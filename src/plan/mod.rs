@@ -143,11 +143,29 @@ pub fn sweep_spec(
     } else {
         (None, None)
     };
+    let channel = ChannelOptions {
+        sndbuf_bytes: m.sndbuf,
+        rcvbuf_bytes: m.rcvbuf,
+        nodelay: !m.no_nodelay,
+        mss_bytes: None,
+        ipv6: m.ipv6,
+        timeout_ms: m.timeout.as_millis() as u64,
+        wait: m
+            .wait
+            .map(WaitMode::from)
+            .unwrap_or_else(|| default_wait(ncpu, crate::lab::in_node())),
+        // Sockets keep the classic blocking receive (NetPIPE's) unless
+        // spinning is asked for by name.
+        busy_poll: m.wait == Some(WaitArg::Spin),
+        iface: m.iface.clone(),
+    };
+    // A local peer has no secret: only a remote one needs proving.
+    let peer_secret = match &peer {
+        Some(_) => crate::peer::auth::Secret::from_file_or_env(m.secret_file.as_deref())
+            .map_err(|e| crate::error::usage(format!("{e:#}")))?,
+        None => None,
+    };
     Ok(SweepSpec {
-        transport: transport.to_string(),
-        mode,
-        sizes,
-        budget,
         precision: m
             .precision
             .unwrap_or(crate::measure::policy::SWEEP_PRECISION),
@@ -156,37 +174,10 @@ pub fn sweep_spec(
         integrity: m.integrity.is_some(),
         integrity_all: m.integrity == Some(crate::cli::IntegrityScope::All),
         tails: m.tails,
-        limits: true,
-        channel: ChannelOptions {
-            sndbuf_bytes: m.sndbuf,
-            rcvbuf_bytes: m.rcvbuf,
-            nodelay: !m.no_nodelay,
-            mss_bytes: None,
-            ipv6: m.ipv6,
-            timeout_ms: m.timeout.as_millis() as u64,
-            wait: m
-                .wait
-                .map(WaitMode::from)
-                .unwrap_or_else(|| default_wait(ncpu, crate::lab::in_node())),
-            // Sockets keep the classic blocking receive (NetPIPE's) unless
-            // spinning is asked for by name.
-            busy_poll: m.wait == Some(WaitArg::Spin),
-            iface: m.iface.clone(),
-        },
         cpus,
-        // A local peer has no secret: only a remote one needs proving.
-        peer_secret: match &peer {
-            Some(_) => crate::peer::auth::Secret::from_file_or_env(m.secret_file.as_deref())
-                .map_err(|e| crate::error::usage(format!("{e:#}")))?,
-            None => None,
-        },
+        peer_secret,
         peer,
-        command_line: std::env::args().collect(),
-        whole: None,
-        peer_loads: Vec::new(),
-        deadline: None,
-        loaded: false,
-        wake_probe: false,
+        ..SweepSpec::new(transport, mode, sizes, budget, channel)
     })
 }
 

@@ -84,15 +84,24 @@ pub struct SweepSpec {
 }
 
 impl SweepSpec {
-    /// A ping-pong sweep of `transport` over `sizes` for unit tests (1 s,
-    /// 2%, spinning waits); tests change the fields they are about.
-    #[cfg(test)]
-    pub(crate) fn for_tests(transport: &str, sizes: Vec<u64>) -> SweepSpec {
+    /// A sweep of `transport` in `mode` over `sizes` within `budget`, its
+    /// data channel `channel`: the default precision, none of the optional
+    /// passes (byte checks, tail passes, buffers rotated past the cache),
+    /// the limits measured, neither end pinned, a local peer, no deadline,
+    /// not loaded, no wake-up probe, and this process's command line for
+    /// the record. Callers set what differs with struct update syntax.
+    pub fn new(
+        transport: &str,
+        mode: Mode,
+        sizes: Vec<u64>,
+        budget: Duration,
+        channel: ChannelOptions,
+    ) -> SweepSpec {
         SweepSpec {
             transport: transport.into(),
-            mode: Mode::Pingpong,
+            mode,
             sizes,
-            budget: Duration::from_secs(1),
+            budget,
             precision: crate::measure::policy::SWEEP_PRECISION,
             nocache: false,
             offset_bytes: 0,
@@ -100,16 +109,32 @@ impl SweepSpec {
             integrity_all: false,
             tails: false,
             limits: true,
-            channel: ChannelOptions::local_for_tests(crate::transport::WaitMode::Spin),
+            channel,
             cpus: (None, None),
             peer: None,
             peer_secret: None,
-            command_line: vec![],
+            command_line: std::env::args().collect(),
             whole: None,
             peer_loads: Vec::new(),
             deadline: None,
             loaded: false,
             wake_probe: false,
+        }
+    }
+
+    /// A ping-pong sweep of `transport` over `sizes` for unit tests (1 s,
+    /// 2%, spinning waits); tests change the fields they are about.
+    #[cfg(test)]
+    pub(crate) fn for_tests(transport: &str, sizes: Vec<u64>) -> SweepSpec {
+        SweepSpec {
+            command_line: vec![],
+            ..SweepSpec::new(
+                transport,
+                Mode::Pingpong,
+                sizes,
+                Duration::from_secs(1),
+                ChannelOptions::local_for_tests(crate::transport::WaitMode::Spin),
+            )
         }
     }
 }

@@ -10,7 +10,9 @@
 //! first, and their points serve every later transport of the run; a lone
 //! `wulf sweep` measures what is missing before its first point, with a
 //! small share of its budget ([`MEMCPY_BUDGET_SHARE`],
-//! [`FLOOR_BUDGET_SHARE`], [`C2C_BUDGET_SHARE`]). Limits are keyed by
+//! [`FLOOR_BUDGET_SHARE`], [`C2C_BUDGET_SHARE`]); an MPI job's rank 0
+//! starts from the launching process's table ([`super::limits_carry`]).
+//! Limits are keyed by
 //! everything that changes them: buffer mode (`--nocache`), `--offset`, and
 //! the CPUs. A size the table lacks between two it holds at most
 //! [`BRACKET_RATIO`] apart (NetPIPE's perturbed sizes, 3 bytes either side

@@ -15,9 +15,11 @@
 //! Why not `/proc/stat`'s busy time less wulf's own (getrusage of this
 //! process and its waited-for children), as before: on a quiet VM with
 //! nothing else running, `wulf run --quick` marked shm np=2 and ucx(tcp)
-//! np=2 busy. A class S run lasts tenths of a second, over which the
-//! kernel's busy ticks (sampled each tick, printed in 10 ms units per CPU)
-//! and getrusage's exact run times differ by tenths of a CPU, and whatever
+//! np=2 busy. A class S run lasts 0.05-0.2 s, over which the kernel's
+//! busy ticks (sampled each 4 ms tick, printed in 10 ms units per CPU)
+//! and getrusage's exact run times differ by up to a few tens of ms for
+//! each busy CPU: tenths of a CPU, most where the ranks keep both CPUs
+//! busy (shm's and ucx's spinning ends at np=2), and whatever
 //! the kernel does for the run outside its processes (a loopback's
 //! softirqs in ksoftirqd, a kworker) counted as foreign. Processes are
 //! only counted here when they are someone else's.

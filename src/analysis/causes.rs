@@ -299,9 +299,7 @@ impl CauseHints {
         }
         for t in self.thresholds.iter().filter(|t| t.every) {
             let p = t.bytes;
-            let k = left.div_ceil(p).max(1);
-            let edge = k * p;
-            if edge >= left && edge < first && (first - edge) as f64 <= 0.01 * edge as f64 {
+            if let Some(k) = just_past_multiple(p, left, first) {
                 return Some(format!("{} (past {k} x {p} = {} B)", t.what, k * p));
             }
         }
@@ -322,6 +320,30 @@ impl CauseHints {
         }
         None
     }
+}
+
+impl CauseHints {
+    /// The period of a staircase the transport stated (a threshold with
+    /// `"every": true`: each page spanned adds a fixed cost) whose step
+    /// lies between the good size `left` and the first size `first` of an
+    /// event, by rule 5 of the module notes; None when no stated staircase
+    /// steps there. Such an event is a known step: the confirmation judges
+    /// it by its rising edge ([`crate::analysis::confirm::judge_known`]).
+    pub fn staircase_step(&self, left: u64, first: u64) -> Option<u64> {
+        self.thresholds
+            .iter()
+            .filter(|t| t.every)
+            .map(|t| t.bytes)
+            .find(|&p| just_past_multiple(p, left, first).is_some())
+    }
+}
+
+/// The multiple k (>= 1) of `period` that `first` lies just past (within
+/// 1%, NetPIPE's +3 bytes) with `left` at or below it, if any.
+fn just_past_multiple(period: u64, left: u64, first: u64) -> Option<u64> {
+    let k = left.div_ceil(period).max(1);
+    let edge = k * period;
+    (edge >= left && edge < first && (first - edge) as f64 <= 0.01 * edge as f64).then_some(k)
 }
 
 #[cfg(test)]

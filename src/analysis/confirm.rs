@@ -25,6 +25,11 @@
 //! events of a sweep fall from the rate of one pass to about its square,
 //! while a real event, which the fresh trials show as clearly as the first
 //! ones, stays.
+//!
+//! A drop-out where a staircase the transport stated steps (cma's page:
+//! each page spanned adds a fixed cost) is a known step, which
+//! [`judge_known`] also confirms by its rising edge alone
+//! ([`edges::stated_step_holds`]): a staircase has no end edge.
 
 use serde::{Deserialize, Serialize};
 
@@ -254,6 +259,26 @@ pub fn judge(
                 EventKind::Switchover => a.switchovers.iter().any(|&s| s > w_lo && s <= w_hi),
             }
         })
+        .collect()
+}
+
+/// [`judge`], with each drop-out found where a staircase stated in
+/// `hints` steps judged by its rising edge as well
+/// ([`edges::stated_step_holds`]): such a known step is confirmed when
+/// either rule confirms it; every other event is judged as by [`judge`].
+pub fn judge_known(
+    bytes: &[u64],
+    (median_ns, ci_low_ns, ci_high_ns): (&[f64], &[f64], &[f64]),
+    fresh: &[RemeasuredPoint],
+    events: &[Event],
+    hints: &CauseHints,
+) -> Vec<bool> {
+    let plain = judge(bytes, median_ns, ci_low_ns, ci_high_ns, fresh, events);
+    let at = edges::by_index(bytes, fresh);
+    events
+        .iter()
+        .zip(plain)
+        .map(|(e, v)| v || edges::stated_step_holds(bytes, &at, e, hints))
         .collect()
 }
 

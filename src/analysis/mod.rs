@@ -229,10 +229,10 @@ impl Analysis {
         let directions = result.mode.bytes_per_op(1) as f64;
         let first = analyse(&bytes, &median, &low, &high, &hints, directions, &|_| false);
         let events = confirm::events(&first);
-        let verdicts = result
-            .confirmation
-            .as_ref()
-            .map(|c| confirm::judge(&bytes, &median, &low, &high, &c.points, &events));
+        let verdicts = result.confirmation.as_ref().map(|c| {
+            let curve = (&median[..], &low[..], &high[..]);
+            confirm::judge_known(&bytes, curve, &c.points, &events, &hints)
+        });
         // Noisy points alone never make an event: one resting only on
         // noisy points stands only when the fresh trials confirmed it.
         let veto = |e: &confirm::Event| {

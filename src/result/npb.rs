@@ -154,8 +154,9 @@ pub struct NpbRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Vec<RankPlacement>>,
     /// Other work on the measuring machine during this combination's
-    /// runs, in CPUs: `/proc/stat`'s busy time less wulf's own processes
-    /// and ranks (getrusage), over the wall time (schema 4). Above 0.25 the
+    /// runs, in CPUs: the CPU time of the processes wulf did not start
+    /// (every process in `/proc` but wulf, its descendants and kernel
+    /// threads), over the wall time (schema 4). Above 0.25 the
     /// run was not made on a quiet machine and is marked so. Absent where
     /// not measured (ranks on other hosts).
     #[serde(default, skip_serializing_if = "Option::is_none")]

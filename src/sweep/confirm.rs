@@ -207,7 +207,9 @@ pub(super) fn confirmation_pass(
         .zip(&trials)
         .filter_map(|(&size, t)| fresh_point(size, t, spec.precision))
         .collect();
-    let verdicts = confirm::judge(&bytes, &median, &low, &high, &fresh, &events);
+    let hints = runner.hints();
+    let curve = (&median[..], &low[..], &high[..]);
+    let verdicts = confirm::judge_known(&bytes, curve, &fresh, &events, &hints);
     let events = events
         .iter()
         .zip(verdicts)
@@ -216,7 +218,7 @@ pub(super) fn confirmation_pass(
             from_bytes: e.from_bytes,
             to_bytes: e.to_bytes,
             confirmed,
-            edges: checked_edges(&bytes, &analysis, &fresh, e, confirmed),
+            edges: checked_edges(&bytes, (&analysis, &hints), &fresh, e, confirmed),
         })
         .collect();
     Ok(Some(Confirmation {
@@ -233,7 +235,7 @@ pub(super) fn confirmation_pass(
 /// edge that holds; a switch-over's own, with the event's verdict.
 fn checked_edges(
     bytes: &[u64],
-    analysis: &crate::analysis::Analysis,
+    (analysis, hints): (&crate::analysis::Analysis, &CauseHints),
     fresh: &[RemeasuredPoint],
     e: &confirm::Event,
     confirmed: bool,
@@ -252,7 +254,10 @@ fn checked_edges(
             .collect(),
         confirm::EventKind::Dropout => {
             let both = edges::of_dropout(bytes, e);
-            let held = edges::holds(bytes, fresh, &both);
+            let mut held = edges::holds(bytes, fresh, &both);
+            // A known step's rising edge holds by the step's own rule.
+            let at = edges::by_index(bytes, fresh);
+            held[0] |= edges::stated_step_holds(bytes, &at, e, hints);
             both.iter()
                 .zip(held)
                 .map(|(x, h)| edge(x.bytes, x.direction, h))

@@ -154,6 +154,7 @@ fn measure(
         } else {
             BlockKind::Timed
         },
+        hints: crate::analysis::CauseHints::from_transport(&ends.conn.settings),
     };
     let outcome =
         super::measuring::measure_all(spec, clock, &mut runner, limits, &mut points, progress);

@@ -10,7 +10,9 @@
 //! first, and their points serve every later transport of the run; a lone
 //! `wulf sweep` measures what is missing before its first point, with a
 //! small share of its budget ([`MEMCPY_BUDGET_SHARE`],
-//! [`FLOOR_BUDGET_SHARE`], [`C2C_BUDGET_SHARE`]). Limits are keyed by
+//! [`FLOOR_BUDGET_SHARE`], [`C2C_BUDGET_SHARE`]); an MPI job's rank 0
+//! starts from the launching process's table ([`super::limits_carry`]).
+//! Limits are keyed by
 //! everything that changes them: buffer mode (`--nocache`), `--offset`, and
 //! the CPUs. A size the table lacks between two it holds at most
 //! [`BRACKET_RATIO`] apart (NetPIPE's perturbed sizes, 3 bytes either side
@@ -56,10 +58,10 @@ pub(super) const FLOOR_BUDGET_NS: (u64, u64) = (20_000_000, 200_000_000);
 
 /// What memcpy limits depend on: `--nocache`, `--offset`, the copying CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct CopyKey {
-    nocache: bool,
-    offset_bytes: u64,
-    cpu: Option<usize>,
+pub(super) struct CopyKey {
+    pub(super) nocache: bool,
+    pub(super) offset_bytes: u64,
+    pub(super) cpu: Option<usize>,
 }
 
 /// What the floor depends on: the two CPUs.
@@ -67,21 +69,22 @@ pub(super) type FloorKey = (Option<usize>, Option<usize>);
 
 /// What the core-to-core limits depend on: `--nocache` (cold or warm),
 /// `--offset` and the two CPUs.
-type C2cKey = (bool, u64, FloorKey);
+pub(super) type C2cKey = (bool, u64, FloorKey);
 
+/// The limits this process knows (see the module notes), by key.
 #[derive(Default)]
-struct Table {
-    memcpy: HashMap<(CopyKey, u64), f64>,
-    floor: HashMap<FloorKey, f64>,
-    c2c: HashMap<(C2cKey, u64), f64>,
-    c2c_two_copy: HashMap<(C2cKey, u64), f64>,
+pub(super) struct Table {
+    pub(super) memcpy: HashMap<(CopyKey, u64), f64>,
+    pub(super) floor: HashMap<FloorKey, f64>,
+    pub(super) c2c: HashMap<(C2cKey, u64), f64>,
+    pub(super) c2c_two_copy: HashMap<(C2cKey, u64), f64>,
     /// Sizes a baseline or an earlier sweep already tried to measure,
     /// measured or dropped at its budget: not tried again. `wulf run`'s
     /// transports each spent 25% of their budgets (their limits' deadline)
     /// re-measuring the core-to-core sizes the baselines' budget had not
     /// reached, and reached them no better (issue 44).
-    tried_memcpy: HashSet<(CopyKey, u64)>,
-    tried_c2c: HashSet<(LimitKind, C2cKey, u64)>,
+    pub(super) tried_memcpy: HashSet<(CopyKey, u64)>,
+    pub(super) tried_c2c: HashSet<(LimitKind, C2cKey, u64)>,
 }
 
 impl Table {
@@ -128,7 +131,8 @@ fn value_at<K: Eq + std::hash::Hash + Copy>(
     Some((v_lo.ln() + t * (v_hi.ln() - v_lo.ln())).exp())
 }
 
-fn table() -> &'static Mutex<Table> {
+/// This process's table of limits.
+pub(super) fn table() -> &'static Mutex<Table> {
     static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
     TABLE.get_or_init(Default::default)
 }

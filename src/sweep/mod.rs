@@ -19,6 +19,7 @@
 //!   written;
 //! * [`limits`]: the physical limits (memcpy bandwidth, cache-line floor)
 //!   intra-node sweeps are measured against;
+//! * [`limits_carry`]: that table, carried into an MPI job's ranks;
 //! * [`floor`]: the cache-line floor, measured before and again after a
 //!   sweep (the lowest kept);
 //! * [`burst`]: the peak across a shaped lab link, past its free burst.
@@ -43,6 +44,7 @@ pub mod engine;
 pub mod floor;
 pub mod in_process;
 pub mod limits;
+pub mod limits_carry;
 pub mod link_fit;
 pub mod measuring;
 mod peer_runner;

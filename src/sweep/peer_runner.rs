@@ -28,6 +28,8 @@ pub(super) struct Runner<'a> {
     pub(super) samples: Vec<u64>,
     /// Timed, or Checked with `--integrity all`.
     pub(super) timed_kind: BlockKind,
+    /// The thresholds the data channel's settings state.
+    pub(super) hints: crate::analysis::CauseHints,
 }
 
 impl Runner<'_> {
@@ -97,6 +99,10 @@ impl SweepRunner for Runner<'_> {
 
     fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Option<Tails>> {
         self.tail_pass(bytes, median_one_way_ns).map(Some)
+    }
+
+    fn hints(&self) -> crate::analysis::CauseHints {
+        self.hints.clone()
     }
 }
 

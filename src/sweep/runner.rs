@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 
+use crate::analysis::CauseHints;
 use crate::measure::policy::{BlockRunner, PointPlan};
 use crate::result::Tails;
 
@@ -13,6 +14,12 @@ pub(super) trait SweepRunner: BlockRunner {
     fn integrity(&mut self, bytes: u64) -> Result<()>;
     /// Run the tail pass for one size, if this runner has one.
     fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Option<Tails>>;
+    /// The thresholds the transport stated (its settings' `thresholds`),
+    /// as the confirmation pass judges known steps by them
+    /// ([`crate::analysis::confirm::judge_known`]); none by default.
+    fn hints(&self) -> CauseHints {
+        CauseHints::default()
+    }
 }
 
 /// The plan of one point, given its share of the budget (`wulf

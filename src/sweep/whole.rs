@@ -91,4 +91,8 @@ impl SweepRunner for Meter<'_> {
     fn tails(&mut self, bytes: u64, median_one_way_ns: f64) -> Result<Option<Tails>> {
         self.inner.tails(bytes, median_one_way_ns)
     }
+
+    fn hints(&self) -> crate::analysis::CauseHints {
+        self.inner.hints()
+    }
 }

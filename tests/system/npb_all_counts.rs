@@ -33,8 +33,8 @@ fn all_runs_the_kernels_that_can_use_the_counts_given() {
 }
 
 /// A process of someone else's spinning beside an "unloaded" run: the run
-/// records it (`foreign_cpus`, measured from /proc/stat less wulf's own
-/// processes), warns and marks its figures (issue 31, item 5). The
+/// records it (`foreign_cpus`, the CPU time of the processes wulf did
+/// not start, from /proc), warns and marks its figures (issue 31, item 5). The
 /// spinner runs for a bounded time and is killed either way.
 #[test]
 fn an_unloaded_run_beside_foreign_work_is_marked_and_warned() {

@@ -93,6 +93,10 @@ pub struct Job {
     pub spec: SweepSpec,
     /// The job directory.
     pub dir: PathBuf,
+    /// The limits the launching wulf knows (its baselines' and earlier
+    /// sweeps'), which rank 0 then does not measure again.
+    #[serde(default)]
+    pub limits: crate::sweep::limits_carry::Known,
 }
 
 /// Everything a rank of a group job (NPB, `wulf collective`) needs.

@@ -105,6 +105,7 @@ pub fn run(plan: &Plan, spec: &SweepSpec, progress: &mut dyn Reporter) -> Result
         window: plan.options.window,
         spec: spec.clone(),
         dir: dir.path().to_path_buf(),
+        limits: crate::sweep::limits_carry::known(),
     };
     let job_path = dir.path().join(job::JOB);
     job::write(&job_path, &JobKind::Sweep(Box::new(job)))?;
@@ -139,6 +140,7 @@ pub fn run(plan: &Plan, spec: &SweepSpec, progress: &mut dyn Reporter) -> Result
         .then(|| job::read(&dir.path().join(job::REPORT)).ok())
         .flatten();
     let shown = argv.join(" ");
+    relay_phases(dir.path());
     match report {
         Some(report) => {
             let error = report.error();
@@ -176,6 +178,19 @@ pub fn run(plan: &Plan, spec: &SweepSpec, progress: &mut dyn Reporter) -> Result
             }
         }
         None => Err(waited.no_result(&shown, dir.path())),
+    }
+}
+
+/// With `WULF_PHASES` set, rank 0's phases line (its stderr went to the
+/// launcher's output in `dir`) on this process's stderr, as a sweep run
+/// here prints it.
+fn relay_phases(dir: &Path) {
+    if std::env::var_os("WULF_PHASES").is_none_or(|v| v == "0") {
+        return;
+    }
+    let err = std::fs::read_to_string(dir.join("launcher.err")).unwrap_or_default();
+    for line in err.lines().filter(|l| l.starts_with("wulf: phases")) {
+        eprintln!("{line}");
     }
 }
 

@@ -160,6 +160,8 @@ fn rank0(mpi: Mpi, job: &Job, names: Vec<String>, same_host: bool) -> Result<()>
     std::fs::write(job.dir.join(job::READY), b"ready\n")?;
     // One line per point, which the launching side follows (`launch::wait`).
     let mut progress = JsonLines(std::fs::File::create(job.dir.join(job::PROGRESS))?);
+    // The launching wulf's limits: not measured again here.
+    crate::sweep::limits_carry::adopt(&job.limits);
     park(mpi);
     let outcome = run_sweep(&spec, &mut progress);
     let mpi = unpark().context("the MPI channel was not released")?;

@@ -1,0 +1,130 @@
+# Sourced by bench/npb_vs_fortran.sh when NPB_MPI is set: wulf at 2 and 4
+# processes against NPB 3.4's own MPI build, interleaved run by run.
+#
+# NPB_MPI's tree is copied to target/npb-mpi and built by NPB's makefiles
+# with Open MPI's wrappers (mpif90.openmpi, mpicc.openmpi) and -O3, as
+# bench/npb_kernels_vs_npb.sh builds it (the two share the copy: KEEP_BUILD
+# reuses either's binaries). For each process count the script runs NPB-MPI
+# under mpirun, then wulf once over each transport of VIA, REPS times, and
+# prints the ratio wulf / NPB of the median Mop/s per transport.
+# Uses BUILD_MPI, REPS, RESULTS, WULF and median() of the caller.
+
+MPI_SUFFIX=${MPI:-openmpi}
+read -r -a MPI_VIAS <<<"${VIA:-shm mpi:$MPI_SUFFIX}"
+read -r -a MPI_NPS <<<"${NPS:-2 4}"
+BUILD_MPI=$PWD/target/npb-mpi
+# Open MPI refuses root unless told; MPI_NO_CHECKPOINT=1 keeps the
+# checkpointing forks of NPB from writing checkpoints in the timed loop.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MPI_NO_CHECKPOINT=1
+for tool in "mpif90.$MPI_SUFFIX" "mpicc.$MPI_SUFFIX" "mpirun.$MPI_SUFFIX"; do
+    command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install openmpi-bin libopenmpi-dev)" >&2; exit 1; }
+done
+echo "# NPB-MPI: $NPB_MPI, $("mpif90.$MPI_SUFFIX" --version | head -1), $("mpirun.$MPI_SUFFIX" --version | head -1)"
+
+# gfortran 10 and later reject NPB 3.4's type-generic MPI calls unless told
+# -fallow-argument-mismatch (no change to the generated code).
+MPI_FFLAGS=-O3
+if [ "${KEEP_BUILD:-0}" != 1 ] || [ ! -d "$BUILD_MPI/src/bin" ]; then
+    rm -rf "$BUILD_MPI"
+    mkdir -p "$BUILD_MPI"
+    cp -r "$NPB_MPI" "$BUILD_MPI/src"
+    [ -f "$BUILD_MPI/src/config/make.def" ] ||
+        cp "$BUILD_MPI/src/config/make.def.template" "$BUILD_MPI/src/config/make.def"
+    mkdir -p "$BUILD_MPI/src/bin"
+fi
+if echo 'end' >"$BUILD_MPI/probe.f90" &&
+    "mpif90.$MPI_SUFFIX" -fallow-argument-mismatch -c "$BUILD_MPI/probe.f90" -o "$BUILD_MPI/probe.o" 2>/dev/null; then
+    MPI_FFLAGS="$MPI_FFLAGS -fallow-argument-mismatch"
+fi
+
+# The process counts KERNEL runs at: SP and BT only the square ones.
+mpi_nps_of() {
+    local np
+    for np in "${MPI_NPS[@]}"; do
+        if [ "$1" != sp ] && [ "$1" != bt ] || [ "$np" = 4 ] || [ "$np" = 9 ] || [ "$np" = 16 ]; then
+            echo "$np"
+        fi
+    done
+}
+
+build_npb_mpi() {
+    local kernel=$1 class=$2
+    [ "${KEEP_BUILD:-0}" = 1 ] && [ -x "$BUILD_MPI/src/bin/$kernel.$class.x" ] && return
+    (
+        cd "$BUILD_MPI/src/${kernel^^}"
+        make -s clean >/dev/null 2>&1 || true
+        cd ..
+        make -s "$kernel" CLASS="$class" MPIFC="mpif90.$MPI_SUFFIX" MPICC="mpicc.$MPI_SUFFIX" \
+            FFLAGS="$MPI_FFLAGS" CFLAGS=-O3 SHELL=/bin/bash >"$BUILD_MPI/build-$kernel-$class.log" 2>&1
+    ) || { cat "$BUILD_MPI/build-$kernel-$class.log" >&2; echo "building NPB-MPI $kernel class $class failed" >&2; exit 1; }
+}
+
+# Mop/s total of one verified run of NPB-MPI's KERNEL.CLASS.x on NP ranks.
+run_npb_mpi() {
+    (cd "$BUILD_MPI/src/bin" && "mpirun.$MPI_SUFFIX" -np "$3" --oversubscribe "./$1.$2.x") |
+        awk -v what="NPB-MPI $1 class $2 np=$3" '
+        /Verification *= *SUCCESSFUL/ { ok = 1 }
+        /Mop\/s total/ { mops = $NF }
+        END { if (!ok) { print what " did not verify" >"/dev/stderr"; exit 1 } print mops }'
+}
+
+# Mop/s of one verified run of wulf's KERNEL of CLASS on NP ranks over VIA.
+run_wulf_np() {
+    local json="$RESULTS/p.json"
+    "$WULF" npb "$1" --class "$2" --np "$3" --via "$4" --repetitions 1 --json "$json" >"$RESULTS/pout" 2>&1 ||
+        { cat "$RESULTS/pout" >&2; echo "wulf $1 class $2 np=$3 over $4 failed" >&2; exit 1; }
+    jq -r '.runs[0].outcomes[0] | select(.verified) | .mop_s' "$json"
+}
+
+# The parallel columns of KERNEL and CLASS: for each count of NPS and
+# transport of VIA, the ratio wulf / NPB-MPI of the median Mop/s ("-"
+# where the kernel does not run at that count). Each round's figures go to
+# stderr as they come.
+parallel_columns() {
+    local kernel=$1 class=$2 np via rep n w cols="" allowed
+    allowed=" $(mpi_nps_of "$kernel" | tr '\n' ' ')"
+    for np in "${MPI_NPS[@]}"; do
+        if [[ "$allowed" != *" $np "* ]]; then
+            for via in "${MPI_VIAS[@]}"; do cols+=$(printf ' %6s' -); done
+            continue
+        fi
+        local npb=() loads=()
+        declare -A wulf=()
+        for rep in $(seq 1 "$REPS"); do
+            loads+=("$(cut -d' ' -f1 /proc/loadavg)")
+            n=$(run_npb_mpi "$kernel" "$class" "$np")
+            npb+=("$n")
+            local line
+            line=$(printf '%s %s np=%s round %d: NPB-MPI %9.2f' "${kernel^^}" "$class" "$np" "$rep" "$n")
+            for via in "${MPI_VIAS[@]}"; do
+                w=$(run_wulf_np "$kernel" "$class" "$np" "$via")
+                wulf[$via]="${wulf[$via]:-} $w"
+                line+=$(printf '  wulf %s %9.2f' "$via" "$w")
+            done
+            echo "$line  load ${loads[-1]}" >&2
+        done
+        n=$(printf '%s\n' "${npb[@]}" | median)
+        for via in "${MPI_VIAS[@]}"; do
+            # shellcheck disable=SC2086 # the list of numbers, split
+            w=$(printf '%s\n' ${wulf[$via]} | median)
+            cols+=$(printf ' %6.2f' "$(awk -v w="$w" -v n="$n" 'BEGIN {print w / n}')")
+        done
+        echo "${kernel^^} $class np=$np: NPB-MPI median $n Mop/s, load median $(printf '%s\n' "${loads[@]}" | median)" >&2
+        unset wulf
+    done
+    echo "$cols"
+}
+
+# The parallel columns' heading, e.g. " np2:shm np2:mpi np4:shm np4:mpi".
+parallel_header() {
+    local np via
+    for np in "${MPI_NPS[@]}"; do
+        for via in "${MPI_VIAS[@]}"; do printf ' %6s' "$np:${via:0:3}"; done
+    done
+}
+
+parallel_legend() {
+    echo "# N:via = wulf on N processes over each of ${MPI_VIAS[*]} against NPB-MPI on N"
+    echo "# (mpirun.$MPI_SUFFIX): ratio of the median Mop/s of $REPS interleaved rounds; - where"
+    echo "# the kernel does not run at N (SP and BT: square counts)"
+}

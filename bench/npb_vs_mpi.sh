@@ -2,11 +2,12 @@
 # processes against NPB 3.4's own MPI build, interleaved run by run.
 #
 # NPB_MPI's tree is copied to target/npb-mpi and built by NPB's makefiles
-# with Open MPI's wrappers (mpif90.openmpi, mpicc.openmpi) and -O3, as
-# bench/npb_kernels_vs_npb.sh builds it (the two share the copy: KEEP_BUILD
-# reuses either's binaries). For each process count the script runs NPB-MPI
-# under mpirun, then wulf once over each transport of VIA, REPS times, and
-# prints the ratio wulf / NPB of the median Mop/s per transport.
+# with Open MPI's wrappers (mpif90.openmpi, mpicc.openmpi) and -O3
+# (bench/npb_mpi_tree.sh, shared with bench/npb_kernels_vs_npb.sh, which
+# builds in the same place: KEEP_BUILD reuses either's binaries). For each
+# process count the script runs NPB-MPI under mpirun, then wulf once over
+# each transport of VIA, REPS times, and prints the ratio wulf / NPB of the
+# median Mop/s per transport.
 # Uses BUILD_MPI, REPS, RESULTS, WULF and median() of the caller.
 
 MPI_SUFFIX=${MPI:-openmpi}
@@ -21,21 +22,9 @@ for tool in "mpif90.$MPI_SUFFIX" "mpicc.$MPI_SUFFIX" "mpirun.$MPI_SUFFIX"; do
 done
 echo "# NPB-MPI: $NPB_MPI, $("mpif90.$MPI_SUFFIX" --version | head -1), $("mpirun.$MPI_SUFFIX" --version | head -1)"
 
-# gfortran 10 and later reject NPB 3.4's type-generic MPI calls unless told
-# -fallow-argument-mismatch (no change to the generated code).
-MPI_FFLAGS=-O3
-if [ "${KEEP_BUILD:-0}" != 1 ] || [ ! -d "$BUILD_MPI/src/bin" ]; then
-    rm -rf "$BUILD_MPI"
-    mkdir -p "$BUILD_MPI"
-    cp -r "$NPB_MPI" "$BUILD_MPI/src"
-    [ -f "$BUILD_MPI/src/config/make.def" ] ||
-        cp "$BUILD_MPI/src/config/make.def.template" "$BUILD_MPI/src/config/make.def"
-    mkdir -p "$BUILD_MPI/src/bin"
-fi
-if echo 'end' >"$BUILD_MPI/probe.f90" &&
-    "mpif90.$MPI_SUFFIX" -fallow-argument-mismatch -c "$BUILD_MPI/probe.f90" -o "$BUILD_MPI/probe.o" 2>/dev/null; then
-    MPI_FFLAGS="$MPI_FFLAGS -fallow-argument-mismatch"
-fi
+# shellcheck source=bench/npb_mpi_tree.sh
+source bench/npb_mpi_tree.sh
+npb_mpi_tree "$NPB_MPI" "$BUILD_MPI" "$MPI_SUFFIX"
 
 # The process counts KERNEL runs at: SP and BT only the square ones.
 mpi_nps_of() {
@@ -48,15 +37,7 @@ mpi_nps_of() {
 }
 
 build_npb_mpi() {
-    local kernel=$1 class=$2
-    [ "${KEEP_BUILD:-0}" = 1 ] && [ -x "$BUILD_MPI/src/bin/$kernel.$class.x" ] && return
-    (
-        cd "$BUILD_MPI/src/${kernel^^}"
-        make -s clean >/dev/null 2>&1 || true
-        cd ..
-        make -s "$kernel" CLASS="$class" MPIFC="mpif90.$MPI_SUFFIX" MPICC="mpicc.$MPI_SUFFIX" \
-            FFLAGS="$MPI_FFLAGS" CFLAGS=-O3 SHELL=/bin/bash >"$BUILD_MPI/build-$kernel-$class.log" 2>&1
-    ) || { cat "$BUILD_MPI/build-$kernel-$class.log" >&2; echo "building NPB-MPI $kernel class $class failed" >&2; exit 1; }
+    npb_mpi_build "$BUILD_MPI" "$MPI_SUFFIX" "$1" "$2"
 }
 
 # Mop/s total of one verified run of NPB-MPI's KERNEL.CLASS.x on NP ranks.

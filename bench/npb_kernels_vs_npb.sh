@@ -120,31 +120,16 @@ for kernel in "${KERNEL_LIST[@]}"; do
         build_npb "$kernel" "$class"
         read -r -a NP_LIST <<<"$(nps_of "$kernel")"
         for np in "${NP_LIST[@]}"; do
-            npb=()
-            loads=()
-            declare -A wulf=()
-            for rep in $(seq 1 "$REPS"); do
-                loads+=("$(cut -d' ' -f1 /proc/loadavg)")
-                n=$(run_npb "$kernel" "$class" "$np")
-                npb+=("$n")
-                line=$(printf '%s %s np=%s rep %d: NPB %9.2f' "${kernel^^}" "$class" "$np" "$rep" "$n")
-                for via in "${VIA_LIST[@]}"; do
-                    w=$(run_wulf "$kernel" "$class" "$np" "$via")
-                    wulf[$via]="${wulf[$via]:-} $w"
-                    line+=$(printf '   wulf %s %9.2f' "$via" "$w")
-                done
-                echo "$line"
-            done
-            n_med=$(printf '%s\n' "${npb[@]}" | median)
+            npb_rounds "$kernel" "$class" "$np" run_npb run_wulf "${VIA_LIST[@]}"
+            n_med=$(printf '%s\n' "${ROUND_NPB[@]}" | median)
             row=$(printf '%-3s %-2s %3s %10s' "${kernel^^}" "$class" "$np" "$n_med")
             for via in "${VIA_LIST[@]}"; do
                 # shellcheck disable=SC2086 # the list of numbers, split
-                w_med=$(printf '%s\n' ${wulf[$via]} | median)
+                w_med=$(printf '%s\n' ${ROUND_WULF[$via]} | median)
                 row+=$(printf ' %10s %6.2f' "$w_med" "$(awk -v w="$w_med" -v n="$n_med" 'BEGIN {print w / n}')")
             done
-            row+=$(printf ' %6s' "$(printf '%s\n' "${loads[@]}" | median)")
+            row+=$(printf ' %6s' "$(printf '%s\n' "${ROUND_LOADS[@]}" | median)")
             summary+=("$row")
-            unset wulf
         done
     done
 done

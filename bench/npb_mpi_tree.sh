@@ -45,3 +45,29 @@ npb_mpi_build() {
             SHELL=/bin/bash >"$build/build-$kernel-$class.log" 2>&1
     ) || { cat "$build/build-$kernel-$class.log" >&2; echo "building NPB $kernel class $class failed" >&2; exit 1; }
 }
+
+# npb_rounds KERNEL CLASS NP RUN_NPB RUN_WULF VIA...: REPS interleaved
+# rounds on NP ranks, each NPB's run (RUN_NPB KERNEL CLASS NP prints its
+# Mop/s) then wulf's over each VIA (RUN_WULF KERNEL CLASS NP VIA), so that
+# drift in the machine's load hits both alike; a line per round on stdout.
+# Leaves NPB's figures in ROUND_NPB, wulf's per transport (space-separated)
+# in ROUND_WULF and the one-minute load before each round in ROUND_LOADS.
+npb_rounds() {
+    local kernel=$1 class=$2 np=$3 run_npb=$4 run_wulf=$5 rep via n w line
+    shift 5
+    ROUND_NPB=() ROUND_LOADS=()
+    declare -gA ROUND_WULF=()
+    ROUND_WULF=()
+    for rep in $(seq 1 "$REPS"); do
+        ROUND_LOADS+=("$(cut -d' ' -f1 /proc/loadavg)")
+        n=$("$run_npb" "$kernel" "$class" "$np")
+        ROUND_NPB+=("$n")
+        line=$(printf '%s %s np=%s rep %d: NPB %9.2f' "${kernel^^}" "$class" "$np" "$rep" "$n")
+        for via in "$@"; do
+            w=$("$run_wulf" "$kernel" "$class" "$np" "$via")
+            ROUND_WULF[$via]="${ROUND_WULF[$via]:-} $w"
+            line+=$(printf '   wulf %s %9.2f' "$via" "$w")
+        done
+        echo "$line   load ${ROUND_LOADS[-1]}"
+    done
+}

@@ -69,29 +69,14 @@ parallel_columns() {
             for via in "${MPI_VIAS[@]}"; do cols+=$(printf ' %6s' -); done
             continue
         fi
-        local npb=() loads=()
-        declare -A wulf=()
-        for rep in $(seq 1 "$REPS"); do
-            loads+=("$(cut -d' ' -f1 /proc/loadavg)")
-            n=$(run_npb_mpi "$kernel" "$class" "$np")
-            npb+=("$n")
-            local line
-            line=$(printf '%s %s np=%s round %d: NPB-MPI %9.2f' "${kernel^^}" "$class" "$np" "$rep" "$n")
-            for via in "${MPI_VIAS[@]}"; do
-                w=$(run_wulf_np "$kernel" "$class" "$np" "$via")
-                wulf[$via]="${wulf[$via]:-} $w"
-                line+=$(printf '  wulf %s %9.2f' "$via" "$w")
-            done
-            echo "$line  load ${loads[-1]}" >&2
-        done
-        n=$(printf '%s\n' "${npb[@]}" | median)
+        npb_rounds "$kernel" "$class" "$np" run_npb_mpi run_wulf_np "${MPI_VIAS[@]}" >&2
+        n=$(printf '%s\n' "${ROUND_NPB[@]}" | median)
         for via in "${MPI_VIAS[@]}"; do
             # shellcheck disable=SC2086 # the list of numbers, split
-            w=$(printf '%s\n' ${wulf[$via]} | median)
+            w=$(printf '%s\n' ${ROUND_WULF[$via]} | median)
             cols+=$(printf ' %6.2f' "$(awk -v w="$w" -v n="$n" 'BEGIN {print w / n}')")
         done
-        echo "${kernel^^} $class np=$np: NPB-MPI median $n Mop/s, load median $(printf '%s\n' "${loads[@]}" | median)" >&2
-        unset wulf
+        echo "${kernel^^} $class np=$np: NPB-MPI median $n Mop/s, load median $(printf '%s\n' "${ROUND_LOADS[@]}" | median)" >&2
     done
     echo "$cols"
 }

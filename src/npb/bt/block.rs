@@ -45,8 +45,8 @@ pub fn binvcrhs(b: &mut Block, c: &mut Block, r: &mut [f64; B]) {
 #[inline(always)]
 fn pivot_step<const P: usize>(b: &mut Block, c: &mut Block, r: &mut [f64; B]) {
     let pivot = 1.0 / b[P][P];
-    for j in P + 1..B {
-        b[P][j] *= pivot;
+    for v in &mut b[P][P + 1..] {
+        *v *= pivot;
     }
     for v in c[P].iter_mut() {
         *v *= pivot;

@@ -14,7 +14,7 @@
 #            -fopenmp, and the template's RAND=randi8 (NPB's default
 #            generator) with -fallow-invalid-boz: randi8 spells a
 #            hexadecimal constant X'...', which gfortran 10 and later reject
-#            without it (the flag changes no code). Until 2026-11-29 23:30
+#            without it (the flag changes no code). Until 2026-11-29 23:24
 #            this script built RAND=randdp, the same numbers 5-10 times
 #            slower: NPB's EP, which is little else, read 7-9 Mop/s.
 #   CLASS    NPB classes (default: W A).

@@ -77,41 +77,15 @@ nps_of() {
 }
 
 # A fresh copy of NPB's tree, built by its own makefiles with Open MPI's
-# wrappers; NPB's make.def.template as the configuration when the tree has
-# none (its flags: -O3 for both languages). gfortran 10 and later reject
-# the type-generic MPI calls of NPB 3.4's Fortran (EP's mpi_allreduce of
-# a scalar and of an array) unless told -fallow-argument-mismatch, which
-# changes no generated code: it is added when the compiler knows it, on
-# make's command line, so that a tree with its own make.def builds too.
-FFLAGS_NPB=${NPB_FFLAGS:--O3}
+# wrappers (bench/npb_mpi_tree.sh).
+# shellcheck source=bench/npb_mpi_tree.sh
+source bench/npb_mpi_tree.sh
 prepare_tree() {
-    if [ "${KEEP_BUILD:-0}" != 1 ] || [ ! -d "$BUILD/src/bin" ]; then
-        rm -rf "$BUILD"
-        mkdir -p "$BUILD"
-        cp -r "$NPB_DIR" "$BUILD/src"
-        if [ ! -f "$BUILD/src/config/make.def" ]; then
-            cp "$BUILD/src/config/make.def.template" "$BUILD/src/config/make.def"
-        fi
-        mkdir -p "$BUILD/src/bin"
-    fi
-    if echo 'end' >"$BUILD/probe.f90" &&
-        "mpif90.$MPI" -fallow-argument-mismatch -c "$BUILD/probe.f90" -o "$BUILD/probe.o" 2>/dev/null; then
-        FFLAGS_NPB="$FFLAGS_NPB -fallow-argument-mismatch"
-    fi
+    npb_mpi_tree "$NPB_DIR" "$BUILD" "$MPI"
 }
 
 build_npb() {
-    local kernel=$1 class=$2
-    if [ "${KEEP_BUILD:-0}" = 1 ] && [ -x "$BUILD/src/bin/$kernel.$class.x" ]; then
-        return
-    fi
-    (
-        cd "$BUILD/src/${kernel^^}"
-        make -s clean >/dev/null 2>&1 || true
-        cd ..
-        make -s "$kernel" CLASS="$class" MPIFC="mpif90.$MPI" MPICC="mpicc.$MPI" FFLAGS="$FFLAGS_NPB" \
-            >"$BUILD/build-$kernel-$class.log" 2>&1
-    ) || { cat "$BUILD/build-$kernel-$class.log" >&2; echo "building NPB $kernel class $class failed" >&2; exit 1; }
+    npb_mpi_build "$BUILD" "$MPI" "$1" "$2"
 }
 
 # Mop/s total of one run of NPB's KERNEL.CLASS.x on NP ranks.
@@ -146,31 +120,16 @@ for kernel in "${KERNEL_LIST[@]}"; do
         build_npb "$kernel" "$class"
         read -r -a NP_LIST <<<"$(nps_of "$kernel")"
         for np in "${NP_LIST[@]}"; do
-            npb=()
-            loads=()
-            declare -A wulf=()
-            for rep in $(seq 1 "$REPS"); do
-                loads+=("$(cut -d' ' -f1 /proc/loadavg)")
-                n=$(run_npb "$kernel" "$class" "$np")
-                npb+=("$n")
-                line=$(printf '%s %s np=%s rep %d: NPB %9.2f' "${kernel^^}" "$class" "$np" "$rep" "$n")
-                for via in "${VIA_LIST[@]}"; do
-                    w=$(run_wulf "$kernel" "$class" "$np" "$via")
-                    wulf[$via]="${wulf[$via]:-} $w"
-                    line+=$(printf '   wulf %s %9.2f' "$via" "$w")
-                done
-                echo "$line"
-            done
-            n_med=$(printf '%s\n' "${npb[@]}" | median)
+            npb_rounds "$kernel" "$class" "$np" run_npb run_wulf "${VIA_LIST[@]}"
+            n_med=$(printf '%s\n' "${ROUND_NPB[@]}" | median)
             row=$(printf '%-3s %-2s %3s %10s' "${kernel^^}" "$class" "$np" "$n_med")
             for via in "${VIA_LIST[@]}"; do
                 # shellcheck disable=SC2086 # the list of numbers, split
-                w_med=$(printf '%s\n' ${wulf[$via]} | median)
+                w_med=$(printf '%s\n' ${ROUND_WULF[$via]} | median)
                 row+=$(printf ' %10s %6.2f' "$w_med" "$(awk -v w="$w_med" -v n="$n_med" 'BEGIN {print w / n}')")
             done
-            row+=$(printf ' %6s' "$(printf '%s\n' "${loads[@]}" | median)")
+            row+=$(printf ' %6s' "$(printf '%s\n' "${ROUND_LOADS[@]}" | median)")
             summary+=("$row")
-            unset wulf
         done
     done
 done

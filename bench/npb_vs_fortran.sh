@@ -11,17 +11,29 @@
 #            its Changes.log says to build the OpenMP one with OpenMP
 #            disabled, which this does in a copy under target/npb-serial:
 #            config/make.def from make.def.template with FFLAGS=-O3 and no
-#            -fopenmp. RAND=randdp: the template's randi8 spells a
-#            hexadecimal constant as X'...', which gfortran 10 and later
-#            reject (both generators give the same numbers).
+#            -fopenmp, and the template's RAND=randi8 (NPB's default
+#            generator) with -fallow-invalid-boz: randi8 spells a
+#            hexadecimal constant X'...', which gfortran 10 and later reject
+#            without it (the flag changes no code). Until 2026-11-29 23:24
+#            this script built RAND=randdp, the same numbers 5-10 times
+#            slower: NPB's EP, which is little else, read 7-9 Mop/s.
 #   CLASS    NPB classes (default: W A).
-#   KERNELS  (default every kernel: "lu sp ft bt cg mg is ep"; IS and EP
-#            are C in NPB, built with CFLAGS -O3).
+#   KERNELS  (default every kernel: "lu sp ft bt cg mg is ep"; IS is C in
+#            NPB, built with CFLAGS -O3).
 #   REPS     pairs per kernel and class (default 5): NPB, then wulf, in
 #            turn, so that drift in the machine's load hits both alike.
 #   WULF     the wulf binary (default: target/release/wulf, the profile
 #            wulf ships with; build it with cargo build --release).
 #   KEEP_BUILD  when 1, reuse binaries an earlier run built.
+#   NPB_MPI  NPB 3.4's MPI tree (NPB3.4-MPI); when set, each kernel and
+#            class also runs at the process counts of NPS against NPB-MPI
+#            (built under target/npb-mpi with Open MPI's mpif90 and mpicc,
+#            FFLAGS -O3, as bench/npb_kernels_vs_npb.sh builds it), wulf
+#            over each transport of VIA, interleaved as above.
+#   NPS      parallel process counts (default "2 4"; SP and BT, whose
+#            multi-partition takes square counts, run only the squares).
+#   VIA      wulf's transports against NPB-MPI (default "shm mpi:openmpi":
+#            wulf's own shared memory, and Open MPI, NPB-MPI's library).
 #
 # Each side prints NPB's Mop/s total of its timed section (NPB's operation
 # count over the wall time); only verified runs count (NPB's
@@ -30,7 +42,9 @@
 # On a busy machine the wall time is mostly waiting for a CPU, so each
 # pair also gives the ratio of CPU times (user + system of the whole
 # process under /usr/bin/time, setup and verification included on both
-# sides): NPB's over wulf's, above 1 when wulf computes faster.
+# sides): NPB's over wulf's, above 1 when wulf computes faster. The
+# parallel columns are wall-time ratios of Mop/s only (NPB-MPI's ranks
+# are separate processes under mpirun, wulf's threads of one).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -56,7 +70,10 @@ if [ "${KEEP_BUILD:-0}" != 1 ] || [ ! -d "$BUILD/src/bin" ]; then
     rm -rf "$BUILD"
     mkdir -p "$BUILD"
     cp -r "$NPB_OMP" "$BUILD/src"
-    sed -e 's/^FFLAGS.*/FFLAGS	= -O3/' -e 's/^CFLAGS.*/CFLAGS	= -O3/' -e 's/^RAND.*/RAND   = randdp/' \
+    boz=
+    echo 'end' >"$BUILD/probe.f90"
+    gfortran -fallow-invalid-boz -c "$BUILD/probe.f90" -o "$BUILD/probe.o" 2>/dev/null && boz=" -fallow-invalid-boz"
+    sed -e "s/^FFLAGS.*/FFLAGS	= -O3$boz/" -e 's/^CFLAGS.*/CFLAGS	= -O3/' -e 's/^RAND.*/RAND   = randi8/' \
         "$BUILD/src/config/make.def.template" >"$BUILD/src/config/make.def"
     mkdir -p "$BUILD/src/bin"
     # Objects and binaries a build of the tree left are built again with
@@ -97,12 +114,15 @@ median() {
 }
 
 echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs"
-echo "# NPB:  $NPB_OMP, serial (OpenMP off), $(gfortran --version | head -1), FFLAGS -O3"
+echo "# NPB:  $NPB_OMP, serial (OpenMP off), $(gfortran --version | head -1), $(grep -E '^(FFLAGS|RAND)' "$BUILD/src/config/make.def" | tr -s ' \t' ' ' | paste -sd, -)"
 echo "# wulf: $WULF, $("$WULF" --version 2>/dev/null), $(rustc --version)"
+[ -n "${NPB_MPI:-}" ] && source bench/npb_vs_mpi.sh
+
 summary=()
 for kernel in "${KERNEL_LIST[@]}"; do
     for class in "${CLASSES[@]}"; do
         build_npb "$kernel" "$class"
+        [ -n "${NPB_MPI:-}" ] && build_npb_mpi "$kernel" "$class"
         npb=() wulf=() ratios=() cpu_ratios=() loads=()
         for rep in $(seq 1 "$REPS"); do
             loads+=("$(cut -d' ' -f1 /proc/loadavg)")
@@ -120,6 +140,7 @@ for kernel in "${KERNEL_LIST[@]}"; do
             "$(printf '%s\n' "${ratios[@]}" | sort -g | head -1)" "$(printf '%s\n' "${ratios[@]}" | median)" \
             "$(printf '%s\n' "${ratios[@]}" | sort -g | tail -1)" "$(printf '%s\n' "${cpu_ratios[@]}" | median)" \
             "$(printf '%s\n' "${loads[@]}" | median)")
+        [ -n "${NPB_MPI:-}" ] && row+=$(parallel_columns "$kernel" "$class")
         summary+=("$row")
     done
 done
@@ -129,5 +150,7 @@ echo "# $REPS interleaved pairs (NPB serial, wulf np=1 over shm) of Mop/s total;
 echo "# medians; ratio = wulf / NPB of each pair: min, median, max; cpu = NPB's CPU time"
 echo "# over wulf's, median; load = the one-minute load average before each pair, median"
 echo "# (this machine has $(nproc) CPUs)"
-printf '%-3s %-2s %10s %10s %6s %6s %6s %6s %6s\n' "" "" "NPB Mop/s" "wulf Mop/s" "min" "median" "max" "cpu" "load"
+[ -n "${NPB_MPI:-}" ] && parallel_legend
+printf '%-3s %-2s %10s %10s %6s %6s %6s %6s %6s%s\n' "" "" "NPB Mop/s" "wulf Mop/s" "min" "median" "max" "cpu" "load" \
+    "$([ -n "${NPB_MPI:-}" ] && parallel_header)"
 printf '%s\n' "${summary[@]}"

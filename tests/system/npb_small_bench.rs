@@ -33,14 +33,16 @@ fn the_npb_bench_passes_its_fflags_over_the_trees_own_make_def() {
     // The script runs from its tree's root and builds under its target/:
     // a copy in a scratch tree leaves this one's alone.
     let script = dir.path().join("bench/npb_kernels_vs_npb.sh");
-    write(
-        &script,
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/bench/npb_kernels_vs_npb.sh"
-        ))
-        .unwrap(),
-    );
+    // The script and the build functions it sources.
+    for file in ["npb_kernels_vs_npb.sh", "npb_mpi_tree.sh"] {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("bench")
+            .join(file);
+        write(
+            &dir.path().join("bench").join(file),
+            &std::fs::read_to_string(from).unwrap(),
+        );
+    }
     let npb = dir.path().join("NPB");
     for d in ["CG", "EP", "IS", "common", "sys"] {
         std::fs::create_dir_all(npb.join(d)).unwrap();

@@ -29,23 +29,43 @@ pub const IDENTITY: Block = {
 /// right-hand side `r'` of a row of the block-tridiagonal system.
 #[inline(always)]
 pub fn binvcrhs(b: &mut Block, c: &mut Block, r: &mut [f64; B]) {
-    for p in 0..B {
-        let pivot = 1.0 / b[p][p];
-        b[p][p + 1..].iter_mut().for_each(|v| *v *= pivot);
-        c[p].iter_mut().for_each(|v| *v *= pivot);
-        r[p] *= pivot;
-        // The pivot row by value: the other rows are updated from it.
-        let (bp, cp, rp) = (b[p], c[p], r[p]);
-        for q in (0..B).filter(|&q| q != p) {
-            let coeff = b[q][p];
-            for (x, y) in b[q][p + 1..].iter_mut().zip(&bp[p + 1..]) {
-                *x -= coeff * y;
-            }
-            for (x, y) in c[q].iter_mut().zip(&cp) {
-                *x -= coeff * y;
-            }
-            r[q] -= coeff * rp;
+    // One call per pivot with the pivot a constant: every loop below then
+    // has constant bounds and unrolls into straight-line code, as NPB's
+    // hand-unrolled routine is; a loop over the pivot left the row tails
+    // `p + 1..B` as short loops of unknown length.
+    pivot_step::<0>(b, c, r);
+    pivot_step::<1>(b, c, r);
+    pivot_step::<2>(b, c, r);
+    pivot_step::<3>(b, c, r);
+    pivot_step::<4>(b, c, r);
+}
+
+/// Pivot `P` of [`binvcrhs`]: row `P` normalised, then removed from every
+/// other row.
+#[inline(always)]
+fn pivot_step<const P: usize>(b: &mut Block, c: &mut Block, r: &mut [f64; B]) {
+    let pivot = 1.0 / b[P][P];
+    for v in &mut b[P][P + 1..] {
+        *v *= pivot;
+    }
+    for v in c[P].iter_mut() {
+        *v *= pivot;
+    }
+    r[P] *= pivot;
+    // The pivot row by value: the other rows are updated from it.
+    let (bp, cp, rp) = (b[P], c[P], r[P]);
+    for q in 0..B {
+        if q == P {
+            continue;
         }
+        let coeff = b[q][P];
+        for j in P + 1..B {
+            b[q][j] -= coeff * bp[j];
+        }
+        for (x, y) in c[q].iter_mut().zip(&cp) {
+            *x -= coeff * y;
+        }
+        r[q] -= coeff * rp;
     }
 }
 

@@ -21,7 +21,7 @@
 
 use super::block::{binvcrhs, matmul_sub, matvec_sub, Block, B};
 use crate::npb::sp::cells::{Aux, Cell, NV};
-use crate::npb::sp::rhs::Consts;
+use crate::npb::sp::rhs::{aux_of, Consts};
 
 /// Values handed on in the forward elimination, per line: the last row's
 /// `C'` block and `r'` (NPB's 30).
@@ -135,6 +135,27 @@ fn load(cell: &Cell, pt: usize) -> [f64; NV] {
     cell.rhs[NV * pt..NV * pt + NV].try_into().unwrap()
 }
 
+/// The Jacobians of a part's rows along axis `D`, from one row before
+/// the part to one after, into the scratch. The axis is a constant here
+/// so that [`jacobians`] folds its choice of velocity component and its
+/// structural zeros into straight-line code, as NPB's three copies of it
+/// (one per axis) are.
+///
+/// `1/rho` and `qs` are derived again from the point's state, by the
+/// right-hand side's own formula (the same values bit for bit: the state
+/// does not change between the right-hand side and the sweeps), rather
+/// than read from `cell.aux`: a division and a few products cost less than
+/// the 72-byte record per point that a line across the planes otherwise
+/// pulls from memory for 16 bytes of it.
+fn line_jacobians<const D: usize>(cell: &Cell, part: Part, sc: &mut Scratch) {
+    let rows = sc.f.iter_mut().zip(sc.n.iter_mut()).take(part.rows + 2);
+    for (r, (f, n)) in rows.enumerate() {
+        let pt = part.first + r * part.stride - part.stride;
+        let u = &cell.u[NV * pt..NV * pt + NV];
+        jacobians(u, &aux_of(u), D, f, n);
+    }
+}
+
 /// Forward elimination of a line part, after the part before it left
 /// `carry_in` (`None` at the grid's low face).
 ///
@@ -164,10 +185,10 @@ pub fn forward(
     sc.n.resize(len + 2, [[0.0; B]; B]);
     sc.c.resize(len, [[0.0; B]; B]);
     sc.x.resize(len, [0.0; B]);
-    for r in 0..len + 2 {
-        let pt = part.first + r * part.stride - part.stride;
-        let u = &cell.u[NV * pt..NV * pt + NV];
-        jacobians(u, &cell.aux[pt], d, &mut sc.f[r], &mut sc.n[r]);
+    match d {
+        0 => line_jacobians::<0>(cell, part, sc),
+        1 => line_jacobians::<1>(cell, part, sc),
+        _ => line_jacobians::<2>(cell, part, sc),
     }
     // The row before the first: the part before's last, or none.
     let mut before = [[0.0; B]; B];

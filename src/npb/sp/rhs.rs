@@ -164,7 +164,7 @@ pub fn set_forcing(k: &Consts, cell: &mut Cell) {
 
 /// The derived quantities of one point's state.
 #[inline(always)]
-fn aux_of(u: &[f64]) -> Aux {
+pub(crate) fn aux_of(u: &[f64]) -> Aux {
     let rho_i = 1.0 / u[0];
     let square = 0.5 * (u[1] * u[1] + u[2] * u[2] + u[3] * u[3]) * rho_i;
     let speed = (C1 * C2 * rho_i * (u[4] - square)).sqrt();

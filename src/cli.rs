@@ -199,10 +199,11 @@ pub struct MeasureArgs {
     /// Do not pin either end to a CPU.
     #[arg(long)]
     pub no_pin: bool,
-    /// How shm, cma, raw, ucx and ofi wait for the other end (default:
-    /// spin; yield on a single CPU and in a lab node, whose links' kernel
-    /// work needs the ends' CPUs). Given as `spin`, tcp and unix busy-poll
-    /// their sockets too (as MPI libraries do) instead of sleeping in recv.
+    /// How shm, cma, ucx and ofi wait for the other end (default: spin;
+    /// yield on a single CPU and in a lab node, whose links' kernel work
+    /// needs the ends' CPUs). Given as `spin`, tcp, unix, raw and xdp
+    /// busy-poll their sockets too (as MPI libraries do) instead of
+    /// sleeping in recv.
     #[arg(long, value_enum)]
     pub wait: Option<WaitArg>,
     /// No progress bar.

@@ -252,9 +252,10 @@ pub fn spread_in_lab(ctx: &mut RunContext, in_lab: bool) -> anyhow::Result<()> {
 /// would cost a time slice per hand-off; and in a lab node, where every
 /// message crosses veth pairs and the link's shaper, kernel work (softirq,
 /// often in `ksoftirqd`) that runs on the same CPUs as the ends: a
-/// spinning end keeps it off its CPU until the scheduler's tick, and 1 B
-/// across a ge lab link read 4.0-8.0 ms spinning against 6-15 us yielding
-/// (raw, ucx(tcp), ofi(tcp), load 10-15; docs/validation.md).
+/// spinning end keeps it off its CPU until the scheduler's tick: 1 B
+/// across a ge lab link read 4.0-6.7 ms spinning against 11-15 us
+/// yielding (ucx(tcp), ofi(tcp), load 10-15), and yielding cost nothing
+/// on the idle VM (6.8 against 6.6 us; docs/validation.md).
 pub fn default_wait(ncpu: usize, in_lab_node: bool) -> WaitMode {
     if ncpu >= 2 && !in_lab_node {
         WaitMode::Spin

@@ -186,13 +186,12 @@ fn ctrl_c_of_the_leader_saves_the_runs_done_marked_incomplete() {
                 via,
                 // Enough for the two-process run to last past the signal
                 // (it comes as soon as both ranks exist, a /proc scan every
-                // 20 ms after them; the shortest, EP class S on shm, took
-                // 3.9 s at load 14, a few times less on a quiet machine),
-                // few enough for the one-process run to end soon: it is
-                // most of this test's time (with 20: 33 s quiet, 59 s at
-                // load 8).
+                // 20 ms after them), few enough for the one-process run to
+                // end soon: it is most of this test's time (33 s quiet, 59 s
+                // at load 8). 10 was tried: on the quiet VM EP class S over
+                // mpi:openmpi then finished both runs before the signal.
                 "--repetitions",
-                "10",
+                "20",
                 "--json",
                 out.to_str().unwrap(),
             ])

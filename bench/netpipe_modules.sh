@@ -11,10 +11,11 @@
 # Prints one line per round and the median ratio per library, with the
 # lowest and highest round; targets (issue 47): latency ratio wulf/NetPIPE
 # at most 1.1, peak ratio at least 0.95.
-# And NPpvm (netpipe-pvm) against `pvm` (PVM's direct route, as NetPIPE's
-# pvm module asks for): NPpvm is started twice by hand, the receiver first,
-# under a private pvmd of this script's (PVM_TMP in its own directory),
-# both ends unpinned, so wulf's `pvm` runs with --no-pin and its own pvmd.
+# And NPpvm (netpipe-pvm) against `pvm(inplace)` (PVM's direct route and
+# PvmDataInPlace, as NetPIPE's pvm module packs: its netpipe.h): NPpvm is
+# started twice by hand, the receiver first, under a private pvmd of this
+# script's (PVM_TMP in its own directory), both ends unpinned, so wulf's
+# runs with --no-pin and its own pvmd.
 #
 # Usage: bench/netpipe_modules.sh [ROUNDS] (default 3); WULF=path/to/wulf;
 # LIBS="openmpi mpich pvm" (the default) picks the modules.
@@ -68,7 +69,7 @@ np() {
 # (pvm unpinned, as NPpvm's ends are, with wulf's own pvmd).
 wulf_figure() {
     local t=$1 size=$2 field=$3 pin=()
-    [ "$t" = pvm ] && pin=(--no-pin)
+    [[ $t == pvm* ]] && pin=(--no-pin)
     (unset PVM_TMP; "$WULF" sweep "$t" --sizes "$size" --budget 3s --no-perturb --quiet \
         "${pin[@]}" --json "$TMP/r.json" >/dev/null)
     python3 -c "import json; p=json.load(open('$TMP/r.json'))['points'][0]; print(p['$field'])"
@@ -81,7 +82,7 @@ for lib in ${LIBS:-openmpi mpich pvm}; do
     case $lib in
         openmpi) exe=NPopenmpi row=mpi:openmpi ;;
         mpich) exe=NPmpich2 row=mpi:mpich ;;
-        pvm) exe=NPpvm row=pvm ;;
+        pvm) exe=NPpvm row='pvm(inplace)' ;;
     esac
     command -v "$exe" >/dev/null ||
         { echo "NetPIPE's $lib module missing: apt install netpipe-openmpi netpipe-mpich2 netpipe-pvm" >&2; exit 2; }

@@ -49,7 +49,7 @@ static void xfer_recv(int tid, char *buf, int n) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s SIZE ITERS [raw|xdr] [direct|daemon] [HOST]\n", argv[0]);
+        fprintf(stderr, "usage: %s SIZE ITERS [raw|xdr|inplace] [direct|daemon] [HOST]\n", argv[0]);
         return 2;
     }
     int size = atoi(argv[1]), iters = atoi(argv[2]);
@@ -57,7 +57,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "SIZE must be >= 0 and ITERS at least %d\n", BLOCKS);
         return 2;
     }
-    int enc = (argc > 3 && strcmp(argv[3], "xdr") == 0) ? PvmDataDefault : PvmDataRaw;
+    /* inplace: NetPIPE's choice (its netpipe.h), the data sent from the
+       caller's buffer instead of copied into PVM's at pack time. */
+    const char *e = argc > 3 ? argv[3] : "raw";
+    int enc = strcmp(e, "xdr") == 0 ? PvmDataDefault
+            : strcmp(e, "inplace") == 0 ? PvmDataInPlace : PvmDataRaw;
     int route = (argc > 4 && strcmp(argv[4], "daemon") == 0) ? PvmDontRoute : PvmRouteDirect;
     char *buf = calloc(size > 0 ? size : 1, 1);
     int me = pvm_mytid();

@@ -256,7 +256,18 @@ fn transports(only: Option<&[String]>) -> Result<Vec<String>> {
     // A study takes no MPI options: its MPIs are the ones found here.
     let found = crate::transport::network_paths(&Default::default());
     match only {
-        None => Ok(found),
+        // Rows measured only when named (`pvm(inplace)`) only when named.
+        None => {
+            let registry = crate::transport::registry(&Default::default());
+            Ok(found
+                .into_iter()
+                .filter(|n| {
+                    registry
+                        .iter()
+                        .any(|t| t.name() == n && t.measured_by_default())
+                })
+                .collect())
+        }
         Some(list) => {
             for t in list {
                 if !found.contains(t) {

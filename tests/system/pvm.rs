@@ -126,6 +126,7 @@ fn every_pvm_variant_sweeps_checks_its_bytes_and_leaves_no_daemon() {
         ("pvm", "PvmRouteDirect", "PvmDataRaw"),
         ("pvm(daemon)", "PvmDontRoute", "PvmDataRaw"),
         ("pvm(xdr)", "PvmRouteDirect", "PvmDataDefault (XDR)"),
+        ("pvm(inplace)", "PvmRouteDirect", "PvmDataInPlace"),
     ] {
         for mode in ["pingpong", "bidir"] {
             let json = common::file(&dir, "r.json");

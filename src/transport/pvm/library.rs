@@ -17,6 +17,9 @@ pub const INSTALL_HINT: &str = "PVM is not installed (apt install pvm pvm-dev)";
 pub const PVM_DATA_DEFAULT: c_int = 0;
 /// Raw bytes, no XDR conversion.
 pub const PVM_DATA_RAW: c_int = 1;
+/// Raw bytes left in the caller's buffer at pack time and sent from it
+/// (no copy into PVM's buffer): NetPIPE's choice for its PVM module.
+pub const PVM_DATA_IN_PLACE: c_int = 2;
 /// `pvm_setopt` option: the routing policy.
 pub const PVM_ROUTE: c_int = 1;
 /// `pvm_setopt` option: how libpvm reports a failed call on its own

@@ -64,13 +64,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
     if let Some(load) = &a.load {
         sweep_args.extend(["--load".to_string(), load.clone()]);
     }
-    let effort = if a.quick {
-        Effort::Quick
-    } else if a.thorough {
-        Effort::Thorough
-    } else {
-        Effort::Default
-    };
+    let effort = Effort::from_flags(a.quick, a.thorough);
     let layers = match name {
         StudyName::Layers => {
             crate::plan::study_layers::groups(a.link.as_ref().map(|_| &link), a.only.as_deref())?

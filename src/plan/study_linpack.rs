@@ -37,13 +37,7 @@ pub fn execute(a: &StudyArgs) -> Result<()> {
         }
         None => LINKS.iter().map(|s| s.to_string()).collect(),
     };
-    let effort = if a.quick {
-        Effort::Quick
-    } else if a.thorough {
-        Effort::Thorough
-    } else {
-        Effort::Default
-    };
+    let effort = Effort::from_flags(a.quick, a.thorough);
     let cases = plan(&links, effort);
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let stamp = started_at

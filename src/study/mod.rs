@@ -120,6 +120,16 @@ pub enum Effort {
 }
 
 impl Effort {
+    /// The effort `--quick` or `--thorough` asks for (clap makes them
+    /// exclusive), else the default.
+    pub fn from_flags(quick: bool, thorough: bool) -> Effort {
+        match (quick, thorough) {
+            (true, _) => Effort::Quick,
+            (false, true) => Effort::Thorough,
+            (false, false) => Effort::Default,
+        }
+    }
+
     /// Its name in files.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -5,9 +5,11 @@
 //! ([`Deadlines::of`]: the budget less what set-up and the limits spent,
 //! never less than a fifth of it), and every phase is held to it:
 //!
-//! * before each size, its least work ([`LEAST_BLOCKS`] blocks) is
-//!   estimated from what the sizes before it cost per operation (the last
-//!   point's wall time per operation, scaled by the bytes); a size whose
+//! * before each size, its least work ([`super::link_fit::LEAST_BLOCKS`]
+//!   blocks) is estimated from what the sizes before it cost per
+//!   operation (the last point's wall time per operation, and beyond it
+//!   the sweep's rate, measured by one block after the warm-up: see
+//!   [`super::least_work`]); a size whose
 //!   least work would end past the deadline is left out with the larger
 //!   ones, said in the result (`sizes_left_out`, reason `least_work`)
 //!   instead of overrunning: one 8 MiB round trip through 4 KiB socket
@@ -29,15 +31,16 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::budget::SweepClock;
+use super::least_work::{measure_rate, LastCost, LEAST_RATE_NS_PER_BYTE};
 use super::limits::Limits;
-use super::link_fit::{self, LeftOutReason, RateModel, LEAST_BLOCKS};
+use super::link_fit::{self, LeftOutReason, RateModel};
 use super::progress::Reporter;
 use super::runner::{plan_for, SweepRunner};
 use super::spec::SweepSpec;
 use super::tails::MAX_BYTES as TAILS_MAX_BYTES;
 use crate::error::WulfError;
 use crate::measure::policy::{
-    measure_point, BlockRunner, BlockTiming, PointOutcome, PointPlan, MIN_TRIALS_ON_BUDGET,
+    measure_point, BlockRunner, BlockTiming, PointPlan, MIN_TRIALS_ON_BUDGET, SHORTEST_BLOCK_NS,
 };
 use crate::result::{self, Point};
 
@@ -47,10 +50,6 @@ pub(super) const DEADLINE_LEAST_TRIALS: usize = 3;
 /// Longest trial a sweep with a caller's deadline (a matrix cell) aims
 /// at, ns.
 const DEADLINE_TRIAL_NS: u64 = 2_000_000;
-
-/// What a block costs beyond its operations, ns (two control messages,
-/// 0.05-0.2 ms on a loaded 2-vCPU VM), when nothing was measured yet.
-const BLOCK_OVERHEAD_NS: f64 = 100_000.0;
 
 /// The instants a sweep's measuring ends by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,61 +74,6 @@ impl Deadlines {
             points: cap(own_points),
             pass: cap(own_pass),
         }
-    }
-}
-
-/// From this size up a point's time per operation is taken as bandwidth
-/// (scaled by the bytes to estimate a larger one).
-const BANDWIDTH_BOUND_BYTES: u64 = 64 << 10;
-
-/// What a byte beyond a latency-bound size is assumed to cost, ns: 1
-/// Gbit/s, slower than any local transport's copy.
-const LEAST_RATE_NS_PER_BYTE: f64 = 8.0;
-
-/// What the last point cost, for estimating the next one's least work.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct LastCost {
-    /// Its size.
-    bytes: u64,
-    /// Its wall time per operation, ns (blocks' control messages included).
-    op_wall_ns: f64,
-}
-
-impl LastCost {
-    /// The cost of a point measured as `o`.
-    fn of(bytes: u64, o: &PointOutcome) -> LastCost {
-        let ops = (o.trials_ns.len() as u64 * o.repeats + o.warmup_trials).max(1);
-        LastCost {
-            bytes,
-            op_wall_ns: o.wall_ns as f64 / ops as f64,
-        }
-    }
-
-    /// The least wall time a point of `bytes` planned as `plan` takes, ns:
-    /// [`LEAST_BLOCKS`] blocks, each of one operation or the trial target,
-    /// whichever is longer. From a size of [`BANDWIDTH_BOUND_BYTES`] or
-    /// more the time per operation is scaled by the bytes (never down);
-    /// below it the last size's time is latency, and each further byte is
-    /// costed at [`LEAST_RATE_NS_PER_BYTE`] (scaling 16 us at 1 B by the
-    /// bytes made 64 KiB cost 1 s per operation, and left every size but
-    /// the first out of a 0.3 s sweep). An estimate that is low is caught
-    /// by the deadline between trials, and the next size's rests on it.
-    fn least_ns(&self, bytes: u64, plan: &PointPlan) -> f64 {
-        self.least_ns_at(bytes, plan.trial_target_ns)
-    }
-
-    /// [`LastCost::least_ns`] with blocks of at least `trial_target_ns`.
-    fn least_ns_at(&self, bytes: u64, trial_target_ns: u64) -> f64 {
-        let scale = (bytes as f64 / self.bytes.max(1) as f64).max(1.0);
-        let scaled = self.op_wall_ns * scale;
-        let op_ns = if self.bytes >= BANDWIDTH_BOUND_BYTES {
-            scaled
-        } else {
-            let more = bytes.saturating_sub(self.bytes) as f64 * LEAST_RATE_NS_PER_BYTE;
-            scaled.min(self.op_wall_ns + more)
-        };
-        let block_ns = op_ns.max(trial_target_ns as f64) + BLOCK_OVERHEAD_NS;
-        op_ns + BLOCK_OVERHEAD_NS + (LEAST_BLOCKS - 1) as f64 * block_ns
     }
 }
 
@@ -164,11 +108,26 @@ pub(super) fn measure_all(
         super::confirm::main_budget_ns(measuring_ns),
         deadlines.points,
     )?;
+    // On this machine the sizes after a point are costed at the sweep's
+    // rate (`least_work`); across a link the rate model plans them.
+    let ns_per_byte = if clock.across_link {
+        LEAST_RATE_NS_PER_BYTE
+    } else {
+        measure_rate(&spec.sizes, runner, deadlines.points)?
+    };
     clock.mark("warmup");
     let points_started = Instant::now();
     // Sizes left out or a point cut still leave the pass its own share
     // (the points stop before it): the points measured are confirmed.
-    points_loop(spec, clock, runner, limits, points, progress, deadlines)?;
+    points_loop(
+        spec,
+        clock,
+        runner,
+        limits,
+        points,
+        progress,
+        (deadlines, ns_per_byte),
+    )?;
     clock.mark("points");
     // The pass takes what the points left of the measuring time, never
     // more than its share, and stops at the deadline.
@@ -227,7 +186,7 @@ fn points_loop(
     limits: Option<&Limits>,
     points: &mut Vec<Point>,
     progress: &mut dyn Reporter,
-    deadlines: Deadlines,
+    (deadlines, ns_per_byte): (Deadlines, f64),
 ) -> Result<bool> {
     let t0 = Instant::now();
     let budget_ns = deadlines
@@ -246,9 +205,9 @@ fn points_loop(
     let watched = Watched::default();
     let reserve = Reserve {
         watched: &watched,
+        ns_per_byte,
         deadline: deadlines.points,
         after: std::cell::Cell::new(&[]),
-        trial_target_ns: std::cell::Cell::new(0),
         stopped: std::cell::Cell::new(false),
     };
     // Across a link the rate model plans the sizes (`plan_next`).
@@ -275,7 +234,6 @@ fn points_loop(
         asked.set(0);
         watched.begin(bytes, Instant::now());
         reserve.after.set(&rest[1..]);
-        reserve.trial_target_ns.set(plan.trial_target_ns);
         reserve.stopped.set(false);
         point_end.set(point_end_of(
             Instant::now(),
@@ -293,7 +251,7 @@ fn points_loop(
             return Err(WulfError::Interrupted.into());
         }
         max_repeats = outcome.repeats;
-        last = Some(LastCost::of(bytes, &outcome));
+        last = Some(LastCost::of(bytes, &outcome, ns_per_byte));
         let mut point = super::point::make_point(bytes, spec.mode, &outcome);
         point.cut = cut;
         if spec.tails && bytes <= TAILS_MAX_BYTES {
@@ -363,13 +321,18 @@ impl BlockRunner for Watch<'_, '_> {
 const RESERVE_MARGIN: f64 = 1.25;
 
 /// The time the sizes after the point being measured need: their least
-/// work, estimated from its last block's wall time per operation (scaled
-/// as [`LastCost`] scales), those that fit at all from when it began.
+/// work (their least blocks, each of one operation or the shortest trial
+/// a plan gives, [`SHORTEST_BLOCK_NS`]), estimated from its last block's
+/// wall time per operation (scaled as [`LastCost`] scales), those that
+/// fit at all from when it began. With this point's trial target in
+/// their place, the sizes after a small one were reserved most of the
+/// budget and every size below 64 KiB ended at its least six trials.
 struct Reserve<'a> {
     watched: &'a Watched,
+    /// The sweep's rate ([`LastCost::ns_per_byte`]).
+    ns_per_byte: f64,
     deadline: Instant,
     after: std::cell::Cell<&'a [u64]>,
-    trial_target_ns: std::cell::Cell<u64>,
     /// The point was stopped here.
     stopped: std::cell::Cell<bool>,
 }
@@ -386,11 +349,15 @@ impl Reserve<'_> {
         let cost = LastCost {
             bytes,
             op_wall_ns: wall_ns as f64 / repeats.max(1) as f64,
+            ns_per_byte: self.ns_per_byte,
         };
         let room = self.deadline.saturating_duration_since(began).as_nanos() as f64;
         let mut need = 0.0;
         for &b in self.after.get() {
-            let l = cost.least_ns_at(b, self.trial_target_ns.get());
+            // Blocks as short as a plan makes them: a later size's plan
+            // shrinks its blocks with its share, so its least work is
+            // its least blocks of the shortest trial, not of this point's.
+            let l = cost.least_ns_at(b, SHORTEST_BLOCK_NS);
             if need + l > room {
                 break;
             }

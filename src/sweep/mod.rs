@@ -43,6 +43,7 @@ mod deadline_tests;
 pub mod engine;
 pub mod floor;
 pub mod in_process;
+mod least_work;
 pub mod limits;
 pub mod limits_carry;
 pub mod link_fit;

@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use crate::analysis::CauseHints;
-use crate::measure::policy::{BlockRunner, PointPlan};
+use crate::measure::policy::{BlockRunner, PointPlan, SHORTEST_BLOCK_NS};
 use crate::result::Tails;
 
 /// What the sweep loop needs from whoever runs the blocks.
@@ -30,7 +30,7 @@ pub fn plan_for(point_budget_ns: u64, precision: f64, max_repeats: u64) -> Point
         precision,
         min_trials: 10,
         max_trials: 5000,
-        trial_target_ns: (point_budget_ns / 25).clamp(50_000, 50_000_000),
+        trial_target_ns: (point_budget_ns / 25).clamp(SHORTEST_BLOCK_NS, 50_000_000),
         max_repeats,
         loaded: false,
     }

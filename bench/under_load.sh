@@ -8,7 +8,9 @@
 # (median, clean share, noisy), then per case the loaded/idle ratio of the
 # medians over the rounds; target 0.8-1.25, or the figure withheld with its
 # reason (fewer than three clean blocks: marked noisy and named in the
-# result's warnings). The load average is printed beside each run.
+# result's warnings), or, for the latencies, an idle run whose blocking
+# waits measured a CPU's wake-up (the result's `wake_up` probe, budgets of
+# 2 s and more). The load average is printed beside each run.
 # Usage: bench/under_load.sh [BIN] [BUDGET] [ROUNDS]
 #   BIN    default target/ci/wulf
 #   BUDGET default 2s (per sweep)
@@ -53,12 +55,20 @@ def load(t, l, r):
     return json.load(open(p)), open(p + ".load").read().strip()
 print(f"{'case':<10} {'load':<5} {'round':>5} {'median_ns':>12} {'clean':>6} {'noisy':>5} {'loadavg':>7}")
 rows = {}
+woken = {}
 for r in range(1, rounds + 1):
     for t in ("tcp", "shm"):
         for l in ("idle", "busy"):
             res, la = load(t, l, r)
             if res is None:
                 continue
+            # The result's own wake-up probe (budgets of 2 s and more): an
+            # idle run whose blocking waits measured a CPU's wake-up has no
+            # transport figure to hold the loaded one to.
+            wake = res.get("wake_up") or {}
+            if wake.get("dominated"):
+                woken.setdefault(t, []).append(
+                    f"{wake['blocked_ns'] / 1e3:.1f} us blocked vs {wake['spinning_ns'] / 1e3:.1f} spinning")
             for p in res["points"]:
                 if p["bytes"] not in (8, 65536):
                     continue
@@ -81,6 +91,11 @@ for case in ("tcp 8B", "tcp 65536B", "tcp peak", "shm 8B", "shm 65536B", "shm pe
     if not idle or not kept:
         why = "withheld: fewer than 3 clean blocks in every loaded run" if idle else "no idle figure"
         print(f"{case:<10} {'':>12} {'':>12} {'-':>9}  {why}")
+        continue
+    t = case.split()[0]
+    if woken.get(t) and not case.endswith("peak"):
+        print(f"{case:<10} {'':>12} {'':>12} {'-':>9}  withheld: the idle run's blocking waits measured a "
+              f"CPU's wake-up ({len(woken[t])} of {rounds} idle runs; {woken[t][0]}: its result's wake_up)")
         continue
     i, b = statistics.median(idle), statistics.median(kept)
     if case.endswith("peak"):

@@ -43,8 +43,9 @@
 # pair also gives the ratio of CPU times (user + system of the whole
 # process under /usr/bin/time, setup and verification included on both
 # sides): NPB's over wulf's, above 1 when wulf computes faster. The
-# parallel columns are wall-time ratios of Mop/s only (NPB-MPI's ranks
-# are separate processes under mpirun, wulf's threads of one).
+# parallel columns are wall-time ratios of Mop/s only: a waiting rank
+# spins or yields on both sides (Open MPI's progress loop held 73-77% of
+# either side's CPU samples at LU W np 2), so CPU time counts the waits.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

@@ -57,12 +57,23 @@ run_wulf_np() {
     jq -r '.runs[0].outcomes[0] | select(.verified) | .mop_s' "$json"
 }
 
+# The lowest and highest per-round ratio wulf / NPB-MPI over VIA, as
+# "MIN-MAX", from npb_rounds' ROUND_NPB and ROUND_WULF: on 2 CPUs shared
+# with other work single rounds of one kernel spread 5x (LU W np 2 at load
+# 5.5-8.3: 0.52-3.81), so a ratio of medians means little without it.
+round_spread() {
+    # shellcheck disable=SC2086 # the list of numbers, split
+    paste <(printf '%s\n' "${ROUND_NPB[@]}") <(printf '%s\n' ${ROUND_WULF[$1]}) |
+        awk '{ r = $2 / $1; if (NR == 1 || r < lo) lo = r; if (NR == 1 || r > hi) hi = r }
+             END { printf "%.2f-%.2f", lo, hi }'
+}
+
 # The parallel columns of KERNEL and CLASS: for each count of NPS and
 # transport of VIA, the ratio wulf / NPB-MPI of the median Mop/s ("-"
 # where the kernel does not run at that count). Each round's figures go to
-# stderr as they come.
+# stderr as they come, then the rounds' spread and load.
 parallel_columns() {
-    local kernel=$1 class=$2 np via rep n w cols="" allowed
+    local kernel=$1 class=$2 np via rep n w cols="" allowed spread
     allowed=" $(mpi_nps_of "$kernel" | tr '\n' ' ')"
     for np in "${MPI_NPS[@]}"; do
         if [[ "$allowed" != *" $np "* ]]; then
@@ -71,12 +82,14 @@ parallel_columns() {
         fi
         npb_rounds "$kernel" "$class" "$np" run_npb_mpi run_wulf_np "${MPI_VIAS[@]}" >&2
         n=$(printf '%s\n' "${ROUND_NPB[@]}" | median)
+        spread=""
         for via in "${MPI_VIAS[@]}"; do
+            spread+=" $via $(round_spread "$via"),"
             # shellcheck disable=SC2086 # the list of numbers, split
             w=$(printf '%s\n' ${ROUND_WULF[$via]} | median)
             cols+=$(printf ' %6.2f' "$(awk -v w="$w" -v n="$n" 'BEGIN {print w / n}')")
         done
-        echo "${kernel^^} $class np=$np: NPB-MPI median $n Mop/s, load median $(printf '%s\n' "${ROUND_LOADS[@]}" | median)" >&2
+        echo "${kernel^^} $class np=$np: NPB-MPI median $n Mop/s; wulf / NPB-MPI per round (min-max):${spread%,}; load median $(printf '%s\n' "${ROUND_LOADS[@]}" | median)" >&2
     done
     echo "$cols"
 }

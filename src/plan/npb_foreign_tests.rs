@@ -30,6 +30,7 @@ fn entry(ppid: i32, start: u64, ticks: u64) -> Proc {
         start,
         ticks,
         kernel: false,
+        run_ns: None,
     }
 }
 
@@ -126,4 +127,58 @@ fn the_runs_own_spinning_descendants_are_not_foreign() {
         as_others >= as_ours + spun,
         "{as_others} vs {as_ours} + {spun}"
     );
+}
+
+/// The threads' run times: growth of the processes not the run's, a new
+/// one from 0, an ended one left out; none without a reading.
+#[test]
+fn run_times_count_only_other_processes_growth() {
+    let ns = |ppid, start, run_ns| Proc {
+        run_ns: Some(run_ns),
+        ..entry(ppid, start, 0)
+    };
+    let a: Procs = [
+        (100, ns(1, 50, 1_000)),
+        (200, ns(1, 60, 5_000)),
+        (300, ns(1, 70, 9_000)),
+    ]
+    .into();
+    let b: Procs = [
+        (100, ns(1, 50, 900_000)),
+        (101, ns(100, 80, 7_000_000)),
+        (200, ns(1, 60, 5_700)),
+        // 300 ended; 400 started and ran 3 us.
+        (400, ns(1, 90, 3_000)),
+    ]
+    .into();
+    assert_eq!(foreign_ns(&a, &b, 100), Some(700 + 3_000));
+    let mut unread = b.clone();
+    unread.insert(500, entry(1, 95, 2));
+    assert_eq!(foreign_ns(&a, &unread, 100), None);
+}
+
+/// A real reading agrees with the threads' own clocks: a spinning child
+/// taken as another process's counts about the CPU time it had.
+#[test]
+fn a_real_spinner_reads_its_run_time() {
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .expect("sh");
+    let pid = child.id() as i32;
+    let a = scan();
+    std::thread::sleep(Duration::from_millis(200));
+    let b = scan();
+    let _ = child.kill();
+    let _ = child.wait();
+    let Some(grew) = b.get(&pid).and_then(|p| p.run_ns) else {
+        return; // no schedstat in this kernel
+    };
+    let spun = grew - a.get(&pid).and_then(|p| p.run_ns).unwrap_or(0);
+    let me = std::process::id() as i32;
+    let others =
+        foreign_ns(&a, &b, 0).expect("a reading") - foreign_ns(&a, &b, me).expect("a reading");
+    // Ours when read as ours; counted when read as pid 0's.
+    assert!(others >= spun, "{others} vs {spun}");
+    assert!(spun > 10_000_000, "the spinner ran {spun} ns in 0.2 s");
 }

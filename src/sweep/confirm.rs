@@ -233,9 +233,9 @@ pub fn nothing_measured(c: &Confirmation) -> Option<String> {
     (!c.events.is_empty() && c.points.is_empty()).then(|| {
         format!(
             "the confirmation pass measured nothing ({:.1} s of its {:.1} s): the sizes around its \
-             {} candidate events would not fit {MIN_ROUNDS} rounds at what a block cost during the \
-             points (a busy machine makes each block wait); the events stay unconfirmed (a larger \
-             --budget gives the pass more)",
+             {} candidate events would not fit {MIN_ROUNDS} rounds in it at what a block cost (during \
+             the points, and in its own first rounds where it began: a busy machine makes each \
+             block wait); the events stay unconfirmed (a larger --budget gives the pass more)",
             c.wall_s,
             c.budget_s,
             c.events.len()

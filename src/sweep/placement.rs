@@ -35,8 +35,12 @@ pub const READING_SPAN: Duration = Duration::from_millis(100);
 /// run`'s sweeps come one after the other).
 const READING_REUSE: Duration = Duration::from_secs(2);
 
-/// The last reading, reused by the sweeps that follow it closely.
-static LAST: Mutex<Option<(Instant, Vec<(usize, f64)>)>> = Mutex::new(None);
+/// Each CPU's busy share (CPU, 0 to 1) over a reading.
+pub type Shares = Vec<(usize, f64)>;
+
+/// The last reading and when it ended, reused by the sweeps that follow it
+/// closely.
+static LAST: Mutex<Option<(Instant, Shares)>> = Mutex::new(None);
 
 /// Where the ends go.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,7 +137,7 @@ pub fn decide(
 /// Each CPU's busy share (CPU, 0 to 1) over the last [`READING_SPAN`],
 /// read now or taken from a reading of the last [`READING_REUSE`]; None
 /// where `/proc/stat` cannot be read.
-pub fn busy_shares() -> Option<Vec<(usize, f64)>> {
+pub fn busy_shares() -> Option<Shares> {
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((at, shares)) = last.as_ref() {
         if at.elapsed() < READING_REUSE {
@@ -141,13 +145,13 @@ pub fn busy_shares() -> Option<Vec<(usize, f64)>> {
         }
     }
     let b = KernelBaseline::measure(READING_SPAN, false).ok()?;
-    let shares: Vec<(usize, f64)> = b.cpus.iter().copied().zip(b.busy_share).collect();
+    let shares: Shares = b.cpus.iter().copied().zip(b.busy_share).collect();
     *last = Some((Instant::now(), shares.clone()));
     Some(shares)
 }
 
 /// Only the CPUs this process may run on, of `shares`.
-pub fn allowed(shares: Vec<(usize, f64)>) -> Vec<(usize, f64)> {
+pub fn allowed(shares: Shares) -> Shares {
     match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
         Ok(set) => shares
             .into_iter()
@@ -160,7 +164,7 @@ pub fn allowed(shares: Vec<(usize, f64)>) -> Vec<(usize, f64)> {
 /// Pin every thread of process `root` and its descendants that is pinned
 /// to `from` alone to `to` (None: to every CPU of `all`); how many moved.
 pub fn repin_tree(root: i32, from: usize, to: Option<usize>, all: &nix::sched::CpuSet) -> usize {
-    let procs = crate::plan::npb_foreign::scan();
+    let procs = crate::sys::procs::scan();
     let mut target = nix::sched::CpuSet::new();
     match to {
         Some(c) if target.set(c).is_ok() => {}
@@ -168,7 +172,7 @@ pub fn repin_tree(root: i32, from: usize, to: Option<usize>, all: &nix::sched::C
     }
     let mut moved = 0;
     for &pid in procs.keys() {
-        if !crate::plan::npb_foreign::ours(&procs, root, pid) {
+        if !crate::sys::procs::ours(&procs, root, pid) {
             continue;
         }
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
@@ -204,7 +208,13 @@ pub(super) fn settle(
     if here == (None, None) {
         return None;
     }
-    let busy = allowed(busy_shares()?);
+    // A peer this sweep did not start may still run here on the CPU it was
+    // given (an MPI job's rank 1): never a CPU to move to.
+    let reserved = ends.local.is_none().then_some(spec.cpus.1).flatten();
+    let busy: Vec<(usize, f64)> = allowed(busy_shares()?)
+        .into_iter()
+        .filter(|&(c, _)| Some(c) != reserved)
+        .collect();
     let blocking = super::wake::blocks(&ends.conn.settings);
     let (decision, note) = decide(here, &busy, blocking, spec.cpus_given);
     let all = ends.pinned.previous().copied().unwrap_or_else(|| {

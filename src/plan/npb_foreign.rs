@@ -7,8 +7,9 @@
 //! every process in `/proc` that is neither this wulf nor one of its
 //! descendants (the ranks, an MPI launcher and its ranks and helpers), nor
 //! a kernel thread: its threads' run time from their `schedstat`, exact to
-//! the ns ([`foreign_ns`]), or where the kernel keeps none its own ticks and
-//! those of the children it reaped ([`foreign_ticks`]), from the start of
+//! the ns, plus the ticks of the children it reaped in the window
+//! ([`foreign_ns`]), or where the kernel keeps no schedstat its own ticks
+//! and those of the children it reaped ([`foreign_ticks`]), from the start of
 //! the window to its end, in CPUs over the window's wall time. Ticks come
 //! in 10 ms steps per process: over a 0.12 s class S run each process
 //! whose time crossed a step added 0.08 CPUs, so a few quiet daemons
@@ -61,27 +62,38 @@ pub(crate) fn foreign_ticks(a: &Procs, b: &Procs, me: i32) -> u64 {
     total.max(0) as u64
 }
 
-/// The run time, ns, the processes that are not `me`'s nor kernel threads
-/// took between the scans `a` and `b`, from their threads' schedstat: each
-/// one's growth (a process new in `b` from 0). A process or thread that
-/// ended between the scans is left out (schedstat holds no reaped time),
-/// so this errs low by their last moments, never high by a tick. None
+/// The CPU time, ns, the processes that are not `me`'s nor kernel threads
+/// took between the scans `a` and `b`: each live one's threads' run time
+/// from their schedstat (its growth; a process new in `b` from 0), and
+/// what the processes that ended in between ran after `a`, which comes
+/// only in ticks (`tick_ns` each), through the parents that reaped them
+/// (their children's time, less the ended ones' time before `a`, as
+/// [`foreign_ticks`] does): a shell forking a short `date` in a loop spends
+/// its time in children schedstat never sees once they are gone. None
 /// where a process of `b` has no reading.
-pub(crate) fn foreign_ns(a: &Procs, b: &Procs, me: i32) -> Option<u64> {
-    let mut total = 0u64;
+pub(crate) fn foreign_ns(a: &Procs, b: &Procs, me: i32, tick_ns: f64) -> Option<f64> {
+    let same = |p: &Proc, q: &Proc| p.start == q.start;
+    let mut live_ns = 0u64;
+    let mut reaped_ticks: i64 = 0;
     for (&pid, p) in b {
         if p.kernel || ours(b, me, pid) {
             continue;
         }
-        let now = p.run_ns?;
-        let before = a
-            .get(&pid)
-            .filter(|q| q.start == p.start)
-            .and_then(|q| q.run_ns)
-            .unwrap_or(0);
-        total += now.saturating_sub(before);
+        let before = a.get(&pid).filter(|q| same(p, q));
+        live_ns += p
+            .run_ns?
+            .saturating_sub(before.and_then(|q| q.run_ns).unwrap_or(0));
+        reaped_ticks += p
+            .child_ticks
+            .saturating_sub(before.map_or(0, |q| q.child_ticks)) as i64;
     }
-    Some(total)
+    for (&pid, q) in a {
+        let ended = b.get(&pid).is_none_or(|p| !same(p, q));
+        if ended && !q.kernel && !ours(a, me, pid) {
+            reaped_ticks -= q.ticks as i64;
+        }
+    }
+    Some(live_ns as f64 + reaped_ticks.max(0) as f64 * tick_ns)
 }
 
 /// A window over which foreign work is measured.
@@ -112,8 +124,8 @@ impl ForeignProbe {
         let me = std::process::id() as i32;
         // Threads' exact run times where the kernel keeps them: each
         // process's ticks may step by one (10 ms) in a window of 0.1 s.
-        if let Some(ns) = foreign_ns(&self.procs, &end, me) {
-            return Some(ns as f64 / wall_ns);
+        if let Some(ns) = foreign_ns(&self.procs, &end, me, tick_ns) {
+            return Some(ns / wall_ns);
         }
         let ticks = foreign_ticks(&self.procs, &end, me);
         Some(ticks as f64 * tick_ns / wall_ns)

@@ -29,6 +29,7 @@ fn entry(ppid: i32, start: u64, ticks: u64) -> Proc {
         ppid,
         start,
         ticks,
+        child_ticks: 0,
         kernel: false,
         run_ns: None,
     }
@@ -151,10 +152,24 @@ fn run_times_count_only_other_processes_growth() {
         (400, ns(1, 90, 3_000)),
     ]
     .into();
-    assert_eq!(foreign_ns(&a, &b, 100), Some(700 + 3_000));
+    assert_eq!(foreign_ns(&a, &b, 100, 1e7), Some(700.0 + 3_000.0));
     let mut unread = b.clone();
     unread.insert(500, entry(1, 95, 2));
-    assert_eq!(foreign_ns(&a, &unread, 100), None);
+    assert_eq!(foreign_ns(&a, &unread, 100, 1e7), None);
+    // 600 forked 601 (2 ticks before the window) and reaped it: its
+    // children's time grew by 5 ticks, 3 of them in the window.
+    let mut a2 = a.clone();
+    a2.insert(600, ns(1, 100, 0));
+    a2.insert(601, entry(600, 101, 2));
+    let mut b2 = b.clone();
+    b2.insert(
+        600,
+        Proc {
+            child_ticks: 5,
+            ..ns(1, 100, 0)
+        },
+    );
+    assert_eq!(foreign_ns(&a2, &b2, 100, 1e7), Some(3_700.0 + 3.0 * 1e7));
 }
 
 /// A real reading agrees with the threads' own clocks: a spinning child
@@ -176,9 +191,9 @@ fn a_real_spinner_reads_its_run_time() {
     };
     let spun = grew - a.get(&pid).and_then(|p| p.run_ns).unwrap_or(0);
     let me = std::process::id() as i32;
-    let others =
-        foreign_ns(&a, &b, 0).expect("a reading") - foreign_ns(&a, &b, me).expect("a reading");
+    let read = |me| foreign_ns(&a, &b, me, 1e7).expect("a reading");
+    let others = read(0) - read(me);
     // Ours when read as ours; counted when read as pid 0's.
-    assert!(others >= spun, "{others} vs {spun}");
+    assert!(others >= spun as f64, "{others} vs {spun}");
     assert!(spun > 10_000_000, "the spinner ran {spun} ns in 0.2 s");
 }

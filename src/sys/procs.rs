@@ -16,6 +16,8 @@ pub struct Proc {
     pub start: u64,
     /// Its CPU time and its reaped children's (user and system), ticks.
     pub ticks: u64,
+    /// Of those, its reaped children's alone (cutime and cstime), ticks.
+    pub child_ticks: u64,
     /// A kernel thread (PF_KTHREAD).
     pub kernel: bool,
     /// Its live threads' own run time, ns, from their `schedstat` (None
@@ -44,6 +46,10 @@ pub fn parse_stat(text: &str) -> Option<Proc> {
         ppid: num(1)? as i32,
         start: num(19)?.max(0) as u64,
         ticks: ticks as u64,
+        child_ticks: [13, 14]
+            .iter()
+            .map(|&i| num(i).unwrap_or(0).max(0))
+            .sum::<i64>() as u64,
         kernel: (num(6)? as u64 & PF_KTHREAD) != 0,
         run_ns: None,
     })

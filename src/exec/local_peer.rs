@@ -63,6 +63,11 @@ impl LocalPeer {
         })
     }
 
+    /// The peer's process id (the root of what it starts).
+    pub fn pid(&self) -> i32 {
+        self.process.child.id() as i32
+    }
+
     /// Wait for the peer to exit on its own (after `Bye`), ending it if it
     /// has not within `grace`.
     pub fn finish(mut self, grace: Duration) {

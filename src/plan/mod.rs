@@ -175,6 +175,7 @@ pub fn sweep_spec(
         integrity_all: m.integrity == Some(crate::cli::IntegrityScope::All),
         tails: m.tails,
         cpus,
+        cpus_given: m.cpus.is_some() && !m.no_pin,
         peer_secret,
         peer,
         ..SweepSpec::new(transport, mode, sizes, budget, channel)

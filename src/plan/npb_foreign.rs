@@ -6,9 +6,15 @@
 //! Foreign work is the CPU time of the processes this run did not start:
 //! every process in `/proc` that is neither this wulf nor one of its
 //! descendants (the ranks, an MPI launcher and its ranks and helpers), nor
-//! a kernel thread, its own time and that of the children it reaped, from
-//! the start of the window to its end ([`foreign_ticks`]), in CPUs over
-//! the window's wall time. wulf's own loads (`--load cpu`/`memory`
+//! a kernel thread: its threads' run time from their `schedstat`, exact to
+//! the ns, plus the ticks of the children it reaped in the window
+//! ([`foreign_ns`]), or where the kernel keeps no schedstat its own ticks
+//! and those of the children it reaped ([`foreign_ticks`]), from the start of
+//! the window to its end, in CPUs over the window's wall time. Ticks come
+//! in 10 ms steps per process: over a 0.12 s class S run each process
+//! whose time crossed a step added 0.08 CPUs, so a few quiet daemons
+//! could read as 0.3 CPUs of other work (ucx(shm) np=2 IS was so marked on
+//! a quiet VM). wulf's own loads (`--load cpu`/`memory`
 //! threads) are this process's, so they never count as foreign: a loaded
 //! run is judged by the same rule.
 //!
@@ -24,79 +30,13 @@
 //! softirqs in ksoftirqd, a kworker) counted as foreign. Processes are
 //! only counted here when they are someone else's.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::result::FOREIGN_CPUS_WARN;
 
-/// A process as `/proc/PID/stat` shows it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Proc {
-    /// Its parent.
-    pub ppid: i32,
-    /// When it started (clock ticks since boot): a pid reused by another
-    /// process is another process.
-    pub start: u64,
-    /// Its CPU time and its reaped children's (user and system), ticks.
-    pub ticks: u64,
-    /// A kernel thread (PF_KTHREAD).
-    pub kernel: bool,
-}
-
-/// Every process of the machine, by pid.
-pub(crate) type Procs = HashMap<i32, Proc>;
-
-/// The kernel's flag of a kernel thread in `/proc/PID/stat`.
-const PF_KTHREAD: u64 = 0x0020_0000;
-
-/// A `/proc/PID/stat` line's process, None where it does not parse.
-pub(crate) fn parse_stat(text: &str) -> Option<Proc> {
-    // The command name may hold spaces and parentheses: fields follow the
-    // last ')'.
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    let num = |i: usize| f.get(i).and_then(|x| x.parse::<i64>().ok());
-    let ticks: i64 = [11, 12, 13, 14]
-        .iter()
-        .map(|&i| num(i).unwrap_or(0).max(0))
-        .sum();
-    Some(Proc {
-        ppid: num(1)? as i32,
-        start: num(19)?.max(0) as u64,
-        ticks: ticks as u64,
-        kernel: (num(6)? as u64 & PF_KTHREAD) != 0,
-    })
-}
-
-/// Every process in `/proc` now (those that vanish while it reads are
-/// left out).
-pub(crate) fn scan() -> Procs {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Procs::new();
-    };
-    dir.filter_map(|e| {
-        let pid: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        Some((pid, parse_stat(&text)?))
-    })
-    .collect()
-}
-
-/// Whether `pid` is `me` or a descendant of it in `procs`.
-fn ours(procs: &Procs, me: i32, mut pid: i32) -> bool {
-    // Bounded: a parent chain is short, and a pid reused mid-read must
-    // not loop.
-    for _ in 0..256 {
-        if pid == me {
-            return true;
-        }
-        match procs.get(&pid) {
-            Some(p) if p.ppid > 0 && p.ppid != pid => pid = p.ppid,
-            _ => return false,
-        }
-    }
-    false
-}
+#[cfg(test)]
+pub(crate) use crate::sys::procs::parse_stat;
+pub(crate) use crate::sys::procs::{ours, scan, Proc, Procs};
 
 /// The CPU time, ticks, the processes that are not `me`'s nor kernel
 /// threads took between the scans `a` and `b`: each one's growth (a
@@ -120,6 +60,40 @@ pub(crate) fn foreign_ticks(a: &Procs, b: &Procs, me: i32) -> u64 {
         }
     }
     total.max(0) as u64
+}
+
+/// The CPU time, ns, the processes that are not `me`'s nor kernel threads
+/// took between the scans `a` and `b`: each live one's threads' run time
+/// from their schedstat (its growth; a process new in `b` from 0), and
+/// what the processes that ended in between ran after `a`, which comes
+/// only in ticks (`tick_ns` each), through the parents that reaped them
+/// (their children's time, less the ended ones' time before `a`, as
+/// [`foreign_ticks`] does): a shell forking a short `date` in a loop spends
+/// its time in children schedstat never sees once they are gone. None
+/// where a process of `b` has no reading.
+pub(crate) fn foreign_ns(a: &Procs, b: &Procs, me: i32, tick_ns: f64) -> Option<f64> {
+    let same = |p: &Proc, q: &Proc| p.start == q.start;
+    let mut live_ns = 0u64;
+    let mut reaped_ticks: i64 = 0;
+    for (&pid, p) in b {
+        if p.kernel || ours(b, me, pid) {
+            continue;
+        }
+        let before = a.get(&pid).filter(|q| same(p, q));
+        live_ns += p
+            .run_ns?
+            .saturating_sub(before.and_then(|q| q.run_ns).unwrap_or(0));
+        reaped_ticks += p
+            .child_ticks
+            .saturating_sub(before.map_or(0, |q| q.child_ticks)) as i64;
+    }
+    for (&pid, q) in a {
+        let ended = b.get(&pid).is_none_or(|p| !same(p, q));
+        if ended && !q.kernel && !ours(a, me, pid) {
+            reaped_ticks -= q.ticks as i64;
+        }
+    }
+    Some(live_ns as f64 + reaped_ticks.max(0) as f64 * tick_ns)
 }
 
 /// A window over which foreign work is measured.
@@ -147,7 +121,13 @@ impl ForeignProbe {
         if end.is_empty() || wall_ns < 2.0 * tick_ns {
             return None;
         }
-        let ticks = foreign_ticks(&self.procs, &end, std::process::id() as i32);
+        let me = std::process::id() as i32;
+        // Threads' exact run times where the kernel keeps them: each
+        // process's ticks may step by one (10 ms) in a window of 0.1 s.
+        if let Some(ns) = foreign_ns(&self.procs, &end, me, tick_ns) {
+            return Some(ns / wall_ns);
+        }
+        let ticks = foreign_ticks(&self.procs, &end, me);
         Some(ticks as f64 * tick_ns / wall_ns)
     }
 }

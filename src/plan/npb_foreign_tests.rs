@@ -29,7 +29,9 @@ fn entry(ppid: i32, start: u64, ticks: u64) -> Proc {
         ppid,
         start,
         ticks,
+        child_ticks: 0,
         kernel: false,
+        run_ns: None,
     }
 }
 
@@ -126,4 +128,72 @@ fn the_runs_own_spinning_descendants_are_not_foreign() {
         as_others >= as_ours + spun,
         "{as_others} vs {as_ours} + {spun}"
     );
+}
+
+/// The threads' run times: growth of the processes not the run's, a new
+/// one from 0, an ended one left out; none without a reading.
+#[test]
+fn run_times_count_only_other_processes_growth() {
+    let ns = |ppid, start, run_ns| Proc {
+        run_ns: Some(run_ns),
+        ..entry(ppid, start, 0)
+    };
+    let a: Procs = [
+        (100, ns(1, 50, 1_000)),
+        (200, ns(1, 60, 5_000)),
+        (300, ns(1, 70, 9_000)),
+    ]
+    .into();
+    let b: Procs = [
+        (100, ns(1, 50, 900_000)),
+        (101, ns(100, 80, 7_000_000)),
+        (200, ns(1, 60, 5_700)),
+        // 300 ended; 400 started and ran 3 us.
+        (400, ns(1, 90, 3_000)),
+    ]
+    .into();
+    assert_eq!(foreign_ns(&a, &b, 100, 1e7), Some(700.0 + 3_000.0));
+    let mut unread = b.clone();
+    unread.insert(500, entry(1, 95, 2));
+    assert_eq!(foreign_ns(&a, &unread, 100, 1e7), None);
+    // 600 forked 601 (2 ticks before the window) and reaped it: its
+    // children's time grew by 5 ticks, 3 of them in the window.
+    let mut a2 = a.clone();
+    a2.insert(600, ns(1, 100, 0));
+    a2.insert(601, entry(600, 101, 2));
+    let mut b2 = b.clone();
+    b2.insert(
+        600,
+        Proc {
+            child_ticks: 5,
+            ..ns(1, 100, 0)
+        },
+    );
+    assert_eq!(foreign_ns(&a2, &b2, 100, 1e7), Some(3_700.0 + 3.0 * 1e7));
+}
+
+/// A real reading agrees with the threads' own clocks: a spinning child
+/// taken as another process's counts about the CPU time it had.
+#[test]
+fn a_real_spinner_reads_its_run_time() {
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .expect("sh");
+    let pid = child.id() as i32;
+    let a = scan();
+    std::thread::sleep(Duration::from_millis(200));
+    let b = scan();
+    let _ = child.kill();
+    let _ = child.wait();
+    let Some(grew) = b.get(&pid).and_then(|p| p.run_ns) else {
+        return; // no schedstat in this kernel
+    };
+    let spun = grew - a.get(&pid).and_then(|p| p.run_ns).unwrap_or(0);
+    let me = std::process::id() as i32;
+    let read = |me| foreign_ns(&a, &b, me, 1e7).expect("a reading");
+    let others = read(0) - read(me);
+    // Ours when read as ours; counted when read as pid 0's.
+    assert!(others >= spun as f64, "{others} vs {spun}");
+    assert!(spun > 10_000_000, "the spinner ran {spun} ns in 0.2 s");
 }

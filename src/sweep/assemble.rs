@@ -81,6 +81,11 @@ pub fn assemble(spec: &SweepSpec, start: Start, f: Finish<'_>) -> SweepResult {
             }
         }
     }
+    warnings.extend(
+        f.confirmation
+            .as_ref()
+            .and_then(super::confirm::nothing_measured),
+    );
     warnings.extend(whole_below_own(&f.points, spec.peer.is_some()));
     warnings.extend(disturbed_warning(&f.points, spec.loaded));
     let peak_min_bytes = super::burst::peak_min_bytes(super::burst::free_burst_bytes(&f.placement));

@@ -79,8 +79,11 @@ pub fn run_sweep(spec: &SweepSpec, progress: &mut dyn Reporter) -> Result<SweepO
         return super::in_process::run_baseline(spec, bench?, start, clock, progress);
     }
     let mut ends = connect(spec, transport.as_ref(), &mut start.host)?;
+    // Ends pinned to CPUs other work keeps busy move, or the result says why not.
+    let pin_note = super::placement::settle(spec, &mut ends);
     clock.mark("setup");
-    let prepared = prepare(spec, &ends, &start.host, &mut clock);
+    let mut prepared = prepare(spec, &ends, &start.host, &mut clock);
+    prepared.warnings.extend(pin_note);
     let measured = measure(
         spec,
         &mut ends,

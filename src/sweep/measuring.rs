@@ -116,7 +116,7 @@ pub(super) fn measure_all(
         measure_rate(&spec.sizes, runner, deadlines.points)?
     };
     clock.mark("warmup");
-    let points_started = Instant::now();
+    let blocks_before = runner.blocks_so_far();
     // Sizes left out or a point cut still leave the pass its own share
     // (the points stop before it): the points measured are confirmed.
     points_loop(
@@ -135,11 +135,12 @@ pub(super) fn measure_all(
     let stop = || super::interrupted() || past();
     let left_ns = measuring_ns.saturating_sub(t0.elapsed().as_nanos() as u64);
     let pass_ns = super::confirm::pass_budget_ns(left_ns, spec.budget);
+    let overhead_ns = points_block_overhead_ns(blocks_before, runner.blocks_so_far());
     let r = match super::confirm::confirmation_pass(
         spec,
         runner,
         points,
-        (pass_ns, points_started.elapsed().as_nanos() as u64),
+        (pass_ns, overhead_ns),
         &stop,
     ) {
         // Cut at the deadline: the points stand unconfirmed.
@@ -148,6 +149,15 @@ pub(super) fn measure_all(
     };
     clock.mark("confirm");
     r
+}
+
+/// What a block of the points cost beyond its operations, ns, on average:
+/// from the meter's counts `before` and `after` the points (blocks, ns
+/// beyond their timed parts), at least the confirmation pass's floor.
+fn points_block_overhead_ns(before: (u64, u64), after: (u64, u64)) -> f64 {
+    let blocks = after.0.saturating_sub(before.0);
+    let extra_ns = after.1.saturating_sub(before.1);
+    super::confirm::block_overhead_ns(blocks, extra_ns)
 }
 
 /// Sweep-wide warm-up (dropped): brings caches, the CPU frequency, the
@@ -486,6 +496,15 @@ fn plan_next(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pass's estimate of a block counts only the points' blocks:
+    /// those before the points (limits, warm-up) are not theirs.
+    #[test]
+    fn the_points_block_overhead_is_theirs_alone() {
+        let before = (10, 50_000_000);
+        let after = (110, 50_000_000 + 20_000_000);
+        assert_eq!(points_block_overhead_ns(before, after), 200_000.0);
+    }
 
     /// A point may take three shares, never so much that a later size
     /// gets less than half an even share of what is left, and always its

@@ -50,6 +50,7 @@ pub mod link_fit;
 pub mod measuring;
 mod peer_runner;
 mod pin;
+pub mod placement;
 pub mod point;
 pub mod progress;
 mod runner;

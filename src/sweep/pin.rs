@@ -23,6 +23,28 @@ impl Pinned {
     }
 }
 
+impl Pinned {
+    /// The CPU set the thread had before it was pinned, if known.
+    pub fn previous(&self) -> Option<&nix::sched::CpuSet> {
+        self.previous.as_ref()
+    }
+
+    /// Pin to `cpu` instead for the rest of the sweep; None: back to the
+    /// previous CPU set (unpinned).
+    pub fn repin(&mut self, cpu: Option<usize>) {
+        match cpu {
+            Some(c) if pin_current_thread(c).is_ok() => self.cpu = Some(c),
+            Some(_) => {}
+            None => {
+                if let (Some(set), Some(_)) = (&self.previous, self.cpu) {
+                    let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), set);
+                }
+                self.cpu = None;
+            }
+        }
+    }
+}
+
 impl Drop for Pinned {
     fn drop(&mut self) {
         if let (Some(set), Some(_)) = (&self.previous, self.cpu) {

@@ -48,6 +48,10 @@ pub struct SweepSpec {
     pub channel: ChannelOptions,
     /// CPU for this end and for the peer; None: not pinned.
     pub cpus: (Option<usize>, Option<usize>),
+    /// The user named the CPUs (`--cpus`): the ends stay on them even when
+    /// other work keeps them busy ([`super::placement`]).
+    #[serde(default)]
+    pub cpus_given: bool,
     /// Remote peer `HOST[:PORT]`; None: start a local peer.
     pub peer: Option<String>,
     /// The shared secret to prove to the remote peer (and it to us); never
@@ -111,6 +115,7 @@ impl SweepSpec {
             limits: true,
             channel,
             cpus: (None, None),
+            cpus_given: false,
             peer: None,
             peer_secret: None,
             command_line: std::env::args().collect(),

@@ -25,6 +25,10 @@ pub(super) struct Meter<'a> {
     after: Reading,
     /// What each block cost since the last point was taken.
     blocks: Vec<Window>,
+    /// Blocks run so far, and their wall time beyond their timed part
+    /// (control messages, waits for the peer), ns: what a block costs
+    /// beyond its operations ([`Meter::blocks_so_far`]).
+    blocks_run: (u64, u64),
 }
 
 impl<'a> Meter<'a> {
@@ -37,7 +41,14 @@ impl<'a> Meter<'a> {
             before: Reading::default(),
             after: Reading::default(),
             blocks: Vec::new(),
+            blocks_run: (0, 0),
         }
+    }
+
+    /// Blocks run so far and their wall time beyond their timed parts,
+    /// ns, every block counted (calibration and disturbed ones too).
+    pub fn blocks_so_far(&self) -> (u64, u64) {
+        self.blocks_run
     }
 
     /// The whole CPU cost of `point`, from its kept trials (the last
@@ -72,13 +83,18 @@ impl<'a> Meter<'a> {
 
 impl BlockRunner for Meter<'_> {
     fn run(&mut self, bytes: u64, repeats: u64) -> Result<BlockTiming> {
-        let Some(counters) = &mut self.counters else {
-            return self.inner.run(bytes, repeats);
+        let t = match &mut self.counters {
+            None => self.inner.run(bytes, repeats)?,
+            Some(counters) => {
+                counters.read_into(&mut self.before);
+                let t = self.inner.run(bytes, repeats)?;
+                counters.read_into(&mut self.after);
+                self.blocks.push(counters.window(&self.before, &self.after));
+                t
+            }
         };
-        counters.read_into(&mut self.before);
-        let t = self.inner.run(bytes, repeats)?;
-        counters.read_into(&mut self.after);
-        self.blocks.push(counters.window(&self.before, &self.after));
+        self.blocks_run.0 += 1;
+        self.blocks_run.1 += t.wall_ns.saturating_sub(t.timed_ns);
         Ok(t)
     }
 }

@@ -27,6 +27,7 @@ pub mod interface;
 pub mod link_limit;
 pub mod net_counters;
 pub mod path;
+pub mod procs;
 pub mod qdisc;
 pub mod random;
 mod schedstat;

@@ -396,6 +396,7 @@ const ALLOWED_STATICS: &[(&str, &str)] = &[
     ("exec/owned.rs", "REGISTRY"),  // what a command started, for its signal
     ("exec/owned.rs", "FIRST_SIGNAL"), // when the first signal came
     ("sweep/limits.rs", "TABLE"),   // limits measured on this machine
+    ("sweep/placement.rs", "LAST"), // the CPUs' last busy reading (2 s)
     ("sys/schedstat.rs", "SCHED_FILE"), // each thread's own schedstat file
     ("transport/cma.rs", "PROBED"), // whether this kernel allows cma
     ("transport/cma_probe.rs", "WORD"), // the probe's target word

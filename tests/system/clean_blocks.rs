@@ -22,10 +22,11 @@ const HOG_BOUND_S: &str = "60";
 
 /// Busy loops pinned one per CPU, killed (by pid) when dropped and
 /// bounded by `timeout` in any case.
-struct Hogs(Vec<Child>);
+pub(crate) struct Hogs(Vec<Child>);
 
 impl Hogs {
-    fn start(cpus: &[usize]) -> Option<Hogs> {
+    /// One busy loop on each of `cpus`.
+    pub(crate) fn start(cpus: &[usize]) -> Option<Hogs> {
         let mut v = Vec::new();
         for cpu in cpus {
             let c = Command::new("timeout")
@@ -54,16 +55,22 @@ impl Drop for Hogs {
     }
 }
 
-fn sweep(transport: &str, sizes: &str) -> serde_json::Value {
+/// A sweep's result; `extra` are more options.
+pub(crate) fn sweep_with(transport: &str, sizes: &str, extra: &[&str]) -> serde_json::Value {
     let dir = tempdir();
     let out = file(&dir, "r.json");
     let mut args = vec!["sweep", transport, "--sizes", sizes];
+    args.extend_from_slice(extra);
     args.extend_from_slice(EVERY_SIZE);
     args.extend_from_slice(&["--json", out.to_str().unwrap()]);
     let o = run(&args);
     assert!(o.status.success(), "wulf {args:?}: {}", stderr(&o));
     wulf::result::read_result(&out).expect("the typed reader accepts it");
     json(&out)
+}
+
+fn sweep(transport: &str, sizes: &str) -> serde_json::Value {
+    sweep_with(transport, sizes, &[])
 }
 
 /// The median of the trials not in `disturbed_trials`.
@@ -116,12 +123,15 @@ fn a_sweep_beside_a_hog_on_its_cpu_takes_its_headline_from_the_clean_blocks() {
         return;
     }
     let sizes = "8,64Ki";
-    let idle = sweep("shm", sizes);
+    // Pinned by name: ends on a busy CPU would otherwise move where
+    // another is free (`sweep::placement`).
+    let pinned = ["--cpus", "0,1"];
+    let idle = sweep_with("shm", sizes, &pinned);
     assert_consistent(&idle);
-    // One hog on the measuring end's CPU (the sweep pins its ends to 0
-    // and 1): it takes that end's CPU for a time slice at a time.
+    // One hog on the measuring end's CPU: it takes that end's CPU for a
+    // time slice at a time.
     let hogs = Hogs::start(&[0]).expect("start the hog");
-    let busy = sweep("shm", sizes);
+    let busy = sweep_with("shm", sizes, &pinned);
     drop(hogs);
     let shares = assert_consistent(&busy);
     assert!(

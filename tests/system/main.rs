@@ -15,6 +15,7 @@ mod common;
 mod python;
 
 mod baselines;
+mod busy_pins;
 mod c2c_cold;
 mod clean_blocks;
 mod collective;

@@ -8,15 +8,18 @@
  *   perftest: a completion callback that counts, immediate completion
  *             allowed, the wait polling the counter (tag_lat's loop);
  *   wulf:     UCP_OP_ATTR_FLAG_NO_IMM_CMPL with recv_info, the wait
- *             calling ucp_tag_recv_request_test after every progress, then
- *             ucp_request_free (src/transport/ucx/worker.rs).
+ *             calling ucp_tag_recv_request_test after every progress and
+ *             the CPU's pause hint after a progress that found nothing,
+ *             then ucp_request_free (src/transport/ucx/worker.rs, `--wait
+ *             spin`);
+ *   nopause:  wulf's without the pause hint.
  *
  * and a worker thread mode (single: ucx_perftest's with one thread;
  * serialized: wulf's). Each round trip is timed alone (two clock reads,
  * as wulf's tails); prints the median one-way time in ns with the clock's
  * own median cost (back-to-back reads) taken off, and the mean.
  *
- *   ucx_pingpong perftest|wulf single|serialized SIZE ITERS
+ *   ucx_pingpong perftest|wulf|nopause single|serialized SIZE ITERS
  *
  * Build: cc -O2 -o ucx_pingpong bench/ucx_pingpong.c -lucp -lucs
  * UCX_TLS picks the transports as for ucx_perftest.
@@ -34,7 +37,7 @@
 
 #define TAG 0x1337ULL
 
-static int wulf_style;
+static int wulf_style, pause_hint;
 static volatile int recvs_done;
 
 static unsigned long long now_ns(void) {
@@ -80,8 +83,9 @@ static void recv_msg(ucp_worker_h w, char *buf, size_t n) {
         void *r = ucp_tag_recv_nbx(w, buf, n, TAG, (ucp_tag_t)-1, &p);
         if (UCS_PTR_IS_ERR(r) || r == NULL) die("ucp_tag_recv_nbx");
         for (;;) {
-            ucp_worker_progress(w);
+            unsigned progressed = ucp_worker_progress(w);
             if (ucp_tag_recv_request_test(r, &info) != UCS_INPROGRESS) break;
+            if (!progressed && pause_hint) __builtin_ia32_pause();
         }
         ucp_request_free(r);
         if (info.length != n) die("length");
@@ -176,10 +180,11 @@ static void run(int fd, int side, int serialized, size_t size, int iters) {
 
 int main(int argc, char **argv) {
     if (argc != 5) {
-        fprintf(stderr, "usage: %s perftest|wulf single|serialized SIZE ITERS\n", argv[0]);
+        fprintf(stderr, "usage: %s perftest|wulf|nopause single|serialized SIZE ITERS\n", argv[0]);
         return 2;
     }
-    wulf_style = strcmp(argv[1], "wulf") == 0;
+    wulf_style = strcmp(argv[1], "perftest") != 0;
+    pause_hint = strcmp(argv[1], "wulf") == 0;
     int serialized = strcmp(argv[2], "serialized") == 0;
     long size = atol(argv[3]), iters = atol(argv[4]);
     if (size < 0 || iters < 100) {

@@ -17,10 +17,11 @@
 # round, at 8 B: the plain C probe bench/ucx_pingpong.c (pinned likewise)
 # with perftest's receive (a counting callback) and with wulf's (no
 # immediate completion, request test and pause hint per poll, serialized
-# worker), each net of its clock reads, and wulf's p50 net of the clock
-# read each of its samples holds (tails.timer_cost_ns; perftest's samples
-# hold one rdtsc each): what wulf's calls cost against what its loop and
-# clock do.
+# worker; and that without the pause hint, which took 97% of wulf's
+# samples in its wait loop under perf), each net of its clock reads, and
+# wulf's p50 net of the clock read each of its samples holds
+# (tails.timer_cost_ns; perftest's samples hold one rdtsc each): what
+# wulf's calls cost against what its loop and clock do.
 #
 # Usage: bench/ucx_vs_perftest.sh [ROUNDS] (default 3); WULF=path/to/wulf.
 set -euo pipefail
@@ -70,7 +71,7 @@ else:
 probe() {
     [ -x "$TMP/upp" ] || cc -O2 -o "$TMP/upp" "$(dirname "$0")/ucx_pingpong.c" -lucp -lucs
     local mode=single iters=200000
-    [ "$1" = wulf ] && mode=serialized
+    [ "$1" != perftest ] && mode=serialized
     [ "$2" = tcp ] && iters=20000
     UCX_TLS=$2 timeout 60 "$TMP/upp" "$1" "$mode" 8 "$iters" | awk '{ printf "%.3f", $1 / 1000 }'
 }
@@ -91,9 +92,9 @@ pl=$pt_lat; wl=$w_lat/1000; pb=$pt_bw*8*1.048576/1000; wb=$w_bw/1e9
 print(wl/pl, wb/pb, wl, wb, pl, pb)")
         lat_ratios+=("$l") bw_ratios+=("$b")
         printf '%-11s %5d %12.3f %12.3f %7.2f %14.2f %14.2f %7.2f\n' "ucx($tls)" "$r" "$pl" "$wl" "$l" "$pb" "$wb" "$b"
-        p_pt=$(probe perftest "$tls") p_w=$(probe wulf "$tls")
-        printf '%-11s %5d C probe 8 B: perftest calls %s us, wulf calls %s us; wulf net of its clock read %s us (x%s perftest)\n' \
-            "" "$r" "$p_pt" "$p_w" "$(python3 -c "print(round($wl - $w_clock / 1000, 3))")" \
+        p_pt=$(probe perftest "$tls") p_w=$(probe wulf "$tls") p_np=$(probe nopause "$tls")
+        printf '%-11s %5d C probe 8 B: perftest calls %s us, wulf calls %s us (without the pause hint %s); wulf net of its clock read %s us (x%s perftest)\n' \
+            "" "$r" "$p_pt" "$p_w" "$p_np" "$(python3 -c "print(round($wl - $w_clock / 1000, 3))")" \
             "$(python3 -c "print(round(($wl - $w_clock / 1000) / $pl, 2))")"
     done
     python3 -c "

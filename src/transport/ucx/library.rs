@@ -213,7 +213,6 @@ pub struct Api {
     pub worker_arm: unsafe extern "C" fn(Handle) -> Status,
     pub ep_create: unsafe extern "C" fn(Handle, *const EpParams, *mut Handle) -> Status,
     pub ep_close_nbx: unsafe extern "C" fn(Handle, *const RequestParam) -> *mut c_void,
-    pub ep_flush_nbx: unsafe extern "C" fn(Handle, *const RequestParam) -> *mut c_void,
     pub ep_print_info: unsafe extern "C" fn(Handle, *mut libc::FILE),
     pub tag_send_nbx:
         unsafe extern "C" fn(Handle, *const c_void, usize, u64, *const RequestParam) -> *mut c_void,
@@ -257,7 +256,6 @@ fn open() -> Result<Api, String> {
             worker_arm: lib.function("ucp_worker_arm")?,
             ep_create: lib.function("ucp_ep_create")?,
             ep_close_nbx: lib.function("ucp_ep_close_nbx")?,
-            ep_flush_nbx: lib.function("ucp_ep_flush_nbx")?,
             ep_print_info: lib.function("ucp_ep_print_info")?,
             tag_send_nbx: lib.function("ucp_tag_send_nbx")?,
             tag_recv_nbx: lib.function("ucp_tag_recv_nbx")?,

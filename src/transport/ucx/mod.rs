@@ -361,19 +361,6 @@ impl Endpoint for UcxEndpoint {
         self.worker.abort_handle()
     }
 
-    fn flush(&mut self) -> io::Result<()> {
-        // At the end of a block, before this end turns to the control
-        // connection and stops progressing UCX: a receive completes once
-        // its rendezvous data is here, while (as far as we can tell) the
-        // acknowledgement the sender's request waits for may still be
-        // queued on this end. Without it `ucx(shm)` streaming 1 MiB failed
-        // 3 runs in 10 at load 4-7 ("ucp_tag_send_nbx: no completion
-        // within 10s"), with it none in 20.
-        let started = self.worker.flush(self.ep);
-        self.worker
-            .complete(started, self.timeout, "ucp_ep_flush_nbx", None)
-    }
-
     fn stream_window(&self) -> u64 {
         STREAM_WINDOW as u64
     }

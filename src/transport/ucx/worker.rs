@@ -198,14 +198,6 @@ impl Worker {
         })
     }
 
-    /// Start flushing `ep`: done once every operation started on it, and
-    /// what UCX's protocols still owe the other end through it, went out.
-    pub fn flush(&mut self, ep: Handle) -> Started {
-        let param = RequestParam::plain();
-        // SAFETY: a live endpoint of this worker.
-        ucp::started(unsafe { (self.api.ep_flush_nbx)(ep, &param) })
-    }
-
     /// Start receiving a message with exactly `tag` into `buf`; its
     /// information goes to `info` when it completes.
     pub fn recv(&mut self, buf: &mut [u8], tag: u64, info: &mut TagRecvInfo) -> Started {

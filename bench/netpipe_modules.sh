@@ -15,7 +15,11 @@
 # PvmDataInPlace, as NetPIPE's pvm module packs: its netpipe.h): NPpvm is
 # started twice by hand, the receiver first, under a private pvmd of this
 # script's (PVM_TMP in its own directory), both ends unpinned, so wulf's
-# runs with --no-pin and its own pvmd.
+# runs with --no-pin and its own pvmd. Beside each pvm round, the plain C
+# probe bench/pvm_pingpong.c (the same calls, packed in place, spawned
+# under the same pvmd) at 8 B: its median block and its fastest block
+# (NetPIPE reports the fastest of its few long trials, wulf the median of
+# its blocks), to tell wulf's cost from the statistic's and NetPIPE's.
 #
 # Usage: bench/netpipe_modules.sh [ROUNDS] (default 3); WULF=path/to/wulf;
 # LIBS="openmpi mpich pvm" (the default) picks the modules.
@@ -50,6 +54,14 @@ np_pvm() {
         sleep 0.5 &&
         timeout 120 NPpvm -h "$(hostname)" -l "$size" -u "$size" -p 0 -o np.out >/dev/null 2>&1; wait)
     awk '{ print $2, $3 }' "$TMP/np.out" | tail -1
+}
+
+# probe_pvm: the C probe's "median_us fastest_us" at 8 B, in place, direct
+# route, under start_pvmd's pvmd (built once).
+probe_pvm() {
+    [ -x "$TMP/pp" ] || cc -O2 -o "$TMP/pp" "$(dirname "$0")/pvm_pingpong.c" -lpvm3
+    (export PVM_ROOT=/usr/lib/pvm3 PVM_ALLOW_ROOT=1 PVM_TMP="$TMP/pvm" &&
+        timeout 120 "$TMP/pp" 8 20000 inplace direct) | awk '{ print $2, $4 }'
 }
 
 # np LIB SIZE: NetPIPE's "Mbps seconds" at SIZE through LIB's module.
@@ -98,6 +110,11 @@ pl=$np_s*1e6; wl=$w_lat/1000; pb=$np_mbps; wb=$w_bw/1e6
 print(wl/pl, wb/pb, wl, wb, pl, pb)")
         lat_ratios+=("$l") bw_ratios+=("$b")
         printf '%-12s %5d %12.3f %12.3f %7.2f %14.1f %14.1f %7.2f\n' "$row" "$r" "$pl" "$wl" "$l" "$pb" "$wb" "$b"
+        if [ "$lib" = pvm ]; then
+            read -r pp_med pp_min < <(probe_pvm)
+            printf '%-12s %5d C probe 8 B: median block %s us, fastest %s us; wulf/probe %s\n' \
+                "" "$r" "$pp_med" "$pp_min" "$(python3 -c "print(round($wl/$pp_med, 2))")"
+        fi
     done
     python3 -c "
 import statistics as s

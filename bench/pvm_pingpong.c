@@ -13,7 +13,9 @@
  *
  * Prints: size_bytes one_way_us (median of 25 blocks of ITERS/25 round
  * trips, half the round trip: as wulf's median of trials, robust to a
- * descheduled block on a busy machine) and Mbit/s at that time.
+ * descheduled block on a busy machine), Mbit/s at that time, and the
+ * fastest block's one-way us (NetPIPE reports the fastest of its few
+ * long trials: bench/netpipe_modules.sh sets the two side by side).
  * Build: cc -O2 -o pvm_pingpong bench/pvm_pingpong.c -lpvm3
  */
 #include <pvm3.h>
@@ -103,7 +105,7 @@ int main(int argc, char **argv) {
     }
     qsort(block, BLOCKS, sizeof block[0], cmp);
     double t = block[BLOCKS / 2];
-    printf("%d %.3f %.1f\n", size, t * 1e6, size * 8.0 / t / 1e6);
+    printf("%d %.3f %.1f %.3f\n", size, t * 1e6, size * 8.0 / t / 1e6, block[0] * 1e6);
     pvm_exit();
     free(buf);
     return 0;

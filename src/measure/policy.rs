@@ -277,6 +277,10 @@ pub fn measure_point(
     // The disturbed blocks of the last shortening.
     let mut set_aside: Option<Shortened> = None;
     let mut next_check = min_trials;
+    // Whether the clean blocks are the faster ones ([`clean_blocks_faster`]),
+    // looked at again as the trials grow by a tenth (it sorts them).
+    let mut clean_faster = true;
+    let mut next_look = min_trials;
     loop {
         if stop() {
             out.interrupted = true;
@@ -329,7 +333,15 @@ pub fn measure_point(
             repeats = r;
             continue;
         }
-        let judged = judged_trials(plan, &out, &clean);
+        if out.trials_ns.len() >= next_look {
+            next_look = out.trials_ns.len() + (out.trials_ns.len() / 10).max(1);
+            clean_faster = clean_blocks_faster(&out.trials_ns, &out.disturbed);
+        }
+        let judged = if clean_faster {
+            judged_trials(plan, &out, &clean)
+        } else {
+            &out.trials_ns
+        };
         let n = judged.len();
         // Checking sorts the trials; do it at every trial early on, then
         // whenever the count has grown by a tenth, so a point with
@@ -354,10 +366,15 @@ pub fn measure_point(
     }
     out.wall_ns = spent_ns;
     let clean_enough = clean.len() >= MIN_CLEAN_TRIALS;
-    out.headline_clean = !plan.loaded && out.delay_known && clean_enough;
-    if !plan.loaded && out.delay_known && !clean_enough {
+    let clean_faster = clean_blocks_faster(&out.trials_ns, &out.disturbed);
+    let judge_clean = !plan.loaded && out.delay_known && clean_faster;
+    out.headline_clean = judge_clean && clean_enough;
+    if judge_clean && !clean_enough {
         // Said in the result: every figure is from disturbed blocks.
         out.noisy = true;
+    } else if !clean_faster && !out.interrupted {
+        // Every block is the headline, as it was judged in the end.
+        out.noisy = !converged(&out.trials_ns, plan.precision);
     }
     let s = if out.headline_clean {
         &sums.clean
@@ -383,6 +400,34 @@ fn shorter_blocks(plan: &PointPlan, out: &PointOutcome, op_ns: f64) -> Option<u6
     let least = (SHORTEST_BLOCK_NS as f64 / op_ns).ceil() as u64;
     let r = (out.repeats / SHORTEN_FACTOR).max(least).max(1);
     (r < out.repeats).then_some(r)
+}
+
+/// Whether a point's clean blocks ran faster than its disturbed ones:
+/// false when the clean trials' median is at or above the disturbed
+/// trials' (true when either set is empty: nothing to compare). Leaving
+/// the disturbed blocks out is right when their run delay is what slowed
+/// them (a neighbour's slice on a spinning end). It is not when nearly
+/// every block waited a little for a CPU at each wake-up, as a blocking
+/// ping-pong's ends do on a busy machine: the few blocks left clean are
+/// then the ones slowed by what neither end's run delay shows (both ends
+/// asleep), and would make the headline. `wulf sweep pvm` at 1 B, load
+/// 3-4: 4 clean blocks of 2,889, 283-894 us one way against the others'
+/// median of 8.9 us; the plain C probe (bench/pvm_vs_c.sh) 7-17 us.
+pub fn clean_blocks_faster(trials_ns: &[f64], disturbed: &[bool]) -> bool {
+    let median = |want: bool| -> Option<f64> {
+        let mut v: Vec<f64> = trials_ns
+            .iter()
+            .zip(disturbed)
+            .filter(|(_, &d)| d == want)
+            .map(|(&t, _)| t)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| crate::stats::quantile_sorted(&v, 0.5))
+    };
+    match (median(false), median(true)) {
+        (Some(clean), Some(dist)) => clean < dist,
+        _ => true,
+    }
 }
 
 /// The trials a point converges on: the clean ones, or every one under a

@@ -246,6 +246,41 @@ fn an_unknown_run_delay_judges_every_block() {
     assert_eq!(o.clean_share(), None);
 }
 
+/// A blocking ping-pong on a busy machine: every block waits a little for
+/// a CPU at each wake-up (6% of it, disturbed) but runs at its usual
+/// speed, while every tenth is slowed 50x by what no end's run delay
+/// shows (clean): the headline is every block's, not the slow few's.
+#[test]
+fn clean_blocks_slower_than_the_disturbed_ones_are_not_the_headline() {
+    let slow = |i: usize| i % 10 == 9;
+    let mut m = Mock::new(1000.0, move |i| if slow(i) { 49.0 } else { 0.0 });
+    m.delay_share = Box::new(move |i| Some(if slow(i) { 0.0 } else { 0.06 }));
+    let o = measure_point(&mut m, 8, &plan(), &never).unwrap();
+    let share = o.clean_share().unwrap();
+    assert!(share > 0.0 && share < 0.2, "{share}");
+    assert!(!o.headline_clean);
+    assert_eq!(o.headline_ns(), o.trials_ns);
+    let s = Summary::of(&o.headline_ns()).unwrap();
+    assert_eq!(s.median, 1000.0);
+    assert!(!o.noisy, "every block's median converges");
+    // The CPU sums are every block's.
+    let n = o.trials_ns.len() as u64;
+    assert_eq!(o.client_cpu_ns, (10 * n, 5 * n));
+}
+
+#[test]
+fn which_blocks_are_faster() {
+    let t = [1.0, 2.0, 3.0, 10.0];
+    assert!(clean_blocks_faster(&t, &[false, false, true, true]));
+    assert!(!clean_blocks_faster(&t, &[true, true, true, false]));
+    // A tie is not faster.
+    assert!(!clean_blocks_faster(&[5.0, 5.0], &[false, true]));
+    // Nothing to compare.
+    assert!(clean_blocks_faster(&t, &[true; 4]));
+    assert!(clean_blocks_faster(&t, &[false; 4]));
+    assert!(clean_blocks_faster(&[], &[]));
+}
+
 #[test]
 fn the_share_that_disturbs_a_block() {
     let b = |client, server| BlockTiming {

@@ -173,6 +173,18 @@ fn whole_below_own(points: &[result::Point], remote_peer: bool) -> Option<String
     })
 }
 
+/// Whether `p`'s clean blocks ran faster than its disturbed ones (its
+/// figures are then the clean blocks').
+fn clean_faster(p: &Point) -> bool {
+    let mut disturbed = vec![false; p.trials_ns.len()];
+    for &i in &p.disturbed_trials {
+        if let Some(d) = disturbed.get_mut(i as usize) {
+            *d = true;
+        }
+    }
+    crate::measure::policy::clean_blocks_faster(&p.trials_ns, &disturbed)
+}
+
 /// What the disturbed blocks did to the points (see
 /// [`crate::measure::policy::DISTURBED_SHARE`]): which figures are the
 /// clean blocks', and which had too few clean ones to be anything but the
@@ -201,8 +213,16 @@ fn disturbed_warning(points: &[Point], loaded: bool) -> Option<String> {
             "{head}; under the load asked for, every block is the headline (points[].clean_share)"
         ));
     }
+    // Points whose clean blocks were the slower ones: their figures are
+    // every block's (see `clean_blocks_faster`).
+    let slower: Vec<String> = disturbed
+        .iter()
+        .filter(|p| !clean_faster(p))
+        .map(|p| crate::units::format_bytes(p.bytes))
+        .collect();
     let few: Vec<String> = disturbed
         .iter()
+        .filter(|p| clean_faster(p))
         .filter(|p| (p.trials as usize - p.disturbed_trials.len()) < MIN_CLEAN_TRIALS)
         .map(|p| crate::units::format_bytes(p.bytes))
         .collect();
@@ -210,6 +230,14 @@ fn disturbed_warning(points: &[Point], loaded: bool) -> Option<String> {
         "{head}; those blocks stay in trials_ns, and each point's figures are from its clean \
          blocks (points[].clean_share)"
     );
+    if !slower.is_empty() {
+        w.push_str(&format!(
+            "; at {} the clean blocks were slower than the disturbed ones (the run delay was each \
+             wake-up's short wait for a busy CPU, not what slowed a block), so their figures are \
+             every block's",
+            slower.join(", ")
+        ));
+    }
     if !few.is_empty() {
         w.push_str(&format!(
             "; at {} fewer than {MIN_CLEAN_TRIALS} blocks were clean, so their figures are every \
@@ -219,4 +247,35 @@ fn disturbed_warning(points: &[Point], loaded: bool) -> Option<String> {
         ));
     }
     Some(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A point of ten trials, `disturbed` of them flagged.
+    fn point(trials_ns: Vec<f64>, disturbed: Vec<u32>) -> Point {
+        let mut p = crate::sweep::point::test_point(1, 1000.0);
+        p.trials = trials_ns.len() as u64;
+        p.trials_ns = trials_ns;
+        p.disturbed_trials = disturbed;
+        p
+    }
+
+    #[test]
+    fn the_warning_says_when_the_clean_blocks_were_the_slower_ones() {
+        // Blocking ends on a busy machine: the one clean block is slow.
+        let mut t = vec![1000.0; 10];
+        t[9] = 50_000.0;
+        let slow = point(t, (0..9).collect());
+        let w = disturbed_warning(&[slow], false).unwrap();
+        assert!(w.contains("at 1 B the clean blocks were slower"), "{w}");
+        assert!(!w.contains("fewer than"), "{w}");
+        // A spinning end preempted: the clean ones are the fast ones.
+        let mut t = vec![1000.0; 10];
+        t[0] = 50_000.0;
+        let fast = point(t, vec![0]);
+        let w = disturbed_warning(&[fast], false).unwrap();
+        assert!(!w.contains("slower"), "{w}");
+    }
 }

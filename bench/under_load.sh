@@ -66,7 +66,7 @@ for r in range(1, rounds + 1):
             # idle run whose blocking waits measured a CPU's wake-up has no
             # transport figure to hold the loaded one to.
             wake = res.get("wake_up") or {}
-            if wake.get("dominated"):
+            if l == "idle" and wake.get("dominated"):
                 woken.setdefault(t, []).append(
                     f"{wake['blocked_ns'] / 1e3:.1f} us blocked vs {wake['spinning_ns'] / 1e3:.1f} spinning")
             for p in res["points"]:

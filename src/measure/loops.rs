@@ -124,6 +124,7 @@ pub fn client_block(
     primer(ep, pools, mode)?;
     if kind == BlockKind::Checked {
         let (m, mismatch) = super::checked::client_timed(ep, pools, mode, repeats)?;
+        stream_end(ep, pools, mode, Side::Sender)?;
         ep.flush()?;
         return mismatch.map_or(Ok(m), Err);
     }
@@ -191,6 +192,7 @@ pub fn client_block(
     // Untimed: the last sends of a channel that does not wait for its
     // acknowledgements are settled before the ends turn to the control
     // connection (where neither would answer a resend).
+    stream_end(ep, pools, mode, Side::Sender)?;
     ep.flush()?;
     match mismatch {
         Some(e) => Err(e),
@@ -293,6 +295,7 @@ pub fn server_block(
     // Untimed: the last sends of a channel that does not wait for its
     // acknowledgements are settled before the ends turn to the control
     // connection (where neither would answer a resend).
+    stream_end(ep, pools, mode, Side::Receiver)?;
     ep.flush()?;
     match mismatch {
         Some(e) => Err(e),
@@ -301,6 +304,34 @@ pub fn server_block(
             cpu,
             run_delay_ns,
         }),
+    }
+}
+
+/// Which end of a stream a side is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Sender,
+    Receiver,
+}
+
+/// The untimed last operation of a stream block: the receiver, once it
+/// has every message, sends one byte back, and the sender waits for it.
+/// A sender's completions can come before its messages have left the
+/// library (UCX and libfabric queue what a full socket will not take, and
+/// move it only while the sender calls into them): a sender that turned
+/// to the control connection then left the rest queued, and the receiver
+/// waited out its timeout (`ofi(tcp)` streaming 64 KiB across a `fe` lab
+/// link: "fi_trecv (a window): no completion within 10s"; `ucx(shm)`
+/// streaming 1 MiB at load 4-7: 3 of 10 runs). Waiting for the byte keeps
+/// the sender in the library until the receiver has it all.
+fn stream_end(ep: &mut dyn Endpoint, pools: &mut Pools, mode: Mode, side: Side) -> io::Result<()> {
+    if mode != Mode::Stream {
+        return Ok(());
+    }
+    let Pools { tx, rx, .. } = pools;
+    match side {
+        Side::Receiver => ep.send(&tx.next_buf()[..1]),
+        Side::Sender => ep.recv(&mut rx.next_buf()[..1]),
     }
 }
 

@@ -32,7 +32,9 @@ use crate::transport::ChannelOptions;
 /// with `--peer`: a sink session instead of a test).
 /// 6: `Reply::Done.run_delay_ns` (the server's end of a block was kept
 /// off its CPU so long: the sweep's clean blocks).
-pub const PROTOCOL_VERSION: u32 = 6;
+/// 7: a stream block ends with one byte from the receiver on the data
+/// channel (`measure::loops`), which the sender waits for.
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Longest control line accepted, in bytes (the server's replies carry a
 /// whole machine fingerprint).

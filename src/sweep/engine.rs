@@ -76,7 +76,19 @@ pub fn run_sweep(spec: &SweepSpec, progress: &mut dyn Reporter) -> Result<SweepO
                 spec.transport
             )));
         }
-        return super::in_process::run_baseline(spec, bench?, start, clock, progress);
+        let bench = bench?;
+        // Its threads pinned to CPUs other work keeps busy move (made
+        // again on the new ones), or the result says why not.
+        let (moved, note) = super::placement::for_baseline(spec, bench.helper_cpu());
+        let Some(moved) = moved else {
+            return super::in_process::run_baseline(spec, bench, start, clock, progress, note);
+        };
+        // The first one's helper thread is joined before the second starts.
+        drop(bench);
+        let bench = transport
+            .baseline(&baseline_setup(&moved, &start.host))
+            .ok_or_else(|| anyhow::anyhow!("{} stopped being a baseline", spec.transport))??;
+        return super::in_process::run_baseline(&moved, bench, start, clock, progress, note);
     }
     let mut ends = connect(spec, transport.as_ref(), &mut start.host)?;
     // Ends pinned to CPUs other work keeps busy move, or the result says why not.

@@ -91,13 +91,15 @@ impl SweepRunner for BaselineRunner<'_> {
     }
 }
 
-/// Run a whole sweep of `bench` in this process.
+/// Run a whole sweep of `bench` in this process; `placement_note` says why
+/// its threads stay on CPUs other work keeps busy, if they do.
 pub(super) fn run_baseline(
     spec: &SweepSpec,
     mut bench: Box<dyn Baseline>,
     start: Start,
     mut clock: SweepClock,
     progress: &mut dyn Reporter,
+    placement_note: Option<String>,
 ) -> Result<SweepOutcome> {
     if spec.peer.is_some() {
         return Err(crate::error::usage(format!(
@@ -108,7 +110,7 @@ pub(super) fn run_baseline(
     let pinned = Pinned::new(spec.cpus.0);
     let client_cpu = pinned.cpu;
     let timer_overhead_ns = clock_read_cost_ns();
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = placement_note.into_iter().collect();
     if spec.tails {
         warnings.push("--tails does not apply to in-process baselines".to_string());
     }

@@ -18,6 +18,10 @@
 //! * else (spinning ends, or CPUs named with `--cpus`) they stay, and the
 //!   result says why.
 //!
+//! The in-process baselines (`memcpy`, `cacheline`, `c2c`) are placed
+//! the same way before they measure ([`for_baseline`]): their threads spin,
+//! so they move when enough CPUs are free and otherwise stay, said.
+//!
 //! wulf's own loads (`--load`, the soakers of `--cost whole`) are a
 //! condition the user asked for: their CPUs are left as they are.
 
@@ -31,9 +35,12 @@ use crate::load::kernel::KernelBaseline;
 pub const BUSY_SHARE: f64 = 0.5;
 /// How long the CPUs' busy time is read before the points.
 pub const READING_SPAN: Duration = Duration::from_millis(100);
-/// A reading serves the sweeps that start within this long of it (`wulf
-/// run`'s sweeps come one after the other).
-const READING_REUSE: Duration = Duration::from_secs(2);
+/// A reading serves the sweeps that start within this long of it: `wulf
+/// run`'s sweeps come one after the other, 2.3-2.6 s apart on the 2-vCPU
+/// VM, so 2 s made each of its ~22 sweeps read again (about 2 s of a 50 s
+/// run); 3 s lets one reading serve the next sweep, while a load that
+/// starts later is still seen within two sweeps.
+const READING_REUSE: Duration = Duration::from_secs(3);
 
 /// Each CPU's busy share (CPU, 0 to 1) over a reading.
 pub type Shares = Vec<(usize, f64)>;
@@ -241,3 +248,31 @@ pub(super) fn settle(
 #[cfg(test)]
 #[path = "placement_tests.rs"]
 mod tests;
+
+/// Where an in-process baseline of `spec` runs when its measuring thread
+/// (`spec.cpus.0`) or its helper thread (`helper`, None when it has none)
+/// sits on a CPU other work keeps busy: `spec` with the CPUs it moves to
+/// (None: it stays), and the note for the result. Its threads spin while
+/// they measure, so they move only when enough CPUs are free, as spinning
+/// ends do; the helper waits on a channel between blocks, so the reading
+/// (taken now) does not see it.
+pub(super) fn for_baseline(
+    spec: &super::spec::SweepSpec,
+    helper: Option<usize>,
+) -> (Option<super::spec::SweepSpec>, Option<String>) {
+    let here = (spec.cpus.0, helper);
+    if spec.loaded || spec.whole.is_some() || here == (None, None) {
+        return (None, None);
+    }
+    let Some(shares) = busy_shares() else {
+        return (None, None);
+    };
+    match decide(here, &allowed(shares), false, spec.cpus_given) {
+        (Decision::Move(a, b), note) => {
+            let mut moved = spec.clone();
+            moved.cpus = (Some(a), b.or(spec.cpus.1));
+            (Some(moved), note)
+        }
+        (_, note) => (None, note),
+    }
+}

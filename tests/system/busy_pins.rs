@@ -56,3 +56,34 @@ fn ends_on_busy_cpus_are_unpinned_or_stay_and_the_result_says_why() {
         "--no-pin asks for nothing to be said: {w}"
     );
 }
+
+#[test]
+fn in_process_baselines_on_busy_cpus_move_or_say_why() {
+    let _serial = serial();
+    let n = wulf::sys::cpu_count();
+    if n < 2 || !in_path("taskset") || !in_path("timeout") {
+        eprintln!("SKIPPED: needs two CPUs, taskset and timeout");
+        return;
+    }
+    // One hog on CPU 0: memcpy's one thread moves to a free CPU, or, when
+    // other work on this machine keeps every other CPU busy too (a loaded
+    // CI machine), stays and says so.
+    let hog = Hogs::start(&[0]).expect("start the hog");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let memcpy = sweep_with("memcpy", "4Ki", &[]);
+    drop(hog);
+    let w = warnings(&memcpy);
+    let moved = cpus(&memcpy).0.is_some_and(|c| c != 0);
+    let said = w.contains("CPU 0") && w.contains("no other CPU was free");
+    assert!(moved || said, "memcpy stayed on the busy CPU 0 unsaid: {w}");
+    // Hogs on every CPU: the cache-line ping-pong's two spinning threads
+    // have nowhere to go; they stay, and the result says so.
+    let all: Vec<usize> = (0..n).collect();
+    let hogs = Hogs::start(&all).expect("start the hogs");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let line = sweep_with("cacheline", "8", &[]);
+    drop(hogs);
+    let w = warnings(&line);
+    assert_eq!(cpus(&line), (Some(0), Some(1)), "{w}");
+    assert!(w.contains("stay pinned") && w.contains("CPU 0"), "{w}");
+}

@@ -20,8 +20,10 @@
 #                default `wulf run` and event reproducibility, figures of
 #                a quiet machine.
 # Budgets (each section's file says why): headline 2 s a sweep, compare
-# 6 s a sweep, matrix 12 s, the study its --quick budgets: about 15
-# minutes in all for 3 rounds on the development VM (without the extras).
+# 20 s a sweep, matrix 12 s, the study its --quick budgets (277 s a study
+# at load 14): about 30 minutes for 3 rounds on the busy development VM
+# (without the extras), of which the two studies take 10; SECTIONS runs
+# fewer.
 # Needs root (lab namespaces) for compare, matrix and study.
 #
 # Usage: [SECTIONS="headline compare"] [IDLE_EXTRAS=1] \

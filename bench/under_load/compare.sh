@@ -9,12 +9,17 @@
 #           slowdown beyond 10% cannot be excluded) is not a pass: a CI
 #           gate that must not let a regression through reruns with more
 #           runs per side (docs/guide/compare.md).
-# Budget: COMPARE_BUDGET per sweep (default 6s: every size to 4 MiB kept on
-# the 100 Mbit/s link), three sweeps and their labs a round, about 25 s.
+# Budget: COMPARE_BUDGET per sweep, default 20s: at 6 s (load 14) every
+# size above 384 KiB was left out at the deadline (the results' own
+# `sizes_left_out.budget_hint_s` asked 44 s at 200 Mbit/s, 80 s at 100),
+# so no "> 1 MiB" band was compared, and the sizes below it are not
+# link-bound on a busy host (256 KiB at 0.78 of the link). 20 s reaches
+# past 1 MiB on both links: three sweeps and their labs, about 70 s a
+# round and condition.
 
 compare_sweep() { # $1 = link, $2 = file
   note_load "$2"
-  "$BIN" sweep tcp --lab "$1" --sizes 256Ki:4Mi --budget "${COMPARE_BUDGET:-6s}" --quiet \
+  "$BIN" sweep tcp --lab "$1" --sizes 256Ki:4Mi --budget "${COMPARE_BUDGET:-20s}" --quiet \
     --json "$2" >/dev/null 2>"$2.err" || echo "# compare: sweep $1 failed: $(tail -1 "$2.err")"
   note_load "$2"
 }
@@ -35,7 +40,7 @@ compare_case() { # $1 = idle|busy, $2 = round
 }
 
 compare_report() {
-  echo "## compare, one run per side: a halved lab link and an A/A pair (budget ${COMPARE_BUDGET:-6s} per sweep)"
+  echo "## compare, one run per side: a halved lab link and an A/A pair (budget ${COMPARE_BUDGET:-20s} per sweep)"
   python3 - "$work/compare" "$ROUNDS" <<'PY'
 import os, sys
 work, rounds = sys.argv[1], int(sys.argv[2])

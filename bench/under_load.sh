@@ -1,110 +1,75 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): does a sweep measure the transport, not the
-# neighbours (issue 44)? tcp and shm sweeps at 8 B and 64 KiB (their
-# headline latency, the median of the clean blocks: see docs/methodology.md,
-# "Clean blocks") and their peak, each idle and beside `stress-ng --cpu 2`
-# (two hogs, one per CPU of this 2-vCPU VM, bounded by --timeout and stopped
-# by their own process id), interleaved, ROUNDS rounds. Prints every run
-# (median, clean share, noisy), then per case the loaded/idle ratio of the
-# medians over the rounds; target 0.8-1.25, or the figure withheld with its
-# reason (fewer than three clean blocks: marked noisy and named in the
-# result's warnings), or, for the latencies, an idle run whose blocking
-# waits measured a CPU's wake-up (the result's `wake_up` probe, budgets of
-# 2 s and more). The load average is printed beside each run.
-# Usage: bench/under_load.sh [BIN] [BUDGET] [ROUNDS]
-#   BIN    default target/ci/wulf
-#   BUDGET default 2s (per sweep)
-#   ROUNDS default 3
+# Benchmark (not a test): figures and verdicts that measure the transport,
+# not the neighbours (issue 44). Each case runs idle and beside a
+# competing load (`stress-ng --cpu 2`: two hogs, one per CPU of this
+# 2-vCPU VM, bounded by --timeout and stopped by their own process id),
+# interleaved (every round runs each case idle, then loaded), ROUNDS
+# rounds, and the results are printed side by side with the load average
+# beside each run. The cases, one file each under bench/under_load/:
+#   headline     tcp and shm headline latency at 8 B and 64 KiB and the
+#                peak: loaded/idle within 0.8-1.25, or withheld with the
+#                reason;
+#   compare      `wulf compare` of one run per side: a halved lab link
+#                detected (exit 4), an A/A pair claiming nothing with the
+#                gate passing (exit 0);
+#   matrix       a healthy 4-node fe lab matrix naming nothing;
+#   study        Table 2 ratios of `wulf study fe-vs-ge --quick` over its
+#                three interleaved rounds: spread at most 20%, or named by
+#                the study as moved;
+#   idle_extras  only with IDLE_EXTRAS=1, idle only: the noisy share of the
+#                default `wulf run` and event reproducibility, figures of
+#                a quiet machine.
+# Budgets (each section's file says why): headline 2 s a sweep, compare
+# 20 s a sweep, matrix 12 s, the study its --quick budgets (277 s a study
+# at load 14): about 30 minutes for 3 rounds on the busy development VM
+# (without the extras), of which the two studies take 10; SECTIONS runs
+# fewer.
+# Needs root (lab namespaces) for compare, matrix and study.
+#
+# Usage: [SECTIONS="headline compare"] [IDLE_EXTRAS=1] \
+#        bench/under_load.sh [BIN] [ROUNDS] [OUTDIR]
+#   BIN     default target/ci/wulf
+#   ROUNDS  default 3
+#   OUTDIR  keep the results there (default: a temporary directory)
+# HEADLINE_BUDGET, COMPARE_BUDGET, MATRIX_BUDGET and STUDY_ONLY override a
+# section's budget (or the study's transports).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-target/ci/wulf}
-BUDGET=${2:-2s}
-ROUNDS=${3:-3}
-work=$(mktemp -d)
-load_pid=
-stop_load() { if [ -n "$load_pid" ]; then kill "$load_pid" 2>/dev/null || true; wait "$load_pid" 2>/dev/null || true; load_pid=; fi; }
-trap 'stop_load; rm -rf "$work"' EXIT
+ROUNDS=${2:-3}
+SECTIONS=${SECTIONS:-headline compare matrix study}
+[ "${IDLE_EXTRAS:-0}" = 1 ] && SECTIONS="$SECTIONS idle_extras"
+keep=${3:-}
+if [ -n "$keep" ]; then
+  work=$keep
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+fi
+for s in common $SECTIONS; do
+  # shellcheck source=/dev/null
+  . "bench/under_load/$s.sh"
+done
+trap 'stop_load; [ -n "$keep" ] || rm -rf "$work"' EXIT
+# The longest case (the study) takes a few minutes; the load never
+# outlives this bound even if this script is killed.
+LOAD_TIMEOUT=${LOAD_TIMEOUT:-600}
 
-echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $BIN, --budget $BUDGET, $ROUNDS rounds"
+echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $BIN, $ROUNDS rounds, sections: $SECTIONS; load $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq 1 "$ROUNDS"); do
-  for t in tcp shm; do
+  for s in $SECTIONS; do
     for load in idle busy; do
+      [ "$load" = busy ] && [ "$s" = idle_extras ] && continue
+      [ "$load" = busy ] && start_load "$LOAD_TIMEOUT"
+      "${s}_case" "$load" "$round"
       stop_load
-      if [ "$load" = busy ]; then
-        stress-ng --cpu 2 --timeout 120s >/dev/null 2>&1 &
-        load_pid=$!
-        sleep 2
-      fi
-      la=$(cut -d' ' -f1 /proc/loadavg)
-      out="$work/$t-$load-$round.json"
-      "$BIN" sweep "$t" --sizes 8,64Ki,1Mi --budget "$BUDGET" --quiet --json "$out" \
-        >/dev/null 2>"$work/err" || { echo "# $t $load round $round failed: $(tail -1 "$work/err")"; }
-      stop_load
-      echo "$la" >"$out.load"
     done
   done
+  echo "# round $round done $(date -u +%TZ), load $(loadavg)"
 done
-
-python3 - "$work" "$ROUNDS" <<'PY'
-import glob, json, os, statistics, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
-def load(t, l, r):
-    p = f"{work}/{t}-{l}-{r}.json"
-    if not os.path.exists(p):
-        return None, None
-    return json.load(open(p)), open(p + ".load").read().strip()
-print(f"{'case':<10} {'load':<5} {'round':>5} {'median_ns':>12} {'clean':>6} {'noisy':>5} {'loadavg':>7}")
-rows = {}
-woken = {}
-for r in range(1, rounds + 1):
-    for t in ("tcp", "shm"):
-        for l in ("idle", "busy"):
-            res, la = load(t, l, r)
-            if res is None:
-                continue
-            # The result's own wake-up probe (budgets of 2 s and more): an
-            # idle run whose blocking waits measured a CPU's wake-up has no
-            # transport figure to hold the loaded one to.
-            wake = res.get("wake_up") or {}
-            if l == "idle" and wake.get("dominated"):
-                woken.setdefault(t, []).append(
-                    f"{wake['blocked_ns'] / 1e3:.1f} us blocked vs {wake['spinning_ns'] / 1e3:.1f} spinning")
-            for p in res["points"]:
-                if p["bytes"] not in (8, 65536):
-                    continue
-                case = f"{t} {p['bytes']}B"
-                share = p.get("clean_share")
-                clean = len(p["trials_ns"]) - len(p.get("disturbed_trials", []))
-                withheld = l == "busy" and clean < 3
-                print(f"{case:<10} {l:<5} {r:>5} {p['median_ns']:>12.0f} "
-                      f"{'-' if share is None else f'{share:.2f}':>6} {str(p['noisy']):>5} {la:>7}")
-                rows.setdefault((case, l), []).append(None if withheld else p["median_ns"])
-            peak = res["summary"].get("peak_bits_per_s")
-            if peak:
-                rows.setdefault((f"{t} peak", l), []).append(peak)
-print()
-print(f"{'case':<10} {'idle':>12} {'busy':>12} {'busy/idle':>9}  verdict")
-for case in ("tcp 8B", "tcp 65536B", "tcp peak", "shm 8B", "shm 65536B", "shm peak"):
-    idle = [v for v in rows.get((case, "idle"), []) if v is not None]
-    busy = rows.get((case, "busy"), [])
-    kept = [v for v in busy if v is not None]
-    if not idle or not kept:
-        why = "withheld: fewer than 3 clean blocks in every loaded run" if idle else "no idle figure"
-        print(f"{case:<10} {'':>12} {'':>12} {'-':>9}  {why}")
-        continue
-    t = case.split()[0]
-    if woken.get(t) and not case.endswith("peak"):
-        print(f"{case:<10} {'':>12} {'':>12} {'-':>9}  withheld: the idle run's blocking waits measured a "
-              f"CPU's wake-up ({len(woken[t])} of {rounds} idle runs; {woken[t][0]}: its result's wake_up)")
-        continue
-    i, b = statistics.median(idle), statistics.median(kept)
-    if case.endswith("peak"):
-        # Rates: loaded over idle, as for the latencies.
-        i_s, b_s = f"{i / 1e6:.0f} Mbit/s", f"{b / 1e6:.0f} Mbit/s"
-    else:
-        i_s, b_s = f"{i:.0f} ns", f"{b:.0f} ns"
-    ratio = b / i
-    ok = "ok" if 0.8 <= ratio <= 1.25 else "OUT"
-    note = f" ({len(busy) - len(kept)} loaded run(s) withheld)" if len(kept) < len(busy) else ""
-    print(f"{case:<10} {i_s:>12} {b_s:>12} {ratio:>9.2f}  {ok}{note}")
-PY
+for s in $SECTIONS; do
+  echo
+  "${s}_report"
+done
+echo
+echo "# $(date -u +%FT%TZ) done; load $(cut -d' ' -f1-3 /proc/loadavg); results in $work"

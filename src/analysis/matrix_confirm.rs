@@ -18,6 +18,12 @@
 //!   built by hand), and is unconfirmed, naming nothing, when they are
 //!   required (a run, whose budget was spent or which was interrupted
 //!   before it could measure them again: [`super::matrix::Confirmation`]).
+//!   Where they are required, a re-measure without the metric's figure
+//!   (it failed, or its part was cut before a trial) or with fewer than
+//!   [`MIN_CONFIRM_TRIALS`] trials (cut at its deadline) is no
+//!   re-measure: one or two trials of a cut cell are a moment, not a
+//!   link (issue 44: a 6-node fe lab named a slow link and two
+//!   asymmetric pairs from latency cells all cut at their deadline).
 
 use std::collections::BTreeMap;
 
@@ -34,6 +40,10 @@ pub fn split(cells: &[CellFigures]) -> (&[CellFigures], &[CellFigures]) {
     cells.split_at(first)
 }
 
+/// The least trials a re-measure needs to confirm a finding where
+/// confirmation is required (see the module notes).
+pub const MIN_CONFIRM_TRIALS: u32 = 3;
+
 /// A metric's value of a cell; larger latency or smaller bandwidth is
 /// worse.
 fn value(metric: &str, c: &CellFigures) -> Option<f64> {
@@ -42,6 +52,19 @@ fn value(metric: &str, c: &CellFigures) -> Option<f64> {
     } else {
         c.bits_per_s()
     }
+}
+
+/// A re-measure's value of `metric` when it can confirm a finding: with
+/// `required`, only from a figure of at least [`MIN_CONFIRM_TRIALS`]
+/// trials.
+fn confirming(metric: &str, c: &CellFigures, required: bool) -> Option<f64> {
+    let figure = if metric == "latency" {
+        c.latency
+    } else {
+        c.bandwidth
+    };
+    let enough = figure.is_some_and(|f| f.trials >= MIN_CONFIRM_TRIALS);
+    value(metric, c).filter(|_| enough || !required)
 }
 
 /// Whether `v` is outlying against `median` and the spread's MAD for
@@ -71,20 +94,27 @@ pub fn apply(a: &mut MatrixAnalysis, again: &[CellFigures], required: bool) {
     let (lat, bw) = (a.latency, a.bandwidth);
     a.outlier_cells.retain(|o| {
         let spread = if o.metric == "latency" { &lat } else { &bw };
+        if o.explained_by_node {
+            return true;
+        }
         match (last.get(&(o.from, o.to)), spread) {
-            (Some(c), Some(s)) if !o.explained_by_node => {
-                value(&o.metric, c).is_some_and(|v| outlying(&o.metric, v, o.median, s))
-            }
-            (None, _) if !o.explained_by_node => !required,
-            _ => true,
+            (Some(c), Some(s)) => confirming(&o.metric, c, required)
+                .is_some_and(|v| outlying(&o.metric, v, o.median, s)),
+            _ => !required,
         }
     });
     a.asymmetric_pairs.retain(|p| {
         let (Some(ab), Some(ba)) = (last.get(&(p.a, p.b)), last.get(&(p.b, p.a))) else {
             return !required;
         };
-        let (Some(ab), Some(ba)) = (value(&p.metric, ab), value(&p.metric, ba)) else {
-            return true;
+        // A direction whose re-measure has no figure to confirm with
+        // leaves the pair as found where re-measures are optional, and
+        // unconfirmed where they are required.
+        let (Some(ab), Some(ba)) = (
+            confirming(&p.metric, ab, required),
+            confirming(&p.metric, ba, required),
+        ) else {
+            return !required;
         };
         let limit = if p.metric == "latency" {
             2.0 * ASYMMETRY_RATIO

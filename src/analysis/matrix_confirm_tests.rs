@@ -104,3 +104,48 @@ fn a_run_names_nothing_from_a_cell_it_could_not_measure_again() {
         "{run:?}"
     );
 }
+
+/// Issue 44: where confirmation is required, a re-measure that has no
+/// figure of the metric (its part failed) or one of a trial or two (cut
+/// at its deadline) confirms nothing, for a slow link and for an
+/// asymmetric pair alike; the same re-measures in a file that did not
+/// require them leave the findings as they were found.
+#[test]
+fn a_re_measure_without_a_full_figure_confirms_nothing_in_a_run() {
+    use crate::analysis::matrix::{analyse_with, Confirmation};
+    let cells = rounds();
+    let found = analyse(&nodes(6), &cells);
+    assert!(
+        found.outlier_cells.iter().any(|o| (o.from, o.to) == (0, 1)),
+        "{found:?}"
+    );
+    assert!(!found.asymmetric_pairs.is_empty(), "{found:?}");
+    // Every re-measure as slow as the rounds found it, but (0, 1)'s
+    // bandwidth part cut after one trial, and (1, 0)'s failed.
+    let again = |cells: &[CellFigures]| {
+        let mut all = cells.to_vec();
+        for (f, t) in candidates(&found) {
+            let bw = if (f, t) == (0, 1) { 300e6 } else { 900e6 };
+            let mut c = cell(f, t, bw, true);
+            match (f, t) {
+                (0, 1) => c.bandwidth.as_mut().unwrap().trials = 1,
+                (1, 0) => c.bandwidth = None,
+                _ => {}
+            }
+            all.push(c);
+        }
+        all
+    };
+    let run = analyse_with(&nodes(6), &again(&cells), Confirmation::Required);
+    assert!(run.outlier_cells.is_empty(), "{run:?}");
+    assert!(run.asymmetric_pairs.is_empty(), "{run:?}");
+    assert!(run.unconfirmed >= 2, "{run:?}");
+    // The one-trial re-measure still confirms where re-measures are
+    // optional, and the pair with a failed direction stands as found.
+    let file = analyse_with(&nodes(6), &again(&cells), Confirmation::WhenRemeasured);
+    assert!(
+        file.outlier_cells.iter().any(|o| (o.from, o.to) == (0, 1)),
+        "{file:?}"
+    );
+    assert!(!file.asymmetric_pairs.is_empty(), "{file:?}");
+}

@@ -90,13 +90,33 @@ pub fn notes(c: &Comparison) -> Vec<String> {
                  counts, no point above 1.02): a run cannot go faster than its link, so a whole run's shift is \
                  at most 1 / {share:.2} - 1."
             ),
-            FloorSource::FarBeyond { log_spread } => format!(
+            FloorSource::FarBeyond {
+                log_spread,
+                log_machine,
+            } => format!(
                 "Band \"far beyond the noise\": one run per side with no run-to-run band (unclean runs), but at \
                  least 3/4 of the band's sizes have both runs' 95% intervals apart in the change's direction: a \
                  change is shown when its interval lies beyond 2 x the larger within-run spread (ln(q90/q10) of \
-                 the trials, here {:.0}%) and 2 x the runs' drift; never for runs made on a busy machine, and \
+                 the trials, here {:.0}%) and 2 x the runs' drift{}; never for runs made on a busy machine, and \
                  \"no change\" is never claimed from it.",
-                100.0 * log_spread.exp_m1()
+                100.0 * log_spread.exp_m1(),
+                if log_machine > 0.0 {
+                    format!(
+                        ", widened by the machine's own shift between the runs (their cache-line floors \
+                         differ by {:.0}%)",
+                        100.0 * log_machine.exp_m1()
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            FloorSource::Machine { log_shift } => format!(
+                "Band \"machine shift\": one run per side whose cache-line floors (the least one-way time of a \
+                 cache-line ping-pong between the same two CPUs, measured in each run) differ by {:.0}%: the \
+                 machine itself moved between the runs (a VM's slow mode, its vCPUs' placement), which shifts \
+                 everything a run measures, so the one-run band is widened by that shift and only a change \
+                 beyond it is shown.",
+                100.0 * log_shift.exp_m1()
             ),
             FloorSource::Minimum => "Band \"minimum\": 3%, below which the trials' intervals cannot \
                  separate two medians."

@@ -39,7 +39,21 @@
 //! * with one run per side and no recorded floor, at least 15%
 //!   ([`ONE_RUN_FLOOR_FRACTION`]): a whole run's shift that neither term
 //!   above sees (an A/A shm pair moved +9.8% at 8 B with a 3% band and
-//!   was called a change).
+//!   was called a change);
+//! * with one run per side and no recorded floor, the band so far
+//!   widened by the machine's own shift between the two runs, where both
+//!   recorded their cache-line floor (the least one-way time of a
+//!   cache-line ping-pong between the ends' CPUs, measured in each run:
+//!   [`super::single::cacheline_floor_ns`]): `|ln(floor_B / floor_A)|`
+//!   added in log space, when above [`MIN_FLOOR_FRACTION`]. The floor
+//!   measures no transport, so its shift is the machine's (the VM's slow
+//!   mode, the vCPUs' placement on the host's cores), common to every
+//!   size of the run; a transport's change is what lies beyond it. An
+//!   A/A pair of 1 s shm sweeps read 147 and 212 ns at 8 B (+44%, this
+//!   VM's shm reads 43-53 ns quiet) and was called a change. A halved
+//!   lab link records no floor (and its band is the link's), 4 KiB
+//!   socket buffers change tcp 50-fold beside floors within a few
+//!   percent, so both still show.
 //!
 //! A single run per side made on a busy machine (a one-minute load
 //! average at or above its CPU count, before or after the run) or with
@@ -112,6 +126,17 @@ pub enum FloorSource {
     FarBeyond {
         /// The larger within-run spread, ln(q90 / q10) of the trials.
         log_spread: f64,
+        /// The machine's own shift between the runs the band was widened
+        /// by, `|ln(floor_B / floor_A)|` of their cache-line floors (0
+        /// when none: see [`FloorSource::Machine`]).
+        log_machine: f64,
+    },
+    /// One run per side: the band of the other terms widened by the
+    /// machine's own shift between the runs, `|ln(floor_B / floor_A)|`
+    /// of the cache-line floors both recorded (see the module notes).
+    Machine {
+        /// The shift added, in log space.
+        log_shift: f64,
     },
     /// The least floor, [`MIN_FLOOR_FRACTION`].
     Minimum,
@@ -134,6 +159,7 @@ impl FloorSource {
             FloorSource::Drift { .. } => "drift",
             FloorSource::LinkBound { .. } => "link-bound",
             FloorSource::FarBeyond { .. } => "far beyond the noise",
+            FloorSource::Machine { .. } => "machine shift",
             FloorSource::Minimum => "minimum",
             FloorSource::OneRun => "one run",
             FloorSource::Unclean => "unclean runs",
@@ -208,6 +234,10 @@ pub struct FloorInputs<'a> {
     /// Whether the runs are single, busy or mostly noisy (see the module
     /// notes).
     pub unclean: bool,
+    /// One run per side: the machine's own shift between the runs,
+    /// `|ln(floor_B / floor_A)|` of the cache-line floors both recorded;
+    /// none where either recorded none.
+    pub machine: Option<f64>,
 }
 
 /// The floor by the rule of the module notes, for `n_a` and `n_b` runs.
@@ -255,10 +285,24 @@ pub fn floor(inputs: &FloorInputs<'_>, n_a: usize, n_b: usize) -> Floor {
                     best
                 }
             });
-    Floor {
-        fraction: log_floor.exp_m1(),
-        source,
+    let shift = machine_shift(inputs.machine).filter(|_| !several && inputs.recorded.is_none());
+    match shift {
+        Some(log_shift) => Floor {
+            fraction: (log_floor + log_shift).exp_m1(),
+            source: FloorSource::Machine { log_shift },
+        },
+        None => Floor {
+            fraction: log_floor.exp_m1(),
+            source,
+        },
     }
+}
+
+/// The machine's shift between two single runs that widens their band:
+/// `machine` where it exceeds [`MIN_FLOOR_FRACTION`] (two quiet runs'
+/// floors differ by a few percent, which the other terms cover).
+pub fn machine_shift(machine: Option<f64>) -> Option<f64> {
+    machine.filter(|s| s.is_finite() && *s > MIN_FLOOR_FRACTION.ln_1p())
 }
 
 /// The floor of one run against one that `log_sd` over `df + 1` repeated

@@ -379,6 +379,7 @@ impl Context<'_> {
                 .and_then(|&(_, lo, hi)| drift::band_drift(self.a.iter().chain(self.b), lo, hi)),
             band,
             unclean: self.unclean(sizes),
+            machine: self.machine_log_shift(),
         };
         let floor = floor::floor(&inputs, ra.len(), rb.len());
         let floor = self.single_run_floor(sizes, &interval, floor, inputs.drift);

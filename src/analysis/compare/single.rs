@@ -29,9 +29,12 @@
 //!   62 ns at 8 B). On a quiet machine whose points are noisy, 4 KiB
 //!   socket buffers (+5,337%) and blocking shm against spinning (+2,413%)
 //!   are then shown; an A/A pair is not, unless its runs differ beyond
-//!   their own spread at three quarters of the sizes.
+//!   their own spread at three quarters of the sizes. A whole run's shift
+//!   moves every size together, beyond any spread: so the change must
+//!   also lie beyond the machine's own shift between the runs, their
+//!   cache-line floors' (see [`super::floor`]), where both recorded one.
 
-use super::floor::{Floor, FloorSource, MIN_FLOOR_FRACTION, TRIALS_SPAN};
+use super::floor::{machine_shift, Floor, FloorSource, MIN_FLOOR_FRACTION, TRIALS_SPAN};
 use super::{point, Context};
 use crate::result::SweepResult;
 use crate::stats::hier_bootstrap::RatioInterval;
@@ -137,14 +140,46 @@ impl Context<'_> {
             return None;
         }
         let spread = within_run_spread(a, sizes).max(within_run_spread(b, sizes));
+        // Beyond the machine's own shift too: the points' noise cannot
+        // see a shift common to the whole run, the floors can.
+        let machine = machine_shift(self.machine_log_shift()).unwrap_or(0.0);
         let log_floor = (2.0 * spread)
             .max(TRIALS_SPAN * drift_log_sd.unwrap_or(0.0))
-            .max(MIN_FLOOR_FRACTION.ln_1p());
+            .max(MIN_FLOOR_FRACTION.ln_1p())
+            + machine;
         Some(Floor {
             fraction: log_floor.exp_m1(),
-            source: FloorSource::FarBeyond { log_spread: spread },
+            source: FloorSource::FarBeyond {
+                log_spread: spread,
+                log_machine: machine,
+            },
         })
     }
+}
+
+impl Context<'_> {
+    /// The machine's own shift between one run per side, `|ln(floor_B /
+    /// floor_A)|` of the cache-line floors both recorded (see
+    /// [`super::floor`]'s notes); none for several runs on a side or
+    /// where either run recorded no floor.
+    pub(super) fn machine_log_shift(&self) -> Option<f64> {
+        let ([a], [b]) = (self.a, self.b) else {
+            return None;
+        };
+        let shift = (cacheline_floor_ns(b)? / cacheline_floor_ns(a)?).ln().abs();
+        shift.is_finite().then_some(shift)
+    }
+}
+
+/// A run's cache-line floor, ns: the least `limits.floor_ns` its points
+/// record (each sweep between two processes of one machine measures it
+/// before and after its points); none across a network or in a baseline.
+pub fn cacheline_floor_ns(r: &SweepResult) -> Option<f64> {
+    r.points
+        .iter()
+        .filter_map(|p| p.limits?.floor_ns)
+        .filter(|f| f.is_finite() && *f > 0.0)
+        .min_by(f64::total_cmp)
 }
 
 /// A point's throughput as a share of its run's shaped link's goodput

@@ -158,3 +158,92 @@ fn link_bound_single_runs_are_judged_by_the_link() {
         .any(|s| matches!(s, FloorSource::LinkBound { .. })));
     assert_eq!(c.changes(), 0, "busy, wide trials, below its link");
 }
+
+/// `r` with every point recording `floor_ns` as its cache-line floor.
+fn with_floor(r: &SweepResult, floor_ns: f64) -> SweepResult {
+    let mut r = r.clone();
+    for p in &mut r.points {
+        p.limits = Some(crate::result::Limits {
+            floor_ns: Some(floor_ns),
+            ..Default::default()
+        });
+    }
+    r
+}
+
+/// `r` with tight trials (within +-1%) and no point noisy, on a quiet
+/// machine: clean runs whose band is the one-run floor.
+fn tight_and_clean(r: &SweepResult) -> SweepResult {
+    let mut r = tight_but_noisy(r);
+    r.points.iter_mut().for_each(|p| p.noisy = false);
+    r
+}
+
+/// The system tier's flake (issue 44): an A/A pair of 1 s shm sweeps read
+/// 147 and 212 ns at 8 B, +44% at every size as a whole run shifts. When
+/// the runs' cache-line floors moved as much, the machine moved, and no
+/// change is claimed, from clean runs (the one-run band) or unclean ones
+/// (far beyond the noise); with the floors alike the same +44% is shown,
+/// and a 50-fold change (4 KiB socket buffers) is shown beside the
+/// moved floors too.
+#[test]
+fn a_whole_run_shift_of_the_machine_is_not_a_change() {
+    for base in [tight_and_clean(&fixture()), tight_but_noisy(&fixture())] {
+        let a = with_floor(&base, 50.0);
+        let moved = with_floor(&scaled(&base, 1.44), 72.0);
+        let c = compare(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&moved),
+            &opts(),
+        );
+        assert_eq!(c.changes(), 0, "{:?}", c.bands);
+        assert!(c.regressions(10.0).is_empty());
+        let widened = |s: FloorSource| match s {
+            FloorSource::Machine { log_shift } => log_shift > 0.3,
+            FloorSource::FarBeyond { log_machine, .. } => log_machine > 0.3,
+            _ => false,
+        };
+        assert!(
+            c.bands.iter().all(|b| widened(b.floor.source)),
+            "{:?}",
+            c.bands
+        );
+        // The floors alike: the machine stood still, the change is shown.
+        let same = with_floor(&scaled(&base, 1.44), 50.0);
+        let c = compare(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&same),
+            &opts(),
+        );
+        assert_eq!(verdicts(&c), vec![Verdict::AFaster; 4], "{:?}", c.bands);
+        assert!(!c.regressions(10.0).is_empty());
+        // Far beyond the machine's shift: shown all the same.
+        let slow = with_floor(&scaled(&base, 50.0), 72.0);
+        let c = compare(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&slow),
+            &opts(),
+        );
+        assert_eq!(verdicts(&c), vec![Verdict::AFaster; 4], "{:?}", c.bands);
+    }
+}
+
+/// A floor's shift of a few percent (two quiet runs' floors) leaves the
+/// band as the other terms set it, and several runs per side carry their
+/// own run-to-run spread: no machine term there.
+#[test]
+fn a_small_floor_shift_or_several_runs_add_no_machine_term() {
+    let a = with_floor(&tight_and_clean(&fixture()), 50.0);
+    let b = with_floor(&tight_and_clean(&fixture()), 51.0);
+    let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), &opts());
+    assert!(c
+        .bands
+        .iter()
+        .all(|b| !matches!(b.floor.source, FloorSource::Machine { .. })));
+    let moved = with_floor(&tight_and_clean(&fixture()), 80.0);
+    let c = compare(&[a.clone(), a.clone()], &[moved.clone(), moved], &opts());
+    assert!(c
+        .bands
+        .iter()
+        .all(|b| !matches!(b.floor.source, FloorSource::Machine { .. })));
+}

@@ -21,10 +21,9 @@
 
 use std::io;
 
-use super::loops::{BlockMeasure, Pools, CLIENT_TO_SERVER, SERVER_TO_CLIENT};
+use super::loops::{BlockMeasure, Pools, Readings, CLIENT_TO_SERVER, SERVER_TO_CLIENT};
 use crate::message::pattern::pattern_byte;
 use crate::result::Mode;
-use crate::sys::{run_delay_since, thread_cpu_time, thread_run_delay_ns};
 use crate::transport::Endpoint;
 
 /// Leading bytes of a message that carry its operation number.
@@ -117,11 +116,14 @@ pub fn client_timed(
     mode: Mode,
     repeats: u64,
 ) -> io::Result<(BlockMeasure, Option<io::Error>)> {
-    let Pools { tx, rx, checked } = pools;
+    let Pools {
+        tx,
+        rx,
+        checked,
+        helpers,
+    } = pools;
     let mut mismatch = None;
-    let delay0 = thread_run_delay_ns();
-    let cpu0 = thread_cpu_time();
-    let t0 = std::time::Instant::now();
+    let readings = Readings::start(helpers);
     for op in 0..repeats {
         let out = tx.next_buf();
         checked.fill(out, op, CLIENT_TO_SERVER);
@@ -146,15 +148,7 @@ pub fn client_timed(
             }
         }
     }
-    let elapsed_ns = t0.elapsed().as_nanos() as u64;
-    let cpu = thread_cpu_time().since(cpu0);
-    let run_delay_ns = run_delay_since(delay0);
-    let m = BlockMeasure {
-        elapsed_ns,
-        cpu,
-        run_delay_ns,
-    };
-    Ok((m, mismatch))
+    Ok((readings.finish(helpers), mismatch))
 }
 
 /// The peer's timed part of a checked block (its stream go, if any, was
@@ -165,7 +159,9 @@ pub fn server_timed(
     mode: Mode,
     repeats: u64,
 ) -> io::Result<Option<io::Error>> {
-    let Pools { tx, rx, checked } = pools;
+    let Pools {
+        tx, rx, checked, ..
+    } = pools;
     let mut mismatch = None;
     for op in 0..repeats {
         let inp = rx.next_buf();

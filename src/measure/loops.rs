@@ -6,7 +6,10 @@
 //! announced the block is not inside the timed interval). CPU time is read
 //! with getrusage(RUSAGE_THREAD) just outside the timed interval, and so is
 //! the thread's run delay (`sys::thread_run_delay_ns`: one pread of a file
-//! the thread opened once), which tells a block its end was preempted.
+//! the thread opened once), which tells a block its end was preempted,
+//! and the time the transport's own helper processes ran
+//! (`sys::HelperCpu`: their threads' schedstat files, opened with the
+//! pools), credited against it.
 //!
 //! In stream mode each call hands the endpoint up to its
 //! `stream_window()` messages from one buffer (MPI keeps that many
@@ -26,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::message::buffers::BufferPool;
 use crate::message::pattern::{check, fill};
 use crate::result::Mode;
-use crate::sys::{run_delay_since, thread_cpu_time, thread_run_delay_ns, CpuTime};
+use crate::sys::{run_delay_since, thread_cpu_time, thread_run_delay_ns, CpuTime, HelperCpu};
 use crate::transport::Endpoint;
 
 /// What a block does.
@@ -44,7 +47,8 @@ pub enum BlockKind {
     Checked,
 }
 
-/// The two buffer pools of one end.
+/// The two buffer pools of one end, and what else its blocks read
+/// without allocating.
 pub struct Pools {
     /// Messages are sent from here.
     pub tx: BufferPool,
@@ -52,6 +56,9 @@ pub struct Pools {
     pub rx: BufferPool,
     /// The patterns of checked blocks (empty until one runs).
     pub checked: super::checked::Patterns,
+    /// The transport's helper processes on this end
+    /// ([`Endpoint::helper_processes`]), read around every block.
+    pub helpers: HelperCpu,
 }
 
 impl Pools {
@@ -64,6 +71,7 @@ impl Pools {
         nocache: bool,
         llc: Option<u64>,
     ) -> std::io::Result<Pools> {
+        let helpers = HelperCpu::open(&ep.helper_processes());
         Ok(Pools {
             tx: BufferPool::for_sending(
                 |bytes| ep.send_memory(bytes),
@@ -74,6 +82,7 @@ impl Pools {
             )?,
             rx: BufferPool::new(max_bytes, offset, nocache, llc)?,
             checked: Default::default(),
+            helpers,
         })
     }
 
@@ -96,6 +105,47 @@ pub struct BlockMeasure {
     /// How long this thread waited for a CPU during the timed part, ns
     /// (schedstat's run delay; None where the kernel does not keep it).
     pub run_delay_ns: Option<u64>,
+    /// How long this end's helper processes ([`Pools::helpers`]) were on
+    /// a CPU during the timed part, ns (None: it has none).
+    pub helper_cpu_ns: Option<u64>,
+}
+
+/// What an end reads just before a block's timed part, to read again
+/// just after it ([`Readings::finish`]): outside the timed interval, and
+/// nothing allocated.
+pub(super) struct Readings {
+    delay: Option<u64>,
+    helpers: Option<u64>,
+    cpu: CpuTime,
+    t0: Instant,
+}
+
+impl Readings {
+    /// Read now; the clock last, so the readings are outside it.
+    pub(super) fn start(helpers: &HelperCpu) -> Readings {
+        let delay = thread_run_delay_ns();
+        let helper_cpu = helpers.on_cpu_ns();
+        let cpu = thread_cpu_time();
+        Readings {
+            delay,
+            helpers: helper_cpu,
+            cpu,
+            t0: Instant::now(),
+        }
+    }
+
+    /// The block's measure: the clock first, then the rest.
+    pub(super) fn finish(self, helpers: &HelperCpu) -> BlockMeasure {
+        let elapsed_ns = self.t0.elapsed().as_nanos() as u64;
+        let cpu = thread_cpu_time().since(self.cpu);
+        let run_delay_ns = run_delay_since(self.delay);
+        BlockMeasure {
+            elapsed_ns,
+            cpu,
+            run_delay_ns,
+            helper_cpu_ns: helpers.since(self.helpers),
+        }
+    }
 }
 
 /// Direction tags for the integrity pattern.
@@ -128,11 +178,11 @@ pub fn client_block(
         ep.flush()?;
         return mismatch.map_or(Ok(m), Err);
     }
-    let Pools { tx, rx, .. } = pools;
+    let Pools {
+        tx, rx, helpers, ..
+    } = pools;
     let mut mismatch: Option<io::Error> = None;
-    let delay0 = thread_run_delay_ns();
-    let cpu0 = thread_cpu_time();
-    let t0 = Instant::now();
+    let readings = Readings::start(helpers);
     match (kind, mode) {
         (BlockKind::Timed, Mode::Pingpong) => {
             for _ in 0..repeats {
@@ -186,22 +236,13 @@ pub fn client_block(
             }
         }
     }
-    let elapsed_ns = t0.elapsed().as_nanos() as u64;
-    let cpu = thread_cpu_time().since(cpu0);
-    let run_delay_ns = run_delay_since(delay0);
+    let m = readings.finish(helpers);
     // Untimed: the last sends of a channel that does not wait for its
     // acknowledgements are settled before the ends turn to the control
     // connection (where neither would answer a resend).
     stream_end(ep, pools, mode, Side::Sender)?;
     ep.flush()?;
-    match mismatch {
-        Some(e) => Err(e),
-        None => Ok(BlockMeasure {
-            elapsed_ns,
-            cpu,
-            run_delay_ns,
-        }),
-    }
+    mismatch.map_or(Ok(m), Err)
 }
 
 /// Peer side of one block: the mirror of [`client_block`].
@@ -214,7 +255,9 @@ pub fn server_block(
     repeats: u64,
 ) -> io::Result<BlockMeasure> {
     pools.prepare(bytes, kind);
-    let Pools { tx, rx, .. } = pools;
+    let Pools {
+        tx, rx, helpers, ..
+    } = pools;
     // Tail samples are ping-pong round trips whatever the sweep's mode.
     let mode = if kind == BlockKind::Tails {
         Mode::Pingpong
@@ -230,9 +273,7 @@ pub fn server_block(
         Mode::Bidir => ep.exchange(tx.next_buf(), rx.next_buf())?,
     }
     let mut mismatch: Option<io::Error> = None;
-    let delay0 = thread_run_delay_ns();
-    let cpu0 = thread_cpu_time();
-    let t0 = Instant::now();
+    let readings = Readings::start(helpers);
     if mode == Mode::Stream {
         // Inside the timed interval: the sender starts only on this go, so
         // the interval holds every timed byte's crossing plus one small
@@ -289,22 +330,13 @@ pub fn server_block(
             }
         }
     }
-    let elapsed_ns = t0.elapsed().as_nanos() as u64;
-    let cpu = thread_cpu_time().since(cpu0);
-    let run_delay_ns = run_delay_since(delay0);
+    let m = readings.finish(&pools.helpers);
     // Untimed: the last sends of a channel that does not wait for its
     // acknowledgements are settled before the ends turn to the control
     // connection (where neither would answer a resend).
     stream_end(ep, pools, mode, Side::Receiver)?;
     ep.flush()?;
-    match mismatch {
-        Some(e) => Err(e),
-        None => Ok(BlockMeasure {
-            elapsed_ns,
-            cpu,
-            run_delay_ns,
-        }),
-    }
+    mismatch.map_or(Ok(m), Err)
 }
 
 /// Which end of a stream a side is.

@@ -21,7 +21,10 @@
 //! 4. **Clean blocks**: a block whose ends waited for a CPU (their run
 //!    delay, see [`crate::sys::thread_run_delay_ns`]) for
 //!    [`DISTURBED_SHARE`] of its timed part or more is *disturbed*: it
-//!    measured the machine's other work as much as the transport. It is
+//!    measured the machine's other work as much as the transport. The
+//!    time the transport's own helper processes ran meanwhile (PVM's
+//!    daemon: [`BlockTiming::helper_cpu_ns`]) is the transport's work,
+//!    not a neighbour's, and is taken off that wait first. It is
 //!    kept, flagged, and the point's convergence and headline figures come
 //!    from the clean blocks, so a point with disturbed blocks goes on
 //!    measuring (up to [`REMEASURE_SHARES`] times its budget) until its
@@ -127,14 +130,28 @@ pub struct BlockTiming {
     /// How long the peer waited for a CPU during the timed part, ns
     /// (None: not known, counted as none).
     pub server_run_delay_ns: Option<u64>,
+    /// How long the transport's helper processes of both ends were on a
+    /// CPU during the timed part, ns (None: it has none): credited
+    /// against the ends' run delay ([`BlockTiming::disturbed`]).
+    pub helper_cpu_ns: Option<u64>,
 }
 
 impl BlockTiming {
     /// Whether the block's ends waited for a CPU for [`DISTURBED_SHARE`]
-    /// of its timed part or more; None when the measuring end's wait is
-    /// not known.
+    /// of its timed part or more, less at most the time the transport's
+    /// helper processes were on a CPU meanwhile; None when the measuring
+    /// end's wait is not known.
+    ///
+    /// Why the credit: under `pvm(daemon)` every message passes through
+    /// the pvmd, and an end woken by it waits, runnable, while it goes on
+    /// relaying on that end's CPU. That wait is the transport's own work:
+    /// at 64 KiB no block of the idle VM was clean without the credit,
+    /// pinned or not. A helper can keep an end waiting no longer than it
+    /// ran, so at most its time is taken off; what remains is the
+    /// neighbours'.
     pub fn disturbed(&self) -> Option<bool> {
         let delay = self.client_run_delay_ns? + self.server_run_delay_ns.unwrap_or(0);
+        let delay = delay.saturating_sub(self.helper_cpu_ns.unwrap_or(0));
         Some(delay as f64 >= DISTURBED_SHARE * self.timed_ns.max(1) as f64)
     }
 }

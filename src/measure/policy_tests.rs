@@ -36,6 +36,7 @@ impl BlockRunner for Mock {
             server_cpu_ns: (20, 7),
             client_run_delay_ns: (self.delay_share)(i).map(|d| (d * timed as f64) as u64),
             server_run_delay_ns: None,
+            helper_cpu_ns: None,
         })
     }
 }
@@ -294,6 +295,66 @@ fn the_share_that_disturbs_a_block() {
     assert_eq!(b(Some(50_000), None).disturbed(), Some(true));
     // Both ends' waits add up.
     assert_eq!(b(Some(30_000), Some(30_000)).disturbed(), Some(true));
+}
+
+/// The time a transport's helper processes (PVM's daemon) ran is taken
+/// off the ends' wait, never more than the wait: what is left over is a
+/// neighbour's.
+#[test]
+fn a_helpers_time_on_a_cpu_is_credited_against_the_wait() {
+    let b = |client, server, helper| BlockTiming {
+        timed_ns: 1_000_000,
+        client_run_delay_ns: Some(client),
+        server_run_delay_ns: Some(server),
+        helper_cpu_ns: helper,
+        ..BlockTiming::default()
+    };
+    // 20% of the block waited for, the daemon on a CPU for all of it.
+    assert_eq!(b(150_000, 50_000, Some(200_000)).disturbed(), Some(false));
+    assert_eq!(b(150_000, 50_000, None).disturbed(), Some(true));
+    // It ran 100 us of the 200 us: the other 100 us are 10%.
+    assert_eq!(b(150_000, 50_000, Some(100_000)).disturbed(), Some(true));
+    // It ran 155 us: 45 us (4.5%) are left.
+    assert_eq!(b(150_000, 50_000, Some(155_000)).disturbed(), Some(false));
+    // Longer than the wait: nothing is left, nothing goes negative.
+    assert_eq!(b(0, 0, Some(u64::MAX)).disturbed(), Some(false));
+    // The measuring end's wait unknown: still unknown.
+    let unknown = BlockTiming {
+        client_run_delay_ns: None,
+        ..b(0, 0, Some(1))
+    };
+    assert_eq!(unknown.disturbed(), None);
+}
+
+/// A point whose every block waited 30% of its time for a CPU while the
+/// transport's daemon ran as long is clean, its headline from every
+/// block; without the daemon's time it has no clean block and is noisy.
+#[test]
+fn a_point_whose_waits_were_its_daemons_is_clean() {
+    struct Relayed {
+        helper: bool,
+    }
+    impl BlockRunner for Relayed {
+        fn run(&mut self, _: u64, repeats: u64) -> Result<BlockTiming> {
+            let timed = 1000 * repeats;
+            let wait = timed * 3 / 10;
+            Ok(BlockTiming {
+                op_ns: 1000.0,
+                timed_ns: timed,
+                wall_ns: timed + 1000,
+                client_run_delay_ns: Some(wait / 2),
+                server_run_delay_ns: Some(wait / 2),
+                helper_cpu_ns: self.helper.then_some(wait),
+                ..BlockTiming::default()
+            })
+        }
+    }
+    let o = measure_point(&mut Relayed { helper: true }, 8, &plan(), &never).unwrap();
+    assert_eq!(o.clean_share(), Some(1.0));
+    assert!(o.headline_clean && !o.noisy, "{o:?}");
+    let o = measure_point(&mut Relayed { helper: false }, 8, &plan(), &never).unwrap();
+    assert_eq!(o.clean_share(), Some(0.0));
+    assert!(!o.headline_clean && o.noisy, "{o:?}");
 }
 
 #[test]

@@ -45,6 +45,9 @@ pub struct PeerBlock {
     /// How long the peer's thread waited for a CPU in the block, ns
     /// (None: its kernel does not keep it).
     pub run_delay_ns: Option<u64>,
+    /// How long the transport's helper processes on the peer's end were
+    /// on a CPU in the block, ns (None: it has none).
+    pub helper_cpu_ns: Option<u64>,
 }
 
 /// Resolve `HOST[:PORT]` (IPv6 literals in brackets) to a socket address.
@@ -149,11 +152,13 @@ impl PeerSession {
                 sys_ns,
                 elapsed_ns,
                 run_delay_ns,
+                helper_cpu_ns,
             } => Ok(PeerBlock {
                 user_ns,
                 sys_ns,
                 elapsed_ns,
                 run_delay_ns,
+                helper_cpu_ns,
             }),
             Reply::Error { message } => Err(anyhow::anyhow!("peer: {message}")),
             other => Err(unexpected(self.addr, other)),

@@ -16,6 +16,7 @@ pub mod protocol;
 pub mod server;
 mod session;
 pub mod sink;
+mod test_run;
 pub mod watchdog;
 
 /// Default control port of `wulf serve`.

@@ -34,7 +34,10 @@ use crate::transport::ChannelOptions;
 /// off its CPU so long: the sweep's clean blocks).
 /// 7: a stream block ends with one byte from the receiver on the data
 /// channel (`measure::loops`), which the sender waits for.
-pub const PROTOCOL_VERSION: u32 = 7;
+/// 8: `Reply::Done.helper_cpu_ns` (how long the transport's helper
+/// processes on the server's end ran in the block: credited against the
+/// ends' run delay).
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// Longest control line accepted, in bytes (the server's replies carry a
 /// whole machine fingerprint).
@@ -191,6 +194,11 @@ pub enum Reply {
         /// not keep it). Protocol version 6.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         run_delay_ns: Option<u64>,
+        /// How long the transport's helper processes on the server's end
+        /// (PVM's daemon) were on a CPU during the timed part, ns; absent
+        /// where it has none. Protocol version 8.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        helper_cpu_ns: Option<u64>,
     },
     /// The background load stopped: what each load achieved on the server.
     Loads {

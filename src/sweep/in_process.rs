@@ -75,6 +75,7 @@ impl BlockRunner for BaselineRunner<'_> {
             ),
             client_run_delay_ns,
             server_run_delay_ns: None,
+            helper_cpu_ns: None,
         })
     }
 }

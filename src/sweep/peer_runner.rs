@@ -130,6 +130,12 @@ impl BlockRunner for Runner<'_> {
             server_cpu_ns: (theirs.user_ns, theirs.sys_ns),
             client_run_delay_ns: mine.run_delay_ns,
             server_run_delay_ns: theirs.run_delay_ns,
+            // Each end's own helpers (on one host only the peer names
+            // the pvmd both ends share: it is counted once).
+            helper_cpu_ns: match (mine.helper_cpu_ns, theirs.helper_cpu_ns) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+            },
         })
     }
 }

@@ -15,7 +15,8 @@
 //! * [`path`]: whether a peer is this machine (same kernel, loopback path);
 //! * [`link_limit`]: the theoretical TCP goodput of a link;
 //! * [`net_counters`]: TCP retransmissions and interface drops;
-//! * [`thread_run_delay_ns`]: how long this thread waited for a CPU.
+//! * [`thread_run_delay_ns`]: how long this thread waited for a CPU;
+//!   [`HelperCpu`]: how long a transport's helper processes ran.
 
 pub mod control_mark;
 mod cpu;
@@ -43,7 +44,7 @@ pub use interface::{
 };
 pub use link_limit::{tcp_goodput_limit, Framing, IpVersion, LinkLimit};
 pub use path::{recorded_same_machine, same_machine};
-pub use schedstat::{run_delay_since, thread_run_delay_ns};
+pub use schedstat::{run_delay_since, thread_run_delay_ns, HelperCpu};
 pub use tcp_sysctl::TcpSysctls;
 pub(crate) use topology::memory_total_bytes;
 pub use topology::Cache;

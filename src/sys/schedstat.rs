@@ -14,8 +14,15 @@
 //! idle CPU is queued there by that CPU once it is awake (the scheduler's
 //! wake list), and the run delay counts from the queueing. What it counts
 //! is other work ahead of the thread on its CPU: preemption by neighbours.
+//!
+//! [`HelperCpu`] reads the other field that matters, the time on a CPU
+//! (field 1), of a transport's own helper processes (PVM's daemon, which
+//! relays every `pvm(daemon)` message): their time on the ends' CPUs is
+//! the transport's work, not a neighbour's, so the timing loops credit it
+//! against the ends' run delay.
 
 use std::cell::Cell;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// The calling thread's schedstat file, opened on its first read.
 struct SchedFile {
@@ -76,10 +83,16 @@ pub fn thread_run_delay_ns() -> Option<u64> {
 
 /// The run delay, the second field of a schedstat line.
 fn run_delay_of(line: &[u8]) -> Option<u64> {
+    field_of(line, 1)
+}
+
+/// Field `index` (from 0) of a schedstat line: 0 is the time on a CPU,
+/// 1 the run delay.
+fn field_of(line: &[u8], index: usize) -> Option<u64> {
     let field = line
         .split(|&b| b == b' ' || b == b'\n')
         .filter(|f| !f.is_empty())
-        .nth(1)?;
+        .nth(index)?;
     let mut v: u64 = 0;
     for &b in field {
         if !b.is_ascii_digit() {
@@ -95,6 +108,67 @@ pub fn run_delay_since(before: Option<u64>) -> Option<u64> {
     Some(thread_run_delay_ns()?.saturating_sub(before?))
 }
 
+/// The time a transport's helper processes (every thread of each) have
+/// spent on a CPU: the schedstat files of their threads, opened once
+/// (outside every timing loop) and read with `pread` into a buffer on the
+/// stack, as the thread's own run delay is, so a block reads it before
+/// and after its timed part without allocating. A thread a helper starts
+/// after the files were opened is not counted (pvmd has one).
+#[derive(Debug, Default)]
+pub struct HelperCpu {
+    files: Vec<OwnedFd>,
+}
+
+impl HelperCpu {
+    /// The threads of `pids` as they are now (/proc/PID/task/*); a
+    /// process that is gone or unreadable is left out.
+    pub fn open(pids: &[u32]) -> HelperCpu {
+        let mut files = Vec::new();
+        for pid in pids {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for task in tasks.flatten() {
+                if let Ok(f) = std::fs::File::open(task.path().join("schedstat")) {
+                    files.push(OwnedFd::from(f));
+                }
+            }
+        }
+        HelperCpu { files }
+    }
+
+    /// Whether there is any helper thread to read.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The helpers' total time on a CPU so far, ns; None when there are
+    /// no helpers or a thread's file could not be read (it ended).
+    pub fn on_cpu_ns(&self) -> Option<u64> {
+        if self.files.is_empty() {
+            return None;
+        }
+        let mut sum = 0u64;
+        for f in &self.files {
+            let mut buf = [0u8; 96];
+            // SAFETY: reads at most buf.len() bytes into our own buffer
+            // from a descriptor this value owns.
+            let n = unsafe { libc::pread(f.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if n <= 0 {
+                return None;
+            }
+            sum = sum.saturating_add(field_of(&buf[..n as usize], 0)?);
+        }
+        Some(sum)
+    }
+
+    /// The helpers' time on a CPU since `before` (a reading of
+    /// [`HelperCpu::on_cpu_ns`]), ns; None when either is unknown.
+    pub fn since(&self, before: Option<u64>) -> Option<u64> {
+        Some(self.on_cpu_ns()?.saturating_sub(before?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +180,39 @@ mod tests {
         assert_eq!(run_delay_of(b"123\n"), None);
         assert_eq!(run_delay_of(b"1 x2 3"), None);
         assert_eq!(run_delay_of(b"1 99999999999999999999999 3"), None);
+        assert_eq!(field_of(b"123 456 7\n", 0), Some(123));
+    }
+
+    /// A helper that spins for a while is seen on a CPU for about that
+    /// long; no helpers read as unknown, not as zero.
+    #[test]
+    fn a_helpers_time_on_a_cpu_is_read_across_its_threads() {
+        assert_eq!(HelperCpu::open(&[]).on_cpu_ns(), None);
+        let me = HelperCpu::open(&[std::process::id()]);
+        if me.is_empty() || me.on_cpu_ns().is_none() {
+            return; // no schedstat here
+        }
+        let before = me.on_cpu_ns();
+        // Spin until this thread has run 5 ms (its own CPU clock), at
+        // most 10 s of wall time on a busy machine.
+        let cpu0 = crate::sys::thread_cpu_time();
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        let ran = || {
+            let d = crate::sys::thread_cpu_time().since(cpu0);
+            d.user + d.system
+        };
+        while ran() < std::time::Duration::from_millis(5)
+            && t.elapsed() < std::time::Duration::from_secs(10)
+        {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let spun = me.since(before).expect("read again");
+        // Every thread of the process counts, this one's 5 ms among them
+        // (less a tick's rounding of the CPU clock).
+        assert!(spun >= 4_000_000, "{spun} ns on a CPU after spinning 5 ms");
+        // A process that does not exist has no threads to read.
+        assert!(HelperCpu::open(&[u32::MAX]).is_empty());
     }
 
     /// Where the kernel keeps it (it does on the development VM and CI),

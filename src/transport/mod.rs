@@ -139,6 +139,19 @@ pub trait Endpoint: Send {
         None
     }
 
+    /// The processes of the transport's own that do this end's work
+    /// beside it (a daemon that relays its messages: PVM's pvmd, through
+    /// which every `pvm(daemon)` message passes). Their time on a CPU
+    /// during a block is the transport's work: an end kept waiting while
+    /// they ran was not preempted by a neighbour, so that time is
+    /// credited against the ends' run delay before a block is judged
+    /// disturbed (`measure::policy::BlockTiming::disturbed`). Empty (the
+    /// default): none. Asked once, when the end's buffers are set up,
+    /// outside any timing loop.
+    fn helper_processes(&self) -> Vec<u32> {
+        Vec::new()
+    }
+
     /// Memory of at least `bytes` bytes for this end's send buffers, lent
     /// by a transport that can pass messages sent from it without copying
     /// them in (shared memory the other end maps too, which the receiver

@@ -476,6 +476,22 @@ impl Endpoint for PvmEndpoint {
         self.abort.as_ref().and_then(AbortPair::handle)
     }
 
+    fn helper_processes(&self) -> Vec<u32> {
+        // The pvmd this end's messages pass through (every one under
+        // PvmDontRoute; the direct route's control traffic otherwise):
+        // the listening side's own, or in a lab the one its peer started
+        // on this node. On one host only the listening side names it, so
+        // its time is credited once.
+        match (&self.daemon, &self.node_dir) {
+            (Some(d), _) => d.pid().into_iter().collect(),
+            (None, Some(dir)) => remote::daemons_in(dir)
+                .into_iter()
+                .filter_map(|p| u32::try_from(p).ok())
+                .collect(),
+            (None, None) => Vec::new(),
+        }
+    }
+
     fn send(&mut self, buf: &[u8]) -> io::Result<()> {
         send_bytes(self.api, self.peer, DATA_TAG, self.encoding, buf)
     }

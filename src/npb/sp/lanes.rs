@@ -8,9 +8,9 @@
 //! serial elimination of its line, in the same order: the results are
 //! the same bit for bit.
 
-use super::adi::{build_rows, forward, line_starts, Scratch, SYSTEM_OF};
+use super::adi::{forward, line_starts, Scratch, SYSTEM_OF};
 use super::cells::{Cell, NV};
-use super::rhs::{points, points_mut, Consts};
+use super::rhs::{dissipation_weights, points, points_mut, Consts};
 
 /// Lines solved together.
 const LANES: usize = 2;
@@ -27,6 +27,7 @@ pub struct LaneScratch {
     rhs: Vec<[Lane; NV]>,
     de: Vec<[Lane; 6]>,
     starts: Vec<usize>,
+    terms: Vec<[Lane; 3]>,
 }
 
 /// `a - b * c` per lane.
@@ -57,6 +58,69 @@ fn eliminate(
     }
 }
 
+/// The lanes' rows (NPB's `lhs`, `lhsp`, `lhsm` of each line), built
+/// two-wide in place: each lane computes exactly [`build_rows`](super::adi::build_rows)'s values
+/// (the same expressions in the same order), without building every line
+/// into a scratch row first and copying it over coefficient by
+/// coefficient. `terms` keeps the point terms (`cv`, `rhon`, `speed`) of
+/// both lanes from one point before the line to one after.
+fn build_lane_rows(
+    k: &Consts,
+    cell: &Cell,
+    d: usize,
+    firsts: [usize; LANES],
+    rows: &mut [[Lane; 15]],
+    terms: &mut Vec<[Lane; 3]>,
+) {
+    let len = rows.len();
+    let s = cell.stride(d);
+    terms.resize(len + 2, [[0.0; LANES]; 3]);
+    let terms = &mut terms[..len + 2];
+    for z in 0..LANES {
+        // The line's points from one before its first (a ghost) on.
+        let line = &cell.aux[firsts[z] - s..];
+        for (r, t) in terms.iter_mut().enumerate() {
+            let a = &line[r * s];
+            t[0][z] = a.vel[d];
+            t[1][z] = k.rho_max(d, a.rho_i);
+            t[2][z] = a.speed;
+        }
+    }
+    let last = cell.n as isize - 1;
+    let (dtt1, dtt2) = (k.dtt1[d], k.dtt2[d]);
+    let g0 = cell.global(d, cell.owned(d).start);
+    for (r, row) in rows.iter_mut().enumerate() {
+        let g = g0 + r as isize;
+        if g == 0 || g == last {
+            *row = [[0.0; LANES]; 15];
+            for c in [2, 7, 12] {
+                row[c] = [1.0; LANES];
+            }
+            continue;
+        }
+        let w = dissipation_weights(g, cell.n).map(|wo| wo * k.dtdssp);
+        let (t0, t1, t2) = (&terms[r], &terms[r + 1], &terms[r + 2]);
+        for z in 0..LANES {
+            let base = [
+                0.0 + w[0],
+                (-dtt2 * t0[0][z] - dtt1 * t0[1][z]) + w[1],
+                (1.0 + 2.0 * dtt1 * t1[1][z]) + w[2],
+                (dtt2 * t2[0][z] - dtt1 * t2[1][z]) + w[3],
+                0.0 + w[4],
+            ];
+            for q in 0..3 {
+                for c in 0..5 {
+                    row[5 * q + c][z] = base[c];
+                }
+            }
+            row[6][z] -= dtt2 * t0[2][z];
+            row[8][z] += dtt2 * t2[2][z];
+            row[11][z] += dtt2 * t0[2][z];
+            row[13][z] -= dtt2 * t2[2][z];
+        }
+    }
+}
+
 /// Solves the whole lines starting at `firsts` of a cell that spans the
 /// grid along `d`.
 fn solve_lanes(
@@ -64,7 +128,6 @@ fn solve_lanes(
     cell: &mut Cell,
     d: usize,
     firsts: [usize; LANES],
-    sc: &mut Scratch,
     ls: &mut LaneScratch,
 ) {
     let len = cell.size[d];
@@ -77,14 +140,7 @@ fn solve_lanes(
         &mut ls.rhs[..len + 2],
         &mut ls.de[..len],
     );
-    for (z, &first) in firsts.iter().enumerate() {
-        build_rows(k, cell, d, first, sc);
-        for (lane, row) in rows.iter_mut().zip(&sc.rows[..len]) {
-            for c in 0..15 {
-                lane[c][z] = row[c];
-            }
-        }
-    }
+    build_lane_rows(k, cell, d, firsts, rows, &mut ls.terms);
     let line = points(&cell.rhs);
     for (r, v) in rhs[..len].iter_mut().enumerate() {
         for (z, &first) in firsts.iter().enumerate() {
@@ -150,7 +206,7 @@ pub fn solve_cell(k: &Consts, cell: &mut Cell, d: usize, sc: &mut Scratch, ls: &
     line_starts(cell, d, &mut starts);
     let whole = starts.len() - starts.len() % LANES;
     for pair in starts[..whole].chunks_exact(LANES) {
-        solve_lanes(k, cell, d, [pair[0], pair[1]], sc, ls);
+        solve_lanes(k, cell, d, [pair[0], pair[1]], ls);
     }
     for &first in &starts[whole..] {
         forward(k, cell, d, first, sc, None, &mut []);

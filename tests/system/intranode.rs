@@ -76,6 +76,8 @@ fn every_mode_with_integrity() {
                     sizes,
                     "--offset",
                     "3",
+                    LOOSE_PRECISION[0],
+                    LOOSE_PRECISION[1],
                 ],
             );
             assert_eq!(r["complete"], true, "{t} {mode}");
@@ -103,6 +105,7 @@ fn single_copy_switch_with_integrity() {
     let list = list.join(",");
     for mode in ["pingpong", "stream", "bidir"] {
         let args = ["shm", "--mode", mode, "--integrity", "--sizes", &list];
+        let args = [&args[..], &LOOSE_PRECISION].concat();
         // Nine sizes of spinning ends: a 5 s sweep kept six at load 5.
         let (r, _) = sweep_ok_with(&every_size("10s"), &args);
         assert_eq!(r["complete"], true, "{mode}");
@@ -480,16 +483,13 @@ fn bad_requests_are_usage_errors() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     }
-    // shm also works against a `wulf serve` on this host.
+    // shm also works against a `wulf serve` on this host: that it runs,
+    // not what it measures, so a short budget (the default 10 s was most
+    // of this test's time).
     let server = Server::start(&[]);
-    let o = run(&[
-        "sweep",
-        "shm",
-        "--peer",
-        &server.addr(),
-        "--sizes",
-        "8",
-        "--quiet",
-    ]);
+    let addr = server.addr();
+    let mut args = vec!["sweep", "shm", "--peer", &addr, "--sizes", "8"];
+    args.extend_from_slice(QUICK);
+    let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
 }

@@ -70,14 +70,6 @@ pub const QUICK: &[&str] = &["--budget", "300ms", "--quiet", "--timeout", "5s"];
 /// all of it, a quiet one less (its points converge).
 pub const EVERY_SIZE: &[&str] = &["--budget", "2s", "--quiet", "--timeout", "5s"];
 
-/// For a sweep that checks what it does (every size arrives intact, the
-/// path and settings it records), not its figures: each point may stop
-/// once its median is known to +-50%, so that a sweep ends after its
-/// points' least trials instead of spending its whole budget on a
-/// precision nothing checks. The budget stays the deadline, and the room
-/// a loaded machine needs for every size.
-pub const LOOSE_PRECISION: [&str; 2] = ["--precision", "0.5"];
-
 /// [`EVERY_SIZE`] with a larger `budget`, for sweeps of many or large
 /// sizes: spinning ends hand off once per scheduler tick on a loaded
 /// machine (a 1 B shm trial then takes 0.1 s), and a 2 s shm sweep of

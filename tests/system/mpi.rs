@@ -77,8 +77,6 @@ fn both_libraries_in_every_mode_with_integrity() {
                     "--offset",
                     "3",
                     "--nocache",
-                    LOOSE_PRECISION[0],
-                    LOOSE_PRECISION[1],
                 ],
                 3.0,
             );

@@ -33,8 +33,6 @@ fn every_ofi_provider_sweeps_every_mode_checked_and_records_what_libfabric_chose
                     "--no-perturb",
                     "--timeout",
                     "10s",
-                    common::LOOSE_PRECISION[0],
-                    common::LOOSE_PRECISION[1],
                 ],
                 3.0,
             );

@@ -45,8 +45,6 @@ fn every_ucx_selection_sweeps_every_mode_checked_over_the_lanes_it_allows() {
                     "--no-perturb",
                     "--timeout",
                     "10s",
-                    common::LOOSE_PRECISION[0],
-                    common::LOOSE_PRECISION[1],
                 ],
                 3.0,
             );

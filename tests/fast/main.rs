@@ -26,6 +26,7 @@ mod help_lists;
 mod hostile_files;
 mod hpl_report;
 mod kind_names;
+mod matrix_launch;
 mod matrix_read;
 mod npb_bench;
 mod npb_mg;

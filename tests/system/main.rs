@@ -32,7 +32,6 @@ mod matrix;
 mod matrix_agents_hostile;
 mod matrix_budget;
 mod matrix_hostile;
-mod matrix_launch;
 mod matrix_partial;
 mod matrix_ranks;
 mod mpi;

@@ -1,6 +1,12 @@
 //! A matrix whose launch never brings its agents (issue 35 item 4): the
 //! launcher's process group is ended within a bound and what was measured
 //! is saved.
+//!
+//! In the fast tier, beside other tests, though it lasts some 17 s: it
+//! times nothing and loads no CPU (its launches are sleeping shells, its
+//! hosts never join), it only waits out the join's floor of 10 s and the
+//! 5 s grace of a launch that ignores SIGTERM, which one test at a time
+//! in the system tier spent alone.
 
 use crate::common::{stderr, tempdir, wulf};
 

@@ -2,7 +2,7 @@
 # (every link alike), one run per round and condition: everything it names
 # (a slow node, a slow link, an asymmetric pair, a lossy link) is a false
 # finding; target nothing named, idle and loaded. Printed per run: what it
-# measured against its budget, whether the rounds were host-bound, the
+# measured against its budget (and the stream size fitted to it), whether the rounds were host-bound, the
 # findings left unconfirmed (a re-measure withdrew them or none could be
 # made: nothing is named from them) and what was named.
 # Budget: MATRIX_BUDGET (default 12s) and the lab's set-up, about 20 s a run.
@@ -41,7 +41,8 @@ for r in range(1, rounds + 1):
         named_runs.setdefault(l, []).append(len(found))
         budget = m.get("budget_s") or float("nan")
         hb = a.get("host_bound")
-        print(f"{l:<4} round {r}: measured {m['rounds_s']:.1f} s of {budget:.0f} s, "
+        print(f"{l:<4} round {r}: measured {m['rounds_s']:.1f} s of {budget:.0f} s "
+              f"({m['bandwidth_bytes'] >> 10} KiB stream), "
               f"host-bound {'%.2f of the links' % hb['link_share'] if hb else 'no'}, "
               f"unconfirmed {a.get('unconfirmed', 0)}, named: {', '.join(found) or 'nothing'}; load {la}")
 for l, v in sorted(named_runs.items()):

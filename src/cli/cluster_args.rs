@@ -40,9 +40,10 @@ pub struct MatrixArgs {
     /// Ping-pong size of the latency matrix.
     #[arg(long, default_value = "8", value_parser = parse_bytes, value_name = "BYTES")]
     pub latency_size: u64,
-    /// Stream size of the bandwidth matrix.
-    #[arg(long, default_value = "4Mi", value_parser = parse_bytes, value_name = "BYTES")]
-    pub bandwidth_size: u64,
+    /// Stream size of the bandwidth matrix [default: 4Mi, halved to fit
+    /// --budget over a slow link; a size given is kept].
+    #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
+    pub bandwidth_size: Option<u64>,
     /// Measure one pair at a time (no contention in the switch) instead of
     /// a whole round of disjoint pairs at once (`--pattern pairs` only).
     #[arg(long)]

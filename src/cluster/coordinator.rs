@@ -45,6 +45,9 @@ pub struct MatrixPlan {
     pub latency_bytes: u64,
     /// Stream size, bytes.
     pub bandwidth_bytes: u64,
+    /// Whether the stream size may be made smaller to fit the budget over
+    /// a slow link ([`super::stream_fit`]): it was not given.
+    pub fit_bandwidth: bool,
     /// Time budget of the whole measurement: rounds, pairs alone and
     /// re-measures (the agents' start-up aside), kept within 1.2 x.
     pub budget: Duration,
@@ -77,6 +80,9 @@ pub struct Gathered {
     pub cells: Vec<CellFigures>,
     /// Rounds of the tournament.
     pub rounds: usize,
+    /// The stream size the cells measured, bytes (the plan's, or smaller
+    /// to fit the budget: [`super::stream_fit`]).
+    pub bandwidth_bytes: u64,
     /// Time spent in the rounds.
     pub rounds_time: Duration,
     /// Why the matrix is incomplete, when it is.
@@ -147,6 +153,8 @@ pub fn run(
     } else {
         steps
     };
+    let (fitted, fit_note) = fit_stream(plan, &nodes, n, steps);
+    let plan = &fitted;
     let measured = super::rounds::run(
         plan,
         n,
@@ -158,13 +166,14 @@ pub fn run(
         on_progress,
     );
     trouble |= measured.trouble;
-    let (cells, interrupted, write_error, measured_warnings) = (
+    let (cells, interrupted, write_error, mut measured_warnings) = (
         measured.cells,
         measured.interrupted,
         measured.write_error,
         measured.warnings,
     );
     let rounds_time = started.elapsed();
+    measured_warnings.extend(fit_note);
     for m in &mut members {
         if let Some(ch) = m.ch.as_mut() {
             let _ = ch.send(&Order::Bye);
@@ -201,11 +210,40 @@ pub fn run(
         nodes,
         cells,
         rounds,
+        bandwidth_bytes: plan.bandwidth_bytes,
         rounds_time,
         incomplete,
         node_trouble: trouble,
         warnings: measured_warnings,
     })
+}
+
+/// The plan with its stream fitted to the budget over the slowest
+/// node's link (see [`super::stream_fit`]), and why it changed; as it is
+/// when the size was given or no link rate is known.
+fn fit_stream(
+    plan: &MatrixPlan,
+    nodes: &[MatrixNode],
+    n: usize,
+    steps: usize,
+) -> (MatrixPlan, Option<String>) {
+    use super::stream_fit::{fit, slowest_egress_bits_per_s, stream_share};
+    let mut fitted = plan.clone();
+    let rate = slowest_egress_bits_per_s(nodes).filter(|_| plan.fit_bandwidth && steps > 0);
+    let Some(rate) = rate else {
+        return (fitted, None);
+    };
+    let slots = super::rounds::slot_count(plan, n);
+    let pairs = plan.pattern == Pattern::Pairs;
+    let rounds = match pairs {
+        true => plan.budget.mul_f64(1.0 - super::budget::REMEASURE_SHARE),
+        false => plan.budget,
+    };
+    let other_parts = 1 + u32::from(plan.pattern == Pattern::Multipair);
+    let share = stream_share(rounds, slots, plan.alone, other_parts);
+    let f = fit(plan.bandwidth_bytes, share, rate);
+    fitted.bandwidth_bytes = f.bytes;
+    (fitted, f.note)
 }
 
 /// How long a cell may take before its measuring agent counts as lost.

@@ -44,3 +44,4 @@ mod remeasure;
 pub mod rounds;
 pub mod schedule;
 pub mod sources;
+pub mod stream_fit;

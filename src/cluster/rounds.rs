@@ -60,12 +60,10 @@ pub(super) fn run(
     } else {
         schedule::order(plan.pattern, n, plan.seed)
     };
-    // Slots: a step, or each of its pairs with --serial.
-    let slots_of = |st: usize| match plan.serial {
-        true => schedule::step(plan.pattern, n, st).len(),
-        false => 1,
+    let mut slots_left: usize = match steps {
+        0 => 0,
+        _ => slot_count(plan, n),
     };
-    let mut slots_left: usize = order.iter().map(|&st| slots_of(st)).sum();
     let (mut given_sum, mut given_count) = (Duration::ZERO, 0u32);
     let mut done_steps = 0;
     let mut ring_kept = false;
@@ -195,6 +193,17 @@ pub enum Progress {
 
 /// The early warning of a matrix whose cells' least work does not fit
 /// its budget: said as soon as it shows, not after the overrun.
+/// The slots the budget is shared among for `n` nodes: a step, or each
+/// of its pairs with `--serial`.
+pub(super) fn slot_count(plan: &MatrixPlan, n: usize) -> usize {
+    (0..schedule::steps(plan.pattern, n))
+        .map(|st| match plan.serial {
+            true => schedule::step(plan.pattern, n, st).len(),
+            false => 1,
+        })
+        .sum()
+}
+
 fn overrun_line(plan: &MatrixPlan, least: Duration, overhead: Duration) -> String {
     format!(
         "at this machine's speed the rounds need about {:.1} s, more than 1.2 x --budget \

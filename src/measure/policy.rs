@@ -447,6 +447,32 @@ pub fn clean_blocks_faster(trials_ns: &[f64], disturbed: &[bool]) -> bool {
     }
 }
 
+/// Whether a measured point's figures are the machine's other work as
+/// much as the transport's: some of its blocks were disturbed (an end
+/// waited for a CPU), fewer than [`MIN_CLEAN_TRIALS`] were clean, and the
+/// clean ones were the faster (so the run delay, not a wake-up's short
+/// wait, is what slowed the others: see [`clean_blocks_faster`]). Such a
+/// point keeps every block's figures, marked noisy; a table that compares
+/// figures withholds them.
+pub fn interfered(p: &crate::result::Point) -> bool {
+    if p.disturbed_trials.is_empty() {
+        return false;
+    }
+    let clean = (p.trials as usize).saturating_sub(p.disturbed_trials.len());
+    clean < MIN_CLEAN_TRIALS && point_clean_faster(p)
+}
+
+/// [`clean_blocks_faster`] of a measured point's trials.
+pub fn point_clean_faster(p: &crate::result::Point) -> bool {
+    let mut disturbed = vec![false; p.trials_ns.len()];
+    for &i in &p.disturbed_trials {
+        if let Some(d) = disturbed.get_mut(i as usize) {
+            *d = true;
+        }
+    }
+    clean_blocks_faster(&p.trials_ns, &disturbed)
+}
+
 /// The trials a point converges on: the clean ones, or every one under a
 /// load or where the run delay is not known.
 fn judged_trials<'a>(plan: &PointPlan, out: &'a PointOutcome, clean: &'a [f64]) -> &'a [f64] {

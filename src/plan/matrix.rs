@@ -25,6 +25,11 @@ use crate::result::matrix::Pattern;
 use crate::result::matrix::{MatrixResult, MATRIX_KIND, MATRIX_SCHEMA_VERSION};
 use crate::result::write_atomically;
 
+/// The bandwidth matrix's stream size when `--bandwidth-size` is not
+/// given: large enough for a fast link's rate, and fitted down to the
+/// budget over a slow one ([`crate::cluster::stream_fit`]).
+pub const DEFAULT_BANDWIDTH_BYTES: u64 = 4 << 20;
+
 /// Run `wulf matrix` with `launcher` as its `--launch` when a command
 /// that parsed it already hands it down (`wulf run`), else the one
 /// `args` name.
@@ -154,7 +159,8 @@ fn plan(ctx: &RunContext, args: &MatrixArgs, hosts: Vec<String>, expected: usize
         hosts,
         via: args.via.clone(),
         latency_bytes: args.latency_size,
-        bandwidth_bytes: args.bandwidth_size,
+        bandwidth_bytes: args.bandwidth_size.unwrap_or(DEFAULT_BANDWIDTH_BYTES),
+        fit_bandwidth: args.bandwidth_size.is_none(),
         budget: args.budget,
         timeout: args.timeout,
         serial: args.serial,
@@ -270,7 +276,7 @@ fn measure(args: &MatrixArgs, plan: &MatrixPlan, launcher: &dyn Launcher) -> Res
         via: plan.via.clone(),
         launch: launcher.name(),
         latency_bytes: plan.latency_bytes,
-        bandwidth_bytes: plan.bandwidth_bytes,
+        bandwidth_bytes: g.bandwidth_bytes,
         serial: plan.serial,
         pattern: plan.pattern,
         rounds: g.rounds,

@@ -298,7 +298,7 @@ fn matrix_args(
         nodes: names.len(),
         via: "tcp".into(),
         latency_size: 8,
-        bandwidth_size: 4 << 20,
+        bandwidth_size: None,
         serial: false,
         pattern: PatternArg::Pairs,
         no_alone: false,

@@ -408,6 +408,8 @@ mod tests {
             over: None,
             noisy_bytes: Vec::new(),
             latency_noisy: false,
+            latency_interfered: false,
+            peak_interfered: false,
         }
     }
 

@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use super::{buffer_label, StudyCase, StudyName, MTUS_BYTES, SOCKET_BUFFERS_BYTES};
 use crate::analysis::Analysis;
+use crate::measure::policy::interfered;
 use crate::result::{StudyCaseResult, StudyRow, StudyTable, SweepResult};
 use crate::sys::{tcp_goodput_limit, IpVersion};
 
@@ -58,6 +59,8 @@ pub fn case_result(
         over: case.over.clone(),
         noisy_bytes: Vec::new(),
         latency_noisy: false,
+        latency_interfered: false,
+        peak_interfered: false,
     };
     match outcome {
         Err(e) => c.error = Some(e),
@@ -78,12 +81,18 @@ pub fn case_result(
                 .map(|p| p.bytes)
                 .collect();
             c.latency_noisy = r.points.first().is_some_and(|p| p.noisy);
+            c.latency_interfered = r.points.first().is_some_and(interfered);
             c.latency_ns = a.latency_ns;
-            let peak = r
-                .points
-                .iter()
-                .filter(|p| p.bytes >= c.peak_min_bytes)
-                .max_by(|x, y| x.bits_per_s.total_cmp(&y.bits_per_s));
+            // The peak from the points other work left alone; where it
+            // touched every one, their best, marked so (withheld later).
+            let min_bytes = c.peak_min_bytes;
+            let candidates = || r.points.iter().filter(move |p| p.bytes >= min_bytes);
+            let by_rate = |x: &&crate::result::Point, y: &&crate::result::Point| {
+                x.bits_per_s.total_cmp(&y.bits_per_s)
+            };
+            let clean = candidates().filter(|p| !interfered(p)).max_by(by_rate);
+            c.peak_interfered = clean.is_none() && candidates().next().is_some();
+            let peak = clean.or_else(|| candidates().max_by(by_rate));
             c.peak_bits_per_s = peak.map(|p| p.bits_per_s);
             c.peak_bytes = peak.map(|p| p.bytes);
             c.n_half_bytes = peak.and_then(|pk| {
@@ -314,6 +323,8 @@ pub(super) mod tests {
             over: None,
             noisy_bytes: Vec::new(),
             latency_noisy: false,
+            latency_interfered: false,
+            peak_interfered: false,
         }
     }
 

@@ -173,18 +173,6 @@ fn whole_below_own(points: &[result::Point], remote_peer: bool) -> Option<String
     })
 }
 
-/// Whether `p`'s clean blocks ran faster than its disturbed ones (its
-/// figures are then the clean blocks').
-fn clean_faster(p: &Point) -> bool {
-    let mut disturbed = vec![false; p.trials_ns.len()];
-    for &i in &p.disturbed_trials {
-        if let Some(d) = disturbed.get_mut(i as usize) {
-            *d = true;
-        }
-    }
-    crate::measure::policy::clean_blocks_faster(&p.trials_ns, &disturbed)
-}
-
 /// What the disturbed blocks did to the points (see
 /// [`crate::measure::policy::DISTURBED_SHARE`]): which figures are the
 /// clean blocks', and which had too few clean ones to be anything but the
@@ -217,13 +205,12 @@ fn disturbed_warning(points: &[Point], loaded: bool) -> Option<String> {
     // every block's (see `clean_blocks_faster`).
     let slower: Vec<String> = disturbed
         .iter()
-        .filter(|p| !clean_faster(p))
+        .filter(|p| !crate::measure::policy::point_clean_faster(p))
         .map(|p| crate::units::format_bytes(p.bytes))
         .collect();
     let few: Vec<String> = disturbed
         .iter()
-        .filter(|p| clean_faster(p))
-        .filter(|p| (p.trials as usize - p.disturbed_trials.len()) < MIN_CLEAN_TRIALS)
+        .filter(|p| crate::measure::policy::interfered(p))
         .map(|p| crate::units::format_bytes(p.bytes))
         .collect();
     let mut w = format!(

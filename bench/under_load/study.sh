@@ -55,7 +55,10 @@ for l in ("idle", "busy"):
         print(f"  {r['numerator']:>14} / {r['denominator']:<12} {r['figure']:<8} {r['link']:<6} "
               f"{rounds:<24} spread {100 * spread:6.1f}% "
               f"{'<= 20%' if spread <= 0.2 else ('> 20%, named by the study' if said else '> 20%, NOT named')}")
+    cases = s.get("cases", [])
+    held = sum(bool(c.get("latency_interfered")) + bool(c.get("peak_interfered")) for c in cases)
     print(f"study {l}: {within} ratios within 20%, {moved_named} moved and named in the study's warnings, "
-          f"{moved_silent} moved unnamed (target: none unnamed)")
+          f"{moved_silent} moved unnamed (target: none unnamed); {held} figures of {2 * len(cases)} "
+          f"withheld (other work kept an end off its CPU: latency_interfered, peak_interfered)")
 PY
 }

@@ -189,3 +189,31 @@ fn a_node_slow_by_latency_on_saturated_hosts_is_not_named() {
         assert_eq!(named, busy < 0.5, "busy {busy}: {:?}", a.slow_nodes);
     }
 }
+
+#[test]
+fn links_and_pairs_slow_by_latency_on_saturated_hosts_are_not_named() {
+    let n = nodes(4, 9);
+    for busy in [1.0, 0.3] {
+        let mut cells = Vec::new();
+        for a in 0..4 {
+            for b in (0..4).filter(|&b| b != a) {
+                // One slow direction: a slow link and an asymmetric pair.
+                let lat = if (a, b) == (3, 2) {
+                    40e3
+                } else {
+                    10e3 * (1.0 + 0.01 * b as f64)
+                };
+                let mut c = cell(a, b, 930e6, busy, false);
+                c.latency = Some(crate::result::matrix::Figure::from(&test_point(8, lat)));
+                cells.push(c);
+            }
+        }
+        let a = crate::analysis::matrix::analyse(&n, &cells);
+        let slow_link = a.outlier_cells.iter().any(|c| c.metric == "latency");
+        assert_eq!(slow_link, busy < 0.5, "busy {busy}: {:?}", a.outlier_cells);
+        if busy > 0.5 {
+            assert!(a.asymmetric_pairs.iter().all(|p| p.metric != "latency"));
+            assert!(a.unconfirmed > 0, "{a:?}");
+        }
+    }
+}

@@ -29,26 +29,14 @@ pub const BLOCK: usize = 16;
 
 /// A transform of one length, with its roots and the buffers of one
 /// block of lines (real and imaginary parts apart, point-major:
-/// `re[i * BLOCK + b]` is point `i` of line `b`).
+/// `re[i][b]` is point `i` of line `b`).
 #[derive(Debug, Clone)]
 pub struct Fft {
     n: usize,
     /// `exp(-2 pi i k / n)` for `k < n`.
     roots: Vec<Complex>,
-    re: [Vec<f64>; 2],
-    im: [Vec<f64>; 2],
-}
-
-#[inline]
-#[cfg(test)]
-fn add(a: Complex, b: Complex) -> Complex {
-    [a[0] + b[0], a[1] + b[1]]
-}
-
-#[inline]
-#[cfg(test)]
-fn mul(a: Complex, b: Complex) -> Complex {
-    [a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0]]
+    re: [Vec<[f64; BLOCK]>; 2],
+    im: [Vec<[f64; BLOCK]>; 2],
 }
 
 impl Fft {
@@ -61,7 +49,7 @@ impl Fft {
                 [theta.cos(), theta.sin()]
             })
             .collect();
-        let buf = || vec![0.0; n * BLOCK];
+        let buf = || vec![[0.0; BLOCK]; n];
         Ok(Fft {
             n,
             roots,
@@ -70,69 +58,110 @@ impl Fft {
         })
     }
 
-    /// Transforms, in place, every line of `data` along one axis: line `l`
-    /// of `lines` starts at `first(l)` and its points are `stride` apart.
-    /// Lines go by blocks of [`BLOCK`]; lines next to each other should
-    /// lie next to each other in `data` (for a strided axis, the gather
-    /// then reads whole runs).
-    pub fn lines(
+    /// Transforms, in place, every line `at` of `data` along one axis.
+    /// Lines go by blocks of [`BLOCK`], so a gather along a strided axis
+    /// reads runs of [`BLOCK`] adjacent points.
+    pub fn lines(&mut self, data: &mut [Complex], at: Lines, dir: Direction) {
+        for l0 in (0..at.count).step_by(BLOCK) {
+            let width = BLOCK.min(at.count - l0);
+            self.gather(data, at, l0, width, |_, _| {});
+            let out = self.transform_block(dir);
+            self.scatter(out, data, at, l0, width);
+        }
+    }
+
+    /// As [`Fft::lines`], but each point of `src` is first multiplied by
+    /// its `factor` (same index) and written back, and the transformed
+    /// lines go to `dst`: NPB's `evolve` then the transform, in one trip
+    /// through memory instead of three (evolve writing a copy that the
+    /// transform reads and writes again).
+    pub fn lines_scaled(
         &mut self,
-        data: &mut [Complex],
-        lines: usize,
-        first: impl Fn(usize) -> usize,
-        stride: usize,
+        src: &mut [Complex],
+        factor: &[f64],
+        dst: &mut [Complex],
+        at: Lines,
         dir: Direction,
     ) {
-        let n = self.n;
-        let mut starts = [0usize; BLOCK];
-        let mut l0 = 0;
-        while l0 < lines {
-            let width = BLOCK.min(lines - l0);
-            for (b, start) in starts.iter_mut().enumerate().take(width) {
-                *start = first(l0 + b);
-            }
-            let starts = &starts[..width];
-            // Whichever order reads `data` in runs: along a line when its
-            // points are adjacent, across the block's lines otherwise.
-            if stride == 1 {
-                for (b, &start) in starts.iter().enumerate() {
-                    for (i, v) in data[start..start + n].iter().enumerate() {
-                        self.re[0][i * BLOCK + b] = v[0];
-                        self.im[0][i * BLOCK + b] = v[1];
-                    }
+        for l0 in (0..at.count).step_by(BLOCK) {
+            let width = BLOCK.min(at.count - l0);
+            self.gather(src, at, l0, width, |run, first| {
+                let factor = &factor[first..first + run.len()];
+                for (v, t) in run.iter_mut().zip(factor) {
+                    *v = [v[0] * t, v[1] * t];
                 }
-            } else {
-                for i in 0..n {
-                    for (b, &start) in starts.iter().enumerate() {
-                        let v = data[start + i * stride];
-                        self.re[0][i * BLOCK + b] = v[0];
-                        self.im[0][i * BLOCK + b] = v[1];
-                    }
-                }
-            }
+            });
             let out = self.transform_block(dir);
-            let (re, im) = (&self.re[out], &self.im[out]);
-            if stride == 1 {
-                for (b, &start) in starts.iter().enumerate() {
-                    for (i, v) in data[start..start + n].iter_mut().enumerate() {
-                        *v = [re[i * BLOCK + b], im[i * BLOCK + b]];
-                    }
-                }
-            } else {
-                for i in 0..n {
-                    for (b, &start) in starts.iter().enumerate() {
-                        data[start + i * stride] = [re[i * BLOCK + b], im[i * BLOCK + b]];
-                    }
+            self.scatter(out, dst, at, l0, width);
+        }
+    }
+
+    /// Loads lines `l0..l0 + width` into buffer pair 0, a run of adjacent
+    /// points at a time (a line, or one point of every line of the
+    /// block), after `prep(run, index of its first point)`.
+    #[inline(always)]
+    fn gather(
+        &mut self,
+        data: &mut [Complex],
+        at: Lines,
+        l0: usize,
+        width: usize,
+        mut prep: impl FnMut(&mut [Complex], usize),
+    ) {
+        let (n, re, im) = (self.n, &mut self.re[0], &mut self.im[0]);
+        if at.stride == 1 {
+            for b in 0..width {
+                let first = (l0 + b) * at.step;
+                let line = &mut data[first..first + n];
+                prep(line, first);
+                for ((r, m), v) in re.iter_mut().zip(im.iter_mut()).zip(&*line) {
+                    (r[b], m[b]) = (v[0], v[1]);
                 }
             }
-            l0 += width;
+            return;
+        }
+        debug_assert_eq!(at.step, 1, "neither points nor lines adjacent");
+        for (i, (r, m)) in re.iter_mut().zip(im.iter_mut()).enumerate() {
+            let first = l0 + i * at.stride;
+            let run = &mut data[first..first + width];
+            prep(run, first);
+            for ((r, m), v) in r.iter_mut().zip(m.iter_mut()).zip(&*run) {
+                (*r, *m) = (v[0], v[1]);
+            }
+        }
+    }
+
+    /// Stores buffer pair `out` back to lines `l0..l0 + width` of `data`,
+    /// by the runs of [`Fft::gather`].
+    #[inline(always)]
+    fn scatter(&self, out: usize, data: &mut [Complex], at: Lines, l0: usize, width: usize) {
+        let (n, re, im) = (self.n, &self.re[out], &self.im[out]);
+        if at.stride == 1 {
+            for b in 0..width {
+                let first = (l0 + b) * at.step;
+                for ((r, m), v) in re.iter().zip(im).zip(&mut data[first..first + n]) {
+                    *v = [r[b], m[b]];
+                }
+            }
+            return;
+        }
+        for (i, (r, m)) in re.iter().zip(im).enumerate() {
+            let first = l0 + i * at.stride;
+            for ((r, m), v) in r.iter().zip(m).zip(&mut data[first..first + width]) {
+                *v = [*r, *m];
+            }
         }
     }
 
     /// Transforms `x` (exactly the transform's length) in place.
     #[cfg(test)]
     pub fn transform(&mut self, x: &mut [Complex], dir: Direction) {
-        self.lines(x, 1, |_| 0, 1, dir);
+        let one = Lines {
+            count: 1,
+            step: 0,
+            stride: 1,
+        };
+        self.lines(x, one, dir);
     }
 
     /// The Stockham passes on a block of lines, radix 4 while at least
@@ -158,6 +187,8 @@ impl Fft {
             } else {
                 (&*r1, &*i1, r0, i0)
             };
+            let (xr, xi) = (xr.as_flattened(), xi.as_flattened());
+            let (yr, yi) = (yr.as_flattened_mut(), yi.as_flattened_mut());
             let root = |k: usize| {
                 let w = self.roots[k];
                 match dir {
@@ -202,6 +233,19 @@ impl Fft {
         }
         from
     }
+}
+
+/// Where the lines of [`Fft::lines`] lie: point `i` of line `l <
+/// count` is at `l * step + i * stride`, and either the points of a line
+/// or the lines are adjacent (`stride` or `step` is 1).
+#[derive(Debug, Clone, Copy)]
+pub struct Lines {
+    /// How many lines.
+    pub count: usize,
+    /// From the first point of one line to the next line's.
+    pub step: usize,
+    /// From one point of a line to the next.
+    pub stride: usize,
 }
 
 /// One radix-4 butterfly across a block of lines: the four points
@@ -302,98 +346,5 @@ fn butterfly(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn dft(x: &[Complex], sign: f64) -> Vec<Complex> {
-        let n = x.len();
-        (0..n)
-            .map(|k| {
-                x.iter().enumerate().fold([0.0; 2], |acc, (j, v)| {
-                    let t = sign * 2.0 * std::f64::consts::PI * ((j * k) % n) as f64 / n as f64;
-                    add(acc, mul(*v, [t.cos(), t.sin()]))
-                })
-            })
-            .collect()
-    }
-
-    fn signal(n: usize) -> Vec<Complex> {
-        let mut state = crate::npb::rng::SEED_MG;
-        (0..n)
-            .map(|_| {
-                let re = crate::npb::rng::randlc(&mut state, crate::npb::rng::MULTIPLIER);
-                let im = crate::npb::rng::randlc(&mut state, crate::npb::rng::MULTIPLIER);
-                [re - 0.5, im - 0.5]
-            })
-            .collect()
-    }
-
-    fn max_diff(a: &[Complex], b: &[Complex]) -> f64 {
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x[0] - y[0]).abs().max((x[1] - y[1]).abs()))
-            .fold(0.0, f64::max)
-    }
-
-    #[test]
-    fn a_pure_tone_lands_in_its_bin() {
-        // x(j) = exp(2 pi i 3 j / 16): the forward transform is 16 at bin 3.
-        let n = 16;
-        let mut x: Vec<Complex> = (0..n)
-            .map(|j| {
-                let t = 2.0 * std::f64::consts::PI * 3.0 * j as f64 / n as f64;
-                [t.cos(), t.sin()]
-            })
-            .collect();
-        Fft::new(n).unwrap().transform(&mut x, Direction::Forward);
-        for (k, v) in x.iter().enumerate() {
-            let want = if k == 3 { [16.0, 0.0] } else { [0.0, 0.0] };
-            assert!(max_diff(&[*v], &[want]) < 1e-12, "bin {k}: {v:?}");
-        }
-    }
-
-    #[test]
-    fn matches_the_direct_sum_in_both_directions() {
-        for n in [1, 2, 4, 8, 32, 64] {
-            let x = signal(n);
-            let mut fft = Fft::new(n).unwrap();
-            let mut f = x.clone();
-            fft.transform(&mut f, Direction::Forward);
-            assert!(max_diff(&f, &dft(&x, -1.0)) < 1e-12, "forward n {n}");
-            let mut b = x.clone();
-            fft.transform(&mut b, Direction::Inverse);
-            assert!(max_diff(&b, &dft(&x, 1.0)) < 1e-12, "inverse n {n}");
-        }
-    }
-
-    #[test]
-    fn inverse_of_forward_is_n_times_identity() {
-        let n = 128;
-        let x = signal(n);
-        let mut fft = Fft::new(n).unwrap();
-        let mut y = x.clone();
-        fft.transform(&mut y, Direction::Forward);
-        fft.transform(&mut y, Direction::Inverse);
-        let scaled: Vec<Complex> = y
-            .iter()
-            .map(|v| [v[0] / n as f64, v[1] / n as f64])
-            .collect();
-        assert!(max_diff(&scaled, &x) < 1e-14);
-    }
-
-    #[test]
-    fn strided_lines_equal_contiguous_transforms() {
-        // A 4 x 8 block: transform the columns (stride 4) of 8 points.
-        let data = signal(32);
-        let mut fft = Fft::new(8).unwrap();
-        let mut by_lines = data.clone();
-        fft.lines(&mut by_lines, 4, |l| l, 4, Direction::Forward);
-        for col in 0..4 {
-            let mut line: Vec<Complex> = (0..8).map(|i| data[col + 4 * i]).collect();
-            fft.transform(&mut line, Direction::Forward);
-            let got: Vec<Complex> = (0..8).map(|i| by_lines[col + 4 * i]).collect();
-            assert_eq!(got, line);
-        }
-        assert!(Fft::new(12).is_err());
-    }
-}
+#[path = "fft_tests.rs"]
+mod tests;

@@ -15,7 +15,7 @@
 use anyhow::{ensure, Result};
 use bytemuck::{cast_slice, cast_slice_mut};
 
-use super::fft::{Complex, Direction, Fft};
+use super::fft::{Complex, Direction, Fft, Lines};
 use super::params::{FtParams, ALPHA, CHECKSUM_POINTS, SEED};
 use crate::comm::Communicator;
 use crate::npb::fault;
@@ -163,21 +163,28 @@ impl<'c> Solver<'c> {
         }
     }
 
-    /// NPB's initial condition: the random stream from NPB's seed fills
-    /// the grid x fastest, then y, then z, real part then imaginary; each
-    /// rank jumps to its first plane.
-    pub fn initial_conditions(&mut self) {
+    /// NPB's random stream at this rank's first plane: the stream from
+    /// NPB's seed fills the grid x fastest, then y, then z, real part
+    /// then imaginary.
+    fn stream_start(&self) -> u64 {
         let [nx, ny, _] = self.params.dims;
-        let plane = nx * ny;
         let z0 = self.comm.rank() * self.slabs.planes;
-        let mut state = jump(SEED, MULTIPLIER, (2 * plane * z0) as u64);
+        jump(SEED, MULTIPLIER, (2 * nx * ny * z0) as u64)
+    }
+
+    /// NPB's initial condition alone, as [`Solver::forward`] makes it.
+    #[cfg(test)]
+    fn initial_conditions(&mut self) {
+        let mut state = self.stream_start();
         vranlc(&mut state, MULTIPLIER, cast_slice_mut(&mut self.planes));
     }
 
-    /// The forward 3-D transform of the plane layout into the spectrum
-    /// (column layout).
+    /// NPB's initial condition and its forward 3-D transform into the
+    /// spectrum (column layout). Each plane is filled from the stream
+    /// just before its x and y transforms, while it is in cache.
     pub fn forward(&mut self) -> Result<()> {
-        self.xy_transforms(Direction::Forward);
+        let mut state = self.stream_start();
+        self.xy_transforms(Direction::Forward, Some(&mut state));
         if self.whole() {
             // The transformed planes become the spectrum; the old
             // spectrum's buffer is the next initial condition's.
@@ -185,38 +192,19 @@ impl<'c> Solver<'c> {
         } else {
             self.planes_to_columns()?;
         }
-        z_transforms(
-            &mut self.fft[2],
-            &mut self.spectrum,
-            &self.slabs,
-            Direction::Forward,
-        );
+        let at = z_lines(&self.slabs);
+        self.fft[2].lines(&mut self.spectrum, at, Direction::Forward);
         Ok(())
     }
 
-    /// One time step of NPB's `evolve`: the spectrum times the twiddle,
-    /// copied to the work array for the inverse transform.
-    pub fn evolve(&mut self) {
-        for ((u0, u1), t) in self
-            .spectrum
-            .iter_mut()
-            .zip(&mut self.work)
-            .zip(&self.twiddle)
-        {
-            u0[0] *= t;
-            u0[1] *= t;
-            *u1 = *u0;
-        }
-    }
-
-    /// The inverse 3-D transform of the work array into the plane layout.
-    pub fn inverse(&mut self) -> Result<()> {
-        z_transforms(
-            &mut self.fft[2],
-            &mut self.work,
-            &self.slabs,
-            Direction::Inverse,
-        );
+    /// One time step: NPB's `evolve` (the spectrum times the twiddle,
+    /// in place) fused into the z transforms of the inverse 3-D
+    /// transform, which read the evolved spectrum and write the work
+    /// array; then the rest of the inverse into the plane layout.
+    pub fn step(&mut self) -> Result<()> {
+        let at = z_lines(&self.slabs);
+        let (src, dst, tw) = (&mut self.spectrum, &mut self.work, &self.twiddle);
+        self.fft[2].lines_scaled(src, tw, dst, at, Direction::Inverse);
         if self.whole() {
             // The work array is the solution's planes; the planes' old
             // buffer is the next step's work array.
@@ -227,7 +215,7 @@ impl<'c> Solver<'c> {
         } else {
             self.columns_to_planes()?;
         }
-        self.xy_transforms(Direction::Inverse);
+        self.xy_transforms(Direction::Inverse, None);
         Ok(())
     }
 
@@ -260,20 +248,32 @@ impl<'c> Solver<'c> {
         self.slabs.np == 1
     }
 
-    /// The x then y transforms (forward) or y then x (inverse is the same
-    /// order reversed; the axes commute, so either order is exact).
-    fn xy_transforms(&mut self, dir: Direction) {
+    /// The x then y transforms, one plane at a time, after filling the
+    /// plane from NPB's random `stream` if given: a plane (1 MiB at
+    /// class A) is still in the last-level cache when its y lines are
+    /// gathered, where a pass of x over the whole grid then one of y
+    /// would read the grid from memory twice. The axes commute, so the
+    /// inverse may run them in the same order.
+    fn xy_transforms(&mut self, dir: Direction, mut stream: Option<&mut u64>) {
         let [nx, ny, _] = self.params.dims;
-        let planes = self.slabs.planes;
         let [fx, fy, _] = &mut self.fft;
-        fx.lines(&mut self.planes, planes * ny, |l| l * nx, 1, dir);
-        fy.lines(
-            &mut self.planes,
-            planes * nx,
-            |l| (l / nx) * ny * nx + l % nx,
-            nx,
-            dir,
-        );
+        for plane in self.planes.chunks_exact_mut(nx * ny) {
+            if let Some(state) = stream.as_deref_mut() {
+                vranlc(state, MULTIPLIER, cast_slice_mut(plane));
+            }
+            let rows = Lines {
+                count: ny,
+                step: nx,
+                stride: 1,
+            };
+            let columns = Lines {
+                count: nx,
+                step: 1,
+                stride: nx,
+            };
+            fx.lines(plane, rows, dir);
+            fy.lines(plane, columns, dir);
+        }
     }
 
     /// Transpose of the plane layout into the spectrum's column layout.
@@ -341,75 +341,27 @@ impl<'c> Solver<'c> {
     }
 }
 
-/// The z transforms of the column layout of `slabs` in `data`: lines of
-/// adjacent points on several ranks, or, on one rank (the plane layout),
-/// lines across the planes, `nx * ny` points apart, whose neighbours in x
+/// The z lines of the column layout of `slabs`. On several ranks they
+/// are runs of adjacent points; on one rank (the plane layout) they
+/// cross the planes, `nx * ny` points apart, and their neighbours in x
 /// lie next to each other (so a block's gather reads runs).
-fn z_transforms(fft: &mut Fft, data: &mut [Complex], slabs: &Slabs, dir: Direction) {
+fn z_lines(slabs: &Slabs) -> Lines {
     let [nx, ny, nz] = slabs.dims;
     if slabs.np == 1 {
-        fft.lines(data, nx * ny, |l| l, nx * ny, dir);
+        Lines {
+            count: nx * ny,
+            step: 1,
+            stride: nx * ny,
+        }
     } else {
-        fft.lines(data, slabs.rows * nx, |l| l * nz, 1, dir);
+        Lines {
+            count: slabs.rows * nx,
+            step: nz,
+            stride: 1,
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::comm::SerialComm;
-    use crate::npb::rng::{randlc, SEED_MG};
-    use crate::npb::Class;
-
-    #[test]
-    fn the_initial_condition_is_npbs_stream_in_order() {
-        let comm = SerialComm::new();
-        let params = FtParams::of(Class::S);
-        let mut s = Solver::new(&comm, &params).unwrap();
-        s.initial_conditions();
-        let mut x = SEED_MG;
-        let first = [randlc(&mut x, MULTIPLIER), randlc(&mut x, MULTIPLIER)];
-        assert_eq!(s.planes[0], first);
-        // Point (x 5, y 2, z 3) is values 2 i + 1 and 2 i + 2 of the stream.
-        let i = (3 * 64 + 2) * 64 + 5;
-        let mut at = jump(SEED_MG, MULTIPLIER, 2 * i as u64);
-        let want = [randlc(&mut at, MULTIPLIER), randlc(&mut at, MULTIPLIER)];
-        assert_eq!(s.planes[i], want);
-    }
-
-    #[test]
-    fn frequencies_wrap_to_negative_halves() {
-        let got: Vec<i64> = (0..8).map(|i| frequency(i, 8)).collect();
-        assert_eq!(got, [0, 1, 2, 3, -4, -3, -2, -1]);
-    }
-
-    #[test]
-    fn forward_then_inverse_is_n_times_the_initial_condition() {
-        let comm = SerialComm::new();
-        let params = FtParams::of(Class::S);
-        let mut s = Solver::new(&comm, &params).unwrap();
-        s.initial_conditions();
-        let start = s.planes.clone();
-        s.forward().unwrap();
-        s.work.copy_from_slice(&s.spectrum);
-        s.inverse().unwrap();
-        let n = params.total_points() as f64;
-        let worst = s
-            .planes
-            .iter()
-            .zip(&start)
-            .map(|(a, b)| (a[0] / n - b[0]).abs().max((a[1] / n - b[1]).abs()))
-            .fold(0.0, f64::max);
-        assert!(worst < 1e-13, "{worst}");
-    }
-
-    #[test]
-    fn counts_that_do_not_divide_the_grid_are_refused() {
-        assert!(Slabs::new([64, 64, 64], 3).is_err());
-        assert!(Slabs::new([128, 128, 32], 64).is_err());
-        let s = Slabs::new([64, 64, 64], 4).unwrap();
-        assert_eq!((s.planes, s.rows, s.local_points()), (16, 16, 65_536));
-        assert_eq!(s.transpose_bytes(), 16 * 262_144 * 3 / 4);
-        assert_eq!(Slabs::new([64, 64, 64], 1).unwrap().transpose_bytes(), 0);
-    }
-}
+#[path = "solver_tests.rs"]
+mod tests;

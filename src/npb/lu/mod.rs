@@ -27,6 +27,7 @@ mod grid;
 mod jacobian;
 pub mod params;
 mod rhs;
+mod rows;
 mod ssor;
 mod verify;
 

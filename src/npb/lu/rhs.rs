@@ -10,42 +10,34 @@
 //! Every term is pointwise, so a rank computes exactly the values of a
 //! serial run once its ghosts hold its neighbours' points.
 
-use super::grid::{Block, Coeffs, C1, C2, C3, C4, C5, NV};
+use super::grid::{Block, Coeffs, C1, C2, C3, C4, C5, GHOST, NV};
+use super::rows::{
+    add_second, dissipation_weights, points, sub_difference, sub_fourth, sub_one_sided,
+};
 
-/// Scratch for one line: the fluxes, and each point's `1 / rho` followed
-/// by its velocities and specific energy (the state divided by the
-/// density, computed once per point and direction, where NPB divides
-/// four times).
+/// Scratch for the operator's fluxes and for each point's `1 / rho`
+/// followed by its velocities and specific energy (the state divided by
+/// the density, computed once per point and direction, where NPB divides
+/// four times): along x one line of points; along y and z three rows of a
+/// ring (the rows below, at and above the one being updated).
 #[derive(Debug)]
 pub struct LineScratch {
     flux: Vec<[f64; NV]>,
     per_rho: Vec<[f64; NV]>,
+    visc: Vec<[f64; NV]>,
+    /// Points in a row of the ring.
+    row: usize,
 }
 
-/// Scratch long enough for any line of `b`.
+/// Scratch long enough for any line or row of `b`.
 pub fn line_scratch(b: &Block) -> LineScratch {
-    let len = b.ni.max(b.nj).max(b.nz) + 1;
+    let row = b.ni.max(b.nj).max(b.nz) + 2;
     LineScratch {
-        flux: vec![[0.0; NV]; len],
-        per_rho: vec![[0.0; NV]; len],
+        flux: vec![[0.0; NV]; 3 * row],
+        per_rho: vec![[0.0; NV]; 3 * row],
+        visc: vec![[0.0; NV]; 2 * row],
+        row,
     }
-}
-
-/// One line of a direction: where it starts in the field, its stride, the
-/// range of its interior points, and the global index of its point 0.
-struct Line {
-    base: usize,
-    stride: usize,
-    lo: usize,
-    hi: usize,
-    global0: isize,
-}
-
-#[inline(always)]
-fn load(w: &[f64], at: usize) -> [f64; NV] {
-    let mut v = [0.0; NV];
-    v.copy_from_slice(&w[at..at + NV]);
-    v
 }
 
 /// `1 / rho` at every point of `field` (ghosts included) into `inv`, one
@@ -59,49 +51,42 @@ pub fn inverse_density(field: &[f64], inv: &mut [f64]) {
 
 /// Adds the operator applied to `w` (ghosts filled; `inv` its
 /// [`inverse_density`]) to `out`, at every owned interior point of planes
-/// 1 to `nz - 2`.
+/// 1 to `nz - 2`. A point gets its x, then y, then z terms, as in NPB.
 pub fn add_operator(
     b: &Block,
     c: &Coeffs,
-    (w, inv): (&[f64], &[f64]),
+    state: (&[f64], &[f64]),
     out: &mut [f64],
-    flux: &mut LineScratch,
+    scratch: &mut LineScratch,
 ) {
-    let [sx, sy, sz] = b.strides();
-    let ghost = super::grid::GHOST as isize;
+    let [_, sy, sz] = b.strides();
+    let points = b.iend + 1 - b.ist;
     for k in 1..b.nz - 1 {
         for j in b.jst..=b.jend {
-            let line = Line {
-                base: b.at(0, j, k),
-                stride: sx,
-                lo: b.ist,
-                hi: b.iend,
-                global0: b.ipt as isize - ghost,
-            };
-            add_line::<0>(b.n, c, &line, (w, inv), out, flux);
+            add_x(b, c, b.at(0, j, k), state, out, scratch);
         }
-        for i in b.ist..=b.iend {
-            let line = Line {
-                base: b.at(i, 0, k),
-                stride: sy,
-                lo: b.jst,
-                hi: b.jend,
-                global0: b.jpt as isize - ghost,
-            };
-            add_line::<1>(b.n, c, &line, (w, inv), out, flux);
-        }
+        // The y terms row by row of x, walking y.
+        let rows = Rows {
+            base: b.at(b.ist, 0, k),
+            stride: sy,
+            points,
+            lo: b.jst,
+            hi: b.jend,
+            global0: b.jpt as isize - GHOST as isize,
+        };
+        add_across::<1>(b.n, c, &rows, state, out, scratch);
     }
+    // The z terms row by row of x, walking z, for each y.
     for j in b.jst..=b.jend {
-        for i in b.ist..=b.iend {
-            let line = Line {
-                base: b.at(i, j, 0),
-                stride: sz,
-                lo: 1,
-                hi: b.nz - 2,
-                global0: 0,
-            };
-            add_line::<2>(b.n, c, &line, (w, inv), out, flux);
-        }
+        let rows = Rows {
+            base: b.at(b.ist, j, 0),
+            stride: sz,
+            points,
+            lo: 1,
+            hi: b.nz - 2,
+            global0: 0,
+        };
+        add_across::<2>(b.n, c, &rows, state, out, scratch);
     }
 }
 
@@ -147,84 +132,159 @@ fn viscous<const DIR: usize>(hi: &[f64; NV], lo: &[f64; NV], t3: f64) -> [f64; N
     g
 }
 
-/// Weights of the dissipation at offsets -2..=2 for a point at global
-/// index `g` of a side of `n` points: one-sided next to the faces.
+/// Rows of points along x that a direction's terms walk across: row `q`
+/// starts at `base + q * stride` and holds `points` points; the rows
+/// `lo..=hi` are updated, their global index is `global0 + q`.
+struct Rows {
+    base: usize,
+    stride: usize,
+    points: usize,
+    lo: usize,
+    hi: usize,
+    global0: isize,
+}
+
+/// The per-density state and the convective flux of the `per_rho.len()`
+/// points of `w` from offset `at`.
 #[inline(always)]
-fn dissipation_weights(g: isize, n: isize) -> [f64; 5] {
-    if g == 1 {
-        [0.0, 0.0, 5.0, -4.0, 1.0]
-    } else if g == 2 {
-        [0.0, -4.0, 6.0, -4.0, 1.0]
-    } else if g == n - 3 {
-        [1.0, -4.0, 6.0, -4.0, 0.0]
-    } else if g == n - 2 {
-        [1.0, -4.0, 5.0, 0.0, 0.0]
-    } else {
-        [1.0, -4.0, 6.0, -4.0, 1.0]
+fn fluxes<const DIR: usize>(
+    (w, inv): (&[f64], &[f64]),
+    at: usize,
+    per_rho_out: &mut [[f64; NV]],
+    flux: &mut [[f64; NV]],
+) {
+    let n = per_rho_out.len();
+    let u = points(&w[at..], n);
+    let inv = &inv[at / NV..at / NV + n];
+    let flux = &mut flux[..n];
+    for p in 0..n {
+        per_rho_out[p] = per_rho(&u[p], inv[p]);
+        flux[p] = convective::<DIR>(&u[p], &per_rho_out[p]);
     }
 }
 
-// The line's points are indices into the field and the flux scratch at
-// once, as in the formulas.
-#[allow(clippy::needless_range_loop)]
-fn add_line<const DIR: usize>(
-    n: usize,
+/// The viscous fluxes between the points of `lo` and those of `hi`.
+#[inline(always)]
+fn viscous_row<const DIR: usize>(hi: &[[f64; NV]], lo: &[[f64; NV]], t3: f64, g: &mut [[f64; NV]]) {
+    let n = g.len();
+    let (hi, lo) = (&hi[..n], &lo[..n]);
+    for p in 0..n {
+        g[p] = viscous::<DIR>(&hi[p], &lo[p], t3);
+    }
+}
+
+/// Adds the x terms at the interior points of the line starting at `base`
+/// (padded x index 0).
+fn add_x(
+    b: &Block,
     c: &Coeffs,
-    line: &Line,
+    base: usize,
     (w, inv): (&[f64], &[f64]),
     out: &mut [f64],
     scratch: &mut LineScratch,
 ) {
-    let dir = DIR;
-    let (t1, t2, t3, dd) = (c.t1[dir], c.t2[dir], c.t3[dir], c.dd[dir]);
-    let at = |p: usize| line.base + p * line.stride;
-    let LineScratch { flux, per_rho: r } = scratch;
-    for p in line.lo - 1..=line.hi + 1 {
-        let u = load(w, at(p));
-        r[p] = per_rho(&u, inv[at(p) / NV]);
-        flux[p] = convective::<DIR>(&u, &r[p]);
-    }
-    for p in line.lo..=line.hi {
-        let o = at(p);
-        for m in 0..NV {
-            out[o + m] -= t2 * (flux[p + 1][m] - flux[p - 1][m]);
-        }
-    }
-    for p in line.lo..=line.hi + 1 {
-        flux[p] = viscous::<DIR>(&r[p], &r[p - 1], t3);
-    }
+    let (t1, t2, t3, dd) = (c.t1[0], c.t2[0], c.t3[0], c.dd[0]);
+    let (lo, hi) = (b.ist, b.iend);
+    let len = hi + 1 - lo;
+    let at = |p: usize| base + p * NV;
+    // Fluxes at the points lo - 1 ..= hi + 1, index 0 being lo - 1.
+    let r = &mut scratch.per_rho[..len + 2];
+    let f = &mut scratch.flux[..len + 2];
+    fluxes::<0>((w, inv), at(lo - 1), r, f);
+    let o = &mut out[at(lo)..at(hi + 1)];
+    sub_difference(o, f[2..].as_flattened(), f.as_flattened(), t2);
+    // Viscous fluxes between points p - 1 and p, p = lo ..= hi + 1.
+    let g = &mut scratch.visc[..len + 1];
+    viscous_row::<0>(&r[1..], r, t3, g);
+    let row = |d: usize| &w[at(lo + d - 2)..];
     let visc = t3 * C3 * C4;
-    for p in line.lo..=line.hi {
-        let (o, below, above) = (at(p), at(p - 1), at(p + 1));
-        out[o] += dd * t1 * (w[below] - 2.0 * w[o] + w[above]);
-        for m in 1..NV {
-            out[o + m] += visc * (flux[p + 1][m] - flux[p][m])
-                + dd * t1 * (w[below + m] - 2.0 * w[o + m] + w[above + m]);
-        }
+    add_second(
+        o,
+        (g[1..].as_flattened(), g.as_flattened()),
+        [row(1), row(2), row(3)],
+        visc,
+        dd * t1,
+    );
+    // The dissipation: the plain fourth difference on the points away
+    // from the faces, the one-sided forms point by point next to them.
+    let (g0, n) = (b.ipt as isize - GHOST as isize, b.n as isize);
+    let inner_lo = (3 - g0).max(lo as isize) as usize;
+    let inner_hi = (n - 4 - g0).min(hi as isize) as usize;
+    for p in (lo..inner_lo).chain(inner_hi + 1..=hi) {
+        let o = &mut out[at(p)..at(p + 1)];
+        let wt = dissipation_weights(g0 + p as isize, n);
+        sub_one_sided(o, wt, |q| &w[at(p + q - 2)..], c.dssp);
     }
-    let (s1, n) = (line.stride, n as isize);
-    for p in line.lo..=line.hi {
-        let g = line.global0 + p as isize;
-        let o = at(p);
-        if (3..n - 3).contains(&g) {
-            // Away from the faces: the plain fourth difference.
-            for m in 0..NV {
-                let x = o + m;
-                out[x] -= c.dssp
-                    * (w[x - 2 * s1] - 4.0 * w[x - s1] + 6.0 * w[x] - 4.0 * w[x + s1]
-                        + w[x + 2 * s1]);
-            }
-            continue;
-        }
-        let wt = dissipation_weights(g, n);
-        for m in 0..NV {
-            let mut s = 0.0;
-            for (q, wq) in wt.iter().enumerate() {
-                if *wq != 0.0 {
-                    s += wq * w[o + q * s1 - 2 * s1 + m];
-                }
-            }
-            out[o + m] -= c.dssp * s;
+    if inner_lo <= inner_hi {
+        let o = &mut out[at(inner_lo)..at(inner_hi + 1)];
+        let row = |d: usize| &w[at(inner_lo + d - 2)..];
+        sub_fourth(o, [row(0), row(1), row(2), row(3), row(4)], c.dssp);
+    }
+}
+
+/// Adds the terms of direction `DIR` (y or z) at the rows `lo..=hi` of
+/// `rows`, each row once the fluxes of its neighbours are known: the
+/// fluxes of rows `q - 1`, `q`, `q + 1` lie in a ring of three slots.
+fn add_across<const DIR: usize>(
+    n: usize,
+    c: &Coeffs,
+    rows: &Rows,
+    (w, inv): (&[f64], &[f64]),
+    out: &mut [f64],
+    scratch: &mut LineScratch,
+) {
+    let (t1, t2, t3, dd) = (c.t1[DIR], c.t2[DIR], c.t3[DIR], c.dd[DIR]);
+    let visc = t3 * C3 * C4;
+    let len = rows.points;
+    let at = |q: usize| rows.base + q * rows.stride;
+    let wrow = |q: usize| &w[at(q)..at(q) + NV * len];
+    let LineScratch {
+        flux,
+        per_rho: rho,
+        visc: g,
+        row: cap,
+    } = scratch;
+    let cap = *cap;
+    let slot = |q: usize, ring: usize| (q % ring) * cap..(q % ring) * cap + len;
+    for q in rows.lo - 1..=rows.lo {
+        fluxes::<DIR>((w, inv), at(q), &mut rho[slot(q, 3)], &mut flux[slot(q, 3)]);
+    }
+    let q = rows.lo;
+    viscous_row::<DIR>(
+        &rho[slot(q, 3)],
+        &rho[slot(q - 1, 3)],
+        t3,
+        &mut g[slot(q, 2)],
+    );
+    let nn = n as isize;
+    for q in rows.lo..=rows.hi {
+        fluxes::<DIR>(
+            (w, inv),
+            at(q + 1),
+            &mut rho[slot(q + 1, 3)],
+            &mut flux[slot(q + 1, 3)],
+        );
+        let o = &mut out[at(q)..at(q) + NV * len];
+        let (f_hi, f_lo) = (&flux[slot(q + 1, 3)], &flux[slot(q - 1, 3)]);
+        sub_difference(o, f_hi.as_flattened(), f_lo.as_flattened(), t2);
+        let (r_hi, r_lo) = (&rho[slot(q + 1, 3)], &rho[slot(q, 3)]);
+        viscous_row::<DIR>(r_hi, r_lo, t3, &mut g[slot(q + 1, 2)]);
+        let (g_hi, g_lo) = (&g[slot(q + 1, 2)], &g[slot(q, 2)]);
+        let here = [wrow(q - 1), wrow(q), wrow(q + 1)];
+        add_second(
+            o,
+            (g_hi.as_flattened(), g_lo.as_flattened()),
+            here,
+            visc,
+            dd * t1,
+        );
+        let gq = rows.global0 + q as isize;
+        if (3..nn - 3).contains(&gq) {
+            let five = [wrow(q - 2), here[0], here[1], here[2], wrow(q + 2)];
+            sub_fourth(o, five, c.dssp);
+        } else {
+            let wt = dissipation_weights(gq, nn);
+            sub_one_sided(o, wt, |d| wrow(q + d - 2), c.dssp);
         }
     }
 }

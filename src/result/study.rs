@@ -248,9 +248,8 @@ pub struct StudyCaseResult {
     /// The point behind `latency_ns` had fewer than 3 clean blocks, the
     /// clean ones the faster: other work kept an end off its CPU, so the
     /// figure is that work's as much as the transport's
-    /// (`measure::policy::interfered`). Kept here, withheld from
-    /// the tables and ratios, and named in the warnings (absent in results
-    /// before this field).
+    /// (`measure::policy::interfered`; the point is marked noisy too).
+    /// Absent in results before this field.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub latency_interfered: bool,
     /// Every point the peak could be taken from was so (above); when only

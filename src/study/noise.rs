@@ -37,36 +37,16 @@ fn over_limit(c: &StudyCaseResult) -> bool {
     c.peak_fraction.is_some_and(|f| f > OVER_LIMIT_SHARE)
 }
 
-/// What the tables withheld, by reason.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Withheld {
-    /// Peaks above their link's goodput limit.
-    pub over_limit: usize,
-    /// Latencies and peaks from points other work interfered with (fewer
-    /// than 3 clean blocks: `latency_interfered`, `peak_interfered`).
-    pub interfered: usize,
-}
-
 /// The cases as the tables show them: a peak above its link's limit
-/// withheld (its fraction and sizes with it), and a latency or peak that
-/// other work set as much as the transport (issue 44: a figure under
-/// interference is clean or withheld), so that no ratio is taken from it.
-pub fn withhold(cases: &[StudyCaseResult]) -> (Vec<StudyCaseResult>, Withheld) {
-    let mut withheld = Withheld::default();
+/// withheld (its fraction and sizes with it).
+pub fn withhold(cases: &[StudyCaseResult]) -> (Vec<StudyCaseResult>, usize) {
+    let mut withheld = 0;
     let shown = cases
         .iter()
         .map(|c| {
             let mut c = c.clone();
-            if c.latency_interfered && c.latency_ns.is_some() {
-                withheld.interfered += 1;
-                c.latency_ns = None;
-            }
-            let peak_interfered = c.peak_interfered && c.peak_bits_per_s.is_some();
-            if over_limit(&c) || peak_interfered {
-                match peak_interfered {
-                    true => withheld.interfered += 1,
-                    false => withheld.over_limit += 1,
-                }
+            if over_limit(&c) {
+                withheld += 1;
                 c.peak_bits_per_s = None;
                 c.peak_fraction = None;
                 c.peak_bytes = None;
@@ -81,55 +61,19 @@ pub fn withhold(cases: &[StudyCaseResult]) -> (Vec<StudyCaseResult>, Withheld) {
 /// Append to every table's title the noise behind it and what was
 /// withheld, so that no rendering (terminal, Markdown, HTML) shows a
 /// table without them.
-pub fn annotate(tables: &mut [StudyTable], noise: Noise, withheld: Withheld) {
+pub fn annotate(tables: &mut [StudyTable], noise: Noise, withheld: usize) {
     let mut note = format!(
         "; {} of {} points noisy (not within their precision in the budget)",
         noise.noisy, noise.points
     );
-    if withheld.over_limit > 0 {
+    if withheld > 0 {
         note.push_str(&format!(
-            "; {} peaks above their link's goodput limit withheld (see warnings)",
-            withheld.over_limit
-        ));
-    }
-    if withheld.interfered > 0 {
-        note.push_str(&format!(
-            "; {} figures withheld: other work kept an end off its CPU (see warnings)",
-            withheld.interfered
+            "; {withheld} peaks above their link's goodput limit withheld (see warnings)"
         ));
     }
     for t in tables {
         t.title.push_str(&note);
     }
-}
-
-/// The cases whose latency or peak other work interfered with, listed
-/// (`ucx(tcp) fe r1: latency, peak`); None when none was.
-fn interfered_cases(cases: &[StudyCaseResult]) -> Option<String> {
-    let parts: Vec<String> = cases
-        .iter()
-        .filter_map(|c| {
-            let which: Vec<&str> = [
-                (c.latency_interfered && c.latency_ns.is_some(), "latency"),
-                (c.peak_interfered && c.peak_bits_per_s.is_some(), "peak"),
-            ]
-            .iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, name)| *name)
-            .collect();
-            (!which.is_empty()).then(|| format!("{}: {}", c.label, which.join(", ")))
-        })
-        .collect();
-    (!parts.is_empty()).then(|| {
-        format!(
-            "withheld from the tables and ratios, their points having fewer than {} clean blocks \
-             (an end waited for a CPU that other work held, and the clean blocks were the \
-             faster: the figure is that work's as much as the transport's; kept in cases[]): {}; \
-             a quieter machine or a larger budget helps",
-            crate::measure::policy::MIN_CLEAN_TRIALS,
-            parts.join("; ")
-        )
-    })
 }
 
 /// The study's warnings: the noise, and each peak above its link's limit
@@ -147,7 +91,6 @@ pub fn warnings(noise: Noise, cases: &[StudyCaseResult]) -> Vec<String> {
     if let Some(listed) = noisy_points(cases) {
         w.push(listed);
     }
-    w.extend(interfered_cases(cases));
     for c in cases.iter().filter(|c| over_limit(c)) {
         w.push(format!(
             "{}: peak {:.1} Mbit/s is {:.3} of the link's TCP goodput limit {:.1} Mbit/s, more \
@@ -243,47 +186,13 @@ mod tests {
     }
 
     #[test]
-    fn figures_other_work_set_are_withheld_named_and_take_no_ratio() {
-        let mut fe = case("ucx(tcp) fe r1", 90e6, 95.64e6);
-        (fe.transport, fe.link, fe.round) = ("ucx(tcp)".into(), "fe".into(), Some(1));
-        fe.latency_ns = Some(3.98e6);
-        fe.latency_interfered = true;
-        let mut ge = fe.clone();
-        (ge.label, ge.link, ge.latency_ns) = ("ucx(tcp) ge r1".into(), "ge".into(), Some(20e3));
-        ge.latency_interfered = false;
-        ge.peak_interfered = true;
-        let cases = [fe, ge];
-        let (shown, withheld) = withhold(&cases);
-        assert_eq!(
-            withheld,
-            Withheld {
-                over_limit: 0,
-                interfered: 2
-            }
-        );
-        assert_eq!(shown[0].latency_ns, None);
-        assert_eq!(shown[0].peak_bits_per_s, Some(90e6));
-        assert_eq!(shown[1].latency_ns, Some(20e3));
-        assert_eq!(shown[1].peak_bits_per_s, None);
-        // No latency ratio of ge over fe from a withheld figure.
-        let ratios = crate::study::fe_ge::ratios(&shown);
-        assert!(ratios.iter().all(|r| r.figure != "latency"), "{ratios:?}");
-        let w = warnings(Noise::default(), &cases);
-        let said = w.iter().find(|l| l.starts_with("withheld")).expect("named");
-        assert!(
-            said.contains("ucx(tcp) fe r1: latency; ucx(tcp) ge r1: peak"),
-            "{said}"
-        );
-    }
-
-    #[test]
     fn peaks_above_the_link_are_withheld_and_said_and_noise_is_in_every_title() {
         let cases = [
             case("fe-raw", 100.8e6, 95.64e6),
             case("fe-tcp", 94.1e6, 95.64e6),
         ];
         let (shown, withheld) = withhold(&cases);
-        assert_eq!(withheld.over_limit, 1);
+        assert_eq!(withheld, 1);
         assert_eq!(shown[0].peak_bits_per_s, None);
         assert_eq!(shown[1].peak_bits_per_s, Some(94.1e6));
         let w = warnings(

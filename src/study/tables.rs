@@ -84,7 +84,7 @@ pub fn case_result(
             c.latency_interfered = r.points.first().is_some_and(interfered);
             c.latency_ns = a.latency_ns;
             // The peak from the points other work left alone; where it
-            // touched every one, their best, marked so (withheld later).
+            // touched every one, their best, marked so.
             let min_bytes = c.peak_min_bytes;
             let candidates = || r.points.iter().filter(move |p| p.bytes >= min_bytes);
             let by_rate = |x: &&crate::result::Point, y: &&crate::result::Point| {

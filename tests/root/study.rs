@@ -157,37 +157,18 @@ fn fe_vs_ge_quick_runs_end_to_end() {
     // The ratios, GE over FE of tcp's latency and (where the budget
     // reached the peak's sizes) its peak, taken within each round, with
     // their range; a winner only where every round agrees.
-    // A round whose tcp latency other work set on either link is withheld
-    // (`latency_interfered`): the ratio comes from the other rounds.
-    let clean_rounds = (1..=3)
-        .filter(|&k| {
-            s.cases
-                .iter()
-                .filter(|c| c.round == Some(k) && c.link != "fe,hub")
-                .all(|c| !c.latency_interfered)
-        })
-        .count();
-    assert_eq!(
-        s.ratios
-            .iter()
-            .find(|r| r.figure == "latency" && r.link == "ge/fe")
-            .map_or(0, |r| r.per_round.len()),
-        clean_rounds,
+    assert!(
+        s.ratios.iter().any(|r| r.figure == "latency"),
         "{:?}",
         s.ratios
     );
     for r in &s.ratios {
         assert!(["latency", "peak"].contains(&r.figure.as_str()), "{r:?}");
         assert!(["ge/fe", "hub/switch"].contains(&r.link.as_str()), "{r:?}");
-        assert!(!r.per_round.is_empty(), "{r:?}");
+        assert!(r.per_round.len() >= 2, "{r:?}");
         assert!(r.low <= r.median && r.median <= r.high, "{r:?}");
-        // A winner only from two rounds or more that all agree.
         let spans_one = r.low <= 1.0 && r.high >= 1.0;
-        assert_eq!(
-            r.faster.is_none(),
-            spans_one || r.per_round.len() < 2,
-            "{r:?}"
-        );
+        assert_eq!(r.faster.is_none(), spans_one, "{r:?}");
     }
     assert!(s.tables.iter().any(|t| t.row_header == "ratio"));
     // The hub against the switch, beside Nguyen 2001's figures.
